@@ -1,0 +1,21 @@
+// Package ami speaks the Asterisk Manager Interface (AMI), the line-based
+// protocol Asterisk serves on TCP port 5038. It knows the protocol only:
+// nothing here knows about calls.
+//
+// The flow of a session: the server sends a banner line ("Asterisk Call
+// Manager/11.0.0"); the client sends Login (plain Secret, or Challenge then
+// an MD5 Key); then actions go out, each with an ActionID, and responses come
+// back carrying it, interleaved with events. An action whose answer is a list
+// (CoreShowChannels, QueueStatus, ...) is answered by a response with
+// "EventList: start", then one event per item, then a "...Complete" event
+// with "EventList: Complete", all with the same ActionID.
+//
+// A frame is a run of "Key: Value" lines ended by CRLF and closed by an empty
+// line. Message keeps header order, key case and repeated keys. Reader frames
+// messages from a byte stream with size limits, skipping and counting garbage;
+// WriteMessage refuses any header whose key or value holds CR, LF or NUL, so
+// a value taken from a user can never become a header or an action of its own.
+//
+// Reader and Message values are not safe for concurrent mutation; a Message
+// returned by a Reader is never mutated afterwards and may be shared.
+package ami

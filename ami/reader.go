@@ -1,0 +1,199 @@
+package ami
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrProtocol marks errors that mean the byte stream itself is broken (no
+// banner, a frame cut by EOF). The connection must be dropped and reopened.
+var ErrProtocol = errors.New("ami: protocol error")
+
+// Default limits of a Reader.
+const (
+	DefaultMaxLine    = 64 << 10 // bytes in one header line, CR LF included
+	DefaultMaxMessage = 1 << 20  // bytes in one frame
+)
+
+// ReaderConfig sets a Reader's limits. The zero value uses the defaults.
+type ReaderConfig struct {
+	// MaxLine is the longest header line accepted, in bytes; a frame holding
+	// a longer line is dropped whole and counted in Stats.Oversized.
+	// Default DefaultMaxLine.
+	MaxLine int
+	// MaxMessage is the largest frame accepted, in bytes; a larger frame is
+	// dropped whole and counted in Stats.Oversized. Default DefaultMaxMessage.
+	MaxMessage int
+}
+
+// ReaderStats counts what a Reader has seen. Read it with Reader.Stats.
+type ReaderStats struct {
+	Messages  uint64 // frames returned
+	Bytes     uint64 // bytes consumed, banner included
+	Garbage   uint64 // lines skipped: no "Key:" shape, or CR/NUL inside the line
+	Oversized uint64 // frames dropped for exceeding MaxLine or MaxMessage
+}
+
+// Reader frames AMI messages from a byte stream: header lines ended by CRLF
+// (a bare LF is accepted too, as real Asterisk sometimes sends one), a blank
+// line ending each frame. It never allocates more than two objects per
+// message (one string holding every key and value, one header slice) and
+// never holds more than MaxMessage bytes of a frame.
+//
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	br      *bufio.Reader
+	maxLine int
+	maxMsg  int
+
+	buf   []byte  // keys and values of the frame being read, back to back
+	offs  []int32 // per header: key end, value end (offsets into buf)
+	long  []byte  // a line that did not fit in br's buffer
+	stats ReaderStats
+}
+
+// NewReader reads from br. Give it a bufio.Reader of at least 4 KiB; lines
+// longer than its buffer are handled, only more slowly.
+func NewReader(br *bufio.Reader, cfg ReaderConfig) *Reader {
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = DefaultMaxLine
+	}
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = DefaultMaxMessage
+	}
+	return &Reader{br: br, maxLine: cfg.MaxLine, maxMsg: cfg.MaxMessage, buf: make([]byte, 0, 1024), offs: make([]int32, 0, 64)}
+}
+
+// Stats returns the counters so far.
+func (r *Reader) Stats() ReaderStats { return r.stats }
+
+// ReadBanner reads the greeting line Asterisk sends on connect, such as
+// "Asterisk Call Manager/11.0.0", and returns it without its line end.
+func (r *Reader) ReadBanner() (string, error) {
+	line, tooLong, err := r.readLine()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", fmt.Errorf("%w: banner: %w", ErrProtocol, err)
+	}
+	if tooLong || bytes.IndexByte(line, ':') >= 0 || len(line) == 0 {
+		return "", fmt.Errorf("%w: banner: unexpected line %.80q", ErrProtocol, line)
+	}
+	return string(line), nil
+}
+
+// ReadMessage returns the next frame. Blank lines between frames and lines
+// that are not headers are skipped (and counted); an oversized frame is
+// skipped whole. It returns io.EOF at a clean end of stream, and an error
+// wrapping ErrProtocol and io.ErrUnexpectedEOF when the stream ends
+// mid-frame.
+func (r *Reader) ReadMessage() (Message, error) {
+	r.buf = r.buf[:0]
+	r.offs = r.offs[:0]
+	size := 0
+	dropping := false // the frame is oversized: read to its end, keep nothing
+	for {
+		line, tooLong, err := r.readLine()
+		if err != nil {
+			if err == io.EOF && len(r.offs) == 0 && !dropping {
+				return Message{}, io.EOF
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return Message{}, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		if tooLong {
+			dropping = true
+			continue
+		}
+		if len(line) == 0 {
+			if dropping {
+				r.stats.Oversized++
+				dropping = false
+				r.buf, r.offs, size = r.buf[:0], r.offs[:0], 0
+				continue
+			}
+			if len(r.offs) == 0 {
+				continue // blank line between frames
+			}
+			return r.finish(), nil
+		}
+		if dropping {
+			continue
+		}
+		size += len(line) + 2
+		if size > r.maxMsg {
+			dropping = true
+			continue
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || bytes.IndexByte(line, 0) >= 0 || bytes.IndexByte(line, '\r') >= 0 {
+			r.stats.Garbage++
+			continue
+		}
+		v := line[colon+1:]
+		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+			v = v[1:]
+		}
+		r.buf = append(r.buf, line[:colon]...)
+		r.offs = append(r.offs, int32(len(r.buf)))
+		r.buf = append(r.buf, v...)
+		r.offs = append(r.offs, int32(len(r.buf)))
+	}
+}
+
+// finish turns the collected frame into a Message: one string, one slice.
+func (r *Reader) finish() Message {
+	s := string(r.buf)
+	hs := make([]Header, len(r.offs)/2)
+	start := int32(0)
+	for i := range hs {
+		kEnd, vEnd := r.offs[2*i], r.offs[2*i+1]
+		hs[i] = Header{Key: s[start:kEnd], Value: s[kEnd:vEnd]}
+		start = vEnd
+	}
+	r.stats.Messages++
+	return Message{Headers: hs}
+}
+
+// readLine returns the next line without its LF and trailing CRs. The slice
+// is valid until the next call. tooLong reports a line over MaxLine, whose
+// bytes were discarded.
+func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
+	line, err = r.br.ReadSlice('\n')
+	r.stats.Bytes += uint64(len(line))
+	if err == bufio.ErrBufferFull {
+		r.long = append(r.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = r.br.ReadSlice('\n')
+			r.stats.Bytes += uint64(len(line))
+			if !tooLong {
+				r.long = append(r.long, line...)
+				if len(r.long) > r.maxLine {
+					tooLong = true
+					r.long = r.long[:0]
+				}
+			}
+		}
+		line = r.long
+	}
+	if err == nil && (tooLong || len(line) > r.maxLine) {
+		return nil, true, nil
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			err = io.ErrUnexpectedEOF // a last line without its LF
+		}
+		return nil, false, err
+	}
+	line = line[:len(line)-1]
+	for len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, tooLong, nil
+}

@@ -1,0 +1,3 @@
+module github.com/ctibridge/ctibridge
+
+go 1.26
