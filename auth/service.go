@@ -1,0 +1,166 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Config configures a Service. The zero value is usable.
+type Config struct {
+	// TokenTTL is how long a token lives. Default 12 h.
+	TokenTTL time.Duration
+	// UserBurst login attempts per user name may be made at once, then one
+	// more every UserEvery. Defaults 5 and 1 minute.
+	UserBurst int
+	UserEvery time.Duration
+	// IPBurst login attempts per client address (per /64 for IPv6) may be
+	// made at once, then one more every IPEvery. Defaults 20 and 3 s.
+	IPBurst int
+	IPEvery time.Duration
+	// SweepEvery is how often Run drops expired tokens and idle rate-limit
+	// buckets. Default 1 minute.
+	SweepEvery time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Rand is the entropy of tokens. Default crypto/rand.
+	Rand io.Reader
+}
+
+// ErrBadCredentials: unknown user or wrong password (deliberately not said
+// which).
+var ErrBadCredentials = errors.New("auth: wrong user name or password")
+
+// expiredGrace is how long an expired token is remembered so that it is
+// reported as expired rather than unknown.
+const expiredGrace = time.Hour
+
+// Service is logins, tokens and the login rate limit over one set of users.
+// Safe for concurrent use.
+type Service struct {
+	// Immutable after NewService.
+	users      *Users
+	tokens     *Tokens
+	perUser    *Limiter
+	perIP      *Limiter
+	sweepEvery time.Duration
+	cost       int // bcrypt cost of the users' hashes, for unknown users
+}
+
+// NewService returns a service for users (nil: nobody can log in).
+func NewService(users *Users, cfg Config) *Service {
+	if cfg.UserBurst <= 0 {
+		cfg.UserBurst = 5
+	}
+	if cfg.UserEvery <= 0 {
+		cfg.UserEvery = time.Minute
+	}
+	if cfg.IPBurst <= 0 {
+		cfg.IPBurst = 20
+	}
+	if cfg.IPEvery <= 0 {
+		cfg.IPEvery = 3 * time.Second
+	}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = time.Minute
+	}
+	if users == nil {
+		users = &Users{byName: map[string]*User{}}
+	}
+	cost := DefaultCost
+	if len(users.list) > 0 {
+		if c, err := bcrypt.Cost([]byte(users.list[0].PasswordHash)); err == nil {
+			cost = c
+		}
+	}
+	return &Service{
+		cost:       cost,
+		users:      users,
+		tokens:     NewTokens(cfg.TokenTTL, cfg.Now, cfg.Rand),
+		perUser:    NewLimiter(cfg.UserBurst, cfg.UserEvery, cfg.Now),
+		perIP:      NewLimiter(cfg.IPBurst, cfg.IPEvery, cfg.Now),
+		sweepEvery: cfg.SweepEvery,
+	}
+}
+
+// Users returns the user set.
+func (s *Service) Users() *Users { return s.users }
+
+// Tokens returns the token store.
+func (s *Service) Tokens() *Tokens { return s.tokens }
+
+// Session is a successful login.
+type Session struct {
+	Token     string
+	ExpiresAt time.Time
+	User      *User
+}
+
+// Login checks a password and issues a token. clientAddr is the client's
+// IP address (with or without port) for the per-address limit. Errors:
+// *RateLimitError, ErrBadCredentials, or a failure to draw randomness.
+func (s *Service) Login(username, password, clientAddr string) (Session, error) {
+	if ok, wait := s.perIP.Take(ipKey(clientAddr)); !ok {
+		return Session{}, &RateLimitError{By: "ip", RetryAfter: wait}
+	}
+	if ok, wait := s.perUser.Take(username); !ok {
+		return Session{}, &RateLimitError{By: "user", RetryAfter: wait}
+	}
+	u, ok := s.users.Lookup(username)
+	if !ok {
+		checkPassword(dummyHash(s.cost), password) // same time as a wrong password
+		return Session{}, ErrBadCredentials
+	}
+	if !checkPassword(u.PasswordHash, password) {
+		return Session{}, ErrBadCredentials
+	}
+	s.perUser.Reset(username)
+	tok, exp, err := s.tokens.Issue(u.Username)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{Token: tok, ExpiresAt: exp, User: u}, nil
+}
+
+// Authenticate returns the user a token belongs to and when the token
+// expires. Errors: ErrTokenUnknown, ErrTokenExpired. A token of a user no
+// longer in the users set is unknown. It does not allocate.
+func (s *Service) Authenticate(token string) (*User, time.Time, error) {
+	name, exp, err := s.tokens.Check(token)
+	if err != nil {
+		return nil, exp, err
+	}
+	u, ok := s.users.Lookup(name)
+	if !ok {
+		return nil, time.Time{}, ErrTokenUnknown
+	}
+	return u, exp, nil
+}
+
+// Logout revokes a token; revoking an unknown token is not an error.
+func (s *Service) Logout(token string) { s.tokens.Revoke(token) }
+
+// Sweep drops long-expired tokens and idle rate-limit buckets.
+func (s *Service) Sweep() {
+	s.tokens.Sweep(expiredGrace)
+	s.perUser.Sweep()
+	s.perIP.Sweep()
+}
+
+// Run sweeps every Config.SweepEvery until ctx is done, then returns
+// ctx.Err().
+func (s *Service) Run(ctx context.Context) error {
+	t := time.NewTicker(s.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			s.Sweep()
+		}
+	}
+}
