@@ -3,6 +3,7 @@ module github.com/ctibridge/ctibridge
 go 1.26.0
 
 require (
+	github.com/ivahaev/amigo v0.1.10
 	github.com/prometheus/client_golang v1.25.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
@@ -16,7 +17,6 @@ require (
 	github.com/gobwas/ws v1.3.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/icholy/digest v1.2.0 // indirect
-	github.com/ivahaev/amigo v0.1.10 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect

@@ -27,6 +27,11 @@ type ReaderConfig struct {
 	// MaxMessage is the largest frame accepted, in bytes; a larger frame is
 	// dropped whole and counted in Stats.Oversized. Default DefaultMaxMessage.
 	MaxMessage int
+	// MaxGarbage, when positive, is how many garbage lines plus oversized
+	// frames the stream may hold in total before ReadMessage gives up with
+	// an error wrapping ErrProtocol (a server uses it against clients that
+	// send junk). Default 0: no limit.
+	MaxGarbage int
 }
 
 // ReaderStats counts what a Reader has seen. Read it with Reader.Stats.
@@ -48,6 +53,7 @@ type Reader struct {
 	br      *bufio.Reader
 	maxLine int
 	maxMsg  int
+	maxJunk uint64
 
 	buf   []byte  // keys and values of the frame being read, back to back
 	offs  []int32 // per header: key end, value end (offsets into buf)
@@ -64,7 +70,7 @@ func NewReader(br *bufio.Reader, cfg ReaderConfig) *Reader {
 	if cfg.MaxMessage <= 0 {
 		cfg.MaxMessage = DefaultMaxMessage
 	}
-	return &Reader{br: br, maxLine: cfg.MaxLine, maxMsg: cfg.MaxMessage, buf: make([]byte, 0, 1024), offs: make([]int32, 0, 64)}
+	return &Reader{br: br, maxLine: cfg.MaxLine, maxMsg: cfg.MaxMessage, maxJunk: uint64(max(cfg.MaxGarbage, 0)), buf: make([]byte, 0, 1024), offs: make([]int32, 0, 64)}
 }
 
 // Stats returns the counters so far.
@@ -114,6 +120,9 @@ func (r *Reader) ReadMessage() (Message, error) {
 		if len(line) == 0 {
 			if dropping {
 				r.stats.Oversized++
+				if err := r.checkJunk(); err != nil {
+					return Message{}, err
+				}
 				dropping = false
 				r.buf, r.offs, size = r.buf[:0], r.offs[:0], 0
 				continue
@@ -134,6 +143,9 @@ func (r *Reader) ReadMessage() (Message, error) {
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 || bytes.IndexByte(line, 0) >= 0 || bytes.IndexByte(line, '\r') >= 0 {
 			r.stats.Garbage++
+			if err := r.checkJunk(); err != nil {
+				return Message{}, err
+			}
 			continue
 		}
 		v := line[colon+1:]
@@ -145,6 +157,13 @@ func (r *Reader) ReadMessage() (Message, error) {
 		r.buf = append(r.buf, v...)
 		r.offs = append(r.offs, int32(len(r.buf)))
 	}
+}
+
+func (r *Reader) checkJunk() error {
+	if r.maxJunk > 0 && r.stats.Garbage+r.stats.Oversized > r.maxJunk {
+		return fmt.Errorf("%w: more than %d garbage lines and oversized frames", ErrProtocol, r.maxJunk)
+	}
+	return nil
 }
 
 // finish turns the collected frame into a Message: one string, one slice.

@@ -203,3 +203,12 @@ func TestStringRedactsSecret(t *testing.T) {
 		t.Fatalf("secret in %q", s)
 	}
 }
+
+func TestReadMaxGarbage(t *testing.T) {
+	in := "Asterisk Call Manager/11.0.0\r\n" + strings.Repeat("junk\r\n", 5) // no blank line: one endless frame
+	r := NewReader(bufio.NewReader(strings.NewReader(in)), ReaderConfig{MaxGarbage: 3})
+	r.ReadBanner()
+	if _, err := r.ReadMessage(); !errors.Is(err, ErrProtocol) || r.Stats().Garbage != 4 {
+		t.Fatalf("err = %v, stats %+v", err, r.Stats())
+	}
+}

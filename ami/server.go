@@ -437,7 +437,9 @@ func (s *Session) writeRaw(bw *bufio.Writer, f outFrame) bool {
 }
 
 func (s *Session) readLoop() {
-	r := NewReader(bufio.NewReader(s.nc), s.srv.cfg.Reader)
+	rc := s.srv.cfg.Reader
+	rc.MaxGarbage = s.srv.cfg.MaxGarbage
+	r := NewReader(bufio.NewReader(s.nc), rc)
 	for {
 		m, err := r.ReadMessage()
 		if st := r.Stats(); st.Garbage+st.Oversized > uint64(s.srv.cfg.MaxGarbage) {
