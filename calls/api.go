@@ -1,0 +1,121 @@
+package calls
+
+// This file is the contract other packages (link, rest, ws, cmd) code
+// against: Config, LinkState, Stats and the Engine's exported methods.
+
+import (
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// Config configures an Engine. The zero value is usable.
+type Config struct {
+	// Now is the clock. Default time.Now. Replays pass a StreamClock's Now.
+	Now func() time.Time
+	// FeedSize is how many changes the Feed keeps for resume. Default 10000.
+	FeedSize int
+	// Trunks names the endpoints that are trunks, not extensions ("trunk").
+	// When empty, any PJSIP/SIP/IAX2 endpoint whose name is not all digits
+	// (and not a known extension) is taken for a trunk.
+	Trunks []string
+	// Names gives display names of extensions by number, used until the PBX
+	// reports one. An extension listed here exists from the start (offline).
+	Names map[string]string
+	// NameLookup, optional, names a number the PBX gives no name for (a
+	// counterpart, a ringing caller). It runs on the engine goroutine, so it
+	// must not block: an in-memory phonebook index, not a database query.
+	// It returns "" when it knows no name.
+	NameLookup func(number string) string
+	// Log receives rate-limited warnings. Default: discard.
+	Log *slog.Logger
+}
+
+// LinkState is the state of the PBX link as shown to clients.
+type LinkState uint8
+
+const (
+	LinkDown      LinkState = iota // no AMI connection: state is stale
+	LinkResyncing                  // connected, resynchronising: state is stale
+	LinkLive                       // connected and resynchronised
+)
+
+// String is the "pbx" value of the status JSON: down, resyncing or live.
+func (s LinkState) String() string {
+	switch s {
+	case LinkResyncing:
+		return "resyncing"
+	case LinkLive:
+		return "live"
+	}
+	return "down"
+}
+
+// Stats counts what the engine has seen; read through Engine.Stats.
+type Stats struct {
+	Events       uint64            // messages applied
+	ByType       map[string]uint64 // messages applied, by event name
+	Unknown      uint64            // events for unknown channels or out of order
+	DriftRepairs uint64            // corrections made by Reconcile and EndResync
+}
+
+// New returns an engine with empty state, link down. Its first snapshot
+// (version 0) is available at once.
+func New(cfg Config) *Engine { return newEngine(cfg) }
+
+// Apply updates the state from one AMI event or list item. It never panics
+// on bad input; unknown events and fields are ignored. Responses and
+// actions are ignored too.
+func (e *Engine) Apply(m ami.Message) { e.apply(m) }
+
+// Publish ends a batch: if anything changed since the last Publish, it
+// appends the changes to the Feed and publishes a new Snapshot. It returns
+// the current snapshot.
+func (e *Engine) Publish() *Snapshot { return e.publish() }
+
+// SetLink records the link state (down on disconnect, resyncing on connect;
+// live is normally reached through EndResync). Any state but live marks
+// the snapshot stale.
+func (e *Engine) SetLink(s LinkState) { e.setLink(s) }
+
+// BeginResync starts a resynchronisation: call it before sending the list
+// actions (CoreShowChannels, ExtensionStateList, PJSIPShowEndpoints,
+// QueueStatus, ParkedCalls, DeviceStateList). The snapshot is stale until
+// EndResync. List items and live events then go through Apply, in any
+// order.
+func (e *Engine) BeginResync() { e.beginResync() }
+
+// EndResync ends it after every list has been applied through Apply:
+// channels neither confirmed by a CoreShowChannel item nor created since
+// BeginResync are removed, queue entries and parked calls whose channel is
+// gone are removed, queue members and callers not listed by a QueueStatus
+// answer are removed, and the link becomes live.
+func (e *Engine) EndResync() { e.endResync() }
+
+// BeginReconcile marks the moment a CoreShowChannels action for Reconcile
+// is sent: channels created after it are never removed by that Reconcile.
+// Without it, Reconcile treats every channel it holds as a candidate.
+func (e *Engine) BeginReconcile() { e.beginReconcile() }
+
+// Reconcile compares the state with a CoreShowChannels list (its
+// CoreShowChannel items; other messages are ignored) and repairs drift:
+// unlisted channels older than BeginReconcile are removed, listed unknown
+// ones are added, bridges are corrected. It returns the number of repairs,
+// also added to Stats.DriftRepairs.
+func (e *Engine) Reconcile(items []ami.Message) int { return e.reconcile(items) }
+
+// Stats returns a copy of the counters. Engine goroutine only.
+func (e *Engine) Stats() Stats {
+	s := e.stats
+	s.ByType = maps.Clone(e.stats.ByType)
+	return s
+}
+
+// Snapshot returns the latest published snapshot, never nil. Safe from any
+// goroutine.
+func (e *Engine) Snapshot() *Snapshot { return e.snap.Load() }
+
+// Feed returns the change feed. Safe from any goroutine.
+func (e *Engine) Feed() *Feed { return e.feed }

@@ -1,0 +1,619 @@
+package calls
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// Asterisk channel states (ChannelState header).
+const (
+	stateDown    = 0
+	stateRing    = 4 // the device asked for a call: it is the originating side
+	stateRinging = 5
+	stateUp      = 6
+)
+
+// channel is one Asterisk channel as the engine knows it.
+type channel struct {
+	uid, name, linkedid string
+	kind                ownerKind
+	owner               string // extension number or trunk name
+	tech                string
+	local               bool
+	partner             *channel // the other half of a Local channel pair
+
+	state      int
+	callerNum  string
+	callerName string
+	connNum    string
+	connName   string
+	exten      string // dialled extension at creation
+	created    int64  // ms
+	seq        uint64 // creation order
+	gen        uint64 // resync generation it was created or confirmed in
+
+	originator  bool       // created by its device asking for a call (state Ring)
+	originated  bool       // rung by the PBX with no calling channel (Originate)
+	dialledOut  bool       // has dialled someone
+	pickup      bool       // answered someone else's ringing call
+	dialledBy   *channel   // the channel that dialled it
+	dialTargets []*channel // channels it dials or dialled and got
+	viaTrunk    bool
+
+	bridge     *bridge
+	answeredAt int64
+	hold       bool
+	recording  string
+	conference bool
+	queue      string
+
+	confirmed bool   // listed by the CoreShowChannels of the running resync
+	gone      bool   // hung up or dropped
+	rang      bool   // extenRinging already emitted
+	lastID    string // conversation id while it had a peer: kept when the peer leaves
+}
+
+// bridge is an Asterisk bridge.
+type bridge struct {
+	id      string
+	holding bool // parking lot or holding bridge: nobody talks to anybody
+	members []*channel
+}
+
+func (b *bridge) remove(c *channel) {
+	for i, m := range b.members {
+		if m == c {
+			b.members = append(b.members[:i], b.members[i+1:]...)
+			return
+		}
+	}
+}
+
+// tombstones remembers the Uniqueids of the last hung-up channels, so that
+// a late list item or a duplicated event cannot resurrect them.
+type tombstones struct {
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newTombstones(n int) tombstones {
+	return tombstones{set: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+func (t *tombstones) add(uid string) {
+	if uid == "" {
+		return
+	}
+	if _, ok := t.set[uid]; ok {
+		return
+	}
+	if old := t.ring[t.next]; old != "" {
+		delete(t.set, old)
+	}
+	t.ring[t.next] = uid
+	t.set[uid] = struct{}{}
+	t.next = (t.next + 1) % len(t.ring)
+}
+
+func (t *tombstones) has(uid string) bool {
+	_, ok := t.set[uid]
+	return ok
+}
+
+// chanByUID finds a channel by Uniqueid, else by name.
+func (e *Engine) chanBy(uid, name string) *channel {
+	if uid != "" {
+		if c := e.chans[uid]; c != nil {
+			return c
+		}
+	}
+	if name != "" {
+		return e.byName[name]
+	}
+	return nil
+}
+
+// chanOf finds the channel an event is about (Uniqueid, Channel), counting
+// it as unknown when absent.
+func (e *Engine) chanOf(m ami.Message) *channel {
+	c := e.chanBy(m.Get("Uniqueid"), m.Get("Channel"))
+	if c == nil {
+		e.stats.Unknown++
+	}
+	return c
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// changed marks a channel's owner for re-evaluation at Publish.
+func (e *Engine) changed(c *channel) {
+	e.chansChanged = true
+	switch c.kind {
+	case ownerExt:
+		e.dirtyExt[c.owner] = struct{}{}
+	case ownerTrunk:
+		e.dirtyTrunk[c.owner] = struct{}{}
+	}
+}
+
+// newChannel creates a channel from the common channel headers of m.
+func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
+	e.chanSeq++
+	c := &channel{
+		uid:        uid,
+		name:       name,
+		linkedid:   m.Get("Linkedid"),
+		state:      atoi(m.Get("ChannelState")),
+		callerNum:  m.Get("CallerIDNum"),
+		callerName: m.Get("CallerIDName"),
+		connNum:    m.Get("ConnectedLineNum"),
+		connName:   m.Get("ConnectedLineName"),
+		exten:      m.Get("Exten"),
+		created:    e.nowMs(),
+		seq:        e.chanSeq,
+		gen:        e.resync.gen,
+		recording:  "false",
+	}
+	if c.linkedid == "" {
+		c.linkedid = uid
+	}
+	c.originator = c.state == stateRing || c.state == stateUp
+	tech, ep := splitChannel(name)
+	c.tech = tech
+	switch {
+	case tech == "Local":
+		c.local = true
+		if n := len(name); n > 2 && name[n-2] == ';' {
+			other := name[:n-1] + "1"
+			if name[n-1] == '1' {
+				other = name[:n-1] + "2"
+			}
+			if p := e.byName[other]; p != nil {
+				c.partner, p.partner = p, c
+			}
+		}
+	case phoneTech(tech):
+		c.kind = e.classify(ep)
+		c.owner = ep
+	}
+	e.chans[uid] = c
+	e.byName[name] = c
+	switch c.kind {
+	case ownerExt:
+		x := e.ensureExt(ep)
+		x.chans = append(x.chans, c)
+		if x.chanType == "" {
+			x.chanType = strings.ToLower(tech)
+		}
+		if known(c.callerName) && c.callerNum == ep {
+			x.pbxName = c.callerName
+		}
+		if ctx := m.Get("Context"); ctx != "" && x.context == "" {
+			x.context = ctx
+		}
+	case ownerTrunk:
+		t := e.ensureTrunk(ep)
+		t.chans = append(t.chans, c)
+		if t.chanType == "" {
+			t.chanType = strings.ToLower(tech)
+		}
+	}
+	e.changed(c)
+	return c
+}
+
+// dropChannel forgets a channel: hangup, or a ghost removed by a resync.
+func (e *Engine) dropChannel(c *channel) {
+	if c.gone {
+		return
+	}
+	e.changed(c)
+	c.gone = true
+	if c.bridge != nil {
+		c.bridge.remove(c)
+		c.bridge = nil
+	}
+	delete(e.chans, c.uid)
+	if e.byName[c.name] == c {
+		delete(e.byName, c.name)
+	}
+	if c.partner != nil {
+		c.partner.partner = nil
+		c.partner = nil
+	}
+	switch c.kind {
+	case ownerExt:
+		if x := e.exts[c.owner]; x != nil {
+			x.chans = removeChan(x.chans, c)
+		}
+	case ownerTrunk:
+		if t := e.trunks[c.owner]; t != nil {
+			t.chans = removeChan(t.chans, c)
+		}
+	}
+	// A caller waiting in a queue or parked cannot outlive its channel.
+	for _, q := range e.queues {
+		if _, ok := q.waiting[c.name]; ok {
+			delete(q.waiting, c.name)
+			e.dirtyQueue[q.name] = struct{}{}
+		}
+	}
+	for _, p := range e.parks {
+		if p.caller != nil && (p.caller.Channel == c.name) {
+			p.caller = nil
+			e.dirtyPark[p.space] = struct{}{}
+		}
+	}
+}
+
+func removeChan(s []*channel, c *channel) []*channel {
+	for i, x := range s {
+		if x == c {
+			s[i] = s[len(s)-1]
+			s[len(s)-1] = nil
+			return s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// updateCommon refreshes the channel headers every channel event carries.
+func (e *Engine) updateCommon(c *channel, m ami.Message) {
+	if v, ok := m.Lookup("ChannelState"); ok {
+		if st := atoi(v); st != c.state {
+			c.state = st
+			if st == stateRinging {
+				e.noteRinging(c)
+			}
+		}
+	}
+	if v := m.Get("CallerIDNum"); v != "" {
+		c.callerNum = v
+	}
+	if v := m.Get("CallerIDName"); v != "" {
+		c.callerName = v
+	}
+	if v := m.Get("ConnectedLineNum"); v != "" {
+		c.connNum = v
+	}
+	if v := m.Get("ConnectedLineName"); v != "" {
+		c.connName = v
+	}
+	if v := m.Get("Linkedid"); v != "" {
+		c.linkedid = v
+	}
+	e.changed(c)
+}
+
+func (e *Engine) noteRinging(c *channel) {
+	if c.kind == ownerExt && !c.rang && !c.isOut() {
+		c.rang = true
+		e.ringing = append(e.ringing, c)
+	}
+}
+
+func (e *Engine) touchKnown(m ami.Message) {
+	if c := e.chanOf(m); c != nil {
+		e.updateCommon(c, m)
+	}
+}
+
+func (e *Engine) onNewchannel(m ami.Message) {
+	uid, name := m.Get("Uniqueid"), m.Get("Channel")
+	if uid == "" || name == "" || e.tombs.has(uid) {
+		e.stats.Unknown++ // hangup seen before, or nothing to key it by
+		return
+	}
+	if c := e.chans[uid]; c != nil {
+		e.stats.Unknown++ // duplicate
+		e.updateCommon(c, m)
+		return
+	}
+	if old := e.byName[name]; old != nil {
+		// Same name, new Uniqueid: the old one missed its Hangup.
+		e.dropChannel(old)
+	}
+	c := e.newChannel(m, uid, name)
+	if c.state == stateRinging {
+		e.noteRinging(c)
+	}
+}
+
+func (e *Engine) onNewstate(m ami.Message) {
+	if c := e.chanOf(m); c != nil {
+		e.updateCommon(c, m)
+	}
+}
+
+// dialPair returns the calling (may be nil for Originate) and dialled
+// channels of a Dial* or Agent* event.
+func (e *Engine) dialPair(m ami.Message) (src, dst *channel) {
+	src = e.chanBy(m.Get("Uniqueid"), m.Get("Channel"))
+	dst = e.chanBy(m.Get("DestUniqueid"), m.Get("DestChannel"))
+	if dst == nil || (src == nil && m.Get("Channel") != "") {
+		e.stats.Unknown++
+	}
+	return src, dst
+}
+
+func (e *Engine) onDialBegin(m ami.Message) {
+	src, dst := e.dialPair(m)
+	if src != nil {
+		e.updateCommon(src, m)
+	}
+	if dst == nil {
+		return
+	}
+	if src == nil {
+		if m.Get("Channel") == "" {
+			dst.originated = true // Originate: the PBX rings the device
+		}
+	} else {
+		src.dialledOut = true
+		if !containsChan(src.dialTargets, dst) {
+			src.dialTargets = append(src.dialTargets, dst)
+		}
+		dst.dialledBy = src
+		if src.kind == ownerTrunk || src.viaTrunk {
+			dst.viaTrunk = true
+		}
+		if src.queue != "" && dst.queue == "" {
+			dst.queue = src.queue
+		}
+	}
+	e.changed(dst)
+}
+
+func containsChan(s []*channel, c *channel) bool {
+	for _, x := range s {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) onDialState(m ami.Message) {
+	src, dst := e.dialPair(m)
+	if src != nil {
+		e.updateCommon(src, m)
+	}
+	if dst != nil {
+		if v, ok := m.Lookup("DestChannelState"); ok {
+			if st := atoi(v); st != dst.state {
+				dst.state = st
+				if st == stateRinging {
+					e.noteRinging(dst)
+				}
+			}
+		}
+		e.changed(dst)
+	}
+}
+
+func (e *Engine) onDialEnd(m ami.Message) {
+	src, dst := e.dialPair(m)
+	if src != nil {
+		e.updateCommon(src, m)
+	}
+	if dst == nil {
+		return
+	}
+	if m.Get("DialStatus") != "ANSWER" && src != nil {
+		// Busy, cancelled, no answer: that target is no longer dialled.
+		for i, t := range src.dialTargets {
+			if t == dst {
+				src.dialTargets = append(src.dialTargets[:i], src.dialTargets[i+1:]...)
+				break
+			}
+		}
+	}
+	e.changed(dst)
+}
+
+func isHolding(m ami.Message) bool {
+	return m.Get("BridgeTechnology") == "holding_bridge" || m.Get("BridgeType") == "parking"
+}
+
+func (e *Engine) ensureBridge(id string, m ami.Message) *bridge {
+	b := e.bridges[id]
+	if b == nil {
+		b = &bridge{id: id, holding: isHolding(m)}
+		e.bridges[id] = b
+	}
+	return b
+}
+
+func (e *Engine) onBridgeCreate(m ami.Message) {
+	if id := m.Get("BridgeUniqueid"); id != "" {
+		e.ensureBridge(id, m)
+	}
+}
+
+// joinBridge puts c into b; entering a talking bridge with somebody else
+// is what answers a conversation.
+func (e *Engine) joinBridge(c *channel, b *bridge) {
+	if c.bridge == b {
+		return
+	}
+	if c.bridge != nil {
+		c.bridge.remove(c)
+	}
+	c.bridge = b
+	b.members = append(b.members, c)
+	if !b.holding && len(b.members) > 1 {
+		now := e.nowMs()
+		for _, x := range b.members {
+			if x.answeredAt == 0 {
+				x.answeredAt = now
+			}
+			e.changed(x)
+		}
+	}
+	e.changed(c)
+}
+
+func (e *Engine) onBridgeEnter(m ami.Message) {
+	c := e.chanOf(m)
+	id := m.Get("BridgeUniqueid")
+	if c == nil || id == "" {
+		return
+	}
+	e.updateCommon(c, m)
+	b := e.ensureBridge(id, m)
+	if swap := m.Get("SwapUniqueid"); swap != "" {
+		// c replaces a Local half (optimisation): the half leaves the bridge.
+		if s := e.chans[swap]; s != nil && s.bridge == b {
+			b.remove(s)
+			s.bridge = nil
+			e.changed(s)
+		}
+	}
+	e.joinBridge(c, b)
+}
+
+func (e *Engine) onBridgeLeave(m ami.Message) {
+	c := e.chanOf(m)
+	if c == nil {
+		return
+	}
+	e.updateCommon(c, m)
+	if c.bridge != nil && c.bridge.id == m.Get("BridgeUniqueid") {
+		for _, x := range c.bridge.members {
+			e.changed(x)
+		}
+		c.bridge.remove(c)
+		c.bridge = nil
+	}
+}
+
+func (e *Engine) onBridgeDestroy(m ami.Message) {
+	id := m.Get("BridgeUniqueid")
+	b := e.bridges[id]
+	if b == nil {
+		return
+	}
+	for _, x := range b.members {
+		x.bridge = nil
+		e.changed(x)
+	}
+	delete(e.bridges, id)
+}
+
+func (e *Engine) onBridgeMerge(m ami.Message) {
+	from, to := e.bridges[m.Get("FromBridgeUniqueid")], e.bridges[m.Get("ToBridgeUniqueid")]
+	if from == nil || to == nil || from == to {
+		return
+	}
+	for _, x := range append([]*channel(nil), from.members...) {
+		e.joinBridge(x, to)
+	}
+}
+
+func (e *Engine) onHangup(m ami.Message) {
+	uid := m.Get("Uniqueid")
+	c := e.chanBy(uid, m.Get("Channel"))
+	e.tombs.add(uid)
+	if c == nil {
+		e.stats.Unknown++
+		return
+	}
+	e.tombs.add(c.uid)
+	e.dropChannel(c)
+}
+
+func (e *Engine) onHold(m ami.Message, on bool) {
+	if c := e.chanOf(m); c != nil {
+		e.updateCommon(c, m)
+		c.hold = on
+	}
+}
+
+func (e *Engine) onMixMonitor(m ami.Message, ev string) {
+	c := e.chanOf(m)
+	if c == nil {
+		return
+	}
+	switch ev {
+	case "MixMonitorStart":
+		c.recording = "true"
+	case "MixMonitorStop":
+		c.recording = "false"
+	case "MixMonitorMute":
+		if s := m.Get("State"); s == "1" || strings.EqualFold(s, "yes") || strings.EqualFold(s, "on") {
+			c.recording = "mute"
+		} else {
+			c.recording = "true"
+		}
+	}
+	e.changed(c)
+}
+
+// onPickup: the picking channel answers a call ringing elsewhere; for its
+// owner it is an incoming call from whoever called the target.
+func (e *Engine) onPickup(m ami.Message) {
+	c := e.chanOf(m)
+	if c == nil {
+		return
+	}
+	c.pickup = true
+	if t := e.chanBy(m.Get("TargetUniqueid"), m.Get("TargetChannel")); t != nil {
+		if t.dialledBy != nil {
+			c.dialledBy = t.dialledBy
+		}
+		c.viaTrunk = c.viaTrunk || t.viaTrunk
+		if c.queue == "" {
+			c.queue = t.queue
+		}
+	}
+	e.changed(c)
+}
+
+// onTransfer only refreshes the parties: the bridge, dial and connected
+// line events around a transfer carry the actual change.
+func (e *Engine) onTransfer(m ami.Message) {
+	for _, k := range [...][2]string{
+		{"TransfererUniqueid", "TransfererChannel"},
+		{"TransfereeUniqueid", "TransfereeChannel"},
+		{"OrigTransfererUniqueid", "OrigTransfererChannel"},
+		{"SecondTransfererUniqueid", "SecondTransfererChannel"},
+		{"TransferTargetUniqueid", "TransferTargetChannel"},
+	} {
+		if c := e.chanBy(m.Get(k[0]), m.Get(k[1])); c != nil {
+			e.changed(c)
+		}
+	}
+}
+
+func (e *Engine) onLocal(m ami.Message) {
+	one := e.chanBy(m.Get("LocalOneUniqueid"), m.Get("LocalOneChannel"))
+	two := e.chanBy(m.Get("LocalTwoUniqueid"), m.Get("LocalTwoChannel"))
+	if one == nil || two == nil {
+		e.stats.Unknown++
+		return
+	}
+	one.partner, two.partner = two, one
+	e.changed(one)
+	e.changed(two)
+}
+
+func (e *Engine) onConfbridge(m ami.Message, join bool) {
+	c := e.chanOf(m)
+	if c == nil {
+		return
+	}
+	e.updateCommon(c, m)
+	c.conference = join
+	if join && c.answeredAt == 0 {
+		c.answeredAt = e.nowMs()
+	}
+}

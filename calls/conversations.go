@@ -1,0 +1,208 @@
+package calls
+
+// Conversations are not stored: they are derived at Publish from the
+// channels, bridges and dial relations, so a transfer, a pickup or a Local
+// channel optimisation is reflected by whatever channel graph the events
+// leave behind, whatever their order.
+
+// isOut reports whether the channel is the calling side from its owner's
+// point of view.
+func (c *channel) isOut() bool {
+	switch {
+	case c.pickup:
+		return false
+	case c.dialledOut:
+		return true
+	case c.dialledBy != nil || c.originated:
+		return false
+	}
+	return c.originator
+}
+
+func alive(c *channel) bool { return c != nil && !c.gone }
+
+// peerOf finds the party c talks to (or is trying to reach): its bridge
+// peer, else the channel it dials, else the one that dialled it; Local
+// channel pairs are looked through.
+func (e *Engine) peerOf(c *channel) *channel {
+	if b := c.bridge; b != nil {
+		if b.holding {
+			return nil
+		}
+		switch len(b.members) {
+		case 2:
+			other := b.members[0]
+			if other == c {
+				other = b.members[1]
+			}
+			return follow(other, c)
+		case 1:
+			// alone in its bridge (the other party left): fall back to dialling
+		default:
+			return nil // a conference has no single counterpart
+		}
+	}
+	for _, t := range c.dialTargets {
+		if alive(t) {
+			return follow(t, c)
+		}
+	}
+	if alive(c.dialledBy) {
+		return follow(c.dialledBy, c)
+	}
+	return nil
+}
+
+// follow looks through Local channel pairs: from one half to the party its
+// other half is bridged with or dials.
+func follow(p, from *channel) *channel {
+	for range 4 {
+		if !p.local || !alive(p.partner) {
+			return p
+		}
+		q := p.partner
+		var n *channel
+		if b := q.bridge; b != nil && !b.holding {
+			for _, x := range b.members {
+				if x != q {
+					n = x
+					break
+				}
+			}
+		}
+		if n == nil {
+			for _, t := range q.dialTargets {
+				if alive(t) {
+					n = t
+					break
+				}
+			}
+		}
+		if n == nil && alive(q.dialledBy) {
+			n = q.dialledBy
+		}
+		if n == nil || n == from {
+			return p
+		}
+		p = n
+	}
+	return p
+}
+
+// callerFirst decides the id order "<caller>><callee>" of c and its peer.
+func callerFirst(c, p *channel) bool {
+	switch {
+	case c.dialledBy == p:
+		return false
+	case p.dialledBy == c:
+		return true
+	}
+	co, po := c.isOut(), p.isOut()
+	if co != po {
+		return co
+	}
+	return c.seq <= p.seq
+}
+
+func (e *Engine) nameOf(num string) string {
+	if num == "" {
+		return ""
+	}
+	if x := e.exts[num]; x != nil {
+		if n := x.displayName(); n != "" {
+			return n
+		}
+	}
+	if e.cfg.NameLookup != nil {
+		return e.cfg.NameLookup(num)
+	}
+	return ""
+}
+
+// convFor derives the conversation of one channel for its owner.
+func (e *Engine) convFor(c *channel) Conversation {
+	p := e.peerOf(c)
+	cv := Conversation{
+		CallID:       c.linkedid,
+		Owner:        c.owner,
+		LinkedID:     c.linkedid,
+		UniqueID:     c.uid,
+		StartTime:    c.created,
+		AnsweredAt:   c.answeredAt,
+		Recording:    c.recording,
+		InConference: c.conference,
+		ThroughQueue: c.queue != "",
+		QueueID:      c.queue,
+		ThroughTrunk: c.viaTrunk,
+	}
+	out := c.isOut()
+	if c.kind == ownerTrunk {
+		// A trunk's calling side is the outside world: inbound.
+		cv.ThroughTrunk = true
+		out = !out
+	}
+	if out {
+		cv.Direction = "out"
+	} else {
+		cv.Direction = "in"
+	}
+	if p == nil {
+		switch {
+		case c.lastID != "" && !c.conference:
+			// The peer hung up or the call is parked: keep the id clients know.
+			cv.ID = c.lastID
+		case c.isOut():
+			cv.ID = c.name + ">"
+		default:
+			cv.ID = ">" + c.name
+		}
+	} else {
+		if callerFirst(c, p) {
+			cv.ID = c.name + ">" + p.name
+		} else {
+			cv.ID = p.name + ">" + c.name
+		}
+		c.lastID = cv.ID
+		if p.kind == ownerTrunk && c.kind != ownerTrunk {
+			cv.ThroughTrunk = true
+		}
+	}
+	cv.Connected = c.conference ||
+		(c.answeredAt != 0 && p != nil && p.state == stateUp && (c.bridge == nil || !c.bridge.holding))
+
+	// The counterpart: an extension peer is named by its extension (that
+	// stays true across transfers, before any connected line update); an
+	// outside caller by its caller ID; otherwise what the PBX shows as the
+	// connected line, else what was dialled.
+	switch {
+	case p != nil && p.kind == ownerExt:
+		cv.CounterpartNum = p.owner
+		if x := e.exts[p.owner]; x != nil {
+			cv.CounterpartName = x.displayName()
+		}
+		if cv.CounterpartName == "" && known(p.callerName) && p.callerNum == p.owner {
+			cv.CounterpartName = p.callerName
+		}
+	case p != nil && p.kind == ownerTrunk && p.isOut() && known(p.callerNum):
+		cv.CounterpartNum = p.callerNum
+		if known(p.callerName) {
+			cv.CounterpartName = p.callerName
+		}
+	case known(c.connNum):
+		cv.CounterpartNum = c.connNum
+		if known(c.connName) {
+			cv.CounterpartName = c.connName
+		}
+	case p != nil && known(p.callerNum):
+		cv.CounterpartNum = p.callerNum
+		if known(p.callerName) {
+			cv.CounterpartName = p.callerName
+		}
+	case out && c.exten != "" && c.exten != "s":
+		cv.CounterpartNum = c.exten
+	}
+	if cv.CounterpartName == "" {
+		cv.CounterpartName = e.nameOf(cv.CounterpartNum)
+	}
+	return cv
+}

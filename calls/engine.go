@@ -1,0 +1,292 @@
+package calls
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// Engine turns AMI events into state. Only one goroutine may call its
+// methods, except Snapshot and Feed, which any goroutine may call.
+type Engine struct {
+	// Immutable after New.
+	cfg      Config
+	now      func() time.Time
+	trunkSet map[string]bool
+	log      *slog.Logger
+
+	// Owned by the engine goroutine.
+	exts    map[string]*extState
+	trunks  map[string]*trunkState
+	queues  map[string]*queueState
+	parks   map[string]*parkState
+	chans   map[string]*channel // by Uniqueid
+	byName  map[string]*channel // by channel name
+	bridges map[string]*bridge
+	tombs   tombstones
+	stats   Stats
+	chanSeq uint64 // creation counter of channels
+
+	link      LinkState
+	linkSince int64
+	linkDirty bool
+	resync    resyncState
+	reconMark uint64 // chanSeq at BeginReconcile; 0 when not marked
+
+	// Dirty marks for the next Publish.
+	chansChanged bool
+	dirtyExt     map[string]struct{}
+	dirtyTrunk   map[string]struct{}
+	dirtyQueue   map[string]struct{}
+	dirtyMember  map[memberKey]struct{}
+	dirtyPark    map[string]struct{}
+	ringing      []*channel // extension channels that started ringing
+
+	version uint64
+	pub     published
+	scratch []byte
+	changes []Change
+
+	snap atomic.Pointer[Snapshot]
+	feed *Feed
+}
+
+type memberKey struct{ queue, member string }
+
+func newEngine(cfg Config) *Engine {
+	e := &Engine{
+		cfg:         cfg,
+		now:         cfg.Now,
+		trunkSet:    map[string]bool{},
+		log:         cfg.Log,
+		exts:        map[string]*extState{},
+		trunks:      map[string]*trunkState{},
+		queues:      map[string]*queueState{},
+		parks:       map[string]*parkState{},
+		chans:       map[string]*channel{},
+		byName:      map[string]*channel{},
+		bridges:     map[string]*bridge{},
+		tombs:       newTombstones(4096),
+		dirtyExt:    map[string]struct{}{},
+		dirtyTrunk:  map[string]struct{}{},
+		dirtyQueue:  map[string]struct{}{},
+		dirtyMember: map[memberKey]struct{}{},
+		dirtyPark:   map[string]struct{}{},
+		feed:        newFeed(cfg.FeedSize),
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e.stats.ByType = map[string]uint64{}
+	for _, t := range cfg.Trunks {
+		e.trunkSet[t] = true
+		e.ensureTrunk(t)
+	}
+	for num, name := range cfg.Names {
+		x := e.ensureExt(num)
+		x.name = name
+		x.status = "offline"
+	}
+	e.pub = newPublished()
+	e.linkSince = e.nowMs()
+	e.snap.Store(e.pub.snapshot(e, 0, e.linkSince))
+	return e
+}
+
+func (e *Engine) nowMs() int64 { return e.now().UnixMilli() }
+
+// maxTypes bounds Stats.ByType against a peer inventing event names.
+const maxTypes = 512
+
+func (e *Engine) count(ev string) {
+	e.stats.Events++
+	if _, ok := e.stats.ByType[ev]; !ok {
+		if len(e.stats.ByType) >= maxTypes {
+			return
+		}
+		ev = strings.Clone(ev)
+	}
+	e.stats.ByType[ev]++
+}
+
+func (e *Engine) apply(m ami.Message) {
+	ev := m.Event()
+	if ev == "" {
+		return
+	}
+	e.count(ev)
+	switch ev {
+	// Channels and conversations.
+	case "Newchannel":
+		e.onNewchannel(m)
+	case "Newstate", "NewCallerid", "NewConnectedLine", "NewAccountCode":
+		e.onNewstate(m)
+	case "DialBegin":
+		e.onDialBegin(m)
+	case "DialState":
+		e.onDialState(m)
+	case "DialEnd":
+		e.onDialEnd(m)
+	case "BridgeCreate":
+		e.onBridgeCreate(m)
+	case "BridgeEnter":
+		e.onBridgeEnter(m)
+	case "BridgeLeave":
+		e.onBridgeLeave(m)
+	case "BridgeDestroy":
+		e.onBridgeDestroy(m)
+	case "BridgeMerge":
+		e.onBridgeMerge(m)
+	case "Hangup":
+		e.onHangup(m)
+	case "HangupRequest", "SoftHangupRequest":
+		e.touchKnown(m)
+	case "Hold", "Unhold":
+		e.onHold(m, ev == "Hold")
+	case "MixMonitorStart", "MixMonitorStop", "MixMonitorMute":
+		e.onMixMonitor(m, ev)
+	case "Pickup":
+		e.onPickup(m)
+	case "BlindTransfer", "AttendedTransfer":
+		e.onTransfer(m)
+	case "LocalBridge", "LocalOptimizationBegin", "LocalOptimizationEnd":
+		e.onLocal(m)
+	case "ConfbridgeJoin":
+		e.onConfbridge(m, true)
+	case "ConfbridgeLeave":
+		e.onConfbridge(m, false)
+	case "CoreShowChannel":
+		e.onCoreShowChannel(m)
+
+	// Extensions and trunks.
+	case "ExtensionStatus":
+		e.onExtensionStatus(m)
+	case "DeviceStateChange":
+		e.onDeviceStateChange(m)
+	case "ContactStatus", "ContactStatusDetail":
+		e.onContactStatus(m)
+	case "PeerStatus":
+		e.onPeerStatus(m)
+	case "EndpointList", "EndpointDetail":
+		e.onEndpoint(m)
+	case "Registry":
+		e.onRegistry(m)
+
+	// Queues.
+	case "QueueParams":
+		e.onQueueParams(m)
+	case "QueueMember", "QueueMemberStatus", "QueueMemberAdded":
+		e.onQueueMember(m)
+	case "QueueMemberRemoved":
+		e.onQueueMemberRemoved(m)
+	case "QueueMemberPause", "QueueMemberPaused":
+		e.onQueueMemberPause(m)
+	case "QueueEntry":
+		e.onQueueEntry(m)
+	case "QueueCallerJoin":
+		e.onQueueCallerJoin(m)
+	case "QueueCallerLeave":
+		e.onQueueCallerLeave(m, false)
+	case "QueueCallerAbandon":
+		e.onQueueCallerLeave(m, true)
+	case "AgentCalled":
+		e.onAgentCalled(m)
+	case "AgentConnect":
+		e.onAgentConnect(m)
+	case "AgentComplete":
+		e.onAgentComplete(m)
+
+	// Parking.
+	case "ParkedCall":
+		e.onParkedCall(m)
+	case "UnParkedCall", "ParkedCallGiveUp", "ParkedCallTimeOut":
+		e.onUnparked(m)
+	case "ParkedCallSwap":
+		e.onParkedCallSwap(m)
+	case "Parkinglot":
+		e.onParkinglot(m)
+	}
+	// Everything else (VarSet, Newexten, RTCP*, Cdr, DTMF*, MusicOnHold*,
+	// security events, list-complete markers ...) changes nothing we show.
+}
+
+// known reports whether a caller ID field holds a value.
+func known(s string) bool {
+	return s != "" && s != "<unknown>" && s != "unknown"
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// splitChannel splits "PJSIP/201-0000000a" into tech "PJSIP" and endpoint
+// "201". A name without '/' yields empty strings.
+func splitChannel(name string) (tech, endpoint string) {
+	slash := strings.IndexByte(name, '/')
+	if slash <= 0 {
+		return "", ""
+	}
+	tech, rest := name[:slash], name[slash+1:]
+	if dash := strings.LastIndexByte(rest, '-'); dash > 0 {
+		rest = rest[:dash]
+	}
+	return tech, rest
+}
+
+// phoneTech reports the channel technologies whose endpoints can be
+// extensions or trunks.
+func phoneTech(tech string) bool {
+	return tech == "PJSIP" || tech == "SIP" || tech == "IAX2"
+}
+
+type ownerKind uint8
+
+const (
+	ownerNone ownerKind = iota
+	ownerExt
+	ownerTrunk
+)
+
+// classify says whom an endpoint belongs to: a trunk when configured as
+// one (or, with no trunks configured, when its name is not a number), else
+// an extension when known or a number.
+func (e *Engine) classify(endpoint string) ownerKind {
+	if endpoint == "" {
+		return ownerNone
+	}
+	if e.trunkSet[endpoint] {
+		return ownerTrunk
+	}
+	if _, ok := e.exts[endpoint]; ok || allDigits(endpoint) {
+		return ownerExt
+	}
+	if len(e.trunkSet) == 0 {
+		return ownerTrunk
+	}
+	return ownerNone
+}
+
+// deviceEndpoint returns the endpoint of a device or interface name
+// ("PJSIP/203" -> "203"), or "" for non-phone devices (Queue:, park:, Local/).
+func deviceEndpoint(dev string) (tech, endpoint string) {
+	slash := strings.IndexByte(dev, '/')
+	if slash <= 0 || !phoneTech(dev[:slash]) {
+		return "", ""
+	}
+	return dev[:slash], dev[slash+1:]
+}

@@ -1,0 +1,299 @@
+package calls
+
+import (
+	"strings"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// extState is what the engine keeps about an extension besides its
+// channels; conversations are derived from the channels at Publish.
+type extState struct {
+	exten    string
+	name     string // from Config.Names: wins
+	pbxName  string // the CallerIDName the PBX shows for its channels
+	status   string
+	ip       string
+	port     string
+	ua       string
+	chanType string
+	context  string
+	chans    []*channel
+}
+
+func (x *extState) displayName() string {
+	if x.name != "" {
+		return x.name
+	}
+	return x.pbxName
+}
+
+func (e *Engine) ensureExt(num string) *extState {
+	x := e.exts[num]
+	if x == nil {
+		x = &extState{exten: strings.Clone(num), status: "online"}
+		e.exts[x.exten] = x
+	}
+	e.dirtyExt[x.exten] = struct{}{}
+	return x
+}
+
+// extFor returns the extension an endpoint names, creating it when the
+// endpoint classifies as an extension; nil otherwise.
+func (e *Engine) extFor(endpoint string) *extState {
+	if e.classify(endpoint) != ownerExt {
+		return nil
+	}
+	return e.ensureExt(endpoint)
+}
+
+// statusFromExtensionState maps ExtensionStatus Status codes (ast_extension_states).
+func statusFromExtensionState(code int, text string) string {
+	switch code {
+	case 0:
+		return "online"
+	case 1, 2:
+		return "busy"
+	case 4, -1, -2:
+		return "offline"
+	case 8:
+		return "ringing"
+	case 9:
+		return "busy_ringing"
+	case 16, 17:
+		return "onhold"
+	}
+	switch strings.ToLower(text) {
+	case "idle":
+		return "online"
+	case "inuse", "busy":
+		return "busy"
+	case "unavailable", "removed", "deleted":
+		return "offline"
+	case "ringing":
+		return "ringing"
+	case "inuse&ringing":
+		return "busy_ringing"
+	case "hold", "inuse&hold":
+		return "onhold"
+	}
+	return ""
+}
+
+// statusFromDeviceState maps device states, both the DeviceStateChange
+// tokens (NOT_INUSE) and the PJSIPShowEndpoints texts ("Not in use").
+func statusFromDeviceState(s string) string {
+	switch strings.ToUpper(strings.ReplaceAll(s, " ", "_")) {
+	case "NOT_INUSE", "NOT_IN_USE", "IDLE":
+		return "online"
+	case "INUSE", "IN_USE", "BUSY":
+		return "busy"
+	case "UNAVAILABLE", "INVALID":
+		return "offline"
+	case "RINGING":
+		return "ringing"
+	case "RINGINUSE", "RING+INUSE", "RING_IN_USE":
+		return "busy_ringing"
+	case "ONHOLD", "ON_HOLD":
+		return "onhold"
+	}
+	return "" // UNKNOWN: keep what we have
+}
+
+func (e *Engine) onExtensionStatus(m ami.Message) {
+	num := m.Get("Exten")
+	x := e.extFor(num)
+	if x == nil {
+		return
+	}
+	code, err := parseInt(m.Get("Status"))
+	if err != nil {
+		code = 99
+	}
+	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" {
+		x.status = st
+	}
+	if ctx := m.Get("Context"); ctx != "" && x.context == "" {
+		x.context = strings.Clone(ctx)
+	}
+}
+
+func (e *Engine) onDeviceStateChange(m ami.Message) {
+	tech, ep := deviceEndpoint(m.Get("Device"))
+	if ep == "" {
+		return
+	}
+	st := statusFromDeviceState(m.Get("State"))
+	if st == "" {
+		return
+	}
+	switch e.classify(ep) {
+	case ownerExt:
+		x := e.ensureExt(ep)
+		x.status = st
+		if x.chanType == "" {
+			x.chanType = strings.ToLower(tech)
+		}
+	case ownerTrunk:
+		t := e.ensureTrunk(ep)
+		t.status = trunkStatus(st)
+		if t.chanType == "" {
+			t.chanType = strings.ToLower(tech)
+		}
+	}
+}
+
+// splitURI takes host and port out of "sip:201@127.0.0.1:5201;ob".
+func splitURI(uri string) (host, port string) {
+	if i := strings.IndexByte(uri, ':'); i >= 0 && i < 5 {
+		uri = uri[i+1:] // scheme
+	}
+	if i := strings.IndexByte(uri, '@'); i >= 0 {
+		uri = uri[i+1:]
+	}
+	if i := strings.IndexAny(uri, ";?>"); i >= 0 {
+		uri = uri[:i]
+	}
+	if strings.HasPrefix(uri, "[") { // IPv6
+		if i := strings.IndexByte(uri, ']'); i > 0 {
+			host, rest := uri[1:i], uri[i+1:]
+			return host, strings.TrimPrefix(rest, ":")
+		}
+	}
+	if i := strings.LastIndexByte(uri, ':'); i >= 0 {
+		return uri[:i], uri[i+1:]
+	}
+	return uri, ""
+}
+
+// contactEndpoint finds the endpoint of a contact event.
+func contactEndpoint(m ami.Message) string {
+	if ep := m.Get("EndpointName"); ep != "" {
+		return ep
+	}
+	aor := m.Get("AOR")
+	if i := strings.IndexByte(aor, '/'); i >= 0 {
+		aor = aor[:i]
+	}
+	return aor
+}
+
+func (e *Engine) onContactStatus(m ami.Message) {
+	ep := contactEndpoint(m)
+	status := m.Get("ContactStatus")
+	if status == "" {
+		status = m.Get("Status")
+	}
+	switch e.classify(ep) {
+	case ownerExt:
+		x := e.ensureExt(ep)
+		if uri := m.Get("URI"); uri != "" {
+			h, p := splitURI(uri)
+			x.ip, x.port = strings.Clone(h), strings.Clone(p)
+		}
+		if ua := m.Get("UserAgent"); ua != "" {
+			x.ua = strings.Clone(ua)
+		}
+		switch strings.ToLower(status) {
+		case "unreachable", "removed":
+			x.status = "offline"
+		case "reachable", "created", "nonqualified", "updated":
+			if x.status == "offline" {
+				x.status = "online"
+			}
+		}
+	case ownerTrunk:
+		t := e.ensureTrunk(ep)
+		switch strings.ToLower(status) {
+		case "unreachable", "removed":
+			t.status = "offline"
+		case "reachable", "created", "nonqualified", "updated":
+			if t.status == "offline" || t.status == "unmonitored" {
+				t.status = "online"
+			}
+		}
+	}
+}
+
+func (e *Engine) onPeerStatus(m ami.Message) {
+	_, ep := deviceEndpoint(m.Get("Peer"))
+	status := strings.ToLower(m.Get("PeerStatus"))
+	switch e.classify(ep) {
+	case ownerExt:
+		x := e.ensureExt(ep)
+		if addr := m.Get("Address"); addr != "" {
+			h, p := splitURI(addr)
+			x.ip, x.port = strings.Clone(h), strings.Clone(p)
+		}
+		switch status {
+		case "unreachable", "unregistered", "rejected":
+			x.status = "offline"
+		case "reachable", "registered":
+			if x.status == "offline" {
+				x.status = "online"
+			}
+		}
+	case ownerTrunk:
+		t := e.ensureTrunk(ep)
+		switch status {
+		case "unreachable", "unregistered", "rejected":
+			t.status = "offline"
+		case "reachable", "registered":
+			if t.status == "offline" || t.status == "unmonitored" {
+				t.status = "online"
+			}
+		}
+	}
+}
+
+// onEndpoint handles PJSIPShowEndpoints / PJSIPShowEndpoint items.
+func (e *Engine) onEndpoint(m ami.Message) {
+	ep := m.Get("ObjectName")
+	st := statusFromDeviceState(m.Get("DeviceState"))
+	switch e.classify(ep) {
+	case ownerExt:
+		x := e.ensureExt(ep)
+		if st != "" {
+			x.status = st
+		}
+		if x.chanType == "" {
+			x.chanType = "pjsip"
+		}
+		if ctx := m.Get("Context"); ctx != "" {
+			x.context = strings.Clone(ctx)
+		}
+		if cid := m.Get("Callerid"); cid != "" && x.pbxName == "" {
+			if name := callerIDName(cid); name != "" {
+				x.pbxName = strings.Clone(name)
+			}
+		}
+		if c := m.Get("Contacts"); c != "" && x.ip == "" {
+			// "201/sip:201@127.0.0.1:5201,"
+			c = strings.TrimRight(c, ",")
+			if i := strings.IndexByte(c, ','); i >= 0 {
+				c = c[:i]
+			}
+			if i := strings.IndexByte(c, '/'); i >= 0 {
+				h, p := splitURI(c[i+1:])
+				x.ip, x.port = strings.Clone(h), strings.Clone(p)
+			}
+		}
+	case ownerTrunk:
+		t := e.ensureTrunk(ep)
+		if st != "" {
+			t.status = trunkStatus(st)
+		}
+		if t.chanType == "" {
+			t.chanType = "pjsip"
+		}
+	}
+}
+
+// callerIDName takes the name out of `"Alice Rossi" <201>`.
+func callerIDName(cid string) string {
+	cid = strings.TrimSpace(cid)
+	if i := strings.IndexByte(cid, '<'); i >= 0 {
+		cid = strings.TrimSpace(cid[:i])
+	}
+	return strings.Trim(cid, `"`)
+}

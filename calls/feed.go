@@ -1,0 +1,98 @@
+package calls
+
+import "sync"
+
+// Change is one feed entry: the new JSON of an entity, or an event.
+type Change struct {
+	Seq  uint64
+	Type string // extenUpdate | queueUpdate | queueMemberUpdate | parkingUpdate | trunkUpdate | extenRinging | pbxStatus
+	Key  string // extension number, queue name, "queue/member", space, trunk name, or "pbx"
+	Data []byte // JSON; the same bytes as in the snapshot, never modified
+	At   int64  // ms since the epoch of the Publish that produced it
+}
+
+// Feed is the seq-numbered change log: a bounded ring of the latest
+// changes. The engine appends (never blocking on readers); any number of
+// goroutines read it concurrently.
+type Feed struct {
+	mu   sync.RWMutex // guards everything below
+	buf  []Change
+	head int    // index of the oldest change
+	n    int    // changes held
+	last uint64 // seq of the newest change, 0 when none yet
+	wake chan struct{}
+}
+
+// DefaultFeedSize is Config.FeedSize's default.
+const DefaultFeedSize = 10000
+
+func newFeed(size int) *Feed {
+	if size <= 0 {
+		size = DefaultFeedSize
+	}
+	return &Feed{buf: make([]Change, size), wake: make(chan struct{})}
+}
+
+// append numbers the changes and stores them; it returns the last seq.
+func (f *Feed) append(cs []Change) uint64 {
+	if len(cs) == 0 {
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		return f.last
+	}
+	f.mu.Lock()
+	for _, c := range cs {
+		f.last++
+		c.Seq = f.last
+		i := (f.head + f.n) % len(f.buf)
+		f.buf[i] = c
+		if f.n < len(f.buf) {
+			f.n++
+		} else {
+			f.head = (f.head + 1) % len(f.buf)
+		}
+	}
+	last := f.last
+	wake := f.wake
+	f.wake = make(chan struct{})
+	f.mu.Unlock()
+	close(wake)
+	return last
+}
+
+// LastSeq is the seq of the newest change (0 before the first).
+func (f *Feed) LastSeq() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.last
+}
+
+// Since returns the changes after seq, oldest first. ok is false when some
+// of them fell out of the buffer (the reader must start from a snapshot) or
+// when seq is ahead of the feed.
+func (f *Feed) Since(seq uint64) (changes []Change, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if seq > f.last {
+		return nil, false
+	}
+	oldest := f.last - uint64(f.n) + 1 // seq of buf[head]
+	if seq+1 < oldest {
+		return nil, false
+	}
+	k := int(f.last - seq)
+	out := make([]Change, k)
+	start := f.n - k
+	for i := range k {
+		out[i] = f.buf[(f.head+start+i)%len(f.buf)]
+	}
+	return out, true
+}
+
+// Wait returns a channel closed at the next append: wait on it, then call
+// Since. Take it before reading LastSeq/Since so no append is missed.
+func (f *Feed) Wait() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.wake
+}

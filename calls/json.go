@@ -1,0 +1,325 @@
+package calls
+
+import (
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Hand-written encoders: the key order and names are DESIGN.md's, numbers are
+// JSON numbers, map keys are sorted so the output is deterministic, and no
+// reflection runs on the publish path.
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, escaping like encoding/json
+// (control characters, quote, backslash, U+2028/U+2029, invalid UTF-8 as
+// U+FFFD) minus its HTML escaping.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+func appendKey(b []byte, k string) []byte {
+	b = append(b, '"')
+	b = append(b, k...)
+	return append(b, '"', ':')
+}
+
+func appendStrField(b []byte, k, v string) []byte {
+	return appendString(appendKey(b, k), v)
+}
+
+func appendBoolField(b []byte, k string, v bool) []byte {
+	return strconv.AppendBool(appendKey(b, k), v)
+}
+
+func appendIntField(b []byte, k string, v int64) []byte {
+	return strconv.AppendInt(appendKey(b, k), v, 10)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func appendConversation(b []byte, c *Conversation, nowMs int64) []byte {
+	b = append(b, '{')
+	b = appendStrField(b, "id", c.ID)
+	b = append(b, ',')
+	b = appendStrField(b, "callId", c.CallID)
+	b = append(b, ',')
+	b = appendStrField(b, "owner", c.Owner)
+	b = append(b, ',')
+	b = appendStrField(b, "linkedId", c.LinkedID)
+	b = append(b, ',')
+	b = appendStrField(b, "uniqueId", c.UniqueID)
+	b = append(b, ',')
+	b = appendBoolField(b, "connected", c.Connected)
+	b = append(b, ',')
+	b = appendStrField(b, "direction", c.Direction)
+	b = append(b, ',')
+	b = appendStrField(b, "counterpartNum", c.CounterpartNum)
+	b = append(b, ',')
+	b = appendStrField(b, "counterpartName", c.CounterpartName)
+	b = append(b, ',')
+	b = appendIntField(b, "startTime", c.StartTime)
+	b = append(b, ',')
+	b = appendIntField(b, "answeredAt", c.AnsweredAt)
+	b = append(b, ',')
+	b = appendIntField(b, "duration", c.Duration(nowMs))
+	b = append(b, ',')
+	b = appendStrField(b, "recording", c.Recording)
+	b = append(b, ',')
+	b = appendBoolField(b, "inConference", c.InConference)
+	b = append(b, ',')
+	b = appendBoolField(b, "throughQueue", c.ThroughQueue)
+	b = append(b, ',')
+	b = appendStrField(b, "queueId", c.QueueID)
+	b = append(b, ',')
+	b = appendBoolField(b, "throughTrunk", c.ThroughTrunk)
+	return append(b, '}')
+}
+
+func appendConversations(b []byte, m map[string]Conversation, nowMs int64) []byte {
+	b = appendKey(b, "conversations")
+	b = append(b, '{')
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		c := m[k]
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendConversation(b, &c, nowMs)
+	}
+	return append(b, '}')
+}
+
+func appendExtension(b []byte, x *Extension, nowMs int64) []byte {
+	b = append(b, '{')
+	b = appendStrField(b, "exten", x.Exten)
+	b = append(b, ',')
+	b = appendStrField(b, "name", x.Name)
+	b = append(b, ',')
+	b = appendStrField(b, "status", x.Status)
+	b = append(b, ',')
+	b = appendBoolField(b, "dnd", x.DND)
+	b = append(b, ',')
+	b = appendStrField(b, "cf", x.CF)
+	b = append(b, ',')
+	b = appendStrField(b, "cfb", x.CFB)
+	b = append(b, ',')
+	b = appendStrField(b, "cfu", x.CFU)
+	b = append(b, ',')
+	b = appendStrField(b, "ip", x.IP)
+	b = append(b, ',')
+	b = appendStrField(b, "port", x.Port)
+	b = append(b, ',')
+	b = appendStrField(b, "sipuseragent", x.SIPUserAgent)
+	b = append(b, ',')
+	b = appendStrField(b, "chanType", x.ChanType)
+	b = append(b, ',')
+	b = appendStrField(b, "context", x.Context)
+	b = append(b, ',')
+	b = appendConversations(b, x.Conversations, nowMs)
+	return append(b, '}')
+}
+
+func appendTrunk(b []byte, t *Trunk, nowMs int64) []byte {
+	b = append(b, '{')
+	b = appendStrField(b, "name", t.Name)
+	b = append(b, ',')
+	b = appendStrField(b, "status", t.Status)
+	b = append(b, ',')
+	b = appendStrField(b, "registration", t.Registration)
+	b = append(b, ',')
+	b = appendStrField(b, "chanType", t.ChanType)
+	b = append(b, ',')
+	b = appendConversations(b, t.Conversations, nowMs)
+	return append(b, '}')
+}
+
+func appendMemberFields(b []byte, m *QueueMember) []byte {
+	b = appendStrField(b, "member", m.Member)
+	b = append(b, ',')
+	b = appendStrField(b, "name", m.Name)
+	b = append(b, ',')
+	b = appendStrField(b, "type", m.Type)
+	b = append(b, ',')
+	b = appendBoolField(b, "paused", m.Paused)
+	b = append(b, ',')
+	b = appendStrField(b, "pausedReason", m.PausedReason)
+	b = append(b, ',')
+	b = appendBoolField(b, "loggedIn", m.LoggedIn)
+	b = append(b, ',')
+	b = appendIntField(b, "callsTaken", int64(m.CallsTaken))
+	b = append(b, ',')
+	return appendIntField(b, "lastCall", m.LastCall)
+}
+
+// appendMember is the member as it appears inside its queue.
+func appendMember(b []byte, m *QueueMember) []byte {
+	b = append(b, '{')
+	b = appendMemberFields(b, m)
+	return append(b, '}')
+}
+
+// appendMemberUpdate is the queueMemberUpdate payload: the member plus its
+// queue, so a client can route it without knowing the key scheme.
+func appendMemberUpdate(b []byte, m *QueueMember) []byte {
+	b = append(b, '{')
+	b = appendStrField(b, "queue", m.Queue)
+	b = append(b, ',')
+	b = appendMemberFields(b, m)
+	return append(b, '}')
+}
+
+func appendQueue(b []byte, q *Queue) []byte {
+	b = append(b, '{')
+	b = appendStrField(b, "queue", q.Queue)
+	b = append(b, ',')
+	b = appendStrField(b, "name", q.Name)
+	b = append(b, ',')
+	b = appendKey(b, "members")
+	b = append(b, '{')
+	for i, k := range sortedKeys(q.Members) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		m := q.Members[k]
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendMember(b, &m)
+	}
+	b = append(b, '}', ',')
+	b = appendKey(b, "waitingCallers")
+	b = append(b, '{')
+	for i, k := range sortedKeys(q.WaitingCallers) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		w := q.WaitingCallers[k]
+		b = appendString(b, k)
+		b = append(b, ':', '{')
+		b = appendStrField(b, "channel", w.Channel)
+		b = append(b, ',')
+		b = appendStrField(b, "num", w.Num)
+		b = append(b, ',')
+		b = appendStrField(b, "name", w.Name)
+		b = append(b, ',')
+		b = appendIntField(b, "position", int64(w.Position))
+		b = append(b, ',')
+		b = appendIntField(b, "waitingSince", w.WaitingSince)
+		b = append(b, '}')
+	}
+	b = append(b, '}', ',')
+	b = appendIntField(b, "completed", int64(q.Completed))
+	b = append(b, ',')
+	b = appendIntField(b, "abandoned", int64(q.Abandoned))
+	b = append(b, ',')
+	b = appendIntField(b, "holdTime", int64(q.HoldTime))
+	b = append(b, ',')
+	b = appendIntField(b, "talkTime", int64(q.TalkTime))
+	return append(b, '}')
+}
+
+func appendParking(b []byte, p *Parking) []byte {
+	b = append(b, '{')
+	b = appendStrField(b, "parking", p.Parking)
+	b = append(b, ',')
+	b = appendStrField(b, "name", p.Name)
+	b = append(b, ',')
+	b = appendIntField(b, "timeout", int64(p.Timeout))
+	b = append(b, ',')
+	b = appendKey(b, "parkedCaller")
+	if c := p.ParkedCaller; c == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		b = appendStrField(b, "channel", c.Channel)
+		b = append(b, ',')
+		b = appendStrField(b, "num", c.Num)
+		b = append(b, ',')
+		b = appendStrField(b, "name", c.Name)
+		b = append(b, ',')
+		b = appendIntField(b, "parkedAt", c.ParkedAt)
+		b = append(b, ',')
+		b = appendStrField(b, "parkedBy", c.ParkedBy)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+func appendStatus(b []byte, link LinkState, version uint64, since int64) []byte {
+	b = append(b, '{')
+	b = appendStrField(b, "pbx", link.String())
+	b = append(b, ',')
+	b = appendKey(b, "version")
+	b = strconv.AppendUint(b, version, 10)
+	b = append(b, ',')
+	b = appendIntField(b, "since", since)
+	return append(b, '}')
+}
+
+// appendCollection writes {"k":<bytes>,...} in sorted key order from
+// per-entity encodings.
+func appendCollection(b []byte, m map[string][]byte) []byte {
+	b = append(b, '{')
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = append(b, m[k]...)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,143 @@
+package calls
+
+// The public model: the entities a Snapshot holds. Every value is immutable
+// once published; maps inside them are never written after publication.
+
+// Extension is a phone (PJSIP endpoint) keyed by its number.
+type Extension struct {
+	Exten         string
+	Name          string
+	Status        string // online | offline | busy | ringing | busy_ringing | onhold | dnd
+	DND           bool
+	CF            string
+	CFB           string
+	CFU           string
+	IP            string
+	Port          string
+	SIPUserAgent  string
+	ChanType      string
+	Context       string
+	Conversations map[string]Conversation // by Conversation.ID
+}
+
+// Conversation is one call leg of an extension or trunk, seen from its owner.
+type Conversation struct {
+	ID              string // "<caller channel>><callee channel>", either may be empty
+	CallID          string // Linkedid
+	Owner           string // extension number or trunk name
+	LinkedID        string
+	UniqueID        string
+	Connected       bool
+	Direction       string // in | out
+	CounterpartNum  string
+	CounterpartName string
+	StartTime       int64 // ms since the epoch: channel created
+	AnsweredAt      int64 // ms since the epoch, 0 until connected to its counterpart
+	Recording       string
+	InConference    bool
+	ThroughQueue    bool
+	QueueID         string
+	ThroughTrunk    bool
+}
+
+// Duration is the talk time in whole seconds at nowMs (0 if not answered).
+func (c Conversation) Duration(nowMs int64) int64 {
+	if c.AnsweredAt == 0 || nowMs < c.AnsweredAt {
+		return 0
+	}
+	return (nowMs - c.AnsweredAt) / 1000
+}
+
+// Queue is an Asterisk app_queue queue keyed by its name.
+type Queue struct {
+	Queue          string
+	Name           string
+	Members        map[string]QueueMember // by extension number
+	WaitingCallers map[string]QueueCaller // by channel name
+	Completed      int
+	Abandoned      int
+	HoldTime       int // seconds, Asterisk's running average
+	TalkTime       int // seconds, Asterisk's running average
+}
+
+// QueueMember is an agent of a queue.
+type QueueMember struct {
+	Queue        string // the queue it belongs to (not in the member JSON)
+	Member       string
+	Name         string
+	Type         string // static | dynamic
+	Paused       bool
+	PausedReason string
+	LoggedIn     bool
+	CallsTaken   int
+	LastCall     int64 // ms since the epoch, 0 if never
+}
+
+// QueueCaller is a caller waiting in a queue.
+type QueueCaller struct {
+	Channel      string
+	Num          string
+	Name         string
+	Position     int
+	WaitingSince int64 // ms since the epoch
+}
+
+// Parking is one parking space keyed by its number ("701").
+type Parking struct {
+	Parking      string
+	Name         string
+	Timeout      int // seconds
+	ParkedCaller *ParkedCaller
+}
+
+// ParkedCaller is who waits in a parking space.
+type ParkedCaller struct {
+	Channel  string
+	Num      string
+	Name     string
+	ParkedAt int64 // ms since the epoch
+	ParkedBy string
+}
+
+// Trunk is a provider endpoint keyed by its name.
+type Trunk struct {
+	Name          string
+	Status        string // online | offline | busy | unmonitored
+	Registration  string // registered | unregistered | rejected | unmonitored
+	ChanType      string
+	Conversations map[string]Conversation
+}
+
+func convsEqual(a, b map[string]Conversation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func extEqual(a, b *Extension) bool {
+	return a.Exten == b.Exten && a.Name == b.Name && a.Status == b.Status && a.DND == b.DND &&
+		a.CF == b.CF && a.CFB == b.CFB && a.CFU == b.CFU && a.IP == b.IP && a.Port == b.Port &&
+		a.SIPUserAgent == b.SIPUserAgent && a.ChanType == b.ChanType && a.Context == b.Context &&
+		convsEqual(a.Conversations, b.Conversations)
+}
+
+func trunkEqual(a, b *Trunk) bool {
+	return a.Name == b.Name && a.Status == b.Status && a.Registration == b.Registration &&
+		a.ChanType == b.ChanType && convsEqual(a.Conversations, b.Conversations)
+}
+
+func parkingEqual(a, b *Parking) bool {
+	if a.Parking != b.Parking || a.Name != b.Name || a.Timeout != b.Timeout {
+		return false
+	}
+	if (a.ParkedCaller == nil) != (b.ParkedCaller == nil) {
+		return false
+	}
+	return a.ParkedCaller == nil || *a.ParkedCaller == *b.ParkedCaller
+}

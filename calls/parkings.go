@@ -1,0 +1,120 @@
+package calls
+
+import (
+	"strings"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+type parkState struct {
+	space   string
+	timeout int
+	caller  *ParkedCaller
+	listed  bool // confirmed by a ParkedCall item during the running resync
+}
+
+// maxSpaces bounds how many spaces one Parkinglot item may create.
+const maxSpaces = 1000
+
+func (e *Engine) ensurePark(space string) *parkState {
+	p := e.parks[space]
+	if p == nil {
+		p = &parkState{space: strings.Clone(space)}
+		e.parks[p.space] = p
+	}
+	e.dirtyPark[p.space] = struct{}{}
+	return p
+}
+
+// parkerOf turns ParkerDialString "PJSIP/202" into "202".
+func parkerOf(s string) string {
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	if i := strings.IndexAny(s, "-@;"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func (e *Engine) onParkedCall(m ami.Message) {
+	space := m.Get("ParkingSpace")
+	if space == "" {
+		return
+	}
+	uid := m.Get("ParkeeUniqueid")
+	if e.tombs.has(uid) {
+		return // hung up while a list was in flight
+	}
+	p := e.ensurePark(space)
+	if t := m.Get("ParkingTimeout"); t != "" && m.Get("ActionID") == "" {
+		p.timeout = atoi(t) // the live event gives the full timeout; list items the rest
+	} else if p.timeout == 0 {
+		p.timeout = atoi(t)
+	}
+	pc := &ParkedCaller{
+		Channel:  strings.Clone(m.Get("ParkeeChannel")),
+		Num:      strings.Clone(m.Get("ParkeeCallerIDNum")),
+		Name:     strings.Clone(m.Get("ParkeeCallerIDName")),
+		ParkedAt: e.nowMs() - int64(atoi(m.Get("ParkingDuration")))*1000,
+		ParkedBy: strings.Clone(parkerOf(m.Get("ParkerDialString"))),
+	}
+	if !known(pc.Name) {
+		pc.Name = e.nameOf(pc.Num)
+	}
+	if old := p.caller; old != nil && old.Channel == pc.Channel && old.ParkedAt < pc.ParkedAt {
+		pc.ParkedAt = old.ParkedAt
+	}
+	p.caller = pc
+	if e.resync.active {
+		p.listed = true
+	}
+	if c := e.chanBy(uid, pc.Channel); c != nil {
+		e.changed(c)
+	}
+}
+
+func (e *Engine) onUnparked(m ami.Message) {
+	space := m.Get("ParkingSpace")
+	if space == "" {
+		return
+	}
+	p := e.ensurePark(space)
+	if p.caller != nil && (p.caller.Channel == m.Get("ParkeeChannel") || m.Get("ParkeeChannel") == "") {
+		p.caller = nil
+	}
+}
+
+func (e *Engine) onParkedCallSwap(m ami.Message) {
+	space := m.Get("ParkingSpace")
+	if space == "" {
+		return
+	}
+	p := e.ensurePark(space)
+	if p.caller == nil {
+		return
+	}
+	pc := *p.caller
+	pc.Channel = strings.Clone(m.Get("ParkeeChannel"))
+	if n := m.Get("ParkeeCallerIDNum"); known(n) {
+		pc.Num = strings.Clone(n)
+		pc.Name = strings.Clone(m.Get("ParkeeCallerIDName"))
+	}
+	p.caller = &pc
+}
+
+// onParkinglot (Parkinglots list item) creates the lot's spaces, free.
+func (e *Engine) onParkinglot(m ami.Message) {
+	start, err1 := parseInt(m.Get("StartSpace"))
+	stop, err2 := parseInt(m.Get("StopSpace"))
+	if err1 != nil || err2 != nil || stop < start || stop-start >= maxSpaces {
+		return
+	}
+	timeout := atoi(m.Get("Timeout"))
+	for s := start; s <= stop; s++ {
+		p := e.ensurePark(itoa(s))
+		if p.timeout == 0 {
+			p.timeout = timeout
+		}
+	}
+}

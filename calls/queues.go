@@ -1,0 +1,274 @@
+package calls
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+type queueState struct {
+	name      string
+	members   map[string]QueueMember
+	waiting   map[string]QueueCaller // by channel name
+	completed int
+	abandoned int
+	holdTime  int
+	talkTime  int
+
+	// During a resync: what the QueueStatus answer listed.
+	listed        bool
+	listedMembers map[string]bool
+	listedWaiting map[string]bool
+}
+
+func parseInt(s string) (int, error) { return strconv.Atoi(strings.TrimSpace(s)) }
+
+func (e *Engine) ensureQueue(name string) *queueState {
+	q := e.queues[name]
+	if q == nil {
+		q = &queueState{name: strings.Clone(name), members: map[string]QueueMember{}, waiting: map[string]QueueCaller{}}
+		e.queues[q.name] = q
+	}
+	e.dirtyQueue[q.name] = struct{}{}
+	return q
+}
+
+// queueOf returns the queue an event names, or nil.
+func (e *Engine) queueOf(m ami.Message) *queueState {
+	name := m.Get("Queue")
+	if name == "" {
+		return nil
+	}
+	return e.ensureQueue(name)
+}
+
+// memberKeyOf derives the member key from StateInterface, Interface or
+// Location: PJSIP/203 -> "203"; Local/203@from-queue/n -> "203".
+func memberKeyOf(m ami.Message) string {
+	for _, k := range [...]string{"StateInterface", "Interface", "Location"} {
+		v := m.Get(k)
+		if v == "" {
+			continue
+		}
+		if i := strings.IndexByte(v, '/'); i >= 0 {
+			v = v[i+1:]
+		}
+		if i := strings.IndexAny(v, "@/"); i >= 0 {
+			v = v[:i]
+		}
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (e *Engine) touchMember(q *queueState, key string) {
+	e.dirtyQueue[q.name] = struct{}{}
+	e.dirtyMember[memberKey{q.name, key}] = struct{}{}
+	if e.resync.active && q.listedMembers != nil {
+		q.listedMembers[key] = true
+	}
+}
+
+func (e *Engine) onQueueParams(m ami.Message) {
+	q := e.queueOf(m)
+	if q == nil {
+		return
+	}
+	q.completed = atoi(m.Get("Completed"))
+	q.abandoned = atoi(m.Get("Abandoned"))
+	q.holdTime = atoi(m.Get("Holdtime"))
+	q.talkTime = atoi(m.Get("TalkTime"))
+	if e.resync.active && !q.listed {
+		q.listed = true
+		q.listedMembers = map[string]bool{}
+		q.listedWaiting = map[string]bool{}
+	}
+}
+
+func (e *Engine) onQueueMember(m ami.Message) {
+	q := e.queueOf(m)
+	key := memberKeyOf(m)
+	if q == nil || key == "" {
+		return
+	}
+	mb := q.members[key]
+	mb.Queue, mb.Member = q.name, strings.Clone(key)
+	name := m.Get("MemberName")
+	if name == "" {
+		name = m.Get("Name")
+	}
+	if name != "" {
+		mb.Name = strings.Clone(name)
+	}
+	switch strings.ToLower(m.Get("Membership")) {
+	case "static":
+		mb.Type = "static"
+	case "dynamic", "realtime":
+		mb.Type = "dynamic"
+	}
+	if v, ok := m.Lookup("Paused"); ok {
+		mb.Paused = strings.TrimSpace(v) == "1"
+	}
+	if v, ok := m.Lookup("PausedReason"); ok {
+		mb.PausedReason = strings.Clone(v)
+	}
+	if v, ok := m.Lookup("CallsTaken"); ok {
+		mb.CallsTaken = atoi(v)
+	}
+	if v, ok := m.Lookup("LastCall"); ok {
+		mb.LastCall = int64(atoi(v)) * 1000
+	}
+	mb.LoggedIn = true
+	q.members[mb.Member] = mb
+	e.touchMember(q, mb.Member)
+}
+
+func (e *Engine) onQueueMemberRemoved(m ami.Message) {
+	q := e.queueOf(m)
+	key := memberKeyOf(m)
+	if q == nil || key == "" {
+		return
+	}
+	if mb, ok := q.members[key]; ok {
+		delete(q.members, key)
+		e.dirtyMember[memberKey{q.name, mb.Member}] = struct{}{}
+	}
+}
+
+func (e *Engine) onQueueMemberPause(m ami.Message) {
+	q := e.queueOf(m)
+	key := memberKeyOf(m)
+	if q == nil || key == "" {
+		return
+	}
+	mb, ok := q.members[key]
+	if !ok {
+		e.onQueueMember(m)
+		return
+	}
+	mb.Paused = strings.TrimSpace(m.Get("Paused")) == "1"
+	reason := m.Get("PausedReason")
+	if reason == "" {
+		reason = m.Get("Reason")
+	}
+	mb.PausedReason = strings.Clone(reason)
+	if !mb.Paused {
+		mb.PausedReason = ""
+	}
+	q.members[key] = mb
+	e.touchMember(q, key)
+}
+
+func (e *Engine) addWaiting(q *queueState, m ami.Message, since int64) {
+	ch := m.Get("Channel")
+	if ch == "" {
+		return
+	}
+	w := QueueCaller{
+		Channel:      strings.Clone(ch),
+		Num:          strings.Clone(m.Get("CallerIDNum")),
+		Name:         strings.Clone(m.Get("CallerIDName")),
+		Position:     atoi(m.Get("Position")),
+		WaitingSince: since,
+	}
+	if old, ok := q.waiting[w.Channel]; ok && old.WaitingSince != 0 && old.WaitingSince < since {
+		w.WaitingSince = old.WaitingSince
+	}
+	if !known(w.Name) {
+		w.Name = e.nameOf(w.Num)
+	}
+	q.waiting[w.Channel] = w
+	if e.resync.active && q.listedWaiting != nil {
+		q.listedWaiting[w.Channel] = true
+	}
+}
+
+// onQueueEntry is a QueueStatus list item: a caller waiting Wait seconds.
+func (e *Engine) onQueueEntry(m ami.Message) {
+	q := e.queueOf(m)
+	if q == nil {
+		return
+	}
+	uid := m.Get("Uniqueid")
+	if e.tombs.has(uid) {
+		return // hung up while the list was in flight
+	}
+	e.addWaiting(q, m, e.nowMs()-int64(atoi(m.Get("Wait")))*1000)
+	if c := e.chanBy(uid, m.Get("Channel")); c != nil && c.queue == "" {
+		c.queue = q.name
+		e.changed(c)
+	}
+}
+
+func (e *Engine) onQueueCallerJoin(m ami.Message) {
+	q := e.queueOf(m)
+	if q == nil {
+		return
+	}
+	c := e.chanOf(m)
+	if c == nil {
+		return // it hung up already (or never existed): no ghost caller
+	}
+	e.updateCommon(c, m)
+	c.queue = q.name
+	e.addWaiting(q, m, e.nowMs())
+}
+
+func (e *Engine) onQueueCallerLeave(m ami.Message, abandon bool) {
+	q := e.queueOf(m)
+	if q == nil {
+		return
+	}
+	if abandon {
+		q.abandoned++
+	}
+	delete(q.waiting, m.Get("Channel"))
+	if c := e.chanBy(m.Get("Uniqueid"), m.Get("Channel")); c != nil {
+		e.updateCommon(c, m)
+	}
+}
+
+// onAgentCalled: a member's phone is rung for a queue caller.
+func (e *Engine) onAgentCalled(m ami.Message) {
+	q := e.queueOf(m)
+	if q == nil {
+		return
+	}
+	src, dst := e.dialPair(m)
+	if src != nil {
+		src.queue = q.name
+		e.changed(src)
+	}
+	if dst != nil {
+		dst.queue = q.name
+		if src != nil {
+			dst.dialledBy = src
+			dst.viaTrunk = dst.viaTrunk || src.kind == ownerTrunk || src.viaTrunk
+		}
+		e.changed(dst)
+	}
+}
+
+// runningAverage is app_queue's: (old*3 + new) / 4.
+func runningAverage(old, v int) int { return (old*3 + v) / 4 }
+
+func (e *Engine) onAgentConnect(m ami.Message) {
+	q := e.queueOf(m)
+	if q == nil {
+		return
+	}
+	q.holdTime = runningAverage(q.holdTime, atoi(m.Get("HoldTime")))
+	e.onAgentCalled(m)
+}
+
+func (e *Engine) onAgentComplete(m ami.Message) {
+	q := e.queueOf(m)
+	if q == nil {
+		return
+	}
+	q.completed++
+	q.talkTime = runningAverage(q.talkTime, atoi(m.Get("TalkTime")))
+}

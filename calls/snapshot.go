@@ -1,0 +1,424 @@
+package calls
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// Snapshot is an immutable published state. Any goroutine may read it and
+// keep it; nothing in it is ever written after Publish returns it (byte
+// slices returned by its methods must not be modified by the caller).
+type Snapshot struct {
+	Version uint64    // increments on each Publish that changed something
+	Seq     uint64    // last Feed seq included
+	Link    LinkState // link state when published
+	Stale   bool      // Link is not live: the PBX state may be out of date
+	Since   int64     // ms since the epoch when Link last changed
+	At      int64     // ms since the epoch of the Publish
+
+	Extensions map[string]Extension // by number
+	Queues     map[string]Queue     // by queue name
+	Parkings   map[string]Parking   // by space
+	Trunks     map[string]Trunk     // by trunk name
+
+	ext, queue, park, trunk *coll
+	status                  []byte
+	state                   *lazy
+}
+
+// coll is the encoded side of one collection: per-entity JSON and the
+// lazily assembled collection JSON, shared by the snapshots that did not
+// change it.
+type coll struct {
+	json map[string][]byte
+	all  lazy
+}
+
+type lazy struct {
+	once sync.Once
+	b    []byte
+}
+
+func (c *coll) bytes() []byte {
+	c.all.once.Do(func() { c.all.b = appendCollection(nil, c.json) })
+	return c.all.b
+}
+
+// ExtensionJSON is one extension's JSON, or nil when it does not exist.
+func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.ext.json[exten] }
+
+// QueueJSON is one queue's JSON, or nil.
+func (s *Snapshot) QueueJSON(name string) []byte { return s.queue.json[name] }
+
+// ParkingJSON is one parking space's JSON, or nil.
+func (s *Snapshot) ParkingJSON(space string) []byte { return s.park.json[space] }
+
+// TrunkJSON is one trunk's JSON, or nil.
+func (s *Snapshot) TrunkJSON(name string) []byte { return s.trunk.json[name] }
+
+// ExtensionsJSON is {"201":{...},...} in key order.
+func (s *Snapshot) ExtensionsJSON() []byte { return s.ext.bytes() }
+
+// QueuesJSON is {"support":{...},...} in key order.
+func (s *Snapshot) QueuesJSON() []byte { return s.queue.bytes() }
+
+// ParkingsJSON is {"701":{...},...} in key order.
+func (s *Snapshot) ParkingsJSON() []byte { return s.park.bytes() }
+
+// TrunksJSON is {"trunk":{...},...} in key order.
+func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes() }
+
+// StatusJSON is {"pbx":"live|resyncing|down","version":N,"since":ms}.
+func (s *Snapshot) StatusJSON() []byte { return s.status }
+
+// StateJSON is the whole state, as `ctibridge replay` prints it:
+// {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..}}.
+func (s *Snapshot) StateJSON() []byte {
+	s.state.once.Do(func() {
+		b := make([]byte, 0, 64+len(s.status)+len(s.ExtensionsJSON())+len(s.QueuesJSON())+len(s.ParkingsJSON())+len(s.TrunksJSON()))
+		b = append(b, `{"pbx":`...)
+		b = append(b, s.status...)
+		b = append(b, `,"extensions":`...)
+		b = append(b, s.ExtensionsJSON()...)
+		b = append(b, `,"queues":`...)
+		b = append(b, s.QueuesJSON()...)
+		b = append(b, `,"parkings":`...)
+		b = append(b, s.ParkingsJSON()...)
+		b = append(b, `,"trunks":`...)
+		b = append(b, s.TrunksJSON()...)
+		s.state.b = append(b, '}')
+	})
+	return s.state.b
+}
+
+// published is the engine's copy of what the last snapshot holds, updated
+// copy-on-write at Publish.
+type published struct {
+	exts   map[string]Extension
+	queues map[string]Queue
+	parks  map[string]Parking
+	trunks map[string]Trunk
+	ext    *coll
+	queue  *coll
+	park   *coll
+	trunk  *coll
+	// copied marks the maps already cloned during the running Publish.
+	extCopied, queueCopied, parkCopied, trunkCopied bool
+	withConvs                                       map[string]bool // extensions whose published view has conversations
+}
+
+func newPublished() published {
+	return published{
+		exts:      map[string]Extension{},
+		queues:    map[string]Queue{},
+		parks:     map[string]Parking{},
+		trunks:    map[string]Trunk{},
+		ext:       &coll{json: map[string][]byte{}},
+		queue:     &coll{json: map[string][]byte{}},
+		park:      &coll{json: map[string][]byte{}},
+		trunk:     &coll{json: map[string][]byte{}},
+		withConvs: map[string]bool{},
+	}
+}
+
+func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
+	return &Snapshot{
+		Version:    e.version,
+		Seq:        seq,
+		Link:       e.link,
+		Stale:      e.link != LinkLive,
+		Since:      e.linkSince,
+		At:         at,
+		Extensions: p.exts,
+		Queues:     p.queues,
+		Parkings:   p.parks,
+		Trunks:     p.trunks,
+		ext:        p.ext,
+		queue:      p.queue,
+		park:       p.park,
+		trunk:      p.trunk,
+		status:     appendStatus(nil, e.link, e.version, e.linkSince),
+		state:      &lazy{},
+	}
+}
+
+func cloneColl(c *coll) *coll { return &coll{json: maps.Clone(c.json)} }
+
+func (p *published) setExt(k string, v Extension, b []byte) {
+	if !p.extCopied {
+		p.exts, p.ext, p.extCopied = maps.Clone(p.exts), cloneColl(p.ext), true
+	}
+	p.exts[k], p.ext.json[k] = v, b
+	if len(v.Conversations) > 0 {
+		p.withConvs[k] = true
+	} else {
+		delete(p.withConvs, k)
+	}
+}
+
+func (p *published) setQueue(k string, v Queue, b []byte) {
+	if !p.queueCopied {
+		p.queues, p.queue, p.queueCopied = maps.Clone(p.queues), cloneColl(p.queue), true
+	}
+	p.queues[k], p.queue.json[k] = v, b
+}
+
+func (p *published) setPark(k string, v Parking, b []byte) {
+	if !p.parkCopied {
+		p.parks, p.park, p.parkCopied = maps.Clone(p.parks), cloneColl(p.park), true
+	}
+	p.parks[k], p.park.json[k] = v, b
+}
+
+func (p *published) setTrunk(k string, v Trunk, b []byte) {
+	if !p.trunkCopied {
+		p.trunks, p.trunk, p.trunkCopied = maps.Clone(p.trunks), cloneColl(p.trunk), true
+	}
+	p.trunks[k], p.trunk.json[k] = v, b
+}
+
+// convsOf derives the conversations of an owner's channels.
+func (e *Engine) convsOf(chans []*channel) map[string]Conversation {
+	if len(chans) == 0 {
+		return nil
+	}
+	m := make(map[string]Conversation, len(chans))
+	for _, c := range chans {
+		if c.gone {
+			continue
+		}
+		cv := e.convFor(c)
+		m[cv.ID] = cv
+	}
+	return m
+}
+
+func (e *Engine) extView(x *extState) Extension {
+	return Extension{
+		Exten:         x.exten,
+		Name:          x.displayName(),
+		Status:        x.status,
+		IP:            x.ip,
+		Port:          x.port,
+		SIPUserAgent:  x.ua,
+		ChanType:      x.chanType,
+		Context:       x.context,
+		Conversations: e.convsOf(x.chans),
+	}
+}
+
+func (e *Engine) trunkView(t *trunkState) Trunk {
+	return Trunk{
+		Name:          t.name,
+		Status:        t.status,
+		Registration:  t.registration,
+		ChanType:      t.chanType,
+		Conversations: e.convsOf(t.chans),
+	}
+}
+
+func (q *queueState) view() Queue {
+	return Queue{
+		Queue:          q.name,
+		Name:           q.name,
+		Members:        maps.Clone(q.members),
+		WaitingCallers: maps.Clone(q.waiting),
+		Completed:      q.completed,
+		Abandoned:      q.abandoned,
+		HoldTime:       q.holdTime,
+		TalkTime:       q.talkTime,
+	}
+}
+
+func queueEqual(a, b *Queue) bool {
+	return a.Queue == b.Queue && a.Name == b.Name && a.Completed == b.Completed &&
+		a.Abandoned == b.Abandoned && a.HoldTime == b.HoldTime && a.TalkTime == b.TalkTime &&
+		maps.Equal(a.Members, b.Members) && maps.Equal(a.WaitingCallers, b.WaitingCallers)
+}
+
+func (p *parkState) view() Parking {
+	v := Parking{Parking: p.space, Name: p.space, Timeout: p.timeout}
+	if p.caller != nil {
+		c := *p.caller
+		v.ParkedCaller = &c
+	}
+	return v
+}
+
+func sortedSet[K comparable](m map[K]struct{}, less func(a, b K) int) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, less)
+	return keys
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// publish computes what changed since the last Publish, encodes only that,
+// appends it to the feed and stores a new snapshot.
+func (e *Engine) publish() *Snapshot {
+	prev := e.snap.Load()
+	now := e.nowMs()
+	p := &e.pub
+	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied = false, false, false, false
+	ch := e.changes[:0]
+
+	if e.chansChanged {
+		// A channel event can change the view of any party of the call, so
+		// every owner with channels is re-derived; unchanged views are
+		// compared, not re-encoded.
+		for k, x := range e.exts {
+			if len(x.chans) > 0 {
+				e.dirtyExt[k] = struct{}{}
+			}
+		}
+		for k := range p.withConvs {
+			e.dirtyExt[k] = struct{}{}
+		}
+		for k, t := range e.trunks {
+			if len(t.chans) > 0 || len(p.trunks[k].Conversations) > 0 {
+				e.dirtyTrunk[k] = struct{}{}
+			}
+		}
+		e.chansChanged = false
+	}
+
+	if len(e.dirtyExt) > 0 {
+		for _, k := range sortedSet(e.dirtyExt, cmpString) {
+			x := e.exts[k]
+			if x == nil {
+				continue
+			}
+			v := e.extView(x)
+			if old, ok := p.exts[k]; ok && extEqual(&old, &v) {
+				continue
+			}
+			b := appendExtension(nil, &v, now)
+			p.setExt(k, v, b)
+			ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
+		}
+		clear(e.dirtyExt)
+	}
+	for _, c := range e.ringing {
+		if c.gone {
+			continue
+		}
+		cv := e.convFor(c)
+		b := append([]byte(nil), `{"exten":`...)
+		b = appendString(b, c.owner)
+		b = append(b, `,"callerNum":`...)
+		b = appendString(b, cv.CounterpartNum)
+		b = append(b, `,"callerName":`...)
+		b = appendString(b, cv.CounterpartName)
+		b = append(b, `,"queue":`...)
+		b = appendString(b, c.queue)
+		b = append(b, `,"convid":`...)
+		b = appendString(b, cv.ID)
+		b = append(b, '}')
+		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
+	}
+	clear(e.ringing)
+	e.ringing = e.ringing[:0]
+
+	if len(e.dirtyQueue) > 0 || len(e.dirtyMember) > 0 {
+		for _, k := range sortedSet(e.dirtyQueue, cmpString) {
+			q := e.queues[k]
+			if q == nil {
+				continue
+			}
+			v := q.view()
+			if old, ok := p.queues[k]; ok && queueEqual(&old, &v) {
+				continue
+			}
+			b := appendQueue(nil, &v)
+			p.setQueue(k, v, b)
+			ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: b, At: now})
+		}
+		clear(e.dirtyQueue)
+		for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
+			if c := cmpString(a.queue, b.queue); c != 0 {
+				return c
+			}
+			return cmpString(a.member, b.member)
+		}) {
+			q := e.queues[k.queue]
+			if q == nil {
+				continue
+			}
+			mb, ok := q.members[k.member]
+			if old, had := prev.Queues[k.queue].Members[k.member]; ok && had && old == mb {
+				continue
+			}
+			if !ok {
+				// Removed: the member JSON logged out.
+				mb = QueueMember{Queue: q.name, Member: k.member}
+			}
+			ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
+		}
+		clear(e.dirtyMember)
+	}
+
+	if len(e.dirtyPark) > 0 {
+		for _, k := range sortedSet(e.dirtyPark, cmpString) {
+			ps := e.parks[k]
+			if ps == nil {
+				continue
+			}
+			v := ps.view()
+			if old, ok := p.parks[k]; ok && parkingEqual(&old, &v) {
+				continue
+			}
+			b := appendParking(nil, &v)
+			p.setPark(k, v, b)
+			ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: b, At: now})
+		}
+		clear(e.dirtyPark)
+	}
+
+	if len(e.dirtyTrunk) > 0 {
+		for _, k := range sortedSet(e.dirtyTrunk, cmpString) {
+			t := e.trunks[k]
+			if t == nil {
+				continue
+			}
+			v := e.trunkView(t)
+			if old, ok := p.trunks[k]; ok && trunkEqual(&old, &v) {
+				continue
+			}
+			b := appendTrunk(nil, &v, now)
+			p.setTrunk(k, v, b)
+			ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: b, At: now})
+		}
+		clear(e.dirtyTrunk)
+	}
+
+	if len(ch) == 0 && !e.linkDirty {
+		e.changes = ch
+		return prev
+	}
+	e.version++
+	s := p.snapshot(e, 0, now)
+	if e.linkDirty {
+		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: now})
+		e.linkDirty = false
+	}
+	s.Seq = e.feed.append(ch)
+	e.changes = ch
+	clear(e.changes) // drop references to published bytes
+	e.snap.Store(s)
+	return s
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
