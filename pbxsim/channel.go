@@ -1,0 +1,305 @@
+package pbxsim
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/emiago/sipgo"
+)
+
+// Channel states as Asterisk numbers them (ChannelState in events).
+const (
+	stateDown    = 0
+	stateRing    = 4
+	stateRinging = 5
+	stateUp      = 6
+)
+
+func stateDesc(s int) string {
+	switch s {
+	case stateDown:
+		return "Down"
+	case stateRing:
+		return "Ring"
+	case stateRinging:
+		return "Ringing"
+	case stateUp:
+		return "Up"
+	}
+	return "Unknown"
+}
+
+// channel is one Asterisk channel. Its fields are guarded by PBX.mu; the
+// call that owns it is the only writer.
+type channel struct {
+	call     *call
+	name     string // PJSIP/201-0000000a
+	endpoint string // 201, or the trunk name
+	uniqueid string
+	linkedid string
+
+	state           int
+	cidNum, cidName string
+	conNum, conName string
+	accountCode     string
+	context, exten  string
+	priority        int
+	app, appData    string
+
+	created, answered time.Time
+	bridge            *bridge
+	progressed        bool // an outgoing caller whose callee answered or rings: counts as in use
+	onHold            bool // hears music on hold (its peer put the call on hold)
+	parkSpace         int  // 701.. while parked
+	parkedAt          time.Time
+	parker            string // ParkerDialString
+	gone              bool // Hangup emitted
+	byeRecv           bool // its side ended the dialog (BYE received)
+	byeSent           bool // we ended (or refused) its dialog
+	srvAnswered       bool // our 2xx to its INVITE is sent
+
+	// SIP side: exactly one of srv (the caller's dialog, we are UAS), cli
+	// (a dialog we started, we are UAC) or neither (a channel without SIP).
+	srv       *sipgo.DialogServerSession
+	cli       *sipgo.DialogClientSession
+	cancelCli func() // cancels an unanswered outgoing INVITE (sends CANCEL)
+	tcp       bool
+	dialogID  string
+	sdp       []byte // the session description this side offered or answered
+}
+
+// bridge is a basic (or parking) bridge.
+type bridge struct {
+	id      string
+	typ     string // basic | parking
+	tech    string // simple_bridge | holding_bridge
+	creator string
+	name    string
+	chans   []*channel
+}
+
+func newBridgeID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "<unknown>"
+	}
+	return s
+}
+
+// ev starts an event frame with its Privilege header.
+func ev(name, privilege string, n int) []ami.Header {
+	hs := make([]ami.Header, 0, n)
+	return append(hs, ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: privilege})
+}
+
+// chanHeaders appends the standard channel snapshot block, with every key
+// prefixed (Dest, Parkee, Transferer...) as Asterisk does.
+func chanHeaders(hs []ami.Header, prefix string, c *channel) []ami.Header {
+	k := func(s string) string {
+		if prefix == "" {
+			return s
+		}
+		return prefix + s
+	}
+	chKey := "Channel"
+	return append(hs,
+		ami.Header{Key: k(chKey), Value: c.name},
+		ami.Header{Key: k("ChannelState"), Value: strconv.Itoa(c.state)},
+		ami.Header{Key: k("ChannelStateDesc"), Value: stateDesc(c.state)},
+		ami.Header{Key: k("CallerIDNum"), Value: orUnknown(c.cidNum)},
+		ami.Header{Key: k("CallerIDName"), Value: orUnknown(c.cidName)},
+		ami.Header{Key: k("ConnectedLineNum"), Value: orUnknown(c.conNum)},
+		ami.Header{Key: k("ConnectedLineName"), Value: orUnknown(c.conName)},
+		ami.Header{Key: k("Language"), Value: "en"},
+		ami.Header{Key: k("AccountCode"), Value: c.accountCode},
+		ami.Header{Key: k("Context"), Value: c.context},
+		ami.Header{Key: k("Exten"), Value: c.exten},
+		ami.Header{Key: k("Priority"), Value: strconv.Itoa(c.priority)},
+		ami.Header{Key: k("Uniqueid"), Value: c.uniqueid},
+		ami.Header{Key: k("Linkedid"), Value: c.linkedid},
+	)
+}
+
+func bridgeHeaders(hs []ami.Header, prefix string, b *bridge) []ami.Header {
+	return append(hs,
+		ami.Header{Key: prefix + "BridgeUniqueid", Value: b.id},
+		ami.Header{Key: prefix + "BridgeType", Value: b.typ},
+		ami.Header{Key: prefix + "BridgeTechnology", Value: b.tech},
+		ami.Header{Key: prefix + "BridgeCreator", Value: orUnknown(b.creator)},
+		ami.Header{Key: prefix + "BridgeName", Value: orUnknown(b.name)},
+		ami.Header{Key: prefix + "BridgeNumChannels", Value: strconv.Itoa(len(b.chans))},
+		ami.Header{Key: prefix + "BridgeVideoSourceMode", Value: "none"},
+	)
+}
+
+// chanEvent builds an event made of the channel block plus extra pairs.
+func chanEvent(name string, c *channel, kv ...string) ami.Message {
+	hs := ev(name, "call,all", 18+len(kv)/2)
+	hs = chanHeaders(hs, "", c)
+	for i := 0; i+1 < len(kv); i += 2 {
+		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
+	}
+	return ami.Message{Headers: hs}
+}
+
+// dialEvent builds DialBegin/DialState/DialEnd. src may be nil (Originate).
+func dialEvent(name string, src, dst *channel, kv ...string) ami.Message {
+	hs := ev(name, "call,all", 34+len(kv)/2)
+	if src != nil {
+		hs = chanHeaders(hs, "", src)
+	}
+	hs = chanHeaders(hs, "Dest", dst)
+	for i := 0; i+1 < len(kv); i += 2 {
+		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
+	}
+	return ami.Message{Headers: hs}
+}
+
+func bridgeEvent(name string, b *bridge, c *channel) ami.Message {
+	hs := ev(name, "call,all", 24)
+	hs = bridgeHeaders(hs, "", b)
+	if c != nil {
+		hs = chanHeaders(hs, "", c)
+	}
+	return ami.Message{Headers: hs}
+}
+
+// causeText is Asterisk's ast_cause2str for the causes pbxsim uses.
+func causeText(cause int) string {
+	switch cause {
+	case 0:
+		return "Unknown"
+	case 1:
+		return "Unallocated (unassigned) number"
+	case 16:
+		return "Normal Clearing"
+	case 17:
+		return "User busy"
+	case 18:
+		return "No user responding"
+	case 19:
+		return "User alerting, no answer"
+	case 20:
+		return "Subscriber absent"
+	case 21:
+		return "Call Rejected"
+	case 34:
+		return "Circuit/channel congestion"
+	case 38:
+		return "Network out of order"
+	case 127:
+		return "Interworking, unspecified"
+	}
+	return "Unknown"
+}
+
+// sipToCause maps a final SIP failure response to a Q.850 cause as
+// chan_pjsip's hangup_sip2cause does.
+func sipToCause(code int) int {
+	switch code {
+	case 404, 484:
+		return 1
+	case 486, 600:
+		return 17
+	case 408:
+		return 18
+	case 480, 487:
+		return 19
+	case 403, 603:
+		return 21
+	case 503:
+		return 34
+	case 500, 501, 502:
+		return 38
+	}
+	if code >= 400 {
+		return 127
+	}
+	return 16
+}
+
+// dialStatus is the DialEnd status for a callee that failed with cause.
+func dialStatus(cause int) string {
+	switch cause {
+	case 17:
+		return "BUSY"
+	case 18, 19:
+		return "NOANSWER"
+	case 34:
+		return "CONGESTION"
+	}
+	return "CHANUNAVAIL"
+}
+
+// causeToSIP is the response sent to a caller whose call ends with cause
+// before being answered (chan_pjsip's hangup_cause2sip).
+func causeToSIP(cause int) (int, string) {
+	switch cause {
+	case 1:
+		return 404, "Not Found"
+	case 17:
+		return 486, "Busy Here"
+	case 18:
+		return 408, "Request Timeout"
+	case 19, 20:
+		return 480, "Temporarily Unavailable"
+	case 21:
+		return 403, "Forbidden"
+	case 34:
+		return 503, "Service Unavailable"
+	}
+	return 500, "Server Internal Error"
+}
+
+// Device states (DeviceStateChange State) and extension states
+// (ExtensionStatus Status and StatusText), as Asterisk names them.
+type devState int
+
+const (
+	devNotInUse devState = iota
+	devInUse
+	devUnavailable
+	devRinging
+	devRingInUse
+	devOnHold
+)
+
+func (d devState) device() string {
+	return [...]string{"NOT_INUSE", "INUSE", "UNAVAILABLE", "RINGING", "RINGINUSE", "ONHOLD"}[d]
+}
+
+func (d devState) extStatus() (int, string) {
+	switch d {
+	case devInUse:
+		return 1, "InUse"
+	case devUnavailable:
+		return 4, "Unavailable"
+	case devRinging:
+		return 8, "Ringing"
+	case devRingInUse:
+		return 9, "InUse&Ringing"
+	case devOnHold:
+		return 16, "Hold"
+	}
+	return 0, "Idle"
+}
+
+// endpointState is PJSIPShowEndpoints' DeviceState text.
+func (d devState) endpointState() string {
+	return [...]string{"Not in use", "In use", "Unavailable", "Ringing", "Ringing in use", "On Hold"}[d]
+}
+
+func fmtDuration(d time.Duration) string {
+	s := int(d / time.Second)
+	return fmt.Sprintf("%02d:%02d:%02d", s/3600, s/60%60, s%60)
+}

@@ -1,0 +1,212 @@
+package pbxsim
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// originateReq is a parsed Originate action.
+type originateReq struct {
+	actionID        string
+	endpoint        string // from Channel: PJSIP/<endpoint>
+	context, exten  string
+	app, data       string
+	cidNum, cidName string
+	account         string
+	timeout         time.Duration
+}
+
+// parseCallerID splits `"Name" <num>`, `Name <num>` or `num`.
+func parseCallerID(s string) (num, name string) {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '<'); i >= 0 && strings.HasSuffix(s, ">") {
+		return s[i+1 : len(s)-1], strings.Trim(strings.TrimSpace(s[:i]), `"`)
+	}
+	return s, ""
+}
+
+// actOriginate really calls the first party (the Channel's contact) and,
+// once it answers, runs Exten in Context (a Dial to the second party) or
+// Application, as Asterisk does. With Async the response comes at once and
+// the outcome later as OriginateResponse; without, the response waits for
+// the outcome.
+func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	tech, ep, ok := strings.Cut(req.Get("Channel"), "/")
+	if !ok || !strings.EqualFold(tech, "PJSIP") || ep == "" {
+		return errResp("Originate failed")
+	}
+	o := originateReq{actionID: req.Get("ActionID"), endpoint: ep, context: req.Get("Context"), exten: req.Get("Exten"),
+		app: req.Get("Application"), data: req.Get("Data"), account: req.Get("Account"), timeout: 30 * time.Second}
+	if o.context == "" {
+		o.context = p.cfg.Context
+	}
+	if o.exten == "" && o.app == "" {
+		return errResp("Exten not specified")
+	}
+	o.cidNum, o.cidName = parseCallerID(req.Get("CallerID"))
+	if ms, err := strconv.Atoi(req.Get("Timeout")); err == nil && ms > 0 {
+		o.timeout = time.Duration(ms) * time.Millisecond
+	}
+	runCtx := p.ctxRun()
+	if runCtx.Err() != nil {
+		return errResp("Originate failed")
+	}
+	async := strings.EqualFold(req.Get("Async"), "true") || strings.EqualFold(req.Get("Async"), "yes") || req.Get("Async") == "1"
+	result := make(chan bool, 1)
+	c := p.newCall()
+	p.calls.Add(1)
+	go func() {
+		defer p.calls.Done()
+		stop := context.AfterFunc(runCtx, c.cancel)
+		defer stop()
+		c.originate(o, result)
+		c.finish()
+	}()
+	if async {
+		return []ami.Message{resp("Success", "Message", "Originate successfully queued")}
+	}
+	select {
+	case ok := <-result:
+		if ok {
+			return []ami.Message{resp("Success", "Message", "Originate successfully queued")}
+		}
+	case <-time.After(o.timeout + 5*time.Second):
+	}
+	return errResp("Originate failed")
+}
+
+func (c *call) originate(o originateReq, result chan<- bool) {
+	p := c.p
+	p.mu.Lock()
+	p.stats.Calls++
+	e := p.exts[o.endpoint]
+	ch := p.newChannel(c, o.endpoint)
+	ch.linkedid = ch.uniqueid
+	ch.exten, ch.context = "s", o.context
+	ch.accountCode = o.account
+	ch.app, ch.appData = "AppDial2", "(Outgoing Line)"
+	p.emit(chanEvent("Newchannel", ch))
+	num := o.cidNum
+	if num == "" {
+		num = o.endpoint
+	}
+	ch.conNum, ch.conName = num, o.cidName
+	p.emit(chanEvent("NewConnectedLine", ch))
+	p.emit(dialEvent("DialBegin", nil, ch, "DialString", o.endpoint))
+	respond := func(ok bool, reason int) {
+		status := "Failure"
+		if ok {
+			status = "Success"
+		}
+		name := ch.name
+		if !ok {
+			name = "PJSIP/" + o.endpoint
+		}
+		hs := ev("OriginateResponse", "call,all", 11)
+		if o.actionID != "" {
+			hs = append(hs, ami.Header{Key: "ActionID", Value: o.actionID})
+		}
+		hs = append(hs, ami.Header{Key: "Response", Value: status}, ami.Header{Key: "Channel", Value: name},
+			ami.Header{Key: "Context", Value: o.context}, ami.Header{Key: "Exten", Value: o.exten},
+			ami.Header{Key: "Reason", Value: strconv.Itoa(reason)}, ami.Header{Key: "Uniqueid", Value: ch.uniqueid},
+			ami.Header{Key: "CallerIDNum", Value: orUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: orUnknown(o.cidName)})
+		p.emit(ami.Message{Headers: hs})
+		result <- ok
+	}
+	fail := func(cause, tech, reason int) {
+		p.emit(dialEvent("DialEnd", nil, ch, "DialStatus", dialStatus(cause)))
+		c.hangupChannel(ch, cause, tech)
+		respond(false, reason)
+	}
+	if e == nil || e.contact == nil {
+		fail(20, 0, 0)
+		p.mu.Unlock()
+		return
+	}
+	c.invite(ch, *e.contact, num, o.cidName, p.sdp(p.chanSeq, false))
+	p.mu.Unlock()
+
+	timer := time.NewTimer(o.timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case ev := <-c.events:
+			if ev.ch != ch {
+				continue
+			}
+			switch {
+			case ev.kind == evResponse && ev.res.IsProvisional():
+				p.mu.Lock()
+				if ch.state != stateRinging {
+					ch.state = stateRinging
+					p.emit(chanEvent("Newstate", ch))
+					p.updateDevice(ch.endpoint)
+					p.emit(dialEvent("DialState", nil, ch, "DialStatus", "RINGING"))
+				}
+				p.mu.Unlock()
+			case ev.kind == evResponse:
+				p.mu.Lock()
+				ch.state = stateUp
+				ch.answered = p.cfg.Now()
+				ch.sdp = ev.res.Body()
+				p.emit(chanEvent("Newstate", ch))
+				respond(true, 4)
+				p.emit(dialEvent("DialEnd", nil, ch, "DialStatus", "ANSWER"))
+				p.updateDevice(ch.endpoint)
+				if o.app == "" {
+					ch.exten, ch.priority = o.exten, 1
+				}
+				p.mu.Unlock()
+				if o.app != "" {
+					c.run2(c.answerLocal(ch, o.exten))
+					return
+				}
+				c.run(ch, o.exten)
+				return
+			case ev.kind == evFail:
+				cause, tech, reason := 127, 0, 0
+				if ev.res != nil {
+					tech = ev.res.StatusCode
+					cause = sipToCause(tech)
+				}
+				switch cause {
+				case 17:
+					reason = 5
+				case 18, 19:
+					reason = 3
+				}
+				p.mu.Lock()
+				fail(cause, tech, reason)
+				p.mu.Unlock()
+				return
+			case ev.kind == evHangup:
+				p.mu.Lock()
+				ch.cancelCli()
+				p.mu.Unlock()
+			}
+		case <-timer.C:
+			p.mu.Lock()
+			ch.cancelCli()
+			fail(19, 0, 3)
+			p.mu.Unlock()
+			return
+		case <-c.ctx.Done():
+			p.mu.Lock()
+			ch.cancelCli()
+			fail(16, 0, 0)
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+// run2 continues run after a step that returned a redirect.
+func (c *call) run2(a *channel, target string) {
+	if a != nil {
+		c.run(a, target)
+	}
+}

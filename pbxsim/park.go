@@ -1,0 +1,195 @@
+package pbxsim
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// The parking lot of the recordings: "default", extension 700, spaces
+// 701-720.
+const (
+	parkFirst = 701
+	parkLast  = 720
+	parkLot   = "default"
+)
+
+func parkDevice(space int) string { return "park:" + strconv.Itoa(space) + "@parkedcalls" }
+
+// parkedEvent builds ParkedCall, ParkedCallGiveUp, ParkedCallTimeOut and
+// UnParkedCall (with retriever) events. p.mu held.
+func (p *PBX) parkedEvent(name string, x *channel, retriever *channel) ami.Message {
+	hs := ev(name, "call,all", 40)
+	hs = chanHeaders(hs, "Parkee", x)
+	if retriever != nil {
+		hs = chanHeaders(hs, "Retriever", retriever)
+	}
+	left := p.cfg.ParkingTimeout - p.cfg.Now().Sub(x.parkedAt)
+	hs = append(hs,
+		ami.Header{Key: "ParkerDialString", Value: x.parker},
+		ami.Header{Key: "Parkinglot", Value: parkLot},
+		ami.Header{Key: "ParkingSpace", Value: strconv.Itoa(x.parkSpace)},
+		ami.Header{Key: "ParkingTimeout", Value: strconv.Itoa(max(0, int(left/time.Second)))},
+		ami.Header{Key: "ParkingDuration", Value: strconv.Itoa(int(p.cfg.Now().Sub(x.parkedAt) / time.Second))})
+	return ami.Message{Headers: hs}
+}
+
+// park puts x into the first free parking space; y, its bridge peer (may
+// be nil), is hung up. x then waits there for a retriever, its own hangup
+// or the parking timeout (which, unlike Asterisk's call-back to the
+// parker, simply hangs it up).
+func (c *call) park(x, y *channel) (*channel, string) {
+	p := c.p
+	p.mu.Lock()
+	space := 0
+	for s := parkFirst; s <= parkLast; s++ {
+		if p.parked[s] == nil {
+			space = s
+			break
+		}
+	}
+	if space == 0 { // lot full: Asterisk refuses; pbxsim hangs up
+		c.sendBye(x, true)
+		if y != nil {
+			c.sendBye(y, true)
+			c.leave(y)
+			c.hangupChannel(y, 16, 0)
+		}
+		c.leave(x)
+		c.hangupChannel(x, 16, 0)
+		p.mu.Unlock()
+		return nil, ""
+	}
+	pb := &bridge{id: newBridgeID(), typ: "parking", tech: "holding_bridge", creator: "Parking", name: parkLot}
+	p.emit(bridgeEvent("BridgeCreate", pb, nil))
+	old := x.bridge
+	c.leave(x)
+	x.parkSpace, x.parkedAt = space, p.cfg.Now()
+	x.parker = ""
+	if y != nil {
+		x.parker = "PJSIP/" + y.endpoint
+	}
+	x.app, x.appData = "Park", ""
+	p.parked[space] = x
+	p.emit(p.parkedEvent("ParkedCall", x, nil))
+	p.emit(ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
+		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "INUSE"})})
+	c.enter(pb, x)
+	p.emit(chanEvent("MusicOnHoldStart", x, "Class", "default"))
+	if y != nil {
+		c.leave(y)
+		if old != nil {
+			p.emit(bridgeEvent("BridgeDestroy", old, nil))
+		}
+		c.sendBye(y, true)
+		c.hangupChannel(y, 16, 0)
+	}
+	p.mu.Unlock()
+
+	timeout := time.NewTimer(p.cfg.ParkingTimeout)
+	defer timeout.Stop()
+	unparkEnd := func(name string, bye bool) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.emit(p.parkedEvent(name, x, nil))
+		delete(p.parked, space)
+		p.emit(ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
+			ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})})
+		p.emit(chanEvent("MusicOnHoldStop", x))
+		br := x.bridge
+		c.leave(x)
+		if br != nil {
+			p.emit(bridgeEvent("BridgeDestroy", br, nil))
+		}
+		if bye {
+			c.sendBye(x, true)
+		}
+		c.hangupChannel(x, 16, 0)
+	}
+	for {
+		select {
+		case e := <-c.events:
+			if e.ch != x {
+				continue
+			}
+			switch e.kind {
+			case evBye, evNoAck, evCancel:
+				unparkEnd("ParkedCallGiveUp", false)
+				return nil, ""
+			case evHangup:
+				unparkEnd("ParkedCallGiveUp", true)
+				return nil, ""
+			case evUnpark:
+				p.mu.Lock()
+				x.call = e.to
+				delete(p.parked, space)
+				p.mu.Unlock()
+				e.reply <- true
+				// The retrieving call owns x now; this goroutine (x's
+				// INVITE handler) stays until that call ends.
+				<-e.to.done
+				return nil, ""
+			}
+		case <-timeout.C:
+			unparkEnd("ParkedCallTimeOut", true)
+			return nil, ""
+		case <-c.ctx.Done():
+			unparkEnd("ParkedCallGiveUp", true)
+			return nil, ""
+		}
+	}
+}
+
+// retrieve connects r, who dialled a parking space, with the call parked
+// there.
+func (c *call) retrieve(r *channel, space int) (*channel, string) {
+	p := c.p
+	p.mu.Lock()
+	x := p.parked[space]
+	var reply chan bool
+	if x != nil {
+		reply = make(chan bool, 1)
+		x.call.post(callEvent{kind: evUnpark, ch: x, to: c, reply: reply})
+	}
+	p.mu.Unlock()
+	ok := false
+	if reply != nil {
+		select {
+		case ok = <-reply:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	if !ok {
+		p.mu.Lock()
+		c.hangupChannel(r, 1, 0)
+		p.mu.Unlock()
+		return nil, ""
+	}
+	p.mu.Lock()
+	if r.context == "from-trunk" {
+		r.context = p.cfg.Context
+	}
+	r.app, r.appData = "ParkedCall", strconv.Itoa(space)
+	r.progressed = true
+	c.answer(r, x.sdp)
+	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
+	p.emit(bridgeEvent("BridgeCreate", br, nil))
+	p.emit(p.parkedEvent("UnParkedCall", x, r))
+	p.emit(chanEvent("MusicOnHoldStop", x))
+	p.emit(ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
+		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})})
+	// Asterisk keeps the lot's holding bridge alive; so does pbxsim (no
+	// BridgeDestroy for it here).
+	c.leave(x)
+	c.enter(br, x)
+	c.enter(br, r)
+	x.conNum, x.conName = r.cidNum, r.cidName
+	r.conNum, r.conName = x.cidNum, x.cidName
+	p.emit(chanEvent("NewConnectedLine", x))
+	p.emit(chanEvent("NewConnectedLine", r))
+	x.parkSpace = 0
+	p.stats.Answered++
+	p.mu.Unlock()
+	return c.talk(r, x, strconv.Itoa(space))
+}

@@ -1,0 +1,381 @@
+package pbxsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+)
+
+// ext is the runtime state of one extension.
+type ext struct {
+	num, name string
+	contact   *contact // nil when not registered
+	chans     map[*channel]struct{}
+	dev       devState // last state announced
+}
+
+// contact is a registered binding.
+type contact struct {
+	uri       sip.Uri
+	source    string // host:port the REGISTER came from
+	tcp       bool
+	expires   time.Time
+	userAgent string
+	callID    string
+}
+
+// PBX is the simulated Asterisk. Create it with New, then Run it. All
+// methods are safe for concurrent use.
+type PBX struct {
+	// Immutable after New.
+	cfg      Config
+	log      *slog.Logger
+	auto     map[string]bool
+	names    map[string]string // every known endpoint's caller ID name
+	udp      net.PacketConn
+	tcp      net.Listener
+	amiLn    net.Listener
+	ua       *sipgo.UserAgent
+	sipSrv   *sipgo.Server
+	udpCli   *sipgo.Client
+	tcpCli   *sipgo.Client
+	udpDUA   *sipgo.DialogUA
+	tcpDUA   *sipgo.DialogUA
+	amiSrv   *ami.Server
+	nonceKey [16]byte
+	started  time.Time
+
+	runCtx  context.Context // set by Run before serving; ends when Run is asked to stop
+	runStop context.CancelFunc
+	calls   sync.WaitGroup // every call goroutine not owned by a sipgo handler
+	ran     atomic.Bool
+
+	mu       sync.Mutex // guards everything below, and every channel's fields
+	exts     map[string]*ext
+	channels map[string]*channel  // by name
+	dialogs  map[string]*channel  // by sipgo dialog ID (Call-ID + local tag + remote tag)
+	parked   map[int]*channel     // parking space -> parkee
+	chanSeq  uint64               // next channel number
+	stats    Stats
+}
+
+// Stats counts what the simulator did.
+type Stats struct {
+	Registers  uint64 // REGISTER requests accepted
+	Calls      uint64 // calls started (inbound INVITEs and Originates)
+	Answered   uint64 // calls bridged or answered by the simulator
+	Failed     uint64 // calls that ended unanswered
+	Channels   int    // channels alive now
+	AMIDropped uint64 // AMI sessions dropped (slow or garbage)
+}
+
+// New validates cfg, binds the SIP (UDP and TCP) and AMI sockets and
+// returns the PBX, not yet serving: call Run.
+func New(cfg Config) (*PBX, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	p := &PBX{
+		cfg: cfg, log: cfg.Log.With("component", "pbxsim"),
+		auto: map[string]bool{}, names: map[string]string{},
+		exts: map[string]*ext{}, channels: map[string]*channel{},
+		dialogs: map[string]*channel{}, parked: map[int]*channel{},
+		started: cfg.Now(),
+	}
+	rand32(p.nonceKey[:])
+	for _, n := range cfg.AutoAnswer {
+		p.auto[n] = true
+	}
+	for _, e := range cfg.Extensions {
+		p.exts[e.Number] = &ext{num: e.Number, name: e.Name, chans: map[*channel]struct{}{}, dev: devUnavailable}
+		p.names[e.Number] = e.Name
+	}
+	if err := p.listen(); err != nil {
+		return nil, err
+	}
+	host, port := p.sipHostPort()
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("Asterisk PBX 22.10.1"), sipgo.WithUserAgentHostname(host))
+	if err != nil {
+		p.closeListeners()
+		return nil, fmt.Errorf("pbxsim: sip: %w", err)
+	}
+	p.ua = ua
+	p.sipSrv, _ = sipgo.NewServer(ua, sipgo.WithServerLogger(p.log))
+	hp := net.JoinHostPort(host, strconv.Itoa(port))
+	p.udpCli, _ = sipgo.NewClient(ua, sipgo.WithClientAddr(hp), sipgo.WithClientConnectionAddr(hp), sipgo.WithClientLogger(p.log))
+	p.tcpCli, _ = sipgo.NewClient(ua, sipgo.WithClientHostname(host), sipgo.WithClientLogger(p.log))
+	uri := sip.Uri{Scheme: "sip", User: "asterisk", Host: host, Port: port}
+	p.udpDUA = &sipgo.DialogUA{Client: p.udpCli, ContactHDR: sip.ContactHeader{Address: uri}}
+	turi := uri
+	turi.UriParams = sip.NewParams()
+	turi.UriParams.Add("transport", "tcp")
+	p.tcpDUA = &sipgo.DialogUA{Client: p.tcpCli, ContactHDR: sip.ContactHeader{Address: turi}}
+
+	p.amiSrv = ami.NewServer(ami.ServerConfig{Users: cfg.AMIUsers, Log: p.log})
+	p.registerSIP()
+	p.registerAMI()
+	return p, nil
+}
+
+func (p *PBX) listen() error {
+	host, port, err := net.SplitHostPort(p.cfg.SIPAddr)
+	if err != nil {
+		return fmt.Errorf("pbxsim: sip address: %w", err)
+	}
+	// Port 0: take a free UDP port and try the same number for TCP.
+	for attempt := 0; ; attempt++ {
+		udp, err := net.ListenPacket("udp", net.JoinHostPort(host, port))
+		if err != nil {
+			return fmt.Errorf("pbxsim: sip udp: %w", err)
+		}
+		tcp, err := net.Listen("tcp", udp.LocalAddr().String())
+		if err != nil {
+			udp.Close()
+			if port == "0" && attempt < 20 {
+				continue
+			}
+			return fmt.Errorf("pbxsim: sip tcp: %w", err)
+		}
+		p.udp, p.tcp = udp, tcp
+		break
+	}
+	l, err := net.Listen("tcp", p.cfg.AMIAddr)
+	if err != nil {
+		p.closeListeners()
+		return fmt.Errorf("pbxsim: ami: %w", err)
+	}
+	p.amiLn = l
+	return nil
+}
+
+func (p *PBX) closeListeners() {
+	if p.udp != nil {
+		p.udp.Close()
+	}
+	if p.tcp != nil {
+		p.tcp.Close()
+	}
+	if p.amiLn != nil {
+		p.amiLn.Close()
+	}
+}
+
+func (p *PBX) sipHostPort() (string, int) {
+	a := p.udp.LocalAddr().(*net.UDPAddr)
+	host := a.IP.String()
+	if a.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return host, a.Port
+}
+
+// SIPAddr is the bound SIP address (UDP and TCP), "host:port".
+func (p *PBX) SIPAddr() string { return p.udp.LocalAddr().String() }
+
+// AMIAddr is the bound manager address, "host:port".
+func (p *PBX) AMIAddr() string { return p.amiLn.Addr().String() }
+
+// AMIServer is the manager server, for its statistics.
+func (p *PBX) AMIServer() *ami.Server { return p.amiSrv }
+
+// Stats returns the counters so far.
+func (p *PBX) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Channels = len(p.channels)
+	st := p.amiSrv.Stats()
+	s.AMIDropped = st.Slow + st.Garbage
+	return s
+}
+
+// Channels returns the names of the live channels, sorted.
+func (p *PBX) Channels() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.channels))
+	for n := range p.channels {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Registered reports whether an extension has a live contact.
+func (p *PBX) Registered(exten string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.exts[exten]
+	return e != nil && e.contact != nil
+}
+
+// Run serves SIP and AMI until ctx ends. Then it hangs up every call,
+// closes the sockets and returns once all its goroutines have finished. It
+// returns nil after a normal shutdown. Run may be called once.
+func (p *PBX) Run(ctx context.Context) error {
+	if !p.ran.CompareAndSwap(false, true) {
+		return errors.New("pbxsim: Run called twice")
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.runCtx, p.runStop = runCtx, stop
+	p.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	wg.Add(4)
+	go func() { defer wg.Done(); errc <- p.sipSrv.ServeUDP(p.udp) }()
+	go func() { defer wg.Done(); errc <- p.sipSrv.ServeTCP(p.tcp) }()
+	waitServing(p.ua, p.udp.LocalAddr().String())
+	go func() {
+		defer wg.Done()
+		if err := p.amiSrv.Serve(p.amiLn); err != nil && !errors.Is(err, ami.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	go func() { defer wg.Done(); p.expiryLoop(runCtx) }()
+	p.log.Info("pbxsim listening", "sip", p.SIPAddr(), "ami", p.AMIAddr())
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		err = fmt.Errorf("pbxsim: serve: %w", err)
+	}
+	// Hang up what is still up, politely, then close everything.
+	stop()
+	done := make(chan struct{})
+	go func() { p.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		p.log.Warn("pbxsim calls still running at shutdown")
+	}
+	p.amiSrv.Close()
+	p.udp.Close()
+	p.tcp.Close()
+	p.ua.Close()
+	wg.Wait()
+	<-done
+	return err
+}
+
+// ctxRun is the run context, or a cancelled one before Run.
+func (p *PBX) ctxRun() context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runCtx == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	return p.runCtx
+}
+
+// emit broadcasts events to every AMI session. Callers hold p.mu, which
+// keeps the order of events the order of state changes.
+func (p *PBX) emit(msgs ...ami.Message) {
+	for _, m := range msgs {
+		if err := p.amiSrv.Broadcast(m); err != nil {
+			p.log.Warn("pbxsim event not sent", "err", err)
+		}
+	}
+}
+
+// newChannel creates a channel of endpoint and indexes it. p.mu held.
+func (p *PBX) newChannel(c *call, endpoint string) *channel {
+	n := p.chanSeq
+	p.chanSeq++
+	now := p.cfg.Now()
+	ch := &channel{
+		call: c, endpoint: endpoint,
+		name:     fmt.Sprintf("PJSIP/%s-%08x", endpoint, n),
+		uniqueid: fmt.Sprintf("%d.%d", now.Unix(), n),
+		context:  p.cfg.Context, priority: 1, created: now,
+	}
+	ch.cidNum, ch.cidName = endpoint, p.names[endpoint]
+	p.channels[ch.name] = ch
+	if e := p.exts[endpoint]; e != nil {
+		e.chans[ch] = struct{}{}
+	}
+	return ch
+}
+
+// dropChannel forgets a hung-up channel. p.mu held.
+func (p *PBX) dropChannel(ch *channel) {
+	delete(p.channels, ch.name)
+	if ch.dialogID != "" {
+		delete(p.dialogs, ch.dialogID)
+	}
+	if e := p.exts[ch.endpoint]; e != nil {
+		delete(e.chans, ch)
+	}
+}
+
+// updateDevice recomputes an endpoint's device state and announces a
+// change with ExtensionStatus and DeviceStateChange. p.mu held.
+func (p *PBX) updateDevice(endpoint string) {
+	e := p.exts[endpoint]
+	if e == nil {
+		return
+	}
+	var inuse, ringing, hold bool
+	for ch := range e.chans {
+		switch {
+		case ch.gone:
+		case ch.onHold:
+			hold = true
+		case ch.state == stateUp || (ch.state == stateRing && ch.progressed):
+			inuse = true
+		case ch.state == stateRinging:
+			ringing = true
+		}
+	}
+	d := devNotInUse
+	switch {
+	case hold:
+		d = devOnHold
+	case inuse && ringing:
+		d = devRingInUse
+	case inuse:
+		d = devInUse
+	case ringing:
+		d = devRinging
+	case e.contact == nil:
+		d = devUnavailable
+	}
+	if d == e.dev {
+		return
+	}
+	e.dev = d
+	st, txt := d.extStatus()
+	p.emit(ami.Message{Headers: append(ev("ExtensionStatus", "call,all", 7),
+		ami.Header{Key: "Exten", Value: e.num}, ami.Header{Key: "Context", Value: p.cfg.Context},
+		ami.Header{Key: "Hint", Value: "PJSIP/" + e.num},
+		ami.Header{Key: "Status", Value: strconv.Itoa(st)}, ami.Header{Key: "StatusText", Value: txt})},
+		ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
+			ami.Header{Key: "Device", Value: "PJSIP/" + e.num}, ami.Header{Key: "State", Value: d.device()})})
+}
+
+// waitServing waits until sipgo's transport layer holds the UDP listener,
+// so that requests we send leave from it (ServeUDP registers it from its
+// own goroutine).
+func waitServing(ua *sipgo.UserAgent, addr string) {
+	for i := 0; i < 400; i++ {
+		if c, err := ua.TransportLayer().GetConnection("udp", addr); err == nil && c != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
