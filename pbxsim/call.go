@@ -51,9 +51,9 @@ type callEvent struct {
 	cause   int
 	context string
 	exten   string
-	other   *channel // BlindTransfer: the transferer; Park: the parker
-	to      *call      // evUnpark: the retrieving call
-	reply   chan bool  // evUnpark: whether ch was handed over
+	other   *channel  // BlindTransfer: the transferer; Park: the parker
+	to      *call     // evUnpark: the retrieving call
+	reply   chan bool // evUnpark: whether ch was handed over
 }
 
 func (p *PBX) newCall() *call {

@@ -56,10 +56,10 @@ type channel struct {
 	parkSpace         int  // 701.. while parked
 	parkedAt          time.Time
 	parker            string // ParkerDialString
-	gone              bool // Hangup emitted
-	byeRecv           bool // its side ended the dialog (BYE received)
-	byeSent           bool // we ended (or refused) its dialog
-	srvAnswered       bool // our 2xx to its INVITE is sent
+	gone              bool   // Hangup emitted
+	byeRecv           bool   // its side ended the dialog (BYE received)
+	byeSent           bool   // we ended (or refused) its dialog
+	srvAnswered       bool   // our 2xx to its INVITE is sent
 
 	// SIP side: exactly one of srv (the caller's dialog, we are UAS), cli
 	// (a dialog we started, we are UAC) or neither (a channel without SIP).

@@ -63,10 +63,10 @@ type PBX struct {
 
 	mu       sync.Mutex // guards everything below, and every channel's fields
 	exts     map[string]*ext
-	channels map[string]*channel  // by name
-	dialogs  map[string]*channel  // by sipgo dialog ID (Call-ID + local tag + remote tag)
-	parked   map[int]*channel     // parking space -> parkee
-	chanSeq  uint64               // next channel number
+	channels map[string]*channel // by name
+	dialogs  map[string]*channel // by sipgo dialog ID (Call-ID + local tag + remote tag)
+	parked   map[int]*channel    // parking space -> parkee
+	chanSeq  uint64              // next channel number
 	stats    Stats
 }
 

@@ -66,7 +66,9 @@ func TestBusyAndCancelAndUnknown(t *testing.T) {
 	if !errors.Is(err, ErrCallFailed) || !strings.Contains(err.Error(), "486") {
 		t.Fatalf("busy call: %v", err)
 	}
-	capt.waitFor(t, "busy", func(m []ami.Message) bool { return count(m, "DialEnd", "DialStatus", "BUSY") == 1 && count(m, "Hangup") == 2 })
+	capt.waitFor(t, "busy", func(m []ami.Message) bool {
+		return count(m, "DialEnd", "DialStatus", "BUSY") == 1 && count(m, "Hangup") == 2
+	})
 
 	cctx, ccancel := context.WithCancel(context.Background())
 	go func() {
@@ -77,7 +79,9 @@ func TestBusyAndCancelAndUnknown(t *testing.T) {
 	if err == nil {
 		t.Fatal("cancelled call answered")
 	}
-	capt.waitFor(t, "cancel", func(m []ami.Message) bool { return count(m, "DialEnd", "DialStatus", "CANCEL") == 1 && count(m, "Hangup") == 4 })
+	capt.waitFor(t, "cancel", func(m []ami.Message) bool {
+		return count(m, "DialEnd", "DialStatus", "CANCEL") == 1 && count(m, "Hangup") == 4
+	})
 
 	_, err = alice.Call(ctx, "999")
 	if err == nil || !strings.Contains(err.Error(), "404") {

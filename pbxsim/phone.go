@@ -80,7 +80,7 @@ func NewPhone(cfg PhoneConfig) (*Phone, error) {
 	ph := &Phone{cfg: cfg, conn: conn, ua: ua, srv: srv,
 		dua:      &sipgo.DialogUA{Client: cli, ContactHDR: sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: cfg.Exten, Host: la.IP.String(), Port: la.Port}}},
 		incoming: map[string]*sipgo.DialogServerSession{}, outgoing: map[string]*sipgo.DialogClientSession{},
-		calls:    make(chan *PhoneCall, 16)}
+		calls: make(chan *PhoneCall, 16)}
 	srv.OnInvite(ph.onInvite)
 	srv.OnAck(func(req *sip.Request, tx sip.ServerTransaction) {
 		if s := ph.session(req); s != nil {
