@@ -16,6 +16,18 @@
 // WriteMessage refuses any header whose key or value holds CR, LF or NUL, so
 // a value taken from a user can never become a header or an action of its own.
 //
+// Client is the reconnecting client: Run owns the connection (banner, login,
+// one bufio.Reader for everything read, keep-alive Ping, backoff); Next hands
+// the unsolicited stream to one consumer in batches, with LinkUp and LinkDown
+// markers, and never lets a slow consumer block the reader (past MaxQueue the
+// connection is dropped and the consumer resynchronises); Do, safe for any
+// number of goroutines, pipelines actions and gathers event lists into one
+// Response. Server is the other side (tests, the simulated PBX), and Recorder
+// writes raw streams to rotating files with secrets scrubbed. See
+// docs/ami.md for the design and measurements.
+//
 // Reader and Message values are not safe for concurrent mutation; a Message
-// returned by a Reader is never mutated afterwards and may be shared.
+// returned by a Reader is never mutated afterwards and may be shared. Client,
+// Server, Session and Recorder methods are safe for concurrent use, except
+// that only one goroutine may call Client.Next at a time.
 package ami
