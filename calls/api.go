@@ -77,7 +77,8 @@ func (e *Engine) Publish() *Snapshot { return e.publish() }
 
 // SetLink records the link state (down on disconnect, resyncing on connect;
 // live is normally reached through EndResync). Any state but live marks
-// the snapshot stale.
+// the snapshot stale. SetLink(LinkResyncing) starts a resync (as
+// BeginResync) unless one is running.
 func (e *Engine) SetLink(s LinkState) { e.setLink(s) }
 
 // BeginResync starts a resynchronisation: call it before sending the list
@@ -96,7 +97,9 @@ func (e *Engine) EndResync() { e.endResync() }
 
 // BeginReconcile marks the moment a CoreShowChannels action for Reconcile
 // is sent: channels created after it are never removed by that Reconcile.
-// Without it, Reconcile treats every channel it holds as a candidate.
+// Without it, Reconcile only removes unlisted channels that already existed
+// at the previous Reconcile (or EndResync): safe against calls set up while
+// the list was in flight, at the cost of a ghost living one period longer.
 func (e *Engine) BeginReconcile() { e.beginReconcile() }
 
 // Reconcile compares the state with a CoreShowChannels list (its

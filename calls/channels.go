@@ -191,6 +191,7 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 	case ownerExt:
 		x := e.ensureExt(ep)
 		x.chans = append(x.chans, c)
+		e.busyExt[x.exten] = x
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
 		}
@@ -203,6 +204,7 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
 		t.chans = append(t.chans, c)
+		e.busyTrk[t.name] = t
 		if t.chanType == "" {
 			t.chanType = strings.ToLower(tech)
 		}
@@ -233,11 +235,15 @@ func (e *Engine) dropChannel(c *channel) {
 	switch c.kind {
 	case ownerExt:
 		if x := e.exts[c.owner]; x != nil {
-			x.chans = removeChan(x.chans, c)
+			if x.chans = removeChan(x.chans, c); len(x.chans) == 0 {
+				delete(e.busyExt, x.exten)
+			}
 		}
 	case ownerTrunk:
 		if t := e.trunks[c.owner]; t != nil {
-			t.chans = removeChan(t.chans, c)
+			if t.chans = removeChan(t.chans, c); len(t.chans) == 0 {
+				delete(e.busyTrk, t.name)
+			}
 		}
 	}
 	// A caller waiting in a queue or parked cannot outlive its channel.

@@ -27,15 +27,18 @@ type Engine struct {
 	chans   map[string]*channel // by Uniqueid
 	byName  map[string]*channel // by channel name
 	bridges map[string]*bridge
+	busyExt map[string]*extState   // extensions that have channels
+	busyTrk map[string]*trunkState // trunks that have channels
 	tombs   tombstones
 	stats   Stats
 	chanSeq uint64 // creation counter of channels
 
-	link      LinkState
-	linkSince int64
-	linkDirty bool
-	resync    resyncState
-	reconMark uint64 // chanSeq at BeginReconcile; 0 when not marked
+	link          LinkState
+	linkSince     int64
+	linkDirty     bool
+	resync        resyncState
+	reconMark     uint64 // first channel seq not judged by the pending Reconcile (BeginReconcile); 0 when not marked
+	lastReconMark uint64 // the same, set by the previous Reconcile or EndResync
 
 	// Dirty marks for the next Publish.
 	chansChanged bool
@@ -70,6 +73,8 @@ func newEngine(cfg Config) *Engine {
 		chans:       map[string]*channel{},
 		byName:      map[string]*channel{},
 		bridges:     map[string]*bridge{},
+		busyExt:     map[string]*extState{},
+		busyTrk:     map[string]*trunkState{},
 		tombs:       newTombstones(4096),
 		dirtyExt:    map[string]struct{}{},
 		dirtyTrunk:  map[string]struct{}{},

@@ -13,6 +13,16 @@ type resyncState struct {
 }
 
 func (e *Engine) setLink(s LinkState) {
+	if s == LinkResyncing && !e.resync.active {
+		// SetLink(LinkResyncing) is how a link owner says "connected, lists
+		// coming": it starts a resync as BeginResync does.
+		e.beginResync()
+		return
+	}
+	e.changeLink(s)
+}
+
+func (e *Engine) changeLink(s LinkState) {
 	if s == e.link {
 		return
 	}
@@ -25,7 +35,7 @@ func (e *Engine) setLink(s LinkState) {
 }
 
 func (e *Engine) beginResync() {
-	e.setLink(LinkResyncing)
+	e.changeLink(LinkResyncing)
 	e.resync.active = true
 	e.resync.gen++
 	for _, c := range e.chans {
@@ -78,8 +88,10 @@ func (e *Engine) endResync() {
 			p.listed = false
 		}
 		e.stats.DriftRepairs += uint64(repairs)
+		e.lastReconMark = e.chanSeq + 1
+		e.pruneBridges()
 	}
-	e.setLink(LinkLive)
+	e.changeLink(LinkLive)
 }
 
 // sortedChans lists the channels in creation order, for deterministic
@@ -177,11 +189,17 @@ func (e *Engine) applyListedChannel(m ami.Message) int {
 func (e *Engine) beginReconcile() { e.reconMark = e.chanSeq + 1 }
 
 func (e *Engine) reconcile(items []ami.Message) int {
+	// Only channels older than the list may be judged by it. BeginReconcile
+	// marks that moment exactly; without it, only channels that already
+	// existed at the previous Reconcile (or EndResync) are candidates, so a
+	// call set up while the list was in flight is never dropped (a ghost
+	// then lives one period longer).
 	mark := e.reconMark
 	if mark == 0 {
-		mark = e.chanSeq + 1
+		mark = e.lastReconMark
 	}
 	e.reconMark = 0
+	e.lastReconMark = e.chanSeq + 1
 	listed := make(map[string]bool, len(items))
 	repairs := 0
 	for _, m := range items {
@@ -198,5 +216,15 @@ func (e *Engine) reconcile(items []ami.Message) int {
 		}
 	}
 	e.stats.DriftRepairs += uint64(repairs)
+	e.pruneBridges()
 	return repairs
+}
+
+// pruneBridges forgets empty bridges whose BridgeDestroy was missed.
+func (e *Engine) pruneBridges() {
+	for id, b := range e.bridges {
+		if len(b.members) == 0 {
+			delete(e.bridges, id)
+		}
+	}
 }

@@ -264,3 +264,42 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("second Reconcile = %d, want 1", n)
 	}
 }
+
+// TestSetLinkResyncingStartsResync: the link owner only calls
+// SetLink(LinkResyncing) on connect, then applies the lists and EndResync.
+func TestSetLinkResyncingStartsResync(t *testing.T) {
+	e := New(testConfig((&fakeClock{t: time.Unix(1796028650, 0)}).Now))
+	e.SetLink(LinkLive)
+	ghostCall(t, e)
+	e.Publish()
+	e.SetLink(LinkDown)
+	e.SetLink(LinkResyncing)
+	for _, m := range listItems(loadRecording(t, "status_actions_during_call")) {
+		e.Apply(m)
+	}
+	e.EndResync()
+	s := e.Publish()
+	if ids := convIDs(s, "201"); len(ids) != 1 || ids[0] != "PJSIP/201-00000036>PJSIP/202-00000037" {
+		t.Errorf("201 after SetLink resync: %v", ids)
+	}
+	if s.Stale || pbxStatus(t, s) != "live" {
+		t.Errorf("status %s", s.StatusJSON())
+	}
+}
+
+// TestReconcileWithoutMark: without BeginReconcile a channel is judged only
+// once it has survived one Reconcile, so a call set up while the list was
+// in flight is never dropped; the ghost goes at the next period.
+func TestReconcileWithoutMark(t *testing.T) {
+	e := New(testConfig((&fakeClock{t: time.Unix(1796028650, 0)}).Now))
+	ghostCall(t, e) // created before any Reconcile: maybe in flight
+	if n := e.Reconcile(nil); n != 0 {
+		t.Fatalf("first Reconcile without mark repaired %d", n)
+	}
+	if n := e.Reconcile(nil); n != 2 {
+		t.Fatalf("second Reconcile repaired %d, want the ghost's 2 channels", n)
+	}
+	if s := e.Publish(); len(s.Extensions["201"].Conversations) != 0 {
+		t.Errorf("ghost left: %v", convIDs(s, "201"))
+	}
+}

@@ -279,15 +279,13 @@ func (e *Engine) publish() *Snapshot {
 		// A channel event can change the view of any party of the call, so
 		// every owner with channels is re-derived; unchanged views are
 		// compared, not re-encoded.
-		for k, x := range e.exts {
-			if len(x.chans) > 0 {
-				e.dirtyExt[k] = struct{}{}
-			}
+		for k := range e.busyExt {
+			e.dirtyExt[k] = struct{}{}
 		}
 		for k := range p.withConvs {
 			e.dirtyExt[k] = struct{}{}
 		}
-		for k, t := range e.trunks {
+		for k, t := range e.trunks { // trunks are few
 			if len(t.chans) > 0 || len(p.trunks[k].Conversations) > 0 {
 				e.dirtyTrunk[k] = struct{}{}
 			}
