@@ -1,0 +1,132 @@
+// Package ctibridge_test holds repository-wide checks: the direction of
+// imports between packages (DESIGN.md, "Dependencies point one way") and
+// that every package documents itself.
+package ctibridge_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/ctibridge/ctibridge/"
+
+// rule says what a package may depend on, transitively.
+type rule struct {
+	pkg string
+	// stdOnly: no module other than the standard library.
+	stdOnly bool
+	// allowed: project packages it may reach (others are banned).
+	allowed []string
+	// banned: packages (standard or not) it must not reach, even indirectly.
+	banned []string
+	// bannedDirect: packages it must not import itself (it may reach them
+	// through ami, whose client needs the network).
+	bannedDirect []string
+}
+
+var rules = []rule{
+	{pkg: "ami", stdOnly: true},
+	{pkg: "ami/amitest", allowed: []string{"ami"}},
+	{pkg: "calls", allowed: []string{"ami"}, banned: []string{"net/http", "database/sql", "os/exec"}, bannedDirect: []string{"net", "os", "net/http", "time/tzdata"}},
+	{pkg: "link", allowed: []string{"ami", "calls"}},
+	{pkg: "admin", allowed: []string{}},
+	{pkg: "auth", allowed: []string{"ami", "calls"}},
+	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
+	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook"}},
+	{pkg: "phonebook", allowed: []string{}},
+	{pkg: "history", allowed: []string{"ami", "calls"}},
+	{pkg: "pbxsim", allowed: []string{"ami"}},
+	{pkg: "sipp", stdOnly: true},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp"}},
+}
+
+type listed struct {
+	path     string
+	standard bool
+}
+
+func goListDeps(t *testing.T, pkg string) ([]listed, bool) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", "./"+pkg).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "matched no packages") || strings.Contains(string(out), "directory not found") || strings.Contains(string(out), "no Go files") {
+			return nil, false // not written yet
+		}
+		t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+	}
+	var deps []listed
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, std, _ := strings.Cut(line, " ")
+		deps = append(deps, listed{path, std == "true"})
+	}
+	return deps, true
+}
+
+func TestDependencyDirection(t *testing.T) {
+	for _, r := range rules {
+		t.Run(r.pkg, func(t *testing.T) {
+			deps, ok := goListDeps(t, r.pkg)
+			if !ok {
+				t.Skipf("package %s does not exist yet", r.pkg)
+			}
+			if len(r.bannedDirect) > 0 {
+				out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./"+r.pkg).Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, imp := range strings.Fields(string(out)) {
+					if contains(r.bannedDirect, imp) {
+						t.Errorf("%s imports %s: it must stay free of I/O", r.pkg, imp)
+					}
+				}
+			}
+			for _, d := range deps {
+				if d.path == module+r.pkg {
+					continue
+				}
+				for _, b := range r.banned {
+					if d.path == b {
+						t.Errorf("%s depends on %s, which DESIGN.md bans", r.pkg, d.path)
+					}
+				}
+				if d.standard {
+					continue
+				}
+				if r.stdOnly {
+					t.Errorf("%s must depend on the standard library only, but reaches %s", r.pkg, d.path)
+					continue
+				}
+				if own, ok := strings.CutPrefix(d.path, module); ok && !contains(r.allowed, own) {
+					t.Errorf("%s must not import %s (allowed: %v)", r.pkg, own, r.allowed)
+				}
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPackagesDocumented fails when a package has no package comment.
+func TestPackagesDocumented(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Name}}\t{{len .GoFiles}}\t{{.Doc}}", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "\t", 4)
+		if len(f) < 4 || f[2] == "0" {
+			continue // test-only package
+		}
+		if strings.TrimSpace(f[3]) == "" {
+			t.Errorf("package %s has no package documentation (add a doc.go)", f[0])
+		}
+	}
+}

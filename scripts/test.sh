@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# It checks formatting and vet, then runs every test with the race detector.
+# Whatever the tests need from the machine it installs or starts itself:
+# see the sections below. Usage: scripts/test.sh [extra go test flags]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null)/bin"
+command -v go >/dev/null || { echo "test.sh: Go is not installed (want Go 1.26)" >&2; exit 1; }
+
+# need_pkg CMD PACKAGE: install a Debian package when its command is missing.
+need_pkg() {
+  command -v "$1" >/dev/null && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing $2 (for $1)"
+    if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  fi
+  command -v "$1" >/dev/null || { echo "test.sh: $1 is missing: install the Debian package $2" >&2; exit 1; }
+}
+
+# SIP end-to-end tests drive the simulated PBX with real SIPp.
+need_pkg sipp sip-tester
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 -timeout 15m "$@" ./...
