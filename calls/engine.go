@@ -105,7 +105,15 @@ func newEngine(cfg Config) *Engine {
 	return e
 }
 
-func (e *Engine) nowMs() int64 { return e.now().UnixMilli() }
+// nowMs is the clock in ms since the epoch; a clock that knows no time yet
+// (a replay before its first timestamp) reads 0, not year 1.
+func (e *Engine) nowMs() int64 {
+	t := e.now()
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
 
 // maxTypes bounds Stats.ByType against a peer inventing event names.
 const maxTypes = 512

@@ -1,0 +1,61 @@
+// Command ctibridge is the CTI bridge between an Asterisk PBX and the people
+// who handle calls. See the README for the commands; each lives in its own
+// file here and only wires packages together.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "ctibridge:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `ctibridge: a CTI bridge for Asterisk
+
+Usage:
+  ctibridge serve  [flags]            run the bridge against a PBX (see --help)
+  ctibridge replay FILE.ami [--at N]  print the state a recorded AMI stream leads to
+  ctibridge pbxsim [flags]            run the simulated PBX alone (SIP + AMI), for SIPp
+  ctibridge version                   print the version
+`
+
+// run is main without the process: tests call it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stderr)
+	case "replay":
+		return replay(args[1:], stdout, stderr)
+	case "pbxsim":
+		return runPBXSim(ctx, args[1:], getenv, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "ctibridge", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amitest"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServe runs `ctibridge serve` against a fake Asterisk: it becomes ready
+// once logged in and resynchronised, exposes metrics, records the AMI stream
+// without the secret, and stops cleanly, logging off.
+func TestServe(t *testing.T) {
+	srv := amitest.NewServer(t)
+	admin := freeAddr(t)
+	recDir := t.TempDir()
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--record-ami", recDir}
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, &logs) }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _ := get(t, "http://"+admin+"/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready (last %d); logs:\n%s", code, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, _ := get(t, "http://"+admin+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz = %d", code)
+	}
+	_, metrics := get(t, "http://"+admin+"/metrics")
+	for _, want := range []string{"ctibridge_ami_connected 1", "ctibridge_ready 1", "ctibridge_resyncs_total 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if len(srv.Wait(func(ms []ami.Message) bool {
+		for _, m := range ms {
+			if m.Action() == "Logoff" {
+				return true
+			}
+		}
+		return false
+	})) == 0 {
+		t.Error("no Logoff on shutdown")
+	}
+	if strings.Contains(logs.String(), amitest.Secret) {
+		t.Error("the AMI secret appears in the logs")
+	}
+	files, _ := filepath.Glob(filepath.Join(recDir, "*.ami"))
+	if len(files) == 0 {
+		t.Fatal("no AMI recording written")
+	}
+	var all []byte
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		all = append(all, b...)
+	}
+	if !bytes.Contains(all, []byte("Asterisk Call Manager")) || !bytes.Contains(all, []byte("Event: FullyBooted")) {
+		t.Errorf("recording lacks the stream:\n%.400s", all)
+	}
+	if bytes.Contains(all, []byte(amitest.Secret)) {
+		t.Error("the secret is in the recording")
+	}
+}
+
+func TestServeNeedsCredentials(t *testing.T) {
+	err := run(context.Background(), []string{"serve", "--admin", freeAddr(t)}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--ami-user") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,99 @@
+package link
+
+import (
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// ClientStats is what the collector reads from the AMI client;
+// *ami.Client satisfies it.
+type ClientStats interface {
+	Connected() bool
+	Stats() ami.ClientStats
+}
+
+// collector exposes the link's, the engine's and the AMI client's counters
+// to Prometheus. It reads them at scrape time, so the hot paths pay nothing.
+type collector struct {
+	link   *Link
+	client ClientStats
+}
+
+// NewCollector returns a Prometheus collector for l and its client.
+func NewCollector(l *Link, client ClientStats) prometheus.Collector {
+	return collector{l, client}
+}
+
+var (
+	descConnected  = prometheus.NewDesc("ctibridge_ami_connected", "1 when the AMI connection is up and logged in.", nil, nil)
+	descReady      = prometheus.NewDesc("ctibridge_ready", "1 when the PBX link is up and the state resynchronised (what /readyz answers).", nil, nil)
+	descConnects   = prometheus.NewDesc("ctibridge_ami_connects_total", "Successful AMI logins.", nil, nil)
+	descReconnects = prometheus.NewDesc("ctibridge_ami_reconnects_total", "Successful AMI logins after the first.", nil, nil)
+	descFailures   = prometheus.NewDesc("ctibridge_ami_connect_failures_total", "AMI connection attempts that did not log in.", nil, nil)
+	descOverflows  = prometheus.NewDesc("ctibridge_ami_overflows_total", "AMI connections dropped because the event queue overflowed.", nil, nil)
+	descPingFails  = prometheus.NewDesc("ctibridge_ami_ping_failures_total", "AMI connections dropped because a keep-alive Ping went unanswered.", nil, nil)
+	descMessages   = prometheus.NewDesc("ctibridge_ami_messages_total", "AMI frames read.", nil, nil)
+	descGarbage    = prometheus.NewDesc("ctibridge_ami_garbage_lines_total", "AMI lines skipped because they were not headers.", nil, nil)
+	descOversized  = prometheus.NewDesc("ctibridge_ami_oversized_frames_total", "AMI frames dropped for exceeding the size limits.", nil, nil)
+	descEvents     = prometheus.NewDesc("ctibridge_events_total", "AMI messages applied to the engine, by event name.", []string{"event"}, nil)
+	descUnknown    = prometheus.NewDesc("ctibridge_events_out_of_order_total", "Events for unknown channels or out of order, tolerated.", nil, nil)
+	descDrift      = prometheus.NewDesc("ctibridge_drift_repairs_total", "Corrections made by resynchronisation and reconciliation.", nil, nil)
+	descResyncs    = prometheus.NewDesc("ctibridge_resyncs_total", "Completed resynchronisations from the PBX's lists.", nil, nil)
+	descResyncFail = prometheus.NewDesc("ctibridge_resync_failures_total", "Resynchronisations abandoned (timeout, link lost).", nil, nil)
+	descResyncTime = prometheus.NewDesc("ctibridge_resync_seconds", "Duration of the last resynchronisation.", nil, nil)
+	descReconciles = prometheus.NewDesc("ctibridge_reconciles_total", "Drift checks against CoreShowChannels.", nil, nil)
+	descLag        = prometheus.NewDesc("ctibridge_engine_batch_seconds", "Time the engine took to apply and publish the last batch of events.", nil, nil)
+)
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descConnected, descReady, descConnects, descReconnects, descFailures,
+		descOverflows, descPingFails, descMessages, descGarbage, descOversized, descEvents, descUnknown,
+		descDrift, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	cs := c.client.Stats()
+	ls := c.link.Stats()
+	gauge(descConnected, b2f(c.client.Connected()))
+	gauge(descReady, b2f(ls.Ready))
+	counter(descConnects, cs.Connects)
+	counter(descReconnects, cs.Reconnects)
+	counter(descFailures, cs.Failures)
+	counter(descOverflows, cs.Overflows)
+	counter(descPingFails, cs.PingFails)
+	counter(descMessages, cs.Messages)
+	counter(descGarbage, cs.Garbage)
+	counter(descOversized, cs.Oversized)
+	names := make([]string, 0, len(ls.Engine.ByType))
+	for n := range ls.Engine.ByType {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		counter(descEvents, ls.Engine.ByType[n], n)
+	}
+	counter(descUnknown, ls.Engine.Unknown)
+	counter(descDrift, ls.Engine.DriftRepairs)
+	counter(descResyncs, ls.Resyncs)
+	counter(descResyncFail, ls.ResyncFailures)
+	gauge(descResyncTime, ls.LastResync.Seconds())
+	counter(descReconciles, ls.Reconciles)
+	gauge(descLag, ls.BatchLag.Seconds())
+}
