@@ -105,4 +105,3 @@ func firstLine(b []byte) []byte {
 	}
 	return b
 }
-
