@@ -1,0 +1,88 @@
+package rest
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/ctibridge/ctibridge/auth"
+)
+
+type loginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// meJSON is the answer of GET /user/me and the "user" of a login.
+type meJSON struct {
+	Username    string   `json:"username"`
+	Name        string   `json:"name"`
+	Role        string   `json:"role"`
+	Endpoints   []string `json:"endpoints"`
+	Groups      []string `json:"groups"`
+	Permissions []string `json:"permissions"`
+	// Scope lists the endpoints the user may act on; null means all (admin).
+	Scope []string `json:"scope"`
+	// SeesAllCalls: the numbers and names of every call are visible.
+	SeesAllCalls bool `json:"seesAllCalls"`
+	// Actions lists what the user may do on its scope (auth.Action names).
+	Actions []string `json:"actions"`
+}
+
+func meOf(u *auth.User) meJSON {
+	nonNil := func(s []string) []string {
+		if s == nil {
+			return []string{}
+		}
+		return slices.Clone(s)
+	}
+	m := meJSON{
+		Username: u.Username, Name: u.Name, Role: u.Role.String(),
+		Endpoints: nonNil(u.Endpoints), Groups: nonNil(u.Groups), Permissions: nonNil(u.Permissions),
+		Scope: u.Scope(), SeesAllCalls: auth.ViewOf(u).Full(), Actions: []string{},
+	}
+	if m.Scope == nil && u.Role != auth.RoleAdmin {
+		m.Scope = []string{}
+	}
+	probe := ""
+	if len(u.Endpoints) > 0 {
+		probe = u.Endpoints[0]
+	}
+	for _, a := range auth.Actions() {
+		if a == auth.SeeCalls {
+			continue
+		}
+		if auth.Allowed(u, a, probe) || (u.Role == auth.RoleAdmin) {
+			m.Actions = append(m.Actions, a.String())
+		}
+	}
+	return m
+}
+
+func (h *handler) login(w http.ResponseWriter, r *http.Request, _ *auth.User) int {
+	var req loginRequest
+	if err := decode(w, r, &req); err != nil {
+		return writeError(w, h.log, r, err)
+	}
+	if req.Username == "" || req.Password == "" {
+		return writeError(w, h.log, r, badRequest("username and password are required"))
+	}
+	sess, err := h.auth.Login(req.Username, req.Password, r.RemoteAddr)
+	if err != nil {
+		return writeError(w, h.log, r, err)
+	}
+	return writeJSON(w, http.StatusOK, struct {
+		Token     string `json:"token"`
+		ExpiresAt int64  `json:"expiresAt"`
+		User      meJSON `json:"user"`
+	}{sess.Token, sess.ExpiresAt.UnixMilli(), meOf(sess.User)})
+}
+
+func (h *handler) logout(w http.ResponseWriter, r *http.Request, _ *auth.User) int {
+	tok, _ := bearer(r)
+	h.auth.Logout(tok)
+	return writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (h *handler) me(w http.ResponseWriter, r *http.Request, u *auth.User) int {
+	return writeJSON(w, http.StatusOK, meOf(u))
+}
