@@ -32,7 +32,30 @@ func FuzzReadMessage(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := NewReader(bufio.NewReaderSize(bytes.NewReader(data), 16), ReaderConfig{MaxLine: 512, MaxMessage: 2048})
+		// A 16-byte buffer takes the line-by-line path almost always; a
+		// large one takes the whole-frame fast path whenever it can. Both
+		// must read the same frames and count the same garbage.
+		cfg := ReaderConfig{MaxLine: 512, MaxMessage: 2048}
+		slow := NewReader(bufio.NewReaderSize(bytes.NewReader(data), 16), cfg)
+		fast := NewReader(bufio.NewReaderSize(bytes.NewReader(data), 1<<16), cfg)
+		slow.ReadBanner()
+		fast.ReadBanner()
+		for range len(data) + 1 {
+			ms, errS := slow.ReadMessage()
+			mf, errF := fast.ReadMessage()
+			if (errS == nil) != (errF == nil) || len(ms.Headers) != len(mf.Headers) {
+				t.Fatalf("slow and fast paths disagree: %q (%v) vs %q (%v)", ms.Headers, errS, mf.Headers, errF)
+			}
+			for i := range ms.Headers {
+				if ms.Headers[i] != mf.Headers[i] {
+					t.Fatalf("slow and fast paths disagree on header %d: %q vs %q", i, ms.Headers[i], mf.Headers[i])
+				}
+			}
+			if s, f := slow.Stats(), fast.Stats(); s.Garbage != f.Garbage || s.Oversized != f.Oversized || s.Messages != f.Messages {
+				t.Fatalf("stats differ: slow %+v fast %+v", s, f)
+			}
+		}
+		r := NewReader(bufio.NewReaderSize(bytes.NewReader(data), 16), cfg)
 		r.ReadBanner() // may fail; frames are read regardless
 		for range len(data) + 1 {
 			m, err := r.ReadMessage()

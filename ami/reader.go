@@ -98,6 +98,9 @@ func (r *Reader) ReadBanner() (string, error) {
 // wrapping ErrProtocol and io.ErrUnexpectedEOF when the stream ends
 // mid-frame.
 func (r *Reader) ReadMessage() (Message, error) {
+	if m, ok := r.readFast(); ok {
+		return m, nil
+	}
 	r.buf = r.buf[:0]
 	r.offs = r.offs[:0]
 	size := 0
@@ -164,6 +167,84 @@ func (r *Reader) checkJunk() error {
 		return fmt.Errorf("%w: more than %d garbage lines and oversized frames", ErrProtocol, r.maxJunk)
 	}
 	return nil
+}
+
+// readFast frames a message straight out of the bufio buffer when a whole,
+// clean frame is already there, which is nearly always: one scan for line
+// ends and one for colons per line, one copy of the frame into its string,
+// and no per-line calls into bufio. Anything unusual (a frame that spans
+// the buffer's end, garbage, limits, CR or NUL inside a line) returns
+// ok=false with nothing consumed, and ReadMessage takes the line-by-line
+// path that handles every case.
+func (r *Reader) readFast() (Message, bool) {
+	if r.br.Buffered() == 0 {
+		r.br.Peek(1) // fill; an error is left for the slow path to see
+	}
+	buf, _ := r.br.Peek(r.br.Buffered())
+	start := 0
+	for { // blank lines between frames: CRs then LF
+		j := start
+		for j < len(buf) && buf[j] == '\r' {
+			j++
+		}
+		if j == len(buf) || buf[j] != '\n' {
+			break
+		}
+		start = j + 1
+	}
+	offs := r.offs[:0] // per header: key start, key end, value start, value end
+	crs := 0           // CRs that end lines; any other CR is garbage
+	size := 0
+	pos := start
+	for {
+		nl := bytes.IndexByte(buf[pos:], '\n')
+		if nl < 0 || nl+1 > r.maxLine {
+			return Message{}, false
+		}
+		end := pos + nl
+		lineEnd := end
+		for lineEnd > pos && buf[lineEnd-1] == '\r' {
+			lineEnd--
+			crs++
+		}
+		if lineEnd == pos { // the blank line closing the frame
+			if len(offs) == 0 {
+				return Message{}, false
+			}
+			pos = end + 1
+			break
+		}
+		// The same size accounting as the slow path: line without its
+		// end, plus two.
+		if size += lineEnd - pos + 2; size > r.maxMsg {
+			return Message{}, false
+		}
+		colon := bytes.IndexByte(buf[pos:lineEnd], ':')
+		if colon <= 0 {
+			return Message{}, false
+		}
+		v := pos + colon + 1
+		for v < lineEnd && (buf[v] == ' ' || buf[v] == '\t') {
+			v++
+		}
+		offs = append(offs, int32(pos-start), int32(pos+colon-start), int32(v-start), int32(lineEnd-start))
+		pos = end + 1
+	}
+	frame := buf[start:pos]
+	if bytes.Count(frame, []byte{'\r'}) != crs || bytes.IndexByte(frame, 0) >= 0 {
+		return Message{}, false
+	}
+	r.offs = offs
+	str := string(frame)
+	hs := make([]Header, len(offs)/4)
+	for i := range hs {
+		o := offs[4*i : 4*i+4]
+		hs[i] = Header{Key: str[o[0]:o[1]], Value: str[o[2]:o[3]]}
+	}
+	r.br.Discard(pos)
+	r.stats.Bytes += uint64(pos)
+	r.stats.Messages++
+	return Message{Headers: hs}, true
 }
 
 // finish turns the collected frame into a Message: one string, one slice.
