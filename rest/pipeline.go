@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -37,8 +38,29 @@ import (
 //   - a timer flushes anything held longer than flushAfter (a handler that
 //     streams with http.Flusher and then waits);
 //   - Close flushes first.
+//
 // A write larger than the free space is sent together with what is held,
 // in one writev, without being copied.
+//
+// Deadlines are lazy: net/http sets the read deadline four to six times per
+// request (header timeout, whole-request timeout, clear it for the
+// background read, push it into the past to stop that read, clear it
+// again, idle timeout) and the write deadline once; each is a runtime timer
+// update. The conn records them and hands the socket only the one in force
+// when it really reads or writes (or at once, when a read is blocked on
+// the socket and must see it).
+//
+// The background read itself never touches the socket: with no read
+// deadline it answers (0, nil), with one in the past it answers a timeout,
+// as the socket would. net/http then needs no goroutine parked on the
+// socket per request. It starts that read right after clearing the read
+// deadline, which is how it is recognised: a 1-byte read while no read
+// deadline is set. (A server behind this listener must therefore have a
+// ReadTimeout or ReadHeaderTimeout, as NewServer always does, so that
+// reads of request headers and bodies always run under a deadline.) What is
+// given up is net/http cancelling a request's context when the client
+// hangs up while the handler runs; REST handlers are short, and an action
+// in flight is completed anyway.
 
 const (
 	// coalesceSize is the most a connection holds back. The buffer is taken
@@ -105,22 +127,86 @@ type coalescingConn struct {
 	armed    bool
 	iov      [2][]byte // scratch for writev, so it does not allocate
 	flushErr error     // a write error met by a flush not made by Write
+
+	rdl, wdl             time.Time // deadlines in force
+	rdlSocket, wdlSocket time.Time // deadlines the socket has
+}
+
+// SetReadDeadline records t; the socket gets it at its next read, or now
+// if a read is blocked on it.
+func (c *coalescingConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rdl = t
+	if c.reading || c.off {
+		return c.applyReadDeadline()
+	}
+	return nil
+}
+
+// SetWriteDeadline records t; the socket gets it at its next write.
+func (c *coalescingConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wdl = t
+	if c.off {
+		return c.applyWriteDeadline()
+	}
+	return nil
+}
+
+func (c *coalescingConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+func (c *coalescingConn) applyReadDeadline() error {
+	if c.rdl.Equal(c.rdlSocket) {
+		return nil
+	}
+	c.rdlSocket = c.rdl
+	return c.Conn.SetReadDeadline(c.rdl)
+}
+
+func (c *coalescingConn) applyWriteDeadline() error {
+	if c.wdl.Equal(c.wdlSocket) {
+		return nil
+	}
+	c.wdlSocket = c.wdl
+	return c.Conn.SetWriteDeadline(c.wdl)
 }
 
 // Read flushes held responses before any read of more than one byte: the
 // server has answered everything it had buffered and waits for the client.
 func (c *coalescingConn) Read(p []byte) (int, error) {
-	if len(p) > 1 {
-		c.mu.Lock()
-		if c.buf != nil {
-			if err := c.flushLocked(); err != nil {
-				c.mu.Unlock()
-				return 0, err
-			}
+	c.mu.Lock()
+	if len(p) == 1 && !c.off {
+		// net/http's background read (see above).
+		if c.rdl.IsZero() {
+			c.mu.Unlock()
+			return 0, nil
 		}
-		c.reading = true
-		c.mu.Unlock()
+		if c.rdl.Before(time.Now()) {
+			c.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
 	}
+	if len(p) > 1 && c.buf != nil {
+		if err := c.flushLocked(); err != nil {
+			c.mu.Unlock()
+			return 0, err
+		}
+	}
+	if err := c.applyReadDeadline(); err != nil {
+		c.mu.Unlock()
+		return 0, err
+	}
+	if len(p) > 1 {
+		c.reading = true
+	}
+	c.mu.Unlock()
 	n, err := c.Conn.Read(p)
 	if len(p) > 1 {
 		c.mu.Lock()
@@ -160,6 +246,9 @@ func (c *coalescingConn) Write(p []byte) (int, error) {
 	}
 	if c.off || c.reading {
 		if c.buf == nil {
+			if err := c.applyWriteDeadline(); err != nil {
+				return 0, err
+			}
 			return c.Conn.Write(p)
 		}
 		return c.writevLocked(p)
@@ -175,6 +264,9 @@ func (c *coalescingConn) Write(p []byte) (int, error) {
 		}
 	}
 	if c.buf == nil {
+		if err := c.applyWriteDeadline(); err != nil {
+			return 0, err
+		}
 		return c.Conn.Write(p)
 	}
 	return c.writevLocked(p)
@@ -184,6 +276,10 @@ func (c *coalescingConn) Write(p []byte) (int, error) {
 // the buffer. It returns how much of p was written.
 func (c *coalescingConn) writevLocked(p []byte) (int, error) {
 	held := len(*c.buf)
+	if err := c.applyWriteDeadline(); err != nil {
+		c.release()
+		return 0, err
+	}
 	c.iov[0], c.iov[1] = *c.buf, p
 	bufs := net.Buffers(c.iov[:])
 	n, err := bufs.WriteTo(c.Conn)
@@ -199,6 +295,10 @@ func (c *coalescingConn) writevLocked(p []byte) (int, error) {
 func (c *coalescingConn) flushLocked() error {
 	if c.buf == nil {
 		return nil
+	}
+	if err := c.applyWriteDeadline(); err != nil {
+		c.release()
+		return err
 	}
 	_, err := c.Conn.Write(*c.buf)
 	c.release()
@@ -244,6 +344,8 @@ func (c *coalescingConn) disable() {
 	if err := c.flushLocked(); err != nil {
 		c.flushErr = err
 	}
+	c.applyReadDeadline()
+	c.applyWriteDeadline()
 }
 
 // Close flushes, then closes.
