@@ -19,7 +19,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "ctibridge:", err)
@@ -33,11 +33,12 @@ Usage:
   ctibridge serve  [flags]            run the bridge against a PBX (see --help)
   ctibridge replay FILE.ami [--at N]  print the state a recorded AMI stream leads to
   ctibridge pbxsim [flags]            run the simulated PBX alone (SIP + AMI), for SIPp
+  ctibridge passwd                    print a bcrypt hash for the users file (reads the password from stdin)
   ctibridge version                   print the version
 `
 
 // run is main without the process: tests call it.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
@@ -47,6 +48,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stderr)
 	case "replay":
 		return replay(args[1:], stdout, stderr)
+	case "passwd":
+		return runPasswd(stdin, stdout, stderr)
 	case "pbxsim":
 		return runPBXSim(ctx, args[1:], getenv, stderr)
 	case "version":

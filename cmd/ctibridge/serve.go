@@ -18,8 +18,10 @@ import (
 
 	"github.com/ctibridge/ctibridge/admin"
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/link"
+	"github.com/ctibridge/ctibridge/rest"
 )
 
 // serveConfig is everything `ctibridge serve` reads from flags, env and file.
@@ -27,6 +29,16 @@ type serveConfig struct {
 	ami, amiUser, amiSecret string
 	amiTLS, amiMD5          bool
 	admin                   string
+	http                    string
+	users                   string
+	tlsCert, tlsKey         string
+	tokenTTL                time.Duration
+	dialPattern             string
+	context                 string
+	chanTech                string
+	queueIface              string
+	actionTimeout           time.Duration
+	accessLogEvery          int64
 	dataDir                 string
 	recordAMI               string
 	recordMax               int64
@@ -42,7 +54,18 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.amiSecret, "ami-secret", "", "manager secret (required; prefer the env var or the file to a flag)")
 	s.boolean(&c.amiTLS, "ami-tls", false, "connect to the manager over TLS (Asterisk tlsenable)")
 	s.boolean(&c.amiMD5, "ami-md5", false, "log in with the MD5 challenge instead of sending the secret")
+	s.str(&c.http, "http", "127.0.0.1:8080", "REST and WebSocket listener")
 	s.str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")
+	s.str(&c.users, "users", "", "users file (YAML; see docs/rest.md); without it nobody can log in")
+	s.str(&c.tlsCert, "tls-cert", "", "PEM certificate: serve HTTPS (and HTTP/2) on --http")
+	s.str(&c.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	s.dur(&c.tokenTTL, "token-ttl", 12*time.Hour, "lifetime of a login token")
+	s.str(&c.dialPattern, "dial-pattern", rest.DefaultDialPattern, "regular expression every dialled number must match")
+	s.str(&c.context, "context", "from-internal", "dialplan context of originated calls, transfers and pickups")
+	s.str(&c.chanTech, "chan-tech", "PJSIP", "channel technology of the phones (PJSIP, SIP, IAX2)")
+	s.str(&c.queueIface, "queue-interface", "{tech}/{exten}", "queue member interface for queuemember_* ({tech}, {exten} replaced)")
+	s.dur(&c.actionTimeout, "action-timeout", 5*time.Second, "how long a call action waits for Asterisk's answer")
+	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
 	s.str(&c.recordAMI, "record-ami", "", "directory to write the raw AMI stream to (secrets scrubbed), for replay")
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
@@ -78,8 +101,7 @@ func splitList(s string) []string {
 	return out
 }
 
-// serve runs the bridge until ctx is done, then shuts down in order:
-// admin listener, link (engine), AMI client (which logs off).
+// serve runs the bridge until ctx is done, then shuts down in order.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	var c serveConfig
 	if err := serveSettings(&c).parse("serve", args, getenv, stderr); err != nil {
@@ -92,7 +114,28 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if c.amiUser == "" || c.amiSecret == "" {
 		return errors.New("serve: --ami-user and --ami-secret (or CTIBRIDGE_AMI_USER, CTIBRIDGE_AMI_SECRET) are required")
 	}
+	users, err := auth.NewUsers(nil)
+	if c.users != "" {
+		users, err = auth.LoadUsers(c.users)
+	} else {
+		log.Warn("no --users file: nobody can log in to the REST API")
+	}
+	if err != nil {
+		return err
+	}
+	return runBridge(ctx, c, users, log, nil)
+}
 
+// bridgeAddrs tells a caller (demo, tests) where a running bridge listens.
+type bridgeAddrs struct {
+	HTTP, Admin string
+}
+
+// runBridge wires and runs the bridge: AMI client, engine, link, REST,
+// admin. started, when not nil, receives the listen addresses once every
+// listener is open. On ctx done it shuts down in order: REST listener,
+// admin listener, link (engine), AMI client (which logs off).
+func runBridge(ctx context.Context, c serveConfig, users *auth.Users, log *slog.Logger, started func(bridgeAddrs)) error {
 	acfg := ami.Config{
 		Addr:     c.ami,
 		Username: c.amiUser,
@@ -107,7 +150,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if c.recordAMI != "" {
 		rec, err := ami.NewRotatingRecorder(c.recordAMI, c.recordMax, log.With("component", "recorder"))
 		if err != nil {
-			return fmt.Errorf("serve: --record-ami: %w", err)
+			return fmt.Errorf("--record-ami: %w", err)
 		}
 		defer rec.Close()
 		acfg.Record = rec
@@ -115,22 +158,49 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	client := ami.NewClient(acfg)
 	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Log: log.With("component", "calls")})
 	lk := link.New(client, eng, link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")})
+	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(link.NewCollector(lk, client))
-
-	ln, err := net.Listen("tcp", c.admin)
+	restMetrics := rest.NewMetrics()
+	if err := restMetrics.Register(reg); err != nil {
+		return err
+	}
+	api, err := rest.NewHandler(rest.Config{
+		Auth: authSvc, State: eng, PBX: client, Metrics: restMetrics,
+		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
+		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
+		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
+	})
 	if err != nil {
-		return fmt.Errorf("serve: admin listener: %w", err)
+		return err
+	}
+	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, api)
+	if err != nil {
+		return err
+	}
+	apiLn, err := apiSrv.Listen()
+	if err != nil {
+		return err
+	}
+	adminLn, err := net.Listen("tcp", c.admin)
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("admin listener: %w", err)
 	}
 	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready), ReadHeaderTimeout: 5 * time.Second}
-	log.Info("ctibridge serving", "version", version, "ami", c.ami, "admin", ln.Addr().String())
+	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", apiLn.Addr().String(), "admin", adminLn.Addr().String())
+	if started != nil {
+		started(bridgeAddrs{HTTP: apiLn.Addr().String(), Admin: adminLn.Addr().String()})
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
+	// The client has its own lifetime: it must outlive the link so that it
+	// can log off after everything else has stopped.
 	clientCtx, stopClient := context.WithCancel(context.Background())
 	defer stopClient()
 	clientDone := make(chan struct{})
@@ -143,8 +213,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			errc <- fmt.Errorf("link: %w", err)
 		}
 	})
+	wg.Go(func() { authSvc.Run(ctx) })
 	wg.Go(func() {
-		if err := adminSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := apiSrv.Serve(apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := adminSrv.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("admin: %w", err)
 		}
 	})
@@ -158,10 +234,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	log.Info("shutting down")
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
+	apiSrv.Shutdown(sctx)
 	adminSrv.Shutdown(sctx)
 	cancel()
 	wg.Wait()
-	// The client goes last so that it can log off cleanly.
 	stopClient()
 	<-clientDone
 	return runErr

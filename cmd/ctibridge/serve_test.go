@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
+	"github.com/ctibridge/ctibridge/auth"
 )
 
 func freeAddr(t *testing.T) string {
@@ -61,14 +63,28 @@ func get(t *testing.T, url string) (int, string) {
 // without the secret, and stops cleanly, logging off.
 func TestServe(t *testing.T) {
 	srv := amitest.NewServer(t)
-	admin := freeAddr(t)
+	srv.Expect("Originate", "Channel", "PJSIP/201", "Exten", "202", "Context", "from-internal").
+		Reply(amitest.Response("Success", "Message", "Originate successfully queued"))
+	srv.Handle("ExtensionStateList", func(_ context.Context, _ *ami.Session, _ ami.Message) []ami.Message {
+		out := []ami.Message{amitest.Response("Success", "EventList", "start")}
+		for _, x := range []string{"201", "202"} {
+			out = append(out, amitest.Event("ExtensionStatus", "Exten", x, "Context", "from-internal", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"))
+		}
+		return append(out, amitest.Event("ExtensionStateListComplete", "EventList", "Complete", "ListItems", "2"))
+	})
+	admin, api := freeAddr(t), freeAddr(t)
 	recDir := t.TempDir()
-	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--record-ami", recDir}
+	hash, err := auth.HashPassword("alice-pw", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--record-ami", recDir}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, &logs) }()
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -90,6 +106,40 @@ func TestServe(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+
+	// The REST API: log in, read, act; the action reaches the PBX.
+	resp, err := http.Post("http://"+api+"/auth/login", "application/json", strings.NewReader(`{"username":"alice","password":"alice-pw"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var login struct{ Token string }
+	json.NewDecoder(resp.Body).Decode(&login)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || login.Token == "" {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	do := func(method, path, body string) int {
+		req, _ := http.NewRequest(method, "http://"+api+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+login.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := do("GET", "/astproxy/extensions", ""); code != http.StatusOK {
+		t.Errorf("GET extensions = %d", code)
+	}
+	if code := do("POST", "/astproxy/call", `{"number":"202","endpointId":"201"}`); code != http.StatusOK {
+		t.Errorf("POST call = %d", code)
+	}
+	if code := do("POST", "/astproxy/call", `{"number":"202","endpointId":"203"}`); code != http.StatusForbidden {
+		t.Errorf("POST call for another's phone = %d, want 403", code)
+	}
+	srv.WaitAction("Originate", 1)
+
 	cancel()
 	select {
 	case err := <-done:
@@ -130,7 +180,7 @@ func TestServe(t *testing.T) {
 }
 
 func TestServeNeedsCredentials(t *testing.T) {
-	err := run(context.Background(), []string{"serve", "--admin", freeAddr(t)}, func(string) string { return "" }, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"serve", "--admin", freeAddr(t)}, func(string) string { return "" }, nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--ami-user") {
 		t.Fatalf("err = %v", err)
 	}
