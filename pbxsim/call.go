@@ -474,7 +474,7 @@ func (c *call) invite(b *channel, ct contact, cidNum, cidName string, offer []by
 			if r.IsSuccess() {
 				// Index the dialog before anyone sees the 2xx: the callee
 				// may send BYE right after its ACK.
-				if id, err := sip.DialogIDFromResponse(r); err == nil {
+				if id, ok := uacDialogID(r); ok {
 					p.mu.Lock()
 					if !b.gone {
 						b.dialogID = id
@@ -756,7 +756,9 @@ func (c *call) sendBye(ch *channel, force bool) {
 		c.goSIP(func(ctx context.Context) {
 			// The 200 may still be waiting for its ACK: a BYE then is fine
 			// (RFC 3261 §15), sipgo's session refuses only ended dialogs.
-			srv.Bye(ctx)
+			if err := srv.Bye(ctx); err != nil {
+				c.p.log.Debug("pbxsim bye failed", "channel", ch.name, "err", err)
+			}
 		})
 	case ch.srv != nil:
 		srv := ch.srv
@@ -764,7 +766,11 @@ func (c *call) sendBye(ch *channel, force bool) {
 		c.goSIP(func(context.Context) { srv.Respond(code, reason, nil) })
 	case ch.cli != nil && ch.state == stateUp:
 		cli := ch.cli
-		c.goSIP(func(ctx context.Context) { cli.Bye(ctx) })
+		c.goSIP(func(ctx context.Context) {
+			if err := cli.Bye(ctx); err != nil {
+				c.p.log.Debug("pbxsim bye failed", "channel", ch.name, "err", err)
+			}
+		})
 	case ch.cancelCli != nil:
 		ch.cancelCli()
 	}
@@ -854,4 +860,21 @@ func (p *PBX) emitBlindTransfer(transferer, transferee *channel, context, exten 
 	hs = append(hs, ami.Header{Key: "IsExternal", Value: "No"},
 		ami.Header{Key: "Context", Value: context}, ami.Header{Key: "Extension", Value: exten})
 	p.emit(ami.Message{Headers: hs})
+}
+
+// uacDialogID is the ID under which requests from the far end of a dialog
+// we started are found: sip.DialogIDFromRequestUAS of their requests puts
+// our tag (their To) before theirs, while sip.DialogIDFromResponse puts
+// the To tag first.
+func uacDialogID(r *sip.Response) (string, bool) {
+	cid, from, to := r.CallID(), r.From(), r.To()
+	if cid == nil || from == nil || to == nil {
+		return "", false
+	}
+	ours, _ := from.Params.Get("tag")
+	theirs, _ := to.Params.Get("tag")
+	if ours == "" || theirs == "" {
+		return "", false
+	}
+	return sip.DialogIDMake(cid.Value(), ours, theirs), true
 }

@@ -139,6 +139,18 @@ func count(msgs []ami.Message, event string, kv ...string) int {
 
 func startPhone(t testing.TB, p *PBX, cfg PhoneConfig) *Phone {
 	t.Helper()
+	ph := startPhoneNoReg(t, p, cfg)
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	if err := ph.Register(rctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return ph
+}
+
+// startPhoneNoReg runs a phone that does not register (a trunk caller).
+func startPhoneNoReg(t testing.TB, p *PBX, cfg PhoneConfig) *Phone {
+	t.Helper()
 	cfg.Server = p.SIPAddr()
 	ph, err := NewPhone(cfg)
 	if err != nil {
@@ -148,11 +160,6 @@ func startPhone(t testing.TB, p *PBX, cfg PhoneConfig) *Phone {
 	done := make(chan struct{})
 	go func() { defer close(done); ph.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer rcancel()
-	if err := ph.Register(rctx, time.Hour); err != nil {
-		t.Fatal(err)
-	}
 	return ph
 }
 

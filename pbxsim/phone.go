@@ -55,6 +55,7 @@ type PhoneCall struct {
 	ph  *Phone
 	srv *sipgo.DialogServerSession
 	cli *sipgo.DialogClientSession
+	id  string // key in Phone.outgoing
 }
 
 // NewPhone binds the phone's UDP socket.
@@ -169,10 +170,11 @@ func (ph *Phone) Call(ctx context.Context, number string) (*PhoneCall, error) {
 	if err := sess.Ack(ctx); err != nil {
 		return nil, fmt.Errorf("pbxsim: phone %s: ack: %w", ph.cfg.Exten, err)
 	}
+	id, _ := uacDialogID(sess.InviteResponse)
 	ph.mu.Lock()
-	ph.outgoing[sess.ID] = sess
+	ph.outgoing[id] = sess
 	ph.mu.Unlock()
-	return &PhoneCall{ph: ph, cli: sess}, nil
+	return &PhoneCall{ph: ph, cli: sess, id: id}, nil
 }
 
 func (ph *Phone) sdp(hold bool) []byte {
@@ -255,7 +257,7 @@ func (ph *Phone) onBye(req *sip.Request, tx sip.ServerTransaction) {
 func (c *PhoneCall) Hangup(ctx context.Context) error {
 	if c.cli != nil {
 		c.ph.mu.Lock()
-		delete(c.ph.outgoing, c.cli.ID)
+		delete(c.ph.outgoing, c.id)
 		c.ph.mu.Unlock()
 		return c.cli.Bye(ctx)
 	}

@@ -1,0 +1,139 @@
+package pbxsim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// view is the part of the calls state the proof compares: per extension,
+// its status and its conversations as "direction:counterpart:connected".
+type view map[string]extView
+
+type extView struct {
+	Status string
+	Convs  []string
+}
+
+func (v view) String() string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s%v ", k, v[k].Status, v[k].Convs)
+	}
+	return b.String()
+}
+
+// stateOf feeds msgs through a fresh calls.Engine and projects the state
+// onto exts. "offline" counts as "online": the recordings' phones had
+// static contacts (no registration events), pbxsim's phones register.
+func stateOf(t testing.TB, msgs []ami.Message, names map[string]string, exts []string) view {
+	t.Helper()
+	eng := calls.New(calls.Config{Names: names})
+	eng.SetLink(calls.LinkLive)
+	for _, m := range msgs {
+		eng.Apply(m)
+	}
+	snap := eng.Publish()
+	var st struct {
+		Extensions map[string]struct {
+			Status        string `json:"status"`
+			Conversations map[string]struct {
+				Direction      string `json:"direction"`
+				CounterpartNum string `json:"counterpartNum"`
+				Connected      bool   `json:"connected"`
+			} `json:"conversations"`
+		} `json:"extensions"`
+	}
+	if err := json.Unmarshal(snap.StateJSON(), &st); err != nil {
+		t.Fatalf("state JSON: %v\n%s", err, snap.StateJSON())
+	}
+	v := view{}
+	for _, x := range exts {
+		e := st.Extensions[x]
+		ev := extView{Status: e.Status}
+		if ev.Status == "offline" {
+			ev.Status = "online"
+		}
+		for _, c := range e.Conversations {
+			ev.Convs = append(ev.Convs, fmt.Sprintf("%s:%s:%v", c.Direction, c.CounterpartNum, c.Connected))
+		}
+		slices.Sort(ev.Convs)
+		v[x] = ev
+	}
+	return v
+}
+
+// readRecording reads a byte-exact recording of real Asterisk.
+func readRecording(t testing.TB, name string) []ami.Message {
+	t.Helper()
+	b, err := os.ReadFile("../ami/testdata/" + name + ".ami")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ami.NewReader(bufio.NewReader(bytes.NewReader(b)), ami.ReaderConfig{})
+	if _, err := r.ReadBanner(); err != nil {
+		t.Fatal(err)
+	}
+	var out []ami.Message
+	for {
+		m, err := r.ReadMessage()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, m)
+	}
+}
+
+// upTo returns msgs before the n-th (1-based) event named ev, or all of
+// them when there are fewer.
+func upTo(msgs []ami.Message, ev string, n int) []ami.Message {
+	for i, m := range msgs {
+		if m.Event() == ev {
+			n--
+			if n == 0 {
+				return msgs[:i]
+			}
+		}
+	}
+	return msgs
+}
+
+// channelEvents lists, per channel in order of appearance, the sequence of
+// channel event types, skipping the noise pbxsim does not emit.
+func channelEvents(msgs []ami.Message) [][]string {
+	skip := map[string]bool{"VarSet": true, "Newexten": true, "RTCPSent": true, "RTCPReceived": true,
+		"NewAccountCode": true, "QueueMemberStatus": true}
+	idx := map[string]int{}
+	var out [][]string
+	for _, m := range msgs {
+		ch := m.Get("Channel")
+		if ch == "" || m.Kind() != ami.KindEvent || skip[m.Event()] {
+			continue
+		}
+		i, ok := idx[ch]
+		if !ok {
+			i = len(out)
+			idx[ch] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], m.Event())
+	}
+	return out
+}
