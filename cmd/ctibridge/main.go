@@ -30,6 +30,7 @@ func main() {
 const usage = `ctibridge: a CTI bridge for Asterisk
 
 Usage:
+  ctibridge demo   [flags]            everything on loopback: simulated PBX and phones, the bridge, the panel
   ctibridge serve  [flags]            run the bridge against a PBX (see --help)
   ctibridge replay FILE.ami [--at N]  print the state a recorded AMI stream leads to
   ctibridge pbxsim [flags]            run the simulated PBX alone (SIP + AMI), for SIPp
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return errors.New("no command given")
 	}
 	switch args[0] {
+	case "demo":
+		return demo(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
 	case "replay":

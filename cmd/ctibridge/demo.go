@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/pbxsim"
+)
+
+// demoConfig is what `ctibridge demo` reads from its flags.
+type demoConfig struct {
+	http, admin, sip, ami string
+	phones                int64
+	callEvery             time.Duration
+	talk                  time.Duration
+	ring                  time.Duration
+	dataDir               string
+	logLevel              string
+}
+
+func demoSettings(c *demoConfig) *settings {
+	s := &settings{}
+	s.str(&c.http, "http", "127.0.0.1:8080", "REST, WebSocket and web panel listener")
+	s.str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")
+	s.str(&c.sip, "sip", "127.0.0.1:0", "SIP address of the simulated PBX (port 0: any free port)")
+	s.str(&c.ami, "ami", "127.0.0.1:0", "AMI address of the simulated PBX (port 0: any free port)")
+	s.integer(&c.phones, "phones", 8, "simulated phones, extensions 201 and up")
+	s.dur(&c.callEvery, "call-every", 4*time.Second, "mean interval between calls the phones place (0: none)")
+	s.dur(&c.talk, "talk", 20*time.Second, "mean talk time of a simulated call")
+	s.dur(&c.ring, "ring", 3*time.Second, "how long a simulated phone rings before it answers")
+	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "embedded database and spool directory")
+	s.str(&c.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	return s
+}
+
+// demoUser is one login the demo prints.
+type demoUser struct {
+	Username, Password, Role string
+	Endpoints               []string
+}
+
+// demoInfo tells a caller (the terminal, or a test) what the demo runs.
+type demoInfo struct {
+	URL    string // the web panel and REST API
+	Bridge bridgeAddrs
+	PBX    *pbxsim.PBX
+	Phones map[string]*pbxsim.Phone // by extension
+	Users  []demoUser
+}
+
+// demoPhoneNames are the demo's people: the recordings' names first.
+var demoPhoneNames = []string{"Alice Rossi", "Bob Verdi", "Carol Bianchi", "Dave Russo", "Erin Romano",
+	"Frank Gallo", "Grace Costa", "Heidi Fontana", "Ivan Conti", "Judy Ricci", "Karl Marino", "Lena Greco"}
+
+// demo runs everything on loopback: the simulated PBX, simulated phones
+// placing and answering calls, and the bridge connected to the PBX over
+// real AMI. It prints the URL and the logins and runs until ctx is done.
+func demo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var c demoConfig
+	if err := demoSettings(&c).parse("demo", args, getenv, stderr); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, "text", c.logLevel)
+	if err != nil {
+		return err
+	}
+	return runDemo(ctx, c, log, func(d demoInfo) {
+		fmt.Fprintf(stdout, "\nctibridge demo is running: %s\n\n", d.URL)
+		fmt.Fprintf(stdout, "  logins (user / password / role / phones):\n")
+		for _, u := range d.Users {
+			fmt.Fprintf(stdout, "    %-8s %-10s %-9s %v\n", u.Username, u.Password, u.Role, u.Endpoints)
+		}
+		fmt.Fprintf(stdout, "\n  simulated PBX: SIP %s (register 201-%d, no password), AMI %s (ctibridge/ctibridge)\n",
+			d.PBX.SIPAddr(), 200+len(d.Phones), d.PBX.AMIAddr())
+		fmt.Fprintf(stdout, "  metrics: http://%s/metrics\n\n  Ctrl-C stops it.\n", d.Bridge.Admin)
+	})
+}
+
+// runDemo is demo without the flags and the printing; started receives
+// what runs once everything is up.
+func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(demoInfo)) error {
+	if c.phones < 3 || c.phones > 99 {
+		return fmt.Errorf("demo: --phones must be between 3 and 99, got %d", c.phones)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var exts []pbxsim.Extension
+	for i := range int(c.phones) {
+		name := "Ext " + strconv.Itoa(201+i)
+		if i < len(demoPhoneNames) {
+			name = demoPhoneNames[i]
+		}
+		exts = append(exts, pbxsim.Extension{Number: strconv.Itoa(201 + i), Name: name})
+	}
+	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: c.sip, AMIAddr: c.ami, Extensions: exts, Log: log.With("component", "pbxsim")})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	errc := make(chan error, 3)
+	wg.Go(func() {
+		if err := pbx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("pbxsim: %w", err)
+		}
+	})
+
+	phones := map[string]*pbxsim.Phone{}
+	for _, x := range exts {
+		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: x.Number, Server: pbx.SIPAddr(), RingTime: c.ring, Log: log.With("component", "phone", "exten", x.Number)})
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { ph.Run(ctx) })
+		phones[x.Number] = ph
+	}
+	for x, ph := range phones {
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		err := ph.Register(rctx, time.Hour)
+		rcancel()
+		if err != nil {
+			return fmt.Errorf("demo: phone %s: register: %w", x, err)
+		}
+	}
+
+	users, logins, err := demoUsers(exts)
+	if err != nil {
+		return err
+	}
+	bc := serveConfig{
+		ami: pbx.AMIAddr(), amiUser: pbxsim.DefaultAMIUser, amiSecret: pbxsim.DefaultAMISecret,
+		http: c.http, admin: c.admin, dataDir: c.dataDir, reconcile: time.Minute,
+		tokenTTL: 12 * time.Hour, dialPattern: `^[0-9*#+]{1,32}$`, context: pbxsim.DefaultContext,
+		chanTech: "PJSIP", queueIface: "{tech}/{exten}", actionTimeout: 5 * time.Second, accessLogEvery: -1,
+	}
+	wg.Go(func() {
+		err := runBridge(ctx, bc, users, log, func(a bridgeAddrs) {
+			if started != nil {
+				started(demoInfo{URL: "http://" + a.HTTP + "/", Bridge: a, PBX: pbx, Phones: phones, Users: logins})
+			}
+		})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("bridge: %w", err)
+		}
+	})
+	if c.callEvery > 0 {
+		wg.Go(func() { demoTraffic(ctx, phones, c.callEvery, c.talk, log) })
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// demoUsers makes the demo's logins: an admin, an operator on the third
+// phone acting for the group, and users owning the first two phones.
+func demoUsers(exts []pbxsim.Extension) (*auth.Users, []demoUser, error) {
+	logins := []demoUser{
+		{Username: "admin", Password: "admin", Role: "admin"},
+		{Username: "operator", Password: "operator", Role: "operator", Endpoints: []string{exts[2].Number}},
+		{Username: "alice", Password: "alice", Role: "user", Endpoints: []string{exts[0].Number}},
+		{Username: "bob", Password: "bob", Role: "user", Endpoints: []string{exts[1].Number}},
+	}
+	var list []auth.User
+	for _, l := range logins {
+		// The lowest bcrypt cost: these passwords are printed anyway.
+		hash, err := auth.HashPassword(l.Password, 4)
+		if err != nil {
+			return nil, nil, err
+		}
+		role := map[string]auth.Role{"admin": auth.RoleAdmin, "operator": auth.RoleOperator, "user": auth.RoleUser}[l.Role]
+		list = append(list, auth.User{Username: l.Username, Name: l.Username, PasswordHash: hash, Role: role, Endpoints: l.Endpoints, Groups: []string{"demo"}})
+	}
+	users, err := auth.NewUsers(list)
+	return users, logins, err
+}
+
+// demoTraffic makes idle phones call each other at random, about one call
+// every `every`, each lasting about `talk`.
+func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, every, talk time.Duration, log *slog.Logger) {
+	exts := make([]string, 0, len(phones))
+	for x := range phones {
+		exts = append(exts, x)
+	}
+	var busy sync.Map
+	jitter := func(d time.Duration) time.Duration { return d/2 + rand.N(d) }
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(jitter(every)):
+		}
+		from, to := exts[rand.N(len(exts))], exts[rand.N(len(exts))]
+		if from == to {
+			continue
+		}
+		if _, taken := busy.LoadOrStore(from, true); taken {
+			continue
+		}
+		if _, taken := busy.LoadOrStore(to, true); taken {
+			busy.Delete(from)
+			continue
+		}
+		wg.Go(func() {
+			defer busy.Delete(from)
+			defer busy.Delete(to)
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			call, err := phones[from].Call(cctx, to)
+			cancel()
+			if err != nil {
+				log.Debug("demo call not answered", "from", from, "to", to, "err", err)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-call.Done():
+				return
+			case <-time.After(jitter(talk)):
+			}
+			hctx, hcancel := context.WithTimeout(context.Background(), 2*time.Second)
+			call.Hangup(hctx)
+			hcancel()
+		})
+	}
+}
+
