@@ -44,7 +44,7 @@ func demoSettings(c *demoConfig) *settings {
 // demoUser is one login the demo prints.
 type demoUser struct {
 	Username, Password, Role string
-	Endpoints               []string
+	Endpoints                []string
 }
 
 // demoInfo tells a caller (the terminal, or a test) what the demo runs.
@@ -237,4 +237,3 @@ func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, every, ta
 		})
 	}
 }
-
