@@ -22,6 +22,15 @@ need_pkg() {
 
 # SIP end-to-end tests drive the simulated PBX with real SIPp.
 need_pkg sipp sip-tester
+# The web panel is tested in real headless Chromium.
+need_pkg chromium chromium
+# Store tests run against a real PostgreSQL: $CTIBRIDGE_TEST_DATABASE if set,
+# else a server on 127.0.0.1:5432 if one answers, else a throwaway cluster
+# the tests start from the installed binaries (initdb, pg_ctl).
+if [ -z "${CTIBRIDGE_TEST_DATABASE:-}" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need_pkg psql postgresql
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkg /usr/lib/postgresql/15/bin/initdb postgresql
+fi
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
