@@ -1,12 +1,8 @@
 package link_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,31 +13,16 @@ import (
 	"github.com/ctibridge/ctibridge/link"
 )
 
-// recording returns the messages of a real recording, after the login
-// response.
+// recording returns the events of a real recording.
 func recording(t *testing.T, name string) []ami.Message {
 	t.Helper()
-	data, err := os.ReadFile("../ami/testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := ami.NewReader(bufio.NewReader(bytes.NewReader(data)), ami.ReaderConfig{})
-	if _, err := r.ReadBanner(); err != nil {
-		t.Fatal(err)
-	}
 	var out []ami.Message
-	for {
-		m, err := r.ReadMessage()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range amitest.ReadRecording(t, "../ami/testdata/"+name) {
 		if m.Kind() == ami.KindEvent {
 			out = append(out, m)
 		}
 	}
+	return out
 }
 
 // state is the part of a snapshot these tests look at.

@@ -1,9 +1,12 @@
 package amitest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -289,4 +292,29 @@ func rewriteActionID(frame []byte, id string) []byte {
 		out = append(out, line...)
 	}
 	return out
+}
+
+// ReadRecording returns every message of a recorded .ami file (banner
+// first, as ami's testdata and `serve --record-ami` write them), in order.
+func ReadRecording(t testing.TB, path string) []ami.Message {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("amitest: %v", err)
+	}
+	r := ami.NewReader(bufio.NewReader(bytes.NewReader(data)), ami.ReaderConfig{})
+	if _, err := r.ReadBanner(); err != nil {
+		t.Fatalf("amitest: %s: %v", path, err)
+	}
+	var out []ami.Message
+	for {
+		m, err := r.ReadMessage()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("amitest: %s: %v", path, err)
+		}
+		out = append(out, m)
+	}
 }
