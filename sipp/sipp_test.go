@@ -1,0 +1,51 @@
+package sipp
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestArgs(t *testing.T) {
+	got := Args(Options{Scenario: "uas.xml", LocalPort: 5202, Calls: 50, Rate: 10, Duration: 3 * time.Second,
+		Set: map[string]string{"ringtime": "300", "holdtime": "0"}, Timeout: 30 * time.Second}, "/tmp/s.csv")
+	want := []string{"-sf", filepath.Join(Dir(), "uas.xml"), "-i", "127.0.0.1", "-p", "5202", "-mp", "15202",
+		"-m", "50", "-r", "10", "-d", "3000", "-set", "holdtime", "0", "-set", "ringtime", "300",
+		"-timeout", "31s", "-timeout_error", "-nostdin", "-trace_err", "-trace_stat", "-stf", "/tmp/s.csv", "-fd", "1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Args:\n got %q\nwant %q", got, want)
+	}
+	got = Args(Options{Scenario: "/x/uac.xml", Remote: "127.0.0.1:5060", LocalPort: 6000, Service: "600", Transport: "t1"}, "s")
+	if got[0] != "127.0.0.1:5060" || !slices.Contains(got, "/x/uac.xml") || !slices.Contains(got, "t1") || !slices.Contains(got, "600") {
+		t.Errorf("client Args: %q", got)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "stat.csv")
+	head := "StartTime;LastResetTime;CurrentTime;ElapsedTime(P);ElapsedTime(C);TargetRate;CallRate(P);CallRate(C);TotalCallCreated;CurrentCall;SuccessfulCall(P);SuccessfulCall(C);FailedCall(P);FailedCall(C);Retransmissions(C);"
+	os.WriteFile(p, []byte(head+"\n"+strings.Repeat("x;", 8)+"40;3;1;37;0;3;2;\n"+strings.Repeat("x;", 8)+"50;0;0;48;0;2;5;\n"), 0o644)
+	var r Result
+	if err := parseStat(p, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Created != 50 || r.Successful != 48 || r.Failed != 2 || r.Retrans != 5 || r.FailureRatio() != 0.04 {
+		t.Errorf("parsed %+v", r)
+	}
+	if err := parseStat(filepath.Join(dir, "none"), &r); err == nil {
+		t.Error("missing file parsed")
+	}
+}
+
+func TestScenariosPresent(t *testing.T) {
+	for _, f := range []string{"register_client.xml", "register_client.csv", "register_invite_client.xml",
+		"register_invite_client.csv", "uac.xml", "uas.xml", "uas_busy.xml"} {
+		if _, err := os.Stat(ScenarioPath(f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
