@@ -1,0 +1,111 @@
+// Personal call history: a time window, a direction, keyset paging
+// (next cursor; previous pages from a stack) and CSV download.
+
+import {el, $, fmtTime, fmtDuration, isoDay, ymd, toast} from './util.js';
+import {api, enc} from './api.js';
+import {state} from './state.js';
+
+const PAGE = 25;
+
+export class History {
+  // onCall(number)
+  constructor(root, onCall) {
+    this.root = root;
+    this.onCall = onCall;
+    this.form = $('#hist-form', root);
+    this.table = $('#hist-results', root);
+    this.cursors = [];   // cursors of the pages before the current one
+    this.cursor = '';    // the current page's cursor ('' = first)
+    this.next = null;
+    this.number = '';    // optional filter on the other party
+    const f = this.form.elements;
+    const today = new Date();
+    f.to.value = isoDay(today);
+    f.from.value = isoDay(new Date(today.getTime() - 30 * 86400e3));
+    this.form.addEventListener('submit', (e) => { e.preventDefault(); this.load(true); });
+    $('#hist-prev', root).addEventListener('click', () => this.page(-1));
+    $('#hist-next', root).addEventListener('click', () => this.page(1));
+    $('#hist-csv', root).addEventListener('click', () => this.csv());
+  }
+
+  path(csv) {
+    const f = this.form.elements;
+    const u = enc(state.me.username);
+    return `/historycall/interval/user/${u}/${ymd(f.from.value)}/${ymd(f.to.value)}${csv ? '/csv' : ''}`;
+  }
+
+  query(cursor) {
+    const f = this.form.elements;
+    const q = new URLSearchParams({limit: String(PAGE)});
+    if (f.direction.value) q.set('direction', f.direction.value);
+    if (cursor) q.set('cursor', cursor);
+    return '?' + q;
+  }
+
+  // showNumber opens the history filtered on one number (the pop-up's
+  // "recent calls" link).
+  showNumber(num) {
+    this.number = num || '';
+    this.form.elements.number.value = this.number;
+    this.load(true);
+  }
+
+  async load(reset) {
+    const f = this.form.elements;
+    if (!f.from.value || !f.to.value) { toast('Choose a time window', 'error'); return; }
+    this.number = f.number.value.trim();
+    if (reset) { this.cursors = []; this.cursor = ''; }
+    this.table.setAttribute('aria-busy', 'true');
+    try {
+      const r = await api.get(this.path(false) + this.query(this.cursor));
+      this.next = r.next || null;
+      this.show(r.rows || [], r.count ?? 0);
+    } catch (e) {
+      this.table.replaceChildren(el('p', {class: 'error'}, `History failed: ${e.message}`));
+    } finally {
+      this.table.removeAttribute('aria-busy');
+    }
+    $('#hist-prev', this.root).disabled = this.cursors.length === 0;
+    $('#hist-next', this.root).disabled = !this.next;
+  }
+
+  page(dir) {
+    if (dir > 0 && this.next) { this.cursors.push(this.cursor); this.cursor = this.next; }
+    else if (dir < 0 && this.cursors.length) this.cursor = this.cursors.pop();
+    else return;
+    this.load(false);
+  }
+
+  show(rows, count) {
+    const mine = new Set(state.me?.endpoints || []);
+    const other = (h) => (h.direction === 'in' || mine.has(h.dst)) && !mine.has(h.src) ? h.src : h.dst;
+    if (this.number) rows = rows.filter((h) => h.src === this.number || h.dst === this.number);
+    const who = (num, name) => (name && name !== num ? `${name} (${num})` : num || '');
+    const body = rows.map((h) => el('tr', null,
+      el('td', null, fmtTime(h.time)),
+      el('td', null, h.direction),
+      el('td', null, who(h.src, h.cnam)),
+      el('td', null, who(h.dst, h.dst_cnam)),
+      el('td', null, h.disposition),
+      el('td', {class: 'numeric'}, fmtDuration(h.billsec ?? h.duration ?? 0)),
+      el('td', null, other(h) && el('button', {type: 'button', class: 'link', 'aria-label': `Call ${other(h)}`, onclick: () => this.onCall(other(h))}, 'Call'))));
+    this.table.replaceChildren(el('table', {class: 'table'},
+      el('caption', null, `${count} call${count === 1 ? '' : 's'} in the window${this.number ? `, showing those with ${this.number}` : ''}`),
+      el('thead', null, el('tr', null, ...['Time', 'Direction', 'From', 'To', 'Result', 'Talk', ''].map((h) => el('th', {scope: 'col'}, h)))),
+      el('tbody', null, ...body)));
+  }
+
+  async csv() {
+    try {
+      const res = await api.get(this.path(true) + this.query(''), {raw: true});
+      const blob = await res.blob();
+      const url = URL.createObjectURL(blob);
+      const f = this.form.elements;
+      const a = el('a', {href: url, download: `history-${state.me.username}-${ymd(f.from.value)}-${ymd(f.to.value)}.csv`, hidden: true});
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (e) { toast(`CSV: ${e.message}`, 'error'); }
+  }
+}

@@ -1,0 +1,63 @@
+// Incoming call pop-up (extenRinging): who is calling, the phonebook
+// match, and a link to the recent calls with that number. It goes away
+// when the call is answered or ends, or when dismissed.
+
+import {el, $} from './util.js';
+import {api, enc} from './api.js';
+import {state} from './state.js';
+
+export class Popup {
+  // onHistory(number)
+  constructor(root, onHistory) {
+    this.root = root;
+    this.onHistory = onHistory;
+    this.cur = null; // the extenRinging data shown
+    $('#popup-close', root).addEventListener('click', () => this.hide());
+    root.addEventListener('keydown', (e) => { if (e.key === 'Escape') this.hide(); });
+  }
+
+  show(d) {
+    this.cur = d;
+    const num = d.callerNum || '';
+    $('#popup-title', this.root).textContent = `Incoming call on ${d.exten}`;
+    $('#popup-caller', this.root).textContent = d.callerName && d.callerName !== num ? `${d.callerName} (${num})` : (num || d.callerName || 'unknown caller');
+    $('#popup-queue', this.root).textContent = d.queue ? `through queue ${d.queue}` : '';
+    const match = $('#popup-match', this.root);
+    match.textContent = '';
+    const contact = d.contact || d.phonebook || null;
+    if (contact) this.showMatch(contact);
+    else if (num && state.phonebook !== false) this.lookup(num, d);
+    const hist = $('#popup-history', this.root);
+    hist.hidden = !num;
+    hist.onclick = () => { this.onHistory(num); this.hide(); };
+    this.root.hidden = false;
+    $('#popup-close', this.root).focus({preventScroll: true});
+  }
+
+  async lookup(num, d) {
+    try {
+      const r = await api.get(`/phonebook/lookup/${enc(num)}`);
+      const c = r.rows ? r.rows[0] : (r.contact || (r.id ? r : null));
+      if (c && this.cur === d) this.showMatch(c);
+    } catch { /* no match or no phonebook: the pop-up shows the caller ID */ }
+  }
+
+  showMatch(c) {
+    const m = $('#popup-match', this.root);
+    m.replaceChildren(el('span', {class: 'muted'}, 'Phonebook: '), [c.name, c.company].filter(Boolean).join(' · ') || 'contact');
+  }
+
+  // update hides the pop-up when the rung extension no longer rings that call.
+  update() {
+    if (!this.cur) return;
+    // Conversation ids can change while a call is set up: look at the
+    // extension's status instead.
+    const x = state.exts[this.cur.exten];
+    if (!x || (x.status !== 'ringing' && x.status !== 'busy_ringing')) this.hide();
+  }
+
+  hide() {
+    this.root.hidden = true;
+    this.cur = null;
+  }
+}
