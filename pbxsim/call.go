@@ -95,6 +95,33 @@ func (c *call) goSIP(f func(ctx context.Context)) {
 	}()
 }
 
+// startSrvQueue starts the goroutine that performs, in order, what is
+// sent on ch's server dialog: sipgo's DialogServerSession is not safe for
+// concurrent responses, a 180 must precede the 200, and a BYE must wait for
+// the ACK of our 200 (RFC 3261 §15). It ends at ch's Hangup.
+func (c *call) startSrvQueue(ch *channel) {
+	q := make(chan func(context.Context), 16)
+	ch.srvQ = q
+	c.sipWG.Add(1)
+	go func() {
+		defer c.sipWG.Done()
+		for f := range q {
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			f(ctx)
+			cancel()
+		}
+	}()
+}
+
+// srvDo queues f for ch's server dialog. p.mu held; it never blocks for
+// long (a channel gets a handful of operations).
+func (c *call) srvDo(ch *channel, f func(context.Context)) {
+	if ch.srvQ == nil {
+		return // hung up: its dialog is over
+	}
+	ch.srvQ <- f
+}
+
 // handleInvite answers a dialog-creating INVITE. sipgo calls it in its own
 // goroutine; it returns only when the call has ended, since the INVITE
 // server transaction must outlive the dialog.
@@ -151,6 +178,7 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 	a.state = stateRing
 	a.exten = target
 	a.srv, a.tcp, a.sdp = dtx, tcp, req.Body()
+	c.startSrvQueue(a)
 	a.dialogID = dtx.ID
 	p.dialogs[a.dialogID] = a
 	p.emit(chanEvent("Newchannel", a))
@@ -341,7 +369,7 @@ func (c *call) answer(a *channel, body []byte) {
 	if a.srv != nil && !a.srvAnswered {
 		a.srvAnswered = true
 		srv := a.srv
-		c.goSIP(func(context.Context) {
+		c.srvDo(a, func(context.Context) {
 			err := srv.RespondSDP(body)
 			if err != nil && srv.LoadState() != sip.DialogStateEnded {
 				c.post(callEvent{kind: evNoAck, ch: a})
@@ -397,7 +425,7 @@ func (c *call) dial(a *channel, target string) (*channel, string) {
 					p.emit(dialEvent("DialState", a, b, "DialStatus", "RINGING"))
 					if a.srv != nil && a.state != stateUp {
 						srv := a.srv
-						c.goSIP(func(context.Context) { srv.Respond(180, "Ringing", nil) })
+						c.srvDo(a, func(context.Context) { srv.Respond(180, "Ringing", nil) })
 					}
 				}
 				p.mu.Unlock()
@@ -753,7 +781,7 @@ func (c *call) sendBye(ch *channel, force bool) {
 	switch {
 	case ch.srv != nil && ch.srvAnswered:
 		srv := ch.srv
-		c.goSIP(func(ctx context.Context) {
+		c.srvDo(ch, func(ctx context.Context) {
 			// The 200 may still be waiting for its ACK: a BYE then is fine
 			// (RFC 3261 §15), sipgo's session refuses only ended dialogs.
 			if err := srv.Bye(ctx); err != nil {
@@ -763,7 +791,7 @@ func (c *call) sendBye(ch *channel, force bool) {
 	case ch.srv != nil:
 		srv := ch.srv
 		code, reason := causeToSIP(16)
-		c.goSIP(func(context.Context) { srv.Respond(code, reason, nil) })
+		c.srvDo(ch, func(context.Context) { srv.Respond(code, reason, nil) })
 	case ch.cli != nil && ch.state == stateUp:
 		cli := ch.cli
 		c.goSIP(func(ctx context.Context) {
@@ -791,8 +819,12 @@ func (c *call) hangupChannel(ch *channel, cause, tech int) {
 			code = 0 // cancelled: sipgo already answered 487
 		}
 		if code != 0 {
-			c.goSIP(func(context.Context) { srv.Respond(code, reason, nil) })
+			c.srvDo(ch, func(context.Context) { srv.Respond(code, reason, nil) })
 		}
+	}
+	if ch.srvQ != nil {
+		close(ch.srvQ) // nothing more will be sent on its dialog
+		ch.srvQ = nil
 	}
 	kv := []string{"Cause", strconv.Itoa(cause), "Cause-txt", causeText(cause)}
 	if tech != 0 {

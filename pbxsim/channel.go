@@ -1,6 +1,7 @@
 package pbxsim
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"strconv"
@@ -64,6 +65,7 @@ type channel struct {
 	// SIP side: exactly one of srv (the caller's dialog, we are UAS), cli
 	// (a dialog we started, we are UAC) or neither (a channel without SIP).
 	srv       *sipgo.DialogServerSession
+	srvQ      chan func(context.Context) // srv's operations, run one at a time (see call.srvDo)
 	cli       *sipgo.DialogClientSession
 	cancelCli func() // cancels an unanswered outgoing INVITE (sends CANCEL)
 	tcp       bool
