@@ -75,9 +75,10 @@ export class Grid {
     this.proto = el('li', {class: 'card', role: 'listitem', tabindex: '-1'},
       el('div', {class: 'card-head'},
         el('span', {class: 'dot', 'aria-hidden': 'true'}),
-        el('span', {class: 'name'}),
-        el('span', {class: 'num'})),
-      el('div', {class: 'card-state'}),
+        el('span', {class: 'name'})),
+      el('div', {class: 'card-sub'},
+        el('span', {class: 'num'}),
+        el('span', {class: 'card-state'})),
       el('div', {class: 'card-call'},
         el('span', {class: 'dir'}), el('span', {class: 'peer'}), el('span', {class: 'dur'})),
       el('button', {class: 'call-btn', type: 'button', tabindex: '-1'}, 'Call'));
