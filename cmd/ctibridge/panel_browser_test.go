@@ -770,7 +770,7 @@ func (f *fakeBridge) handler() http.Handler {
 			exts[fmt.Sprint(1000+i)] = fakeExt(i, statuses[i%len(statuses)])
 		}
 		c.WriteJSON(map[string]any{"op": "snapshot", "seq": 1, "version": 1, "epoch": "fake", "stale": false,
-			"pbx": map[string]any{"pbx": "live", "version": 1, "since": time.Now().UnixMilli()},
+			"pbx":        map[string]any{"pbx": "live", "version": 1, "since": time.Now().UnixMilli()},
 			"extensions": exts, "queues": map[string]any{}, "parkings": map[string]any{}, "trunks": map[string]any{}})
 		pings := make(chan struct{}, 4)
 		go func() {
