@@ -1,0 +1,27 @@
+// Package phonebook stores contacts and answers "who is this number".
+//
+// A Store keeps contacts (NethCTI's shape: owner, type private, public or
+// speeddial, name, company, numbers, emails, notes). It has two
+// implementations sharing one set of queries and one conformance suite:
+// NewPostgres over a pgxpool.Pool (production, and what replicas share)
+// and NewSQLite over an embedded SQLite file (database/sql with the pure
+// Go modernc.org/sqlite driver), the zero-setup default. Migrate applies
+// the embedded, versioned schema; both constructors expect it applied.
+// NewHTTP forwards to a remote REST phonebook instead.
+//
+// Numbers are also stored normalised (Normalizer: country code, trunk and
+// international prefixes configurable), so "+39 0721 405516",
+// "0039721405516" and "0721405516" find the same contact. Search terms are
+// literals: %, _ and quotes match themselves; all SQL is parameterised.
+//
+// Book puts the ownership rules (a user edits only their own private and
+// speed-dial contacts; admins edit public ones) and an in-memory reverse
+// lookup Index on top of a Store. The index is rebuilt after every change
+// made through the Book and, for changes made elsewhere (another replica),
+// by Book.Run when the store's stamp moves. Index.Lookup never blocks and
+// does not allocate: it is what calls.Config.NameLookup should be.
+//
+// The package knows nothing of calls, HTTP handlers or users beyond a
+// user name and an admin flag. Stores, Book and Index are safe for
+// concurrent use.
+package phonebook

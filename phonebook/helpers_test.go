@@ -1,0 +1,66 @@
+package phonebook
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite"
+
+	"github.com/ctibridge/ctibridge/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+var italy = Normalizer{Country: "39", Trunk: "0", Intl: "00"}
+
+// backend opens a fresh, migrated store.
+type backend struct {
+	name string
+	open func(t testing.TB) Store
+}
+
+var backends = []backend{
+	{"sqlite", func(t testing.TB) Store { return NewSQLite(openSQLite(t), italy) }},
+	{"postgres", func(t testing.TB) Store { return NewPostgres(openPostgres(t), italy) }},
+}
+
+func openSQLite(t testing.TB) *sql.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pb.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := MigrateSQLite(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func openPostgres(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return openPostgresDSN(t, dbtest.Postgres(t))
+}
+
+func openPostgresDSN(t testing.TB, dsn string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 16
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := MigratePostgres(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}

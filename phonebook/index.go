@@ -1,0 +1,70 @@
+package phonebook
+
+import "sync/atomic"
+
+// Index answers "whose number is this" from memory: a map from normal
+// form to display name, replaced whole on refresh (readers never lock).
+// It holds public contacts only, since the engine shows names to every
+// user; when several share a number the oldest (lowest id) wins.
+type Index struct {
+	norm Normalizer
+	m    atomic.Pointer[map[string]string]
+}
+
+// NewIndex returns an empty index normalising with n.
+func NewIndex(n Normalizer) *Index { return &Index{norm: n} }
+
+// Lookup returns the name for number, or "". It does not block and does
+// not allocate, so it can serve as calls.Config.NameLookup. Safe from any
+// goroutine.
+func (x *Index) Lookup(number string) string {
+	var buf [maxNumber + 1]byte
+	k := x.norm.append(buf[:0], number)
+	if len(k) == 0 {
+		return ""
+	}
+	m := x.m.Load()
+	if m == nil {
+		return ""
+	}
+	return (*m)[string(k)]
+}
+
+// Len is the number of distinct numbers indexed.
+func (x *Index) Len() int {
+	if m := x.m.Load(); m != nil {
+		return len(*m)
+	}
+	return 0
+}
+
+// builder collects contacts for a new map.
+type builder struct {
+	norm Normalizer
+	m    map[string]string
+}
+
+func (b *builder) add(c Contact) {
+	name := c.DisplayName()
+	if name == "" {
+		return
+	}
+	for _, n := range c.Numbers() {
+		if k := b.norm.Normalize(n); k != "" {
+			if _, ok := b.m[k]; !ok {
+				b.m[k] = name
+			}
+		}
+	}
+}
+
+// Set replaces the index's contents with the public contacts of cs.
+func (x *Index) Set(cs []Contact) {
+	b := builder{norm: x.norm, m: make(map[string]string, len(cs))}
+	for _, c := range cs {
+		if c.Type == TypePublic {
+			b.add(c)
+		}
+	}
+	x.m.Store(&b.m)
+}
