@@ -1,0 +1,413 @@
+package ws
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// marker toggles extension 299 so that the last change is one every
+// extensions subscriber receives; it returns the snapshot.
+func (e *env) marker() *calls.Snapshot {
+	e.markerBusy = !e.markerBusy
+	return e.apply(devState("299", e.markerBusy))
+}
+
+func TestAuthPaths(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{AuthTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	t.Run("header", func(t *testing.T) {
+		c := e.dial("alice")
+		if m := expectOp(t, c, "hello"); m.Epoch != e.hub.Epoch() || !strings.Contains(string(m.User), `"username":"alice"`) {
+			t.Errorf("hello %+v", m)
+		}
+	})
+	t.Run("query", func(t *testing.T) {
+		c, err := Dial(ctx, e.url+"?token="+e.token("bob"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		expectOp(t, c, "hello")
+	})
+	t.Run("first message", func(t *testing.T) {
+		c, err := Dial(ctx, e.url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Auth(e.token("olga"))
+		expectOp(t, c, "hello")
+		c.Ping()
+		expectOp(t, c, "pong")
+	})
+	t.Run("none within the timeout", func(t *testing.T) {
+		c, err := Dial(ctx, e.url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		expectClose(t, c, CloseNoToken)
+		if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
+			t.Errorf("closed after %v, want about 200ms", d)
+		}
+	})
+	t.Run("subscribe before auth", func(t *testing.T) {
+		c, _ := Dial(ctx, e.url, "")
+		defer c.Close()
+		c.Subscribe("extensions")
+		expectClose(t, c, CloseNoToken)
+	})
+	t.Run("bad token at upgrade", func(t *testing.T) {
+		c, err := Dial(ctx, e.url, "not-a-token")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		expectClose(t, c, CloseAuthFailed)
+	})
+	t.Run("bad token as first message", func(t *testing.T) {
+		c, _ := Dial(ctx, e.url, "")
+		defer c.Close()
+		c.Auth(strings.Repeat("x", 43))
+		expectClose(t, c, CloseAuthFailed)
+	})
+	t.Run("unknown op", func(t *testing.T) {
+		c := e.dial("alice")
+		expectOp(t, c, "hello")
+		c.Send(map[string]string{"op": "dance"})
+		expectClose(t, c, CloseProtocolError)
+	})
+	t.Run("unknown topic", func(t *testing.T) {
+		c := e.dial("alice")
+		expectOp(t, c, "hello")
+		c.Subscribe("extensions", "weather")
+		expectClose(t, c, CloseProtocolError)
+	})
+	t.Run("not JSON", func(t *testing.T) {
+		c := e.dial("alice")
+		expectOp(t, c, "hello")
+		c.c.WriteMessage(1, []byte("hello?"))
+		expectClose(t, c, CloseProtocolError)
+	})
+}
+
+func TestTokenExpiryAndRenewal(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{TokenTTL: 400 * time.Millisecond}, Config{})
+	t.Run("expired at upgrade", func(t *testing.T) {
+		tok := e.token("alice")
+		time.Sleep(450 * time.Millisecond)
+		c, err := Dial(context.Background(), e.url, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		expectClose(t, c, CloseTokenExpired)
+	})
+	t.Run("expires while connected", func(t *testing.T) {
+		c := e.dial("alice")
+		start := time.Now()
+		expectOp(t, c, "hello")
+		c.Subscribe("extensions")
+		expectOp(t, c, "snapshot")
+		expectClose(t, c, CloseTokenExpired)
+		if d := time.Since(start); d < 300*time.Millisecond {
+			t.Errorf("closed after %v, before the expiry", d)
+		}
+	})
+	t.Run("renewed in place", func(t *testing.T) {
+		c := e.dial("alice")
+		hello := expectOp(t, c, "hello")
+		c.Subscribe("extensions")
+		expectOp(t, c, "snapshot")
+		time.Sleep(250 * time.Millisecond)
+		c.Auth(e.token("alice"))
+		m := expectOp(t, c, "renewed")
+		if m.ExpiresAt <= hello.ExpiresAt {
+			t.Errorf("renewed expiry %d not after %d", m.ExpiresAt, hello.ExpiresAt)
+		}
+		// Past the first token's expiry the connection still works.
+		time.Sleep(250 * time.Millisecond)
+		s := e.marker()
+		var mr mirror
+		mr.colls = map[string]map[string]string{}
+		mr.readUntil(t, c, s.Seq)
+		expectClose(t, c, CloseTokenExpired) // the renewed one expires too
+	})
+	t.Run("renewal with another user's token", func(t *testing.T) {
+		c := e.dial("alice")
+		expectOp(t, c, "hello")
+		c.Auth(e.token("bob"))
+		expectClose(t, c, CloseAuthFailed)
+	})
+}
+
+// TestSnapshotThenEvents replays a recording while a client listens, and
+// checks that its mirror equals the engine's state.
+func TestSnapshotThenEvents(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{})
+	c := e.dial("paula")
+	expectOp(t, c, "hello")
+	c.Subscribe("extensions", "queues", "parkings", "trunks")
+	var m mirror
+	m.apply(t, expectOp(t, c, "snapshot"))
+	for _, msg := range loadRecording(t, "queue_answered") {
+		e.apply(msg)
+	}
+	s := e.marker()
+	m.readUntil(t, c, s.Seq)
+	checkMirror(t, &m, s, nil)
+}
+
+// checkMirror compares a client's mirror with a snapshot as the user (nil:
+// everything) sees it through auth.View, as REST shows it.
+func checkMirror(t *testing.T, m *mirror, s *calls.Snapshot, u *auth.User) {
+	t.Helper()
+	v := auth.ViewOf(u)
+	want := map[string]map[string]string{"extensions": {}, "trunks": {}, "parkings": {}}
+	for k := range s.Extensions {
+		data := s.ExtensionJSON(k)
+		if u != nil {
+			data = v.Extension(k, data)
+		}
+		want["extensions"][k] = compact(t, data)
+	}
+	for k := range s.Trunks {
+		data := s.TrunkJSON(k)
+		if u != nil {
+			data = v.Trunk(data)
+		}
+		want["trunks"][k] = compact(t, data)
+	}
+	for k := range s.Parkings {
+		data := s.ParkingJSON(k)
+		if u != nil {
+			data = v.Parking(data)
+		}
+		want["parkings"][k] = compact(t, data)
+	}
+	for name, w := range want {
+		got := m.colls[name]
+		for k, wv := range w {
+			if got[k] != wv {
+				t.Errorf("%s[%s]:\n got %s\nwant %s", name, k, got[k], wv)
+			}
+		}
+		for k := range got {
+			if _, ok := w[k]; !ok {
+				t.Errorf("%s[%s] should not exist", name, k)
+			}
+		}
+	}
+}
+
+// TestResume disconnects a client, makes n changes, and resumes: inside
+// the replay buffer it gets exactly the missed events, outside a snapshot;
+// either way its state ends equal to the snapshot of the same version.
+func TestResume(t *testing.T) {
+	const buf = 64
+	e := newEnv(t, calls.Config{FeedSize: buf}, auth.Config{}, Config{ReplayMax: buf})
+	rec := loadRecording(t, "load_10_calls_5cps")
+	pos := 0
+	for _, n := range []int{0, 1, 10, buf - 1, buf, buf + 1, 3 * buf} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := e.dial("alice")
+			expectOp(t, c, "hello")
+			c.Subscribe("extensions", "trunks", "parkings")
+			var m mirror
+			s := e.marker()
+			m.readUntil(t, c, s.Seq)
+			c.Close()
+
+			// n changes: recording messages while they last, then toggles.
+			last := s.Seq
+			for e.eng.Feed().LastSeq() < last+uint64(n) {
+				if pos < len(rec) {
+					e.eng.Apply(rec[pos])
+				} else {
+					i := pos - len(rec)
+					e.eng.Apply(devState(fmt.Sprint(250+i%20), i%40 < 20))
+				}
+				pos++
+				e.eng.Publish()
+			}
+			missed := e.eng.Feed().LastSeq() - last
+
+			c2 := e.dial("alice")
+			expectOp(t, c2, "hello")
+			c2.Resume(m.epoch, m.seq, "extensions", "trunks", "parkings")
+			first := next(t, c2)
+			inBuffer := missed <= buf
+			if inBuffer && first.Op != "resumed" || !inBuffer && first.Op != "snapshot" {
+				t.Fatalf("%d missed changes (buffer %d): first message is %q", missed, buf, first.Op)
+			}
+			m.seqs = nil
+			m.apply(t, first)
+			s = e.marker()
+			m.readUntil(t, c2, s.Seq)
+			checkMirror(t, &m, s, e.user("alice"))
+		})
+	}
+	t.Run("wrong epoch", func(t *testing.T) {
+		c := e.dial("alice")
+		expectOp(t, c, "hello")
+		c.Resume("another-server", e.eng.Feed().LastSeq(), "extensions")
+		expectOp(t, c, "snapshot")
+	})
+	t.Run("ahead of the feed", func(t *testing.T) {
+		c := e.dial("alice")
+		expectOp(t, c, "hello")
+		c.Resume(e.hub.Epoch(), e.eng.Feed().LastSeq()+100, "extensions")
+		expectOp(t, c, "snapshot")
+	})
+}
+
+func (e *env) user(name string) *auth.User {
+	u, ok := e.auth.Users().Lookup(name)
+	if !ok {
+		e.t.Fatalf("no user %s", name)
+	}
+	return u
+}
+
+// TestPermissions replays a call from 201 to 202 and checks what each
+// user receives: counterpart numbers only where REST would show them,
+// extenRinging only to the rung extension's owner.
+func TestPermissions(t *testing.T) {
+	e := newEnv(t, calls.Config{Names: map[string]string{"203": "Olga", "204": "Dave", "205": "Paula"}}, auth.Config{}, Config{})
+	users := []string{"alice", "bob", "olga", "dave", "paula", "root"}
+	clients := map[string]*Client{}
+	mirrors := map[string]*mirror{}
+	for _, u := range users {
+		c := e.dial(u)
+		expectOp(t, c, "hello")
+		c.Subscribe("extensions", "trunks", "me")
+		m := &mirror{}
+		m.apply(t, expectOp(t, c, "snapshot"))
+		clients[u], mirrors[u] = c, m
+	}
+	var leaks []string
+	for _, msg := range loadRecording(t, "basic_call_caller_hangup") {
+		s := e.apply(msg)
+		_ = s
+	}
+	s := e.marker()
+	for _, u := range users {
+		m := mirrors[u]
+		c := clients[u]
+		for m.seq < s.Seq {
+			msg := next(t, c)
+			m.apply(t, msg)
+			if msg.Op != "event" || msg.Type != "extenUpdate" {
+				continue
+			}
+			var x calls.Extension
+			if err := json.Unmarshal(msg.Data, &x); err != nil {
+				t.Fatal(err)
+			}
+			for _, cv := range x.Conversations {
+				if cv.CounterpartNum != "" && !auth.Allowed(e.user(u), auth.SeeCalls, x.Exten) {
+					leaks = append(leaks, fmt.Sprintf("%s saw %s's counterpart %s", u, x.Exten, cv.CounterpartNum))
+				}
+			}
+			seenNum := false
+			for _, cv := range x.Conversations {
+				seenNum = seenNum || cv.CounterpartNum != ""
+			}
+			if (u == "alice" && x.Exten == "201" || u == "paula" || u == "root") && len(x.Conversations) > 0 && !seenNum {
+				t.Errorf("%s did not see the counterpart in %s's conversation", u, x.Exten)
+			}
+		}
+		checkMirror(t, m, s, e.user(u))
+	}
+	for _, l := range leaks {
+		t.Error(l)
+	}
+	for _, u := range users {
+		got := len(mirrors[u].ringing)
+		if want := u == "bob"; (got > 0) != want {
+			t.Errorf("%s received %d extenRinging events (%v), want them only for bob", u, got, mirrors[u].ringing)
+		}
+	}
+	if r := mirrors["bob"].ringing; len(r) > 0 && !strings.Contains(r[0], `"callerNum":"201"`) {
+		t.Errorf("bob's ringing event: %s", r[0])
+	}
+}
+
+// TestPbxStatus: link changes reach clients as pbxStatus, and snapshots
+// are stale while the link is not live.
+func TestPbxStatus(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{})
+	c := e.dial("dave")
+	expectOp(t, c, "hello")
+	c.Subscribe("me")
+	if m := expectOp(t, c, "snapshot"); !m.Stale || !strings.Contains(string(m.PBX), `"pbx":"down"`) {
+		t.Errorf("initial snapshot: stale %v pbx %s", m.Stale, m.PBX)
+	}
+	e.eng.SetLink(calls.LinkResyncing)
+	e.eng.Publish()
+	ev := expectOp(t, c, "event")
+	if ev.Type != "pbxStatus" || !strings.Contains(string(ev.Data), `"resyncing"`) {
+		t.Errorf("event %s %s", ev.Type, ev.Data)
+	}
+	c2 := e.dial("dave")
+	expectOp(t, c2, "hello")
+	c2.Subscribe("extensions")
+	if m := expectOp(t, c2, "snapshot"); !m.Stale {
+		t.Error("snapshot during resync is not stale")
+	}
+	e.eng.EndResync()
+	e.eng.Publish()
+	for _, cl := range []*Client{c, c2} {
+		ev := expectOp(t, cl, "event")
+		if ev.Type != "pbxStatus" || !strings.Contains(string(ev.Data), `"live"`) {
+			t.Errorf("event %s %s", ev.Type, ev.Data)
+		}
+	}
+	c3 := e.dial("dave")
+	expectOp(t, c3, "hello")
+	c3.Subscribe("queues")
+	if m := expectOp(t, c3, "snapshot"); m.Stale {
+		t.Error("snapshot after resync is stale")
+	}
+}
+
+func TestShutdownGoingAway(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{})
+	var cs []*Client
+	for _, u := range []string{"alice", "bob", "root"} {
+		c := e.dial(u)
+		expectOp(t, c, "hello")
+		cs = append(cs, c)
+	}
+	cs[0].Subscribe("extensions")
+	expectOp(t, cs[0], "snapshot")
+	done := make(chan struct{})
+	go func() { e.hub.Close(); close(done) }()
+	for _, c := range cs {
+		expectClose(t, c, CloseGoingAway)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	_, err := Dial(context.Background(), e.url, e.token("alice"))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(http.StatusServiceUnavailable)) {
+		t.Errorf("dial after Close: %v", err)
+	}
+	if n := len(e.hub.conns); n != 0 {
+		t.Errorf("%d connections left", n)
+	}
+	var ce interface{ Error() string }
+	_ = errors.As(err, &ce)
+}

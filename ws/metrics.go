@@ -1,0 +1,68 @@
+package ws
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the hub's counters. Writers add once per batch, not per
+// message.
+type metrics struct {
+	clients   prometheus.Gauge
+	messages  prometheus.Counter
+	bytes     prometheus.Counter
+	coalesced prometheus.Counter
+	resumes   prometheus.Counter
+	snapshots *prometheus.CounterVec
+	closed    *prometheus.CounterVec
+}
+
+func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		clients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ctibridge_ws_clients", Help: "WebSocket clients connected (upgraded, authenticated or not).",
+		}),
+		messages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ctibridge_ws_messages_sent_total", Help: "WebSocket messages written to clients (events, snapshots, replies).",
+		}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ctibridge_ws_bytes_sent_total", Help: "Bytes written to WebSocket clients, frame headers included.",
+		}),
+		coalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ctibridge_ws_coalesced_total", Help: "Queued updates replaced by a newer update of the same entity before they were sent.",
+		}),
+		resumes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ctibridge_ws_resumes_total", Help: "Subscriptions served from the replay buffer instead of a snapshot.",
+		}),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctibridge_ws_snapshots_sent_total", Help: "Snapshots sent: reason=subscribe, or resync (queue overflow; a snapshot resent).",
+		}, []string{"reason"}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctibridge_ws_closed_total", Help: "Client connections ended, by reason: slow (4008 or dropped), expired, auth_failed, no_token, protocol, shutdown, client, gone, write_error.",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{"subscribe", "resync"} {
+		m.snapshots.WithLabelValues(r)
+	}
+	for _, r := range []string{"slow", "expired", "auth_failed", "no_token", "protocol", "shutdown", "client", "gone", "write_error"} {
+		m.closed.WithLabelValues(r)
+	}
+	if r != nil {
+		for _, c := range []prometheus.Collector{m.clients, m.messages, m.bytes, m.coalesced, m.resumes, m.snapshots, m.closed} {
+			if err := r.Register(c); err != nil {
+				return nil, fmt.Errorf("ws: register metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) sent(msgs int, n int64) {
+	if msgs > 0 {
+		m.messages.Add(float64(msgs))
+	}
+	if n > 0 {
+		m.bytes.Add(float64(n))
+	}
+}
