@@ -101,14 +101,16 @@ func TestPipelinedResponsesAreCoalesced(t *testing.T) {
 			}
 			readResponses(t, br, 10, body)
 			n := writes.Load() - before
-			// Small responses: one write per batch (the first round may
-			// split when the requests arrive in two reads). Large ones: one
+			// Small responses: one write per batch, plus one when the
+			// requests arrive in two reads (which a loaded machine makes
+			// likely); without coalescing it would be 10. Large ones: one
 			// writev of held bytes plus the body per response, which this
 			// counting wrapper sees as two writes (net.Buffers only uses
-			// writev on the *net.TCPConn itself).
-			limit := int64(2)
+			// writev on the *net.TCPConn itself), plus the same split-read
+			// allowance.
+			limit := int64(3)
 			if size > copyLimit {
-				limit = 21
+				limit = 22
 			}
 			if n > limit {
 				t.Errorf("size %d round %d: %d writes for 10 pipelined responses", size, round, n)
