@@ -31,6 +31,7 @@ var rules = []rule{
 	{pkg: "calls", allowed: []string{"ami"}, banned: []string{"net/http", "database/sql", "os/exec"}, bannedDirect: []string{"net", "os", "net/http", "time/tzdata"}},
 	{pkg: "link", allowed: []string{"ami", "calls"}},
 	{pkg: "admin", allowed: []string{}},
+	{pkg: "panel", allowed: []string{}},
 	{pkg: "auth", allowed: []string{"ami", "calls"}},
 	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook"}},

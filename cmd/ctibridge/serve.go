@@ -21,6 +21,7 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/link"
+	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/rest"
 )
 
@@ -176,7 +177,14 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, log *slog.
 	if err != nil {
 		return err
 	}
-	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, api)
+	// One listener: the web panel at / and /panel/, the REST API for the rest.
+	ui := panel.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("GET /index.html", ui)
+	mux.Handle("/panel/", ui)
+	mux.Handle("/", api)
+	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, mux)
 	if err != nil {
 		return err
 	}
