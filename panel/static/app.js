@@ -57,7 +57,9 @@ const live = new Live({
         queuesDirty();
         break;
       case 'extenRinging':
-        if (myEndpoints().includes(d.exten)) popup.show(d);
+        // Not for the first leg of our own click-to-call: the PBX rings
+        // our phone with our own number as the caller.
+        if (myEndpoints().includes(d.exten) && !myEndpoints().includes(d.callerNum)) popup.show(d);
         break;
       case 'queueUpdate':
         state.queues[d.queue] = d;

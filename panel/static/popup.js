@@ -13,7 +13,9 @@ export class Popup {
     this.onHistory = onHistory;
     this.cur = null; // the extenRinging data shown
     $('#popup-close', root).addEventListener('click', () => this.hide());
-    root.addEventListener('keydown', (e) => { if (e.key === 'Escape') this.hide(); });
+    document.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && !this.root.hidden && !document.querySelector('dialog[open]')) this.hide();
+    });
   }
 
   show(d) {
@@ -30,8 +32,9 @@ export class Popup {
     const hist = $('#popup-history', this.root);
     hist.hidden = !num;
     hist.onclick = () => { this.onHistory(num); this.hide(); };
+    // Shown without taking the focus: the operator may be typing. The
+    // live region announces it; Escape dismisses it from anywhere.
     this.root.hidden = false;
-    $('#popup-close', this.root).focus({preventScroll: true});
   }
 
   async lookup(num, d) {

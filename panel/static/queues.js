@@ -65,7 +65,7 @@ export class QueuesView {
         el('span', {class: 'muted'}, 'waiting'), t);
     };
     return el('section', {class: 'queue', 'aria-label': `Queue ${q.name || q.queue}`},
-      el('h3', null, `${q.name || q.queue}`, el('span', {class: 'muted'}, ` ${q.queue}`)),
+      el('h3', null, q.name || q.queue, q.name && q.name !== q.queue ? el('span', {class: 'muted'}, ` ${q.queue}`) : null),
       el('p', {class: 'qstats'}, `${waiting.length} waiting · ${q.completed ?? 0} answered · ${q.abandoned ?? 0} abandoned · hold ${fmtDuration(q.holdTime || 0)} · talk ${fmtDuration(q.talkTime || 0)}`),
       el('h4', null, 'Waiting callers'),
       waiting.length ? el('ol', {class: 'waiting-list'}, ...waiting.map(waitRow)) : el('p', {class: 'muted'}, 'Nobody waiting.'),
