@@ -1,0 +1,90 @@
+package history
+
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// CDR is one call detail record: one leg of a call.
+type CDR struct {
+	CallDate      time.Time `json:"calldate"`
+	CLID          string    `json:"clid"`
+	Src           string    `json:"src"`
+	Dst           string    `json:"dst"`
+	DContext      string    `json:"dcontext"`
+	Channel       string    `json:"channel"`
+	DstChannel    string    `json:"dstchannel"`
+	LastApp       string    `json:"lastapp"`
+	LastData      string    `json:"lastdata"`
+	Duration      int       `json:"duration"`
+	Billsec       int       `json:"billsec"`
+	Disposition   string    `json:"disposition"`
+	AMAFlags      string    `json:"amaflags"`
+	AccountCode   string    `json:"accountcode"`
+	UniqueID      string    `json:"uniqueid"`
+	LinkedID      string    `json:"linkedid"`
+	UserField     string    `json:"userfield"`
+	Sequence      int       `json:"sequence"`
+	PeerAccount   string    `json:"peeraccount"`
+	RecordingFile string    `json:"recordingfile"`
+}
+
+// FromEvent turns an AMI Cdr event (cdr_manager) into a CDR. StartTime is
+// read in loc (the PBX's time zone). LinkedID and Sequence are taken from
+// the event when cdr_manager.conf maps them ([mappings] linkedid =>
+// LinkedID, sequence => Sequence; recommended); otherwise LinkedID is
+// linked (what the caller saw in channel events, or the UniqueID) and
+// Sequence is derived from the record's content, the same on every
+// replica, so (uniqueid, sequence) still identifies it. ok is false for
+// anything but a Cdr event with a UniqueID.
+func FromEvent(m ami.Message, loc *time.Location, linked func(uniqueid string) string) (CDR, bool) {
+	if m.Event() != "Cdr" {
+		return CDR{}, false
+	}
+	c := CDR{
+		CLID: m.Get("CallerID"), Src: m.Get("Source"), Dst: m.Get("Destination"),
+		DContext: m.Get("DestinationContext"), Channel: m.Get("Channel"), DstChannel: m.Get("DestinationChannel"),
+		LastApp: m.Get("LastApplication"), LastData: m.Get("LastData"), Disposition: m.Get("Disposition"),
+		AMAFlags: m.Get("AMAFlags"), AccountCode: m.Get("AccountCode"), UniqueID: m.Get("UniqueID"),
+		UserField: m.Get("UserField"), LinkedID: m.Get("LinkedID"), PeerAccount: m.Get("PeerAccount"),
+		RecordingFile: m.Get("RecordingFile"),
+	}
+	if c.UniqueID == "" {
+		return CDR{}, false
+	}
+	c.Duration, _ = strconv.Atoi(m.Get("Duration"))
+	c.Billsec, _ = strconv.Atoi(m.Get("BillableSeconds"))
+	if t, err := time.ParseInLocation(time.DateTime, m.Get("StartTime"), loc); err == nil {
+		c.CallDate = t
+	}
+	if c.LinkedID == "" && linked != nil {
+		c.LinkedID = linked(c.UniqueID)
+	}
+	if c.LinkedID == "" {
+		c.LinkedID = c.UniqueID
+	}
+	if s, err := strconv.Atoi(m.Get("Sequence")); err == nil {
+		c.Sequence = s
+	} else {
+		h := fnv.New32a()
+		for _, v := range []string{m.Get("StartTime"), m.Get("AnswerTime"), m.Get("EndTime"), c.Channel, c.DstChannel,
+			c.Src, c.Dst, c.LastApp, c.LastData, c.Disposition} {
+			h.Write([]byte(v))
+			h.Write([]byte{0})
+		}
+		c.Sequence = int(h.Sum32() & 0x7fffffff)
+	}
+	return c, true
+}
+
+// callerName is the name in a CLID such as `"Alice" <201>`.
+func callerName(clid string) string {
+	if i := strings.LastIndexByte(clid, '<'); i >= 0 {
+		clid = clid[:i]
+	}
+	return strings.Trim(strings.TrimSpace(clid), `"`)
+}

@@ -1,0 +1,25 @@
+// Package history stores call detail records and answers call-history
+// questions: a user's calls (by their extensions) or the whole
+// switchboard's, always within a bounded time window, filtered by
+// direction and text, one entry per call (legs grouped by linkedid) and
+// paginated by keyset cursor, so a page never repeats or skips calls
+// while new ones are recorded.
+//
+// The table is Asterisk's cdr layout as cdr_pgsql writes it, so a Store
+// can read the PBX's own CDR database. Store has two implementations
+// sharing one set of queries and one conformance suite: NewPostgres over
+// a pgxpool.Pool and NewSQLite over an embedded SQLite file (pure Go
+// modernc.org/sqlite), the zero-setup default. MigratePostgres and
+// MigrateSQLite apply the embedded, versioned schema.
+//
+// A Recorder writes CDRs itself from the AMI Cdr events (cdr_manager):
+// Observe takes every AMI message without blocking, and Run writes them in
+// batches, idempotent on (uniqueid, sequence), so reconnects and replicas
+// never duplicate a row. While the database is down, CDRs are spooled to
+// a bounded file in the data directory and written, in order, when it
+// comes back.
+//
+// Names shown for numbers come from a lookup function (the phonebook's
+// index); the package knows nothing of HTTP or users. Stores and the
+// Recorder are safe for concurrent use.
+package history

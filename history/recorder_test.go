@@ -1,0 +1,175 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/dbtest"
+)
+
+func cdrEvent(i int) ami.Message {
+	return ami.Message{Headers: []ami.Header{
+		{Key: "Event", Value: "Cdr"}, {Key: "Source", Value: "201"}, {Key: "Destination", Value: "202"},
+		{Key: "CallerID", Value: `"Alice" <201>`}, {Key: "Channel", Value: "PJSIP/201-00000001"},
+		{Key: "StartTime", Value: t0.Add(time.Duration(i) * time.Second).Format(time.DateTime)},
+		{Key: "Duration", Value: "3"}, {Key: "BillableSeconds", Value: "1"}, {Key: "Disposition", Value: "ANSWERED"},
+		{Key: "UniqueID", Value: fmt.Sprintf("1700000000.%d", i)},
+	}}
+}
+
+func startRecorder(t *testing.T, s Store, dir string, max int64) (*Recorder, func()) {
+	t.Helper()
+	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: dir, MaxSpool: max, FlushEvery: 5 * time.Millisecond,
+		RetryMax: 100 * time.Millisecond, WriteTimeout: 2 * time.Second, Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { rec.Run(ctx) })
+	return rec, func() { cancel(); wg.Wait() }
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// legsInOrder returns the uniqueids stored, in insertion (id) order.
+func legsInOrder(t *testing.T, s *SQLStore) []string {
+	t.Helper()
+	rs, done, err := s.c.query(context.Background(), `SELECT uniqueid FROM cdr ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	var out []string
+	for rs.Next() {
+		var u string
+		rs.Scan(&u)
+		out = append(out, u)
+	}
+	return out
+}
+
+func checkOrder(t *testing.T, got []string, n int) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("%d rows stored, want %d", len(got), n)
+	}
+	for i, u := range got {
+		if want := fmt.Sprintf("1700000000.%d", i); u != want {
+			t.Fatalf("row %d is %s, want %s: not written in order", i, u, want)
+		}
+	}
+}
+
+// TestRecorderSurvivesDatabaseOutage stops a real PostgreSQL server in
+// the middle of the traffic and starts it again: nothing is lost, nothing
+// duplicated, and the rows are written in the order the CDRs came.
+func TestRecorderSurvivesDatabaseOutage(t *testing.T) {
+	cluster, dsn := dbtest.NewCluster(t)
+	s := NewPostgres(openPostgres(t, dsn), Config{})
+	rec, stop := startRecorder(t, s, t.TempDir(), 0)
+	defer stop()
+	for i := range 200 {
+		rec.Observe(cdrEvent(i))
+	}
+	waitUntil(t, "the first 200 rows", func() bool { return rec.Stats().Written == 200 })
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 200; i < 500; i++ {
+		rec.Observe(cdrEvent(i))
+		if i%50 == 0 {
+			time.Sleep(20 * time.Millisecond) // several batches, several failed attempts
+		}
+	}
+	waitUntil(t, "spooling", func() bool { return rec.Stats().Spooled == 300 })
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the spool to drain", func() bool { st := rec.Stats(); return st.Pending == 0 && st.Written == 500 })
+	checkOrder(t, legsInOrder(t, s), 500)
+	if st := rec.Stats(); st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// flaky is a Store whose writes fail while down is set.
+type flaky struct {
+	*SQLStore
+	down atomic.Bool
+}
+
+func (f *flaky) Insert(ctx context.Context, c []CDR) error {
+	if f.down.Load() {
+		return errors.New("down")
+	}
+	return f.SQLStore.Insert(ctx, c)
+}
+
+// TestRecorderSpoolResumesAfterRestart: CDRs spooled when ctibridge stops
+// are written by the next process, in order; the bound drops (and
+// counts) what does not fit.
+func TestRecorderSpoolResumesAfterRestart(t *testing.T) {
+	s := &flaky{SQLStore: NewSQLite(openSQLite(t), Config{})}
+	dir := t.TempDir()
+	s.down.Store(true)
+	rec, stop := startRecorder(t, s, dir, 1<<20)
+	for i := range 100 {
+		rec.Observe(cdrEvent(i))
+	}
+	stop()
+	if st := rec.Stats(); st.Spooled != 100 || st.Written != 0 {
+		t.Fatalf("after the first run: %+v", st)
+	}
+	s.down.Store(false)
+	rec, stop = startRecorder(t, s, dir, 1<<20)
+	for i := 100; i < 150; i++ {
+		rec.Observe(cdrEvent(i))
+	}
+	waitUntil(t, "the spool to drain", func() bool { return rec.Stats().Written == 150 })
+	stop()
+	checkOrder(t, legsInOrder(t, s.SQLStore), 150)
+
+	// Bound: a 2 KiB spool holds a few CDRs; the rest are dropped.
+	s.down.Store(true)
+	rec, stop = startRecorder(t, s, t.TempDir(), 2048)
+	for i := range 50 {
+		rec.Observe(cdrEvent(1000 + i))
+	}
+	waitUntil(t, "drops", func() bool { st := rec.Stats(); return st.Dropped > 0 && st.Dropped+st.Spooled == 50 })
+	stop()
+}
+
+func TestFromEvent(t *testing.T) {
+	m := cdrEvent(1)
+	c, ok := FromEvent(m, time.UTC, func(string) string { return "L1" })
+	if !ok || c.LinkedID != "L1" || c.Src != "201" || c.Billsec != 1 || !c.CallDate.Equal(t0.Add(time.Second)) || c.Sequence == 0 {
+		t.Fatalf("%+v", c)
+	}
+	c2, _ := FromEvent(m, time.UTC, nil)
+	if c2.Sequence != c.Sequence || c2.LinkedID != c.UniqueID {
+		t.Fatalf("sequence not derived from content: %+v", c2)
+	}
+	m = m.Add("LinkedID", "L9").Add("Sequence", "4")
+	if c, _ := FromEvent(m, time.UTC, nil); c.LinkedID != "L9" || c.Sequence != 4 {
+		t.Fatalf("mapped fields ignored: %+v", c)
+	}
+	if _, ok := FromEvent(ami.Message{Headers: []ami.Header{{Key: "Event", Value: "Hangup"}}}, time.UTC, nil); ok {
+		t.Fatal("Hangup taken for a Cdr")
+	}
+}
