@@ -201,8 +201,8 @@ type mirror struct {
 	epoch        string
 	stale        bool
 	colls        map[string]map[string]string // topic -> key -> compact JSON
-	ringing      []string                      // extenRinging data
-	seqs         []uint64                      // event seqs in arrival order
+	ringing      []string                     // extenRinging data
+	seqs         []uint64                     // event seqs in arrival order
 }
 
 var keyField = map[string][2]string{
