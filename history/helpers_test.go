@@ -55,3 +55,5 @@ func openPostgres(t testing.TB, dsn string) *pgxpool.Pool {
 	}
 	return pool
 }
+
+func dbtestPostgres(t testing.TB) string { return dbtest.Postgres(t) }
