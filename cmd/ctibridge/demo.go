@@ -144,7 +144,11 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 		chanTech: "PJSIP", queueIface: "{tech}/{exten}", actionTimeout: 5 * time.Second, accessLogEvery: -1,
 	}
 	wg.Go(func() {
-		err := runBridge(ctx, bc, users, log, func(a bridgeAddrs) {
+		names := map[string]string{}
+		for _, x := range exts {
+			names[x.Number] = x.Name
+		}
+		err := runBridge(ctx, bc, users, names, log, func(a bridgeAddrs) {
 			if started != nil {
 				started(demoInfo{URL: "http://" + a.HTTP + "/", Bridge: a, PBX: pbx, Phones: phones, Users: logins})
 			}

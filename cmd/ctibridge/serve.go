@@ -124,7 +124,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	return runBridge(ctx, c, users, log, nil)
+	return runBridge(ctx, c, users, nil, log, nil)
 }
 
 // bridgeAddrs tells a caller (demo, tests) where a running bridge listens.
@@ -136,7 +136,10 @@ type bridgeAddrs struct {
 // admin. started, when not nil, receives the listen addresses once every
 // listener is open. On ctx done it shuts down in order: REST listener,
 // admin listener, link (engine), AMI client (which logs off).
-func runBridge(ctx context.Context, c serveConfig, users *auth.Users, log *slog.Logger, started func(bridgeAddrs)) error {
+//
+// names gives extensions' display names by number (the PBX does not list
+// them); users' display names fill in for the endpoints they own.
+func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, started func(bridgeAddrs)) error {
 	acfg := ami.Config{
 		Addr:     c.ami,
 		Username: c.amiUser,
@@ -157,7 +160,7 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, log *slog.
 		acfg.Record = rec
 	}
 	client := ami.NewClient(acfg)
-	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Log: log.With("component", "calls")})
+	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), Log: log.With("component", "calls")})
 	lk := link.New(client, eng, link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")})
 	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
 
@@ -249,6 +252,22 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, log *slog.
 	stopClient()
 	<-clientDone
 	return runErr
+}
+
+// endpointNames merges the extension names given with those of the users
+// owning one endpoint each: until the PBX shows a caller ID name for an
+// extension, the grid still says who sits there.
+func endpointNames(users *auth.Users, names map[string]string) map[string]string {
+	out := make(map[string]string, len(names))
+	for _, u := range users.All() {
+		if len(u.Endpoints) == 1 && u.Name != "" {
+			out[u.Endpoints[0]] = u.Name
+		}
+	}
+	for k, v := range names {
+		out[k] = v
+	}
+	return out
 }
 
 // reconcileSetting maps the user's "0 disables" onto link.Config's
