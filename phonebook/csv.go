@@ -83,13 +83,17 @@ func (b *Book) Import(ctx context.Context, a Actor, r io.Reader, opt ImportOptio
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
+		line := 0
+		if err == nil {
+			line, _ = cr.FieldPos(0)
+		} else {
 			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				line = pe.StartLine
-				err = pe.Err
+			if !errors.As(err, &pe) {
+				// Reading failed (body too large, connection gone):
+				// import nothing rather than a truncated file.
+				return ImportReport{Errors: []LineError{}}, err
 			}
+			line, err = pe.StartLine, pe.Err
 			rep.Errors = append(rep.Errors, LineError{line, err.Error()})
 			continue
 		}

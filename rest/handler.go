@@ -13,6 +13,8 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
+	"github.com/ctibridge/ctibridge/phonebook"
 )
 
 // State gives the latest published snapshot; *calls.Engine satisfies it.
@@ -64,6 +66,14 @@ type Config struct {
 	// ActionTimeout bounds the wait for Asterisk's answer to an action.
 	// Default 5 s.
 	ActionTimeout time.Duration
+
+	// Phonebook serves /phonebook/...; nil: those routes answer 503.
+	Phonebook *phonebook.Book
+	// History serves /historycall/... and /histcallswitch/...; nil: 503.
+	History history.Store
+	// HistoryLocation is the time zone of history dates (YYYYMMDD) and of
+	// CSV times. Default time.Local.
+	HistoryLocation *time.Location
 
 	// Metrics, when set, receives per-route counts and latencies.
 	Metrics *Metrics
@@ -236,8 +246,7 @@ func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, h.log, r, notFound("no such route: %s %s", r.Method, r.URL.Path))
 }
 
-// register lists every route. Phonebook and history routes come with their
-// own stores and are not routed here yet.
+// register lists every route.
 func (h *handler) register() {
 	h.handle("POST /auth/login", true, h.login)
 	h.handle("POST /auth/logout", false, h.logout)
@@ -255,6 +264,9 @@ func (h *handler) register() {
 	for _, a := range actions {
 		h.handle("POST /astproxy/"+a.name, false, h.action(a))
 	}
+
+	h.registerPhonebook()
+	h.registerHistory()
 
 	h.handle("GET /openapi.yaml", true, serveOpenAPI)
 }

@@ -263,9 +263,9 @@ func TestUnknownRoutes(t *testing.T) {
 	if r := f.do("GET", "/astproxy/call", "root", ""); r.status != 405 || r.header.Get("Allow") != "POST" {
 		t.Errorf("GET on an action: %d %s", r.status, r.body)
 	}
-	// Phonebook and history are not routed here.
+	// Phonebook and history are routed but answer 503 without a store.
 	for _, p := range []string{"/phonebook/search/x", "/historycall/interval/user/a/20260101/20260102"} {
-		if r := f.do("GET", p, "root", ""); r.status != 404 {
+		if r := f.do("GET", p, "root", ""); r.status != 503 {
 			t.Errorf("%s: %d", p, r.status)
 		}
 	}

@@ -1,0 +1,136 @@
+package rest
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/history"
+)
+
+var errNoHistory = &Error{Status: http.StatusServiceUnavailable, Code: "no_history", Message: "no call history is configured"}
+
+func (h *handler) registerHistory() {
+	h.handle("GET /historycall/interval/user/{username}/{from}/{to}", false, h.histUser(false))
+	h.handle("GET /historycall/interval/user/{username}/{from}/{to}/csv", false, h.histUser(true))
+	h.handle("GET /histcallswitch/interval/{from}/{to}", false, h.histSwitch(false))
+	h.handle("GET /histcallswitch/interval/{from}/{to}/csv", false, h.histSwitch(true))
+}
+
+func historyInvalid(err error) bool { return history.IsInvalid(err) }
+
+// window parses the {from} and {to} dates (YYYYMMDD, both days included)
+// in the configured time zone.
+func (h *handler) window(r *http.Request) (time.Time, time.Time, error) {
+	loc := h.cfg.HistoryLocation
+	if loc == nil {
+		loc = time.Local
+	}
+	from, err := time.ParseInLocation("20060102", r.PathValue("from"), loc)
+	if err != nil {
+		return time.Time{}, time.Time{}, badRequest("from: want a date YYYYMMDD")
+	}
+	to, err := time.ParseInLocation("20060102", r.PathValue("to"), loc)
+	if err != nil {
+		return time.Time{}, time.Time{}, badRequest("to: want a date YYYYMMDD")
+	}
+	if to.Before(from) {
+		return time.Time{}, time.Time{}, badRequest("to is before from")
+	}
+	return from, to.AddDate(0, 0, 1), nil
+}
+
+// histQuery builds the query shared by the JSON and CSV variants.
+func (h *handler) histQuery(r *http.Request) (history.Query, error) {
+	from, to, err := h.window(r)
+	if err != nil {
+		return history.Query{}, err
+	}
+	q := r.URL.Query()
+	limit, err := intParam(r, "limit", history.DefaultLimit)
+	if err != nil {
+		return history.Query{}, err
+	}
+	return history.Query{From: from, To: to, Direction: q.Get("direction"), Text: q.Get("text"),
+		Limit: limit, Cursor: q.Get("cursor")}, nil
+}
+
+func (h *handler) histUser(csv bool) endpoint {
+	return func(w http.ResponseWriter, r *http.Request, u *auth.User) int {
+		if h.cfg.History == nil {
+			return writeError(w, h.log, r, errNoHistory)
+		}
+		name := r.PathValue("username")
+		if name != u.Username && !auth.Allowed(u, auth.SwitchboardHistory, "") {
+			return writeError(w, h.log, r, forbidden("you may read only your own call history"))
+		}
+		target := u
+		if name != u.Username {
+			t, ok := h.auth.Users().Lookup(name)
+			if !ok {
+				return writeError(w, h.log, r, notFound("no user %s", name))
+			}
+			target = t
+		}
+		q, err := h.histQuery(r)
+		if err != nil {
+			return writeError(w, h.log, r, err)
+		}
+		q.Extensions = slices.Clone(target.Endpoints)
+		if q.Extensions == nil {
+			q.Extensions = []string{}
+		}
+		return h.histServe(w, r, q, csv)
+	}
+}
+
+func (h *handler) histSwitch(csv bool) endpoint {
+	return func(w http.ResponseWriter, r *http.Request, u *auth.User) int {
+		if h.cfg.History == nil {
+			return writeError(w, h.log, r, errNoHistory)
+		}
+		if !auth.Allowed(u, auth.SwitchboardHistory, "") {
+			return writeError(w, h.log, r, forbidden("the switchboard history needs the %s permission", auth.PermSwitchboardHistory))
+		}
+		q, err := h.histQuery(r)
+		if err != nil {
+			return writeError(w, h.log, r, err)
+		}
+		return h.histServe(w, r, q, csv)
+	}
+}
+
+var hdrCSV = []string{"text/csv; charset=utf-8"}
+
+func (h *handler) histServe(w http.ResponseWriter, r *http.Request, q history.Query, csv bool) int {
+	if !csv {
+		p, err := h.cfg.History.Calls(r.Context(), q)
+		if err != nil {
+			return writeError(w, h.log, r, storeError(err))
+		}
+		return writeJSON(w, http.StatusOK, p)
+	}
+	// Check the query before the 200 goes out; errors after it can
+	// only cut the stream short.
+	probe := q
+	if err := h.cfg.History.Export(r.Context(), probe, func(history.CDR) error { return errProbe }); err != nil && !errors.Is(err, errProbe) {
+		return writeError(w, h.log, r, storeError(err))
+	}
+	hd := w.Header()
+	hd["Content-Type"] = hdrCSV
+	hd["Cache-Control"] = hdrNoStore
+	hd.Set("Content-Disposition", `attachment; filename="history.csv"`)
+	w.WriteHeader(http.StatusOK)
+	var names func(string) string
+	if h.cfg.Phonebook != nil {
+		names = h.cfg.Phonebook.Lookup
+	}
+	if err := history.ExportCSV(r.Context(), h.cfg.History, q, w, h.cfg.HistoryLocation, names, 0); err != nil {
+		h.log.Warn("history csv export cut short", "path", r.URL.Path, "err", err)
+	}
+	return http.StatusOK
+}
+
+var errProbe = errors.New("probe")
