@@ -141,12 +141,20 @@ func (d *storeDB) migrate(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// stores returns the phonebook and history stores over the database.
-func (d *storeDB) stores(n phonebook.Normalizer, hc history.Config) (phonebook.Store, history.Store) {
+// phonebookStore returns the phonebook store over the database.
+func (d *storeDB) phonebookStore(n phonebook.Normalizer) phonebook.Store {
 	if d.pool != nil {
-		return phonebook.NewPostgres(d.pool, n), history.NewPostgres(d.pool, hc)
+		return phonebook.NewPostgres(d.pool, n)
 	}
-	return phonebook.NewSQLite(d.sql, n), history.NewSQLite(d.sql, hc)
+	return phonebook.NewSQLite(d.sql, n)
+}
+
+// historyStore returns the history store over the database.
+func (d *storeDB) historyStore(hc history.Config) history.Store {
+	if d.pool != nil {
+		return history.NewPostgres(d.pool, hc)
+	}
+	return history.NewSQLite(d.sql, hc)
 }
 
 // Close closes the pool or the file. Call it last (after the recorder's
