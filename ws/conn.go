@@ -49,8 +49,10 @@ type conn struct {
 	expiry  *time.Timer
 
 	// Owned by the writer.
-	iov  [][]byte
-	bufs net.Buffers
+	iov       [][]byte
+	bufs      net.Buffers
+	lastWrite time.Time
+	timer     *time.Timer
 }
 
 // linearMax: queues up to this long are searched instead of indexed.
@@ -225,6 +227,22 @@ func (c *conn) writeLoop() {
 			// the auth timeout, say) is worth one last try.
 			ending = true
 		}
+		// Batching: at most one write per WriteInterval, so that under a
+		// high change rate each write carries several frames (one
+		// syscall per frame would cost more than the rest of the fan-out).
+		// A client that gets a change after a quiet spell gets it at once.
+		if d := h.cfg.WriteInterval - time.Since(c.lastWrite); !ending && d > 0 {
+			if c.timer == nil {
+				c.timer = time.NewTimer(d)
+			} else {
+				c.timer.Reset(d)
+			}
+			select {
+			case <-c.timer.C:
+			case <-c.dead:
+				ending = true
+			}
+		}
 		c.mu.Lock()
 		q := c.q
 		c.q, c.spare = c.spare, nil
@@ -260,7 +278,8 @@ func (c *conn) writeLoop() {
 		var n int64
 		var err error
 		if len(iov) > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(h.cfg.SlowTimeout))
+			c.lastWrite = time.Now()
+			c.nc.SetWriteDeadline(c.lastWrite.Add(h.cfg.SlowTimeout))
 			c.bufs = iov
 			n, err = c.nc.writeBuffers(&c.bufs)
 		}

@@ -34,13 +34,14 @@ type Authenticator interface {
 
 // Defaults of Config.
 const (
-	DefaultAuthTimeout  = 5 * time.Second
-	DefaultSlowTimeout  = 10 * time.Second
-	DefaultMaxPending   = 8192
-	DefaultReplayMax    = calls.DefaultFeedSize
-	DefaultReplayMaxAge = 60 * time.Second
-	DefaultPingInterval = 30 * time.Second
-	DefaultCloseWait    = 2 * time.Second
+	DefaultAuthTimeout   = 5 * time.Second
+	DefaultSlowTimeout   = 10 * time.Second
+	DefaultMaxPending    = 8192
+	DefaultReplayMax     = calls.DefaultFeedSize
+	DefaultReplayMaxAge  = 60 * time.Second
+	DefaultPingInterval  = 30 * time.Second
+	DefaultWriteInterval = 10 * time.Millisecond
+	DefaultCloseWait     = 2 * time.Second
 )
 
 // Config configures a Hub. The zero value is usable.
@@ -63,6 +64,12 @@ type Config struct {
 	// ReplayMaxAge: a resume whose first missed change is older than this
 	// gets a snapshot instead. Default 60 s.
 	ReplayMaxAge time.Duration
+	// WriteInterval is the shortest time between two socket writes to
+	// one client: frames queued meanwhile go out together in the next
+	// write. It bounds the syscalls per client and second under load and
+	// adds at most that much latency; a client idle for longer is written
+	// to at once. Default 10 ms; negative: no wait.
+	WriteInterval time.Duration
 	// PingInterval is how often the hub sends a WebSocket ping to every
 	// client; a client silent (no frame, no pong) for twice that plus 10 s
 	// is dropped. Default 30 s.
@@ -166,6 +173,9 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 	}
 	if cfg.ReplayMaxAge <= 0 {
 		cfg.ReplayMaxAge = DefaultReplayMaxAge
+	}
+	if cfg.WriteInterval == 0 {
+		cfg.WriteInterval = DefaultWriteInterval
 	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = DefaultPingInterval
