@@ -44,6 +44,11 @@ type Config struct {
 	ReconcileEvery time.Duration
 	// Log receives lifecycle messages. Default: discard.
 	Log *slog.Logger
+	// OnMessage, when set, sees every message of the live stream right
+	// after the engine applied it, on Run's goroutine: it must not block.
+	// The history recorder takes its Cdr events (and the channel events
+	// that give them their linkedid) from here.
+	OnMessage func(ami.Message)
 }
 
 // resyncActions are the list actions that rebuild the engine's state, in the
@@ -225,6 +230,9 @@ func (l *Link) Run(ctx context.Context) error {
 					continue
 				}
 				l.eng.Apply(ev.Msg)
+				if l.cfg.OnMessage != nil {
+					l.cfg.OnMessage(ev.Msg)
+				}
 				switch ev.Msg.Event() {
 				case "Shutdown":
 					// Asterisk is stopping or restarting: what we hold is

@@ -142,6 +142,7 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 		http: c.http, admin: c.admin, dataDir: c.dataDir, reconcile: time.Minute,
 		tokenTTL: 12 * time.Hour, dialPattern: `^[0-9*#+]{1,32}$`, context: pbxsim.DefaultContext,
 		chanTech: "PJSIP", queueIface: "{tech}/{exten}", actionTimeout: 5 * time.Second, accessLogEvery: -1,
+		phoneTrunk: "0", phoneIntl: "00", recordCDR: true,
 	}
 	wg.Go(func() {
 		names := map[string]string{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -172,19 +171,16 @@ func (d *storeDB) Close() {
 // applies the embedded schema migrations and exits. serve applies them at
 // start too; this is for deployments that migrate as a separate step.
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dataDir := fs.String("data-dir", or(getenv("CTIBRIDGE_DATA_DIR"), "./ctibridge-data"), "data directory (for the default embedded database)")
-	dsn := fs.String("db", getenv("CTIBRIDGE_DB"), "database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
-	if err := fs.Parse(args); err != nil {
+	var dsn, dataDir string
+	s := &settings{}
+	s.str(&dataDir, "data-dir", "./ctibridge-data", "data directory (for the default embedded database)")
+	s.str(&dsn, "db", "", "database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
+	if err := s.parse("migrate", args, getenv, stderr); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("migrate: unexpected argument %q", fs.Arg(0))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	db, err := openDB(ctx, *dsn, *dataDir)
+	db, err := openDB(ctx, dsn, dataDir)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -197,11 +193,4 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +21,10 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/panel"
+	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
 )
 
@@ -46,6 +49,10 @@ type serveConfig struct {
 	trunks                  string
 	reconcile               time.Duration
 	logFormat, logLevel     string
+	db                      string
+	phoneCountry            string
+	phoneTrunk, phoneIntl   string
+	recordCDR               bool
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -68,6 +75,11 @@ func serveSettings(c *serveConfig) *settings {
 	s.dur(&c.actionTimeout, "action-timeout", 5*time.Second, "how long a call action waits for Asterisk's answer")
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
+	s.str(&c.db, "db", "", "phonebook and history database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
+	s.str(&c.phoneCountry, "phone-country", "", "home country calling code for number matching, digits only (39 for Italy)")
+	s.str(&c.phoneTrunk, "phone-trunk-prefix", "0", "national trunk prefix for number matching")
+	s.str(&c.phoneIntl, "phone-intl-prefix", "00", "international call prefix for number matching")
+	s.boolean(&c.recordCDR, "record-cdr", true, "write call history from the AMI Cdr events (cdr_manager) to the database")
 	s.str(&c.recordAMI, "record-ami", "", "directory to write the raw AMI stream to (secrets scrubbed), for replay")
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
@@ -133,9 +145,10 @@ type bridgeAddrs struct {
 }
 
 // runBridge wires and runs the bridge: AMI client, engine, link, REST,
-// admin. started, when not nil, receives the listen addresses once every
-// listener is open. On ctx done it shuts down in order: REST listener,
-// admin listener, link (engine), AMI client (which logs off).
+// admin, phonebook and history stores. started, when not nil, receives the
+// listen addresses once every listener is open. On ctx done it shuts down
+// in order: REST listener, admin listener, link (engine), AMI client
+// (which logs off), history recorder (flushes), database.
 //
 // names gives extensions' display names by number (the PBX does not list
 // them); users' display names fill in for the endpoints they own.
@@ -159,9 +172,38 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		defer rec.Close()
 		acfg.Record = rec
 	}
+	// The stores: phonebook (caller names, contacts) and call history, on
+	// PostgreSQL or the embedded SQLite file. Closed last of all.
+	db, err := openDB(ctx, c.db, c.dataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	applied, err := db.migrate(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("database ready", "db", db.desc, "migrations", applied)
+	norm := phonebook.Normalizer{Country: c.phoneCountry, Trunk: c.phoneTrunk, Intl: c.phoneIntl}
+	book := phonebook.NewBook(db.phonebookStore(norm), phonebook.Config{Normalizer: norm, Log: log.With("component", "phonebook")})
+	if err := book.Refresh(ctx); err != nil {
+		return err
+	}
+	hist := db.historyStore(history.Config{NameLookup: book.Lookup})
+	var rec *history.Recorder
+	if c.recordCDR {
+		if rec, err = history.NewRecorder(hist, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log.With("component", "history")}); err != nil {
+			return err
+		}
+	}
+
 	client := ami.NewClient(acfg)
-	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), Log: log.With("component", "calls")})
-	lk := link.New(client, eng, link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")})
+	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: book.Lookup, Log: log.With("component", "calls")})
+	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
+	if rec != nil {
+		lcfg.OnMessage = rec.Observe
+	}
+	lk := link.New(client, eng, lcfg)
 	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
 
 	reg := prometheus.NewRegistry()
@@ -175,6 +217,7 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		Auth: authSvc, State: eng, PBX: client, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
+		Phonebook: book, History: hist,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
 	})
 	if err != nil {
@@ -225,6 +268,18 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		}
 	})
 	wg.Go(func() { authSvc.Run(ctx) })
+	wg.Go(func() { book.Run(ctx) })
+	// The recorder outlives the link so that the last CDRs it saw are
+	// written (or spooled) before the database closes.
+	recCtx, stopRec := context.WithCancel(context.Background())
+	defer stopRec()
+	recDone := make(chan struct{})
+	go func() {
+		defer close(recDone)
+		if rec != nil {
+			rec.Run(recCtx)
+		}
+	}()
 	wg.Go(func() {
 		if err := apiSrv.Serve(apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("http: %w", err)
@@ -251,6 +306,8 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	wg.Wait()
 	stopClient()
 	<-clientDone
+	stopRec()
+	<-recDone
 	return runErr
 }
 

@@ -80,7 +80,7 @@ func TestServe(t *testing.T) {
 	}
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--record-ami", recDir}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--record-ami", recDir, "--data-dir", t.TempDir()}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -180,7 +180,7 @@ func TestServe(t *testing.T) {
 }
 
 func TestServeNeedsCredentials(t *testing.T) {
-	err := run(context.Background(), []string{"serve", "--admin", freeAddr(t)}, func(string) string { return "" }, nil, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"serve", "--admin", freeAddr(t), "--data-dir", t.TempDir()}, func(string) string { return "" }, nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--ami-user") {
 		t.Fatalf("err = %v", err)
 	}
