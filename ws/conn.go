@@ -578,7 +578,8 @@ func (h *Hub) helloFrame(u *auth.User, exp time.Time) []byte {
 // each write holds whole frames.
 type lockedConn struct {
 	net.Conn
-	mu sync.Mutex
+	mu  sync.Mutex
+	buf []byte // writeBuffers' copy buffer when the conn has no writev
 }
 
 func (c *lockedConn) Write(p []byte) (int, error) {
@@ -587,11 +588,26 @@ func (c *lockedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// writeBuffers writes b with one writev on a TCP connection.
+// writeBuffers writes b with one writev on a TCP connection. Any other
+// net.Conn (a listener's wrapper, TLS) would get one Write per buffer from
+// net.Buffers, so the buffers are copied into one write instead.
 func (c *lockedConn) writeBuffers(b *net.Buffers) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return b.WriteTo(c.Conn)
+	if _, ok := c.Conn.(*net.TCPConn); ok {
+		return b.WriteTo(c.Conn)
+	}
+	buf := c.buf[:0]
+	for _, p := range *b {
+		buf = append(buf, p...)
+	}
+	n, err := c.Conn.Write(buf)
+	if cap(buf) <= 256<<10 {
+		c.buf = buf[:0]
+	} else {
+		c.buf = nil // a snapshot: do not keep that much per client
+	}
+	return int64(n), err
 }
 
 // hijackWriter hands gorilla a lockedConn at the hijack.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -420,4 +421,44 @@ func TestShutdownGoingAway(t *testing.T) {
 	}
 	var ce interface{ Error() string }
 	_ = errors.As(err, &ce)
+}
+
+// wrappedListener hands out connections that are not *net.TCPConn, as
+// rest's pipelining listener does: the writer must still work.
+type wrappedListener struct{ net.Listener }
+
+type wrappedConn struct{ net.Conn }
+
+func (l wrappedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return wrappedConn{c}, nil
+}
+
+func TestWrappedConn(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: e.hub}
+	go srv.Serve(wrappedListener{ln})
+	t.Cleanup(func() { srv.Close() })
+	c, err := Dial(context.Background(), "ws://"+ln.Addr().String()+"/ws", e.token("root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	expectOp(t, c, "hello")
+	c.Subscribe("extensions", "trunks")
+	var m mirror
+	m.apply(t, expectOp(t, c, "snapshot"))
+	for _, msg := range loadRecording(t, "hold_unhold") {
+		e.apply(msg)
+	}
+	s := e.marker()
+	m.readUntil(t, c, s.Seq)
+	checkMirror(t, &m, s, nil)
 }
