@@ -137,13 +137,12 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	if err != nil {
 		return err
 	}
-	bc := serveConfig{
-		ami: pbx.AMIAddr(), amiUser: pbxsim.DefaultAMIUser, amiSecret: pbxsim.DefaultAMISecret,
-		http: c.http, admin: c.admin, dataDir: c.dataDir, reconcile: time.Minute,
-		tokenTTL: 12 * time.Hour, dialPattern: `^[0-9*#+]{1,32}$`, context: pbxsim.DefaultContext,
-		chanTech: "PJSIP", queueIface: "{tech}/{exten}", actionTimeout: 5 * time.Second, accessLogEvery: -1,
-		phoneTrunk: "0", phoneIntl: "00", recordCDR: true,
-	}
+	// The bridge runs on serve's defaults, pointed at the simulator.
+	var bc serveConfig
+	serveSettings(&bc)
+	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
+	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
+	bc.accessLogEvery = -1
 	wg.Go(func() {
 		names := map[string]string{}
 		for _, x := range exts {

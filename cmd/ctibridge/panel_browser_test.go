@@ -526,6 +526,9 @@ func TestBrowserDemo(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`#contact-form button[type="submit"]`)),
 		)
 		b.waitFor("dialog closed", `!document.querySelector('#contact-dialog').open`, wait)
+		// Saving searched for the new contact and filled the box: replace
+		// its text rather than append to it.
+		eval[bool](b, `(document.querySelector('#pb-term').value = '', true)`)
 		b.do(chromedp.SendKeys(chromedp.CSS("#pb-term"), "Panelli"),
 			chromedp.Click(chromedp.CSS(`#pb-search button[type="submit"]`)))
 		b.waitFor("the contact found", `[...document.querySelectorAll('#pb-results tbody tr')].some(tr => tr.textContent.includes('Mario Panelli') && tr.textContent.includes('201'))`, wait)

@@ -26,6 +26,7 @@ import (
 	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/ws"
 )
 
 // serveConfig is everything `ctibridge serve` reads from flags, env and file.
@@ -53,6 +54,10 @@ type serveConfig struct {
 	phoneCountry            string
 	phoneTrunk, phoneIntl   string
 	recordCDR               bool
+	wsReplay                int64
+	wsReplayAge             time.Duration
+	wsSlowTimeout           time.Duration
+	wsAuthTimeout           time.Duration
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -72,6 +77,10 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.context, "context", "from-internal", "dialplan context of originated calls, transfers and pickups")
 	s.str(&c.chanTech, "chan-tech", "PJSIP", "channel technology of the phones (PJSIP, SIP, IAX2)")
 	s.str(&c.queueIface, "queue-interface", "{tech}/{exten}", "queue member interface for queuemember_* ({tech}, {exten} replaced)")
+	s.integer(&c.wsReplay, "ws-replay", 10000, "WebSocket resume buffer: changes kept for clients that reconnect")
+	s.dur(&c.wsReplayAge, "ws-replay-age", time.Minute, "WebSocket resume buffer: the oldest change kept")
+	s.dur(&c.wsSlowTimeout, "ws-slow-timeout", 10*time.Second, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
+	s.dur(&c.wsAuthTimeout, "ws-auth-timeout", 5*time.Second, "time a WebSocket client has to authenticate")
 	s.dur(&c.actionTimeout, "action-timeout", 5*time.Second, "how long a call action waits for Asterisk's answer")
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
@@ -147,8 +156,9 @@ type bridgeAddrs struct {
 // runBridge wires and runs the bridge: AMI client, engine, link, REST,
 // admin, phonebook and history stores. started, when not nil, receives the
 // listen addresses once every listener is open. On ctx done it shuts down
-// in order: REST listener, admin listener, link (engine), AMI client
-// (which logs off), history recorder (flushes), database.
+// in order: REST listener, WebSocket clients (going away), admin listener,
+// link (engine), AMI client (which logs off), history recorder (flushes),
+// database.
 //
 // names gives extensions' display names by number (the PBX does not list
 // them); users' display names fill in for the endpoints they own.
@@ -198,7 +208,8 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	}
 
 	client := ami.NewClient(acfg)
-	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: book.Lookup, Log: log.With("component", "calls")})
+	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: book.Lookup,
+		FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
@@ -223,12 +234,21 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err != nil {
 		return err
 	}
-	// One listener: the web panel at / and /panel/, the REST API for the rest.
+	hub, err := ws.NewHub(eng, authSvc, ws.Config{
+		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
+		AuthTimeout: c.wsAuthTimeout, Registerer: reg, Log: log.With("component", "ws"),
+	})
+	if err != nil {
+		return err
+	}
+	// One listener: the web panel at / and /panel/, the WebSocket stream at
+	// /ws, the REST API for the rest.
 	ui := panel.Handler()
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", ui)
 	mux.Handle("GET /index.html", ui)
 	mux.Handle("/panel/", ui)
+	mux.Handle("GET /ws", hub)
 	mux.Handle("/", api)
 	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, mux)
 	if err != nil {
@@ -268,6 +288,15 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		}
 	})
 	wg.Go(func() { authSvc.Run(ctx) })
+	// The hub has its own lifetime: it must be running before the first
+	// upgrade and stop only after it has said going-away to its clients.
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	defer stopHub()
+	hubDone := make(chan struct{})
+	go func() {
+		defer close(hubDone)
+		hub.Run(hubCtx)
+	}()
 	wg.Go(func() { book.Run(ctx) })
 	// The recorder outlives the link so that the last CDRs it saw are
 	// written (or spooled) before the database closes.
@@ -301,6 +330,11 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	apiSrv.Shutdown(sctx)
+	// Shutdown does not touch hijacked connections: the hub tells its
+	// WebSocket clients itself that the server is going away.
+	hub.Close()
+	stopHub()
+	<-hubDone
 	adminSrv.Shutdown(sctx)
 	cancel()
 	wg.Wait()

@@ -17,6 +17,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/ws"
 )
 
 func freeAddr(t *testing.T) string {
@@ -140,6 +141,26 @@ func TestServe(t *testing.T) {
 	}
 	srv.WaitAction("Originate", 1)
 
+	// The WebSocket stream on the same listener: hello, then a snapshot
+	// holding the extensions the PBX listed; on shutdown, going away.
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer wcancel()
+	wc, err := ws.Dial(wctx, "ws://"+api+"/ws", login.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	if m, err := wc.Next(wctx); err != nil || m.Op != "hello" {
+		t.Fatalf("first message %+v, %v; want hello", m, err)
+	}
+	if err := wc.Subscribe("extensions"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := wc.Next(wctx)
+	if err != nil || snap.Op != "snapshot" || !strings.Contains(string(snap.Extensions), `"201"`) {
+		t.Fatalf("snapshot %+v, %v", snap, err)
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -148,6 +169,9 @@ func TestServe(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+	if _, err := wc.Next(wctx); ws.CloseCode(err) != ws.CloseGoingAway {
+		t.Errorf("WebSocket after shutdown: %v, want going away (1001)", err)
 	}
 	if len(srv.Wait(func(ms []ami.Message) bool {
 		for _, m := range ms {

@@ -26,14 +26,17 @@ export class Phonebook {
   async search(term = this.form.elements.term.value.trim()) {
     this.form.elements.term.value = term;
     if (!term) { this.results.replaceChildren(); return; }
+    // Only the latest search may paint: an earlier one answering late
+    // must not replace its results.
+    const seq = this.seq = (this.seq || 0) + 1;
     this.results.setAttribute('aria-busy', 'true');
     try {
       const r = await api.get(`/phonebook/search/${enc(term)}?limit=50`);
-      this.show(r.rows || [], r.count ?? 0, term);
+      if (seq === this.seq) this.show(r.rows || [], r.count ?? 0, term);
     } catch (e) {
-      this.results.replaceChildren(el('p', {class: 'error'}, `Search failed: ${e.message}`));
+      if (seq === this.seq) this.results.replaceChildren(el('p', {class: 'error'}, `Search failed: ${e.message}`));
     } finally {
-      this.results.removeAttribute('aria-busy');
+      if (seq === this.seq) this.results.removeAttribute('aria-busy');
     }
   }
 
