@@ -103,10 +103,13 @@ func TestAuthPaths(t *testing.T) {
 }
 
 func TestTokenExpiryAndRenewal(t *testing.T) {
-	e := newEnv(t, calls.Config{}, auth.Config{TokenTTL: 400 * time.Millisecond}, Config{})
+	// Long enough that a loaded machine gets through dial, hello, subscribe
+	// and snapshot well inside it; the renewal comes at a third of it.
+	const ttl = 1200 * time.Millisecond
+	e := newEnv(t, calls.Config{}, auth.Config{TokenTTL: ttl}, Config{})
 	t.Run("expired at upgrade", func(t *testing.T) {
 		tok := e.token("alice")
-		time.Sleep(450 * time.Millisecond)
+		time.Sleep(ttl + 50*time.Millisecond)
 		c, err := Dial(context.Background(), e.url, tok)
 		if err != nil {
 			t.Fatal(err)
@@ -115,13 +118,13 @@ func TestTokenExpiryAndRenewal(t *testing.T) {
 		expectClose(t, c, CloseTokenExpired)
 	})
 	t.Run("expires while connected", func(t *testing.T) {
-		c := e.dial("alice")
 		start := time.Now()
+		c := e.dial("alice")
 		expectOp(t, c, "hello")
 		c.Subscribe("extensions")
 		expectOp(t, c, "snapshot")
 		expectClose(t, c, CloseTokenExpired)
-		if d := time.Since(start); d < 300*time.Millisecond {
+		if d := time.Since(start); d < ttl-100*time.Millisecond {
 			t.Errorf("closed after %v, before the expiry", d)
 		}
 	})
@@ -130,14 +133,14 @@ func TestTokenExpiryAndRenewal(t *testing.T) {
 		hello := expectOp(t, c, "hello")
 		c.Subscribe("extensions")
 		expectOp(t, c, "snapshot")
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(ttl / 3)
 		c.Auth(e.token("alice"))
 		m := expectOp(t, c, "renewed")
 		if m.ExpiresAt <= hello.ExpiresAt {
 			t.Errorf("renewed expiry %d not after %d", m.ExpiresAt, hello.ExpiresAt)
 		}
 		// Past the first token's expiry the connection still works.
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(time.Until(time.UnixMilli(hello.ExpiresAt)) + 100*time.Millisecond)
 		s := e.marker()
 		var mr mirror
 		mr.colls = map[string]map[string]string{}
