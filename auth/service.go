@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -41,8 +42,9 @@ const expiredGrace = time.Hour
 // Service is logins, tokens and the login rate limit over one set of users.
 // Safe for concurrent use.
 type Service struct {
+	users atomic.Pointer[Users] // swapped whole by SetUsers
+
 	// Immutable after NewService.
-	users      *Users
 	tokens     *Tokens
 	perUser    *Limiter
 	perIP      *Limiter
@@ -76,18 +78,38 @@ func NewService(users *Users, cfg Config) *Service {
 			cost = c
 		}
 	}
-	return &Service{
+	s := &Service{
 		cost:       cost,
-		users:      users,
 		tokens:     NewTokens(cfg.TokenTTL, cfg.Now, cfg.Rand),
 		perUser:    NewLimiter(cfg.UserBurst, cfg.UserEvery, cfg.Now),
 		perIP:      NewLimiter(cfg.IPBurst, cfg.IPEvery, cfg.Now),
 		sweepEvery: cfg.SweepEvery,
 	}
+	s.users.Store(users)
+	return s
 }
 
-// Users returns the user set.
-func (s *Service) Users() *Users { return s.users }
+// Users returns the current user set.
+func (s *Service) Users() *Users { return s.users.Load() }
+
+// SetUsers replaces the user set (a reloaded users file) without touching
+// open sessions: a token stays valid while its user is still in the set,
+// with the role, endpoints and permissions of the new set from its next
+// request on; the tokens of users no longer in the set are revoked. It
+// returns the number of revoked tokens. nil means nobody.
+func (s *Service) SetUsers(users *Users) int {
+	if users == nil {
+		users = &Users{byName: map[string]*User{}}
+	}
+	old := s.users.Swap(users)
+	revoked := 0
+	for _, u := range old.list {
+		if _, ok := users.Lookup(u.Username); !ok {
+			revoked += s.tokens.RevokeUser(u.Username)
+		}
+	}
+	return revoked
+}
 
 // Tokens returns the token store.
 func (s *Service) Tokens() *Tokens { return s.tokens }
@@ -109,7 +131,7 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 	if ok, wait := s.perUser.Take(username); !ok {
 		return Session{}, &RateLimitError{By: "user", RetryAfter: wait}
 	}
-	u, ok := s.users.Lookup(username)
+	u, ok := s.Users().Lookup(username)
 	if !ok {
 		checkPassword(dummyHash(s.cost), password) // same time as a wrong password
 		return Session{}, ErrBadCredentials
@@ -133,7 +155,7 @@ func (s *Service) Authenticate(token string) (*User, time.Time, error) {
 	if err != nil {
 		return nil, exp, err
 	}
-	u, ok := s.users.Lookup(name)
+	u, ok := s.Users().Lookup(name)
 	if !ok {
 		return nil, time.Time{}, ErrTokenUnknown
 	}

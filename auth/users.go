@@ -167,57 +167,84 @@ func LoadUsers(path string) (*Users, error) {
 
 // ParseUsers parses a users file (DESIGN.md "Users file"); name is used in
 // errors. Unknown keys, duplicate users, bad roles or permissions,
-// malformed hashes and malformed endpoints are errors.
+// malformed hashes and malformed endpoints are errors. It returns the first
+// problem; CheckUsers returns them all.
 func ParseUsers(name string, data []byte) (*Users, error) {
+	us, errs := parseUsers(name, data)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return us, nil
+}
+
+// CheckUsers parses a users file like ParseUsers but reports every problem
+// (at most one per user), for `ctibridge check-config`. The Users are nil
+// when there is any problem.
+func CheckUsers(name string, data []byte) (*Users, []error) {
+	return parseUsers(name, data)
+}
+
+func parseUsers(name string, data []byte) (*Users, []error) {
+	one := func(e *UsersError) (*Users, []error) { return nil, []error{e} }
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &UsersError{File: name, Msg: "empty file: want a top-level \"users:\" list"}
+			return one(&UsersError{File: name, Msg: "empty file: want a top-level \"users:\" list"})
 		}
-		return nil, &UsersError{File: name, Msg: err.Error()}
+		return one(&UsersError{File: name, Msg: err.Error()})
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, &UsersError{File: name, Line: doc.Line, Msg: "want a mapping with a \"users:\" list"}
+		return one(&UsersError{File: name, Line: doc.Line, Msg: "want a mapping with a \"users:\" list"})
 	}
 	top := doc.Content[0]
 	var list *yaml.Node
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		if k.Value != "users" {
-			return nil, &UsersError{File: name, Line: k.Line, Key: k.Value, Msg: "unknown key (want \"users\")"}
+			return one(&UsersError{File: name, Line: k.Line, Key: k.Value, Msg: "unknown key (want \"users\")"})
 		}
 		if list != nil {
-			return nil, &UsersError{File: name, Line: k.Line, Key: "users", Msg: "given twice"}
+			return one(&UsersError{File: name, Line: k.Line, Key: "users", Msg: "given twice"})
 		}
 		list = v
 	}
 	if list == nil {
-		return nil, &UsersError{File: name, Line: top.Line, Msg: "no \"users:\" list"}
+		return one(&UsersError{File: name, Line: top.Line, Msg: "no \"users:\" list"})
 	}
 	if list.Kind != yaml.SequenceNode {
 		if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
-			return NewUsers(nil) // "users:" with nothing: no users
+			us, err := NewUsers(nil) // "users:" with nothing: no users
+			if err != nil {
+				return nil, []error{err}
+			}
+			return us, nil
 		}
-		return nil, &UsersError{File: name, Line: list.Line, Key: "users", Msg: "want a list of users"}
+		return one(&UsersError{File: name, Line: list.Line, Key: "users", Msg: "want a list of users"})
 	}
 	users := make([]User, 0, len(list.Content))
 	lines := map[string]int{}
+	var errs []error
 	for _, n := range list.Content {
 		u, err := parseUser(name, n)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		if first, dup := lines[u.Username]; dup {
-			return nil, &UsersError{File: name, Line: n.Line, User: u.Username, Key: "username",
-				Msg: fmt.Sprintf("duplicate user (first defined at line %d)", first)}
+			errs = append(errs, &UsersError{File: name, Line: n.Line, User: u.Username, Key: "username",
+				Msg: fmt.Sprintf("duplicate user (first defined at line %d)", first)})
+			continue
 		}
 		lines[u.Username] = n.Line
 		users = append(users, u)
 	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	us, err := NewUsers(users)
 	if err != nil {
-		return nil, &UsersError{File: name, Msg: err.Error()}
+		return one(&UsersError{File: name, Msg: err.Error()})
 	}
 	return us, nil
 }

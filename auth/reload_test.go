@@ -1,0 +1,114 @@
+package auth
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestCheckUsersReportsEveryUser: check-config shows every bad user at
+// once, while ParseUsers (serve) still stops at the first.
+func TestCheckUsersReportsEveryUser(t *testing.T) {
+	h := testHash()
+	data := `users:
+  - username: alice
+    password_hash: "` + h + `"
+    role: boss
+  - username: bob
+    password_hash: "` + h + `"
+  - username: carol
+    password_hash: nothash
+  - username: bob
+    password_hash: "` + h + `"
+  - username: dave
+    password_hash: "` + h + `"
+    colour: blue
+`
+	us, errs := CheckUsers("u.yaml", []byte(data))
+	if us != nil {
+		t.Error("users returned despite errors")
+	}
+	want := []string{
+		`u.yaml:4: user "alice": key "role": unknown role "boss"`,
+		`u.yaml:8: user "carol": key "password_hash": not a bcrypt hash`,
+		`u.yaml:9: user "bob": key "username": duplicate user (first defined at line 5)`,
+		`u.yaml:13: user "dave": key "colour": unknown key`,
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors, want %d: %v", len(errs), len(want), errs)
+	}
+	for i, w := range want {
+		var ue *UsersError
+		if !errors.As(errs[i], &ue) || !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("error %d = %v, want it to contain %q", i, errs[i], w)
+		}
+	}
+	if _, err := ParseUsers("u.yaml", []byte(data)); err == nil || err.Error() != errs[0].Error() {
+		t.Errorf("ParseUsers: %v, want the first of CheckUsers's", err)
+	}
+	if us, errs := CheckUsers("u.yaml", []byte(usersYAML())); len(errs) > 0 || us.Len() != 5 {
+		t.Errorf("valid file: %v, %d users", errs, us.Len())
+	}
+}
+
+// TestServiceSetUsers: a reloaded users file takes effect at once; sessions
+// of users still there survive (with their new role), those of removed
+// users end.
+func TestServiceSetUsers(t *testing.T) {
+	s := NewService(mustUsers(t), Config{})
+	alice, err := s.Login("alice", "secret", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := s.Login("bob", "secret", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := testHash()
+	next, err := ParseUsers("users.yaml", []byte(`users:
+  - username: alice
+    password_hash: "`+h+`"
+    role: operator
+    endpoints: ["201"]
+  - username: zoe
+    password_hash: "`+h+`"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Readers racing the swap see one set or the other, never a torn one.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				if u, _, err := s.Authenticate(alice.Token); err != nil || (u.Role != RoleUser && u.Role != RoleOperator) {
+					t.Errorf("during swap: %v, %v", u, err)
+					return
+				}
+			}
+		})
+	}
+	if n := s.SetUsers(next); n != 1 {
+		t.Errorf("revoked %d tokens, want bob's 1", n)
+	}
+	wg.Wait()
+
+	if u, _, err := s.Authenticate(alice.Token); err != nil || u.Role != RoleOperator {
+		t.Errorf("alice after reload: %v, %v (want her session kept, as operator)", u, err)
+	}
+	if _, _, err := s.Authenticate(bob.Token); !errors.Is(err, ErrTokenUnknown) {
+		t.Errorf("bob after reload: %v, want ErrTokenUnknown", err)
+	}
+	if _, err := s.Login("zoe", "secret", "192.0.2.2"); err != nil {
+		t.Errorf("new user zoe: %v", err)
+	}
+	if s.Users().Len() != 2 {
+		t.Errorf("Users().Len() = %d", s.Users().Len())
+	}
+	s.SetUsers(nil)
+	if _, _, err := s.Authenticate(alice.Token); !errors.Is(err, ErrTokenUnknown) {
+		t.Errorf("after SetUsers(nil): %v", err)
+	}
+}
