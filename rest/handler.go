@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -74,6 +75,12 @@ type Config struct {
 	// HistoryLocation is the time zone of history dates (YYYYMMDD) and of
 	// CSV times. Default time.Local.
 	HistoryLocation *time.Location
+
+	// TrustedProxies are the reverse proxies (nginx terminating TLS) whose
+	// X-Forwarded-For header is believed: the login rate limit then counts
+	// the client's address, not the proxy's. Default none: the peer
+	// address is the client. See ParseTrustedProxies.
+	TrustedProxies []netip.Prefix
 
 	// Metrics, when set, receives per-route counts and latencies.
 	Metrics *Metrics

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,7 @@ type ServerConfig struct {
 	Addr string
 	// TLSCert and TLSKey are PEM files; when both are set the server speaks
 	// HTTPS with HTTP/2 (ALPN h2) and HTTP/1.1. Default: plain HTTP.
+	// ReloadTLS reads them again.
 	TLSCert, TLSKey string
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10 s.
 	ReadHeaderTimeout time.Duration
@@ -47,6 +49,8 @@ type Server struct {
 	// Immutable after NewServer.
 	cfg ServerConfig
 	srv *http.Server
+
+	cert atomic.Pointer[tls.Certificate] // served to new TLS handshakes
 }
 
 // NewServer returns a server for h (normally NewHandler's). Nothing listens
@@ -90,14 +94,33 @@ func NewServer(cfg ServerConfig, h http.Handler) (*Server, error) {
 		ConnState:         ConnStateHook(nil),
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelDebug),
 	}
+	s := &Server{cfg: cfg, srv: srv}
 	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("rest: server: %w", err)
+		if err := s.ReloadTLS(); err != nil {
+			return nil, err
 		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		srv.TLSConfig = &tls.Config{
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil },
+			MinVersion:     tls.VersionTLS12,
+		}
 	}
-	return &Server{cfg: cfg, srv: srv}, nil
+	return s, nil
+}
+
+// ReloadTLS reads the certificate and key files again (a renewed
+// certificate) and serves them to new connections from now on; open
+// connections keep theirs. On error the certificate served so far stays.
+// Without TLS it does nothing. Safe to call while serving.
+func (s *Server) ReloadTLS() error {
+	if s.cfg.TLSCert == "" {
+		return nil
+	}
+	cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+	if err != nil {
+		return fmt.Errorf("rest: server: %w", err)
+	}
+	s.cert.Store(&cert)
+	return nil
 }
 
 // HTTPServer is the underlying server, for RegisterOnShutdown (the
@@ -116,7 +139,7 @@ func (s *Server) Listen() (net.Listener, error) {
 // Serve serves ln until Shutdown; it returns http.ErrServerClosed then.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.srv.TLSConfig != nil {
-		// Certificates are in TLSConfig already: ServeTLS adds ALPN h2.
+		// The certificate comes from GetCertificate: ServeTLS adds ALPN h2.
 		return s.srv.ServeTLS(ln, "", "")
 	}
 	if !s.cfg.NoCoalesce {

@@ -66,7 +66,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request, _ *auth.User) in
 	if req.Username == "" || req.Password == "" {
 		return writeError(w, h.log, r, badRequest("username and password are required"))
 	}
-	sess, err := h.auth.Login(req.Username, req.Password, r.RemoteAddr)
+	sess, err := h.auth.Login(req.Username, req.Password, clientAddr(r, h.cfg.TrustedProxies))
 	if err != nil {
 		return writeError(w, h.log, r, err)
 	}
