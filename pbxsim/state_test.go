@@ -1,17 +1,14 @@
 package pbxsim
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/calls"
 )
 
@@ -77,28 +74,10 @@ func stateOf(t testing.TB, msgs []ami.Message, names map[string]string, exts []s
 	return v
 }
 
-// readRecording reads a byte-exact recording of real Asterisk.
+// readRecording reads ../ami/testdata/<name>.ami.
 func readRecording(t testing.TB, name string) []ami.Message {
 	t.Helper()
-	b, err := os.ReadFile("../ami/testdata/" + name + ".ami")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := ami.NewReader(bufio.NewReader(bytes.NewReader(b)), ami.ReaderConfig{})
-	if _, err := r.ReadBanner(); err != nil {
-		t.Fatal(err)
-	}
-	var out []ami.Message
-	for {
-		m, err := r.ReadMessage()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		out = append(out, m)
-	}
+	return amitest.ReadRecording(t, "../ami/testdata/"+name+".ami")
 }
 
 // upTo returns msgs before the n-th (1-based) event named ev, or all of

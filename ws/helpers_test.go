@@ -1,14 +1,10 @@
 package ws
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +13,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 )
@@ -135,25 +132,7 @@ func (e *env) apply(ms ...ami.Message) *calls.Snapshot {
 // loadRecording reads ../ami/testdata/<name>.ami.
 func loadRecording(t testing.TB, name string) []ami.Message {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "ami", "testdata", name+".ami"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := ami.NewReader(bufio.NewReader(bytes.NewReader(data)), ami.ReaderConfig{})
-	if _, err := r.ReadBanner(); err != nil {
-		t.Fatal(err)
-	}
-	var out []ami.Message
-	for {
-		m, err := r.ReadMessage()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		out = append(out, m)
-	}
+	return amitest.ReadRecording(t, "../ami/testdata/"+name+".ami")
 }
 
 // next reads one message or fails the test after a timeout.
