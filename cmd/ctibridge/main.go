@@ -34,6 +34,8 @@ Usage:
   ctibridge serve  [flags]            run the bridge against a PBX (see --help)
   ctibridge replay FILE.ami [--at N]  print the state a recorded AMI stream leads to
   ctibridge pbxsim [flags]            run the simulated PBX alone (SIP + AMI), for SIPp
+  ctibridge loadtest http|ws|e2e ...   load the bridge and report latency percentiles (docs/loadtest.md)
+  ctibridge check-config [flags]      validate serve's configuration and the files it names
   ctibridge migrate [--db DSN]         apply the database migrations (serve does it at start too)
   ctibridge passwd                    print a bcrypt hash for the users file (reads the password from stdin)
   ctibridge version                   print the version
@@ -52,6 +54,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, args[1:], getenv, stderr)
 	case "replay":
 		return replay(args[1:], stdout, stderr)
+	case "loadtest":
+		return runLoadtest(ctx, args[1:], getenv, stdout, stderr)
+	case "check-config":
+		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, args[1:], getenv, stderr)
 	case "passwd":
