@@ -259,7 +259,44 @@ func loadtestHTTP(ctx context.Context, args []string, getenv func(string) string
 }
 
 func loadtestWS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("loadtest ws: not yet")
+	fs := flag.NewFlagSet("ws", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c commonFlags
+	c.register(fs, getenv)
+	var cfg loadtest.WSConfig
+	var topics string
+	fs.IntVar(&cfg.Clients, "c", 100, "WebSocket clients")
+	fs.DurationVar(&cfg.Duration, "d", 10*time.Second, "duration")
+	fs.Float64Var(&cfg.RampUp, "ramp", 0, "clients connecting per second (0: all at once, 64 handshakes at a time)")
+	fs.StringVar(&topics, "topics", "extensions", "comma-separated topics to subscribe to")
+	maxDropped := fs.Int64("max-dropped", -1, "fail when more clients were dropped (-1: no limit)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: ctibridge loadtest ws ws://HOST:PORT/ws [flags]\n")
+		fs.PrintDefaults()
+	}
+	url, err := parseWithURL(fs, args)
+	if err != nil {
+		return err
+	}
+	c.counterLimit = map[string]*int64{"clients_dropped": maxDropped}
+	cfg.URL, cfg.Topics, cfg.Insecure, cfg.Grace = url, splitList(topics), c.insecure, c.grace
+	if err := c.login(ctx, loadtest.RootOf(url)); err != nil {
+		return err
+	}
+	cfg.Token = c.token
+	cfg.Progress = c.progressFunc(stderr, "msg")
+	wait, err := c.startProfile(ctx, cfg.Duration)
+	if err != nil {
+		return err
+	}
+	if !c.json {
+		fmt.Fprintf(stdout, "Running %v test @ %s\n%d clients, subscribed to %v\n", cfg.Duration, url, cfg.Clients, cfg.Topics)
+	}
+	rep, err := loadtest.RunWS(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return c.finish(rep, wait(), stdout, stderr)
 }
 
 func loadtestE2E(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

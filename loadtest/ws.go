@@ -1,0 +1,300 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// WSConfig is one `loadtest ws` run against ctibridge's /ws
+// (docs/websocket.md).
+type WSConfig struct {
+	// URL is ws://host:port/ws or wss://. Required.
+	URL string
+	// Token authenticates every client (Authorization: Bearer).
+	Token string
+	// Clients to connect. Default 100.
+	Clients int
+	// RampUp is how many clients connect per second. Default 0: all at
+	// once (64 handshakes at a time).
+	RampUp float64
+	// Topics to subscribe to. Default ["extensions"].
+	Topics []string
+	// Duration of the run, from the first connection. Default 10 s.
+	Duration time.Duration
+	// Grace bounds the time taken to close after Duration. Default 2 s.
+	Grace time.Duration
+	// Insecure skips TLS certificate verification (wss).
+	Insecure bool
+	// Progress, when set, is called once a second.
+	Progress func(Second)
+	// OnEvent, when set, receives every event message of every client with
+	// the time it was read, from the client's goroutine (the e2e run uses
+	// it). raw is only valid during the call.
+	OnEvent func(client int, at time.Time, raw []byte)
+}
+
+// wsRun is the state of one RunWS.
+type wsRun struct {
+	cfg     WSConfig
+	errs    errorCounts
+	dialer  websocket.Dialer
+	header  http.Header
+	sub     []byte
+	connect chan struct{} // handshake slots
+
+	connected, failed, dropped atomic.Uint64
+	snapshots, events          atomic.Uint64
+}
+
+// RunWS connects the clients, subscribes them, and measures until the
+// duration is over. Every event's latency is its read time minus its "at"
+// (the engine's publish time, in ms: so a latency is exact to 1 ms, and
+// client and server clocks must agree, as on one machine). It checks that
+// no client sees a seq lower than one it saw before.
+func RunWS(ctx context.Context, cfg WSConfig) (*Report, error) {
+	if cfg.Clients <= 0 {
+		cfg.Clients = 100
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 2 * time.Second
+	}
+	if len(cfg.Topics) == 0 {
+		cfg.Topics = []string{"extensions"}
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return nil, kindError{ErrBadURL, fmt.Sprintf("loadtest: bad WebSocket URL %q: want ws://host:port/ws or wss://", cfg.URL)}
+	}
+	r := &wsRun{cfg: cfg, header: http.Header{}, connect: make(chan struct{}, 64)}
+	if cfg.Token != "" {
+		r.header.Set("Authorization", "Bearer "+cfg.Token)
+	}
+	r.dialer = websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16 << 10, WriteBufferSize: 4 << 10,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: cfg.Insecure}}
+	r.sub, _ = json.Marshal(map[string]any{"op": "subscribe", "topics": cfg.Topics})
+
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	cpu0, mach0 := cpuTime(), machineCPU()
+	start := time.Now()
+	rep := &Report{Mode: "ws", Target: cfg.URL, Connections: cfg.Clients, Started: start}
+	s := newSampler(start, cfg.Progress)
+	var wg sync.WaitGroup
+	for i := range cfg.Clients {
+		w := &worker{id: i}
+		s.add(w)
+		var at time.Time
+		if cfg.RampUp > 0 {
+			at = start.Add(time.Duration(float64(i) / cfg.RampUp * 1e9))
+		}
+		wg.Go(func() { r.client(runCtx, w, at) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	// The grace: clients that do not close in time are left behind only
+	// as far as the report goes; their goroutines end with their
+	// connections, which the deadline has cut.
+	s.run(done)
+	rep.Elapsed = min(time.Since(start), cfg.Duration)
+	s.fill(rep)
+	rep.Errors, rep.FirstErrors = r.errs.snapshot()
+	rep.Counters = map[string]uint64{
+		"clients_connected": r.connected.Load(),
+		"clients_failed":    r.failed.Load(),
+		"clients_dropped":   r.dropped.Load(),
+		"snapshots":         r.snapshots.Load(),
+		"events":            r.events.Load(),
+		"seq_backwards":     rep.Errors[ErrSeqBack],
+	}
+	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / time.Since(start).Seconds()
+	if m1 := machineCPU(); mach0 != nil && m1 != nil {
+		rep.MachineCPU = m1.busySince(mach0)
+	}
+	rep.Notes = append(rep.Notes, bottleneckNotes(rep, u.Host)...)
+	if r.events.Load() == 0 {
+		rep.Notes = append(rep.Notes, "no events arrived during the run: nothing changed on the PBX, so there is no latency to measure (run calls, e.g. ctibridge loadtest e2e, or the demo)")
+	}
+	return rep, nil
+}
+
+// client runs one WebSocket client until ctx ends.
+func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
+	if !at.IsZero() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(at)):
+		}
+	}
+	select {
+	case r.connect <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	c, resp, err := r.dialer.DialContext(ctx, r.cfg.URL, r.header)
+	<-r.connect
+	if err != nil {
+		if ctx.Err() == nil {
+			r.failed.Add(1)
+			r.dialError(err, resp)
+		}
+		return
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := c.WriteMessage(websocket.TextMessage, r.sub); err != nil {
+		r.failed.Add(1)
+		r.errs.add(err)
+		return
+	}
+	var last uint64
+	subscribed := false
+	for n := 0; ; n++ {
+		typ, raw, err := c.ReadMessage()
+		now := time.Now()
+		if err != nil {
+			if ctx.Err() != nil {
+				c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(100*time.Millisecond))
+				return
+			}
+			if subscribed {
+				r.dropped.Add(1)
+			} else {
+				r.failed.Add(1)
+			}
+			r.closeError(err)
+			return
+		}
+		if typ != websocket.TextMessage {
+			r.errs.addKind(ErrBinary, fmt.Sprintf("a binary frame of %d bytes", len(raw)))
+			continue
+		}
+		// The hub writes op, seq, type and at first: scanning the head
+		// keeps the client cheap enough for thousands of connections. Full
+		// validation runs on the first messages and one in 64 after.
+		if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' || ((n < 8 || n%64 == 0) && !json.Valid(raw)) {
+			r.errs.addKind(ErrNotJSON, fmt.Sprintf("not JSON: %q", trunc(raw)))
+			continue
+		}
+		switch op := stringField(raw, `"op":"`); op {
+		case "snapshot":
+			r.snapshots.Add(1)
+			last = uintField(raw, `"seq":`)
+			if !subscribed {
+				subscribed = true
+				r.connected.Add(1)
+			}
+		case "event":
+			seq := uintField(raw, `"seq":`)
+			if seq < last {
+				r.errs.addKind(ErrSeqBack, fmt.Sprintf("client %d: seq %d after %d", w.id, seq, last))
+			}
+			last = max(last, seq)
+			r.events.Add(1)
+			if pub := uintField(raw, `"at":`); pub > 0 {
+				w.record(time.Duration(now.UnixMicro()-int64(pub)*1000)*time.Microsecond, 200, uint64(len(raw)))
+			}
+			if r.cfg.OnEvent != nil {
+				r.cfg.OnEvent(w.id, now, raw)
+			}
+		case "resumed", "hello", "pong", "renewed":
+		default:
+			r.errs.addKind(ErrBadResponse, fmt.Sprintf("unknown message %q", trunc(raw)))
+		}
+	}
+}
+
+// dialError counts a failed handshake by kind: the HTTP status when the
+// server answered, the network error otherwise.
+func (r *wsRun) dialError(err error, resp *http.Response) {
+	if resp != nil {
+		kind := ErrHandshake
+		if resp.StatusCode == 401 || resp.StatusCode == 403 {
+			kind = ErrAuth
+		}
+		r.errs.addKind(kind, fmt.Sprintf("handshake: HTTP %d: %v", resp.StatusCode, err))
+		return
+	}
+	if errors.Is(err, websocket.ErrBadHandshake) {
+		r.errs.addKind(ErrHandshake, err.Error())
+		return
+	}
+	r.errs.add(err)
+}
+
+// closeError counts a connection lost after subscribing: the server's
+// close code (4001-4003 auth, 4004 protocol, 4008 too slow) or the
+// network error.
+func (r *wsRun) closeError(err error) {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		kind := fmt.Sprintf("ws_close_%d", ce.Code)
+		if ce.Code >= 4001 && ce.Code <= 4003 {
+			kind = ErrAuth
+		}
+		r.errs.addKind(kind, err.Error())
+		return
+	}
+	r.errs.add(err)
+}
+
+// stringField finds "key":"value" near the start of a message.
+func stringField(b []byte, key string) string {
+	i := bytes.Index(b[:min(len(b), 200)], []byte(key))
+	if i < 0 {
+		return ""
+	}
+	v := b[i+len(key):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(v[:j])
+}
+
+// uintField finds "key":N near the start of a message.
+func uintField(b []byte, key string) uint64 {
+	i := bytes.Index(b[:min(len(b), 200)], []byte(key))
+	if i < 0 {
+		return 0
+	}
+	var n uint64
+	for _, c := range b[i+len(key):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
+}
+
+// WSURL turns an http(s) base into the ws(s) URL of /ws.
+func WSURL(base string) string {
+	u := strings.TrimSuffix(base, "/")
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		u = "wss://" + u[len("https://"):]
+	case strings.HasPrefix(u, "http://"):
+		u = "ws://" + u[len("http://"):]
+	}
+	if !strings.HasSuffix(u, "/ws") {
+		u += "/ws"
+	}
+	return u
+}
