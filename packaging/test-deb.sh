@@ -81,6 +81,13 @@ rm -f /tmp/ctibridge-test-bad.yaml
 grep -q 'ctibridge-test-bad.yaml:[0-9]*: key "ami-usr": unknown key (hint: did you mean "ami-user"?)' <<<"$out" || fail "typo not reported: $out"
 grep -q 'key "reconcile-every": not a duration' <<<"$out" || fail "bad duration not reported: $out"
 
+step "reinstall over itself (the upgrade path): edited conffiles and modes are kept"
+echo "# edited by test-deb.sh" >>/etc/ctibridge/users.yaml
+DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold "$deb" >/dev/null
+grep -q '^# edited by test-deb.sh' /etc/ctibridge/users.yaml || fail "reinstall replaced an edited conffile"
+want_stat /etc/ctibridge/users.yaml "640 root ctibridge"
+[ -L /etc/systemd/system/multi-user.target.wants/ctibridge.service ] || fail "unit no longer enabled after reinstall"
+
 step "systemd-analyze verify"
 if command -v systemd-analyze >/dev/null; then
   # verify loads the unit in a scratch manager: no running systemd needed.

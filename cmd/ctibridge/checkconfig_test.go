@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,5 +198,23 @@ func TestCheckConfigUnusableFile(t *testing.T) {
 	out, err = checkConfig(t, nil, "--no-such-flag")
 	if err == nil || !strings.Contains(out, "flag provided but not defined: -no-such-flag") {
 		t.Errorf("err = %v\n%s", err, out)
+	}
+}
+
+func TestCheckConfigPrefixes(t *testing.T) {
+	var got []netip.Prefix
+	st := &settings{}
+	st.prefixes(&got, "trusted-proxies", "", "reverse proxies")
+	cfg := writeFile(t, "c.yaml", "trusted-proxies: 127.0.0.1, 10.0.0.0/8\n")
+	if err := st.parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1] != netip.MustParsePrefix("10.0.0.0/8") {
+		t.Errorf("got %v", got)
+	}
+	cfg = writeFile(t, "c.yaml", "trusted-proxies: nginx.local\n")
+	err := st.parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `:1: key "trusted-proxies": rest: trusted proxies: "nginx.local"`) {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"sort"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ctibridge/ctibridge/rest"
 )
 
 // setting is one configuration knob: a flag, a CTIBRIDGE_* environment
@@ -68,6 +71,20 @@ func (s *settings) integer(p *int64, name string, def int64, usage string) {
 			return fmt.Errorf("not an integer: %q", v)
 		}
 		*p = n
+		return nil
+	}})
+}
+
+// prefixes is a comma-separated list of addresses or CIDR prefixes, checked
+// when parsed (for --trusted-proxies).
+func (s *settings) prefixes(p *[]netip.Prefix, name, def, usage string) {
+	*p, _ = rest.ParseTrustedProxies(def)
+	s.list = append(s.list, &setting{name: name, def: def, usage: usage, set: func(v string) error {
+		ps, err := rest.ParseTrustedProxies(v)
+		if err != nil {
+			return err
+		}
+		*p = ps
 		return nil
 	}})
 }
