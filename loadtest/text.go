@@ -97,11 +97,14 @@ func (r *Report) WriteText(w io.Writer) {
 	table(w, rows)
 	reqs, bytes := r.perSecond()
 	rs, bs := statsOf(reqs), statsOf(bytes)
-	table(w, [][]string{
+	rateRows := [][]string{
 		{"Stat", "1%", "2.5%", "50%", "97.5%", "Avg", "Stdev", "Min", "Max"},
 		{unit, fmtCount(rs.P1), fmtCount(rs.P2_5), fmtCount(rs.P50), fmtCount(rs.P97_5), fmtCount(rs.Avg), fmtCount(rs.Stdev), fmtCount(rs.Min), fmtCount(rs.Max)},
-		{"Bytes/Sec", fmtBytes(bs.P1), fmtBytes(bs.P2_5), fmtBytes(bs.P50), fmtBytes(bs.P97_5), fmtBytes(bs.Avg), fmtBytes(bs.Stdev), fmtBytes(bs.Min), fmtBytes(bs.Max)},
-	})
+	}
+	if r.Mode != "e2e" {
+		rateRows = append(rateRows, []string{"Bytes/Sec", fmtBytes(bs.P1), fmtBytes(bs.P2_5), fmtBytes(bs.P50), fmtBytes(bs.P97_5), fmtBytes(bs.Avg), fmtBytes(bs.Stdev), fmtBytes(bs.Min), fmtBytes(bs.Max)})
+	}
+	table(w, rateRows)
 	fmt.Fprintf(w, "\n%s counts sampled once per second; latencies from a log-linear histogram (<1%% error).\n", unit)
 	what := map[string]string{"http": "requests", "ws": "messages", "e2e": "calls"}[r.Mode]
 	fmt.Fprintf(w, "\n%d %s in %.2fs (%.0f/s), %s read", r.Requests, what, r.Elapsed.Seconds(), r.RequestsPerSecond(), fmtBytes(float64(r.Bytes)))

@@ -43,6 +43,9 @@ type WSConfig struct {
 	// the time it was read, from the client's goroutine (the e2e run uses
 	// it). raw is only valid during the call.
 	OnEvent func(client int, at time.Time, raw []byte)
+	// OnSubscribed, when set, is called once per client when its first
+	// snapshot arrives, from the client's goroutine.
+	OnSubscribed func(client int)
 }
 
 // wsRun is the state of one RunWS.
@@ -199,6 +202,9 @@ func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
 			if !subscribed {
 				subscribed = true
 				r.connected.Add(1)
+				if r.cfg.OnSubscribed != nil {
+					r.cfg.OnSubscribed(w.id)
+				}
 			}
 		case "event":
 			seq := uintField(raw, `"seq":`)

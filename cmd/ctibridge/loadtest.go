@@ -6,11 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/loadtest"
+	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
 const loadtestUsage = `Usage:
@@ -300,5 +306,182 @@ func loadtestWS(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 func loadtestE2E(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("loadtest e2e: not yet")
+	fs := flag.NewFlagSet("e2e", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c commonFlags
+	c.register(fs, getenv)
+	var cfg loadtest.E2EConfig
+	var attach, sipAddr, callers, callees, logLevel string
+	var pairs int
+	fs.StringVar(&attach, "attach", "", "REST root of a running bridge (http://127.0.0.1:8080); default: start pbxsim and a bridge in this process")
+	fs.StringVar(&sipAddr, "sip", "", "with --attach: the PBX's SIP address host:port")
+	fs.StringVar(&callers, "callers", "", "with --attach: caller extensions, a range like 200-249")
+	fs.StringVar(&callees, "callees", "", "with --attach: callee extensions, as many as callers")
+	fs.StringVar(&cfg.Secret, "sip-secret", "", "SIP digest password of the phones, if the PBX asks for one")
+	fs.IntVar(&pairs, "pairs", 0, "in-process: caller/callee pairs (default: enough for the rate)")
+	fs.Float64Var(&cfg.Rate, "r", 10, "calls placed per second")
+	fs.DurationVar(&cfg.Duration, "d", 10*time.Second, "how long calls are placed")
+	fs.DurationVar(&cfg.Ring, "ring", 100*time.Millisecond, "how long a callee rings before it answers")
+	fs.DurationVar(&cfg.Talk, "talk", time.Second, "how long an answered call lasts")
+	fs.IntVar(&cfg.Clients, "c", 5, "WebSocket clients watching")
+	fs.Float64Var(&cfg.RESTRate, "rest-rate", 20, "REST reads (GET /astproxy/extensions) per second during the run (negative: none)")
+	fs.StringVar(&cfg.Generator, "generator", "", "sipp or phones (default: sipp when installed)")
+	fs.StringVar(&logLevel, "log-level", "error", "in-process: log level of the bridge and pbxsim")
+	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
+	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
+	maxFailed := fs.Int64("max-failed", -1, "fail when more calls were not answered (-1: no limit)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: ctibridge loadtest e2e [flags]\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("loadtest e2e: unexpected argument %q", fs.Arg(0))
+	}
+	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts, "calls_failed": maxFailed}
+	log, err := newLogger(stderr, "text", logLevel)
+	if err != nil {
+		return err
+	}
+	cfg.Log = log
+	cfg.Progress = c.progressFunc(stderr, "calls")
+	if attach != "" {
+		if sipAddr == "" || callers == "" || callees == "" {
+			return errors.New("loadtest e2e: --attach needs --sip, --callers and --callees")
+		}
+		if cfg.Callers, err = pbxsim.ParseRange(callers); err != nil {
+			return fmt.Errorf("--callers: %w", err)
+		}
+		if cfg.Callees, err = pbxsim.ParseRange(callees); err != nil {
+			return fmt.Errorf("--callees: %w", err)
+		}
+		cfg.SIPAddr, cfg.HTTP = sipAddr, strings.TrimSuffix(attach, "/")
+		if err := c.login(ctx, cfg.HTTP); err != nil {
+			return err
+		}
+		cfg.Token = c.token
+		return runE2E(ctx, &c, cfg, stdout, stderr)
+	}
+	if pairs <= 0 {
+		pairs = int(cfg.Rate*(cfg.Ring+cfg.Talk+300*time.Millisecond).Seconds()*1.5) + 5
+	}
+	return withTestBridge(ctx, pairs, log, func(b testBridge) error {
+		cfg.SIPAddr, cfg.HTTP, cfg.Token = b.sip, b.http, b.token
+		cfg.Callers, cfg.Callees = b.exts[:pairs], b.exts[pairs:]
+		if c.admin == "" {
+			c.admin = b.admin
+		}
+		return runE2E(ctx, &c, cfg, stdout, stderr)
+	})
+}
+
+func runE2E(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, stdout, stderr io.Writer) error {
+	wait, err := c.startProfile(ctx, cfg.Duration)
+	if err != nil {
+		return err
+	}
+	if !c.json {
+		fmt.Fprintf(stdout, "Running %v e2e test: %.0f calls/s through SIP %s, bridge %s, %d WebSocket clients\n",
+			cfg.Duration, cfg.Rate, cfg.SIPAddr, cfg.HTTP, cfg.Clients)
+	}
+	rep, err := loadtest.RunE2E(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return c.finish(rep, wait(), stdout, stderr)
+}
+
+// testBridge is a pbxsim and a bridge started in this process.
+type testBridge struct {
+	sip, http, admin, token string
+	exts                    []string // 2*pairs extensions, 3000 and up
+}
+
+// withTestBridge starts pbxsim with 2*pairs extensions and a bridge on
+// it (serve's defaults, loopback, a temporary data directory, one admin
+// login), runs f, then stops both.
+func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(testBridge) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var exts []pbxsim.Extension
+	var b testBridge
+	for i := range 2 * pairs {
+		n := strconv.Itoa(3000 + i)
+		exts = append(exts, pbxsim.Extension{Number: n})
+		b.exts = append(b.exts, n)
+	}
+	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts, Log: log.With("component", "pbxsim")})
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "ctibridge-loadtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	hash, err := auth.HashPassword("admin", 4)
+	if err != nil {
+		return err
+	}
+	users, err := auth.NewUsers([]auth.User{{Username: "admin", Name: "admin", PasswordHash: hash, Role: auth.RoleAdmin}})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	errc := make(chan error, 2)
+	wg.Go(func() {
+		if err := pbx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("pbxsim: %w", err)
+		}
+	})
+	var bc serveConfig
+	serveSettings(&bc)
+	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
+	bc.http, bc.admin, bc.dataDir = "127.0.0.1:0", "127.0.0.1:0", dir
+	bc.accessLogEvery = -1
+	bc.recordCDR = false
+	up := make(chan bridgeAddrs, 1)
+	wg.Go(func() {
+		if err := runBridge(ctx, bc, users, nil, log, func(a bridgeAddrs) { up <- a }); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("bridge: %w", err)
+		}
+	})
+	select {
+	case a := <-up:
+		b.http, b.admin = "http://"+a.HTTP, "http://"+a.Admin
+	case err := <-errc:
+		return err
+	case <-time.After(30 * time.Second):
+		return errors.New("loadtest e2e: the bridge did not start in 30 s")
+	}
+	b.sip = pbx.SIPAddr()
+	// Ready: the link is up and resynchronised.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		res, err := http.Get(b.admin + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("loadtest e2e: the bridge was not ready (/readyz) in 15 s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errc:
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if b.token, err = loadtest.Login(ctx, b.http, "admin", "admin", false); err != nil {
+		return err
+	}
+	return f(b)
 }

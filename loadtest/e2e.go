@@ -1,0 +1,580 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctibridge/ctibridge/pbxsim"
+	"github.com/ctibridge/ctibridge/sipp"
+)
+
+// E2EConfig is one end-to-end run: SIP calls through a PBX (pbxsim or a
+// real Asterisk) watched by a ctibridge, whose WebSocket clients must show
+// every call ringing and connected.
+type E2EConfig struct {
+	// SIPAddr is the PBX's SIP address (UDP), host:port. Required.
+	SIPAddr string
+	// HTTP is the bridge's REST root ("http://127.0.0.1:8080"); /ws is
+	// under it. Required.
+	HTTP string
+	// Token is a login token that sees every extension (an admin's).
+	Token string
+	// Callers and Callees are the extensions, pair i calling
+	// Callees[i] from Callers[i]; a pair places one call at a time. They
+	// register without a password (pbxsim's default) or with Secret.
+	Callers, Callees []string
+	Secret           string
+	// Rate is calls placed per second. Default 10.
+	Rate float64
+	// Duration is how long calls are placed. Default 10 s.
+	Duration time.Duration
+	// Ring is how long a callee rings before answering; Talk how long a
+	// call lasts once answered. Defaults 100 ms and 1 s.
+	Ring, Talk time.Duration
+	// Clients is the number of WebSocket clients watching. Default 5.
+	Clients int
+	// RESTRate is GET /astproxy/extensions per second during the run
+	// (open loop, over 2 connections). Default 20; negative: none.
+	RESTRate float64
+	// Generator places the calls: "sipp" (SIPp's register_invite_client
+	// scenario, timed from its message trace), "phones" (built-in sipgo
+	// phones) or "" for sipp when the binary is found, phones otherwise.
+	Generator string
+	// SIPpBinary overrides "sipp" from PATH.
+	SIPpBinary string
+	// Settle is how long to wait after the last call for the screens to
+	// show it ended before looking for ghost calls. Default 2 s.
+	Settle time.Duration
+	// Log receives progress. Default: discard.
+	Log *slog.Logger
+	// Progress, when set, is called once a second with the calls answered
+	// and the ringing latencies of that second.
+	Progress func(Second)
+}
+
+// callRecord is one call as the generator saw it.
+type callRecord struct {
+	caller, callee string
+	invite         time.Time // INVITE sent
+	ok             time.Time // 200 OK received; zero when not answered
+	end            time.Time // BYE sent (or failure)
+	err            error
+}
+
+// observation is one extenUpdate as a client read it.
+type observation struct {
+	at        time.Time
+	status    string
+	connected bool // a conversation is connected
+	convs     int
+}
+
+// screen is what one WebSocket client saw, extension by extension.
+type screen struct {
+	mu    sync.Mutex
+	byExt map[string][]observation
+}
+
+func (s *screen) add(at time.Time, raw []byte) {
+	var m struct {
+		Type string `json:"type"`
+		Data struct {
+			Exten         string `json:"exten"`
+			Status        string `json:"status"`
+			Conversations map[string]struct {
+				Connected bool `json:"connected"`
+			} `json:"conversations"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Type != "extenUpdate" {
+		return
+	}
+	o := observation{at: at, status: m.Data.Status, convs: len(m.Data.Conversations)}
+	for _, c := range m.Data.Conversations {
+		o.connected = o.connected || c.Connected
+	}
+	s.mu.Lock()
+	s.byExt[m.Data.Exten] = append(s.byExt[m.Data.Exten], o)
+	s.mu.Unlock()
+}
+
+// RunE2E places calls and measures, for each, INVITE sent to the callee's
+// extenUpdate showing "ringing" on every WebSocket client (the main
+// latency), and 200 OK received to the callee showing a connected
+// conversation (0 when the screen showed it first), plus REST read
+// latency during the run. A call answered that some client never saw
+// ringing or connected counts in calls_missing; an extension still busy
+// on a client or in REST once every call has ended counts in ghost_calls.
+func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
+	if cfg.Rate <= 0 {
+		cfg.Rate = 10
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if cfg.Ring <= 0 {
+		cfg.Ring = 100 * time.Millisecond
+	}
+	if cfg.Talk <= 0 {
+		cfg.Talk = time.Second
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 5
+	}
+	if cfg.RESTRate == 0 {
+		cfg.RESTRate = 20
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 2 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Callers) == 0 || len(cfg.Callers) != len(cfg.Callees) {
+		return nil, fmt.Errorf("loadtest: e2e: want as many callers as callees, at least one (got %d and %d)", len(cfg.Callers), len(cfg.Callees))
+	}
+	var notes []string
+	gen := cfg.Generator
+	if gen == "" {
+		gen = "sipp"
+		if _, err := sipp.LookPath(cfg.SIPpBinary); err != nil {
+			gen = "phones"
+			notes = append(notes, "SIPp is not installed (apt-get install sip-tester): the calls were placed by the built-in sipgo phones")
+		}
+	}
+	if gen != "sipp" && gen != "phones" {
+		return nil, fmt.Errorf("loadtest: e2e: unknown generator %q (sipp or phones)", gen)
+	}
+	notes = append(notes, fmt.Sprintf("calls placed by %s: %d pairs, ring %v, talk %v; %d WebSocket clients; REST reads at %.0f/s",
+		map[string]string{"sipp": "SIPp (register_invite_client.xml, INVITE and 200 OK times from its message trace)", "phones": "built-in sipgo phones"}[gen],
+		len(cfg.Callers), cfg.Ring, cfg.Talk, cfg.Clients, max(cfg.RESTRate, 0)))
+	if need := int(math.Ceil(cfg.Rate * (cfg.Ring + cfg.Talk + 300*time.Millisecond).Seconds())); need > len(cfg.Callers) {
+		notes = append(notes, fmt.Sprintf("only %d caller/callee pairs for %.0f calls/s lasting %v: calls wait for a free pair, so fewer are placed", len(cfg.Callers), cfg.Rate, cfg.Ring+cfg.Talk))
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	// The callees: built-in phones that ring, then answer.
+	phoneCtx, stopPhones := context.WithCancel(context.Background())
+	defer stopPhones()
+	var phoneWG sync.WaitGroup
+	defer phoneWG.Wait()
+	defer stopPhones()
+	newPhone := func(exten string, ring time.Duration) (*pbxsim.Phone, error) {
+		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: exten, Server: cfg.SIPAddr, Secret: cfg.Secret, RingTime: ring})
+		if err != nil {
+			return nil, err
+		}
+		phoneWG.Go(func() { ph.Run(phoneCtx) })
+		return ph, nil
+	}
+	register := func(phs map[string]*pbxsim.Phone) error {
+		var mu sync.Mutex
+		var errs []error
+		var rwg sync.WaitGroup
+		sem := make(chan struct{}, 32)
+		for x, ph := range phs {
+			rwg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				rctx, rc := context.WithTimeout(ctx, 5*time.Second)
+				defer rc()
+				if err := ph.Register(rctx, time.Hour); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("phone %s: %w", x, err))
+					mu.Unlock()
+				}
+			})
+		}
+		rwg.Wait()
+		return errors.Join(errs...)
+	}
+	callees := map[string]*pbxsim.Phone{}
+	for _, x := range cfg.Callees {
+		ph, err := newPhone(x, cfg.Ring)
+		if err != nil {
+			return nil, err
+		}
+		callees[x] = ph
+	}
+	callers := map[string]*pbxsim.Phone{}
+	if gen == "phones" {
+		for _, x := range cfg.Callers {
+			ph, err := newPhone(x, cfg.Ring)
+			if err != nil {
+				return nil, err
+			}
+			callers[x] = ph
+		}
+	}
+	all := map[string]*pbxsim.Phone{}
+	for k, v := range callees {
+		all[k] = v
+	}
+	for k, v := range callers {
+		all[k] = v
+	}
+	if err := register(all); err != nil {
+		return nil, fmt.Errorf("loadtest: e2e: register: %w", err)
+	}
+
+	// The screens: WebSocket clients recording every extenUpdate.
+	screens := make([]*screen, cfg.Clients)
+	for i := range screens {
+		screens[i] = &screen{byExt: map[string][]observation{}}
+	}
+	var subscribed atomic.Int64
+	allIn := make(chan struct{})
+	total := cfg.Duration + cfg.Ring + cfg.Talk + cfg.Settle + 15*time.Second // bounded: the calls end first
+	wsCtx, stopWS := context.WithCancel(ctx)
+	defer stopWS()
+	var wsRep *Report
+	var wsErr error
+	wsDone := make(chan struct{})
+	go func() {
+		defer close(wsDone)
+		wsRep, wsErr = RunWS(wsCtx, WSConfig{URL: WSURL(cfg.HTTP), Token: cfg.Token, Clients: cfg.Clients, Duration: total,
+			OnEvent: func(c int, at time.Time, raw []byte) { screens[c].add(at, raw) },
+			OnSubscribed: func(int) {
+				if subscribed.Add(1) == int64(cfg.Clients) {
+					close(allIn)
+				}
+			}})
+	}()
+	select {
+	case <-allIn:
+	case <-wsDone:
+		if wsErr != nil {
+			return nil, wsErr
+		}
+		return nil, fmt.Errorf("loadtest: e2e: WebSocket clients could not subscribe: %v %v", wsRep.Errors, wsRep.FirstErrors)
+	case <-time.After(15 * time.Second):
+		stopWS()
+		<-wsDone
+		return nil, fmt.Errorf("loadtest: e2e: WebSocket clients not subscribed after 15 s (%d of %d)", subscribed.Load(), cfg.Clients)
+	case <-ctx.Done():
+		stopWS()
+		<-wsDone
+		return nil, ctx.Err()
+	}
+
+	// REST reads during the run.
+	restCtx, stopREST := context.WithCancel(ctx)
+	defer stopREST()
+	var restRep *Report
+	restDone := make(chan struct{})
+	go func() {
+		defer close(restDone)
+		if cfg.RESTRate > 0 {
+			restRep, _ = RunHTTP(restCtx, HTTPConfig{URL: strings.TrimSuffix(cfg.HTTP, "/") + "/astproxy/extensions", Token: cfg.Token,
+				Connections: 2, Rate: cfg.RESTRate, Duration: total})
+		}
+	}()
+
+	start := time.Now()
+	cpu0, mach0 := cpuTime(), machineCPU()
+	var recs []callRecord
+	var genErr error
+	if gen == "phones" {
+		recs = placeWithPhones(ctx, cfg, callers)
+	} else {
+		recs, genErr = placeWithSIPp(ctx, cfg)
+	}
+	// Let the screens catch up with the last hangups, then look for
+	// ghosts: on every client and in REST.
+	select {
+	case <-time.After(cfg.Settle):
+	case <-ctx.Done():
+	}
+	restGhosts, restErr := restGhostCount(ctx, cfg)
+	stopREST()
+	<-restDone
+	stopWS()
+	<-wsDone
+	elapsed := time.Since(start)
+	if genErr != nil {
+		return nil, genErr
+	}
+
+	rep := &Report{Mode: "e2e", Target: fmt.Sprintf("SIP %s, bridge %s", cfg.SIPAddr, cfg.HTTP), Connections: cfg.Clients,
+		Rate: cfg.Rate, Started: start, Elapsed: min(elapsed, cfg.Duration), Latency: &Histogram{}, Notes: notes,
+		Errors: map[string]uint64{}, FirstErrors: map[string]string{}, Counters: map[string]uint64{}}
+	connected := &Histogram{}
+	matchCalls(rep, connected, recs, screens, cfg)
+	rep.Extra = append(rep.Extra, Series{Name: "200 OK→connected", Latency: connected})
+	ghosts := uint64(0)
+	for _, s := range screens {
+		ghosts = max(ghosts, ghostCount(s))
+	}
+	rep.Counters["ghost_calls"] = ghosts
+	rep.Counters["ghost_calls_rest"] = restGhosts
+	if restErr != nil {
+		rep.Errors["rest:"+Kind(restErr)]++
+		rep.FirstErrors["rest:"+Kind(restErr)] = restErr.Error()
+	}
+	if wsRep != nil {
+		rep.Counters["clients_dropped"] = wsRep.Counters["clients_dropped"]
+		for k, v := range wsRep.Errors {
+			rep.Errors["ws:"+k] += v
+			rep.FirstErrors["ws:"+k] = wsRep.FirstErrors[k]
+		}
+		rep.Bytes = wsRep.Bytes
+	}
+	if restRep != nil {
+		rep.Extra = append(rep.Extra, Series{Name: "REST GET /astproxy/extensions", Latency: restRep.Latency, PerSecond: restRep.PerSecond})
+		rep.Non2xx = restRep.Non2xx
+		for k, v := range restRep.Errors {
+			rep.Errors["rest:"+k] += v
+			rep.FirstErrors["rest:"+k] = restRep.FirstErrors[k]
+		}
+	}
+	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / elapsed.Seconds()
+	if m1 := machineCPU(); mach0 != nil && m1 != nil {
+		rep.MachineCPU = m1.busySince(mach0)
+	}
+	if rep.MachineCPU >= 0.9 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the PBX, the bridge, the phones and the clients competed for them (this process used %.2f CPUs, including an in-process bridge and PBX)", rep.MachineCPU*100, rep.ClientCPU))
+	}
+	if cfg.Progress != nil {
+		for _, s := range rep.PerSecond {
+			cfg.Progress(s)
+		}
+	}
+	return rep, nil
+}
+
+// placeWithPhones places calls at cfg.Rate from the built-in phones, one
+// per free pair, for cfg.Duration.
+func placeWithPhones(ctx context.Context, cfg E2EConfig, callers map[string]*pbxsim.Phone) []callRecord {
+	free := make(chan int, len(cfg.Callers))
+	for i := range cfg.Callers {
+		free <- i
+	}
+	var mu sync.Mutex
+	var recs []callRecord
+	var wg sync.WaitGroup
+	start := time.Now()
+	n := int64(cfg.Rate * cfg.Duration.Seconds())
+	for k := range n {
+		due := schedule(start, cfg.Rate, 1, 0, k)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(due)):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		var pair int
+		select {
+		case pair = <-free:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() {
+				// A short pause between calls of a pair keeps their
+				// screen events apart.
+				time.Sleep(100 * time.Millisecond)
+				free <- pair
+			}()
+			rec := callRecord{caller: cfg.Callers[pair], callee: cfg.Callees[pair], invite: time.Now()}
+			cctx, cc := context.WithTimeout(ctx, cfg.Ring+10*time.Second)
+			call, err := callers[rec.caller].Call(cctx, rec.callee)
+			cc()
+			if err != nil {
+				rec.err, rec.end = err, time.Now()
+			} else {
+				rec.ok = time.Now()
+				select {
+				case <-time.After(cfg.Talk):
+				case <-call.Done():
+				case <-ctx.Done():
+				}
+				rec.end = time.Now()
+				hctx, hc := context.WithTimeout(context.Background(), 2*time.Second)
+				call.Hangup(hctx)
+				hc()
+			}
+			mu.Lock()
+			recs = append(recs, rec)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return recs
+}
+
+// ringing says whether a status shows the extension ringing.
+func ringing(status string) bool { return status == "ringing" || status == "busy_ringing" }
+
+// matchCalls finds each call on each screen: the callee's first ringing
+// update after the INVITE and its first connected update after that,
+// before the pair's next call.
+func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []*screen, cfg E2EConfig) {
+	sort.Slice(recs, func(i, j int) bool { return recs[i].invite.Before(recs[j].invite) })
+	// next[i] is the INVITE time of the callee's following call.
+	next := make([]time.Time, len(recs))
+	lastIdx := map[string]int{}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if j, ok := lastIdx[recs[i].callee]; ok {
+			next[i] = recs[j].invite
+		}
+		lastIdx[recs[i].callee] = i
+	}
+	var start time.Time
+	if len(recs) > 0 {
+		start = recs[0].invite
+	}
+	secs := map[int]*Histogram{}
+	secCount := map[int]uint64{}
+	rep.Counters["calls_placed"] = uint64(len(recs))
+	for i, c := range recs {
+		if c.ok.IsZero() {
+			kind := "call:" + callErrKind(c.err)
+			rep.Errors[kind]++
+			if _, ok := rep.FirstErrors[kind]; !ok && c.err != nil {
+				rep.FirstErrors[kind] = fmt.Sprintf("%s→%s: %v", c.caller, c.callee, c.err)
+			}
+			rep.Counters["calls_failed"]++
+			continue
+		}
+		rep.Requests++
+		rep.Counters["calls_answered"]++
+		sec := int(c.invite.Sub(start) / time.Second)
+		secCount[sec]++
+		if secs[sec] == nil {
+			secs[sec] = &Histogram{}
+		}
+		missing := false
+		for _, s := range screens {
+			s.mu.Lock()
+			obs := s.byExt[c.callee]
+			var ringAt, connAt time.Time
+			for _, o := range obs {
+				if o.at.Before(c.invite) || (!next[i].IsZero() && !o.at.Before(next[i])) {
+					continue
+				}
+				if ringAt.IsZero() && ringing(o.status) {
+					ringAt = o.at
+				}
+				if connAt.IsZero() && o.connected {
+					connAt = o.at
+				}
+			}
+			s.mu.Unlock()
+			if ringAt.IsZero() || connAt.IsZero() {
+				missing = true
+				continue
+			}
+			rep.Latency.Record(ringAt.Sub(c.invite))
+			secs[sec].Record(ringAt.Sub(c.invite))
+			connected.Record(max(connAt.Sub(c.ok), 0))
+		}
+		if missing {
+			rep.Counters["calls_missing"]++
+			kind := "calls_missing"
+			if _, ok := rep.FirstErrors[kind]; !ok {
+				rep.FirstErrors[kind] = fmt.Sprintf("%s→%s at %s", c.caller, c.callee, c.invite.Format("15:04:05.000"))
+			}
+		}
+	}
+	for _, k := range []string{"calls_missing", "calls_failed"} {
+		if _, ok := rep.Counters[k]; !ok {
+			rep.Counters[k] = 0
+		}
+	}
+	keys := make([]int, 0, len(secs))
+	for k := range secs {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	for _, k := range keys {
+		h := secs[k]
+		rep.PerSecond = append(rep.PerSecond, Second{At: time.Duration(k+1) * time.Second, Requests: secCount[k],
+			P50: h.Quantile(0.5), P99: h.Quantile(0.99), Max: h.Max()})
+	}
+}
+
+func callErrKind(err error) string {
+	switch {
+	case err == nil:
+		return "not_answered"
+	case errors.Is(err, pbxsim.ErrCallFailed):
+		return "rejected"
+	case errors.Is(err, context.DeadlineExceeded):
+		return ErrTimeout
+	}
+	return Kind(err)
+}
+
+// ghostCount counts extensions a screen last showed in a call.
+func ghostCount(s *screen) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for _, obs := range s.byExt {
+		if len(obs) == 0 {
+			continue
+		}
+		last := obs[len(obs)-1]
+		if last.convs > 0 || (last.status != "online" && last.status != "offline" && last.status != "dnd") {
+			n++
+		}
+	}
+	return n
+}
+
+// restGhostCount counts extensions that REST shows with a conversation.
+func restGhostCount(ctx context.Context, cfg E2EConfig) (uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(cfg.HTTP, "/")+"/astproxy/extensions", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.Token)
+	res, err := httpClient(false).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, err
+	}
+	if res.StatusCode != 200 {
+		return 0, fmt.Errorf("GET /astproxy/extensions: HTTP %d: %s", res.StatusCode, trunc(b))
+	}
+	var exts map[string]struct {
+		Conversations map[string]json.RawMessage `json:"conversations"`
+	}
+	if err := json.Unmarshal(b, &exts); err != nil {
+		return 0, fmt.Errorf("GET /astproxy/extensions: %w", err)
+	}
+	var n uint64
+	for _, e := range exts {
+		if len(e.Conversations) > 0 {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func placeWithSIPp(ctx context.Context, cfg E2EConfig) ([]callRecord, error) {
+	return nil, errors.New("loadtest: e2e: sipp generator: not yet")
+}
