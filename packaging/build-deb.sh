@@ -24,7 +24,7 @@ fi
 export ARCH VERSION SOURCE_DATE_EPOCH
 
 nfpm=$PWD/.cache/bin/nfpm
-if ! [ -x "$nfpm" ] || ! "$nfpm" --version 2>/dev/null | grep -q "${NFPM_VERSION#v}"; then
+if ! [ -x "$nfpm" ] || ! go version -m "$nfpm" 2>/dev/null | grep -q "nfpm/v2[[:space:]]*$NFPM_VERSION"; then
   echo "== installing nfpm $NFPM_VERSION" >&2
   GOBIN=$PWD/.cache/bin GOFLAGS= go install "github.com/goreleaser/nfpm/v2/cmd/nfpm@$NFPM_VERSION"
 fi
