@@ -290,10 +290,11 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	cpu0, mach0 := cpuTime(), machineCPU()
 	var recs []callRecord
 	var genErr error
+	var sippRes sipp.Result
 	if gen == "phones" {
 		recs = placeWithPhones(ctx, cfg, callers)
 	} else {
-		recs, genErr = placeWithSIPp(ctx, cfg)
+		recs, sippRes, genErr = placeWithSIPp(ctx, cfg)
 	}
 	// Let the screens catch up with the last hangups, then look for
 	// ghosts: on every client and in REST.
@@ -316,6 +317,12 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		Errors: map[string]uint64{}, FirstErrors: map[string]string{}, Counters: map[string]uint64{}}
 	connected := &Histogram{}
 	matchCalls(rep, connected, recs, screens, cfg)
+	if gen == "sipp" {
+		rep.Counters["sipp_successful"], rep.Counters["sipp_failed"] = uint64(sippRes.Successful), uint64(sippRes.Failed)
+		if sippRes.Errors != "" {
+			rep.Notes = append(rep.Notes, "sipp's error log begins: "+strings.TrimSpace(trunc([]byte(sippRes.Errors))))
+		}
+	}
 	rep.Extra = append(rep.Extra, Series{Name: "200 OK→connected", Latency: connected})
 	ghosts := uint64(0)
 	for _, s := range screens {
@@ -518,6 +525,8 @@ func callErrKind(err error) string {
 		return "not_answered"
 	case errors.Is(err, pbxsim.ErrCallFailed):
 		return "rejected"
+	case errors.As(err, new(kindError)):
+		return Kind(err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return ErrTimeout
 	}
@@ -573,8 +582,4 @@ func restGhostCount(ctx context.Context, cfg E2EConfig) (uint64, error) {
 		}
 	}
 	return n, nil
-}
-
-func placeWithSIPp(ctx context.Context, cfg E2EConfig) ([]callRecord, error) {
-	return nil, errors.New("loadtest: e2e: sipp generator: not yet")
 }
