@@ -82,13 +82,20 @@ func server() (string, error) {
 		cluster = c
 		serverDSN = c.DSN()
 	})
-	if serverErr == nil {
-		extOnce.Do(func() { serverErr = installExtensions(serverDSN) })
+	if serverErr != nil {
+		return "", serverErr
 	}
-	return serverDSN, serverErr
+	// extErr is written inside extOnce only: concurrent callers read it
+	// after Do returns (serverErr used to be written here, racing with
+	// the read above in parallel tests).
+	extOnce.Do(func() { extErr = installExtensions(serverDSN) })
+	return serverDSN, extErr
 }
 
-var extOnce sync.Once
+var (
+	extOnce sync.Once
+	extErr  error
+)
 
 // installExtensions puts the extensions the stores' migrations create
 // (pg_trgm) into public before any test schema exists; otherwise the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,12 @@ type Config struct {
 	// RefreshEvery is how often Run checks the store for changes made
 	// elsewhere (another replica, an import by SQL). Default 30 s.
 	RefreshEvery time.Duration
+	// OwnTTL is how long a user's own (private and speed-dial) contacts,
+	// loaded from the store for a search, serve their next searches. A
+	// change made through this Book drops them at once; one made
+	// through another replica is seen within OwnTTL. Default 2 s;
+	// negative: read them from the store on every search.
+	OwnTTL time.Duration
 	// Log receives refresh failures. Default: discard.
 	Log *slog.Logger
 }
@@ -29,6 +36,9 @@ type Config struct {
 // Book applies the ownership rules to a Store and keeps its Index fresh.
 // Start Run in a goroutine; changes made through the Book refresh the
 // index within milliseconds, others within Config.RefreshEvery.
+//
+// Book also searches the public contacts in memory (see Search), from
+// the same refreshed copy.
 type Book struct {
 	// Immutable after NewBook.
 	store Store
@@ -37,14 +47,31 @@ type Book struct {
 	log   *slog.Logger
 	kick  chan struct{}
 
+	// gen counts the changes made through the Book; mem is the public
+	// contacts as of mem.gen (nil before the first refresh). Search uses
+	// mem only while mem.gen == gen, so a user always reads their own
+	// writes, even before the refresh that follows them.
+	gen atomic.Uint64
+	mem atomic.Pointer[memSearch]
+
 	mu    sync.Mutex // serialises refreshes; guards stamp
 	stamp string
+
+	ownMu sync.Mutex // guards own
+	own   map[string]*ownContacts
 }
+
+// maxOwnUsers bounds Book.own; beyond it, expired entries are dropped,
+// then all.
+const maxOwnUsers = 10000
 
 // NewBook returns a Book over store.
 func NewBook(store Store, cfg Config) *Book {
 	if cfg.RefreshEvery <= 0 {
 		cfg.RefreshEvery = 30 * time.Second
+	}
+	if cfg.OwnTTL == 0 {
+		cfg.OwnTTL = 2 * time.Second
 	}
 	log := cfg.Log
 	if log == nil {
@@ -66,11 +93,16 @@ func (b *Book) Lookup(number string) string { return b.idx.Lookup(number) }
 func (b *Book) Refresh(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// Read the generation before the data: a change made meanwhile
+	// leaves the new snapshot stale, and kicks Run again.
+	gen := b.gen.Load()
 	st, err := b.store.Stamp(ctx)
 	if err != nil {
 		return err
 	}
-	if st == b.stamp && b.idx.m.Load() != nil {
+	// The stamp alone can miss a change made through the Book in the
+	// same millisecond as the previous one; the generation cannot.
+	if m := b.mem.Load(); st == b.stamp && m != nil && m.gen == gen {
 		return nil
 	}
 	var cs []Contact
@@ -78,6 +110,7 @@ func (b *Book) Refresh(ctx context.Context) error {
 		return err
 	}
 	b.idx.Set(cs)
+	b.mem.Store(newMemSearch(gen, cs, b.cfg.Normalizer))
 	b.stamp = st
 	return nil
 }
@@ -101,6 +134,7 @@ func (b *Book) Run(ctx context.Context) error {
 }
 
 func (b *Book) changed() {
+	b.gen.Add(1)
 	select {
 	case b.kick <- struct{}{}:
 	default:
@@ -116,9 +150,64 @@ func CanEdit(a Actor, c Contact) bool {
 	return a.User != "" && c.OwnerID == a.User
 }
 
-// Search returns the contacts visible to a matching term.
+// Search returns the contacts visible to a matching term: the same page
+// as Store.Search. Once Refresh has run, and while no change made through
+// the Book is waiting for the next one, the public contacts are searched
+// in memory and only a's own contacts in the store; a public contact
+// changed elsewhere (another replica) is then found by its new content
+// within Config.RefreshEvery, as Lookup finds it.
 func (b *Book) Search(ctx context.Context, a Actor, term string, limit, offset int) (Page, error) {
-	return b.store.Search(ctx, Query{Viewer: a.User, Term: term, Limit: limit, Offset: offset})
+	q := Query{Viewer: a.User, Term: term, Limit: limit, Offset: offset}
+	m := b.mem.Load()
+	own, ok := b.store.(ownSearcher)
+	if m == nil || !ok || m.gen != b.gen.Load() {
+		return b.store.Search(ctx, q)
+	}
+	if err := clampQuery(&q); err != nil {
+		return Page{}, err
+	}
+	mine, err := b.ownContacts(ctx, own, m, a.User)
+	if err != nil {
+		return Page{}, err
+	}
+	return m.search(ctx, own, mine, b.cfg.Normalizer, q)
+}
+
+// ownContacts returns viewer's own contacts for a search on snapshot m:
+// cached, or loaded now; nil when the user has too many to keep (search
+// them by SQL) or OwnTTL is negative.
+func (b *Book) ownContacts(ctx context.Context, own ownSearcher, m *memSearch, viewer string) (*ownContacts, error) {
+	if b.cfg.OwnTTL < 0 {
+		return nil, nil
+	}
+	now := time.Now()
+	b.ownMu.Lock()
+	o := b.own[viewer]
+	b.ownMu.Unlock()
+	if o != nil && o.mem == m && now.Sub(o.at) < b.cfg.OwnTTL {
+		return o, nil
+	}
+	cs, err := own.listOwn(ctx, viewer, maxOwnCached+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) > maxOwnCached {
+		return nil, nil
+	}
+	o = newOwnContacts(m, now, cs, b.cfg.Normalizer)
+	b.ownMu.Lock()
+	defer b.ownMu.Unlock()
+	if b.own == nil || len(b.own) >= maxOwnUsers {
+		old := b.own
+		b.own = make(map[string]*ownContacts)
+		for k, v := range old {
+			if v.mem == m && now.Sub(v.at) < b.cfg.OwnTTL && len(b.own) < maxOwnUsers/2 {
+				b.own[k] = v
+			}
+		}
+	}
+	b.own[viewer] = o
+	return o, nil
 }
 
 // LookupContacts returns the contacts visible to a with that number.

@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// TestConformance runs the same checks against every Store.
+// TestConformance runs the same checks against every Store, and against
+// every Store searched through a Book's in-memory path (memBackends).
 func TestConformance(t *testing.T) {
-	for _, be := range backends {
+	for _, be := range append(backends, memBackends()...) {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range []struct {
@@ -34,6 +35,37 @@ func TestConformance(t *testing.T) {
 }
 
 var ctx = context.Background()
+
+// memStore searches through a Book's in-memory path, refreshed before
+// every search; everything else goes to the Store.
+type memStore struct {
+	Store
+	b *Book
+	t testing.TB
+}
+
+func (m memStore) Search(ctx context.Context, q Query) (Page, error) {
+	m.b.changed() // force a rebuild: a write in the same ms keeps the stamp
+	if err := m.b.Refresh(ctx); err != nil {
+		return Page{}, err
+	}
+	if mem := m.b.mem.Load(); mem == nil || mem.gen != m.b.gen.Load() {
+		m.t.Fatalf("the in-memory search is not in use")
+	}
+	return m.b.Search(ctx, Actor{User: q.Viewer}, q.Term, q.Limit, q.Offset)
+}
+
+func memBackends() []backend {
+	var out []backend
+	for _, be := range backends {
+		open := be.open
+		out = append(out, backend{be.name + "/memory", func(t testing.TB) Store {
+			s := open(t)
+			return memStore{Store: s, b: NewBook(s, Config{Normalizer: italy}), t: t}
+		}})
+	}
+	return out
+}
 
 func mustCreate(t *testing.T, s Store, c Contact) Contact {
 	t.Helper()

@@ -20,6 +20,9 @@
 // made through the Book and, for changes made elsewhere (another replica),
 // by Book.Run when the store's stamp moves. Index.Lookup never blocks and
 // does not allocate: it is what calls.Config.NameLookup should be.
+// Book.Search answers from the same in-memory copy of the public contacts
+// (trigram postings, the SQL path's order and matching) and takes only
+// the user's own contacts from the store; Store.Search is the SQL path.
 //
 // The package knows nothing of calls, HTTP handlers or users beyond a
 // user name and an admin flag. Stores, Book and Index are safe for

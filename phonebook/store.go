@@ -108,14 +108,14 @@ func clampQuery(q *Query) error {
 	return nil
 }
 
-// Search implements Store.
-func (s *SQLStore) Search(ctx context.Context, q Query) (Page, error) {
-	if err := clampQuery(&q); err != nil {
-		return Page{}, err
-	}
-	term := strings.TrimSpace(q.Term)
-	args := []any{q.Viewer}
+// searchWhere is the filter of a search by viewer for term (trimmed):
+// what the viewer sees, or with own only their non-public contacts.
+func (s *SQLStore) searchWhere(viewer, term string, own bool) (string, []any) {
+	args := []any{viewer}
 	where := `(type = 'public' OR owner_id = $1)`
+	if own {
+		where = `type <> 'public' AND owner_id = $1`
+	}
 	if term != "" {
 		args = append(args, "%"+likeEscape(strings.ToLower(term))+"%")
 		cond := `search LIKE $2 ESCAPE '\'`
@@ -127,29 +127,77 @@ func (s *SQLStore) Search(ctx context.Context, q Query) (Page, error) {
 		}
 		where += ` AND (` + cond + `)`
 	}
-	page := fmt.Sprintf(` LIMIT $%d OFFSET $%d`, len(args)+1, len(args)+2)
-	rs, done, err := s.c.query(ctx, `SELECT `+columns+`, count(*) OVER () FROM phonebook_contacts
-		WHERE `+where+` ORDER BY name, id`+page, append(args, q.Limit, q.Offset)...)
+	return where, args
+}
+
+// orderBy is the search order: name then id, bytewise on both drivers
+// (SQLite's BINARY; "C" on PostgreSQL whatever the database collation),
+// which is also Go's string order, so the in-memory search agrees.
+func (s *SQLStore) orderBy() string {
+	if s.c.postgres() {
+		return ` ORDER BY name COLLATE "C", id`
+	}
+	return ` ORDER BY name, id`
+}
+
+// Search implements Store.
+func (s *SQLStore) Search(ctx context.Context, q Query) (Page, error) {
+	if err := clampQuery(&q); err != nil {
+		return Page{}, err
+	}
+	where, args := s.searchWhere(q.Viewer, strings.TrimSpace(q.Term), false)
+	p, err := s.page(ctx, where, args, q.Limit, q.Offset)
 	if err != nil {
 		return Page{}, fmt.Errorf("phonebook: search: %w", err)
+	}
+	return p, nil
+}
+
+// searchOwn implements ownSearcher for Book's in-memory search.
+func (s *SQLStore) searchOwn(ctx context.Context, viewer, term string, n int) ([]Contact, int, error) {
+	where, args := s.searchWhere(viewer, term, true)
+	p, err := s.page(ctx, where, args, n, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("phonebook: search: %w", err)
+	}
+	return p.Rows, p.Count, nil
+}
+
+// listOwn implements ownSearcher.
+func (s *SQLStore) listOwn(ctx context.Context, viewer string, max int) ([]Contact, error) {
+	where, args := s.searchWhere(viewer, "", true)
+	p, err := s.page(ctx, where, args, max, 0)
+	if err != nil {
+		return nil, fmt.Errorf("phonebook: search: %w", err)
+	}
+	return p.Rows, nil
+}
+
+// page selects one page of the contacts matching where, and their count.
+func (s *SQLStore) page(ctx context.Context, where string, args []any, limit, offset int) (Page, error) {
+	page := fmt.Sprintf(` LIMIT $%d OFFSET $%d`, len(args)+1, len(args)+2)
+	rs, done, err := s.c.query(ctx, `SELECT `+columns+`, count(*) OVER () FROM phonebook_contacts
+		WHERE `+where+s.orderBy()+page, append(args, limit, offset)...)
+	if err != nil {
+		return Page{}, err
 	}
 	defer done()
 	p := Page{Rows: []Contact{}}
 	for rs.Next() {
 		c, err := scanContact(rs.Scan, &p.Count)
 		if err != nil {
-			return Page{}, fmt.Errorf("phonebook: search: %w", err)
+			return Page{}, err
 		}
 		p.Rows = append(p.Rows, c)
 	}
 	if err := rs.Err(); err != nil {
-		return Page{}, fmt.Errorf("phonebook: search: %w", err)
+		return Page{}, err
 	}
 	done()
-	if len(p.Rows) == 0 && q.Offset > 0 {
+	if len(p.Rows) == 0 && offset > 0 {
 		// Past the end: the window count went with the rows.
 		if err := s.c.queryRow(ctx, `SELECT count(*) FROM phonebook_contacts WHERE `+where, args...)(&p.Count); err != nil {
-			return Page{}, fmt.Errorf("phonebook: search count: %w", err)
+			return Page{}, fmt.Errorf("count: %w", err)
 		}
 	}
 	return p, nil
