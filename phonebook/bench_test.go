@@ -138,4 +138,3 @@ func searchParallel(b *testing.B, search func(term string) error, terms []string
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
 	}
 }
-
