@@ -126,7 +126,10 @@ func parseSIPpTrace(r io.Reader, loc *time.Location) ([]callRecord, error) {
 			ts := strings.TrimSpace(strings.TrimLeft(line, "-"))
 			at, err := time.ParseInLocation("2006-01-02 15:04:05.000000", ts, loc)
 			if err != nil {
-				return nil, fmt.Errorf("loadtest: sipp trace: timestamp %q: %w", ts, err)
+				// SIPp also writes bare separator lines (seen under load):
+				// a block without a time cannot be timed, so it is skipped.
+				cur = nil
+				continue
 			}
 			cur = &block{at: at}
 			continue

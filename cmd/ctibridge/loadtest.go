@@ -346,6 +346,9 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	cfg.Log = log
+	// sipgo logs through the process-wide default logger (retransmissions
+	// of a loaded run at Info): keep it at --log-level.
+	slog.SetDefault(log)
 	cfg.Progress = c.progressFunc(stderr, "calls")
 	if attach != "" {
 		if sipAddr == "" || callers == "" || callees == "" {
