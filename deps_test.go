@@ -39,6 +39,7 @@ var rules = []rule{
 	{pkg: "history", allowed: []string{"ami", "calls"}},
 	{pkg: "pbxsim", allowed: []string{"ami"}},
 	{pkg: "sipp", stdOnly: true},
+	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp"}},
 }
 

@@ -43,3 +43,8 @@ go vet ./...
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m "$@" ./...
+
+# Build the Debian package, install it, check it, purge it (root and dpkg
+# only; it says "skipped" otherwise).
+echo "== Debian package"
+packaging/test-deb.sh

@@ -23,6 +23,9 @@ func main() {
 	stop()
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "ctibridge:", err)
+		if _, ok := errors.AsType[configError](err); ok {
+			os.Exit(78) // EX_CONFIG: the unit does not restart it
+		}
 		os.Exit(1)
 	}
 }
@@ -34,9 +37,9 @@ Usage:
   ctibridge serve  [flags]            run the bridge against a PBX (see --help)
   ctibridge replay FILE.ami [--at N]  print the state a recorded AMI stream leads to
   ctibridge pbxsim [flags]            run the simulated PBX alone (SIP + AMI), for SIPp
-  ctibridge loadtest http|ws|e2e ...   load the bridge and report latency percentiles (docs/loadtest.md)
-  ctibridge check-config [flags]      validate serve's configuration and the files it names
-  ctibridge migrate [--db DSN]         apply the database migrations (serve does it at start too)
+  ctibridge loadtest http|ws|e2e ...  load the bridge and report latency percentiles (docs/loadtest.md)
+  ctibridge migrate [--db DSN]        apply the database migrations (serve does it at start too)
+  ctibridge check-config [flags]      check serve's configuration and the files it names; report every problem
   ctibridge passwd                    print a bcrypt hash for the users file (reads the password from stdin)
   ctibridge version                   print the version
 `
@@ -52,12 +55,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return demo(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
+	case "check-config":
+		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "replay":
 		return replay(args[1:], stdout, stderr)
 	case "loadtest":
 		return runLoadtest(ctx, args[1:], getenv, stdout, stderr)
-	case "check-config":
-		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, args[1:], getenv, stderr)
 	case "passwd":

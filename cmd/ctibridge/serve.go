@@ -9,9 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +30,7 @@ import (
 	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/sdnotify"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -58,6 +63,7 @@ type serveConfig struct {
 	wsReplayAge             time.Duration
 	wsSlowTimeout           time.Duration
 	wsAuthTimeout           time.Duration
+	trustedProxies          []netip.Prefix
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -72,6 +78,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.users, "users", "", "users file (YAML; see docs/rest.md); without it nobody can log in")
 	s.str(&c.tlsCert, "tls-cert", "", "PEM certificate: serve HTTPS (and HTTP/2) on --http")
 	s.str(&c.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	s.prefixes(&c.trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed (comma-separated addresses or CIDRs), for the login rate limit")
 	s.dur(&c.tokenTTL, "token-ttl", 12*time.Hour, "lifetime of a login token")
 	s.str(&c.dialPattern, "dial-pattern", rest.DefaultDialPattern, "regular expression every dialled number must match")
 	s.str(&c.context, "context", "from-internal", "dialplan context of originated calls, transfers and pickups")
@@ -98,8 +105,17 @@ func serveSettings(c *serveConfig) *settings {
 	return s
 }
 
+// newLogger builds a logger writing format ("text" or "json") at level.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lv slog.Level
+	return newLevelLogger(w, format, level, nil)
+}
+
+// newLevelLogger is newLogger whose level lives in lv, when not nil, so
+// that a reload can change it.
+func newLevelLogger(w io.Writer, format, level string, lv *slog.LevelVar) (*slog.Logger, error) {
+	if lv == nil {
+		lv = new(slog.LevelVar)
+	}
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
@@ -123,29 +139,70 @@ func splitList(s string) []string {
 	return out
 }
 
+// errConfig marks a configuration error: main exits with status 78
+// (EX_CONFIG), which the unit's RestartPreventExitStatus does not restart.
+type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
+
 // serve runs the bridge until ctx is done, then shuts down in order.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	// Caught first: SIGHUP's default action would kill the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	var c serveConfig
-	if err := serveSettings(&c).parse("serve", args, getenv, stderr); err != nil {
-		return err
+	st := serveSettings(&c)
+	if err := st.parse("serve", args, getenv, stderr); err != nil {
+		return configError{err}
 	}
-	log, err := newLogger(stderr, c.logFormat, c.logLevel)
+	users, probs := checkServe(&c, st)
+	if err := firstError(probs); err != nil {
+		return configError{err}
+	}
+	level := new(slog.LevelVar)
+	log, err := newLevelLogger(stderr, c.logFormat, c.logLevel, level)
 	if err != nil {
-		return err
+		return configError{err}
 	}
-	if c.amiUser == "" || c.amiSecret == "" {
-		return errors.New("serve: --ami-user and --ami-secret (or CTIBRIDGE_AMI_USER, CTIBRIDGE_AMI_SECRET) are required")
+	for _, p := range probs {
+		log.Warn("configuration", "problem", p.Error())
 	}
-	users, err := auth.NewUsers(nil)
-	if c.users != "" {
-		users, err = auth.LoadUsers(c.users)
-	} else {
-		log.Warn("no --users file: nobody can log in to the REST API")
+	notify := sdnotify.New(getenv("NOTIFY_SOCKET"))
+	defer notify.Close()
+	hooks := &bridgeHooks{
+		ready:  func() { notify.Ready("PBX state resynchronised: serving") },
+		hup:    hup,
+		notify: notify,
+		// A reload takes what check-config takes: the same flags, env and
+		// file; only the users, the log level and the certificate change.
+		reload: func() (*auth.Users, string, error) {
+			var n serveConfig
+			nst := serveSettings(&n)
+			if err := nst.parse("serve", args, getenv, io.Discard); err != nil {
+				return nil, "", err
+			}
+			users, probs := checkServe(&n, nst)
+			if err := firstError(probs); err != nil {
+				return nil, "", err
+			}
+			return users, n.logLevel, nil
+		},
+		level: level,
 	}
-	if err != nil {
-		return err
-	}
-	return runBridge(ctx, c, users, nil, log, nil)
+	notify.Status("connecting to the PBX at " + c.ami)
+	return runBridgeHooks(ctx, c, users, nil, log, nil, hooks)
+}
+
+// bridgeHooks tie serve to systemd and SIGHUP; demo and tests pass nil.
+type bridgeHooks struct {
+	ready  func()             // once, when the PBX state is first resynchronised
+	hup    <-chan os.Signal   // reload requests
+	notify *sdnotify.Notifier // RELOADING/READY around a reload, STOPPING
+	// reload rereads the configuration: the users and the log level.
+	reload func() (*auth.Users, string, error)
+	level  *slog.LevelVar
 }
 
 // bridgeAddrs tells a caller (demo, tests) where a running bridge listens.
@@ -163,6 +220,11 @@ type bridgeAddrs struct {
 // names gives extensions' display names by number (the PBX does not list
 // them); users' display names fill in for the endpoints they own.
 func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, started func(bridgeAddrs)) error {
+	return runBridgeHooks(ctx, c, users, names, log, started, nil)
+}
+
+// runBridgeHooks is runBridge tied to systemd and SIGHUP through hooks.
+func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, started func(bridgeAddrs), hooks *bridgeHooks) error {
 	acfg := ami.Config{
 		Addr:     c.ami,
 		Username: c.amiUser,
@@ -228,7 +290,7 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		Auth: authSvc, State: eng, PBX: client, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
-		Phonebook: book, History: hist,
+		Phonebook: book, History: hist, TrustedProxies: c.trustedProxies,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
 	})
 	if err != nil {
@@ -320,6 +382,10 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		}
 	})
 
+	if hooks != nil {
+		wg.Go(func() { hooks.run(ctx, lk, authSvc, apiSrv, log) })
+	}
+
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -327,6 +393,9 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		log.Error("stopping", "err", runErr)
 	}
 	log.Info("shutting down")
+	if hooks != nil {
+		hooks.notify.Stopping("shutting down")
+	}
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	apiSrv.Shutdown(sctx)
@@ -368,4 +437,43 @@ func reconcileSetting(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// run sends READY=1 when the link is first ready and serves reloads until
+// ctx is done. A failed reload changes nothing and is logged; the service
+// goes on with what it had.
+func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Service, apiSrv *rest.Server, log *slog.Logger) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	ready := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if !ready && lk.Ready() {
+				ready = true
+				h.ready()
+				tick.Stop()
+			}
+		case <-h.hup:
+			h.notify.Reloading("reloading users, log level, certificate")
+			users, level, err := h.reload()
+			if err == nil {
+				err = apiSrv.ReloadTLS()
+			}
+			if err != nil {
+				log.Error("reload failed: keeping the running configuration", "err", err)
+			} else {
+				h.level.UnmarshalText([]byte(level))
+				revoked := authSvc.SetUsers(users)
+				log.Info("reloaded", "users", users.Len(), "revoked_tokens", revoked, "log_level", h.level.Level().String())
+			}
+			status := "serving"
+			if !ready {
+				status = "waiting for the PBX"
+			}
+			h.notify.Ready(status)
+		}
+	}
 }
