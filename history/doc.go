@@ -10,7 +10,9 @@
 // sharing one set of queries and one conformance suite: NewPostgres over
 // a pgxpool.Pool and NewSQLite over an embedded SQLite file (pure Go
 // modernc.org/sqlite), the zero-setup default. MigratePostgres and
-// MigrateSQLite apply the embedded, versioned schema.
+// MigrateSQLite apply the embedded, versioned schema. NewRemote reads
+// a NethCTI-compatible REST history service instead, through a Doer
+// (*upstream.Client).
 //
 // A Recorder writes CDRs itself from the AMI Cdr events (cdr_manager):
 // Observe takes every AMI message without blocking, and Run writes them in

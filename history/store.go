@@ -50,10 +50,14 @@ func IsInvalid(err error) bool {
 type Query struct {
 	From, To   time.Time
 	Extensions []string
-	Direction  string // "", DirIn, DirOut or DirInternal
-	Text       string // substring of the caller id, source or destination
-	Limit      int    // calls per page, default DefaultLimit
-	Cursor     string // Page.Next of the previous page, "" for the first
+	// User is whose calls these are (the user owning Extensions), ""
+	// for the switchboard, and Viewer who asks; SQLStore ignores both,
+	// Remote forwards them (the path's user and the identity header).
+	User, Viewer string
+	Direction    string // "", DirIn, DirOut or DirInternal
+	Text         string // substring of the caller id, source or destination
+	Limit        int    // calls per page, default DefaultLimit
+	Cursor       string // Page.Next of the previous page, "" for the first
 }
 
 // Leg is one CDR of a call.

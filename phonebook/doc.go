@@ -7,7 +7,8 @@
 // and NewSQLite over an embedded SQLite file (database/sql with the pure
 // Go modernc.org/sqlite driver), the zero-setup default. Migrate applies
 // the embedded, versioned schema; both constructors expect it applied.
-// NewHTTP forwards to a remote REST phonebook instead.
+// NewRemote forwards to a remote, NethCTI-compatible REST phonebook
+// instead, through a Doer (*upstream.Client); Remote offers Book's methods.
 //
 // Numbers are also stored normalised (Normalizer: country code, trunk and
 // international prefixes configurable), so "+39 0721 405516",

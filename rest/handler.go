@@ -15,7 +15,6 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/history"
-	"github.com/ctibridge/ctibridge/phonebook"
 )
 
 // State gives the latest published snapshot; *calls.Engine satisfies it.
@@ -69,7 +68,9 @@ type Config struct {
 	ActionTimeout time.Duration
 
 	// Phonebook serves /phonebook/...; nil: those routes answer 503.
-	Phonebook *phonebook.Book
+	// *phonebook.Book (a database) or *phonebook.Remote (a remote
+	// service); never a nil pointer in a non-nil interface.
+	Phonebook Phonebook
 	// History serves /historycall/... and /histcallswitch/...; nil: 503.
 	History history.Store
 	// HistoryLocation is the time zone of history dates (YYYYMMDD) and of

@@ -78,6 +78,7 @@ func (h *handler) histUser(csv bool) endpoint {
 		if err != nil {
 			return writeError(w, h.log, r, err)
 		}
+		q.User, q.Viewer = target.Username, u.Username
 		q.Extensions = slices.Clone(target.Endpoints)
 		if q.Extensions == nil {
 			q.Extensions = []string{}
@@ -98,6 +99,7 @@ func (h *handler) histSwitch(csv bool) endpoint {
 		if err != nil {
 			return writeError(w, h.log, r, err)
 		}
+		q.Viewer = u.Username
 		return h.histServe(w, r, q, csv)
 	}
 }

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,25 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/phonebook"
+)
+
+// Phonebook is what the /phonebook routes and the history CSV names
+// need: *phonebook.Book and *phonebook.Remote satisfy it.
+type Phonebook interface {
+	Search(ctx context.Context, a phonebook.Actor, term string, limit, offset int) (phonebook.Page, error)
+	Get(ctx context.Context, a phonebook.Actor, id int64) (phonebook.Contact, error)
+	LookupContacts(ctx context.Context, a phonebook.Actor, number string) ([]phonebook.Contact, error)
+	Create(ctx context.Context, a phonebook.Actor, c phonebook.Contact) (phonebook.Contact, error)
+	Modify(ctx context.Context, a phonebook.Actor, c phonebook.Contact) (phonebook.Contact, error)
+	Delete(ctx context.Context, a phonebook.Actor, id int64) error
+	Import(ctx context.Context, a phonebook.Actor, r io.Reader, opt phonebook.ImportOptions) (phonebook.ImportReport, error)
+	// Lookup names a number without blocking ("" when unknown).
+	Lookup(number string) string
+}
+
+var (
+	_ Phonebook = (*phonebook.Book)(nil)
+	_ Phonebook = (*phonebook.Remote)(nil)
 )
 
 // MaxImport is the largest CSV body accepted by POST /phonebook/import.

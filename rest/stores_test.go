@@ -98,7 +98,7 @@ func TestPhonebookRoutes(t *testing.T) {
 		}
 	}
 	// The index follows changes (Book.Run is not running here: refresh).
-	f.h.cfg.Phonebook.Refresh(context.Background())
+	f.h.cfg.Phonebook.(*phonebook.Book).Refresh(context.Background())
 	if got := f.h.cfg.Phonebook.Lookup("+39 0721 999"); got != "ACME desk" {
 		t.Errorf("index lookup: %q", got)
 	}
