@@ -40,6 +40,7 @@ var rules = []rule{
 	{pkg: "pbxsim", allowed: []string{"ami"}},
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
+	{pkg: "upstream", stdOnly: true},
 	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp"}},
 }
 

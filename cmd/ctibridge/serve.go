@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,10 +24,8 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
-	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/panel"
-	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/sdnotify"
 	"github.com/ctibridge/ctibridge/ws"
@@ -59,6 +56,13 @@ type serveConfig struct {
 	phoneCountry            string
 	phoneTrunk, phoneIntl   string
 	recordCDR               bool
+	phonebookURL            string
+	historyURL              string
+	upstreamToken           string
+	upstreamOAuthURL        string
+	upstreamOAuthID         string
+	upstreamOAuthSecret     string
+	upstreamOAuthScopes     string
 	wsReplay                int64
 	wsReplayAge             time.Duration
 	wsSlowTimeout           time.Duration
@@ -95,6 +99,13 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.phoneCountry, "phone-country", "", "home country calling code for number matching, digits only (39 for Italy)")
 	s.str(&c.phoneTrunk, "phone-trunk-prefix", "0", "national trunk prefix for number matching")
 	s.str(&c.phoneIntl, "phone-intl-prefix", "00", "international call prefix for number matching")
+	s.str(&c.phonebookURL, "phonebook-url", "", "use a remote NethCTI-compatible phonebook service instead of --db (comma-separated URLs, balanced)")
+	s.str(&c.historyURL, "history-url", "", "use a remote NethCTI-compatible call history service instead of --db (comma-separated URLs, balanced)")
+	s.str(&c.upstreamToken, "upstream-token", "", "bearer token sent to the remote phonebook and history services")
+	s.str(&c.upstreamOAuthURL, "upstream-oauth-token-url", "", "OAuth2 client-credentials token URL for the remote services (instead of --upstream-token)")
+	s.str(&c.upstreamOAuthID, "upstream-oauth-client-id", "", "OAuth2 client id for the remote services")
+	s.str(&c.upstreamOAuthSecret, "upstream-oauth-client-secret", "", "OAuth2 client secret for the remote services")
+	s.str(&c.upstreamOAuthScopes, "upstream-oauth-scopes", "", "OAuth2 scopes for the remote services (comma-separated)")
 	s.boolean(&c.recordCDR, "record-cdr", true, "write call history from the AMI Cdr events (cdr_manager) to the database")
 	s.str(&c.recordAMI, "record-ami", "", "directory to write the raw AMI stream to (secrets scrubbed), for replay")
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
@@ -244,33 +255,17 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		defer rec.Close()
 		acfg.Record = rec
 	}
-	// The stores: phonebook (caller names, contacts) and call history, on
-	// PostgreSQL or the embedded SQLite file. Closed last of all.
-	db, err := openDB(ctx, c.db, c.dataDir)
+	// The stores: phonebook (caller names, contacts) and call history.
+	// Closed last of all.
+	st, err := openStores(ctx, c, log)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	applied, err := db.migrate(ctx)
-	if err != nil {
-		return err
-	}
-	log.Info("database ready", "db", db.desc, "migrations", applied)
-	norm := phonebook.Normalizer{Country: c.phoneCountry, Trunk: c.phoneTrunk, Intl: c.phoneIntl}
-	book := phonebook.NewBook(db.phonebookStore(norm), phonebook.Config{Normalizer: norm, Log: log.With("component", "phonebook")})
-	if err := book.Refresh(ctx); err != nil {
-		return err
-	}
-	hist := db.historyStore(history.Config{NameLookup: book.Lookup})
-	var rec *history.Recorder
-	if c.recordCDR {
-		if rec, err = history.NewRecorder(hist, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log.With("component", "history")}); err != nil {
-			return err
-		}
-	}
+	defer st.Close()
+	rec := st.recorder
 
 	client := ami.NewClient(acfg)
-	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: book.Lookup,
+	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: st.Lookup,
 		FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
@@ -290,7 +285,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		Auth: authSvc, State: eng, PBX: client, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
-		Phonebook: book, History: hist, TrustedProxies: c.trustedProxies,
+		Phonebook: st.phonebook, History: st.history, TrustedProxies: c.trustedProxies,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
 	})
 	if err != nil {
@@ -359,7 +354,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		defer close(hubDone)
 		hub.Run(hubCtx)
 	}()
-	wg.Go(func() { book.Run(ctx) })
+	wg.Go(func() { st.run(ctx) })
 	// The recorder outlives the link so that the last CDRs it saw are
 	// written (or spooled) before the database closes.
 	recCtx, stopRec := context.WithCancel(context.Background())

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +75,19 @@ func TestServe(t *testing.T) {
 		}
 		return append(out, amitest.Event("ExtensionStateListComplete", "EventList", "Complete", "ListItems", "2"))
 	})
+	// A remote NethCTI-style phonebook: serve forwards searches to it with
+	// the credentials and the user's name.
+	var remoteAuth, remoteUser atomic.Value
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		remoteAuth.Store(r.Header.Get("Authorization"))
+		remoteUser.Store(r.Header.Get("X-CTI-User"))
+		if r.URL.Path != "/phonebook/search/rossi" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"count":1,"rows":[{"id":7,"owner_id":"","type":"public","name":"Mario Rossi","workphone":"0721405516"}]}`)
+	}))
+	defer remote.Close()
 	admin, api := freeAddr(t), freeAddr(t)
 	recDir := t.TempDir()
 	hash, err := auth.HashPassword("alice-pw", 4)
@@ -81,7 +96,8 @@ func TestServe(t *testing.T) {
 	}
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--record-ami", recDir, "--data-dir", t.TempDir()}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--record-ami", recDir, "--data-dir", t.TempDir(),
+		"--phonebook-url", remote.URL, "--upstream-token", "pb-token"}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -140,6 +156,12 @@ func TestServe(t *testing.T) {
 		t.Errorf("POST call for another's phone = %d, want 403", code)
 	}
 	srv.WaitAction("Originate", 1)
+	if code := do("GET", "/phonebook/search/rossi", ""); code != http.StatusOK {
+		t.Errorf("GET phonebook search through the remote = %d", code)
+	}
+	if a, u := remoteAuth.Load(), remoteUser.Load(); a != "Bearer pb-token" || u != "alice" {
+		t.Errorf("remote phonebook saw Authorization %q and user %q", a, u)
+	}
 
 	// The WebSocket stream on the same listener: hello, then a snapshot
 	// holding the extensions the PBX listed; on shutdown, going away.
