@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctibridge/ctibridge/sqldb"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -50,7 +51,7 @@ func postgresDSN(b *testing.B) string {
 // holds them: 600 extensions, 40% internal, 30% in, 30% out, 1-3 legs
 // per call.
 func seedCDRs(b *testing.B, s *SQLStore, rows int) {
-	pool := s.c.(pgConn).pool
+	pool := sqldb.Pool(s.c)
 	ctx := context.Background()
 	var have int
 	pool.QueryRow(ctx, `SELECT count(*) FROM cdr`).Scan(&have)
@@ -198,7 +199,7 @@ func seedExport(b *testing.B, s *SQLStore, n int) {
 	}
 	cols := []string{"calldate", "clid", "src", "dst", "dcontext", "channel", "dstchannel", "lastapp", "lastdata", "duration",
 		"billsec", "disposition", "amaflags", "accountcode", "uniqueid", "linkedid", "userfield", "sequence", "peeraccount", "recordingfile"}
-	if _, err := s.c.(pgConn).pool.CopyFrom(context.Background(), pgx.Identifier{"cdr"}, cols, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := sqldb.Pool(s.c).CopyFrom(context.Background(), pgx.Identifier{"cdr"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -50,7 +50,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // legsInOrder returns the uniqueids stored, in insertion (id) order.
 func legsInOrder(t *testing.T, s *SQLStore) []string {
 	t.Helper()
-	rs, done, err := s.c.query(context.Background(), `SELECT uniqueid FROM cdr ORDER BY id`)
+	rs, done, err := s.c.Query(context.Background(), `SELECT uniqueid FROM cdr ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}

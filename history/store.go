@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctibridge/ctibridge/sqldb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,7 +31,7 @@ const (
 	MaxText      = 64
 )
 
-var errNoRows = errors.New("history: no rows")
+var errNoRows = sqldb.ErrNoRows
 
 // InvalidError is a refused query (a 400): no or bad window, bad
 // direction, cursor or limit.
@@ -132,12 +133,12 @@ type SQLStore struct {
 // NewPostgres returns a Store over pool; MigratePostgres must have run
 // (or the pool's search_path names the PBX's cdr table, read only).
 func NewPostgres(pool *pgxpool.Pool, cfg Config) *SQLStore {
-	return &SQLStore{c: pgConn{pool: pool}, cfg: defaults(cfg)}
+	return &SQLStore{c: sqldb.Pgx(pool), cfg: defaults(cfg)}
 }
 
 // NewSQLite returns a Store over db; MigrateSQLite must have run.
 func NewSQLite(db *sql.DB, cfg Config) *SQLStore {
-	return &SQLStore{c: sqlConn{db: db}, cfg: defaults(cfg)}
+	return &SQLStore{c: sqldb.SQL(db), cfg: defaults(cfg)}
 }
 
 func defaults(cfg Config) Config {
@@ -152,7 +153,7 @@ func defaults(cfg Config) Config {
 
 // ts is a time as the dialect stores calldate.
 func (s *SQLStore) ts(t time.Time) any {
-	if s.c.postgres() {
+	if s.c.Postgres() {
 		return t
 	}
 	return t.Unix()
@@ -161,7 +162,7 @@ func (s *SQLStore) ts(t time.Time) any {
 // micros is the SQL expression for a calldate (or aggregate of it) in
 // Unix microseconds.
 func (s *SQLStore) micros(expr string) string {
-	if s.c.postgres() {
+	if s.c.Postgres() {
 		return "(extract(epoch FROM " + expr + ") * 1000000)::bigint"
 	}
 	return "(" + expr + " * 1000000)"
@@ -293,7 +294,7 @@ func (s *SQLStore) Calls(ctx context.Context, q Query) (Page, error) {
 		}
 		having = " HAVING (" + first + ", " + groupKey + ") < (" + a.add(us) + ", " + a.add(key) + ")"
 	}
-	rs, done, err := s.c.query(ctx, `SELECT `+groupKey+`, `+first+` FROM cdr WHERE `+where+
+	rs, done, err := s.c.Query(ctx, `SELECT `+groupKey+`, `+first+` FROM cdr WHERE `+where+
 		` GROUP BY `+groupKey+having+` ORDER BY 2 DESC, 1 DESC LIMIT `+a.add(q.Limit+1), a...)
 	if err != nil {
 		return Page{}, fmt.Errorf("history: calls: %w", err)
@@ -337,7 +338,7 @@ func (s *SQLStore) Calls(ctx context.Context, q Query) (Page, error) {
 func (s *SQLStore) legs(ctx context.Context, keys []string) (map[string][]CDR, error) {
 	var a args
 	in := a.in(keys)
-	rs, done, err := s.c.query(ctx, `SELECT `+s.selectLegs()+` FROM cdr WHERE linkedid IN `+in+
+	rs, done, err := s.c.Query(ctx, `SELECT `+s.selectLegs()+` FROM cdr WHERE linkedid IN `+in+
 		` OR (linkedid = '' AND uniqueid IN `+in+`) ORDER BY calldate, uniqueid, sequence`, a...)
 	if err != nil {
 		return nil, fmt.Errorf("history: legs: %w", err)
@@ -419,7 +420,7 @@ func (s *SQLStore) Export(ctx context.Context, q Query, fn func(CDR) error) erro
 	if err != nil {
 		return err
 	}
-	rs, done, err := s.c.query(ctx, `SELECT `+s.selectLegs()+` FROM cdr WHERE `+where+` ORDER BY calldate DESC, uniqueid DESC, sequence DESC`, a...)
+	rs, done, err := s.c.Query(ctx, `SELECT `+s.selectLegs()+` FROM cdr WHERE `+where+` ORDER BY calldate DESC, uniqueid DESC, sequence DESC`, a...)
 	if err != nil {
 		return fmt.Errorf("history: export: %w", err)
 	}
@@ -444,7 +445,7 @@ const insertBatch = 200
 
 // Insert implements Store.
 func (s *SQLStore) Insert(ctx context.Context, cdrs []CDR) error {
-	err := s.c.inTx(ctx, func(tx conn) error {
+	err := s.c.InTx(ctx, func(tx conn) error {
 		for chunk := range slices.Chunk(cdrs, insertBatch) {
 			var a args
 			var b strings.Builder
@@ -460,7 +461,7 @@ func (s *SQLStore) Insert(ctx context.Context, cdrs []CDR) error {
 					a.add(c.RecordingFile)}, ", ") + ")")
 			}
 			b.WriteString(` ON CONFLICT (uniqueid, sequence) DO NOTHING`)
-			if _, err := tx.exec(ctx, b.String(), a...); err != nil {
+			if _, err := tx.Exec(ctx, b.String(), a...); err != nil {
 				return err
 			}
 		}

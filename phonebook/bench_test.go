@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctibridge/ctibridge/sqldb"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,7 +22,7 @@ var (
 
 // seedPostgres fills the store with n public contacts by COPY.
 func seedPostgres(b *testing.B, s *SQLStore, n int) {
-	pc := s.c.(pgConn)
+	pool := sqldb.Pool(s.c)
 	r := rand.New(rand.NewPCG(1, 2))
 	rows := make([][]any, n)
 	for i := range rows {
@@ -30,12 +31,12 @@ func seedPostgres(b *testing.B, s *SQLStore, n int) {
 			WorkPhone: fmt.Sprintf("+39 0%d %06d", 100+r.IntN(900), r.IntN(1000000)), CellPhone: fmt.Sprintf("3%09d", r.IntN(1000000000)), Source: "cti"}
 		rows[i] = []any{c.OwnerID, c.Type, c.Name, c.Company, c.WorkPhone, c.CellPhone, c.Source, searchText(&c), s.numbersText(&c), int64(0)}
 	}
-	_, err := pc.pool.CopyFrom(context.Background(), pgx.Identifier{"phonebook_contacts"},
+	_, err := pool.CopyFrom(context.Background(), pgx.Identifier{"phonebook_contacts"},
 		[]string{"owner_id", "type", "name", "company", "workphone", "cellphone", "source", "search", "numbers", "updated_at"}, pgx.CopyFromRows(rows))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pc.pool.Exec(context.Background(), "ANALYZE phonebook_contacts"); err != nil {
+	if _, err := pool.Exec(context.Background(), "ANALYZE phonebook_contacts"); err != nil {
 		b.Fatal(err)
 	}
 }

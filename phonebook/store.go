@@ -3,11 +3,13 @@ package phonebook
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ctibridge/ctibridge/sqldb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -48,13 +50,13 @@ type SQLStore struct {
 // NewPostgres returns a Store over pool; MigratePostgres must have run.
 // n normalises numbers when they are stored and searched.
 func NewPostgres(pool *pgxpool.Pool, n Normalizer) *SQLStore {
-	return &SQLStore{c: pgConn{pool: pool}, norm: n, now: time.Now}
+	return &SQLStore{c: sqldb.Pgx(pool), norm: n, now: time.Now}
 }
 
 // NewSQLite returns a Store over db (modernc.org/sqlite; open it with
 // busy_timeout, WAL and _txlock=immediate); MigrateSQLite must have run.
 func NewSQLite(db *sql.DB, n Normalizer) *SQLStore {
-	return &SQLStore{c: sqlConn{db: db}, norm: n, now: time.Now}
+	return &SQLStore{c: sqldb.SQL(db), norm: n, now: time.Now}
 }
 
 const columns = `id, owner_id, type, name, company, workphone, homephone, cellphone, fax,
@@ -65,6 +67,9 @@ func scanContact(scan func(dest ...any) error, extra ...any) (Contact, error) {
 	dest := append([]any{&c.ID, &c.OwnerID, &c.Type, &c.Name, &c.Company, &c.WorkPhone, &c.HomePhone,
 		&c.CellPhone, &c.Fax, &c.WorkEmail, &c.HomeEmail, &c.Notes, &c.SpeeddialNum, &c.Source}, extra...)
 	err := scan(dest...)
+	if errors.Is(err, sqldb.ErrNoRows) {
+		err = ErrNotFound
+	}
 	return c, err
 }
 
@@ -134,7 +139,7 @@ func (s *SQLStore) searchWhere(viewer, term string, own bool) (string, []any) {
 // (SQLite's BINARY; "C" on PostgreSQL whatever the database collation),
 // which is also Go's string order, so the in-memory search agrees.
 func (s *SQLStore) orderBy() string {
-	if s.c.postgres() {
+	if s.c.Postgres() {
 		return ` ORDER BY name COLLATE "C", id`
 	}
 	return ` ORDER BY name, id`
@@ -176,7 +181,7 @@ func (s *SQLStore) listOwn(ctx context.Context, viewer string, max int) ([]Conta
 // page selects one page of the contacts matching where, and their count.
 func (s *SQLStore) page(ctx context.Context, where string, args []any, limit, offset int) (Page, error) {
 	page := fmt.Sprintf(` LIMIT $%d OFFSET $%d`, len(args)+1, len(args)+2)
-	rs, done, err := s.c.query(ctx, `SELECT `+columns+`, count(*) OVER () FROM phonebook_contacts
+	rs, done, err := s.c.Query(ctx, `SELECT `+columns+`, count(*) OVER () FROM phonebook_contacts
 		WHERE `+where+s.orderBy()+page, append(args, limit, offset)...)
 	if err != nil {
 		return Page{}, err
@@ -196,7 +201,7 @@ func (s *SQLStore) page(ctx context.Context, where string, args []any, limit, of
 	done()
 	if len(p.Rows) == 0 && offset > 0 {
 		// Past the end: the window count went with the rows.
-		if err := s.c.queryRow(ctx, `SELECT count(*) FROM phonebook_contacts WHERE `+where, args...)(&p.Count); err != nil {
+		if err := s.c.QueryRow(ctx, `SELECT count(*) FROM phonebook_contacts WHERE `+where, args...)(&p.Count); err != nil {
 			return Page{}, fmt.Errorf("count: %w", err)
 		}
 	}
@@ -209,7 +214,7 @@ func (s *SQLStore) Lookup(ctx context.Context, viewer, number string) ([]Contact
 	if n == "" {
 		return []Contact{}, nil
 	}
-	rs, done, err := s.c.query(ctx, `SELECT `+columns+` FROM phonebook_contacts
+	rs, done, err := s.c.Query(ctx, `SELECT `+columns+` FROM phonebook_contacts
 		WHERE (type = 'public' OR owner_id = $1) AND numbers LIKE $2 ESCAPE '\'
 		ORDER BY type = 'public', name, id LIMIT `+strconv.Itoa(MaxLimit), viewer, "% "+likeEscape(n)+" %")
 	if err != nil {
@@ -229,7 +234,7 @@ func (s *SQLStore) Lookup(ctx context.Context, viewer, number string) ([]Contact
 
 // Get implements Store.
 func (s *SQLStore) Get(ctx context.Context, id int64) (Contact, error) {
-	c, err := scanContact(s.c.queryRow(ctx, `SELECT `+columns+` FROM phonebook_contacts WHERE id = $1`, id))
+	c, err := scanContact(s.c.QueryRow(ctx, `SELECT `+columns+` FROM phonebook_contacts WHERE id = $1`, id))
 	if err != nil && err != ErrNotFound {
 		err = fmt.Errorf("phonebook: get: %w", err)
 	}
@@ -253,7 +258,7 @@ func (s *SQLStore) Create(ctx context.Context, c Contact) (Contact, error) {
 	if err := c.Validate(); err != nil {
 		return Contact{}, err
 	}
-	if err := s.c.queryRow(ctx, insert, s.values(&c)...)(&c.ID); err != nil {
+	if err := s.c.QueryRow(ctx, insert, s.values(&c)...)(&c.ID); err != nil {
 		return Contact{}, fmt.Errorf("phonebook: create: %w", err)
 	}
 	return c, nil
@@ -266,9 +271,9 @@ func (s *SQLStore) CreateMany(ctx context.Context, cs []Contact) error {
 			return err
 		}
 	}
-	err := s.c.inTx(ctx, func(tx conn) error {
+	err := s.c.InTx(ctx, func(tx conn) error {
 		for i := range cs {
-			if err := tx.queryRow(ctx, insert, s.values(&cs[i])...)(&cs[i].ID); err != nil {
+			if err := tx.QueryRow(ctx, insert, s.values(&cs[i])...)(&cs[i].ID); err != nil {
 				return err
 			}
 		}
@@ -285,7 +290,7 @@ func (s *SQLStore) Update(ctx context.Context, c Contact) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	n, err := s.c.exec(ctx, `UPDATE phonebook_contacts SET owner_id = $1, type = $2, name = $3, company = $4,
+	n, err := s.c.Exec(ctx, `UPDATE phonebook_contacts SET owner_id = $1, type = $2, name = $3, company = $4,
 		workphone = $5, homephone = $6, cellphone = $7, fax = $8, workemail = $9, homeemail = $10,
 		notes = $11, speeddial_num = $12, source = $13, search = $14, numbers = $15, updated_at = $16
 		WHERE id = $17`, append(s.values(&c), c.ID)...)
@@ -300,7 +305,7 @@ func (s *SQLStore) Update(ctx context.Context, c Contact) error {
 
 // Delete implements Store.
 func (s *SQLStore) Delete(ctx context.Context, id int64) error {
-	n, err := s.c.exec(ctx, `DELETE FROM phonebook_contacts WHERE id = $1`, id)
+	n, err := s.c.Exec(ctx, `DELETE FROM phonebook_contacts WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("phonebook: delete: %w", err)
 	}
@@ -312,7 +317,7 @@ func (s *SQLStore) Delete(ctx context.Context, id int64) error {
 
 // Public implements Store.
 func (s *SQLStore) Public(ctx context.Context, fn func(Contact) error) error {
-	rs, done, err := s.c.query(ctx, `SELECT `+columns+` FROM phonebook_contacts WHERE type = 'public' ORDER BY id`)
+	rs, done, err := s.c.Query(ctx, `SELECT `+columns+` FROM phonebook_contacts WHERE type = 'public' ORDER BY id`)
 	if err != nil {
 		return fmt.Errorf("phonebook: list: %w", err)
 	}
@@ -333,7 +338,7 @@ func (s *SQLStore) Public(ctx context.Context, fn func(Contact) error) error {
 // change time. A delete changes the count; an update the time.
 func (s *SQLStore) Stamp(ctx context.Context) (string, error) {
 	var n, maxID, at int64
-	err := s.c.queryRow(ctx, `SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0) FROM phonebook_contacts`)(&n, &maxID, &at)
+	err := s.c.QueryRow(ctx, `SELECT count(*), coalesce(max(id), 0), coalesce(max(updated_at), 0) FROM phonebook_contacts`)(&n, &maxID, &at)
 	if err != nil {
 		return "", fmt.Errorf("phonebook: stamp: %w", err)
 	}
