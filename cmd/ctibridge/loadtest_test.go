@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A short e2e run through the command: pbxsim and a bridge in process,
+// calls from the built-in phones (and from SIPp when installed), every
+// call on every screen, no ghost, the JSON shape, the HTML report, and a
+// profile of the bridge.
+func TestLoadtestE2EShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pbxsim and a bridge")
+	}
+	for _, gen := range []string{"phones", "sipp"} {
+		t.Run(gen, func(t *testing.T) {
+			if gen == "sipp" {
+				if _, err := os.Stat("/usr/bin/sipp"); err != nil {
+					t.Skip("sipp not installed")
+				}
+			}
+			dir := t.TempDir()
+			var out, errb bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			args := []string{"e2e", "--generator", gen, "-r", "10", "-d", "2s", "--ring", "50ms", "--talk", "300ms", "-c", "2", "--json",
+				"--html", filepath.Join(dir, "r.html")}
+			if gen == "phones" {
+				args = append(args, "--profile", filepath.Join(dir, "prof"))
+			}
+			start := time.Now()
+			err := runLoadtest(ctx, args, func(string) string { return "" }, &out, &errb)
+			if err != nil {
+				t.Fatalf("%v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+			}
+			if el := time.Since(start); el > 40*time.Second {
+				t.Errorf("took %v", el)
+			}
+			var rep struct {
+				Requests struct{ Total int }
+				Counters map[string]int
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("%v: %s", err, out.String())
+			}
+			c := rep.Counters
+			if rep.Requests.Total < 15 || c["calls_missing"] != 0 || c["ghost_calls"] != 0 || c["ghost_calls_rest"] != 0 || c["calls_failed"] != 0 {
+				t.Errorf("report %s", out.String())
+			}
+			html, err := os.ReadFile(filepath.Join(dir, "r.html"))
+			if err != nil || !bytes.Contains(html, []byte("<svg")) || bytes.Contains(html, []byte("http://")) && bytes.Contains(html, []byte("<script src")) {
+				t.Errorf("html report: %v", err)
+			}
+			if gen == "phones" {
+				for _, f := range []string{"cpu.pprof", "heap.pprof", "cpu-flame.svg"} {
+					if _, err := os.Stat(filepath.Join(dir, "prof", f)); err != nil {
+						t.Errorf("profile: %v (stderr %s)", err, errb.String())
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestLoadtestFlagsAndTargets(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := func(string) string { return "" }
+	if err := runLoadtest(context.Background(), []string{"http"}, env, &out, &errb); err == nil || !strings.Contains(err.Error(), "one URL") {
+		t.Errorf("no URL: %v", err)
+	}
+	if err := runLoadtest(context.Background(), []string{"http", "ftp://x/"}, env, &out, &errb); err == nil || !strings.Contains(err.Error(), "bad URL") {
+		t.Errorf("bad URL: %v", err)
+	}
+	if err := runLoadtest(context.Background(), []string{"nope"}, env, &out, &errb); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	// A refused connection with --max-errors 0 fails the run; the URL may
+	// come before the flags.
+	err := runLoadtest(context.Background(), []string{"http", "http://127.0.0.1:1/", "-d", "300ms", "-c", "1", "--max-errors", "0", "--json"}, env, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "targets missed") || !strings.Contains(out.String(), `"connection_refused"`) {
+		t.Errorf("err %v, output %s", err, out.String())
+	}
+}
