@@ -73,6 +73,9 @@ type Config struct {
 	Phonebook Phonebook
 	// History serves /historycall/... and /histcallswitch/...; nil: 503.
 	History history.Store
+	// CustomerCard, when set, serves GET /customercard/{number} by asking
+	// this remote service (a CRM's caller page); nil: 503.
+	CustomerCard Doer
 	// HistoryLocation is the time zone of history dates (YYYYMMDD) and of
 	// CSV times. Default time.Local.
 	HistoryLocation *time.Location
@@ -275,6 +278,7 @@ func (h *handler) register() {
 
 	h.registerPhonebook()
 	h.registerHistory()
+	h.registerCustomerCard()
 
 	h.handle("GET /openapi.yaml", true, serveOpenAPI)
 }

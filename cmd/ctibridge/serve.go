@@ -58,6 +58,7 @@ type serveConfig struct {
 	recordCDR               bool
 	phonebookURL            string
 	historyURL              string
+	customerCardURL         string
 	upstreamToken           string
 	upstreamOAuthURL        string
 	upstreamOAuthID         string
@@ -101,6 +102,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.phoneIntl, "phone-intl-prefix", "00", "international call prefix for number matching")
 	s.str(&c.phonebookURL, "phonebook-url", "", "use a remote NethCTI-compatible phonebook service instead of --db (comma-separated URLs, balanced)")
 	s.str(&c.historyURL, "history-url", "", "use a remote NethCTI-compatible call history service instead of --db (comma-separated URLs, balanced)")
+	s.str(&c.customerCardURL, "customer-card-url", "", "remote customer-card service for GET /customercard/{number} (comma-separated URLs, balanced)")
 	s.str(&c.upstreamToken, "upstream-token", "", "bearer token sent to the remote phonebook and history services")
 	s.str(&c.upstreamOAuthURL, "upstream-oauth-token-url", "", "OAuth2 client-credentials token URL for the remote services (instead of --upstream-token)")
 	s.str(&c.upstreamOAuthID, "upstream-oauth-client-id", "", "OAuth2 client id for the remote services")
@@ -285,7 +287,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		Auth: authSvc, State: eng, PBX: client, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
-		Phonebook: st.phonebook, History: st.history, TrustedProxies: c.trustedProxies,
+		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
 	})
 	if err != nil {

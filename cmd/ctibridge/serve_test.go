@@ -81,11 +81,14 @@ func TestServe(t *testing.T) {
 	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		remoteAuth.Store(r.Header.Get("Authorization"))
 		remoteUser.Store(r.Header.Get("X-CTI-User"))
-		if r.URL.Path != "/phonebook/search/rossi" {
+		switch r.URL.Path {
+		case "/phonebook/search/rossi":
+			io.WriteString(w, `{"count":1,"rows":[{"id":7,"owner_id":"","type":"public","name":"Mario Rossi","workphone":"0721405516"}]}`)
+		case "/customercard/0721405516":
+			io.WriteString(w, `<h1>Mario Rossi</h1>`)
+		default:
 			http.NotFound(w, r)
-			return
 		}
-		io.WriteString(w, `{"count":1,"rows":[{"id":7,"owner_id":"","type":"public","name":"Mario Rossi","workphone":"0721405516"}]}`)
 	}))
 	defer remote.Close()
 	admin, api := freeAddr(t), freeAddr(t)
@@ -97,7 +100,7 @@ func TestServe(t *testing.T) {
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
 	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--record-ami", recDir, "--data-dir", t.TempDir(),
-		"--phonebook-url", remote.URL, "--upstream-token", "pb-token"}
+		"--phonebook-url", remote.URL, "--customer-card-url", remote.URL, "--upstream-token", "pb-token"}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -158,6 +161,9 @@ func TestServe(t *testing.T) {
 	srv.WaitAction("Originate", 1)
 	if code := do("GET", "/phonebook/search/rossi", ""); code != http.StatusOK {
 		t.Errorf("GET phonebook search through the remote = %d", code)
+	}
+	if code := do("GET", "/customercard/0721405516", ""); code != http.StatusOK {
+		t.Errorf("GET customer card through the remote = %d", code)
 	}
 	if a, u := remoteAuth.Load(), remoteUser.Load(); a != "Bearer pb-token" || u != "alice" {
 		t.Errorf("remote phonebook saw Authorization %q and user %q", a, u)

@@ -20,6 +20,7 @@ type stores struct {
 	phonebook rest.Phonebook
 	history   history.Store
 	recorder  *history.Recorder // nil for a remote history or --record-cdr=false
+	card      rest.Doer         // nil without --customer-card-url
 	run       func(ctx context.Context) error
 	closers   []func()
 }
@@ -53,6 +54,14 @@ func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores
 		}
 		s.closers = append(s.closers, uc.Close)
 		return uc, nil
+	}
+
+	if c.customerCardURL != "" {
+		uc, err := remote(c.customerCardURL, "customer-card")
+		if err != nil {
+			return nil, err
+		}
+		s.card = uc
 	}
 
 	// The database is opened only when something is kept locally.
