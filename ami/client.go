@@ -703,9 +703,7 @@ func (c *Client) do(ctx context.Context, cn *conn, action Message) (Response, er
 	id := action.ActionID()
 	if id == "" {
 		id = c.nextID()
-		hs := make([]Header, len(action.Headers), len(action.Headers)+1)
-		copy(hs, action.Headers)
-		action = Message{Headers: append(hs, Header{"ActionID", id})}
+		action = action.Add("ActionID", id)
 	}
 	cl := &call{name: name, ch: make(chan struct{})}
 	cn.mu.Lock()

@@ -62,7 +62,7 @@ func summary(evs []ami.Event) string {
 		case e.Msg.Kind() == ami.KindEvent:
 			b.WriteString(e.Msg.Event() + " ")
 		default:
-			b.WriteString(e.Msg.Kind().String() + ":" + e.Msg.Headers[0].Value + " ")
+			b.WriteString(e.Msg.Kind().String() + ":" + e.Msg.Headers()[0].Value + " ")
 		}
 	}
 	return b.String()
@@ -186,11 +186,11 @@ func readFrames(t testing.TB, data []byte) []ami.Message {
 }
 
 func equalHeaders(a, b ami.Message) bool {
-	if len(a.Headers) != len(b.Headers) {
+	if len(a.Headers()) != len(b.Headers()) {
 		return false
 	}
-	for i := range a.Headers {
-		if a.Headers[i] != b.Headers[i] {
+	for i := range a.Headers() {
+		if a.Headers()[i] != b.Headers()[i] {
 			return false
 		}
 	}
@@ -355,7 +355,7 @@ func TestClientRefusesInjection(t *testing.T) {
 	} {
 		_, err := c.Do(ctx, m)
 		if !errors.Is(err, ami.ErrInjection) {
-			t.Errorf("Do(%q) err = %v, want ErrInjection", m.Headers, err)
+			t.Errorf("Do(%q) err = %v, want ErrInjection", m.Headers(), err)
 		}
 	}
 	if _, err := c.Do(ctx, ami.NewAction("Ping")); err != nil {

@@ -43,12 +43,12 @@ func FuzzReadMessage(f *testing.F) {
 		for range len(data) + 1 {
 			ms, errS := slow.ReadMessage()
 			mf, errF := fast.ReadMessage()
-			if (errS == nil) != (errF == nil) || len(ms.Headers) != len(mf.Headers) {
-				t.Fatalf("slow and fast paths disagree: %q (%v) vs %q (%v)", ms.Headers, errS, mf.Headers, errF)
+			if (errS == nil) != (errF == nil) || len(ms.Headers()) != len(mf.Headers()) {
+				t.Fatalf("slow and fast paths disagree: %q (%v) vs %q (%v)", ms.Headers(), errS, mf.Headers(), errF)
 			}
-			for i := range ms.Headers {
-				if ms.Headers[i] != mf.Headers[i] {
-					t.Fatalf("slow and fast paths disagree on header %d: %q vs %q", i, ms.Headers[i], mf.Headers[i])
+			for i := range ms.Headers() {
+				if ms.Headers()[i] != mf.Headers()[i] {
+					t.Fatalf("slow and fast paths disagree on header %d: %q vs %q", i, ms.Headers()[i], mf.Headers()[i])
 				}
 			}
 			if s, f := slow.Stats(), fast.Stats(); s.Garbage != f.Garbage || s.Oversized != f.Oversized || s.Messages != f.Messages {
@@ -65,12 +65,12 @@ func FuzzReadMessage(f *testing.F) {
 				}
 				return
 			}
-			if len(m.Headers) == 0 {
+			if len(m.Headers()) == 0 {
 				t.Fatal("empty message returned")
 			}
 			b, err := AppendMessage([]byte("Banner\r\n"), m)
 			if err != nil {
-				t.Fatalf("parsed message cannot be written: %v: %q", err, m.Headers)
+				t.Fatalf("parsed message cannot be written: %v: %q", err, m.Headers())
 			}
 			r2 := NewReader(bufio.NewReader(bytes.NewReader(b)), ReaderConfig{})
 			if _, err := r2.ReadBanner(); err != nil {
@@ -80,12 +80,12 @@ func FuzzReadMessage(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-read: %v", err)
 			}
-			if len(m2.Headers) != len(m.Headers) {
-				t.Fatalf("round trip %q -> %q", m.Headers, m2.Headers)
+			if len(m2.Headers()) != len(m.Headers()) {
+				t.Fatalf("round trip %q -> %q", m.Headers(), m2.Headers())
 			}
-			for i := range m.Headers {
-				if m.Headers[i] != m2.Headers[i] {
-					t.Fatalf("round trip header %d: %q -> %q", i, m.Headers[i], m2.Headers[i])
+			for i := range m.Headers() {
+				if m.Headers()[i] != m2.Headers()[i] {
+					t.Fatalf("round trip header %d: %q -> %q", i, m.Headers()[i], m2.Headers()[i])
 				}
 			}
 		}

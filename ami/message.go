@@ -17,10 +17,155 @@ type Header struct {
 // their wire order, their original key case and repeated keys (ChanVariable,
 // Variable, Output). Lookups by key are case-insensitive, as Asterisk's own are.
 //
-// A Message read by a Reader is immutable in practice: its strings share one
-// backing allocation and may be retained freely. The zero Message is empty.
+// A Message is a value: its text (every key and value) lives in one string
+// and its headers are offsets into it, so reading one costs two allocations,
+// neither holding pointers for the garbage collector to follow. Methods that
+// change a message (Add, Set, Del) return a new one and never modify m. The
+// zero Message is empty. Messages may be shared between goroutines freely.
 type Message struct {
-	Headers []Header
+	text string
+	idx  []int32 // per header: key start, key end, value start, value end
+}
+
+// NewMessage returns a message with these headers, in order.
+func NewMessage(hs ...Header) Message {
+	n := 0
+	for _, h := range hs {
+		n += len(h.Key) + len(h.Value)
+	}
+	b := make([]byte, 0, n)
+	idx := make([]int32, 0, 4*len(hs))
+	for _, h := range hs {
+		idx = append(idx, int32(len(b)))
+		b = append(b, h.Key...)
+		idx = append(idx, int32(len(b)), int32(len(b)))
+		b = append(b, h.Value...)
+		idx = append(idx, int32(len(b)))
+	}
+	return Message{text: string(b), idx: idx}
+}
+
+// Len is the number of headers.
+func (m Message) Len() int { return len(m.idx) / 4 }
+
+// Header returns header i (0 <= i < Len()).
+func (m Message) Header(i int) Header {
+	o := m.idx[4*i : 4*i+4 : 4*i+4]
+	return Header{Key: m.text[o[0]:o[1]], Value: m.text[o[2]:o[3]]}
+}
+
+// key returns the key of header i without building a Header.
+func (m Message) key(i int) string { return m.text[m.idx[4*i]:m.idx[4*i+1]] }
+
+// value returns the value of header i.
+func (m Message) value(i int) string { return m.text[m.idx[4*i+2]:m.idx[4*i+3]] }
+
+// Headers returns a copy of the headers, in order. It allocates: prefer
+// Len and Header in hot paths.
+func (m Message) Headers() []Header {
+	hs := make([]Header, m.Len())
+	for i := range hs {
+		hs[i] = m.Header(i)
+	}
+	return hs
+}
+
+// NewAction starts an action message. Headers are added with Add; the client
+// sets ActionID when it sends it unless one is present.
+func NewAction(name string, kv ...string) Message {
+	hs := make([]Header, 0, 1+len(kv)/2)
+	hs = append(hs, Header{"Action", name})
+	for i := 0; i+1 < len(kv); i += 2 {
+		hs = append(hs, Header{kv[i], kv[i+1]})
+	}
+	return NewMessage(hs...)
+}
+
+// Add returns m with one more header at the end, so calls chain.
+// Validation happens when the message is written: see Validate.
+func (m Message) Add(key, value string) Message {
+	base := int32(len(m.text))
+	idx := make([]int32, len(m.idx), len(m.idx)+4)
+	copy(idx, m.idx)
+	idx = append(idx, base, base+int32(len(key)), base+int32(len(key)), base+int32(len(key)+len(value)))
+	return Message{text: m.text + key + value, idx: idx}
+}
+
+// Get returns the value of the first header named key (case-insensitive),
+// or "" when there is none.
+func (m Message) Get(key string) string {
+	v, _ := m.Lookup(key)
+	return v
+}
+
+// Lookup is Get that also says whether the header exists.
+func (m Message) Lookup(key string) (string, bool) {
+	if i := m.find(key); i >= 0 {
+		return m.value(i), true
+	}
+	return "", false
+}
+
+// find returns the index of the first header named key, or -1.
+func (m Message) find(key string) int {
+	// Exact case first: it is what Asterisk sends and it is cheaper.
+	n := m.Len()
+	for i := range n {
+		if m.key(i) == key {
+			return i
+		}
+	}
+	for i := range n {
+		if strings.EqualFold(m.key(i), key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Values returns every value of the headers named key, in order.
+func (m Message) Values(key string) []string {
+	var out []string
+	for i := range m.Len() {
+		if strings.EqualFold(m.key(i), key) {
+			out = append(out, m.value(i))
+		}
+	}
+	return out
+}
+
+// Set returns m with the first header named key given value, or with the
+// header added when there is none.
+func (m Message) Set(key, value string) Message {
+	i := m.find(key)
+	if i < 0 {
+		return m.Add(key, value)
+	}
+	hs := m.Headers()
+	hs[i].Value = value
+	return NewMessage(hs...)
+}
+
+// Del returns m without the headers named key.
+func (m Message) Del(key string) Message {
+	hs := m.Headers()
+	out := hs[:0]
+	for _, h := range hs {
+		if !strings.EqualFold(h.Key, key) {
+			out = append(out, h)
+		}
+	}
+	if len(out) == len(hs) {
+		return m
+	}
+	return NewMessage(out...)
+}
+
+// Insert returns m with a header inserted at position i (0 <= i <= Len()).
+func (m Message) Insert(i int, key, value string) Message {
+	hs := m.Headers()
+	hs = append(hs[:i], append([]Header{{key, value}}, hs[i:]...)...)
+	return NewMessage(hs...)
 }
 
 // Kind says what a message is, from its first header.
@@ -45,79 +190,13 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// NewAction starts an action message. Headers are added with Add; the client
-// sets ActionID when it sends it unless one is present.
-func NewAction(name string, kv ...string) Message {
-	m := Message{Headers: make([]Header, 0, 4+len(kv)/2)}
-	m.Headers = append(m.Headers, Header{"Action", name})
-	for i := 0; i+1 < len(kv); i += 2 {
-		m.Headers = append(m.Headers, Header{kv[i], kv[i+1]})
-	}
-	return m
-}
-
-// Add appends a header and returns the message, so calls chain.
-// Validation happens when the message is written: see Validate.
-func (m Message) Add(key, value string) Message {
-	m.Headers = append(m.Headers, Header{key, value})
-	return m
-}
-
-// Get returns the value of the first header named key (case-insensitive),
-// or "" when there is none.
-func (m Message) Get(key string) string {
-	v, _ := m.Lookup(key)
-	return v
-}
-
-// Lookup is Get that also says whether the header exists.
-func (m Message) Lookup(key string) (string, bool) {
-	// Exact case first: it is what Asterisk sends and it is cheaper.
-	for i := range m.Headers {
-		if m.Headers[i].Key == key {
-			return m.Headers[i].Value, true
-		}
-	}
-	for i := range m.Headers {
-		if strings.EqualFold(m.Headers[i].Key, key) {
-			return m.Headers[i].Value, true
-		}
-	}
-	return "", false
-}
-
-// Values returns every value of the headers named key, in order.
-func (m Message) Values(key string) []string {
-	var out []string
-	for _, h := range m.Headers {
-		if strings.EqualFold(h.Key, key) {
-			out = append(out, h.Value)
-		}
-	}
-	return out
-}
-
-// Set replaces the first header named key or appends it. It returns the
-// message, which may share Headers with m.
-func (m Message) Set(key, value string) Message {
-	for i := range m.Headers {
-		if strings.EqualFold(m.Headers[i].Key, key) {
-			hs := make([]Header, len(m.Headers))
-			copy(hs, m.Headers)
-			hs[i].Value = value
-			return Message{Headers: hs}
-		}
-	}
-	return m.Add(key, value)
-}
-
 // Kind reports whether m is an action, a response or an event, from its first
 // header (Asterisk always puts it first).
 func (m Message) Kind() Kind {
-	if len(m.Headers) == 0 {
+	if m.Len() == 0 {
 		return KindUnknown
 	}
-	k := m.Headers[0].Key
+	k := m.key(0)
 	switch {
 	case strings.EqualFold(k, "Event"):
 		return KindEvent
@@ -134,7 +213,7 @@ func (m Message) Event() string {
 	if m.Kind() != KindEvent {
 		return ""
 	}
-	return m.Headers[0].Value
+	return m.value(0)
 }
 
 // Action is the action name, or "" when m is not an action.
@@ -142,7 +221,7 @@ func (m Message) Action() string {
 	if m.Kind() != KindAction {
 		return ""
 	}
-	return m.Headers[0].Value
+	return m.value(0)
 }
 
 // Response is the response status ("Success", "Error", "Goodbye"), or "".
@@ -150,7 +229,7 @@ func (m Message) Response() string {
 	if m.Kind() != KindResponse {
 		return ""
 	}
-	return m.Headers[0].Value
+	return m.value(0)
 }
 
 // ActionID is the ActionID header, or "".
@@ -159,7 +238,8 @@ func (m Message) ActionID() string { return m.Get("ActionID") }
 // String renders the message for logs, with Secret and Key redacted.
 func (m Message) String() string {
 	var b strings.Builder
-	for i, h := range m.Headers {
+	for i := range m.Len() {
+		h := m.Header(i)
 		if i > 0 {
 			b.WriteString(" ")
 		}
@@ -200,7 +280,8 @@ var errBadKey = errors.New("empty key or key containing ':'")
 // frame's meaning: keys non-empty without ':', and no CR, LF or NUL anywhere.
 // (A value's leading spaces are not kept on the wire: the reader strips them.)
 func (m Message) Validate() error {
-	for _, h := range m.Headers {
+	for i := range m.Len() {
+		h := m.Header(i)
 		if strings.ContainsAny(h.Key, "\r\n\x00") || strings.ContainsAny(h.Value, "\r\n\x00") {
 			return &HeaderError{Key: h.Key, Err: ErrInjection}
 		}

@@ -45,7 +45,7 @@ type ReaderStats struct {
 // Reader frames AMI messages from a byte stream: header lines ended by CRLF
 // (a bare LF is accepted too, as real Asterisk sometimes sends one), a blank
 // line ending each frame. It never allocates more than two objects per
-// message (one string holding every key and value, one header slice) and
+// message (one string holding the frame, one slice of offsets into it) and
 // never holds more than MaxMessage bytes of a frame.
 //
 // A Reader is not safe for concurrent use.
@@ -235,30 +235,28 @@ func (r *Reader) readFast() (Message, bool) {
 		return Message{}, false
 	}
 	r.offs = offs
-	str := string(frame)
-	hs := make([]Header, len(offs)/4)
-	for i := range hs {
-		o := offs[4*i : 4*i+4]
-		hs[i] = Header{Key: str[o[0]:o[1]], Value: str[o[2]:o[3]]}
-	}
+	// The frame's own bytes are the message's text: the offsets point at
+	// keys and values inside it, separators and line ends included.
+	m := Message{text: string(frame), idx: make([]int32, len(offs))}
+	copy(m.idx, offs)
 	r.br.Discard(pos)
 	r.stats.Bytes += uint64(pos)
 	r.stats.Messages++
-	return Message{Headers: hs}, true
+	return m, true
 }
 
-// finish turns the collected frame into a Message: one string, one slice.
+// finish turns the collected frame into a Message: one string, one
+// offset slice (keys and values are back to back in r.buf).
 func (r *Reader) finish() Message {
-	s := string(r.buf)
-	hs := make([]Header, len(r.offs)/2)
+	m := Message{text: string(r.buf), idx: make([]int32, 2*len(r.offs))}
 	start := int32(0)
-	for i := range hs {
-		kEnd, vEnd := r.offs[2*i], r.offs[2*i+1]
-		hs[i] = Header{Key: s[start:kEnd], Value: s[kEnd:vEnd]}
+	for i := 0; i < len(r.offs); i += 2 {
+		kEnd, vEnd := r.offs[i], r.offs[i+1]
+		m.idx[2*i], m.idx[2*i+1], m.idx[2*i+2], m.idx[2*i+3] = start, kEnd, kEnd, vEnd
 		start = vEnd
 	}
 	r.stats.Messages++
-	return Message{Headers: hs}
+	return m
 }
 
 // readLine returns the next line without its LF and trailing CRs. The slice

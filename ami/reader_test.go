@@ -84,12 +84,12 @@ func TestMessageOrderCaseRepeats(t *testing.T) {
 	}
 	m := msgs[0]
 	want := []Header{{"Event", "VarSet"}, {"ChanVariable", "a=1"}, {"chanvariable", "b=2"}, {"ActionID", "X1"}, {"Value", "spaced "}}
-	if len(m.Headers) != len(want) {
-		t.Fatalf("headers = %v", m.Headers)
+	if len(m.Headers()) != len(want) {
+		t.Fatalf("headers = %v", m.Headers())
 	}
 	for i := range want {
-		if m.Headers[i] != want[i] {
-			t.Errorf("header %d = %+v, want %+v", i, m.Headers[i], want[i])
+		if m.Headers()[i] != want[i] {
+			t.Errorf("header %d = %+v, want %+v", i, m.Headers()[i], want[i])
 		}
 	}
 	if got := m.Values("CHANVARIABLE"); len(got) != 2 || got[1] != "b=2" {
@@ -187,12 +187,12 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		t.Fatal("AppendMessage and WriteMessage differ")
 	}
 	msgs, _ := readAll(t, b.Bytes(), ReaderConfig{})
-	if len(msgs) != 1 || len(msgs[0].Headers) != len(m.Headers) {
+	if len(msgs) != 1 || len(msgs[0].Headers()) != len(m.Headers()) {
 		t.Fatalf("got %v", msgs)
 	}
-	for i := range m.Headers {
-		if msgs[0].Headers[i] != m.Headers[i] {
-			t.Fatalf("header %d: %v != %v", i, msgs[0].Headers[i], m.Headers[i])
+	for i := range m.Headers() {
+		if msgs[0].Headers()[i] != m.Headers()[i] {
+			t.Fatalf("header %d: %v != %v", i, msgs[0].Headers()[i], m.Headers()[i])
 		}
 	}
 }
@@ -210,5 +210,26 @@ func TestReadMaxGarbage(t *testing.T) {
 	r.ReadBanner()
 	if _, err := r.ReadMessage(); !errors.Is(err, ErrProtocol) || r.Stats().Garbage != 4 {
 		t.Fatalf("err = %v, stats %+v", err, r.Stats())
+	}
+}
+
+// Messages are values: deriving two messages from one base never lets one
+// see the other's headers, and the base is never changed.
+func TestMessageIsAValue(t *testing.T) {
+	base := NewAction("Originate", "Channel", "PJSIP/201")
+	a := base.Add("Exten", "202")
+	b := base.Add("Exten", "203")
+	if a.Get("Exten") != "202" || b.Get("Exten") != "203" || base.Len() != 2 {
+		t.Fatalf("a=%v b=%v base=%v", a, b, base)
+	}
+	c := a.Set("exten", "204").Insert(1, "ActionID", "7").Del("channel")
+	if got := c.String(); got != "Action=Originate ActionID=7 Exten=204" {
+		t.Errorf("derived = %q", got)
+	}
+	if got := a.String(); got != "Action=Originate Channel=PJSIP/201 Exten=202" {
+		t.Errorf("a changed: %q", got)
+	}
+	if m := NewMessage(); m.Len() != 0 || m.Kind() != KindUnknown || m.Get("x") != "" {
+		t.Errorf("empty message: %v", m)
 	}
 }

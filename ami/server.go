@@ -332,7 +332,7 @@ func (s *Session) Authorize(user string, events bool) {
 // Send queues m for this session. It never blocks; when the queue is full
 // the session is disconnected and Send returns an error.
 func (s *Session) Send(m Message) error {
-	if len(m.Headers) == 0 {
+	if m.Len() == 0 {
 		return nil
 	}
 	b, err := AppendMessage(nil, m)
@@ -479,7 +479,7 @@ func (s *Session) handle(req Message) bool {
 	case lname == "challenge":
 		resp = []Message{s.challengeResp(req)}
 	case lname == "logoff":
-		s.reply(req, []Message{{Headers: []Header{{"Response", "Goodbye"}, {"Message", "Thanks for all the fish."}}}})
+		s.reply(req, []Message{NewMessage(Header{"Response", "Goodbye"}, Header{"Message", "Thanks for all the fish."})})
 		s.enqueue(outFrame{close: true})
 		return true // the writer closes the connection after the Goodbye
 	case !s.loggedIn.Load():
@@ -487,8 +487,8 @@ func (s *Session) handle(req Message) bool {
 		resp = []Message{errorResp("Permission denied")}
 	case lname == "ping":
 		now := time.Now()
-		resp = []Message{{Headers: []Header{{"Response", "Success"}, {"Ping", "Pong"},
-			{"Timestamp", fmt.Sprintf("%d.%06d", now.Unix(), now.Nanosecond()/1000)}}}}
+		resp = []Message{NewMessage(Header{"Response", "Success"}, Header{"Ping", "Pong"},
+			Header{"Timestamp", fmt.Sprintf("%d.%06d", now.Unix(), now.Nanosecond()/1000)})}
 	default:
 		resp = []Message{errorResp("Invalid/unknown command: " + name + ". Use Action: ListCommands to show available commands.")}
 	}
@@ -497,7 +497,7 @@ func (s *Session) handle(req Message) bool {
 }
 
 func errorResp(text string) Message {
-	return Message{Headers: []Header{{"Response", "Error"}, {"Message", text}}}
+	return NewMessage(Header{"Response", "Error"}, Header{"Message", text})
 }
 
 // reply sends resp with the request's ActionID, which goes right after the
@@ -515,17 +515,13 @@ func (s *Session) reply(req Message, resp []Message) {
 }
 
 func withActionID(m Message, id string) Message {
-	for i := range m.Headers {
-		if strings.EqualFold(m.Headers[i].Key, "ActionID") {
-			return m.Set("ActionID", id)
-		}
+	if _, ok := m.Lookup("ActionID"); ok {
+		return m.Set("ActionID", id)
 	}
-	if len(m.Headers) == 0 {
+	if m.Len() == 0 {
 		return m
 	}
-	hs := make([]Header, 0, len(m.Headers)+1)
-	hs = append(hs, m.Headers[0], Header{"ActionID", id})
-	return Message{Headers: append(hs, m.Headers[1:]...)}
+	return m.Insert(1, "ActionID", id)
 }
 
 func (s *Session) challengeResp(req Message) Message {
@@ -535,7 +531,7 @@ func (s *Session) challengeResp(req Message) Message {
 	if s.challenge == "" {
 		s.challenge = strconv.FormatUint(uint64(rand.Uint32()), 10)
 	}
-	return Message{Headers: []Header{{"Response", "Success"}, {"Challenge", s.challenge}}}
+	return NewMessage(Header{"Response", "Success"}, Header{"Challenge", s.challenge})
 }
 
 // login checks the credentials. A failure is answered and then the
@@ -563,10 +559,10 @@ func (s *Session) login(req Message) bool {
 	}
 	ev := req.Get("Events")
 	s.Authorize(user, !strings.EqualFold(ev, "off") && ev != "0" && !strings.EqualFold(ev, "no"))
-	s.reply(req, []Message{{Headers: []Header{{"Response", "Success"}, {"Message", "Authentication accepted"}}}})
+	s.reply(req, []Message{NewMessage(Header{"Response", "Success"}, Header{"Message", "Authentication accepted"})})
 	if s.events.Load() {
-		s.Send(Message{Headers: []Header{{"Event", "FullyBooted"}, {"Privilege", "system,all"},
-			{"Uptime", "0"}, {"LastReload", "0"}, {"Status", "Fully Booted"}}})
+		s.Send(NewMessage(Header{"Event", "FullyBooted"}, Header{"Privilege", "system,all"},
+			Header{"Uptime", "0"}, Header{"LastReload", "0"}, Header{"Status", "Fully Booted"}))
 	}
 	return true
 }

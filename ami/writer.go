@@ -13,10 +13,11 @@ func WriteMessage(w *bufio.Writer, m Message) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	if len(m.Headers) == 0 {
+	if m.Len() == 0 {
 		return fmt.Errorf("ami: write: empty message")
 	}
-	for _, h := range m.Headers {
+	for i := range m.Len() {
+		h := m.Header(i)
 		w.WriteString(h.Key)
 		w.WriteString(": ")
 		w.WriteString(h.Value)
@@ -32,10 +33,11 @@ func AppendMessage(b []byte, m Message) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return b, err
 	}
-	if len(m.Headers) == 0 {
+	if m.Len() == 0 {
 		return b, fmt.Errorf("ami: write: empty message")
 	}
-	for _, h := range m.Headers {
+	for i := range m.Len() {
+		h := m.Header(i)
 		b = append(b, h.Key...)
 		b = append(b, ": "...)
 		b = append(b, h.Value...)

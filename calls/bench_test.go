@@ -91,7 +91,7 @@ func BenchmarkPublish(b *testing.B) {
 		if i%2 == 1 {
 			st = "RINGINUSE"
 		}
-		e.Apply(ami.Message{Headers: []ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/201"}, {Key: "State", Value: st}}})
+		e.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/201"}, {Key: "State", Value: st}}...))
 		e.Apply(unhold)
 		e.Publish()
 	}

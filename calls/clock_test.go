@@ -8,9 +8,9 @@ import (
 )
 
 func msg(kv ...string) ami.Message {
-	m := ami.Message{Headers: []ami.Header{{Key: "Event", Value: "X"}}}
+	m := ami.NewMessage([]ami.Header{{Key: "Event", Value: "X"}}...)
 	for i := 0; i+1 < len(kv); i += 2 {
-		m.Headers = append(m.Headers, ami.Header{Key: kv[i], Value: kv[i+1]})
+		m = m.Add(kv[i], kv[i+1])
 	}
 	return m
 }

@@ -122,13 +122,13 @@ func TestOutOfOrderCounted(t *testing.T) {
 	// Garbage never panics.
 	for _, m := range []ami.Message{
 		{},
-		{Headers: []ami.Header{{Key: "Event", Value: "Newchannel"}}},
-		{Headers: []ami.Header{{Key: "Event", Value: "BridgeEnter"}, {Key: "Uniqueid", Value: "x"}}},
-		{Headers: []ami.Header{{Key: "Event", Value: "DialBegin"}, {Key: "DestChannel", Value: "PJSIP/9"}}},
-		{Headers: []ami.Header{{Key: "Event", Value: "Parkinglot"}, {Key: "StartSpace", Value: "1"}, {Key: "StopSpace", Value: "99999999"}}},
-		{Headers: []ami.Header{{Key: "Event", Value: "ExtensionStatus"}, {Key: "Exten", Value: "2\"01"}, {Key: "Status", Value: "zz"}}},
-		{Headers: []ami.Header{{Key: "Event", Value: "QueueMember"}, {Key: "Queue", Value: "q\x00"}, {Key: "Location", Value: "/"}}},
-		{Headers: []ami.Header{{Key: "Event", Value: "ParkedCall"}, {Key: "ParkingSpace", Value: "7\xff"}}},
+		ami.NewMessage([]ami.Header{{Key: "Event", Value: "Newchannel"}}...),
+		ami.NewMessage([]ami.Header{{Key: "Event", Value: "BridgeEnter"}, {Key: "Uniqueid", Value: "x"}}...),
+		ami.NewMessage([]ami.Header{{Key: "Event", Value: "DialBegin"}, {Key: "DestChannel", Value: "PJSIP/9"}}...),
+		ami.NewMessage([]ami.Header{{Key: "Event", Value: "Parkinglot"}, {Key: "StartSpace", Value: "1"}, {Key: "StopSpace", Value: "99999999"}}...),
+		ami.NewMessage([]ami.Header{{Key: "Event", Value: "ExtensionStatus"}, {Key: "Exten", Value: "2\"01"}, {Key: "Status", Value: "zz"}}...),
+		ami.NewMessage([]ami.Header{{Key: "Event", Value: "QueueMember"}, {Key: "Queue", Value: "q\x00"}, {Key: "Location", Value: "/"}}...),
+		ami.NewMessage([]ami.Header{{Key: "Event", Value: "ParkedCall"}, {Key: "ParkingSpace", Value: "7\xff"}}...),
 	} {
 		e.Apply(m)
 		e.Publish()

@@ -232,11 +232,11 @@ func TestReconcile(t *testing.T) {
 	e.BeginReconcile()
 	// A call that starts while the list is in flight is not in it, but
 	// must survive the reconcile.
-	late := ami.Message{Headers: []ami.Header{
+	late := ami.NewMessage([]ami.Header{
 		{Key: "Event", Value: "Newchannel"}, {Key: "Channel", Value: "PJSIP/203-000000ff"},
 		{Key: "ChannelState", Value: "4"}, {Key: "CallerIDNum", Value: "203"}, {Key: "CallerIDName", Value: "Carol"},
 		{Key: "Exten", Value: "201"}, {Key: "Uniqueid", Value: "1796028660.99"}, {Key: "Linkedid", Value: "1796028660.99"},
-	}}
+	}...)
 	e.Apply(late)
 	var items []ami.Message
 	for _, m := range listItems(rec) {

@@ -14,13 +14,13 @@ import (
 )
 
 func cdrEvent(i int) ami.Message {
-	return ami.Message{Headers: []ami.Header{
+	return ami.NewMessage([]ami.Header{
 		{Key: "Event", Value: "Cdr"}, {Key: "Source", Value: "201"}, {Key: "Destination", Value: "202"},
 		{Key: "CallerID", Value: `"Alice" <201>`}, {Key: "Channel", Value: "PJSIP/201-00000001"},
 		{Key: "StartTime", Value: t0.Add(time.Duration(i) * time.Second).Format(time.DateTime)},
 		{Key: "Duration", Value: "3"}, {Key: "BillableSeconds", Value: "1"}, {Key: "Disposition", Value: "ANSWERED"},
 		{Key: "UniqueID", Value: fmt.Sprintf("1700000000.%d", i)},
-	}}
+	}...)
 }
 
 func startRecorder(t *testing.T, s Store, dir string, max int64) (*Recorder, func()) {
@@ -169,7 +169,7 @@ func TestFromEvent(t *testing.T) {
 	if c, _ := FromEvent(m, time.UTC, nil); c.LinkedID != "L9" || c.Sequence != 4 {
 		t.Fatalf("mapped fields ignored: %+v", c)
 	}
-	if _, ok := FromEvent(ami.Message{Headers: []ami.Header{{Key: "Event", Value: "Hangup"}}}, time.UTC, nil); ok {
+	if _, ok := FromEvent(ami.NewMessage([]ami.Header{{Key: "Event", Value: "Hangup"}}...), time.UTC, nil); ok {
 		t.Fatal("Hangup taken for a Cdr")
 	}
 }

@@ -55,7 +55,7 @@ func hubServer(t *testing.T) (string, string) {
 			case <-tick.C:
 			}
 			st := []string{"INUSE", "NOT_INUSE"}[i/50%2]
-			eng.Apply(ami.Message{Headers: []ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%50)}, {Key: "State", Value: st}}})
+			eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%50)}, {Key: "State", Value: st}}...))
 			eng.Publish()
 		}
 	}()

@@ -15,7 +15,7 @@ func resp(status string, kv ...string) ami.Message {
 	for i := 0; i+1 < len(kv); i += 2 {
 		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
 	}
-	return ami.Message{Headers: hs}
+	return ami.NewMessage(hs...)
 }
 
 func errResp(msg string) []ami.Message { return []ami.Message{resp("Error", "Message", msg)} }
@@ -39,7 +39,7 @@ func list(req ami.Message, startMsg, complete string, items []ami.Message, extra
 	for i := 0; i+1 < len(extra); i += 2 {
 		hs = append(hs, ami.Header{Key: extra[i], Value: extra[i+1]})
 	}
-	return append(out, ami.Message{Headers: hs})
+	return append(out, ami.NewMessage(hs...))
 }
 
 func item(event string, kv ...string) ami.Message {
@@ -48,14 +48,14 @@ func item(event string, kv ...string) ami.Message {
 	for i := 0; i+1 < len(kv); i += 2 {
 		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
 	}
-	return ami.Message{Headers: hs}
+	return ami.NewMessage(hs...)
 }
 
 // withTrailingID appends ActionID as the last header, where app_queue and
 // res_parking put it.
 func withTrailingID(m ami.Message, req ami.Message) ami.Message {
 	if id, ok := req.Lookup("ActionID"); ok {
-		m.Headers = append(m.Headers, ami.Header{Key: "ActionID", Value: id})
+		m = m.Add("ActionID", id)
 	}
 	return m
 }
@@ -103,7 +103,7 @@ func (p *PBX) actCoreShowChannels(_ context.Context, _ *ami.Session, req ami.Mes
 		}
 		hs = append(hs, ami.Header{Key: "Application", Value: ch.app}, ami.Header{Key: "ApplicationData", Value: ch.appData},
 			ami.Header{Key: "Duration", Value: fmtDuration(now.Sub(ch.created))}, ami.Header{Key: "BridgeId", Value: bid})
-		items = append(items, ami.Message{Headers: hs})
+		items = append(items, ami.NewMessage(hs...))
 	}
 	return list(req, "Channels will follow", "CoreShowChannelsComplete", items)
 }
@@ -251,7 +251,7 @@ func (p *PBX) actParkedCalls(_ context.Context, _ *ami.Session, req ami.Message)
 	for s := parkFirst; s <= parkLast; s++ {
 		if x := p.parked[s]; x != nil {
 			m := p.parkedEvent("ParkedCall", x, nil)
-			m.Headers = slices.Delete(m.Headers, 1, 2) // list items carry no Privilege
+			m = m.Del("Privilege") // list items carry no Privilege
 			items = append(items, withTrailingID(m, req))
 		}
 	}

@@ -859,7 +859,7 @@ func (p *PBX) emitCdr(a *channel, dst string, b *channel, app, data, disposition
 	if b != nil {
 		destCh = b.name
 	}
-	p.emit(ami.Message{Headers: append(ev("Cdr", "cdr,all", 21),
+	p.emit(ami.NewMessage(append(ev("Cdr", "cdr,all", 21),
 		ami.Header{Key: "AccountCode", Value: a.accountCode},
 		ami.Header{Key: "Source", Value: a.cidNum},
 		ami.Header{Key: "Destination", Value: dst},
@@ -877,7 +877,7 @@ func (p *PBX) emitCdr(a *channel, dst string, b *channel, app, data, disposition
 		ami.Header{Key: "Disposition", Value: disposition},
 		ami.Header{Key: "AMAFlags", Value: "DOCUMENTATION"},
 		ami.Header{Key: "UniqueID", Value: a.uniqueid},
-		ami.Header{Key: "UserField", Value: ""})})
+		ami.Header{Key: "UserField", Value: ""})...))
 }
 
 // emitBlindTransfer reports the BlindTransfer action. p.mu held.
@@ -891,7 +891,7 @@ func (p *PBX) emitBlindTransfer(transferer, transferee *channel, context, exten 
 	}
 	hs = append(hs, ami.Header{Key: "IsExternal", Value: "No"},
 		ami.Header{Key: "Context", Value: context}, ami.Header{Key: "Extension", Value: exten})
-	p.emit(ami.Message{Headers: hs})
+	p.emit(ami.NewMessage(hs...))
 }
 
 // uacDialogID is the ID under which requests from the far end of a dialog

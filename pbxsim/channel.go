@@ -151,7 +151,7 @@ func chanEvent(name string, c *channel, kv ...string) ami.Message {
 	for i := 0; i+1 < len(kv); i += 2 {
 		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
 	}
-	return ami.Message{Headers: hs}
+	return ami.NewMessage(hs...)
 }
 
 // dialEvent builds DialBegin/DialState/DialEnd. src may be nil (Originate).
@@ -164,7 +164,7 @@ func dialEvent(name string, src, dst *channel, kv ...string) ami.Message {
 	for i := 0; i+1 < len(kv); i += 2 {
 		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
 	}
-	return ami.Message{Headers: hs}
+	return ami.NewMessage(hs...)
 }
 
 func bridgeEvent(name string, b *bridge, c *channel) ami.Message {
@@ -173,7 +173,7 @@ func bridgeEvent(name string, b *bridge, c *channel) ami.Message {
 	if c != nil {
 		hs = chanHeaders(hs, "", c)
 	}
-	return ami.Message{Headers: hs}
+	return ami.NewMessage(hs...)
 }
 
 // causeText is Asterisk's ast_cause2str for the causes pbxsim uses.

@@ -114,7 +114,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 			ami.Header{Key: "Context", Value: o.context}, ami.Header{Key: "Exten", Value: o.exten},
 			ami.Header{Key: "Reason", Value: strconv.Itoa(reason)}, ami.Header{Key: "Uniqueid", Value: ch.uniqueid},
 			ami.Header{Key: "CallerIDNum", Value: orUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: orUnknown(o.cidName)})
-		p.emit(ami.Message{Headers: hs})
+		p.emit(ami.NewMessage(hs...))
 		result <- ok
 	}
 	fail := func(cause, tech, reason int) {

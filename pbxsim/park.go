@@ -32,7 +32,7 @@ func (p *PBX) parkedEvent(name string, x *channel, retriever *channel) ami.Messa
 		ami.Header{Key: "ParkingSpace", Value: strconv.Itoa(x.parkSpace)},
 		ami.Header{Key: "ParkingTimeout", Value: strconv.Itoa(max(0, int(left/time.Second)))},
 		ami.Header{Key: "ParkingDuration", Value: strconv.Itoa(int(p.cfg.Now().Sub(x.parkedAt) / time.Second))})
-	return ami.Message{Headers: hs}
+	return ami.NewMessage(hs...)
 }
 
 // park puts x into the first free parking space; y, its bridge peer (may
@@ -73,8 +73,8 @@ func (c *call) park(x, y *channel) (*channel, string) {
 	x.app, x.appData = "Park", ""
 	p.parked[space] = x
 	p.emit(p.parkedEvent("ParkedCall", x, nil))
-	p.emit(ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
-		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "INUSE"})})
+	p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "INUSE"})...))
 	c.enter(pb, x)
 	p.emit(chanEvent("MusicOnHoldStart", x, "Class", "default"))
 	if y != nil {
@@ -94,8 +94,8 @@ func (c *call) park(x, y *channel) (*channel, string) {
 		defer p.mu.Unlock()
 		p.emit(p.parkedEvent(name, x, nil))
 		delete(p.parked, space)
-		p.emit(ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
-			ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})})
+		p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+			ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})...))
 		p.emit(chanEvent("MusicOnHoldStop", x))
 		br := x.bridge
 		c.leave(x)
@@ -177,8 +177,8 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	p.emit(bridgeEvent("BridgeCreate", br, nil))
 	p.emit(p.parkedEvent("UnParkedCall", x, r))
 	p.emit(chanEvent("MusicOnHoldStop", x))
-	p.emit(ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
-		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})})
+	p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})...))
 	// Asterisk keeps the lot's holding bridge alive; so does pbxsim (no
 	// BridgeDestroy for it here).
 	c.leave(x)

@@ -360,12 +360,12 @@ func (p *PBX) updateDevice(endpoint string) {
 	}
 	e.dev = d
 	st, txt := d.extStatus()
-	p.emit(ami.Message{Headers: append(ev("ExtensionStatus", "call,all", 7),
+	p.emit(ami.NewMessage(append(ev("ExtensionStatus", "call,all", 7),
 		ami.Header{Key: "Exten", Value: e.num}, ami.Header{Key: "Context", Value: p.cfg.Context},
 		ami.Header{Key: "Hint", Value: "PJSIP/" + e.num},
-		ami.Header{Key: "Status", Value: strconv.Itoa(st)}, ami.Header{Key: "StatusText", Value: txt})},
-		ami.Message{Headers: append(ev("DeviceStateChange", "call,all", 4),
-			ami.Header{Key: "Device", Value: "PJSIP/" + e.num}, ami.Header{Key: "State", Value: d.device()})})
+		ami.Header{Key: "Status", Value: strconv.Itoa(st)}, ami.Header{Key: "StatusText", Value: txt})...),
+		ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+			ami.Header{Key: "Device", Value: "PJSIP/" + e.num}, ami.Header{Key: "State", Value: d.device()})...))
 }
 
 // waitServing waits until sipgo's transport layer holds the UDP listener,

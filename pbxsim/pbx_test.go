@@ -41,7 +41,7 @@ func TestRegisterAndBasicCall(t *testing.T) {
 	var a, b ami.Message
 	for _, m := range msgs {
 		if m.Event() == "Newchannel" {
-			if a.Headers == nil {
+			if a.Len() == 0 {
 				a = m
 			} else {
 				b = m

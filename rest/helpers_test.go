@@ -184,7 +184,7 @@ func (f *fixture) sent() []ami.Message {
 // line, for exact comparisons.
 func headers(m ami.Message) string {
 	var b strings.Builder
-	for _, h := range m.Headers {
+	for _, h := range m.Headers() {
 		if strings.EqualFold(h.Key, "ActionID") {
 			continue
 		}

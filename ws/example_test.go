@@ -46,7 +46,7 @@ func ExampleHub() {
 
 	// The engine's goroutine (package link in ctibridge serve) applies
 	// AMI events and publishes; the hub fans the changes out.
-	eng.Apply(ami.Message{Headers: []ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/201"}, {Key: "State", Value: "INUSE"}}})
+	eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/201"}, {Key: "State", Value: "INUSE"}}...))
 	eng.Publish()
 	ev, _ := c.Next(ctx)
 	fmt.Println(ev.Op, ev.Seq, ev.Type, string(ev.Data[:44]))

@@ -105,9 +105,9 @@ func (e *env) dial(user string) *Client {
 
 // event is a synthetic AMI event.
 func event(name string, kv ...string) ami.Message {
-	m := ami.Message{Headers: []ami.Header{{Key: "Event", Value: name}}}
+	m := ami.NewMessage([]ami.Header{{Key: "Event", Value: name}}...)
 	for i := 0; i+1 < len(kv); i += 2 {
-		m.Headers = append(m.Headers, ami.Header{Key: kv[i], Value: kv[i+1]})
+		m = m.Add(kv[i], kv[i+1])
 	}
 	return m
 }

@@ -239,7 +239,7 @@ func matches(m ami.Message, kv []string) bool {
 
 // Response builds a response frame: Response: status, then kv pairs.
 func Response(status string, kv ...string) ami.Message {
-	m := ami.Message{Headers: []ami.Header{{Key: "Response", Value: status}}}
+	m := ami.NewMessage(ami.Header{Key: "Response", Value: status})
 	for i := 0; i+1 < len(kv); i += 2 {
 		m = m.Add(kv[i], kv[i+1])
 	}
@@ -248,7 +248,7 @@ func Response(status string, kv ...string) ami.Message {
 
 // Event builds an event frame: Event: name, then kv pairs.
 func Event(name string, kv ...string) ami.Message {
-	m := ami.Message{Headers: []ami.Header{{Key: "Event", Value: name}}}
+	m := ami.NewMessage(ami.Header{Key: "Event", Value: name})
 	for i := 0; i+1 < len(kv); i += 2 {
 		m = m.Add(kv[i], kv[i+1])
 	}

@@ -131,7 +131,7 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 			if i/exts%2 == 0 {
 				st = "INUSE"
 			}
-			eng.Apply(ami.Message{Headers: []ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%exts)}, {Key: "State", Value: st}}})
+			eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%exts)}, {Key: "State", Value: st}}...))
 			eng.Publish()
 		}
 	}

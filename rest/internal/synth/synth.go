@@ -38,7 +38,7 @@ const (
 )
 
 func ev(name string, kv ...string) ami.Message {
-	m := ami.Message{Headers: []ami.Header{{Key: "Event", Value: name}}}
+	m := ami.NewMessage([]ami.Header{{Key: "Event", Value: name}}...)
 	for i := 0; i+1 < len(kv); i += 2 {
 		m = m.Add(kv[i], kv[i+1])
 	}
