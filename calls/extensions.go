@@ -13,6 +13,7 @@ type extState struct {
 	name     string // from Config.Names: wins
 	pbxName  string // the CallerIDName the PBX shows for its channels
 	status   string
+	dnd      bool // FreePBX's Custom:DND<ext> device state is on
 	ip       string
 	port     string
 	ua       string
@@ -80,6 +81,11 @@ func statusFromExtensionState(code int, text string) string {
 	return ""
 }
 
+// customDND prefixes the custom device state FreePBX keeps per extension
+// for do-not-disturb (Custom:DND201), set by *76 and by ctibridge's dnd
+// action, and listed by DeviceStateList.
+const customDND = "Custom:DND"
+
 // statusFromDeviceState maps device states, both the DeviceStateChange
 // tokens (NOT_INUSE) and the PJSIPShowEndpoints texts ("Not in use").
 func statusFromDeviceState(s string) string {
@@ -119,7 +125,15 @@ func (e *Engine) onExtensionStatus(m ami.Message) {
 }
 
 func (e *Engine) onDeviceStateChange(m ami.Message) {
-	tech, ep := deviceEndpoint(m.Get("Device"))
+	dev := m.Get("Device")
+	if len(dev) > len(customDND) && strings.EqualFold(dev[:len(customDND)], customDND) {
+		// FreePBX's do-not-disturb: BUSY while on, NOT_INUSE off.
+		if x := e.extFor(dev[len(customDND):]); x != nil {
+			x.dnd = statusFromDeviceState(m.Get("State")) == "busy"
+		}
+		return
+	}
+	tech, ep := deviceEndpoint(dev)
 	if ep == "" {
 		return
 	}

@@ -196,10 +196,15 @@ func (e *Engine) convsOf(chans []*channel) map[string]Conversation {
 }
 
 func (e *Engine) extView(x *extState) Extension {
+	status := x.status
+	if x.dnd && status == "online" {
+		status = "dnd" // idle but refusing calls; in a call, the call shows
+	}
 	return Extension{
 		Exten:         x.exten,
 		Name:          x.displayName(),
-		Status:        x.status,
+		Status:        status,
+		DND:           x.dnd,
 		IP:            x.ip,
 		Port:          x.port,
 		SIPUserAgent:  x.ua,

@@ -415,11 +415,15 @@ func planDND(h *handler, u *auth.User, s *calls.Snapshot, req *dndReq) ([]ami.Me
 	if _, err := h.endpoint(u, s, auth.SetDND, "endpointId", req.EndpointID); err != nil {
 		return nil, err
 	}
-	// FreePBX keeps DND in AstDB: DND/<ext> = YES.
+	// FreePBX keeps DND in AstDB (DND/<ext> = YES) and shows it as the
+	// custom device state Custom:DND<ext> (BUSY when on), which its *76
+	// feature code sets too: the PBX then emits DeviceStateChange, which is
+	// how the engine, and every screen, learns of it.
+	set, state := ami.NewAction("DBDel", "Family", "DND", "Key", req.EndpointID), "NOT_INUSE"
 	if *req.Activate {
-		return []ami.Message{ami.NewAction("DBPut", "Family", "DND", "Key", req.EndpointID, "Val", "YES")}, nil
+		set, state = ami.NewAction("DBPut", "Family", "DND", "Key", req.EndpointID, "Val", "YES"), "BUSY"
 	}
-	return []ami.Message{ami.NewAction("DBDel", "Family", "DND", "Key", req.EndpointID)}, nil
+	return []ami.Message{set, ami.NewAction("Setvar", "Variable", "DEVICE_STATE(Custom:DND"+req.EndpointID+")", "Value", state)}, nil
 }
 
 // cfFamilies are FreePBX's AstDB families of call forwarding.

@@ -83,7 +83,7 @@ func newFixture(t testing.TB, pbx bool, mod func(*Config)) *fixture {
 	if pbx {
 		f.ami = amitest.NewServer(t)
 		for _, name := range []string{"Originate", "Hangup", "Redirect", "Atxfer", "Park", "MixMonitor", "StopMixMonitor",
-			"MixMonitorMute", "DBPut", "DBDel", "QueueAdd", "QueueRemove", "QueuePause"} {
+			"MixMonitorMute", "DBPut", "DBDel", "Setvar", "QueueAdd", "QueueRemove", "QueuePause"} {
 			f.ami.Handle(name, func(context.Context, *ami.Session, ami.Message) []ami.Message {
 				return []ami.Message{amitest.Response("Success", "Message", "ok")}
 			})
