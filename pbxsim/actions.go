@@ -213,37 +213,6 @@ func queueMemberStatus(d devState) string {
 	return [...]string{"1", "2", "5", "6", "7", "8"}[d]
 }
 
-func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if q := req.Get("Queue"); q != "" && q != p.cfg.Queue {
-		return list(req, "Queue status will follow", "QueueStatusComplete", nil)
-	}
-	items := []ami.Message{withTrailingID(item("QueueParams", "Queue", p.cfg.Queue, "Max", "0", "Strategy", "ringall",
-		"Calls", "0", "Holdtime", "0", "TalkTime", "0", "Completed", "0", "Abandoned", "0", "ServiceLevel", "0",
-		"ServicelevelPerf", "0.0", "ServicelevelPerf2", "0.0", "Weight", "0"), req)}
-	member := req.Get("Member")
-	for _, m := range p.cfg.QueueMembers {
-		iface := "PJSIP/" + m
-		if member != "" && member != iface {
-			continue
-		}
-		e := p.exts[m]
-		name, status, inCall := m, "5", "0"
-		if e != nil {
-			name, status = e.name, queueMemberStatus(e.dev)
-			if len(e.chans) > 0 {
-				inCall = "1"
-			}
-		}
-		items = append(items, withTrailingID(item("QueueMember", "Queue", p.cfg.Queue, "Name", name, "Location", iface,
-			"StateInterface", iface, "Membership", "static", "Penalty", "0", "CallsTaken", "0", "LastCall", "0",
-			"LastPause", "0", "LoginTime", strconv.FormatInt(p.started.Unix(), 10), "InCall", inCall, "Status", status,
-			"Paused", "0", "PausedReason", "", "Wrapuptime", "0"), req))
-	}
-	return list(req, "Queue status will follow", "QueueStatusComplete", items)
-}
-
 func (p *PBX) actParkedCalls(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -26,6 +26,7 @@ type call struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	sipWG  sync.WaitGroup // SIP helper goroutines (outgoing INVITEs, BYEs)
+	q      *queueConn     // a queue caller bridged with a member; guarded by PBX.mu
 }
 
 type evKind int
@@ -284,6 +285,8 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 		return c.retrieve(a, space)
 	}
 	switch {
+	case target == p.cfg.QueueNumber:
+		return c.queueCall(a, target)
 	case registered && !p.auto[target]:
 		return c.dial(a, target)
 	case e != nil || p.auto[target]:
@@ -679,6 +682,8 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				if e.other != nil {
 					p.emitBlindTransfer(e.other, x, e.context, e.exten)
 				}
+				c.agentComplete(a, "transfer")
+				c.q = nil
 				x.context, x.exten, x.priority = e.context, e.exten, 1
 				br := x.bridge
 				c.leave(x)
@@ -689,6 +694,10 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				p.mu.Unlock()
 				return x, e.exten
 			case evPark:
+				p.mu.Lock()
+				c.agentComplete(a, "transfer")
+				c.q = nil
+				p.mu.Unlock()
 				return c.park(e.ch, other(e.ch))
 			case evHold, evUnhold:
 				y := other(e.ch)
@@ -724,6 +733,10 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 	p := c.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if c.q != nil {
+		c.queueHangupBridged(a, b, x, cause, byeX, target)
+		return
+	}
 	y := a
 	if x == a {
 		y = b
@@ -842,22 +855,28 @@ func (c *call) hangupChannel(ch *channel, cause, tech int) {
 
 // emitCdr emits the cdr_manager record of a's call to dst. p.mu held.
 func (p *PBX) emitCdr(a *channel, dst string, b *channel, app, data, disposition string) {
-	const layout = "2006-01-02 15:04:05"
-	now := p.cfg.Now()
-	answer, billsec := "", 0
+	var at time.Time
 	if disposition == "ANSWERED" {
-		at := a.answered
+		at = a.answered
 		if b != nil && !b.answered.IsZero() {
 			at = b.answered
-		}
-		if !at.IsZero() {
-			answer = at.Format(layout)
-			billsec = int(now.Sub(at) / time.Second)
 		}
 	}
 	destCh := ""
 	if b != nil {
 		destCh = b.name
+	}
+	p.cdrAt(a, dst, destCh, app, data, at, p.cfg.Now(), disposition)
+}
+
+// cdrAt emits a Cdr of a's call ending at now, answered at at (zero: not
+// answered). p.mu held.
+func (p *PBX) cdrAt(a *channel, dst, destCh, app, data string, at, now time.Time, disposition string) {
+	const layout = "2006-01-02 15:04:05"
+	answer, billsec := "", 0
+	if !at.IsZero() {
+		answer = at.Format(layout)
+		billsec = int(now.Sub(at) / time.Second)
 	}
 	p.emit(ami.NewMessage(append(ev("Cdr", "cdr,all", 21),
 		ami.Header{Key: "AccountCode", Value: a.accountCode},

@@ -195,6 +195,8 @@ func causeText(cause int) string {
 		return "Subscriber absent"
 	case 21:
 		return "Call Rejected"
+	case 26:
+		return "Answered elsewhere"
 	case 34:
 		return "Circuit/channel congestion"
 	case 38:

@@ -25,6 +25,11 @@ const (
 	DefaultContext         = "from-internal"
 	DefaultTrunk           = "trunk"
 	DefaultQueue           = "support"
+	DefaultQueueNumber     = "600"
+	DefaultQueueStrategy   = "ringall"
+	DefaultQueueTimeout    = 60 * time.Second
+	DefaultQueueRingTime   = 20 * time.Second
+	DefaultQueueRetry      = 2 * time.Second
 )
 
 // defaultNames are the names of the phones in the recordings of real
@@ -75,6 +80,20 @@ type Config struct {
 	// QueueMembers as static members. Default "support" with 203 and 204.
 	Queue        string
 	QueueMembers []string
+	// QueueNumber is the extension that runs Answer() then
+	// Queue(<Queue>,tT,,,<QueueTimeout>). Default 600.
+	QueueNumber string
+	// QueueStrategy is "ringall" (every free member rings) or "rrmemory"
+	// (one member at a time, round robin remembering the last one).
+	// Default ringall.
+	QueueStrategy string
+	// QueueTimeout is how long a caller waits in the queue before leaving
+	// it (Queue()'s timeout argument). Default 60 s.
+	QueueTimeout time.Duration
+	// QueueRingTime is how long a member rings (queues.conf timeout);
+	// QueueRetry the pause before the members are tried again (retry).
+	// Defaults 20 s and 2 s.
+	QueueRingTime, QueueRetry time.Duration
 	// RingTimeout is the Dial timeout: after it an unanswered callee is
 	// cancelled (DialStatus NOANSWER). Default 15 s (RINGTIME in the
 	// recordings' dialplan).
@@ -137,6 +156,25 @@ func (c *Config) setDefaults() error {
 	}
 	if c.QueueMembers == nil {
 		c.QueueMembers = []string{"203", "204"}
+	}
+	if c.QueueNumber == "" {
+		c.QueueNumber = DefaultQueueNumber
+	}
+	switch c.QueueStrategy {
+	case "":
+		c.QueueStrategy = DefaultQueueStrategy
+	case "ringall", "rrmemory":
+	default:
+		return fmt.Errorf("pbxsim: queue strategy %q: want ringall or rrmemory", c.QueueStrategy)
+	}
+	if c.QueueTimeout <= 0 {
+		c.QueueTimeout = DefaultQueueTimeout
+	}
+	if c.QueueRingTime <= 0 {
+		c.QueueRingTime = DefaultQueueRingTime
+	}
+	if c.QueueRetry <= 0 {
+		c.QueueRetry = DefaultQueueRetry
 	}
 	if c.RingTimeout <= 0 {
 		c.RingTimeout = DefaultRingTimeout

@@ -96,7 +96,7 @@ func TestSIPpEndToEnd(t *testing.T) {
 	// While calls are up: every conversation has the right counterpart and
 	// direction.
 	msgs := capt.waitFor(t, "20 calls up", func(m []ami.Message) bool { return count(m, "BridgeEnter") >= 40 })
-	up := stateOf(t, msgs, names, exts)
+	up := stateOf(t, msgs, names, exts, false)
 	connected := 0
 	for x, v := range up {
 		for _, c := range v.Convs {
@@ -129,7 +129,7 @@ func TestSIPpEndToEnd(t *testing.T) {
 	if n := count(msgs, "Cdr", "Disposition", "ANSWERED"); n != 50 {
 		t.Errorf("%d ANSWERED CDRs, want 50", n)
 	}
-	for x, v := range stateOf(t, msgs, names, exts) {
+	for x, v := range stateOf(t, msgs, names, exts, false) {
 		if len(v.Convs) != 0 || v.Status != "online" {
 			t.Errorf("after the calls: %s is %s with %v", x, v.Status, v.Convs)
 		}

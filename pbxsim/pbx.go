@@ -66,7 +66,8 @@ type PBX struct {
 	channels map[string]*channel // by name
 	dialogs  map[string]*channel // by sipgo dialog ID (Call-ID + local tag + remote tag)
 	parked   map[int]*channel    // parking space -> parkee
-	chanSeq  uint64              // next channel number
+	queue    *queueState
+	chanSeq  uint64 // next channel number
 	stats    Stats
 }
 
@@ -91,7 +92,7 @@ func New(cfg Config) (*PBX, error) {
 		auto: map[string]bool{}, names: map[string]string{},
 		exts: map[string]*ext{}, channels: map[string]*channel{},
 		dialogs: map[string]*channel{}, parked: map[int]*channel{},
-		started: cfg.Now(),
+		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers),
 	}
 	rand32(p.nonceKey[:])
 	for _, n := range cfg.AutoAnswer {
@@ -366,6 +367,9 @@ func (p *PBX) updateDevice(endpoint string) {
 		ami.Header{Key: "Status", Value: strconv.Itoa(st)}, ami.Header{Key: "StatusText", Value: txt})...),
 		ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
 			ami.Header{Key: "Device", Value: "PJSIP/" + e.num}, ami.Header{Key: "State", Value: d.device()})...))
+	if m := p.queue.byNum[e.num]; m != nil {
+		p.emit(p.queueMemberEvent(m)) // app_queue follows its members' devices
+	}
 }
 
 // waitServing waits until sipgo's transport layer holds the UDP listener,

@@ -20,6 +20,8 @@ type PhoneConfig struct {
 	Exten string
 	// Server is the PBX's SIP address, host:port. Required.
 	Server string
+	// Name is the caller ID name sent in From (display name). Default "".
+	Name string
 	// Secret is the digest password, when the PBX asks for one.
 	Secret string
 	// Addr is the phone's own UDP address. Default 127.0.0.1:0.
@@ -153,7 +155,7 @@ func (ph *Phone) Call(ctx context.Context, number string) (*PhoneCall, error) {
 	waitServing(ph.ua, ph.Addr())
 	u := ph.serverURI()
 	u.User = number
-	from := &sip.FromHeader{Address: sip.Uri{Scheme: "sip", User: ph.cfg.Exten, Host: u.Host, Port: u.Port}, Params: sip.NewParams()}
+	from := &sip.FromHeader{DisplayName: ph.cfg.Name, Address: sip.Uri{Scheme: "sip", User: ph.cfg.Exten, Host: u.Host, Port: u.Port}, Params: sip.NewParams()}
 	from.Params.Add("tag", sip.GenerateTagN(10))
 	sess, err := ph.dua.Invite(ctx, u, ph.sdp(false), from, sip.NewHeader("Content-Type", "application/sdp"))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,8 @@ func proof(t *testing.T, name string, points []checkpoint, drive func(t *testing
 			cfg.Busy = true
 		case name == "no_answer_caller_cancel" && x == "202":
 			cfg.NoAnswer = true
+		case name == "queue_answered" && x == "204":
+			cfg.NoAnswer = true // Dave's phone rings until cancelled
 		}
 		phones[x] = startPhone(t, p, cfg)
 	}
@@ -52,7 +55,9 @@ func proof(t *testing.T, name string, points []checkpoint, drive func(t *testing
 			w, g = upTo(want, cp.event, cp.n), upTo(got, cp.event, cp.n)
 			label = fmt.Sprintf("before %s #%d", cp.event, cp.n)
 		}
-		ws, gs := stateOf(t, w, recNames, recExts), stateOf(t, g, recNames, recExts)
+		queues := strings.HasPrefix(name, "queue")
+		ws, gs := stateOf(t, w, recNames, recExts, queues), stateOf(t, g, recNames, recExts, queues)
+		t.Logf("%s, %s: %v", name, label, gs)
 		if !reflect.DeepEqual(ws, gs) {
 			t.Errorf("%s, %s:\nrecording: %v\npbxsim:    %v", name, label, ws, gs)
 		}
@@ -208,6 +213,48 @@ func TestBasicCallEventSequence(t *testing.T) {
 	call.Hangup(ctx5(t))
 	got := channelEvents(capt.waitFor(t, "hangup", func(m []ami.Message) bool { return count(m, "Hangup") == 2 }))
 	want := channelEvents(readRecording(t, "basic_call_caller_hangup"))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("per-channel event sequences differ:\nrecording: %v\npbxsim:    %v", want, got)
+	}
+}
+
+func TestProofQueueAnswered(t *testing.T) {
+	// Checkpoints: both members ringing while the caller waits (before the
+	// first DialEnd), Carol connected with the caller (before the caller's
+	// HangupRequest), and the end: completed 1, Carol's callsTaken 1.
+	proof(t, "queue_answered", []checkpoint{{"DialEnd", 1}, {"HangupRequest", 1}}, func(t *testing.T, p *PBX, capt *capture, ph map[string]*Phone) {
+		trunk := startPhoneNoReg(t, p, PhoneConfig{Exten: "0612345678", Name: "Mario Rossi"})
+		call, err := trunk.Call(ctx5(t), "600") // answered by Answer() at once
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ph["203"].Answered():
+		case <-time.After(5 * time.Second):
+			t.Fatal("203 never answered")
+		}
+		capt.waitFor(t, "bridge", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+		call.Hangup(ctx5(t)) // the caller hangs up
+		capt.waitFor(t, "agent complete", func(m []ami.Message) bool { return count(m, "Cdr") == 2 })
+	})
+}
+
+// TestQueueAnsweredEventSequence compares, channel by channel, the event
+// types of the queue call with the recording.
+func TestQueueAnsweredEventSequence(t *testing.T) {
+	p := startPBX(t, Config{})
+	startPhone(t, p, PhoneConfig{Exten: "203", RingTime: 200 * time.Millisecond})
+	startPhone(t, p, PhoneConfig{Exten: "204", NoAnswer: true})
+	capt := startCapture(t, p.AMIAddr())
+	trunk := startPhoneNoReg(t, p, PhoneConfig{Exten: "0612345678", Name: "Mario Rossi"})
+	call, err := trunk.Call(ctx5(t), "600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "bridge", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	call.Hangup(ctx5(t))
+	got := channelEvents(capt.waitFor(t, "cdrs", func(m []ami.Message) bool { return count(m, "Cdr") == 2 }))
+	want := channelEvents(readRecording(t, "queue_answered"))
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("per-channel event sequences differ:\nrecording: %v\npbxsim:    %v", want, got)
 	}

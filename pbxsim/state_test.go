@@ -35,9 +35,9 @@ func (v view) String() string {
 }
 
 // stateOf feeds msgs through a fresh calls.Engine and projects the state
-// onto exts. "offline" counts as "online": the recordings' phones had
+// onto exts, and onto the queues withQueues. "offline" counts as "online": the recordings' phones had
 // static contacts (no registration events), pbxsim's phones register.
-func stateOf(t testing.TB, msgs []ami.Message, names map[string]string, exts []string) view {
+func stateOf(t testing.TB, msgs []ami.Message, names map[string]string, exts []string, withQueues bool) view {
 	t.Helper()
 	eng := calls.New(calls.Config{Names: names})
 	eng.SetLink(calls.LinkLive)
@@ -52,8 +52,24 @@ func stateOf(t testing.TB, msgs []ami.Message, names map[string]string, exts []s
 				Direction      string `json:"direction"`
 				CounterpartNum string `json:"counterpartNum"`
 				Connected      bool   `json:"connected"`
+				ThroughQueue   bool   `json:"throughQueue"`
+				QueueID        string `json:"queueId"`
 			} `json:"conversations"`
 		} `json:"extensions"`
+		Queues map[string]struct {
+			Members map[string]struct {
+				CallsTaken int   `json:"callsTaken"`
+				LastCall   int64 `json:"lastCall"`
+				Paused     bool  `json:"paused"`
+			} `json:"members"`
+			WaitingCallers map[string]struct {
+				Num      string `json:"num"`
+				Name     string `json:"name"`
+				Position int    `json:"position"`
+			} `json:"waitingCallers"`
+			Completed int `json:"completed"`
+			Abandoned int `json:"abandoned"`
+		} `json:"queues"`
 	}
 	if err := json.Unmarshal(snap.StateJSON(), &st); err != nil {
 		t.Fatalf("state JSON: %v\n%s", err, snap.StateJSON())
@@ -66,10 +82,31 @@ func stateOf(t testing.TB, msgs []ami.Message, names map[string]string, exts []s
 			ev.Status = "online"
 		}
 		for _, c := range e.Conversations {
-			ev.Convs = append(ev.Convs, fmt.Sprintf("%s:%s:%v", c.Direction, c.CounterpartNum, c.Connected))
+			s := fmt.Sprintf("%s:%s:%v", c.Direction, c.CounterpartNum, c.Connected)
+			if c.ThroughQueue || c.QueueID != "" {
+				s += fmt.Sprintf(":queue=%v/%s", c.ThroughQueue, c.QueueID)
+			}
+			ev.Convs = append(ev.Convs, s)
 		}
 		slices.Sort(ev.Convs)
 		v[x] = ev
+	}
+	if !withQueues {
+		return v
+	}
+	// Queues as "queue:<name>": Status is "completed/abandoned", Convs the
+	// members (member:callsTaken:called:paused) and the waiting callers
+	// (wait:position:num:name).
+	for name, q := range st.Queues {
+		qv := extView{Status: fmt.Sprintf("completed=%d/abandoned=%d", q.Completed, q.Abandoned)}
+		for k, m := range q.Members {
+			qv.Convs = append(qv.Convs, fmt.Sprintf("member:%s:%d:%v:%v", k, m.CallsTaken, m.LastCall != 0, m.Paused))
+		}
+		for _, w := range q.WaitingCallers {
+			qv.Convs = append(qv.Convs, fmt.Sprintf("wait:%d:%s:%s", w.Position, w.Num, w.Name))
+		}
+		slices.Sort(qv.Convs)
+		v["queue:"+name] = qv
 	}
 	return v
 }
