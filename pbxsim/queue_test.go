@@ -152,7 +152,7 @@ func TestQueueTimeout(t *testing.T) {
 		t.Fatal("caller not hung up at the queue timeout")
 	}
 	waitNoChannels(t, p)
-	msgs := capt.all()
+	msgs := capt.waitFor(t, "cdr", func(m []ami.Message) bool { return count(m, "Cdr") >= 1 })
 	if n := count(msgs, "QueueCallerLeave"); n != 1 {
 		t.Errorf("%d QueueCallerLeave, want 1", n)
 	}
