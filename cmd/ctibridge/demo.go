@@ -209,13 +209,16 @@ func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, every, ta
 		case <-time.After(jitter(every)):
 		}
 		from, to := exts[rand.N(len(exts))], exts[rand.N(len(exts))]
+		if rand.N(4) == 0 && from != "203" && from != "204" {
+			to = pbxsim.DefaultQueueNumber // one call in four: the queue (members 203, 204)
+		}
 		if from == to {
 			continue
 		}
 		if _, taken := busy.LoadOrStore(from, true); taken {
 			continue
 		}
-		if _, taken := busy.LoadOrStore(to, true); taken {
+		if _, taken := busy.LoadOrStore(to, true); taken && to != pbxsim.DefaultQueueNumber {
 			busy.Delete(from)
 			continue
 		}
