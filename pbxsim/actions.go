@@ -157,6 +157,7 @@ func (p *PBX) actDeviceStateList(_ context.Context, _ *ami.Session, req ami.Mess
 		}
 		items = append(items, item("DeviceStateChange", "Device", parkDevice(s), "State", st))
 	}
+	items = append(items, p.customStates()...)
 	return list(req, "Device State Changes will follow", "DeviceStateListComplete", items)
 }
 

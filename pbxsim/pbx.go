@@ -61,6 +61,8 @@ type PBX struct {
 	calls   sync.WaitGroup // every call goroutine not owned by a sipgo handler
 	ran     atomic.Bool
 
+	feat features // AstDB, custom device states: guarded by feat.mu
+
 	mu       sync.Mutex // guards everything below, and every channel's fields
 	exts     map[string]*ext
 	channels map[string]*channel // by name
@@ -126,6 +128,7 @@ func New(cfg Config) (*PBX, error) {
 	p.amiSrv = ami.NewServer(ami.ServerConfig{Users: cfg.AMIUsers, Log: p.log})
 	p.registerSIP()
 	p.registerAMI()
+	p.registerFeatures()
 	return p, nil
 }
 

@@ -70,6 +70,38 @@ func TestDemo(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// Do-not-disturb set through the API shows on the extension: the
+	// simulator reports the custom device state as Asterisk would.
+	req, _ := http.NewRequest("POST", d.URL+"astproxy/dnd", strings.NewReader(`{"endpointId":"204","activate":true}`))
+	req.Header.Set("Authorization", "Bearer "+login.Token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST dnd = %d", resp.StatusCode)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", d.URL+"astproxy/extension/204", nil)
+		req.Header.Set("Authorization", "Bearer "+login.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x struct{ DND bool }
+		json.NewDecoder(resp.Body).Decode(&x)
+		resp.Body.Close()
+		if x.DND {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("204 never showed dnd after POST /astproxy/dnd")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	cancel()
 	select {
 	case err := <-done:

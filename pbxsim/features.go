@@ -1,0 +1,145 @@
+package pbxsim
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// features are the PBX services behind AMI actions that touch no call
+// flow: AstDB (where FreePBX keeps DND and call forwarding), custom device
+// states (FreePBX's Custom:DND<ext>), and call recording. They let every
+// action of the bridge's REST API work against the simulator.
+type features struct {
+	mu     sync.Mutex
+	db     map[string]string // "family/key" -> value
+	custom map[string]string // "Custom:DND201" -> device state
+}
+
+func (p *PBX) registerFeatures() {
+	p.feat.db = map[string]string{}
+	p.feat.custom = map[string]string{}
+	s := p.amiSrv
+	s.Handle("DBPut", p.actDBPut)
+	s.Handle("DBGet", p.actDBGet)
+	s.Handle("DBDel", p.actDBDel)
+	s.Handle("Setvar", p.actSetvar)
+	s.Handle("MixMonitor", p.actMixMonitor("MixMonitorStart"))
+	s.Handle("StopMixMonitor", p.actMixMonitor("MixMonitorStop"))
+	s.Handle("MixMonitorMute", p.actMixMonitor("MixMonitorMute"))
+}
+
+func dbKey(req ami.Message) (string, bool) {
+	f, k := req.Get("Family"), req.Get("Key")
+	return f + "/" + k, f != "" && k != ""
+}
+
+func (p *PBX) actDBPut(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	k, ok := dbKey(req)
+	if !ok {
+		return errResp("No family specified")
+	}
+	p.feat.mu.Lock()
+	p.feat.db[k] = req.Get("Val")
+	p.feat.mu.Unlock()
+	return []ami.Message{resp("Success", "Message", "Updated database successfully")}
+}
+
+func (p *PBX) actDBGet(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	k, ok := dbKey(req)
+	if !ok {
+		return errResp("No family specified.")
+	}
+	p.feat.mu.Lock()
+	v, found := p.feat.db[k]
+	p.feat.mu.Unlock()
+	if !found {
+		return errResp("Database entry not found")
+	}
+	return list(req, "Result will follow", "DBGetComplete",
+		[]ami.Message{item("DBGetResponse", "Family", req.Get("Family"), "Key", req.Get("Key"), "Val", v)})
+}
+
+func (p *PBX) actDBDel(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	k, ok := dbKey(req)
+	if !ok {
+		return errResp("No family specified.")
+	}
+	p.feat.mu.Lock()
+	_, found := p.feat.db[k]
+	delete(p.feat.db, k)
+	p.feat.mu.Unlock()
+	if !found {
+		return errResp("Database entry not found")
+	}
+	return []ami.Message{resp("Success", "Message", "Key deleted successfully")}
+}
+
+// actSetvar sets a variable; DEVICE_STATE(Custom:...) changes a custom
+// device state, which Asterisk reports as DeviceStateChange.
+func (p *PBX) actSetvar(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	name := req.Get("Variable")
+	if name == "" {
+		return errResp("No variable specified")
+	}
+	if ch := req.Get("Channel"); ch != "" {
+		p.mu.Lock()
+		ok := p.channelByName(ch) != nil
+		p.mu.Unlock()
+		if !ok {
+			return errResp("No such channel")
+		}
+		return []ami.Message{resp("Success", "Message", "Variable Set")}
+	}
+	if dev, ok := strings.CutPrefix(name, "DEVICE_STATE("); ok && strings.HasSuffix(dev, ")") {
+		dev = strings.TrimSuffix(dev, ")")
+		if !strings.HasPrefix(strings.ToLower(dev), "custom:") {
+			return errResp("Failed to set variable")
+		}
+		state := strings.ToUpper(req.Get("Value"))
+		p.feat.mu.Lock()
+		p.feat.custom[dev] = state
+		p.feat.mu.Unlock()
+		p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+			ami.Header{Key: "Device", Value: dev}, ami.Header{Key: "State", Value: state})...))
+	}
+	return []ami.Message{resp("Success", "Message", "Variable Set")}
+}
+
+// customStates lists the custom device states set so far, for
+// DeviceStateList.
+func (p *PBX) customStates() []ami.Message {
+	p.feat.mu.Lock()
+	defer p.feat.mu.Unlock()
+	var items []ami.Message
+	for dev, st := range p.feat.custom {
+		items = append(items, item("DeviceStateChange", "Device", dev, "State", st))
+	}
+	return items
+}
+
+// actMixMonitor answers MixMonitor, StopMixMonitor and MixMonitorMute on a
+// live channel with the event Asterisk emits.
+func (p *PBX) actMixMonitor(event string) ami.HandlerFunc {
+	return func(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+		p.mu.Lock()
+		ch := p.channelByName(req.Get("Channel"))
+		if ch == nil {
+			p.mu.Unlock()
+			return errResp("No such channel")
+		}
+		hs := chanHeaders(ev(event, "call,all", 24), "", ch)
+		p.mu.Unlock()
+		if event == "MixMonitorMute" {
+			state := "0"
+			if v := req.Get("State"); v == "1" || strings.EqualFold(v, "true") {
+				state = "1"
+			}
+			hs = append(hs, ami.Header{Key: "Direction", Value: req.Get("Direction")}, ami.Header{Key: "State", Value: state})
+		}
+		p.emit(ami.NewMessage(hs...))
+		return []ami.Message{resp("Success")}
+	}
+}

@@ -1,0 +1,79 @@
+package pbxsim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// The actions behind DND, call forwarding and recording work against the
+// simulator as they do against Asterisk: AstDB keeps values, a custom
+// device state is reported as DeviceStateChange and listed, and MixMonitor
+// on a live channel emits MixMonitorStart/Mute/Stop.
+func TestFeatureActions(t *testing.T) {
+	p := startPBX(t, Config{})
+	capt := startCapture(t, p.AMIAddr())
+	ctx := ctx5(t)
+	do := func(a ami.Message) (ami.Response, error) { return capt.cli.Do(ctx, a) }
+
+	if _, err := do(ami.NewAction("DBPut", "Family", "DND", "Key", "201", "Val", "YES")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := do(ami.NewAction("DBGet", "Family", "DND", "Key", "201"))
+	if err != nil || len(r.Items) != 2 || r.Items[0].Get("Val") != "YES" {
+		t.Fatalf("DBGet: %v %v", r.Items, err)
+	}
+	if _, err := do(ami.NewAction("DBDel", "Family", "DND", "Key", "201")); err != nil {
+		t.Fatal(err)
+	}
+	var ae *ami.ActionError
+	if _, err := do(ami.NewAction("DBDel", "Family", "DND", "Key", "201")); !errors.As(err, &ae) || ae.Message != "Database entry not found" {
+		t.Errorf("second DBDel: %v", err)
+	}
+
+	if _, err := do(ami.NewAction("Setvar", "Variable", "DEVICE_STATE(Custom:DND201)", "Value", "BUSY")); err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "the custom device state", func(m []ami.Message) bool {
+		return count(m, "DeviceStateChange", "Device", "Custom:DND201", "State", "BUSY") == 1
+	})
+	r, err = do(ami.NewAction("DeviceStateList"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, m := range r.Items {
+		listed = listed || (m.Get("Device") == "Custom:DND201" && m.Get("State") == "BUSY")
+	}
+	if !listed {
+		t.Error("DeviceStateList does not list Custom:DND201")
+	}
+
+	alice := startPhone(t, p, PhoneConfig{Exten: "201"})
+	startPhone(t, p, PhoneConfig{Exten: "202", RingTime: 50 * time.Millisecond})
+	call, err := alice.Call(ctx, "202")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := p.Channels()[0]
+	for _, a := range []ami.Message{
+		ami.NewAction("MixMonitor", "Channel", ch, "File", "x.wav"),
+		ami.NewAction("MixMonitorMute", "Channel", ch, "Direction", "both", "State", "1"),
+		ami.NewAction("StopMixMonitor", "Channel", ch),
+	} {
+		if _, err := do(a); err != nil {
+			t.Fatalf("%s: %v", a.Action(), err)
+		}
+	}
+	capt.waitFor(t, "recording events", func(m []ami.Message) bool {
+		return count(m, "MixMonitorStart", "Channel", ch) == 1 && count(m, "MixMonitorMute", "Channel", ch, "State", "1") == 1 &&
+			count(m, "MixMonitorStop", "Channel", ch) == 1
+	})
+	if _, err := do(ami.NewAction("MixMonitor", "Channel", "PJSIP/999-00000001")); !errors.As(err, &ae) {
+		t.Errorf("MixMonitor on no channel: %v", err)
+	}
+	call.Hangup(ctx)
+	waitNoChannels(t, p)
+}
