@@ -77,6 +77,7 @@ func (p *PBX) registerAMI() {
 	s.Handle("Redirect", p.actRedirect)
 	s.Handle("BlindTransfer", p.actBlindTransfer)
 	s.Handle("Park", p.actPark)
+	s.Handle("QueuePause", p.actQueuePause)
 }
 
 // sortedChannels returns live channels in creation order. p.mu held.

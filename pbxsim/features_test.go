@@ -77,3 +77,33 @@ func TestFeatureActions(t *testing.T) {
 	call.Hangup(ctx)
 	waitNoChannels(t, p)
 }
+
+// QueuePause takes a member out of the queue's rotation and says so.
+func TestQueuePause(t *testing.T) {
+	p := startPBX(t, Config{})
+	capt := startCapture(t, p.AMIAddr())
+	ctx := ctx5(t)
+	if _, err := capt.cli.Do(ctx, ami.NewAction("QueuePause", "Interface", "PJSIP/203", "Queue", DefaultQueue, "Paused", "true", "Reason", "lunch")); err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "QueueMemberPause", func(m []ami.Message) bool {
+		return count(m, "QueueMemberPause", "Interface", "PJSIP/203", "Paused", "1", "PausedReason", "lunch") == 1
+	})
+	r, err := capt.cli.Do(ctx, ami.NewAction("QueueStatus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range r.Items {
+		if m.Event() == "QueueMember" && m.Get("Location") == "PJSIP/203" {
+			found = m.Get("Paused") == "1" && m.Get("PausedReason") == "lunch"
+		}
+	}
+	if !found {
+		t.Error("QueueStatus does not show 203 paused")
+	}
+	var ae *ami.ActionError
+	if _, err := capt.cli.Do(ctx, ami.NewAction("QueuePause", "Interface", "PJSIP/299", "Paused", "true")); !errors.As(err, &ae) {
+		t.Errorf("pausing a non-member: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package pbxsim
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -26,6 +27,8 @@ type queueMember struct {
 	lastCall   int64 // unix seconds, 0 if never
 	inCall     bool
 	ringing    *call // the caller ringing it now (ringinuse=no)
+	paused     bool  // QueuePause: not rung until unpaused
+	reason     string
 }
 
 type queueEntry struct {
@@ -87,12 +90,17 @@ func (p *PBX) queueData() string {
 
 // queueMemberEvent is QueueMemberStatus for m. p.mu held.
 func (p *PBX) queueMemberEvent(m *queueMember) ami.Message {
+	return p.memberEvent("QueueMemberStatus", m)
+}
+
+// memberEvent is QueueMemberStatus or QueueMemberPause for m. p.mu held.
+func (p *PBX) memberEvent(event string, m *queueMember) ami.Message {
 	name, status := m.num, "5"
 	if e := p.exts[m.num]; e != nil {
 		name, status = e.name, queueMemberStatus(e.dev)
 	}
 	iface := "PJSIP/" + m.num
-	return ami.NewMessage(append(ev("QueueMemberStatus", "agent,all", 18),
+	return ami.NewMessage(append(ev(event, "agent,all", 18),
 		ami.Header{Key: "Queue", Value: p.cfg.Queue}, ami.Header{Key: "MemberName", Value: name},
 		ami.Header{Key: "Interface", Value: iface}, ami.Header{Key: "StateInterface", Value: iface},
 		ami.Header{Key: "Membership", Value: "static"}, ami.Header{Key: "Penalty", Value: "0"},
@@ -101,7 +109,7 @@ func (p *PBX) queueMemberEvent(m *queueMember) ami.Message {
 		ami.Header{Key: "LastPause", Value: "0"},
 		ami.Header{Key: "LoginTime", Value: strconv.FormatInt(p.started.Unix(), 10)},
 		ami.Header{Key: "InCall", Value: boolNum(m.inCall)}, ami.Header{Key: "Status", Value: status},
-		ami.Header{Key: "Paused", Value: "0"}, ami.Header{Key: "PausedReason", Value: ""},
+		ami.Header{Key: "Paused", Value: boolNum(m.paused)}, ami.Header{Key: "PausedReason", Value: m.reason},
 		ami.Header{Key: "Ringinuse", Value: "0"}, ami.Header{Key: "Wrapuptime", Value: "0"})...)
 }
 
@@ -136,7 +144,7 @@ func (p *PBX) freeMembers() []*queueMember {
 			m = q.members[(q.rrNext+i)%n]
 		}
 		e := p.exts[m.num]
-		if m.ringing != nil || e == nil || e.contact == nil || e.dev != devNotInUse {
+		if m.ringing != nil || m.paused || e == nil || e.contact == nil || e.dev != devNotInUse {
 			continue
 		}
 		out = append(out, m)
@@ -555,7 +563,7 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 		items = append(items, withTrailingID(item("QueueMember", "Queue", p.cfg.Queue, "Name", name, "Location", iface,
 			"StateInterface", iface, "Membership", "static", "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
 			"LastCall", strconv.FormatInt(m.lastCall, 10), "LastPause", "0", "LoginTime", strconv.FormatInt(p.started.Unix(), 10),
-			"InCall", boolNum(m.inCall), "Status", status, "Paused", "0", "PausedReason", "", "Wrapuptime", "0"), req))
+			"InCall", boolNum(m.inCall), "Status", status, "Paused", boolNum(m.paused), "PausedReason", m.reason, "Wrapuptime", "0"), req))
 	}
 	if member == "" {
 		now := p.cfg.Now()
@@ -568,4 +576,32 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 		}
 	}
 	return list(req, "Queue status will follow", "QueueStatusComplete", items)
+}
+
+// actQueuePause pauses or unpauses a member (in the given queue, or in
+// every queue when none is given), as app_queue's QueuePause does: the
+// member is not rung while paused, and QueueMemberPause reports it.
+func (p *PBX) actQueuePause(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	iface := req.Get("Interface")
+	if iface == "" {
+		return errResp("Need 'Interface' and 'Paused' actions.")
+	}
+	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
+		return errResp("Interface not found")
+	}
+	paused := strings.EqualFold(req.Get("Paused"), "true") || req.Get("Paused") == "1"
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.queue.members {
+		if "PJSIP/"+m.num != iface {
+			continue
+		}
+		m.paused, m.reason = paused, ""
+		if paused {
+			m.reason = req.Get("Reason")
+		}
+		p.emit(p.memberEvent("QueueMemberPause", m))
+		return []ami.Message{resp("Success", "Message", "Interface paused successfully")}
+	}
+	return errResp("Interface not found")
 }
