@@ -198,7 +198,7 @@ func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
 		switch op := stringField(raw, `"op":"`); op {
 		case "snapshot":
 			r.snapshots.Add(1)
-			last = uintField(raw, `"seq":`)
+			last = UintField(raw, `"seq":`)
 			if !subscribed {
 				subscribed = true
 				r.connected.Add(1)
@@ -207,13 +207,13 @@ func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
 				}
 			}
 		case "event":
-			seq := uintField(raw, `"seq":`)
+			seq := UintField(raw, `"seq":`)
 			if seq < last {
 				r.errs.addKind(ErrSeqBack, fmt.Sprintf("client %d: seq %d after %d", w.id, seq, last))
 			}
 			last = max(last, seq)
 			r.events.Add(1)
-			if pub := uintField(raw, `"at":`); pub > 0 {
+			if pub := UintField(raw, `"at":`); pub > 0 {
 				w.record(time.Duration(now.UnixMicro()-int64(pub)*1000)*time.Microsecond, 200, uint64(len(raw)))
 			}
 			if r.cfg.OnEvent != nil {
@@ -274,8 +274,11 @@ func stringField(b []byte, key string) string {
 	return string(v[:j])
 }
 
-// uintField finds "key":N near the start of a message.
-func uintField(b []byte, key string) uint64 {
+// UintField returns the unsigned number that follows key (such as
+// `"seq":`) in a WebSocket frame, or 0. It looks only at the first 200
+// bytes, where the hub puts op, seq, type and at, so it stays cheap on
+// large snapshots and events.
+func UintField(b []byte, key string) uint64 {
 	i := bytes.Index(b[:min(len(b), 200)], []byte(key))
 	if i < 0 {
 		return 0

@@ -38,6 +38,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/loadtest"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -267,12 +268,13 @@ func runLoad(n int, rate float64, exts int, duration time.Duration, view string,
 					continue
 				}
 				now := time.Now().UnixMilli()
-				if d := now - atOf(raw); d > 5000 && weird.Add(1) == 1 {
+				d := now - int64(loadtest.UintField(raw, `"at":`))
+				if d > 5000 && weird.Add(1) == 1 {
 					fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
 				}
-				hists[i].add(now - atOf(raw))
+				hists[i].add(d)
 				if i == 0 {
-					seq := seqOf(raw)
+					seq := loadtest.UintField(raw, `"seq":`)
 					if first0.Load() == 0 {
 						first0.Store(seq)
 					}
@@ -318,35 +320,4 @@ func runLoad(n int, rate float64, exts int, duration time.Duration, view string,
 		}
 	}
 	return errors.Join()
-}
-
-func seqOf(b []byte) uint64 {
-	i := bytes.Index(b, []byte(`"seq":`))
-	if i < 0 {
-		return 0
-	}
-	var n uint64
-	for _, c := range b[i+6:] {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n
-}
-
-// atOf finds "at":MS in an event.
-func atOf(b []byte) int64 {
-	i := bytes.Index(b, []byte(`"at":`))
-	if i < 0 {
-		return 0
-	}
-	var n int64
-	for _, c := range b[i+5:] {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n
 }
