@@ -1,5 +1,5 @@
 // Package ctibridge_test holds repository-wide checks: the direction of
-// imports between packages (DESIGN.md, "Dependencies point one way") and
+// imports between packages (docs/design.md, "Dependency direction") and
 // that every package documents itself.
 package ctibridge_test
 
@@ -91,7 +91,7 @@ func TestDependencyDirection(t *testing.T) {
 				}
 				for _, b := range r.banned {
 					if d.path == b {
-						t.Errorf("%s depends on %s, which DESIGN.md bans", r.pkg, d.path)
+						t.Errorf("%s depends on %s, which docs/design.md bans", r.pkg, d.path)
 					}
 				}
 				if d.standard {
