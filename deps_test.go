@@ -1,6 +1,7 @@
 // Package ctibridge_test holds repository-wide checks: the direction of
-// imports between packages (docs/design.md, "Dependency direction") and
-// that every package documents itself.
+// imports between packages (docs/design.md, "Dependency direction"),
+// that every package documents itself, and (docs_test.go) that no file
+// points outside the repository or to a page that does not exist.
 package ctibridge_test
 
 import (
