@@ -205,11 +205,15 @@ func (e *Engine) extView(x *extState) Extension {
 		Name:          x.displayName(),
 		Status:        status,
 		DND:           x.dnd,
+		CF:            x.cf,
+		CFB:           x.cfb,
+		CFU:           x.cfu,
 		IP:            x.ip,
 		Port:          x.port,
 		SIPUserAgent:  x.ua,
 		ChanType:      x.chanType,
 		Context:       x.context,
+		Voicemail:     x.vm,
 		Conversations: e.convsOf(x.chans),
 	}
 }
@@ -311,6 +315,7 @@ func (e *Engine) publish() *Snapshot {
 			b := appendExtension(nil, &v, now)
 			p.setExt(k, v, b)
 			ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
+			ch = e.presenceChange(ch, &v, now)
 		}
 		clear(e.dirtyExt)
 	}

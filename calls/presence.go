@@ -1,0 +1,68 @@
+package calls
+
+// User presence as NethCTI defines it. A user chooses online, dnd,
+// voicemail, cellphone or callforward; ctibridge stores the choice where
+// FreePBX does (DND/<ext>, CF/<ext> on the user's main extension), so the
+// phones' feature codes and the CTI agree, and reads it back from there.
+// When the user chose nothing but online, the phone tells: busy, ringing
+// or offline.
+
+// Presence values.
+const (
+	PresenceOnline      = "online"
+	PresenceDND         = "dnd"
+	PresenceVoicemail   = "voicemail"
+	PresenceCellphone   = "cellphone"
+	PresenceCallforward = "callforward"
+	PresenceBusy        = "busy"
+	PresenceRinging     = "ringing"
+	PresenceOffline     = "offline"
+)
+
+// PresenceChoices are the presences a user may set (GET user/presencelist).
+var PresenceChoices = []string{PresenceOnline, PresenceDND, PresenceVoicemail, PresenceCellphone, PresenceCallforward}
+
+// VoicemailTarget is the forward target that sends an extension's calls
+// straight to its voicemail: FreePBX's direct-voicemail prefix "*".
+func VoicemailTarget(exten string) string { return "*" + exten }
+
+// PresenceOf is the presence of a user whose main extension is x and
+// whose cellphone number is cellphone ("" when none).
+func PresenceOf(x *Extension, cellphone string) string {
+	switch {
+	case x.DND:
+		return PresenceDND
+	case x.CF == "":
+	case x.CF == VoicemailTarget(x.Exten):
+		return PresenceVoicemail
+	case cellphone != "" && x.CF == cellphone:
+		return PresenceCellphone
+	default:
+		return PresenceCallforward
+	}
+	switch x.Status {
+	case "offline":
+		return PresenceOffline
+	case "busy", "onhold", "busy_ringing":
+		return PresenceBusy
+	case "ringing":
+		return PresenceRinging
+	}
+	return PresenceOnline
+}
+
+// presenceChange appends a userPresenceUpdate when x's presence changed:
+// {"exten":"201","status":"dnd"}.
+func (e *Engine) presenceChange(ch []Change, x *Extension, now int64) []Change {
+	p := PresenceOf(x, e.cfg.Cellphones[x.Exten])
+	if e.presence[x.Exten] == p {
+		return ch
+	}
+	e.presence[x.Exten] = p
+	b := append([]byte(nil), `{"exten":`...)
+	b = appendString(b, x.Exten)
+	b = append(b, `,"status":`...)
+	b = appendString(b, p)
+	b = append(b, '}')
+	return append(ch, Change{Type: "userPresenceUpdate", Key: x.Exten, Data: b, At: now})
+}
