@@ -119,7 +119,7 @@ type extState struct {
 func extensions(t *testing.T, s *calls.Snapshot) (string, map[string]extState) {
 	var st struct {
 		PBX        struct{ PBX string } `json:"pbx"`
-		Extensions map[string]extState `json:"extensions"`
+		Extensions map[string]extState  `json:"extensions"`
 	}
 	if err := json.Unmarshal(s.StateJSON(), &st); err != nil {
 		t.Fatal(err)
