@@ -1,11 +1,12 @@
 package calls
 
 // User presence as NethCTI defines it. A user chooses online, dnd,
-// voicemail, cellphone or callforward; ctibridge stores the choice where
-// FreePBX does (DND/<ext>, CF/<ext> on the user's main extension), so the
-// phones' feature codes and the CTI agree, and reads it back from there.
-// When the user chose nothing but online, the phone tells: busy, ringing
-// or offline.
+// voicemail, cellphone or callforward (the presence); ctibridge stores the
+// choice where FreePBX does (DND/<ext>, CF/<ext> on the user's main
+// extension), so the phones' feature codes and the CTI agree, and reads it
+// back from there. The main presence adds what the phone says when the
+// choice is online: busy, ringing or offline. userPresenceUpdate announces
+// changes of the presence; the phone's part comes with extenUpdate.
 
 // Presence values.
 const (
@@ -26,19 +27,28 @@ var PresenceChoices = []string{PresenceOnline, PresenceDND, PresenceVoicemail, P
 // straight to its voicemail: FreePBX's direct-voicemail prefix "*".
 func VoicemailTarget(exten string) string { return "*" + exten }
 
-// PresenceOf is the presence of a user whose main extension is x and
-// whose cellphone number is cellphone ("" when none).
+// PresenceOf is the presence the user whose main extension is x and
+// whose cellphone number is cellphone ("" when none) chose, as read back
+// from the PBX: online, dnd, voicemail, cellphone or callforward.
 func PresenceOf(x *Extension, cellphone string) string {
 	switch {
 	case x.DND:
 		return PresenceDND
 	case x.CF == "":
+		return PresenceOnline
 	case x.CF == VoicemailTarget(x.Exten):
 		return PresenceVoicemail
 	case cellphone != "" && x.CF == cellphone:
 		return PresenceCellphone
-	default:
-		return PresenceCallforward
+	}
+	return PresenceCallforward
+}
+
+// MainPresenceOf is NethCTI's main presence: the chosen presence, or, when
+// that is online, what the phone says (busy, ringing, offline, online).
+func MainPresenceOf(x *Extension, cellphone string) string {
+	if p := PresenceOf(x, cellphone); p != PresenceOnline {
+		return p
 	}
 	switch x.Status {
 	case "offline":
@@ -51,11 +61,14 @@ func PresenceOf(x *Extension, cellphone string) string {
 	return PresenceOnline
 }
 
-// presenceChange appends a userPresenceUpdate when x's presence changed:
-// {"exten":"201","status":"dnd"}.
+// presenceChange appends a userPresenceUpdate when the presence chosen on
+// x changed: {"exten":"201","status":"dnd"}. An extension seen for the
+// first time is online unless said otherwise: no event for that.
 func (e *Engine) presenceChange(ch []Change, x *Extension, now int64) []Change {
 	p := PresenceOf(x, e.cfg.Cellphones[x.Exten])
-	if e.presence[x.Exten] == p {
+	old, seen := e.presence[x.Exten]
+	if old == p || !seen && p == PresenceOnline {
+		e.presence[x.Exten] = p
 		return ch
 	}
 	e.presence[x.Exten] = p
