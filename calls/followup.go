@@ -156,7 +156,7 @@ var missingEffect = map[string]string{
 	"VoicemailUsersList": "voicemail counters are not shown until a MessageWaiting event",
 	"MailboxCount":       "voicemail counters come from MessageWaiting events only",
 	"PJSIPShowEndpoint":  "extension names come from the users file and calls only",
-	"ParkingLots":        "parking spaces appear when a call is parked",
+	"Parkinglots":        "parking spaces appear when a call is parked",
 }
 
 // Missing reports whether the PBX refused action since the last resync.

@@ -66,6 +66,7 @@ func pbxOf(t *testing.T, withTree bool) *amitest.Server {
 	srv := amitest.NewServer(t)
 	ep := answers(t, "endpoint_details.ami")
 	cf := answers(t, "call_forward_astdb.ami")
+	st := answers(t, "status_actions_during_call.ami")
 	serve := func(action string, get func(req ami.Message) []ami.Message) {
 		srv.Handle(action, func(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message { return get(req) })
 	}
@@ -76,6 +77,7 @@ func pbxOf(t *testing.T, withTree bool) *amitest.Server {
 	for _, l := range [][2]string{{"CoreShowChannels", "CoreShowChannelsComplete"}, {"QueueStatus", "QueueStatusComplete"}, {"ParkedCalls", "ParkedCallsComplete"}} {
 		listReply(srv, l[0], l[1])
 	}
+	serve("Parkinglots", func(ami.Message) []ami.Message { return st["parkinglots-15"] })
 	serve("PJSIPShowEndpoint", func(req ami.Message) []ami.Message {
 		if a := answerWhere(ep, "EndpointDetail", "ObjectName", req.Get("Endpoint")); a != nil {
 			return a
@@ -192,6 +194,17 @@ func TestFollowupsBeforeLive(t *testing.T) {
 	}
 	if sent(srv, "DBGet", "", "") != 0 {
 		t.Error("DBGet sent although the PBX has DBGetTree")
+	}
+	// Every configured parking space (lot default, 701-720) is listed, free.
+	var st struct {
+		Parkings map[string]struct {
+			Timeout      int `json:"timeout"`
+			ParkedCaller any `json:"parkedCaller"`
+		} `json:"parkings"`
+	}
+	json.Unmarshal(eng.Snapshot().StateJSON(), &st)
+	if p := st.Parkings["720"]; len(st.Parkings) != 20 || p.Timeout != 45 || p.ParkedCaller != nil {
+		t.Errorf("parkings: %d spaces, 720 %+v", len(st.Parkings), p)
 	}
 	// Mailboxes: DeviceStateList listed MWI:201@default..204: each counted.
 	if n := sent(srv, "MailboxCount", "", ""); n != 4 {
