@@ -228,3 +228,37 @@ func TestPresenceOfMatchesEngine(t *testing.T) {
 		t.Errorf("userPresenceUpdate %s, REST's presence %s", last, want)
 	}
 }
+
+// TestPresencePermissionTable: reads of forwards, DND, voicemail counters
+// and presence are open to every signed-in user (presence is never
+// hidden); POST user/presence acts on the user's own main extension only,
+// so it needs no more than what every user has there.
+func TestPresencePermissionTable(t *testing.T) {
+	f := newFixture(t, true, nil)
+	reads := []string{"/astproxy/cfcall/busy/2003", "/astproxy/dnd/2003", "/voicemail/new_counters", "/user/presencelist"}
+	for _, user := range []string{"alice", "bob", "paula", "olga", "root"} {
+		for _, p := range reads {
+			if r := f.do("GET", p, user, ""); r.status != 200 {
+				t.Errorf("GET %s as %s: %d %s", p, user, r.status, r.body)
+			}
+		}
+		want, wantEp := 200, map[string]string{"alice": "2000", "bob": "2001", "paula": "2006", "olga": "2009"}[user]
+		if user == "root" {
+			want = 409 // no extension of its own
+		}
+		before := len(f.sent())
+		if r := f.do("POST", "/user/presence", user, `{"status":"dnd"}`); r.status != want {
+			t.Errorf("POST user/presence as %s: %d %s, want %d", user, r.status, r.body, want)
+		}
+		for _, m := range f.sent()[before:] {
+			if k := m.Get("Key") + m.Get("Variable"); !strings.Contains(k, wantEp) || wantEp == "" {
+				t.Errorf("%s's presence touched %s", user, k)
+			}
+		}
+	}
+	for _, p := range append(reads, "/user/presence") {
+		if r := f.do("GET", p, "", ""); r.status != 401 {
+			t.Errorf("GET %s without a token: %d", p, r.status)
+		}
+	}
+}
