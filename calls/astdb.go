@@ -43,7 +43,20 @@ func ForwardRefresh(exten string) []ami.Message {
 }
 
 func astdbResyncFollowups(e *Engine) []ami.Message {
-	out := astdbRefreshFollowups(e)
+	return append(astdbStateFollowups(e), astdbNameFollowups(e)...)
+}
+
+func astdbRefreshFollowups(e *Engine) []ami.Message {
+	out := astdbStateFollowups(e)
+	if e.namesDue() {
+		out = append(out, astdbNameFollowups(e)...)
+	}
+	return out
+}
+
+// astdbNameFollowups read FreePBX's names (AMPUSER/<ext>/cidname).
+func astdbNameFollowups(e *Engine) []ami.Message {
+	var out []ami.Message
 	if e.missing("DBGetTree") {
 		for _, k := range sortedKeys(e.exts) {
 			out = append(out, ami.NewAction("DBGet", "Family", famAMPUSER, "Key", k+"/cidname"))
@@ -53,16 +66,17 @@ func astdbResyncFollowups(e *Engine) []ami.Message {
 	return append(out, ami.NewAction("DBGetTree", "Family", famAMPUSER))
 }
 
-func astdbRefreshFollowups(e *Engine) []ami.Message {
+// astdbStateFollowups read the forwards and DND.
+func astdbStateFollowups(e *Engine) []ami.Message {
 	var out []ami.Message
 	if !e.missing("DBGetTree") {
 		for _, f := range stateFamilies {
 			out = append(out, ami.NewAction("DBGetTree", "Family", f))
 		}
-		return out
-	}
-	for _, k := range sortedKeys(e.exts) {
-		out = append(out, ForwardRefresh(k)...)
+	} else {
+		for _, k := range sortedKeys(e.exts) {
+			out = append(out, ForwardRefresh(k)...)
+		}
 	}
 	return out
 }

@@ -111,3 +111,26 @@ func TestFollowupsAsked(t *testing.T) {
 		t.Errorf("voicemail %+v", v)
 	}
 }
+
+// TestNamesRefreshedPeriodically: one refresh in namesEvery re-reads the
+// names: AMPUSER, and the details of every endpoint the list answers.
+func TestNamesRefreshedPeriodically(t *testing.T) {
+	e := New(Config{})
+	e.Apply(ev("EndpointDetail", "ObjectName", "201", "Callerid", `"Alice" <201>`))
+	for i := 1; i < namesEvery; i++ {
+		if got := names(e.Followups(FollowRefresh)); strings.Contains(got, "AMPUSER") {
+			t.Fatalf("refresh %d re-reads names: %s", i, got)
+		}
+		e.Apply(ev("EndpointList", "ObjectName", "201"))
+		if got := names(e.Followups(FollowPending)); got != "" {
+			t.Fatalf("refresh %d details 201 again: %s", i, got)
+		}
+	}
+	if got := names(e.Followups(FollowRefresh)); !strings.Contains(got, "DBGetTree AMPUSER") {
+		t.Errorf("refresh %d does not re-read AMPUSER: %s", namesEvery, got)
+	}
+	e.Apply(ev("EndpointList", "ObjectName", "201"))
+	if got := names(e.Followups(FollowPending)); got != "PJSIPShowEndpoint 201" {
+		t.Errorf("refresh %d: %q", namesEvery, got)
+	}
+}

@@ -346,7 +346,13 @@ func callerIDName(cid string) string {
 }
 
 // endpointRefreshFollowups re-lists the endpoints periodically: an
-// endpoint added since is then detailed (onEndpoint asks).
-func endpointRefreshFollowups(*Engine) []ami.Message {
+// endpoint added since is then detailed (onEndpoint asks), and, when the
+// names are due, every endpoint is.
+func endpointRefreshFollowups(e *Engine) []ami.Message {
+	if e.namesDue() {
+		for _, x := range e.exts {
+			x.detailed = false
+		}
+	}
 	return []ami.Message{ami.NewAction("PJSIPShowEndpoints")}
 }

@@ -67,7 +67,16 @@ type followState struct {
 	keys    map[string]struct{} // of pending, for de-duplication
 	missing map[string]bool     // actions the PBX refused since the last BeginResync
 	logged  map[string]bool     // actions whose absence was logged once
+	refresh uint64              // FollowRefresh calls so far
 }
+
+// namesEvery: one periodic refresh in this many re-reads the names too
+// (every endpoint's details, AMPUSER): five minutes at the link's default
+// 30 s. Names change rarely; forwards and DND at any time.
+const namesEvery = 10
+
+// namesDue reports whether the running refresh re-reads the names.
+func (e *Engine) namesDue() bool { return e.follow.refresh%namesEvery == 0 }
 
 // maxPending bounds the actions events may queue between two Followups.
 const maxPending = 4096
@@ -91,6 +100,9 @@ func (e *Engine) ask(m ami.Message) {
 
 func (e *Engine) followups(k FollowupKind) []ami.Message {
 	var out []ami.Message
+	if k == FollowRefresh {
+		e.follow.refresh++
+	}
 	if k != FollowPending {
 		for _, f := range followupFeatures {
 			get := f.resync
