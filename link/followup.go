@@ -170,6 +170,11 @@ func (l *Link) answered(ctx context.Context, wg *sync.WaitGroup, fu *followups, 
 	l.apply(b)
 	if !isResync {
 		l.eng.Publish()
+		if l.ready.Load() {
+			// What these answers asked for (an endpoint new since the last
+			// list: its details) goes at once, not with the next event.
+			l.background(ctx, wg, fu, gen, calls.FollowPending)
+		}
 		return nil
 	}
 	if stale {

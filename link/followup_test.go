@@ -259,3 +259,43 @@ func TestNoDBGetTreeDegrades(t *testing.T) {
 		t.Errorf("resyncs %d, failures %d: want 1 and 0", st.Resyncs, st.ResyncFailures)
 	}
 }
+
+// TestRefreshFindsNewEndpoint: an endpoint configured while the bridge
+// runs (205 here, missing from the first list) shows, named, after the
+// periodic refresh, with no AMI event about it.
+func TestRefreshFindsNewEndpoint(t *testing.T) {
+	srv := pbxOf(t, true)
+	ep := answers(t, "endpoint_details.ami")
+	var mu sync.Mutex
+	listed := 0
+	srv.Handle("PJSIPShowEndpoints", func(context.Context, *ami.Session, ami.Message) []ami.Message {
+		mu.Lock()
+		defer mu.Unlock()
+		listed++
+		if listed > 1 {
+			return ep["pjsipshowendpoints-2"]
+		}
+		var out []ami.Message
+		for _, m := range ep["pjsipshowendpoints-2"] {
+			if m.Get("ObjectName") != "205" {
+				out = append(out, m)
+			}
+		}
+		return out
+	})
+	eng, _ := runLink(t, srv, link.Config{ReconcileEvery: -1, RefreshEvery: 20 * time.Millisecond})
+	if exts := waitLive(t, eng); exts["205"].Name != "" {
+		t.Fatalf("205 known before it was listed: %+v", exts["205"])
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, exts := extensions(t, eng.Snapshot())
+		if x := exts["205"]; x.Name == "Eve Bruno" && x.Status == "offline" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("205 never appeared named: %+v", exts["205"])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
