@@ -62,7 +62,7 @@ type Stats struct {
 	ByType       map[string]uint64 // messages applied, by event name
 	Unknown      uint64            // events for unknown channels or out of order
 	DriftRepairs uint64            // corrections made by Reconcile and EndResync
-	BadValues    uint64            // AstDB values refused (a forward target with letters or CR/LF, a bad name)
+	BadValues    uint64            // AstDB values refused (a forward target with letters or CR/LF, a bad DND value or name)
 }
 
 // New returns an engine with empty state, link down. Its first snapshot

@@ -201,11 +201,15 @@ func (e *Engine) setDB(fam, key, val string, create bool) {
 	}
 }
 
-// validTarget: what a phone can dial, as the REST dial pattern's default:
-// digits, *, # and +, at most 32.
+// validTarget: what a phone can dial, as the REST dial pattern's default
+// (digits, *, # and +, at most 32), or one of FreePBX's voicemail
+// extensions vmu/vmb/vms/vmi<digits>. Any other letter is refused.
 func validTarget(s string) bool {
 	if len(s) == 0 || len(s) > 32 {
 		return false
+	}
+	if vmPrefix(s) {
+		return len(s) > 3 && allDigits(s[3:])
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -227,4 +231,11 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// vmPrefix reports whether s starts with one of FreePBX's voicemail
+// extension prefixes: vmu (unavailable greeting), vmb (busy), vms (no
+// greeting), vmi (instructions only).
+func vmPrefix(s string) bool {
+	return len(s) >= 3 && s[0] == 'v' && s[1] == 'm' && (s[2] == 'u' || s[2] == 'b' || s[2] == 's' || s[2] == 'i')
 }

@@ -39,6 +39,8 @@ func TestAstDBBadValuesIgnored(t *testing.T) {
 		ev("DBGetResponse", "Family", "CF", "Key", "201", "Val", "20a"),
 		ev("DBGetResponse", "Family", "CF", "Key", "201", "Val", "202\r\nAction: Hangup"),
 		ev("DBGetResponse", "Family", "CFB", "Key", "201", "Val", strings.Repeat("1", 33)),
+		ev("DBGetResponse", "Family", "CFB", "Key", "201", "Val", "vmx201"),
+		ev("DBGetResponse", "Family", "CFB", "Key", "201", "Val", "vmu"),
 		ev("DBGetResponse", "Family", "DND", "Key", "201", "Val", "maybe"),
 		ev("DBGetTreeResponse", "Key", "/AMPUSER/201/cidname", "Val", "Eve\x01"),
 	} {
@@ -49,8 +51,13 @@ func TestAstDBBadValuesIgnored(t *testing.T) {
 	if x.CF != "202" || x.CFB != "" || x.DND || x.Name != "" {
 		t.Errorf("bad values became state: %+v", x)
 	}
-	if n := e.Stats().BadValues; n != 5 {
-		t.Errorf("BadValues = %d, want 5", n)
+	if n := e.Stats().BadValues; n != 7 {
+		t.Errorf("BadValues = %d, want 7", n)
+	}
+	// FreePBX's own voicemail extensions are targets, not bad values.
+	e.Apply(ev("DBGetResponse", "Family", "CFU", "Key", "201", "Val", "vmu201"))
+	if x := e.Publish().Extensions["201"]; x.CFU != "vmu201" || e.Stats().BadValues != 7 {
+		t.Errorf("vmu201: %+v", x)
 	}
 }
 

@@ -24,8 +24,18 @@ const (
 var PresenceChoices = []string{PresenceOnline, PresenceDND, PresenceVoicemail, PresenceCellphone, PresenceCallforward}
 
 // VoicemailTarget is the forward target that sends an extension's calls
-// straight to its voicemail: FreePBX's direct-voicemail prefix "*".
-func VoicemailTarget(exten string) string { return "*" + exten }
+// straight to its voicemail: FreePBX's ext-local "vmu<ext>" (unavailable
+// greeting), as NethCTI writes it, so both agree on the same PBX.
+func VoicemailTarget(exten string) string { return "vmu" + exten }
+
+// toVoicemail reports whether a forward target of exten is its voicemail:
+// FreePBX's vmu/vmb/vms/vmi<ext> or its direct-voicemail dial "*<ext>".
+func toVoicemail(target, exten string) bool {
+	if target == "*"+exten {
+		return true
+	}
+	return len(target) == len(exten)+3 && vmPrefix(target) && target[3:] == exten
+}
 
 // PresenceOf is the presence the user whose main extension is x and
 // whose cellphone number is cellphone ("" when none) chose, as read back
@@ -36,7 +46,7 @@ func PresenceOf(x *Extension, cellphone string) string {
 		return PresenceDND
 	case x.CF == "":
 		return PresenceOnline
-	case x.CF == VoicemailTarget(x.Exten):
+	case toVoicemail(x.CF, x.Exten):
 		return PresenceVoicemail
 	case cellphone != "" && x.CF == cellphone:
 		return PresenceCellphone

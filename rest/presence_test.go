@@ -131,7 +131,7 @@ func TestPresenceReads(t *testing.T) {
 		t.Errorf("root has no extension: %d", s)
 	}
 	f.eng.Apply(dbValue("DND", "2000", "YES"))
-	f.eng.Apply(dbValue("CF", "2006", "*2006"))
+	f.eng.Apply(dbValue("CF", "2006", "vmu2006"))
 	f.eng.Apply(dbValue("CF", "2001", "3331234567"))
 	f.eng.Apply(dbValue("CF", "2009", "0721405516"))
 	f.eng.Publish()
@@ -160,7 +160,7 @@ func TestPostPresenceSendsAMI(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{`{"status":"online"}`, dndOff + cfOff},
 		{`{"status":"dnd"}`, dndOn + cfOff},
-		{`{"status":"voicemail"}`, dndOff + "Action: DBPut\nFamily: CF\nKey: 2001\nVal: *2001\n|"},
+		{`{"status":"voicemail"}`, dndOff + "Action: DBPut\nFamily: CF\nKey: 2001\nVal: vmu2001\n|"},
 		{`{"status":"cellphone"}`, dndOff + "Action: DBPut\nFamily: CF\nKey: 2001\nVal: 3331234567\n|"},
 		{`{"status":"callforward","to":"0721405516"}`, dndOff + "Action: DBPut\nFamily: CF\nKey: 2001\nVal: 0721405516\n|"},
 	} {

@@ -39,7 +39,7 @@ func TestPresenceTopic(t *testing.T) {
 	}
 	// The phone's own states come with extenUpdate, not as presence.
 	e.apply(devState("202", true))
-	e.apply(event("DBGetResponse", "Family", "CF", "Key", "202", "Val", "*202"))
+	e.apply(event("DBGetResponse", "Family", "CF", "Key", "202", "Val", "vmu202"))
 	if ev := next(t, p); string(ev.Data) != `{"exten":"202","status":"voicemail"}` {
 		t.Errorf("presence client got %s %s", ev.Type, ev.Data)
 	}
