@@ -21,13 +21,27 @@
 //     CoreShowChannels are dropped, hung-up channels are never resurrected
 //     by a late list item (tombstones), and the snapshot says it is stale
 //     while the link is down or resynchronising.
+//   - Followups and ApplyAnswer are how the engine reads what the fixed
+//     resync lists do not give (docs/link.md): the engine says which
+//     actions it wants (PJSIPShowEndpoint per listed endpoint for names and
+//     mailboxes, FreePBX's AstDB families CF, CFB, CFU, DND and AMPUSER by
+//     DBGetTree or DBGet, MailboxCount per MWI device, Parkinglots) and
+//     learns from their answers; the link sends them. AstDB values are
+//     validated before they become state (Stats.BadValues counts the
+//     refused ones); an action the PBX lacks is logged once and not asked
+//     again until the next resync.
+//   - Extensions carry their forwards and DND as FreePBX stores them, and
+//     their voicemail counts (MessageWaiting, MailboxCount); PresenceOf and
+//     MainPresenceOf derive NethCTI's user presence from them, and Publish
+//     announces changes of it as userPresenceUpdate.
 //   - StreamClock gives replays a deterministic clock read from the stream.
 //
 // # What it does not do
 //
 // No I/O, no goroutines, no timers, no clock reads except Config.Now. It
 // does not send actions, reconnect or decide when to resync: the AMI link
-// owner calls BeginResync/EndResync and Reconcile. It never imports
+// owner calls BeginResync/EndResync and Reconcile, and sends the
+// follow-ups the engine asks for. It never imports
 // net/http or ami.Client; only ami.Message. Unknown events and headers are
 // ignored, and events for unknown channels are counted (Stats.Unknown),
 // never fatal.

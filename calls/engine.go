@@ -20,18 +20,20 @@ type Engine struct {
 	log      *slog.Logger
 
 	// Owned by the engine goroutine.
-	exts    map[string]*extState
-	trunks  map[string]*trunkState
-	queues  map[string]*queueState
-	parks   map[string]*parkState
-	chans   map[string]*channel // by Uniqueid
-	byName  map[string]*channel // by channel name
-	bridges map[string]*bridge
-	busyExt map[string]*extState   // extensions that have channels
-	busyTrk map[string]*trunkState // trunks that have channels
-	tombs   tombstones
-	stats   Stats
-	chanSeq uint64 // creation counter of channels
+	exts     map[string]*extState
+	trunks   map[string]*trunkState
+	queues   map[string]*queueState
+	parks    map[string]*parkState
+	chans    map[string]*channel // by Uniqueid
+	byName   map[string]*channel // by channel name
+	bridges  map[string]*bridge
+	busyExt  map[string]*extState   // extensions that have channels
+	busyTrk  map[string]*trunkState // trunks that have channels
+	tombs    tombstones
+	stats    Stats
+	follow   followState
+	presence map[string]string // published presence by extension
+	chanSeq  uint64            // creation counter of channels
 
 	link          LinkState
 	linkSince     int64
@@ -81,6 +83,7 @@ func newEngine(cfg Config) *Engine {
 		dirtyQueue:  map[string]struct{}{},
 		dirtyMember: map[memberKey]struct{}{},
 		dirtyPark:   map[string]struct{}{},
+		presence:    map[string]string{},
 		feed:        newFeed(cfg.FeedSize),
 	}
 	if e.now == nil {
@@ -183,7 +186,7 @@ func (e *Engine) apply(m ami.Message) {
 		e.onExtensionStatus(m)
 	case "DeviceStateChange":
 		e.onDeviceStateChange(m)
-	case "ContactStatus", "ContactStatusDetail":
+	case "ContactStatus", "ContactStatusDetail", "ContactList":
 		e.onContactStatus(m)
 	case "PeerStatus":
 		e.onPeerStatus(m)
@@ -191,6 +194,14 @@ func (e *Engine) apply(m ami.Message) {
 		e.onEndpoint(m)
 	case "Registry":
 		e.onRegistry(m)
+	case "DBGetResponse":
+		e.onDBGetResponse(m)
+	case "DBGetTreeResponse":
+		e.onDBGetTreeResponse(m)
+	case "MessageWaiting":
+		e.onMessageWaiting(m)
+	case "VoicemailUserEntry":
+		e.onVoicemailUserEntry(m)
 
 	// Queues.
 	case "QueueParams":

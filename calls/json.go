@@ -170,6 +170,14 @@ func appendExtension(b []byte, x *Extension, nowMs int64) []byte {
 	b = append(b, ',')
 	b = appendStrField(b, "context", x.Context)
 	b = append(b, ',')
+	if v := x.Voicemail; v != nil {
+		b = appendKey(b, "voicemail")
+		b = append(b, '{')
+		b = appendIntField(b, "new", int64(v.New))
+		b = append(b, ',')
+		b = appendIntField(b, "old", int64(v.Old))
+		b = append(b, '}', ',')
+	}
 	b = appendConversations(b, x.Conversations, nowMs)
 	return append(b, '}')
 }

@@ -17,6 +17,7 @@ type Extension struct {
 	SIPUserAgent  string
 	ChanType      string
 	Context       string
+	Voicemail     *Voicemail              // nil when the PBX reports no mailbox for it
 	Conversations map[string]Conversation // by Conversation.ID
 }
 
@@ -124,6 +125,7 @@ func extEqual(a, b *Extension) bool {
 	return a.Exten == b.Exten && a.Name == b.Name && a.Status == b.Status && a.DND == b.DND &&
 		a.CF == b.CF && a.CFB == b.CFB && a.CFU == b.CFU && a.IP == b.IP && a.Port == b.Port &&
 		a.SIPUserAgent == b.SIPUserAgent && a.ChanType == b.ChanType && a.Context == b.Context &&
+		(a.Voicemail == b.Voicemail || (a.Voicemail != nil && b.Voicemail != nil && *a.Voicemail == *b.Voicemail)) &&
 		convsEqual(a.Conversations, b.Conversations)
 }
 

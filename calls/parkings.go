@@ -118,3 +118,9 @@ func (e *Engine) onParkinglot(m ami.Message) {
 		}
 	}
 }
+
+// parkingLotFollowups lists the configured lots at every resync, so each
+// space shows, free, from the first snapshot (res_parking's Parkinglots
+// answers one Parkinglot item per lot with its StartSpace, StopSpace and
+// Timeout).
+func parkingLotFollowups(*Engine) []ami.Message { return []ami.Message{ami.NewAction("Parkinglots")} }

@@ -255,20 +255,32 @@ func (e *Engine) onAgentCalled(m ami.Message) {
 // runningAverage is app_queue's: (old*3 + new) / 4.
 func runningAverage(old, v int) int { return (old*3 + v) / 4 }
 
+// onAgentConnect: app_queue takes the first hold time of a queue that has
+// neither completed nor abandoned a call as it is, then averages.
 func (e *Engine) onAgentConnect(m ami.Message) {
 	q := e.queueOf(m)
 	if q == nil {
 		return
 	}
-	q.holdTime = runningAverage(q.holdTime, atoi(m.Get("HoldTime")))
+	if h := atoi(m.Get("HoldTime")); q.completed+q.abandoned == 0 {
+		q.holdTime = h
+	} else {
+		q.holdTime = runningAverage(q.holdTime, h)
+	}
 	e.onAgentCalled(m)
 }
 
+// onAgentComplete: likewise the first completed call's talk time is taken
+// as it is.
 func (e *Engine) onAgentComplete(m ami.Message) {
 	q := e.queueOf(m)
 	if q == nil {
 		return
 	}
 	q.completed++
-	q.talkTime = runningAverage(q.talkTime, atoi(m.Get("TalkTime")))
+	if t := atoi(m.Get("TalkTime")); q.completed == 1 {
+		q.talkTime = t
+	} else {
+		q.talkTime = runningAverage(q.talkTime, t)
+	}
 }

@@ -38,6 +38,7 @@ func (e *Engine) beginResync() {
 	e.changeLink(LinkResyncing)
 	e.resync.active = true
 	e.resync.gen++
+	e.resetMissing()
 	for _, c := range e.chans {
 		c.confirmed = false
 	}

@@ -26,6 +26,8 @@ type Snapshot struct {
 	ext, queue, park, trunk *coll
 	status                  []byte
 	state                   *lazy
+	cellphones              map[string]string // Config.Cellphones, for PresenceJSON
+	presence                *lazy
 }
 
 // coll is the encoded side of one collection: per-entity JSON and the
@@ -72,6 +74,26 @@ func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes() }
 
 // StatusJSON is {"pbx":"live|resyncing|down","version":N,"since":ms}.
 func (s *Snapshot) StatusJSON() []byte { return s.status }
+
+// PresenceJSON is every extension's chosen presence (PresenceOf, with the
+// cellphone of the user whose main extension it is), {"201":"online",...}
+// in key order: the state userPresenceUpdate events change.
+func (s *Snapshot) PresenceJSON() []byte {
+	s.presence.once.Do(func() {
+		b := []byte{'{'}
+		for i, k := range sortedKeys(s.Extensions) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			x := s.Extensions[k]
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, PresenceOf(&x, s.cellphones[k]))
+		}
+		s.presence.b = append(b, '}')
+	})
+	return s.presence.b
+}
 
 // StateJSON is the whole state, as `ctibridge replay` prints it:
 // {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..}}.
@@ -141,6 +163,8 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 		trunk:      p.trunk,
 		status:     appendStatus(nil, e.link, e.version, e.linkSince),
 		state:      &lazy{},
+		cellphones: e.cfg.Cellphones,
+		presence:   &lazy{},
 	}
 }
 
@@ -205,11 +229,15 @@ func (e *Engine) extView(x *extState) Extension {
 		Name:          x.displayName(),
 		Status:        status,
 		DND:           x.dnd,
+		CF:            x.cf,
+		CFB:           x.cfb,
+		CFU:           x.cfu,
 		IP:            x.ip,
 		Port:          x.port,
 		SIPUserAgent:  x.ua,
 		ChanType:      x.chanType,
 		Context:       x.context,
+		Voicemail:     x.vm,
 		Conversations: e.convsOf(x.chans),
 	}
 }
@@ -310,6 +338,9 @@ func (e *Engine) publish() *Snapshot {
 			}
 			b := appendExtension(nil, &v, now)
 			p.setExt(k, v, b)
+			// The presence change first: a batch's last seq stays the
+			// extension's (clients of topic "extensions" see it).
+			ch = e.presenceChange(ch, &v, now)
 			ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
 		}
 		clear(e.dirtyExt)

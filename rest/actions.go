@@ -130,6 +130,7 @@ func (h *handler) action(a action) endpoint {
 				return writeError(w, h.log, r, err)
 			}
 		}
+		h.refreshAfter(msgs)
 		return writeJSON(w, http.StatusOK, struct{}{})
 	}
 }
@@ -415,15 +416,7 @@ func planDND(h *handler, u *auth.User, s *calls.Snapshot, req *dndReq) ([]ami.Me
 	if _, err := h.endpoint(u, s, auth.SetDND, "endpointId", req.EndpointID); err != nil {
 		return nil, err
 	}
-	// FreePBX keeps DND in AstDB (DND/<ext> = YES) and shows it as the
-	// custom device state Custom:DND<ext> (BUSY when on), which its *76
-	// feature code sets too: the PBX then emits DeviceStateChange, which is
-	// how the engine, and every screen, learns of it.
-	set, state := ami.NewAction("DBDel", "Family", "DND", "Key", req.EndpointID), "NOT_INUSE"
-	if *req.Activate {
-		set, state = ami.NewAction("DBPut", "Family", "DND", "Key", req.EndpointID, "Val", "YES"), "BUSY"
-	}
-	return []ami.Message{set, ami.NewAction("Setvar", "Variable", "DEVICE_STATE(Custom:DND"+req.EndpointID+")", "Value", state)}, nil
+	return dndActions(req.EndpointID, *req.Activate), nil
 }
 
 // cfFamilies are FreePBX's AstDB families of call forwarding.
@@ -446,10 +439,7 @@ func planCF(h *handler, u *auth.User, s *calls.Snapshot, req *cfReq) ([]ami.Mess
 	if _, err := h.endpoint(u, s, auth.SetCallForward, "endpointId", req.EndpointID); err != nil {
 		return nil, err
 	}
-	if to == "" {
-		return []ami.Message{ami.NewAction("DBDel", "Family", fam, "Key", req.EndpointID)}, nil
-	}
-	return []ami.Message{ami.NewAction("DBPut", "Family", fam, "Key", req.EndpointID, "Val", to)}, nil
+	return cfActions(fam, req.EndpointID, to), nil
 }
 
 func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot, req *queueMemberReq) ([]ami.Message, error) {
