@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -236,6 +237,8 @@ func appendQueue(b []byte, q *Queue) []byte {
 	b = appendStrField(b, "queue", q.Queue)
 	b = append(b, ',')
 	b = appendStrField(b, "name", q.Name)
+	b = append(b, ',')
+	b = appendStrField(b, "number", cmp.Or(q.Number, q.Queue))
 	b = append(b, ',')
 	b = appendKey(b, "members")
 	b = append(b, '{')

@@ -53,6 +53,7 @@ func (c Conversation) Duration(nowMs int64) int64 {
 type Queue struct {
 	Queue          string
 	Name           string
+	Number         string                 // the number dialled to reach it, "" until learnt or when it is Queue
 	Members        map[string]QueueMember // by extension number
 	WaitingCallers map[string]QueueCaller // by channel name
 	Completed      int

@@ -60,6 +60,23 @@ func (s *Snapshot) ParkingJSON(space string) []byte { return s.park.json[space] 
 // TrunkJSON is one trunk's JSON, or nil.
 func (s *Snapshot) TrunkJSON(name string) []byte { return s.trunk.json[name] }
 
+// QueueName resolves a queue's identity: its app_queue name, or the number
+// callers dial to reach it. ok is false when neither names a queue.
+func (s *Snapshot) QueueName(id string) (name string, ok bool) {
+	if _, ok := s.Queues[id]; ok {
+		return id, true
+	}
+	if id == "" {
+		return "", false
+	}
+	for k, q := range s.Queues {
+		if q.Number == id {
+			return k, true
+		}
+	}
+	return "", false
+}
+
 // ExtensionsJSON is {"201":{...},...} in key order.
 func (s *Snapshot) ExtensionsJSON() []byte { return s.ext.bytes() }
 
@@ -256,6 +273,7 @@ func (q *queueState) view() Queue {
 	return Queue{
 		Queue:          q.name,
 		Name:           q.name,
+		Number:         q.number,
 		Members:        maps.Clone(q.members),
 		WaitingCallers: maps.Clone(q.waiting),
 		Completed:      q.completed,
@@ -266,7 +284,7 @@ func (q *queueState) view() Queue {
 }
 
 func queueEqual(a, b *Queue) bool {
-	return a.Queue == b.Queue && a.Name == b.Name && a.Completed == b.Completed &&
+	return a.Queue == b.Queue && a.Name == b.Name && a.Number == b.Number && a.Completed == b.Completed &&
 		a.Abandoned == b.Abandoned && a.HoldTime == b.HoldTime && a.TalkTime == b.TalkTime &&
 		maps.Equal(a.Members, b.Members) && maps.Equal(a.WaitingCallers, b.WaitingCallers)
 }

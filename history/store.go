@@ -403,7 +403,7 @@ func (s *SQLStore) call(key string, legs []CDR) Call {
 			c.Billsec = max(c.Billsec, l.Billsec)
 		}
 		if l.LastApp == "Queue" && c.Queue == "" {
-			c.Queue = l.Dst
+			c.Queue = queueOfCDR(l)
 		}
 		if c.RecordingFile == "" {
 			c.RecordingFile = l.RecordingFile
@@ -471,4 +471,15 @@ func (s *SQLStore) Insert(ctx context.Context, cdrs []CDR) error {
 		return fmt.Errorf("history: insert: %w", err)
 	}
 	return nil
+}
+
+// queueOfCDR names the queue of a leg whose last application was Queue:
+// app_queue's name, the first argument of Queue() in LastData, as the live
+// state names it; the dialled number when LastData is empty.
+func queueOfCDR(l CDR) string {
+	name, _, _ := strings.Cut(l.LastData, ",")
+	if name = strings.TrimSpace(name); name != "" {
+		return name
+	}
+	return l.Dst
 }

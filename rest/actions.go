@@ -454,7 +454,8 @@ func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot
 		if err != nil {
 			return nil, err
 		}
-		q, ok := s.Queues[req.QueueID]
+		name, _ := s.QueueName(req.QueueID)
+		q, ok := s.Queues[name]
 		if !ok {
 			return nil, notFound("queue %q does not exist", req.QueueID)
 		}
