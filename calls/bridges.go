@@ -10,6 +10,7 @@ import "github.com/ctibridge/ctibridge/ami"
 type bridge struct {
 	id      string
 	holding bool // parking lot or holding bridge: nobody talks to anybody
+	conf    bool // a ConfBridge conference (softmix)
 	members []*channel
 }
 
@@ -29,7 +30,7 @@ func isHolding(m ami.Message) bool {
 func (e *Engine) ensureBridge(id string, m ami.Message) *bridge {
 	b := e.bridges[id]
 	if b == nil {
-		b = &bridge{id: id, holding: isHolding(m)}
+		b = &bridge{id: id, holding: isHolding(m), conf: m.Get("BridgeTechnology") == "softmix"}
 		e.bridges[id] = b
 	}
 	return b
@@ -81,6 +82,7 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 		}
 	}
 	e.joinBridge(c, b)
+	e.noteBridgeMove(c, b, m.Get("SwapUniqueid") != "")
 }
 
 func (e *Engine) onBridgeLeave(m ami.Message) {
@@ -94,6 +96,7 @@ func (e *Engine) onBridgeLeave(m ami.Message) {
 			e.changed(x)
 		}
 		c.bridge.remove(c)
+		c.noteBridgeLeave(c.bridge)
 		c.bridge = nil
 	}
 }

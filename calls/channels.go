@@ -53,6 +53,14 @@ type channel struct {
 	gone      bool   // hung up or dropped
 	rang      bool   // extenRinging already emitted
 	lastID    string // conversation id while it had a peer: kept when the peer leaves
+
+	account    string   // AccountCode: ctibridge's Originate puts the destination there
+	prevBridge *bridge  // the talking bridge it just left, others still in it (attended transfer)
+	xfer       *xfer    // the attended transfer it takes part in
+	parkedIn   string   // parking space it waits in
+	spyee      *channel // the channel it spies on (ChanSpy)
+	spyMode    string   // listen | whisper | barge
+	appData    string   // Application data of its Originate (OriginateResponse)
 }
 
 // tombstones remembers the Uniqueids of the last hung-up channels, so that
@@ -142,6 +150,7 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 		connNum:    m.Get("ConnectedLineNum"),
 		connName:   m.Get("ConnectedLineName"),
 		exten:      m.Get("Exten"),
+		account:    m.Get("AccountCode"),
 		created:    e.nowMs(),
 		seq:        e.chanSeq,
 		gen:        e.resync.gen,
@@ -284,10 +293,28 @@ func (e *Engine) updateCommon(c *channel, m ami.Message) {
 	e.changed(c)
 }
 
+// noteRinging queues an extenRinging for a phone rung by a call to it;
+// never for the first leg of ctibridge's own Originate (click-to-call,
+// pickup, spy), which rings the clicking user's own phone.
 func (e *Engine) noteRinging(c *channel) {
-	if c.kind == ownerExt && !c.rang && !c.isOut() {
+	if c.kind == ownerExt && !c.rang && !c.isOut() && !c.ownOriginate() {
 		c.rang = true
 		e.ringing = append(e.ringing, c)
+	}
+}
+
+// ownOriginate reports a leg rung by an Originate that named its
+// destination in AccountCode, as ctibridge's actions do.
+func (c *channel) ownOriginate() bool {
+	return c.originated && c.dialledBy == nil && c.account != "" && c.account != c.owner
+}
+
+func (e *Engine) onAccountCode(m ami.Message) {
+	if c := e.chanOf(m); c != nil {
+		e.updateCommon(c, m)
+		if v := m.Get("AccountCode"); v != c.account {
+			c.account = strings.Clone(v)
+		}
 	}
 }
 
@@ -349,6 +376,7 @@ func (e *Engine) onDialBegin(m ami.Message) {
 		}
 	} else {
 		src.dialledOut = true
+		src.prevBridge = nil // sent to the dialplan: a blind transfer, not a consult
 		if !containsChan(src.dialTargets, dst) {
 			src.dialTargets = append(src.dialTargets, dst)
 		}

@@ -120,8 +120,13 @@ func (e *Engine) nameOf(num string) string {
 }
 
 // convFor derives the conversation of one channel for its owner.
+// It is the zero Conversation (no ID) when c has nothing left to show: its
+// peer was parked away from it.
 func (e *Engine) convFor(c *channel) Conversation {
 	p := e.peerOf(c)
+	if p != nil && p.parkedIn != "" && p.bridge != nil && p.bridge.holding && c.bridge != p.bridge {
+		return Conversation{}
+	}
 	cv := Conversation{
 		CallID:       c.linkedid,
 		Owner:        c.owner,
@@ -135,7 +140,8 @@ func (e *Engine) convFor(c *channel) Conversation {
 		QueueID:      c.queue,
 		ThroughTrunk: c.viaTrunk,
 	}
-	out := c.isOut()
+	consult := c.consulting()
+	out := c.isOut() || consult || c.spyee != nil
 	if c.kind == ownerTrunk {
 		// A trunk's calling side is the outside world: inbound.
 		cv.ThroughTrunk = true
@@ -157,7 +163,7 @@ func (e *Engine) convFor(c *channel) Conversation {
 			cv.ID = ">" + c.name
 		}
 	} else {
-		if callerFirst(c, p) {
+		if consult || callerFirst(c, p) {
 			cv.ID = c.name + ">" + p.name
 		} else {
 			cv.ID = p.name + ">" + c.name
@@ -167,13 +173,33 @@ func (e *Engine) convFor(c *channel) Conversation {
 			cv.ThroughTrunk = true
 		}
 	}
+	if consult {
+		// The consult call's talk time is the target's.
+		cv.AnsweredAt = 0
+		if p != nil {
+			cv.AnsweredAt = p.answeredAt
+		}
+	}
 	cv.Connected = c.conference ||
 		(c.answeredAt != 0 && p != nil && p.state == stateUp && (c.bridge == nil || !c.bridge.holding))
+	if x, role := e.xferOf(c, p); x != nil {
+		cv.Transfer = Transfer{ID: x.id, State: x.state, Role: role}
+	}
+	cv.Parked = e.parkedOf(c)
+	if c.spyee != nil {
+		e.spyConv(&cv, c)
+		return cv
+	}
+	e.counterpart(&cv, c, p, out)
+	return cv
+}
 
-	// The counterpart: an extension peer is named by its extension (that
-	// stays true across transfers, before any connected line update); an
-	// outside caller by its caller ID; otherwise what the PBX shows as the
-	// connected line, else what was dialled.
+// counterpart names whom c talks to. An extension peer is named by its
+// extension (that stays true across transfers, before any connected line
+// update); an outside caller by its caller ID; otherwise what the PBX
+// shows as the connected line, else what was dialled. An originated leg
+// not yet bridged shows its destination, never its own number.
+func (e *Engine) counterpart(cv *Conversation, c, p *channel, out bool) {
 	switch {
 	case p != nil && p.kind == ownerExt:
 		cv.CounterpartNum = p.owner
@@ -188,7 +214,12 @@ func (e *Engine) convFor(c *channel) Conversation {
 		if known(p.callerName) {
 			cv.CounterpartName = p.callerName
 		}
-	case known(c.connNum):
+	case p == nil && c.ownOriginate():
+		// ctibridge's own Originate (click-to-call, pickup, spy): the PBX
+		// rings this phone first; AccountCode holds where the call goes.
+		cv.CounterpartNum = c.account
+		cv.Direction = "out"
+	case known(c.connNum) && (c.connNum != c.owner || c.kind != ownerExt):
 		cv.CounterpartNum = c.connNum
 		if known(c.connName) {
 			cv.CounterpartName = c.connName
@@ -204,5 +235,4 @@ func (e *Engine) convFor(c *channel) Conversation {
 	if cv.CounterpartName == "" {
 		cv.CounterpartName = e.nameOf(cv.CounterpartNum)
 	}
-	return cv
 }

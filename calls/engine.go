@@ -139,8 +139,10 @@ func (e *Engine) apply(m ami.Message) {
 	// Channels and conversations.
 	case "Newchannel":
 		e.onNewchannel(m)
-	case "Newstate", "NewCallerid", "NewConnectedLine", "NewAccountCode":
+	case "Newstate", "NewCallerid", "NewConnectedLine":
 		e.onNewstate(m)
+	case "NewAccountCode":
+		e.onAccountCode(m)
 	case "DialBegin":
 		e.onDialBegin(m)
 	case "DialState":
@@ -167,8 +169,14 @@ func (e *Engine) apply(m ami.Message) {
 		e.onMixMonitor(m, ev)
 	case "Pickup":
 		e.onPickup(m)
-	case "BlindTransfer", "AttendedTransfer":
+	case "BlindTransfer":
 		e.onTransfer(m)
+	case "AttendedTransfer":
+		e.onAttendedTransfer(m)
+	case "ChanSpyStart", "ChanSpyStop":
+		e.onChanSpy(m, ev == "ChanSpyStart")
+	case "OriginateResponse":
+		e.onOriginateResponse(m)
 	case "LocalBridge", "LocalOptimizationBegin", "LocalOptimizationEnd":
 		e.onLocal(m)
 	case "ConfbridgeJoin":

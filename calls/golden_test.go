@@ -43,6 +43,7 @@ type checkpoint struct {
 }
 
 var scenarios = []string{
+	"atxfer_complete",
 	"attended_transfer_atxfer",
 	"basic_call_caller_hangup",
 	"blind_transfer_redirect",
@@ -54,6 +55,7 @@ var scenarios = []string{
 	"no_answer_caller_cancel",
 	"originate_click_to_call",
 	"park_retrieve",
+	"pickup_ringing",
 	"queue_answered",
 	"status_actions_during_call",
 }

@@ -38,6 +38,9 @@ type Conversation struct {
 	ThroughQueue    bool
 	QueueID         string
 	ThroughTrunk    bool
+	Transfer        Transfer // zero unless part of an attended transfer
+	Parked          Parked   // zero unless this party waits in a parking space
+	Spy             Spy      // zero unless this is a spy, whisper or barge session
 }
 
 // Duration is the talk time in whole seconds at nowMs (0 if not answered).

@@ -189,8 +189,14 @@ func (e *Engine) convsOf(chans []*channel) map[string]Conversation {
 		if c.gone {
 			continue
 		}
-		cv := e.convFor(c)
-		m[cv.ID] = cv
+		if cv := e.convFor(c); cv.ID != "" {
+			m[cv.ID] = cv
+		}
+		if c.consulting() {
+			if cv, ok := e.heldConv(c); ok {
+				m[cv.ID] = cv
+			}
+		}
 	}
 	return m
 }

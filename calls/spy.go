@@ -1,0 +1,98 @@
+package calls
+
+import (
+	"strings"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// Spy, whisper and barge sessions (app_chanspy). ChanSpy joins no bridge:
+// the spied parties' conversations stay as they were, and the spy's own
+// channel shows the spied extension as its counterpart.
+
+// Spy marks the spy's own conversation.
+type Spy struct {
+	Exten string // the spied extension
+	Mode  string // listen | whisper | barge
+}
+
+// spyMode reads ChanSpy's options ("<channel>,qEB" or just "qEw"): B
+// barges (talks to both parties), w whispers (to the spied one), else the
+// spy only listens.
+func spyMode(data string) string {
+	if i := strings.LastIndexByte(data, ','); i >= 0 {
+		data = data[i+1:]
+	}
+	if j := strings.IndexByte(data, '('); j >= 0 {
+		data = data[:j] // option arguments, as in g(grp)
+	}
+	switch {
+	case strings.IndexByte(data, 'B') >= 0:
+		return "barge"
+	case strings.IndexByte(data, 'w') >= 0 || strings.IndexByte(data, 'W') >= 0:
+		return "whisper"
+	}
+	return "listen"
+}
+
+func (e *Engine) onChanSpy(m ami.Message, start bool) {
+	spyer := e.chanBy(m.Get("SpyerUniqueid"), m.Get("SpyerChannel"))
+	if spyer == nil {
+		e.stats.Unknown++
+		return
+	}
+	e.changed(spyer)
+	if !start {
+		spyer.spyee = nil
+		return
+	}
+	spyee := e.chanBy(m.Get("SpyeeUniqueid"), m.Get("SpyeeChannel"))
+	if spyee == nil || spyee == spyer {
+		e.stats.Unknown++
+		return
+	}
+	spyer.spyee = spyee
+	spyer.spyMode = spyMode(spyer.appData)
+	if spyer.answeredAt == 0 {
+		spyer.answeredAt = e.nowMs()
+	}
+}
+
+// onOriginateResponse keeps the application an originated channel runs
+// (ChanSpy's options tell the spy mode).
+func (e *Engine) onOriginateResponse(m ami.Message) {
+	if app := m.Get("Application"); app == "" {
+		return
+	}
+	if c := e.chanBy(m.Get("Uniqueid"), m.Get("Channel")); c != nil {
+		c.appData = strings.Clone(m.Get("Data"))
+		if c.spyee != nil {
+			c.spyMode = spyMode(c.appData)
+			e.changed(c)
+		}
+	}
+}
+
+// spyConv fills the spy's conversation: the spied party is the
+// counterpart, never the spy's own number.
+func (e *Engine) spyConv(cv *Conversation, c *channel) {
+	t := c.spyee
+	cv.Direction = "out"
+	cv.Connected = alive(t)
+	cv.Spy = Spy{Mode: c.spyMode}
+	switch {
+	case !alive(t):
+		cv.Connected = false
+	case t.kind == ownerExt:
+		cv.Spy.Exten = t.owner
+		cv.CounterpartNum = t.owner
+		if x := e.exts[t.owner]; x != nil {
+			cv.CounterpartName = x.displayName()
+		}
+	default:
+		cv.CounterpartNum = t.callerNum
+	}
+	if cv.ID == c.name+">" || cv.ID == ">"+c.name || cv.ID == "" {
+		cv.ID = c.name + ">" + t.name
+	}
+}
