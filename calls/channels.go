@@ -47,6 +47,7 @@ type channel struct {
 	hold       bool
 	recording  string
 	conference bool
+	confRoom   string // the ConfBridge room it is a member of
 	queue      string
 
 	confirmed bool   // listed by the CoreShowChannels of the running resync
@@ -239,7 +240,11 @@ func (e *Engine) dropChannel(c *channel) {
 			}
 		}
 	}
-	// A caller waiting in a queue or parked cannot outlive its channel.
+	// A caller waiting in a queue or parked, or a conference member,
+	// cannot outlive its channel.
+	if c.confRoom != "" {
+		e.confLeave(c)
+	}
 	for _, q := range e.queues {
 		if _, ok := q.waiting[c.name]; ok {
 			delete(q.waiting, c.name)

@@ -26,8 +26,8 @@ func alive(c *channel) bool { return c != nil && !c.gone }
 // channel pairs are looked through.
 func (e *Engine) peerOf(c *channel) *channel {
 	if b := c.bridge; b != nil {
-		if b.holding {
-			return nil
+		if b.holding || b.conf {
+			return nil // a conference has no single counterpart, even with two in it
 		}
 		switch len(b.members) {
 		case 2:
@@ -188,6 +188,10 @@ func (e *Engine) convFor(c *channel) Conversation {
 	cv.Parked = e.parkedOf(c)
 	if c.spyee != nil {
 		e.spyConv(&cv, c)
+		return cv
+	}
+	if c.confRoom != "" {
+		cv.CounterpartNum = c.confRoom // the room, not whoever spoke last
 		return cv
 	}
 	e.counterpart(&cv, c, p, out)

@@ -24,6 +24,7 @@ type Engine struct {
 	trunks  map[string]*trunkState
 	queues  map[string]*queueState
 	parks   map[string]*parkState
+	confs   map[string]*confState
 	chans   map[string]*channel // by Uniqueid
 	byName  map[string]*channel // by channel name
 	bridges map[string]*bridge
@@ -47,6 +48,7 @@ type Engine struct {
 	dirtyQueue   map[string]struct{}
 	dirtyMember  map[memberKey]struct{}
 	dirtyPark    map[string]struct{}
+	dirtyConf    map[string]struct{}
 	ringing      []*channel // extension channels that started ringing
 
 	version uint64
@@ -70,6 +72,7 @@ func newEngine(cfg Config) *Engine {
 		trunks:      map[string]*trunkState{},
 		queues:      map[string]*queueState{},
 		parks:       map[string]*parkState{},
+		confs:       map[string]*confState{},
 		chans:       map[string]*channel{},
 		byName:      map[string]*channel{},
 		bridges:     map[string]*bridge{},
@@ -81,6 +84,7 @@ func newEngine(cfg Config) *Engine {
 		dirtyQueue:  map[string]struct{}{},
 		dirtyMember: map[memberKey]struct{}{},
 		dirtyPark:   map[string]struct{}{},
+		dirtyConf:   map[string]struct{}{},
 		feed:        newFeed(cfg.FeedSize),
 	}
 	if e.now == nil {
@@ -179,10 +183,10 @@ func (e *Engine) apply(m ami.Message) {
 		e.onOriginateResponse(m)
 	case "LocalBridge", "LocalOptimizationBegin", "LocalOptimizationEnd":
 		e.onLocal(m)
-	case "ConfbridgeJoin":
-		e.onConfbridge(m, true)
-	case "ConfbridgeLeave":
-		e.onConfbridge(m, false)
+	case "ConfbridgeStart", "ConfbridgeEnd", "ConfbridgeJoin", "ConfbridgeLeave", "ConfbridgeList",
+		"ConfbridgeListRooms", "ConfbridgeMute", "ConfbridgeUnmute", "ConfbridgeTalking",
+		"ConfbridgeLock", "ConfbridgeUnlock":
+		e.onConfEvent(m, ev)
 	case "CoreShowChannel":
 		e.onCoreShowChannel(m)
 

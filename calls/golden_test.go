@@ -40,6 +40,7 @@ type checkpoint struct {
 	Queues     json.RawMessage `json:"queues"`
 	Parkings   json.RawMessage `json:"parkings"`
 	Trunks     json.RawMessage `json:"trunks"`
+	Confs      json.RawMessage `json:"conferences"`
 }
 
 var scenarios = []string{
@@ -49,6 +50,7 @@ var scenarios = []string{
 	"blind_transfer_redirect",
 	"busy_486",
 	"confbridge_3_party",
+	"confbridge_actions",
 	"hold_unhold",
 	"inbound_trunk_did",
 	"load_10_calls_5cps",
@@ -185,7 +187,7 @@ func checkState(t *testing.T, label string, cp checkpoint, st map[string]any) {
 	for _, part := range []struct {
 		name string
 		raw  json.RawMessage
-	}{{"extensions", cp.Extensions}, {"queues", cp.Queues}, {"parkings", cp.Parkings}, {"trunks", cp.Trunks}} {
+	}{{"extensions", cp.Extensions}, {"queues", cp.Queues}, {"parkings", cp.Parkings}, {"trunks", cp.Trunks}, {"conferences", cp.Confs}} {
 		if len(part.raw) == 0 {
 			continue
 		}

@@ -22,10 +22,12 @@ type Snapshot struct {
 	Queues     map[string]Queue     // by queue name
 	Parkings   map[string]Parking   // by space
 	Trunks     map[string]Trunk     // by trunk name
+	// Conferences are the ConfBridge rooms in use, by room.
+	Conferences map[string]Conference
 
-	ext, queue, park, trunk *coll
-	status                  []byte
-	state                   *lazy
+	ext, queue, park, trunk, conf *coll
+	status                        []byte
+	state                         *lazy
 }
 
 // coll is the encoded side of one collection: per-entity JSON and the
@@ -74,10 +76,10 @@ func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes() }
 func (s *Snapshot) StatusJSON() []byte { return s.status }
 
 // StateJSON is the whole state, as `ctibridge replay` prints it:
-// {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..}}.
+// {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..},"conferences":{..}}.
 func (s *Snapshot) StateJSON() []byte {
 	s.state.once.Do(func() {
-		b := make([]byte, 0, 64+len(s.status)+len(s.ExtensionsJSON())+len(s.QueuesJSON())+len(s.ParkingsJSON())+len(s.TrunksJSON()))
+		b := make([]byte, 0, 80+len(s.status)+len(s.ExtensionsJSON())+len(s.QueuesJSON())+len(s.ParkingsJSON())+len(s.TrunksJSON())+len(s.ConferencesJSON()))
 		b = append(b, `{"pbx":`...)
 		b = append(b, s.status...)
 		b = append(b, `,"extensions":`...)
@@ -88,6 +90,8 @@ func (s *Snapshot) StateJSON() []byte {
 		b = append(b, s.ParkingsJSON()...)
 		b = append(b, `,"trunks":`...)
 		b = append(b, s.TrunksJSON()...)
+		b = append(b, `,"conferences":`...)
+		b = append(b, s.ConferencesJSON()...)
 		s.state.b = append(b, '}')
 	})
 	return s.state.b
@@ -100,13 +104,15 @@ type published struct {
 	queues map[string]Queue
 	parks  map[string]Parking
 	trunks map[string]Trunk
+	confs  map[string]Conference
 	ext    *coll
 	queue  *coll
 	park   *coll
 	trunk  *coll
+	conf   *coll
 	// copied marks the maps already cloned during the running Publish.
-	extCopied, queueCopied, parkCopied, trunkCopied bool
-	withConvs                                       map[string]bool // extensions whose published view has conversations
+	extCopied, queueCopied, parkCopied, trunkCopied, confCopied bool
+	withConvs                                                   map[string]bool // extensions whose published view has conversations
 }
 
 func newPublished() published {
@@ -115,32 +121,36 @@ func newPublished() published {
 		queues:    map[string]Queue{},
 		parks:     map[string]Parking{},
 		trunks:    map[string]Trunk{},
+		confs:     map[string]Conference{},
 		ext:       &coll{json: map[string][]byte{}},
 		queue:     &coll{json: map[string][]byte{}},
 		park:      &coll{json: map[string][]byte{}},
 		trunk:     &coll{json: map[string][]byte{}},
+		conf:      &coll{json: map[string][]byte{}},
 		withConvs: map[string]bool{},
 	}
 }
 
 func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 	return &Snapshot{
-		Version:    e.version,
-		Seq:        seq,
-		Link:       e.link,
-		Stale:      e.link != LinkLive,
-		Since:      e.linkSince,
-		At:         at,
-		Extensions: p.exts,
-		Queues:     p.queues,
-		Parkings:   p.parks,
-		Trunks:     p.trunks,
-		ext:        p.ext,
-		queue:      p.queue,
-		park:       p.park,
-		trunk:      p.trunk,
-		status:     appendStatus(nil, e.link, e.version, e.linkSince),
-		state:      &lazy{},
+		Version:     e.version,
+		Seq:         seq,
+		Link:        e.link,
+		Stale:       e.link != LinkLive,
+		Since:       e.linkSince,
+		At:          at,
+		Extensions:  p.exts,
+		Queues:      p.queues,
+		Parkings:    p.parks,
+		Trunks:      p.trunks,
+		Conferences: p.confs,
+		ext:         p.ext,
+		queue:       p.queue,
+		park:        p.park,
+		trunk:       p.trunk,
+		conf:        p.conf,
+		status:      appendStatus(nil, e.link, e.version, e.linkSince),
+		state:       &lazy{},
 	}
 }
 
@@ -283,7 +293,7 @@ func (e *Engine) publish() *Snapshot {
 	prev := e.snap.Load()
 	now := e.nowMs()
 	p := &e.pub
-	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied = false, false, false, false
+	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false, false
 	ch := e.changes[:0]
 
 	if e.chansChanged {
@@ -412,6 +422,8 @@ func (e *Engine) publish() *Snapshot {
 		}
 		clear(e.dirtyTrunk)
 	}
+
+	ch = e.publishConfs(ch, now)
 
 	if len(ch) == 0 && !e.linkDirty {
 		e.changes = ch
