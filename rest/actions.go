@@ -225,9 +225,13 @@ func planCall(h *handler, u *auth.User, s *calls.Snapshot, req *callReq) ([]ami.
 	if _, err := h.endpoint(u, s, auth.Call, "endpointId", id); err != nil {
 		return nil, err
 	}
+	// Account (the channel's AccountCode, as NethCTI sets it) names the
+	// destination: the engine shows it on the first leg, which rings the
+	// user's own phone, instead of a call from the phone to itself. Pickup
+	// and spy set it to the extension picked up or spied on.
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(id), "Context", h.cfg.Context, "Exten", req.Number, "Priority", "1",
-		"CallerID", id, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", id, "Account", req.Number, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planHangup(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
@@ -318,7 +322,7 @@ func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConv
 	}
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(req.DestID), "Application", "PickupChan", "Data", ringing,
-		"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupParkingReq) ([]ami.Message, error) {
@@ -404,7 +408,7 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 		// channel hangs up, B barge (talk to both parties).
 		return []ami.Message{ami.NewAction("Originate",
 			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own+","+opts,
-			"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil
 	}
 }
 
