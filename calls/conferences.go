@@ -137,7 +137,7 @@ func (e *Engine) confJoin(m ami.Message, ch *channel, id string) {
 		}
 		c.users[ch.uid] = u
 	}
-	u.Owner = yes(m.Get("Admin"))
+	u.Owner = yes(m.Get("Admin")) // an admin, or (below) the extension the room is named after
 	if v, ok := m.Lookup("Muted"); ok {
 		u.Muted = yes(v)
 	}
@@ -154,6 +154,9 @@ func (e *Engine) confJoin(m ami.Message, ch *channel, id string) {
 	}
 	if x := e.exts[u.ExtenID]; x != nil && x.displayName() != "" {
 		u.Name = x.displayName()
+	}
+	if u.ExtenID == c.id {
+		u.Owner = true // ctibridge's "my conference" is the room named by one's extension
 	}
 }
 

@@ -119,6 +119,15 @@ func (e *Engine) nameOf(num string) string {
 	return ""
 }
 
+// phonebookName is the phonebook's name for num (Config.NameLookup),
+// whatever name the PBX gave: extenRinging carries both.
+func (e *Engine) phonebookName(num string) string {
+	if num == "" || e.cfg.NameLookup == nil {
+		return ""
+	}
+	return e.cfg.NameLookup(num)
+}
+
 // convFor derives the conversation of one channel for its owner.
 // It is the zero Conversation (no ID) when c has nothing left to show: its
 // peer was parked away from it.
@@ -183,7 +192,7 @@ func (e *Engine) convFor(c *channel) Conversation {
 	cv.Connected = c.conference ||
 		(c.answeredAt != 0 && p != nil && p.state == stateUp && (c.bridge == nil || !c.bridge.holding))
 	if x, role := e.xferOf(c, p); x != nil {
-		cv.Transfer = Transfer{ID: x.id, State: x.state, Role: role}
+		cv.Transfer = Transfer{ID: x.id, State: x.state, Role: role, Consult: consult}
 	}
 	cv.Parked = e.parkedOf(c)
 	if c.spyee != nil {

@@ -345,6 +345,8 @@ func (e *Engine) publish() *Snapshot {
 		b = appendString(b, c.queue)
 		b = append(b, `,"convid":`...)
 		b = appendString(b, cv.ID)
+		b = append(b, `,"phonebookName":`...)
+		b = appendString(b, e.phonebookName(cv.CounterpartNum))
 		b = append(b, '}')
 		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
 	}

@@ -27,6 +27,9 @@ type Transfer struct {
 	ID    string // stable for the whole transfer
 	State string // consulting | completed | cancelled
 	Role  string // transferer | transferee | target
+	// Consult marks the transferer's consult conversation (not in the
+	// JSON: the other one is the held call); actions need to know which.
+	Consult bool
 }
 
 // xfer is one attended transfer.

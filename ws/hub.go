@@ -395,6 +395,7 @@ const (
 	kindPark
 	kindTrunk
 	kindStatus
+	kindConf
 	numKinds
 )
 
@@ -414,6 +415,8 @@ func kindOf(typ string) kind {
 		return kindTrunk
 	case "pbxStatus":
 		return kindStatus
+	case "conferenceUpdate":
+		return kindConf
 	}
 	return kindOther
 }
@@ -488,6 +491,11 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		}
 		sees = c.seesUnowned
 	case kindStatus:
+		return p.full
+	case kindConf:
+		if c.topics&(topicExtensions|topicMe) == 0 || !(c.seesUnowned || confMember(u, p.ch.Key, p.ch.Data)) {
+			return nil
+		}
 		return p.full
 	default:
 		// A change type this hub does not know: only to those who see
