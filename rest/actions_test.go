@@ -127,7 +127,7 @@ func TestActionsDependingOnCallState(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("pickup: %d %s (2007: %s)", r.status, r.body, f.eng.Snapshot().ExtensionJSON("2007"))
 	}
-	want := "Action: Originate\nChannel: PJSIP/2008\nApplication: PickupChan\nData: " + callee + "\nCallerID: 2008\nAccount: 2007\nTimeout: 30000\nAsync: true\n"
+	want := "Action: Originate\nChannel: PJSIP/2008\nApplication: PickupChan\nData: " + callee + "\nCallerID: 2008\nAccount: 2006\nTimeout: 30000\nAsync: true\n"
 	if got := headers(f.sent()[before]); got != want {
 		t.Errorf("pickup sent:\n%s", got)
 	}
