@@ -191,12 +191,19 @@ func (e *Engine) convFor(c *channel) Conversation {
 	}
 	cv.Connected = c.conference ||
 		(c.answeredAt != 0 && p != nil && p.state == stateUp && (c.bridge == nil || !c.bridge.holding))
+	var ex ConvExtra
 	if x, role := e.xferOf(c, p); x != nil {
-		cv.Transfer = Transfer{ID: x.id, State: x.state, Role: role, Consult: consult}
+		ex.Transfer = Transfer{ID: x.id, State: x.state, Role: role, Consult: consult}
 	}
-	cv.Parked = e.parkedOf(c)
+	ex.Parked = e.parkedOf(c)
 	if c.spyee != nil {
-		e.spyConv(&cv, c)
+		e.spyConv(&cv, &ex, c)
+	}
+	if ex != (ConvExtra{}) {
+		cv.Extra = new(ConvExtra) // only then: ex itself stays on the stack
+		*cv.Extra = ex
+	}
+	if c.spyee != nil {
 		return cv
 	}
 	if c.confRoom != "" {

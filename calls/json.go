@@ -131,7 +131,11 @@ func appendConversation(b []byte, c *Conversation, nowMs int64) []byte {
 // appendConvExtras writes the optional objects of a conversation, each
 // only when it applies: "transfer", "parked", "spy".
 func appendConvExtras(b []byte, c *Conversation) []byte {
-	if t := &c.Transfer; t.ID != "" {
+	x := c.Extra
+	if x == nil {
+		return b
+	}
+	if t := &x.Transfer; t.ID != "" {
 		b = append(b, `,"transfer":{`...)
 		b = appendStrField(b, "id", t.ID)
 		b = append(b, ',')
@@ -140,7 +144,7 @@ func appendConvExtras(b []byte, c *Conversation) []byte {
 		b = appendStrField(b, "role", t.Role)
 		b = append(b, '}')
 	}
-	if p := &c.Parked; p.Parking != "" {
+	if p := &x.Parked; p.Parking != "" {
 		b = append(b, `,"parked":{`...)
 		b = appendStrField(b, "parking", p.Parking)
 		b = append(b, ',')
@@ -149,7 +153,7 @@ func appendConvExtras(b []byte, c *Conversation) []byte {
 		b = appendIntField(b, "timeout", int64(p.Timeout))
 		b = append(b, '}')
 	}
-	if s := &c.Spy; s.Mode != "" {
+	if s := &x.Spy; s.Mode != "" {
 		b = append(b, `,"spy":{`...)
 		b = appendStrField(b, "exten", s.Exten)
 		b = append(b, ',')

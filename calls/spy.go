@@ -75,16 +75,16 @@ func (e *Engine) onOriginateResponse(m ami.Message) {
 
 // spyConv fills the spy's conversation: the spied party is the
 // counterpart, never the spy's own number.
-func (e *Engine) spyConv(cv *Conversation, c *channel) {
+func (e *Engine) spyConv(cv *Conversation, ex *ConvExtra, c *channel) {
 	t := c.spyee
 	cv.Direction = "out"
 	cv.Connected = alive(t)
-	cv.Spy = Spy{Mode: c.spyMode}
+	ex.Spy = Spy{Mode: c.spyMode}
 	switch {
 	case !alive(t):
 		cv.Connected = false
 	case t.kind == ownerExt:
-		cv.Spy.Exten = t.owner
+		ex.Spy.Exten = t.owner
 		cv.CounterpartNum = t.owner
 		if x := e.exts[t.owner]; x != nil {
 			cv.CounterpartName = x.displayName()

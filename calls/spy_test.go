@@ -68,7 +68,7 @@ func TestSpySession(t *testing.T) {
 	}
 	s = e.Publish()
 	for _, cv := range s.Extensions["203"].Conversations {
-		if cv.Spy != (Spy{Exten: "201", Mode: "barge"}) || cv.CounterpartNum != "201" || !cv.Connected || cv.ID != spy+">"+alice {
+		if cv.Extras().Spy != (Spy{Exten: "201", Mode: "barge"}) || cv.CounterpartNum != "201" || !cv.Connected || cv.ID != spy+">"+alice {
 			t.Errorf("spy conversation: %+v", cv)
 		}
 	}
@@ -82,7 +82,7 @@ func TestSpySession(t *testing.T) {
 	}
 	e.Apply(amitest.Event("ChanSpyStop", "SpyerChannel", spy, "SpyerUniqueid", "1796028450.9", "SpyeeChannel", alice))
 	for _, cv := range e.Publish().Extensions["203"].Conversations {
-		if cv.Spy != (Spy{}) {
+		if cv.Extras().Spy != (Spy{}) {
 			t.Errorf("after ChanSpyStop: %+v", cv)
 		}
 	}

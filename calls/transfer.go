@@ -183,7 +183,7 @@ func (e *Engine) heldConv(c *channel) (Conversation, bool) {
 		Connected:  c.answeredAt != 0 && t.state == stateUp,
 		Recording:  c.recording,
 		QueueID:    c.queue,
-		Transfer:   Transfer{ID: x.id, State: x.state, Role: roleTransferer},
+		Extra:      &ConvExtra{Transfer: Transfer{ID: x.id, State: x.state, Role: roleTransferer}},
 	}
 	cv.ThroughQueue = c.queue != ""
 	cv.ThroughTrunk = c.viaTrunk || t.kind == ownerTrunk

@@ -35,7 +35,7 @@ func planAtxferEnd(complete bool) func(h *handler, u *auth.User, s *calls.Snapsh
 		if err != nil {
 			return nil, err
 		}
-		t := c.Transfer
+		t := c.Extras().Transfer
 		if t.Role != "transferer" || t.State != "consulting" {
 			return nil, conflict("conversation %q is not an attended transfer being consulted by %s", req.ConvID, x.Exten)
 		}
@@ -43,7 +43,7 @@ func planAtxferEnd(complete bool) func(h *handler, u *auth.User, s *calls.Snapsh
 			return []ami.Message{ami.NewAction("Hangup", "Channel", own, "Cause", "16")}, nil
 		}
 		for id, cv := range x.Conversations {
-			if cv.Transfer.ID != t.ID || !cv.Transfer.Consult {
+			if ct := cv.Extras().Transfer; ct.ID != t.ID || !ct.Consult {
 				continue
 			}
 			_, _, target, err := convOf(x, id)
