@@ -93,7 +93,9 @@ func (e *Engine) BeginResync() { e.beginResync() }
 // channels neither confirmed by a CoreShowChannel item nor created since
 // BeginResync are removed, queue entries and parked calls whose channel is
 // gone are removed, queue members and callers not listed by a QueueStatus
-// answer are removed, and the link becomes live.
+// answer are removed, conference members whose channel is gone, rooms left
+// empty and rooms a ConfbridgeListRooms answer left out are removed, and the
+// link becomes live.
 func (e *Engine) EndResync() { e.endResync() }
 
 // BeginReconcile marks the moment a CoreShowChannels action for Reconcile
