@@ -35,6 +35,7 @@ type Transfer struct {
 // xfer is one attended transfer.
 type xfer struct {
 	id         string
+	n          int // how many transfers its transferer has started
 	state      string
 	transferer *channel
 	held       *bridge  // where the transferee waits
@@ -72,7 +73,14 @@ func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
 	if heldID == "" {
 		heldID = c.name + ">" + transferee.name
 	}
-	x := &xfer{id: c.uid, state: xferConsulting, transferer: c, held: prev, heldID: heldID, transferee: transferee}
+	// The transfer's id is the transferer's Uniqueid, with a count after
+	// the first when the same channel transfers again (after a cancel).
+	n, id := 1, c.uid
+	if old := c.xfer; old != nil && old.transferer == c {
+		n = old.n + 1
+		id = c.uid + "/" + itoa(n)
+	}
+	x := &xfer{id: id, n: n, state: xferConsulting, transferer: c, held: prev, heldID: heldID, transferee: transferee}
 	c.xfer, transferee.xfer = x, x
 	e.touchXfer(x)
 }
