@@ -73,7 +73,8 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 	}
 	e.updateCommon(c, m)
 	b := e.ensureBridge(id, m)
-	if swap := m.Get("SwapUniqueid"); swap != "" {
+	swap := m.Get("SwapUniqueid")
+	if swap != "" {
 		// c replaces a Local half (optimisation): the half leaves the bridge.
 		if s := e.chans[swap]; s != nil && s.bridge == b {
 			b.remove(s)
@@ -82,7 +83,7 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 		}
 	}
 	e.joinBridge(c, b)
-	e.noteBridgeMove(c, b, m.Get("SwapUniqueid") != "")
+	e.noteBridgeMove(c, b, swap != "")
 }
 
 func (e *Engine) onBridgeLeave(m ami.Message) {

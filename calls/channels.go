@@ -47,7 +47,6 @@ type channel struct {
 	hold       bool
 	recording  string
 	conference bool
-	confRoom   string // the ConfBridge room it is a member of
 	queue      string
 
 	confirmed bool   // listed by the CoreShowChannels of the running resync
@@ -55,13 +54,37 @@ type channel struct {
 	rang      bool   // extenRinging already emitted
 	lastID    string // conversation id while it had a peer: kept when the peer leaves
 
-	account    string   // AccountCode: ctibridge's Originate puts the destination there
-	prevBridge *bridge  // the talking bridge it just left, others still in it (attended transfer)
-	xfer       *xfer    // the attended transfer it takes part in
-	parkedIn   string   // parking space it waits in
-	spyee      *channel // the channel it spies on (ChanSpy)
-	spyMode    string   // listen | whisper | barge
-	appData    string   // Application data of its Originate (OriginateResponse)
+	prevBridge *bridge   // the talking bridge it just left, others still in it (attended transfer)
+	m          *chanMore // what few channels need, made on first need: keeps channel small
+}
+
+// chanMore is what only some channels need.
+type chanMore struct {
+	account  string   // AccountCode: ctibridge's Originate puts the destination there
+	xfer     *xfer    // the attended transfer it takes part in
+	parkedIn string   // parking space it waits in
+	confRoom string   // the ConfBridge room it is a member of
+	spyee    *channel // the channel it spies on (ChanSpy)
+	spyMode  string   // listen | whisper | barge, from its Originate's ChanSpy options
+}
+
+var noMore chanMore
+
+// more returns c's chanMore, making it.
+func (c *channel) more() *chanMore {
+	if c.m == nil {
+		c.m = &chanMore{}
+	}
+	return c.m
+}
+
+// get returns c's chanMore for reading only (the shared zero value when
+// none: never write through it).
+func (c *channel) get() *chanMore {
+	if c.m == nil {
+		return &noMore
+	}
+	return c.m
 }
 
 // tombstones remembers the Uniqueids of the last hung-up channels, so that
@@ -151,7 +174,6 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 		connNum:    m.Get("ConnectedLineNum"),
 		connName:   m.Get("ConnectedLineName"),
 		exten:      m.Get("Exten"),
-		account:    m.Get("AccountCode"),
 		created:    e.nowMs(),
 		seq:        e.chanSeq,
 		gen:        e.resync.gen,
@@ -242,7 +264,7 @@ func (e *Engine) dropChannel(c *channel) {
 	}
 	// A caller waiting in a queue or parked, or a conference member,
 	// cannot outlive its channel.
-	if c.confRoom != "" {
+	if c.get().confRoom != "" {
 		e.confLeave(c)
 	}
 	for _, q := range e.queues {
@@ -311,14 +333,15 @@ func (e *Engine) noteRinging(c *channel) {
 // ownOriginate reports a leg rung by an Originate that named its
 // destination in AccountCode, as ctibridge's actions do.
 func (c *channel) ownOriginate() bool {
-	return c.originated && c.dialledBy == nil && c.account != "" && c.account != c.owner
+	a := c.get().account
+	return c.originated && c.dialledBy == nil && a != "" && a != c.owner
 }
 
 func (e *Engine) onAccountCode(m ami.Message) {
 	if c := e.chanOf(m); c != nil {
 		e.updateCommon(c, m)
-		if v := m.Get("AccountCode"); v != c.account {
-			c.account = strings.Clone(v)
+		if v := m.Get("AccountCode"); v != c.get().account {
+			c.more().account = strings.Clone(v)
 		}
 	}
 }

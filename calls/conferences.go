@@ -119,7 +119,7 @@ func (e *Engine) onConfEvent(m ami.Message, ev string) {
 
 // confJoin adds (or refreshes, for a list item) ch as a member of room id.
 func (e *Engine) confJoin(m ami.Message, ch *channel, id string) {
-	if ch.confRoom != "" && ch.confRoom != id {
+	if r := ch.get().confRoom; r != "" && r != id {
 		e.confLeave(ch)
 	}
 	c := e.ensureConf(id)
@@ -127,7 +127,7 @@ func (e *Engine) confJoin(m ami.Message, ch *channel, id string) {
 		return
 	}
 	e.onConfbridge(m, true)
-	ch.confRoom = c.id
+	ch.more().confRoom = c.id
 	u := c.users[ch.uid]
 	if u == nil {
 		u = &ConfUser{ID: ch.uid, Channel: ch.name, JoinTime: e.nowMs()}
@@ -161,7 +161,7 @@ func (e *Engine) confJoin(m ami.Message, ch *channel, id string) {
 }
 
 func (e *Engine) confUser(ch *channel) *ConfUser {
-	c := e.confs[ch.confRoom]
+	c := e.confs[ch.get().confRoom]
 	if c == nil {
 		return nil
 	}
@@ -171,11 +171,13 @@ func (e *Engine) confUser(ch *channel) *ConfUser {
 
 // confLeave removes ch from its room (ConfbridgeLeave, or its hangup).
 func (e *Engine) confLeave(ch *channel) {
-	if c := e.confs[ch.confRoom]; c != nil {
+	if c := e.confs[ch.get().confRoom]; c != nil {
 		delete(c.users, ch.uid)
 		e.dirtyConf[c.id] = struct{}{}
 	}
-	ch.confRoom = ""
+	if ch.m != nil {
+		ch.m.confRoom = ""
+	}
 }
 
 func (e *Engine) endConf(id string) {
@@ -184,8 +186,8 @@ func (e *Engine) endConf(id string) {
 		return
 	}
 	for uid := range c.users {
-		if ch := e.chans[uid]; ch != nil && ch.confRoom == id {
-			ch.confRoom = ""
+		if ch := e.chans[uid]; ch != nil && ch.m != nil && ch.m.confRoom == id {
+			ch.m.confRoom = ""
 		}
 	}
 	delete(e.confs, id)
@@ -212,7 +214,10 @@ func (e *Engine) endConfResync() int {
 			ch := e.chans[uid]
 			if ch == nil || (c.listedUsers != nil && !c.listedUsers[uid]) {
 				if ch != nil {
-					ch.confRoom, ch.conference = "", false
+					if ch.m != nil {
+						ch.m.confRoom = ""
+					}
+					ch.conference = false
 					e.changed(ch)
 				}
 				delete(c.users, uid)

@@ -133,7 +133,7 @@ func (e *Engine) phonebookName(num string) string {
 // peer was parked away from it.
 func (e *Engine) convFor(c *channel) Conversation {
 	p := e.peerOf(c)
-	if p != nil && p.parkedIn != "" && p.bridge != nil && p.bridge.holding && c.bridge != p.bridge {
+	if p != nil && p.get().parkedIn != "" && p.bridge != nil && p.bridge.holding && c.bridge != p.bridge {
 		return Conversation{}
 	}
 	cv := Conversation{
@@ -150,7 +150,8 @@ func (e *Engine) convFor(c *channel) Conversation {
 		ThroughTrunk: c.viaTrunk,
 	}
 	consult := c.consulting()
-	out := c.isOut() || consult || c.spyee != nil
+	more := c.get()
+	out := c.isOut() || consult || more.spyee != nil
 	if c.kind == ownerTrunk {
 		// A trunk's calling side is the outside world: inbound.
 		cv.ThroughTrunk = true
@@ -196,18 +197,18 @@ func (e *Engine) convFor(c *channel) Conversation {
 		ex.Transfer = Transfer{ID: x.id, State: x.state, Role: role, Consult: consult}
 	}
 	ex.Parked = e.parkedOf(c)
-	if c.spyee != nil {
+	if more.spyee != nil {
 		e.spyConv(&cv, &ex, c)
 	}
 	if ex != (ConvExtra{}) {
 		cv.Extra = new(ConvExtra) // only then: ex itself stays on the stack
 		*cv.Extra = ex
 	}
-	if c.spyee != nil {
+	if more.spyee != nil {
 		return cv
 	}
-	if c.confRoom != "" {
-		cv.CounterpartNum = c.confRoom // the room, not whoever spoke last
+	if more.confRoom != "" {
+		cv.CounterpartNum = more.confRoom // the room, not whoever spoke last
 		return cv
 	}
 	e.counterpart(&cv, c, p, out)
@@ -237,7 +238,7 @@ func (e *Engine) counterpart(cv *Conversation, c, p *channel, out bool) {
 	case p == nil && c.ownOriginate():
 		// ctibridge's own Originate (click-to-call, pickup, spy): the PBX
 		// rings this phone first; AccountCode holds where the call goes.
-		cv.CounterpartNum = c.account
+		cv.CounterpartNum = c.get().account
 		cv.Direction = "out"
 	case known(c.connNum) && (c.connNum != c.owner || c.kind != ownerExt):
 		cv.CounterpartNum = c.connNum

@@ -236,6 +236,9 @@ func replayGolden(t *testing.T, name string, clock string) {
 	if st := e.Stats(); st.Unknown != 0 {
 		t.Errorf("Stats.Unknown = %d on a clean recording", st.Unknown)
 	}
+	if noMore != (chanMore{}) {
+		t.Errorf("the shared empty chanMore was written: %+v", noMore)
+	}
 }
 
 func TestGoldenRecordings(t *testing.T) {

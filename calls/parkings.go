@@ -70,7 +70,7 @@ func (e *Engine) onParkedCall(m ami.Message) {
 		p.listed = true
 	}
 	if c := e.chanBy(uid, pc.Channel); c != nil {
-		c.parkedIn = p.space
+		c.more().parkedIn = p.space
 		e.changed(c)
 	}
 }
@@ -84,10 +84,11 @@ type Parked struct {
 
 // parkedOf is what c's conversation says of its parking.
 func (e *Engine) parkedOf(c *channel) Parked {
-	if c.parkedIn == "" {
+	space := c.get().parkedIn
+	if space == "" {
 		return Parked{}
 	}
-	p := e.parks[c.parkedIn]
+	p := e.parks[space]
 	if p == nil || p.caller == nil || p.caller.Channel != c.name {
 		return Parked{}
 	}
@@ -96,8 +97,8 @@ func (e *Engine) parkedOf(c *channel) Parked {
 
 // unpark forgets that the channel named name waits in a space.
 func (e *Engine) unpark(name string) {
-	if c := e.byName[name]; c != nil && c.parkedIn != "" {
-		c.parkedIn = ""
+	if c := e.byName[name]; c != nil && c.get().parkedIn != "" {
+		c.m.parkedIn = ""
 		e.changed(c)
 	}
 }
@@ -127,7 +128,7 @@ func (e *Engine) onParkedCallSwap(m ami.Message) {
 	e.unpark(pc.Channel)
 	pc.Channel = strings.Clone(m.Get("ParkeeChannel"))
 	if c := e.byName[pc.Channel]; c != nil {
-		c.parkedIn = p.space
+		c.more().parkedIn = p.space
 		e.changed(c)
 	}
 	if n := m.Get("ParkeeCallerIDNum"); known(n) {

@@ -43,7 +43,9 @@ func (e *Engine) onChanSpy(m ami.Message, start bool) {
 	}
 	e.changed(spyer)
 	if !start {
-		spyer.spyee = nil
+		if spyer.m != nil {
+			spyer.m.spyee = nil
+		}
 		return
 	}
 	spyee := e.chanBy(m.Get("SpyeeUniqueid"), m.Get("SpyeeChannel"))
@@ -51,35 +53,34 @@ func (e *Engine) onChanSpy(m ami.Message, start bool) {
 		e.stats.Unknown++
 		return
 	}
-	spyer.spyee = spyee
-	spyer.spyMode = spyMode(spyer.appData)
+	m2 := spyer.more()
+	m2.spyee = spyee
+	if m2.spyMode == "" {
+		m2.spyMode = "listen" // its Originate's options unknown (not ctibridge's, or before a restart)
+	}
 	if spyer.answeredAt == 0 {
 		spyer.answeredAt = e.nowMs()
 	}
 }
 
-// onOriginateResponse keeps the application an originated channel runs
-// (ChanSpy's options tell the spy mode).
+// onOriginateResponse reads the spy mode off an Originate into ChanSpy.
 func (e *Engine) onOriginateResponse(m ami.Message) {
-	if app := m.Get("Application"); app == "" {
+	if !strings.EqualFold(m.Get("Application"), "ChanSpy") {
 		return
 	}
 	if c := e.chanBy(m.Get("Uniqueid"), m.Get("Channel")); c != nil {
-		c.appData = strings.Clone(m.Get("Data"))
-		if c.spyee != nil {
-			c.spyMode = spyMode(c.appData)
-			e.changed(c)
-		}
+		c.more().spyMode = spyMode(m.Get("Data"))
+		e.changed(c)
 	}
 }
 
 // spyConv fills the spy's conversation: the spied party is the
 // counterpart, never the spy's own number.
 func (e *Engine) spyConv(cv *Conversation, ex *ConvExtra, c *channel) {
-	t := c.spyee
+	t := c.m.spyee
 	cv.Direction = "out"
 	cv.Connected = alive(t)
-	ex.Spy = Spy{Mode: c.spyMode}
+	ex.Spy = Spy{Mode: c.m.spyMode}
 	switch {
 	case !alive(t):
 		cv.Connected = false

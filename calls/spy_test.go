@@ -38,11 +38,12 @@ func TestSpySession(t *testing.T) {
 	spy, alice := "PJSIP/203-00000009", "PJSIP/201-00000000"
 	leg := func(ev string, kv ...string) ami.Message {
 		return amitest.Event(ev, append([]string{"Channel", spy, "ChannelState", "0", "CallerIDNum", "203", "CallerIDName", "<unknown>",
-			"ConnectedLineNum", "203", "ConnectedLineName", "<unknown>", "AccountCode", "201", "Context", "from-internal", "Exten", "s",
+			"ConnectedLineNum", "203", "ConnectedLineName", "<unknown>", "Context", "from-internal", "Exten", "s",
 			"Uniqueid", "1796028450.9", "Linkedid", "1796028450.9"}, kv...)...)
 	}
 	for _, m := range []ami.Message{
-		leg("Newchannel"),
+		leg("Newchannel", "AccountCode", ""),
+		leg("NewAccountCode", "AccountCode", "201"), // the Originate's Account, as in originate_click_to_call
 		amitest.Event("DialBegin", "DestChannel", spy, "DestUniqueid", "1796028450.9", "DialString", "203"),
 		leg("Newstate", "ChannelState", "5"),
 	} {

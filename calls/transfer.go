@@ -51,7 +51,7 @@ type xfer struct {
 func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
 	prev := c.prevBridge
 	c.prevBridge = nil
-	if x := c.xfer; x != nil && x.transferer == c && x.state == xferConsulting && b == x.held {
+	if x := c.get().xfer; x != nil && x.transferer == c && x.state == xferConsulting && b == x.held {
 		x.state = xferCancelled
 		e.touchXfer(x)
 		return
@@ -76,12 +76,12 @@ func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
 	// The transfer's id is the transferer's Uniqueid, with a count after
 	// the first when the same channel transfers again (after a cancel).
 	n, id := 1, c.uid
-	if old := c.xfer; old != nil && old.transferer == c {
+	if old := c.get().xfer; old != nil && old.transferer == c {
 		n = old.n + 1
 		id = c.uid + "/" + itoa(n)
 	}
 	x := &xfer{id: id, n: n, state: xferConsulting, transferer: c, held: prev, heldID: heldID, transferee: transferee}
-	c.xfer, transferee.xfer = x, x
+	c.more().xfer, transferee.more().xfer = x, x
 	e.touchXfer(x)
 }
 
@@ -111,8 +111,8 @@ func (e *Engine) onAttendedTransfer(m ami.Message) {
 	tg := e.chanBy(m.Get("TransferTargetUniqueid"), m.Get("TransferTargetChannel"))
 	var x *xfer
 	for _, c := range [...]*channel{tr, te} {
-		if c != nil && c.xfer != nil && c.xfer.state == xferConsulting {
-			x = c.xfer
+		if c != nil && c.get().xfer != nil && c.m.xfer.state == xferConsulting {
+			x = c.m.xfer
 			break
 		}
 	}
@@ -122,7 +122,7 @@ func (e *Engine) onAttendedTransfer(m ami.Message) {
 			return
 		}
 		x = &xfer{id: tr.uid, transferer: tr, transferee: te}
-		tr.xfer, te.xfer = x, x
+		tr.more().xfer, te.more().xfer = x, x
 	}
 	if tg != nil && x.target == nil {
 		if tg.local {
@@ -130,7 +130,7 @@ func (e *Engine) onAttendedTransfer(m ami.Message) {
 		}
 		if tg.kind != ownerNone && tg != x.transferer {
 			x.target = tg
-			tg.xfer = x
+			tg.more().xfer = x
 		}
 	}
 	if m.Get("Result") == "Success" {
@@ -147,11 +147,11 @@ func (e *Engine) onAttendedTransfer(m ami.Message) {
 // the consult's far end is only known once the Local pair is looked
 // through).
 func (e *Engine) xferOf(c, peer *channel) (*xfer, string) {
-	x := c.xfer
-	if x == nil && peer != nil && peer.xfer != nil && peer.xfer.transferer == peer &&
-		peer.xfer.state == xferConsulting && peer.bridge != peer.xfer.held && c != peer.xfer.transferee {
-		x = peer.xfer
-		x.target, c.xfer = c, x
+	x := c.get().xfer
+	if px := peer.getXfer(); x == nil && px != nil && px.transferer == peer &&
+		px.state == xferConsulting && peer.bridge != px.held && c != px.transferee {
+		x = px
+		x.target, c.more().xfer = c, x
 	}
 	switch {
 	case x == nil:
@@ -166,16 +166,24 @@ func (e *Engine) xferOf(c, peer *channel) (*xfer, string) {
 	return nil, ""
 }
 
+// getXfer is c's transfer; nil for a nil c.
+func (c *channel) getXfer() *xfer {
+	if c == nil {
+		return nil
+	}
+	return c.get().xfer
+}
+
 // consulting reports whether c is a transferer away from the held bridge.
 func (c *channel) consulting() bool {
-	x := c.xfer
+	x := c.get().xfer
 	return x != nil && x.transferer == c && x.state == xferConsulting && c.bridge != x.held
 }
 
 // heldConv is the consulting transferer's conversation with the transferee
 // who waits on hold: the call the transferer will come back to.
 func (e *Engine) heldConv(c *channel) (Conversation, bool) {
-	x := c.xfer
+	x := c.m.xfer
 	t := x.transferee
 	if !alive(t) || t.bridge != x.held {
 		return Conversation{}, false
