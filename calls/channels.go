@@ -337,15 +337,6 @@ func (c *channel) ownOriginate() bool {
 	return c.originated && c.dialledBy == nil && a != "" && a != c.owner
 }
 
-func (e *Engine) onAccountCode(m ami.Message) {
-	if c := e.chanOf(m); c != nil {
-		e.updateCommon(c, m)
-		if v := m.Get("AccountCode"); v != c.get().account {
-			c.more().account = strings.Clone(v)
-		}
-	}
-}
-
 func (e *Engine) touchKnown(m ami.Message) {
 	if c := e.chanOf(m); c != nil {
 		e.updateCommon(c, m)
@@ -373,9 +364,18 @@ func (e *Engine) onNewchannel(m ami.Message) {
 	}
 }
 
-func (e *Engine) onNewstate(m ami.Message) {
-	if c := e.chanOf(m); c != nil {
-		e.updateCommon(c, m)
+// onNewstate handles Newstate, NewCallerid, NewConnectedLine and
+// NewAccountCode (ev).
+func (e *Engine) onNewstate(m ami.Message, ev string) {
+	c := e.chanOf(m)
+	if c == nil {
+		return
+	}
+	e.updateCommon(c, m)
+	if ev == "NewAccountCode" {
+		if v := m.Get("AccountCode"); v != c.get().account {
+			c.more().account = strings.Clone(v)
+		}
 	}
 }
 
@@ -525,9 +525,18 @@ func (e *Engine) onPickup(m ami.Message) {
 	e.changed(c)
 }
 
-// onTransfer only refreshes the parties: the bridge, dial and connected
-// line events around a transfer carry the actual change.
-func (e *Engine) onTransfer(m ami.Message) {
+// onTransfer handles BlindTransfer and AttendedTransfer (ev); besides the
+// attended transfer's end (transfer.go), it only refreshes the parties: the
+// bridge, dial and connected line events around a transfer carry the
+// actual change.
+func (e *Engine) onTransfer(m ami.Message, ev string) {
+	if ev == "AttendedTransfer" {
+		e.onAttendedTransfer(m)
+	}
+	e.touchTransferParties(m)
+}
+
+func (e *Engine) touchTransferParties(m ami.Message) {
 	for _, k := range [...][2]string{
 		{"TransfererUniqueid", "TransfererChannel"},
 		{"TransfereeUniqueid", "TransfereeChannel"},

@@ -143,10 +143,8 @@ func (e *Engine) apply(m ami.Message) {
 	// Channels and conversations.
 	case "Newchannel":
 		e.onNewchannel(m)
-	case "Newstate", "NewCallerid", "NewConnectedLine":
-		e.onNewstate(m)
-	case "NewAccountCode":
-		e.onAccountCode(m)
+	case "Newstate", "NewCallerid", "NewConnectedLine", "NewAccountCode":
+		e.onNewstate(m, ev)
 	case "DialBegin":
 		e.onDialBegin(m)
 	case "DialState":
@@ -173,19 +171,14 @@ func (e *Engine) apply(m ami.Message) {
 		e.onMixMonitor(m, ev)
 	case "Pickup":
 		e.onPickup(m)
-	case "BlindTransfer":
-		e.onTransfer(m)
-	case "AttendedTransfer":
-		e.onAttendedTransfer(m)
-	case "ChanSpyStart", "ChanSpyStop":
-		e.onChanSpy(m, ev == "ChanSpyStart")
-	case "OriginateResponse":
-		e.onOriginateResponse(m)
+	case "BlindTransfer", "AttendedTransfer":
+		e.onTransfer(m, ev)
+	case "ChanSpyStart", "ChanSpyStop", "OriginateResponse":
+		e.onSpyEvent(m, ev)
 	case "LocalBridge", "LocalOptimizationBegin", "LocalOptimizationEnd":
 		e.onLocal(m)
-	case "ConfbridgeStart", "ConfbridgeEnd", "ConfbridgeJoin", "ConfbridgeLeave", "ConfbridgeList",
-		"ConfbridgeListRooms", "ConfbridgeMute", "ConfbridgeUnmute", "ConfbridgeTalking",
-		"ConfbridgeLock", "ConfbridgeUnlock":
+	case "ConfbridgeStart", "ConfbridgeEnd", "ConfbridgeJoin", "ConfbridgeLeave", "ConfbridgeList", "ConfbridgeListRooms",
+		"ConfbridgeMute", "ConfbridgeUnmute", "ConfbridgeTalking", "ConfbridgeLock", "ConfbridgeUnlock":
 		e.onConfEvent(m, ev)
 	case "CoreShowChannel":
 		e.onCoreShowChannel(m)

@@ -35,7 +35,13 @@ func spyMode(data string) string {
 	return "listen"
 }
 
-func (e *Engine) onChanSpy(m ami.Message, start bool) {
+// onSpyEvent handles ChanSpyStart, ChanSpyStop and OriginateResponse (ev).
+func (e *Engine) onSpyEvent(m ami.Message, ev string) {
+	if ev == "OriginateResponse" {
+		e.onOriginateResponse(m)
+		return
+	}
+	start := ev == "ChanSpyStart"
 	spyer := e.chanBy(m.Get("SpyerUniqueid"), m.Get("SpyerChannel"))
 	if spyer == nil {
 		e.stats.Unknown++

@@ -118,7 +118,6 @@ func (e *Engine) onAttendedTransfer(m ami.Message) {
 	}
 	if x == nil {
 		if tr == nil || te == nil {
-			e.onTransfer(m)
 			return
 		}
 		x = &xfer{id: tr.uid, transferer: tr, transferee: te}
@@ -139,7 +138,6 @@ func (e *Engine) onAttendedTransfer(m ami.Message) {
 		x.state = xferCancelled
 	}
 	e.touchXfer(x)
-	e.onTransfer(m)
 }
 
 // xferOf is the transfer c takes part in and c's role in it. A channel
