@@ -183,6 +183,11 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 		c.linkedid = uid
 	}
 	c.originator = c.state == stateRing || c.state == stateUp
+	if a := m.Get("AccountCode"); a != "" {
+		// Asterisk sets it with NewAccountCode; list items (and pbxsim)
+		// carry it here.
+		c.more().account = a
+	}
 	tech, ep := splitChannel(name)
 	c.tech = tech
 	switch {

@@ -142,9 +142,6 @@ func (e *Engine) applyListedChannel(m ami.Message) int {
 		}
 		c = e.newChannel(m, uid, name)
 		c.created = e.nowMs() - parseDuration(m.Get("Duration"))*1000
-		if a := m.Get("AccountCode"); a != "" { // live, it comes with NewAccountCode
-			c.more().account = a
-		}
 		switch app := m.Get("Application"); {
 		case app == "AppDial" || app == "AppQueue":
 			c.originated = true // it was dialled: incoming for its owner
