@@ -80,6 +80,9 @@ func (e *Engine) onConfEvent(m ami.Message, ev string) {
 		}
 		return
 	case "ConfbridgeListRooms":
+		if !e.resync.active && e.confs[id] == nil {
+			return // a late answer must not bring back a room that ended
+		}
 		if c := e.ensureConf(id); c != nil {
 			c.locked = yes(m.Get("Locked"))
 			if e.resync.active {

@@ -97,3 +97,21 @@ func TestConferenceResyncLists(t *testing.T) {
 		t.Error("still stale after EndResync")
 	}
 }
+
+// TestConferenceLateRoomList: the confbridge_actions recording's first
+// ConfbridgeListRooms answer (room 1000, three parties) applied after the
+// room ended does not bring it back.
+func TestConferenceLateRoomList(t *testing.T) {
+	rec := loadRecording(t, "confbridge_actions")
+	var clk StreamClock
+	e := New(testConfig(clk.Now))
+	e.SetLink(LinkLive)
+	for _, m := range rec.msgs {
+		clk.Observe(m)
+		e.Apply(m)
+	}
+	e.Apply(rec.msgs[msgIndex(t, rec, "ConfbridgeListRooms ActionID=confbridgelistrooms-2")])
+	if s := e.Publish(); len(s.Conferences) != 0 {
+		t.Errorf("conferences: %s", s.ConferencesJSON())
+	}
+}
