@@ -70,8 +70,11 @@ func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
 		return
 	}
 	heldID := c.lastID
-	if heldID == "" {
-		heldID = c.name + ">" + transferee.name
+	if heldID == "" { // not published since the call was bridged (a batch)
+		heldID = transferee.name + ">" + c.name
+		if callerFirst(c, transferee) {
+			heldID = c.name + ">" + transferee.name
+		}
 	}
 	// The transfer's id is the transferer's Uniqueid, with a count after
 	// the first when the same channel transfers again (after a cancel).
