@@ -313,7 +313,7 @@ func TestStateJSONDeterministic(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &v); err != nil {
 		t.Fatal(err)
 	}
-	if got := keysOf(t, []byte(a)); !slices.Equal(got, []string{"extensions", "parkings", "pbx", "queues", "trunks"}) {
+	if got := keysOf(t, []byte(a)); !slices.Equal(got, []string{"conferences", "extensions", "parkings", "pbx", "queues", "trunks"}) {
 		t.Errorf("state keys %v", got)
 	}
 }

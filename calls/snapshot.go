@@ -22,12 +22,14 @@ type Snapshot struct {
 	Queues     map[string]Queue     // by queue name
 	Parkings   map[string]Parking   // by space
 	Trunks     map[string]Trunk     // by trunk name
+	// Conferences are the ConfBridge rooms in use, by room.
+	Conferences map[string]Conference
 
-	ext, queue, park, trunk *coll
-	status                  []byte
-	state                   *lazy
-	cellphones              map[string]string // Config.Cellphones, for PresenceJSON
-	presence                *lazy
+	ext, queue, park, trunk, conf *coll
+	status                        []byte
+	state                         *lazy
+	cellphones                    map[string]string // Config.Cellphones, for PresenceJSON
+	presence                      *lazy
 }
 
 // coll is the encoded side of one collection: per-entity JSON and the
@@ -113,10 +115,10 @@ func (s *Snapshot) PresenceJSON() []byte {
 }
 
 // StateJSON is the whole state, as `ctibridge replay` prints it:
-// {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..}}.
+// {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..},"conferences":{..}}.
 func (s *Snapshot) StateJSON() []byte {
 	s.state.once.Do(func() {
-		b := make([]byte, 0, 64+len(s.status)+len(s.ExtensionsJSON())+len(s.QueuesJSON())+len(s.ParkingsJSON())+len(s.TrunksJSON()))
+		b := make([]byte, 0, 80+len(s.status)+len(s.ExtensionsJSON())+len(s.QueuesJSON())+len(s.ParkingsJSON())+len(s.TrunksJSON())+len(s.ConferencesJSON()))
 		b = append(b, `{"pbx":`...)
 		b = append(b, s.status...)
 		b = append(b, `,"extensions":`...)
@@ -127,6 +129,8 @@ func (s *Snapshot) StateJSON() []byte {
 		b = append(b, s.ParkingsJSON()...)
 		b = append(b, `,"trunks":`...)
 		b = append(b, s.TrunksJSON()...)
+		b = append(b, `,"conferences":`...)
+		b = append(b, s.ConferencesJSON()...)
 		s.state.b = append(b, '}')
 	})
 	return s.state.b
@@ -139,13 +143,15 @@ type published struct {
 	queues map[string]Queue
 	parks  map[string]Parking
 	trunks map[string]Trunk
+	confs  map[string]Conference
 	ext    *coll
 	queue  *coll
 	park   *coll
 	trunk  *coll
+	conf   *coll
 	// copied marks the maps already cloned during the running Publish.
-	extCopied, queueCopied, parkCopied, trunkCopied bool
-	withConvs                                       map[string]bool // extensions whose published view has conversations
+	extCopied, queueCopied, parkCopied, trunkCopied, confCopied bool
+	withConvs                                                   map[string]bool // extensions whose published view has conversations
 }
 
 func newPublished() published {
@@ -154,34 +160,38 @@ func newPublished() published {
 		queues:    map[string]Queue{},
 		parks:     map[string]Parking{},
 		trunks:    map[string]Trunk{},
+		confs:     map[string]Conference{},
 		ext:       &coll{json: map[string][]byte{}},
 		queue:     &coll{json: map[string][]byte{}},
 		park:      &coll{json: map[string][]byte{}},
 		trunk:     &coll{json: map[string][]byte{}},
+		conf:      &coll{json: map[string][]byte{}},
 		withConvs: map[string]bool{},
 	}
 }
 
 func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 	return &Snapshot{
-		Version:    e.version,
-		Seq:        seq,
-		Link:       e.link,
-		Stale:      e.link != LinkLive,
-		Since:      e.linkSince,
-		At:         at,
-		Extensions: p.exts,
-		Queues:     p.queues,
-		Parkings:   p.parks,
-		Trunks:     p.trunks,
-		ext:        p.ext,
-		queue:      p.queue,
-		park:       p.park,
-		trunk:      p.trunk,
-		status:     appendStatus(nil, e.link, e.version, e.linkSince),
-		state:      &lazy{},
-		cellphones: e.cfg.Cellphones,
-		presence:   &lazy{},
+		Version:     e.version,
+		Seq:         seq,
+		Link:        e.link,
+		Stale:       e.link != LinkLive,
+		Since:       e.linkSince,
+		At:          at,
+		Extensions:  p.exts,
+		Queues:      p.queues,
+		Parkings:    p.parks,
+		Trunks:      p.trunks,
+		Conferences: p.confs,
+		ext:         p.ext,
+		queue:       p.queue,
+		park:        p.park,
+		trunk:       p.trunk,
+		conf:        p.conf,
+		status:      appendStatus(nil, e.link, e.version, e.linkSince),
+		state:       &lazy{},
+		cellphones:  e.cfg.Cellphones,
+		presence:    &lazy{},
 	}
 }
 
@@ -230,8 +240,14 @@ func (e *Engine) convsOf(chans []*channel) map[string]Conversation {
 		if c.gone {
 			continue
 		}
-		cv := e.convFor(c)
-		m[cv.ID] = cv
+		if cv := e.convFor(c); cv.ID != "" {
+			m[cv.ID] = cv
+		}
+		if c.consulting() {
+			if cv, ok := e.heldConv(c); ok {
+				m[cv.ID] = cv
+			}
+		}
 	}
 	return m
 }
@@ -323,7 +339,7 @@ func (e *Engine) publish() *Snapshot {
 	prev := e.snap.Load()
 	now := e.nowMs()
 	p := &e.pub
-	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied = false, false, false, false
+	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false, false
 	ch := e.changes[:0]
 
 	if e.chansChanged {
@@ -378,6 +394,8 @@ func (e *Engine) publish() *Snapshot {
 		b = appendString(b, c.queue)
 		b = append(b, `,"convid":`...)
 		b = appendString(b, cv.ID)
+		b = append(b, `,"phonebookName":`...)
+		b = appendString(b, e.phonebookName(cv.CounterpartNum))
 		b = append(b, '}')
 		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
 	}
@@ -455,6 +473,8 @@ func (e *Engine) publish() *Snapshot {
 		}
 		clear(e.dirtyTrunk)
 	}
+
+	ch = e.publishConfs(ch, now)
 
 	if len(ch) == 0 && !e.linkDirty {
 		e.changes = ch

@@ -66,6 +66,7 @@ var resyncActions = []string{
 	"DeviceStateList",
 	"QueueStatus",
 	"ParkedCalls",
+	"ConfbridgeListRooms", // locked flags; rooms that ended while down disappear (calls.ConfbridgeListActions gives the per-room lists)
 }
 
 // Link connects a PBX to an engine. Create it with New and start it with Run.

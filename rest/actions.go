@@ -226,9 +226,13 @@ func planCall(h *handler, u *auth.User, s *calls.Snapshot, req *callReq) ([]ami.
 	if _, err := h.endpoint(u, s, auth.Call, "endpointId", id); err != nil {
 		return nil, err
 	}
+	// Account (the channel's AccountCode, as NethCTI sets it) names the
+	// destination: the engine shows it on the first leg, which rings the
+	// user's own phone, instead of a call from the phone to itself. Pickup
+	// sets it to the caller picked up, spy to the extension spied on.
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(id), "Context", h.cfg.Context, "Exten", req.Number, "Priority", "1",
-		"CallerID", id, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", id, "Account", req.Number, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planHangup(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
@@ -306,20 +310,24 @@ func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConv
 	if _, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID); err != nil {
 		return nil, err
 	}
-	ringing := ""
+	ringing, caller := "", ""
 	for id, c := range x.Conversations {
 		if !c.Connected && c.Direction == "in" {
 			if _, own, _, err := convOf(x, id); err == nil && (ringing == "" || own < ringing) {
-				ringing = own
+				ringing, caller = own, c.CounterpartNum
 			}
 		}
 	}
 	if ringing == "" {
 		return nil, conflict("extension %s has no ringing call to pick up", x.Exten)
 	}
+	// The picker's phone shows the caller it is about to talk to.
+	if !h.dial.MatchString(caller) {
+		caller = x.Exten
+	}
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(req.DestID), "Application", "PickupChan", "Data", ringing,
-		"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", req.DestID, "Account", caller, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupParkingReq) ([]ami.Message, error) {
@@ -405,7 +413,7 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 		// channel hangs up, B barge (talk to both parties).
 		return []ami.Message{ami.NewAction("Originate",
 			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own+","+opts,
-			"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -277,8 +278,10 @@ func (h *handler) register() {
 	h.handle("GET /astproxy/queue/{queue}", false, h.getQueue)
 	h.handle("GET /astproxy/parkings", false, h.getParkings)
 	h.handle("GET /astproxy/trunks", false, h.getTrunks)
+	h.handle("GET /astproxy/conferences", false, h.getConferences)
+	h.handle("GET /astproxy/conference/{endpoint}", false, h.getConference)
 
-	for _, a := range actions {
+	for _, a := range slices.Concat(actions, callActions, confActions) {
 		h.handle("POST /astproxy/"+a.name, false, h.action(a))
 	}
 
