@@ -87,8 +87,8 @@ func (e *Engine) SetLink(s LinkState) { e.setLink(s) }
 
 // BeginResync starts a resynchronisation: call it before sending the list
 // actions (CoreShowChannels, ExtensionStateList, PJSIPShowEndpoints,
-// QueueStatus, ParkedCalls, DeviceStateList, ConfbridgeListRooms and then
-// ConfbridgeListActions' per-room lists). The snapshot is stale until
+// QueueStatus, ParkedCalls, DeviceStateList, ConfbridgeListRooms), then
+// the follow-ups (Followups(FollowResync)). The snapshot is stale until
 // EndResync. List items and live events then go through Apply, in any
 // order.
 func (e *Engine) BeginResync() { e.beginResync() }

@@ -87,6 +87,9 @@ func (e *Engine) onConfEvent(m ami.Message, ev string) {
 			c.locked = yes(m.Get("Locked"))
 			if e.resync.active {
 				c.listed, e.resync.roomsListed = true, true
+				// Its members, who may have joined while the link was
+				// down: answered before EndResync (follow-ups).
+				e.ask(ami.NewAction("ConfbridgeList", "Conference", id))
 			}
 		}
 		return
@@ -237,24 +240,6 @@ func (e *Engine) endConfResync() int {
 	return repairs
 }
 
-// ConfbridgeListActions returns the ConfbridgeList action to send for each
-// room that the ConfbridgeListRooms items among items name, so that a link
-// owner can follow the resync's ConfbridgeListRooms with the per-room
-// lists; apply their items through Apply before EndResync.
-func ConfbridgeListActions(items []ami.Message) []ami.Message {
-	var out []ami.Message
-	seen := map[string]bool{}
-	for _, m := range items {
-		id := m.Get("Conference")
-		if m.Event() != "ConfbridgeListRooms" || id == "" || seen[id] {
-			continue
-		}
-		seen[id] = true
-		out = append(out, ami.NewAction("ConfbridgeList", "Conference", id))
-	}
-	return out
-}
-
 func (c *confState) view() Conference {
 	v := Conference{ID: c.id, Locked: c.locked, Users: make(map[string]ConfUser, len(c.users))}
 	for k, u := range c.users {
@@ -348,3 +333,13 @@ func (s *Snapshot) ConferenceJSON(id string) []byte { return s.conf.json[id] }
 
 // ConferencesJSON is {"1000":{...},...} in key order.
 func (s *Snapshot) ConferencesJSON() []byte { return s.conf.bytes() }
+
+// confRefreshFollowups re-reads the rooms while any is in use: Asterisk 22
+// raises no event when a room is locked or unlocked, so Locked is only as
+// old as the last refresh (or the last lock_conf, which asks for one).
+func confRefreshFollowups(e *Engine) []ami.Message {
+	if len(e.confs) == 0 {
+		return nil
+	}
+	return []ami.Message{ami.NewAction("ConfbridgeListRooms")}
+}

@@ -75,9 +75,15 @@ func TestConferenceResyncLists(t *testing.T) {
 	list := msgIndex(t, rec, "Success ActionID=confbridgelist-10")
 	apply(rooms)
 	apply(rec.msgs[list+1 : list+4]...)
-	if acts := ConfbridgeListActions([]ami.Message{rooms, rooms, rec.msgs[list+1]}); len(acts) != 1 ||
-		acts[0].Action() != "ConfbridgeList" || acts[0].Get("Conference") != "1000" {
-		t.Errorf("ConfbridgeListActions = %v", acts)
+	apply(rooms) // twice: one follow-up all the same
+	var lists []string
+	for _, a := range e.Followups(FollowResync) {
+		if a.Action() == "ConfbridgeList" {
+			lists = append(lists, a.Get("Conference"))
+		}
+	}
+	if len(lists) != 1 || lists[0] != "1000" {
+		t.Errorf("ConfbridgeList follow-ups for rooms %v, want [1000]", lists)
 	}
 	e.EndResync()
 	s := e.Publish()
@@ -113,5 +119,37 @@ func TestConferenceLateRoomList(t *testing.T) {
 	e.Apply(rec.msgs[msgIndex(t, rec, "ConfbridgeListRooms ActionID=confbridgelistrooms-2")])
 	if s := e.Publish(); len(s.Conferences) != 0 {
 		t.Errorf("conferences: %s", s.ConferencesJSON())
+	}
+}
+
+// TestConferenceRefresh: while a room is in use, the periodic refresh
+// re-reads the room list (a lock raises no event in Asterisk 22), and an
+// answer that says it is locked shows; with no room, nothing is asked.
+func TestConferenceRefresh(t *testing.T) {
+	rec := loadRecording(t, "confbridge_actions")
+	var clk StreamClock
+	e := New(testConfig(clk.Now))
+	e.SetLink(LinkLive)
+	asks := func() (n int) {
+		for _, a := range e.Followups(FollowRefresh) {
+			if a.Action() == "ConfbridgeListRooms" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := asks(); n != 0 {
+		t.Errorf("no room in use: %d ConfbridgeListRooms", n)
+	}
+	for _, m := range rec.msgs[:msgIndex(t, rec, "ConfbridgeJoin Channel=PJSIP/203-0000000d")+1] {
+		clk.Observe(m)
+		e.Apply(m)
+	}
+	if n := asks(); n != 1 {
+		t.Errorf("room 1000 in use: %d ConfbridgeListRooms, want 1", n)
+	}
+	e.Apply(rec.msgs[msgIndex(t, rec, "ConfbridgeListRooms ActionID=confbridgelistrooms-8")]) // Locked: Yes
+	if s := e.Publish(); !s.Conferences["1000"].Locked {
+		t.Errorf("after the refresh's answer: %s", s.ConferencesJSON())
 	}
 }

@@ -29,7 +29,8 @@
 //     raises no extenRinging.
 //   - Conferences: rooms and members from the Confbridge* events and, at
 //     resync, ConfbridgeListRooms and ConfbridgeList items (the link owner
-//     sends one ConfbridgeList per room: ConfbridgeListActions). Members
+//     sends the ConfbridgeList per room that the engine asks for as a
+//     follow-up). Members
 //     whose channel did not survive the resync, rooms left empty and rooms
 //     a room list left out are removed at EndResync (conferences.go).
 //   - Publish ends a batch: it re-derives what the batch touched, encodes

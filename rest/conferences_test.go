@@ -100,7 +100,8 @@ func TestConferenceReads(t *testing.T) {
 // TestConferenceActions: each action's AMI, on room 1000 of the recording
 // and on Alice's own conference (room 2000), with the permission checks.
 func TestConferenceActions(t *testing.T) {
-	f := newFixture(t, true, nil)
+	ref := &refresher{}
+	f := newFixture(t, true, func(c *Config) { c.Refresh = ref })
 	f.accept("ConfbridgeMute", "ConfbridgeUnmute", "ConfbridgeKick", "ConfbridgeLock", "ConfbridgeUnlock")
 	f.replayUntil("confbridge_actions", "ConfbridgeJoin", "PJSIP/203-0000000d")
 	bob := `{"confId":"1000","userId":"1796111447.14"}`
@@ -117,6 +118,10 @@ func TestConferenceActions(t *testing.T) {
 	wantSent(t, "lock_conf", f.post(t, "lock_conf", "root", `{"confId":"1000","lock":false}`, 200),
 		"Action: ConfbridgeUnlock\nConference: 1000\n")
 	f.post(t, "lock_conf", "root", `{"confId":"1000"}`, 400)
+	// No event says a room was locked: each lock_conf reads the rooms back.
+	if got := ref.taken(); len(got) != 2 || !strings.HasPrefix(got[0], "ConfbridgeListRooms") || !strings.HasPrefix(got[1], "ConfbridgeListRooms") {
+		t.Errorf("refreshes after lock_conf: %q", got)
+	}
 	wantSent(t, "end_conf", f.post(t, "end_conf", "root", `{"endpointId":"1000"}`, 200),
 		"Action: ConfbridgeKick\nConference: 1000\nChannel: all\n")
 
