@@ -1,0 +1,65 @@
+package history
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amitest"
+)
+
+// recordedCdr is the Cdr event of a real Asterisk call (cdr_manager),
+// from ami/testdata.
+func recordedCdr(t testing.TB) ami.Message {
+	t.Helper()
+	for _, m := range amitest.ReadRecording(t, "../ami/testdata/basic_call_caller_hangup.ami") {
+		if m.Event() == "Cdr" {
+			return m
+		}
+	}
+	t.Fatal("no Cdr event in the recording")
+	return ami.Message{}
+}
+
+// BenchmarkRecorder measures the whole CDR path: Observe of real Cdr
+// events (each with its own UniqueID) until the Recorder has written
+// them all to PostgreSQL, in the Recorder's batches. One op is one CDR.
+//
+//	go test -run '^$' -bench Recorder -benchtime 20000x ./history/
+func BenchmarkRecorder(b *testing.B) {
+	for _, bk := range backends {
+		b.Run(bk.name, func(b *testing.B) {
+			s := bk.open(b, Config{})
+			rec, err := NewRecorder(s, RecorderConfig{SpoolDir: b.TempDir(), Location: time.UTC})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { rec.Run(ctx) })
+			defer func() { cancel(); wg.Wait() }()
+			m := recordedCdr(b)
+			events := make([]ami.Message, b.N)
+			for i := range events {
+				events[i] = m.Set("UniqueID", "1796028439."+strconv.Itoa(i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for _, e := range events {
+				rec.Observe(e)
+			}
+			for rec.Stats().Written < uint64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "CDR/s")
+			if st := rec.Stats(); st.Dropped != 0 {
+				b.Fatalf("dropped: %+v", st)
+			}
+		})
+	}
+}
