@@ -25,7 +25,7 @@ func cdrEvent(i int) ami.Message {
 
 func startRecorder(t *testing.T, s Store, dir string, max int64) (*Recorder, func()) {
 	t.Helper()
-	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: dir, MaxSpool: max, FlushEvery: 5 * time.Millisecond,
+	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: dir, MaxSpool: max,
 		RetryMax: 100 * time.Millisecond, WriteTimeout: 2 * time.Second, Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestRecorderSurvivesDatabaseOutage(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // several batches, several failed attempts
 		}
 	}
-	waitUntil(t, "spooling", func() bool { return rec.Stats().Spooled == 300 })
+	waitUntil(t, "spooling", func() bool { st := rec.Stats(); return st.Spooled == 500 && st.Pending == 300 && st.StoreDown })
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRecorderSpoolResumesAfterRestart(t *testing.T) {
 		rec.Observe(cdrEvent(i))
 	}
 	stop()
-	if st := rec.Stats(); st.Spooled != 100 || st.Written != 0 {
+	if st := rec.Stats(); st.Spooled != 100 || st.Written != 0 || st.Pending != 100 {
 		t.Fatalf("after the first run: %+v", st)
 	}
 	s.down.Store(false)
