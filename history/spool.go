@@ -39,14 +39,14 @@ type spool struct {
 	pos    *os.File
 
 	mu       sync.Mutex // guards below
-	w        *os.File  // newest segment, opened for append
-	wseg     uint64    // its number
-	wsize    int64     // its synced size
-	broken   bool      // a write failed: start a new segment
-	rseg     uint64    // segment the drainer is in
-	roff     int64     // bytes of rseg already in the store
-	pending  int64     // bytes not yet in the store
-	pendingN int64     // CDRs not yet in the store
+	w        *os.File   // newest segment, opened for append
+	wseg     uint64     // its number
+	wsize    int64      // its synced size
+	broken   bool       // a write failed: start a new segment
+	rseg     uint64     // segment the drainer is in
+	roff     int64      // bytes of rseg already in the store
+	pending  int64      // bytes not yet in the store
+	pendingN int64      // CDRs not yet in the store
 }
 
 const defaultSegMax = 4 << 20
