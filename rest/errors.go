@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // Error is an API error: an HTTP status, a stable code and a message, sent
@@ -80,8 +81,17 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusUnauthorized, Code: "bad_token", Message: "unknown or revoked token", Err: err}
 	case errors.As(err, &mbe):
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: "request body larger than " + strconv.FormatInt(mbe.Limit, 10) + " bytes", Err: err}
+	case sqldb.IsUnavailable(err):
+		return errStoreDown(err)
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error", Err: err}
+}
+
+// errStoreDown: the phonebook and history database is out of reach (not
+// started, not migrated yet, or down); the live state is not affected.
+func errStoreDown(err error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable", RetryAfter: 5, Err: err,
+		Message: "the phonebook and call history database is unavailable; live calls are not affected; try again shortly"}
 }
 
 var (
