@@ -116,7 +116,9 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	if e.Status >= 500 && log != nil {
+	// A database outage is logged where it is watched (sqldb.Gate),
+	// once, not here for every request it fails.
+	if e.Status >= 500 && log != nil && !sqldb.IsUnavailable(e.Err) {
 		log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", e.Err)
 	}
 	w.WriteHeader(e.Status)
