@@ -57,9 +57,44 @@ func BenchmarkRecorder(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "CDR/s")
+			if n := rec.sp.syncs.Load(); n > 0 {
+				b.ReportMetric(float64(b.N)/float64(n), "CDR/fsync")
+				b.ReportMetric(float64(rec.sp.syncNanos.Load())/float64(n)/1e3, "µs/fsync")
+			}
 			if st := rec.Stats(); st.Dropped != 0 {
 				b.Fatalf("dropped: %+v", st)
 			}
 		})
+	}
+}
+
+// BenchmarkRecorderAck measures how long a CDR is at risk: from Observe
+// to the end of the fsync that makes it durable, one CDR at a time (the
+// PBX is quiet, so each CDR waits for a whole fsync of its own). This is
+// the window in which a crash loses a CDR the bridge has read.
+//
+//	go test -run '^$' -bench RecorderAck -benchtime 2000x ./history/
+func BenchmarkRecorderAck(b *testing.B) {
+	s := NewSQLite(openSQLite(b), Config{})
+	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: b.TempDir(), Location: time.UTC})
+	if err != nil {
+		b.Fatal(err)
+	}
+	acked := make(chan struct{}, 1)
+	rec.afterSync = func([]CDR) { acked <- struct{}{} }
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { rec.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	m := recordedCdr(b)
+	events := make([]ami.Message, b.N)
+	for i := range events {
+		events[i] = m.Set("UniqueID", "1796028439."+strconv.Itoa(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, e := range events {
+		rec.Observe(e)
+		<-acked
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // ErrSpoolFull: the spool reached its bound; the CDRs were dropped.
@@ -47,6 +49,12 @@ type spool struct {
 	roff     int64      // bytes of rseg already in the store
 	pending  int64      // bytes not yet in the store
 	pendingN int64      // CDRs not yet in the store
+
+	syncs, syncNanos atomic.Int64 // fsyncs done and their total time
+
+	// Owned by the drainer, reused from drain to drain.
+	br   *bufio.Reader
+	cdrs []CDR
 }
 
 const defaultSegMax = 4 << 20
@@ -224,7 +232,10 @@ func (s *spool) append(buf []byte, n int) error {
 	// to wsize, what is synced.
 	m, err := f.Write(buf)
 	if err == nil {
+		start := time.Now()
 		err = f.Sync()
+		s.syncs.Add(1)
+		s.syncNanos.Add(int64(time.Since(start)))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,8 +299,17 @@ func (s *spool) drainSegment(seg uint64, off, end int64, closed bool, batch int,
 	if !closed {
 		src = io.NewSectionReader(f, off, end-off)
 	}
-	br := bufio.NewReaderSize(src, 64<<10)
-	cdrs := make([]CDR, 0, batch)
+	if s.br == nil {
+		s.br = bufio.NewReaderSize(src, 64<<10)
+	}
+	br := s.br
+	br.Reset(src)
+	defer br.Reset(nil) // let the file go
+	if cap(s.cdrs) < batch {
+		s.cdrs = make([]CDR, 0, batch)
+	}
+	cdrs := s.cdrs
+	defer clear(cdrs[:cap(cdrs)]) // let the strings go
 	for {
 		cdrs = cdrs[:0]
 		var n int64
