@@ -12,9 +12,13 @@
 // snapshot) before anything is sent to the PBX (actions.go). Errors become
 // statuses in one place (errors.go).
 //
-// It does not serve the phonebook, call history or WebSocket routes (their
-// own packages do), nor /metrics, /healthz and pprof (package admin, on
-// its own listener). It never locks the engine: it reads snapshots.
+// The phonebook and call history routes answer from the stores they are
+// given (phonebook.Book or Remote, history.Store); an error matching
+// sqldb.ErrUnavailable (their database out of reach or not yet migrated)
+// is a 503 store_unavailable, not logged per request. It does not serve
+// the WebSocket routes (package ws), nor /metrics, /healthz and pprof
+// (package admin, on its own listener). It never locks the engine: it
+// reads snapshots.
 //
 // Concurrency: the handler and server are safe for concurrent use; the
 // only shared mutable state is the per-version read cache, which is
