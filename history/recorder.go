@@ -160,8 +160,8 @@ func (r *Recorder) Observe(m ami.Message) {
 		return
 	}
 	r.queue = append(r.queue, c)
+	r.queued.Add(1) // under qmu: the writer's subtraction never passes it
 	r.qmu.Unlock()
-	r.queued.Add(1)
 	select {
 	case r.wake <- struct{}{}:
 	default:
