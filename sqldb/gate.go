@@ -184,6 +184,7 @@ func (b *Backoff) Failing() bool { return b.cur != 0 }
 type Outage struct {
 	log  *slog.Logger
 	what string
+	now  func() time.Time // time.Now; tests move it
 
 	mu       sync.Mutex // guards below
 	since    time.Time  // start of the outage; zero: none
@@ -198,14 +199,14 @@ const outageEvery = time.Minute
 // NewOutage returns an Outage logging about what ("database", "cdr
 // store writes").
 func NewOutage(log *slog.Logger, what string) *Outage {
-	return &Outage{log: log, what: what}
+	return &Outage{log: log, what: what, now: time.Now}
 }
 
 // Fail records a failure.
 func (o *Outage) Fail(err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	now := time.Now()
+	now := o.now()
 	o.failures++
 	if o.since.IsZero() {
 		o.since, o.last, o.unlogged = now, now, 0
@@ -226,7 +227,7 @@ func (o *Outage) OK() {
 	if o.since.IsZero() {
 		return
 	}
-	o.log.Info(o.what+" back", "failures", o.failures, "down_for", time.Since(o.since).Round(time.Millisecond))
+	o.log.Info(o.what+" back", "failures", o.failures, "down_for", o.now().Sub(o.since).Round(time.Millisecond))
 	o.since, o.failures, o.unlogged = time.Time{}, 0, 0
 }
 

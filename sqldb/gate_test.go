@@ -151,3 +151,40 @@ func TestBackoff(t *testing.T) {
 		t.Fatalf("after Reset: %v", d)
 	}
 }
+
+// TestOutageLog: the first failure is logged with its error, the next
+// ones only as a count once a minute, and the end once, with the total.
+func TestOutageLog(t *testing.T) {
+	var logs syncBuf
+	o := sqldb.NewOutage(slog.New(slog.NewTextHandler(&logs, nil)), "cdr database")
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	sqldb.SetOutageClock(o, func() time.Time { return now })
+	o.OK() // no outage: nothing to say
+	for range 100 {
+		o.Fail(errors.New("connection refused"))
+		now = now.Add(100 * time.Millisecond)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 1 {
+		t.Fatalf("%d lines for 100 failures within 10 s, want 1:\n%s", n, logs.String())
+	}
+	now = now.Add(time.Minute)
+	o.Fail(errors.New("connection refused"))
+	if !o.Down() {
+		t.Fatal("not down")
+	}
+	o.OK()
+	o.OK()
+	l := logs.String()
+	for _, want := range []string{
+		`level=WARN msg="cdr database unavailable" err="connection refused"`,
+		`level=WARN msg="cdr database still unavailable" failures=100 down_for=1m10s`,
+		`level=INFO msg="cdr database back" failures=101 down_for=1m10s`,
+	} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log lacks %s:\n%s", want, l)
+		}
+	}
+	if n := strings.Count(l, "\n"); n != 3 {
+		t.Errorf("%d lines, want 3:\n%s", n, l)
+	}
+}
