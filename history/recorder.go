@@ -218,44 +218,53 @@ func (r *Recorder) Run(ctx context.Context) error {
 // writer is the group commit: it takes everything queued, appends it to
 // the spool with one fsync, and tells the drainer.
 func (r *Recorder) writer(ctx context.Context) {
-	var spare []CDR
 	var buf []byte
 	for {
 		select {
 		case <-r.wake:
 		case <-ctx.Done():
-			r.commit(&spare, &buf)
+			r.commit(&buf)
 			return
 		}
-		r.commit(&spare, &buf)
+		r.commit(&buf)
 	}
 }
 
-func (r *Recorder) commit(spare *[]CDR, buf *[]byte) {
+func (r *Recorder) commit(buf *[]byte) {
 	r.qmu.Lock()
 	group := r.queue
-	r.queue = (*spare)[:0]
+	r.queue = nil // group now belongs to the spool's memory (hot)
 	r.qmu.Unlock()
-	*spare = group
 	if len(group) == 0 {
 		return
 	}
 	b := (*buf)[:0]
-	// Only whole lines that fit under the bound; the rest is dropped.
+	// Only whole lines that fit under the bound; the rest is dropped. The
+	// spool keeps them in memory too, a batch per hot group.
 	free := r.sp.free()
-	fit := 0
+	fit, first, firstByte := 0, 0, 0
+	var hot []hotGroup
+	cut := func() {
+		if fit > first {
+			hot = append(hot, hotGroup{start: int64(firstByte), end: int64(len(b)), cdrs: group[first:fit:fit]})
+			first, firstByte = fit, len(b)
+		}
+	}
 	for _, c := range group {
 		line, err := json.Marshal(c)
 		if err != nil || int64(len(b)+len(line)+1) > free {
 			break
 		}
 		b = append(append(b, line...), '\n')
-		fit++
+		if fit++; fit-first == r.cfg.Batch {
+			cut()
+		}
 	}
+	cut()
 	*buf = b
 	var err error
 	if fit > 0 {
-		err = r.sp.append(b, fit)
+		err = r.sp.append(b, fit, hot)
 	}
 	r.queued.Add(-int64(len(group)))
 	switch {
@@ -279,7 +288,6 @@ func (r *Recorder) commit(spare *[]CDR, buf *[]byte) {
 		default:
 		}
 	}
-	clear(group) // let the strings go
 }
 
 // drainer writes the spool to the database whenever the writer has

@@ -52,6 +52,9 @@ type spool struct {
 
 	syncs, syncNanos atomic.Int64 // fsyncs done and their total time
 
+	hot  []hotGroup // groups synced, in order, still in memory
+	hotN int        // CDRs in hot
+
 	// Owned by the drainer, reused from drain to drain.
 	br   *bufio.Reader
 	cdrs []CDR
@@ -211,9 +214,11 @@ func (s *spool) stats() (bytes, cdrs int64) {
 }
 
 // append writes n CDRs (buf, JSON lines) at the end and syncs them to
-// disk: all or, when the bound would be passed, none (ErrSpoolFull). Only
-// one goroutine (the Recorder's writer) calls it.
-func (s *spool) append(buf []byte, n int) error {
+// disk: all or, when the bound would be passed, none (ErrSpoolFull). hot
+// (optional) holds the same CDRs in groups, with their bytes in buf, for
+// the drainer to take from memory. Only one goroutine (the Recorder's
+// writer) calls it.
+func (s *spool) append(buf []byte, n int, hot []hotGroup) error {
 	s.mu.Lock()
 	if s.pending+int64(len(buf)) > s.max {
 		s.mu.Unlock()
@@ -225,7 +230,7 @@ func (s *spool) append(buf []byte, n int) error {
 			return fmt.Errorf("history: spool: %w", err)
 		}
 	}
-	f := s.w
+	f, base := s.w, s.wsize
 	s.mu.Unlock()
 
 	// Outside the lock: the drainer goes on meanwhile. It reads only up
@@ -250,6 +255,7 @@ func (s *spool) append(buf []byte, n int) error {
 		s.broken = true
 		return fmt.Errorf("history: spool: %w", err)
 	}
+	s.keepHot(base, hot)
 	return nil
 }
 
@@ -267,6 +273,16 @@ func (s *spool) free() int64 {
 // one goroutine (the Recorder's drainer) calls it.
 func (s *spool) drain(batch int, write func([]CDR) error) (bad int, err error) {
 	for {
+		if g, ok := s.takeHot(); ok {
+			// On an error g is forgotten: the file still has it.
+			if err := write(g.cdrs); err != nil {
+				return bad, err
+			}
+			if err := s.setPos(g.seg, g.end, g.end-g.start, len(g.cdrs)); err != nil {
+				return bad, err
+			}
+			continue
+		}
 		s.mu.Lock()
 		seg, off, wseg, end := s.rseg, s.roff, s.wseg, s.wsize
 		s.mu.Unlock()

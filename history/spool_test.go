@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -22,6 +23,9 @@ func spoolLines(t *testing.T, from, to int) ([]byte, int) {
 	return b, to - from
 }
 
+// lines is append's arguments for b holding n lines, none in memory.
+func lines(b []byte, n int) ([]byte, int, []hotGroup) { return b, n, nil }
+
 // drainAll drains s and returns the uniqueids written, in order.
 func drainAll(t *testing.T, s *spool) []string {
 	t.Helper()
@@ -40,7 +44,7 @@ func drainAll(t *testing.T, s *spool) []string {
 func checkIDs(t *testing.T, ids []string, from, to int) {
 	t.Helper()
 	if len(ids) != to-from {
-		t.Fatalf("%d CDRs, want %d: %v", len(ids), to-from, ids)
+		t.Fatalf("%d CDRs, want %d", len(ids), to-from)
 	}
 	for i, id := range ids {
 		if want := "u." + strconv.Itoa(from+i); id != want {
@@ -59,7 +63,7 @@ func TestSpoolSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 100; i += 10 {
-		if err := s.append(spoolLines(t, i, i+10)); err != nil {
+		if err := s.append(lines(spoolLines(t, i, i+10))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +116,7 @@ func TestSpoolTornLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.append(spoolLines(t, 0, 3))
+	s.append(lines(spoolLines(t, 0, 3)))
 	s.close()
 	segs, _ := segments(dir)
 	f, err := os.OpenFile(filepath.Join(dir, segName(segs[len(segs)-1])), os.O_WRONLY|os.O_APPEND, 0)
@@ -126,7 +130,7 @@ func TestSpoolTornLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	s.append(spoolLines(t, 3, 5))
+	s.append(lines(spoolLines(t, 3, 5)))
 	checkIDs(t, drainAll(t, s), 0, 5)
 }
 
@@ -138,7 +142,7 @@ func TestSpoolBound(t *testing.T) {
 	}
 	defer s.close()
 	b, n := spoolLines(t, 0, 10)
-	if err := s.append(b, n); !errors.Is(err, ErrSpoolFull) {
+	if err := s.append(b, n, nil); !errors.Is(err, ErrSpoolFull) {
 		t.Fatalf("append past the bound: %v", err)
 	}
 	if b, n := s.stats(); b != 0 || n != 0 {
@@ -163,4 +167,100 @@ func TestSpoolUpgrade(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "cdr.spool")); !os.IsNotExist(err) {
 		t.Fatalf("the old spool is still there: %v", err)
 	}
+}
+
+// hotLines is append's arguments for CDRs from..to kept in memory too, in
+// groups of size.
+func hotLines(t *testing.T, from, to, size int) ([]byte, int, []hotGroup) {
+	t.Helper()
+	var b []byte
+	var hot []hotGroup
+	for i := from; i < to; i += size {
+		chunk, n := spoolLines(t, i, min(i+size, to))
+		g := hotGroup{start: int64(len(b))}
+		b = append(b, chunk...)
+		g.end = int64(len(b))
+		for j := range n {
+			g.cdrs = append(g.cdrs, CDR{UniqueID: "u." + strconv.Itoa(i+j)})
+		}
+		hot = append(hot, g)
+	}
+	return b, to - from, hot
+}
+
+// TestSpoolHot: CDRs kept in memory are written from it when the drain
+// is at their position, from the file otherwise (after a failed write,
+// past the memory bound, a drain cut inside a group), never twice and
+// always in order.
+func TestSpoolHot(t *testing.T) {
+	s, err := openSpool(t.TempDir(), 1<<30, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if err := s.append(hotLines(t, 0, 30, 10)); err != nil {
+		t.Fatal(err)
+	}
+	// A failed write forgets the group in memory; the file has it.
+	if _, err := s.drain(100, func([]CDR) error { return errors.New("down") }); err == nil {
+		t.Fatal("no error")
+	}
+	// A drain cut inside the second group (batch 15 from the file).
+	var ids []string
+	calls := 0
+	s.drain(15, func(cdrs []CDR) error {
+		if calls++; calls > 1 {
+			return errors.New("cut")
+		}
+		for _, c := range cdrs {
+			ids = append(ids, c.UniqueID)
+		}
+		return nil
+	})
+	checkIDs(t, ids, 0, 15)
+	// More than maxHot in memory, over several segments: the oldest are
+	// read from the file.
+	last := 30
+	for ; last < 30+2*maxHot; last += 500 {
+		if err := s.append(hotLines(t, last, last+500, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.hotN > maxHot {
+		t.Fatalf("%d CDRs in memory, bound %d", s.hotN, maxHot)
+	}
+	ids = append(ids, drainAll(t, s)...)
+	checkIDs(t, ids, 0, last)
+	if len(s.hot) != 0 || s.hotN != 0 {
+		t.Fatalf("memory left after the drain: %d groups, %d CDRs", len(s.hot), s.hotN)
+	}
+	if b, n := s.stats(); b != 0 || n != 0 {
+		t.Fatalf("pending %d bytes, %d CDRs after the drain", b, n)
+	}
+
+	// Caught up, a new group is written from memory: spoil it on disk
+	// and it still arrives whole.
+	if err := s.append(hotLines(t, last, last+10, 10)); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	seg, end := s.wseg, s.wsize
+	s.mu.Unlock()
+	f, err := os.OpenFile(filepath.Join(s.dir, segName(seg)), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte("x"), int(end)), 0)
+	f.Close()
+	ids = nil
+	bad, err := s.drain(100, func(cdrs []CDR) error {
+		for _, c := range cdrs {
+			ids = append(ids, c.UniqueID)
+		}
+		return nil
+	})
+	if err != nil || bad != 0 {
+		t.Fatalf("drain: %d bad lines, %v: read from the file, not from memory", bad, err)
+	}
+	checkIDs(t, ids, last, last+10)
 }
