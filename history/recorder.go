@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +47,7 @@ type RecorderStats struct {
 	Spooled    uint64 // CDRs fsynced to the spool: taken for good
 	Written    uint64 // CDRs handed to the database (duplicates included)
 	Dropped    uint64 // CDRs lost: spool or queue full, disk error, unreadable spool line
+	Rejected   uint64 // CDRs the database refused, set aside in cdr-rejected.jsonl
 	Queued     int64  // CDRs waiting in memory for the fsync
 	Pending    int64  // CDRs in the spool, not yet in the database
 	SpoolBytes int64  // bytes of those
@@ -75,10 +79,11 @@ type Recorder struct {
 	qmu   sync.Mutex // guards queue
 	queue []CDR
 
-	seen, written, spooled, dropped atomic.Uint64
-	queued                          atomic.Int64
-	storeDown                       atomic.Bool
-	spoolOut                        *sqldb.Outage // spool and queue refusals
+	seen, written, spooled, dropped, rejected atomic.Uint64
+	rejectLogged                              time.Time // owned by the drainer
+	queued                                    atomic.Int64
+	storeDown                                 atomic.Bool
+	spoolOut                                  *sqldb.Outage // spool and queue refusals
 
 	// afterSync, when set (tests), is called by the writer with every
 	// group it has synced.
@@ -189,7 +194,7 @@ func (r *Recorder) sweep(now time.Time) {
 func (r *Recorder) Stats() RecorderStats {
 	b, n := r.sp.stats()
 	return RecorderStats{Seen: r.seen.Load(), Written: r.written.Load(), Spooled: r.spooled.Load(),
-		Dropped: r.dropped.Load(), Queued: r.queued.Load(), Pending: n, SpoolBytes: b,
+		Dropped: r.dropped.Load(), Rejected: r.rejected.Load(), Queued: r.queued.Load(), Pending: n, SpoolBytes: b,
 		SpoolMax: r.cfg.MaxSpool, StoreDown: r.storeDown.Load()}
 }
 
@@ -345,13 +350,64 @@ func (r *Recorder) drain(stopBy time.Time) error {
 	return err
 }
 
-// write writes one batch.
+// write writes one batch. A batch the database refuses for what is in
+// it (sqldb.IsBadData: a value it cannot store) is halved until the CDRs
+// it refuses are found; those are set aside (reject), so that one bad
+// record never holds up the spool behind it.
 func (r *Recorder) write(cdrs []CDR) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.WriteTimeout)
-	defer cancel()
-	if err := r.store.Insert(ctx, cdrs); err != nil {
+	err := r.store.Insert(ctx, cdrs)
+	cancel()
+	switch {
+	case err == nil:
+		r.written.Add(uint64(len(cdrs)))
+		return nil
+	case !sqldb.IsBadData(err):
+		return err
+	case len(cdrs) == 1:
+		return r.reject(cdrs[0], err)
+	}
+	h := len(cdrs) / 2
+	if err := r.write(cdrs[:h]); err != nil {
 		return err
 	}
-	r.written.Add(uint64(len(cdrs)))
+	return r.write(cdrs[h:])
+}
+
+// rejectedFile, in the spool directory, keeps the CDRs the database
+// refused, one JSON object a line: {"cdr":{...},"err":"..."}.
+const rejectedFile = "cdr-rejected.jsonl"
+
+// reject appends c to rejectedFile (fsynced) and logs it: the first
+// refusal with its CDR, later ones once a minute with their count. An
+// error here keeps c in the spool.
+func (r *Recorder) reject(c CDR, cause error) error {
+	line, err := json.Marshal(struct {
+		CDR CDR    `json:"cdr"`
+		Err string `json:"err"`
+	}{c, cause.Error()})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(r.cfg.SpoolDir, rejectedFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	n := r.rejected.Add(1)
+	if now := time.Now(); n == 1 || now.Sub(r.rejectLogged) >= time.Minute {
+		r.log.Error("cdr refused by the database, set aside in the spool directory", "file", rejectedFile,
+			"uniqueid", c.UniqueID, "err", cause, "refused_so_far", n)
+		r.rejectLogged = now
+	}
 	return nil
 }

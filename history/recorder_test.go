@@ -2,8 +2,13 @@ package history
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,5 +176,50 @@ func TestFromEvent(t *testing.T) {
 	}
 	if _, ok := FromEvent(ami.NewMessage([]ami.Header{{Key: "Event", Value: "Hangup"}}...), time.UTC, nil); ok {
 		t.Fatal("Hangup taken for a Cdr")
+	}
+}
+
+// TestRecorderSetsAsideRefusedCDR: a CDR PostgreSQL refuses for its
+// content (a source too long for the index) is set aside in
+// cdr-rejected.jsonl, logged and counted, and the CDRs before and after
+// it are written; values no database column takes as they are (NUL,
+// invalid UTF-8, numbers past int32) are cleaned when the event is read,
+// not refused.
+func TestRecorderSetsAsideRefusedCDR(t *testing.T) {
+	s := NewPostgres(openPostgres(t, dbtestPostgres(t)), Config{})
+	dir := t.TempDir()
+	rec, stop := startRecorder(t, s, dir, 0)
+	defer stop()
+	// Random, so that the index cannot compress it under its 2,704 bytes.
+	raw := make([]byte, 20000)
+	rand.Read(raw)
+	huge := hex.EncodeToString(raw)
+	for i := range 5 {
+		rec.Observe(cdrEvent(i))
+	}
+	rec.Observe(cdrEvent(5).Set("Source", huge))
+	rec.Observe(cdrEvent(6).Set("CallerID", "\"Al\x00ice\xff\" <201>").Set("Duration", "99999999999").Set("Sequence", "4294967296"))
+	for i := 7; i < 12; i++ {
+		rec.Observe(cdrEvent(i))
+	}
+	waitUntil(t, "the good CDRs written and the bad one set aside", func() bool {
+		st := rec.Stats()
+		return st.Rejected == 1 && st.Pending == 0 && !st.StoreDown
+	})
+	got := legsInOrder(t, s)
+	if len(got) != 11 {
+		t.Fatalf("%d rows stored, want 11: %v", len(got), got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, rejectedFile))
+	if err != nil || !strings.Contains(string(b), `"uniqueid":"1700000000.5"`) || !strings.Contains(string(b), `"err":`) {
+		t.Fatalf("rejected file: %v\n%.300s", err, b)
+	}
+	var clid string
+	var dur int
+	if err := s.c.QueryRow(context.Background(), `SELECT clid, duration FROM cdr WHERE uniqueid = '1700000000.6'`)(&clid, &dur); err != nil {
+		t.Fatal(err)
+	}
+	if clid != "\"Alice\uFFFD\" <201>" || dur != 0 {
+		t.Errorf("cleaned CDR stored as clid %q, duration %d", clid, dur)
 	}
 }

@@ -61,3 +61,20 @@ func unreachable(err error) bool {
 type downRows struct{ Rows }
 
 func (r downRows) Err() error { return classify(r.Rows.Err()) }
+
+// IsBadData reports whether the database refused err's statement for
+// what was in it rather than for its own state: a PostgreSQL data
+// exception (class 22: a value out of range, a bad byte sequence), an
+// integrity violation (23) or a program limit (54: an index row too
+// large). Sending the same rows again fails the same way.
+func IsBadData(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) != 5 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
+}

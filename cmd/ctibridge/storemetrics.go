@@ -18,6 +18,7 @@ var (
 	descCdrSpooled   = prometheus.NewDesc("ctibridge_cdr_spooled_total", "CDRs fsynced to the spool: taken for good.", nil, nil)
 	descCdrWritten   = prometheus.NewDesc("ctibridge_cdr_written_total", "CDRs written to the database (a replay after a crash counts again; the database keeps one).", nil, nil)
 	descCdrDropped   = prometheus.NewDesc("ctibridge_cdr_dropped_total", "CDRs lost: spool full, disk error, or the disk not keeping up.", nil, nil)
+	descCdrRejected  = prometheus.NewDesc("ctibridge_cdr_rejected_total", "CDRs the database refused for their content, set aside in <data-dir>/spool/cdr-rejected.jsonl.", nil, nil)
 	descCdrQueued    = prometheus.NewDesc("ctibridge_cdr_queued", "CDRs read and waiting in memory for the spool's fsync.", nil, nil)
 	descCdrPending   = prometheus.NewDesc("ctibridge_cdr_pending", "CDRs in the spool, not yet in the database.", nil, nil)
 	descSpoolBytes   = prometheus.NewDesc("ctibridge_cdr_spool_bytes", "Bytes of spool not yet in the database.", nil, nil)
@@ -28,7 +29,7 @@ var (
 
 func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStoreUp, descCdrSeen, descCdrSpooled, descCdrWritten, descCdrDropped,
-		descCdrQueued, descCdrPending, descSpoolBytes, descSpoolMax, descSpoolFull, descCdrStoreDown} {
+		descCdrRejected, descCdrQueued, descCdrPending, descSpoolBytes, descSpoolMax, descSpoolFull, descCdrStoreDown} {
 		ch <- d
 	}
 }
@@ -58,6 +59,7 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCdrSpooled, st.Spooled)
 	counter(descCdrWritten, st.Written)
 	counter(descCdrDropped, st.Dropped)
+	counter(descCdrRejected, st.Rejected)
 	gauge(descCdrQueued, float64(st.Queued))
 	gauge(descCdrPending, float64(st.Pending))
 	gauge(descSpoolBytes, float64(st.SpoolBytes))
