@@ -22,9 +22,10 @@ import (
 // stopped: the bridge serves the live state and is ready (the PBX link
 // is what readiness means), says the store is not reached in /readyz and
 // the metrics, answers history and phonebook with 503; the CDRs of calls
-// that end meanwhile wait in the spool. Then the database starts: without
-// a restart the routes work and every CDR is in the database exactly
-// once.
+// that end meanwhile wait in the spool. The bridge is restarted during
+// the outage (what systemd does), more calls end; then the database
+// starts: without another restart the routes work and every CDR, from
+// before and after the restart, is in the database exactly once.
 func TestServeWithDatabaseDown(t *testing.T) {
 	cluster, dsn := dbtest.NewCluster(t)
 	if err := cluster.Stop(); err != nil {
@@ -45,22 +46,8 @@ func TestServeWithDatabaseDown(t *testing.T) {
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users, "CTIBRIDGE_DB": dsn}
 	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--data-dir", t.TempDir()}
-	var logs syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("serve did not stop")
-		}
-	}()
 
+	var logs *syncBuffer // the running bridge's
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
@@ -69,27 +56,42 @@ func TestServeWithDatabaseDown(t *testing.T) {
 			}
 		}
 	}
-	waitFor("ready with the database down", func() bool { code, _ := get(t, "http://"+admin+"/readyz"); return code == http.StatusOK })
-	if _, body := get(t, "http://"+admin+"/readyz"); !strings.Contains(body, "store: starting") {
-		t.Errorf("/readyz does not say the store is not reached:\n%s", body)
+	// start runs the bridge until the returned function stops it.
+	start := func() func() {
+		logs = &syncBuffer{}
+		out := logs
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, out) }()
+		waitFor("ready with the database down", func() bool { code, _ := get(t, "http://"+admin+"/readyz"); return code == http.StatusOK })
+		return func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Error("serve did not stop")
+			}
+		}
 	}
-	if _, m := get(t, "http://"+admin+"/metrics"); !strings.Contains(m, "ctibridge_store_up 0") {
-		t.Error("metrics lack ctibridge_store_up 0")
-	}
-
-	resp, err := http.Post("http://"+api+"/auth/login", "application/json", strings.NewReader(`{"username":"alice","password":"alice-pw"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var login struct{ Token string }
-	json.NewDecoder(resp.Body).Decode(&login)
-	resp.Body.Close()
-	if login.Token == "" {
-		t.Fatalf("login: %d", resp.StatusCode)
+	var token string
+	login := func() {
+		resp, err := http.Post("http://"+api+"/auth/login", "application/json", strings.NewReader(`{"username":"alice","password":"alice-pw"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l struct{ Token string }
+		json.NewDecoder(resp.Body).Decode(&l)
+		resp.Body.Close()
+		if token = l.Token; token == "" {
+			t.Fatalf("login: %d", resp.StatusCode)
+		}
 	}
 	do := func(path string) (int, string) {
 		req, _ := http.NewRequest("GET", "http://"+api+path, nil)
-		req.Header.Set("Authorization", "Bearer "+login.Token)
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +100,31 @@ func TestServeWithDatabaseDown(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	metricsHave := func(want ...string) bool {
+		_, m := get(t, "http://"+admin+"/metrics")
+		for _, w := range want {
+			if !strings.Contains(m, w) {
+				return false
+			}
+		}
+		return true
+	}
+	// sendCdrs ends n calls (their Cdr events), numbered from first.
+	sendCdrs := func(first, n int) {
+		for i := range n {
+			srv.Broadcast(cdr.Set("UniqueID", "1796028439."+strconv.Itoa(first+i)))
+		}
+	}
 	const historyPath = "/historycall/interval/user/alice/20261129/20261201?limit=500"
+
+	stop := start()
+	if _, body := get(t, "http://"+admin+"/readyz"); !strings.Contains(body, "store: starting") {
+		t.Errorf("/readyz does not say the store is not reached:\n%s", body)
+	}
+	if !metricsHave("ctibridge_store_up 0") {
+		t.Error("metrics lack ctibridge_store_up 0")
+	}
+	login()
 	if code, _ := do("/astproxy/extensions"); code != http.StatusOK {
 		t.Errorf("live state with the database down: %d", code)
 	}
@@ -107,17 +133,22 @@ func TestServeWithDatabaseDown(t *testing.T) {
 			t.Errorf("GET %s with the database down: %d %s, want 503 store_unavailable", p, code, body)
 		}
 	}
+	sendCdrs(1000, 40)
+	waitFor("the CDRs in the spool", func() bool { return metricsHave("ctibridge_cdr_spooled_total 40", "ctibridge_cdr_pending 40") })
+	firstLogs := logs
 
-	// Calls end while the database is down.
-	const calls = 40
-	for i := range calls {
-		srv.Broadcast(cdr.Set("UniqueID", "1796028439."+strconv.Itoa(1000+i)))
+	// Restarted during the outage: the spool is resumed, more calls end.
+	stop()
+	stop = start()
+	defer func() { stop() }()
+	if _, body := get(t, "http://"+admin+"/readyz"); !strings.Contains(body, "cdrs waiting in the spool: 40") {
+		t.Errorf("/readyz after the restart does not count the spool:\n%s", body)
 	}
-	waitFor("the CDRs in the spool", func() bool {
-		_, m := get(t, "http://"+admin+"/metrics")
-		return strings.Contains(m, "ctibridge_cdr_spooled_total "+strconv.Itoa(calls)) && strings.Contains(m, "ctibridge_cdr_pending "+strconv.Itoa(calls))
-	})
+	login()
+	sendCdrs(2000, 20)
+	waitFor("the new CDRs in the spool", func() bool { return metricsHave("ctibridge_cdr_spooled_total 20", "ctibridge_cdr_pending 60") })
 
+	const calls = 60
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +163,8 @@ func TestServeWithDatabaseDown(t *testing.T) {
 		_, body := get(t, "http://"+admin+"/readyz")
 		return strings.Contains(body, "store: up; cdrs waiting in the spool: 0")
 	})
-	if _, m := get(t, "http://"+admin+"/metrics"); !strings.Contains(m, "ctibridge_store_up 1") || !strings.Contains(m, "ctibridge_cdr_dropped_total 0") {
+	if !metricsHave("ctibridge_store_up 1", "ctibridge_cdr_dropped_total 0", "ctibridge_cdr_written_total 60") {
+		_, m := get(t, "http://"+admin+"/metrics")
 		t.Errorf("metrics after the outage:\n%s", grepLines(m, "ctibridge_cdr_", "ctibridge_store_"))
 	}
 
@@ -149,11 +181,13 @@ func TestServeWithDatabaseDown(t *testing.T) {
 	if rows != calls || distinct != calls {
 		t.Errorf("%d rows, %d distinct uniqueids in cdr; want %d and %d", rows, distinct, calls, calls)
 	}
-	// The outage is logged once when it starts and once when it ends, not
-	// for every request or CDR it failed.
-	l := logs.String()
-	if strings.Count(l, `msg="database unavailable"`) != 1 || strings.Count(l, `msg="database back"`) != 1 || strings.Contains(l, "request failed") {
-		t.Errorf("the outage is not logged once:\n%s", grepLines(l, "unavailable", "database", "request failed"))
+	// Each bridge logs the outage once when it starts, the second once
+	// when it ends, not for every request or CDR it failed.
+	for i, l := range []string{firstLogs.String(), logs.String()} {
+		back := i
+		if strings.Count(l, `msg="database unavailable"`) != 1 || strings.Count(l, `msg="database back"`) != back || strings.Contains(l, "request failed") {
+			t.Errorf("bridge %d does not log the outage once:\n%s", i+1, grepLines(l, "unavailable", "database", "request failed"))
+		}
 	}
 }
 
