@@ -138,7 +138,7 @@ func TestEmptyUsersList(t *testing.T) {
 	}
 }
 
-// TestAllowed is the permission table of DESIGN.md "Users and permissions".
+// TestAllowed is the permission table of docs/design.md "Users and permissions".
 func TestAllowed(t *testing.T) {
 	us := mustUsers(t)
 	get := func(n string) *User { u, _ := us.Lookup(n); return u }

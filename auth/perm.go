@@ -54,7 +54,7 @@ func Actions() []Action {
 }
 
 // Allowed is the one place that decides whether u may do a to endpoint
-// (DESIGN.md "Users and permissions"):
+// (docs/design.md "Users and permissions"):
 //
 //   - admin: everything.
 //   - everyone sees every endpoint's presence (not asked here).

@@ -165,7 +165,7 @@ func LoadUsers(path string) (*Users, error) {
 	return ParseUsers(path, data)
 }
 
-// ParseUsers parses a users file (DESIGN.md "Users file"); name is used in
+// ParseUsers parses a users file (docs/rest.md "Users"); name is used in
 // errors. Unknown keys, duplicate users, bad roles or permissions,
 // malformed hashes and malformed endpoints are errors. It returns the first
 // problem; CheckUsers returns them all.

@@ -6,7 +6,8 @@ package auth
 // per change, so a user who may see everything costs nothing and a
 // filtered user costs one scan of the entities that hold hidden details.
 //
-// What is hidden (DESIGN.md: "numbers and names of other people's calls"):
+// What is hidden (docs/design.md "Users and permissions": the numbers and
+// names in other people's calls):
 //   - in an extension or a trunk: every conversation's counterpartNum and
 //     counterpartName, unless Allowed(u, SeeCalls, owner);
 //   - in a queue: the num and name of waiting callers, unless

@@ -217,7 +217,8 @@ func sortedFields(s string) []string {
 	return f
 }
 
-// TestJSONShapes: exactly DESIGN.md's key names, numbers as numbers.
+// TestJSONShapes: exactly docs/design.md's key names ("JSON shapes"),
+// numbers as numbers.
 func TestJSONShapes(t *testing.T) {
 	cv := Conversation{ID: "a>b", AnsweredAt: 1000, StartTime: 500}
 	x := Extension{Exten: "201", Conversations: map[string]Conversation{"a>b": cv}}

@@ -6,7 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// Hand-written encoders: the key order and names are DESIGN.md's, numbers are
+// Hand-written encoders: the key order and names are docs/design.md's ("JSON
+// shapes"), numbers are
 // JSON numbers, map keys are sorted so the output is deterministic, and no
 // reflection runs on the publish path.
 

@@ -9,7 +9,7 @@
 // ws, so what it measures is what a client sees. Latencies go into a
 // log-linear Histogram (HdrHistogram's layout, about 1% precision), never
 // into a slice of every sample. Reports render as an autocannon-like table,
-// as JSON (the shape of DESIGN.md's CLI section) and as a self-contained
+// as JSON (the shape in docs/loadtest.md, "Common flags") and as a self-contained
 // HTML page with inline SVG plots.
 //
 // Concurrency: RunHTTP, RunWS and RunE2E each own every goroutine they

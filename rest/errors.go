@@ -14,7 +14,7 @@ import (
 )
 
 // Error is an API error: an HTTP status, a stable code and a message, sent
-// as {"error":{"code":"..","message":".."}} (DESIGN.md "Errors").
+// as {"error":{"code":"..","message":".."}} (docs/design.md "JSON shapes").
 type Error struct {
 	Status  int
 	Code    string

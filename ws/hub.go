@@ -88,7 +88,7 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// Close codes sent to clients (DESIGN.md "WebSocket protocol").
+// Close codes sent to clients (docs/websocket.md "Closing").
 const (
 	CloseGoingAway     = websocket.CloseGoingAway // 1001: server shutting down
 	CloseNoToken       = 4001                     // no token at the upgrade nor as first message in time
