@@ -3,6 +3,9 @@ package rest
 import (
 	"context"
 	"database/sql"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/sqldb"
+	"github.com/ctibridge/ctibridge/upstream"
 )
 
 // TestOversizedBodies: every route that reads a body answers 413 (not
@@ -99,5 +103,25 @@ func TestStoreUnavailable(t *testing.T) {
 		if r.status == 503 || r.status >= 500 {
 			t.Errorf("%s %s once the database is up: %d %s", rt.method, rt.path, r.status, r.body)
 		}
+	}
+}
+
+// TestOversizedImportRemote: through a remote phonebook too, an import
+// past MaxImport is a 413 (the limit cuts the upload to the service).
+func TestOversizedImportRemote(t *testing.T) {
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"imported":0,"errors":[]}`)
+	}))
+	defer remote.Close()
+	uc, err := upstream.New(upstream.Config{URLs: []string{remote.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	f := newFixture(t, false, func(c *Config) { c.Phonebook = phonebook.NewRemote(uc, phonebook.RemoteConfig{}) })
+	r := f.do("POST", "/phonebook/import", "alice", "name\n"+strings.Repeat("Anna\n", MaxImport/5+1))
+	if r.status != 413 || r.errorCode() != "too_large" {
+		t.Errorf("oversized import through the remote phonebook: %d %s, want 413 too_large", r.status, r.body)
 	}
 }
