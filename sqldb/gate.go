@@ -31,18 +31,25 @@ type GateConfig struct {
 
 // Gate lets a process start and serve without its database: the Conn it
 // gives out answers ErrUnavailable until Run has reached the database
-// and prepared it, and passes everything through afterwards. Run goes
-// on checking the database, for Up (metrics, readiness reports). Safe
-// for concurrent use.
+// and prepared it, and passes everything through afterwards, except
+// while the database is known to be down: then it answers
+// ErrUnavailable at once (no request waits for a connect timeout) and
+// has Run check again, at most every quarter second. Run checks the
+// database every CheckEvery, and as soon as a query through the Conn
+// finds it unreachable. Safe for concurrent use.
 type Gate struct {
 	// Immutable after NewGate.
 	c   Conn
 	cfg GateConfig
 	out *Outage
 
-	ready atomic.Bool // Prepare has succeeded
-	up    atomic.Bool // ready and the last check passed
+	ready atomic.Bool   // Prepare has succeeded
+	up    atomic.Bool   // ready and the last check passed
+	kick  chan struct{} // check now (a query found the database down)
 }
+
+// minCheck is the shortest time between two checks asked for by kicks.
+const minCheck = 250 * time.Millisecond
 
 // NewGate returns a Gate over c; nothing is tried before Run.
 func NewGate(c Conn, cfg GateConfig) *Gate {
@@ -56,7 +63,7 @@ func NewGate(c Conn, cfg GateConfig) *Gate {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Gate{c: c, cfg: cfg, out: NewOutage(log, "database")}
+	return &Gate{c: c, cfg: cfg, out: NewOutage(log, "database"), kick: make(chan struct{}, 1)}
 }
 
 // Conn returns the gated Conn, for the stores.
@@ -75,6 +82,7 @@ func (g *Gate) Up() bool { return g.up.Load() }
 func (g *Gate) Run(ctx context.Context) error {
 	b := Backoff{Min: 250 * time.Millisecond, Max: g.cfg.RetryMax}
 	for {
+		last := time.Now()
 		err := g.step(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -95,6 +103,15 @@ func (g *Gate) Run(ctx context.Context) error {
 			t.Stop()
 			return ctx.Err()
 		case <-t.C:
+		case <-g.kick:
+			t.Stop()
+			t = time.NewTimer(time.Until(last.Add(minCheck)))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
 	}
 }
@@ -109,6 +126,7 @@ func (g *Gate) step(ctx context.Context) error {
 	if err := g.cfg.Prepare(ctx); err != nil {
 		return err
 	}
+	g.up.Store(true)
 	g.ready.Store(true)
 	if g.cfg.OnReady != nil {
 		g.cfg.OnReady(ctx)
@@ -116,38 +134,74 @@ func (g *Gate) step(ctx context.Context) error {
 	return nil
 }
 
-// errNotReady is what the gated Conn answers before the first Prepare.
-var errNotReady = &downError{errors.New("not connected and migrated yet")}
+// What the gated Conn answers before the first Prepare, and while the
+// database is known to be down.
+var (
+	errNotReady = &downError{errors.New("not connected and migrated yet")}
+	errDown     = &downError{errors.New("it failed its last check; checking again")}
+)
+
+// admit says whether a query may go to the database.
+func (g *Gate) admit() error {
+	switch {
+	case !g.ready.Load():
+		return errNotReady
+	case !g.up.Load():
+		g.poke()
+		return errDown
+	}
+	return nil
+}
+
+// saw notes a query's error: one that says the database is unreachable
+// marks it down and asks Run to check it.
+func (g *Gate) saw(err error) error {
+	if IsUnavailable(err) {
+		g.up.Store(false)
+		g.poke()
+	}
+	return err
+}
+
+func (g *Gate) poke() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
 
 // gateConn is Gate.Conn.
 type gateConn struct{ g *Gate }
 
 func (c gateConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	if !c.g.ready.Load() {
-		return 0, errNotReady
+	if err := c.g.admit(); err != nil {
+		return 0, err
 	}
-	return c.g.c.Exec(ctx, q, args...)
+	n, err := c.g.c.Exec(ctx, q, args...)
+	return n, c.g.saw(err)
 }
 
 func (c gateConn) Query(ctx context.Context, q string, args ...any) (Rows, func(), error) {
-	if !c.g.ready.Load() {
-		return nil, nil, errNotReady
+	if err := c.g.admit(); err != nil {
+		return nil, nil, err
 	}
-	return c.g.c.Query(ctx, q, args...)
+	rs, done, err := c.g.c.Query(ctx, q, args...)
+	return rs, done, c.g.saw(err)
 }
 
 func (c gateConn) QueryRow(ctx context.Context, q string, args ...any) func(dest ...any) error {
-	if !c.g.ready.Load() {
-		return func(...any) error { return errNotReady }
+	if err := c.g.admit(); err != nil {
+		return func(...any) error { return err }
 	}
-	return c.g.c.QueryRow(ctx, q, args...)
+	scan := c.g.c.QueryRow(ctx, q, args...)
+	return func(dest ...any) error { return c.g.saw(scan(dest...)) }
 }
 
 func (c gateConn) InTx(ctx context.Context, fn func(Conn) error) error {
-	if !c.g.ready.Load() {
-		return errNotReady
+	if err := c.g.admit(); err != nil {
+		return err
 	}
-	return c.g.c.InTx(ctx, fn)
+	return c.g.saw(c.g.c.InTx(ctx, fn))
 }
 
 func (c gateConn) Postgres() bool { return c.g.c.Postgres() }

@@ -105,6 +105,10 @@ func TestGateOutage(t *testing.T) {
 		t.Fatalf("after the server stopped: %v, want ErrUnavailable", err)
 	}
 	waitFor(t, "Up to turn false", func() bool { return !g.Up() })
+	// Known down: answered at once, without trying the server.
+	if _, err := gc.Exec(ctx, `SELECT 1`); !sqldb.IsUnavailable(err) || !strings.Contains(err.Error(), "checking again") {
+		t.Fatalf("while known down: %v", err)
+	}
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}

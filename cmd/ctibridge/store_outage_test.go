@@ -25,7 +25,8 @@ import (
 // that end meanwhile wait in the spool. The bridge is restarted during
 // the outage (what systemd does), more calls end; then the database
 // starts: without another restart the routes work and every CDR, from
-// before and after the restart, is in the database exactly once.
+// before and after the restart, is in the database exactly once. Then a
+// second outage while running: the same.
 func TestServeWithDatabaseDown(t *testing.T) {
 	cluster, dsn := dbtest.NewCluster(t)
 	if err := cluster.Stop(); err != nil {
@@ -168,6 +169,23 @@ func TestServeWithDatabaseDown(t *testing.T) {
 		t.Errorf("metrics after the outage:\n%s", grepLines(m, "ctibridge_cdr_", "ctibridge_store_"))
 	}
 
+	// A second outage, while running: 503 again, CDRs to the spool, and
+	// everything back when the database is.
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the history to answer 503 again", func() bool { code, _ := do(historyPath); return code == http.StatusServiceUnavailable })
+	sendCdrs(3000, 10)
+	waitFor("the CDRs of the second outage in the spool", func() bool { return metricsHave("ctibridge_cdr_spooled_total 30", "ctibridge_cdr_pending 10") })
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const all = calls + 10
+	waitFor("the history to answer with every call again", func() bool {
+		code, body := do(historyPath)
+		return code == http.StatusOK && strings.Contains(body, `"count":`+strconv.Itoa(all)+`,`)
+	})
+
 	// Exactly once, in the database itself.
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
@@ -178,14 +196,13 @@ func TestServeWithDatabaseDown(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT uniqueid) FROM cdr`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
-	if rows != calls || distinct != calls {
-		t.Errorf("%d rows, %d distinct uniqueids in cdr; want %d and %d", rows, distinct, calls, calls)
+	if rows != all || distinct != all {
+		t.Errorf("%d rows, %d distinct uniqueids in cdr; want %d and %d", rows, distinct, all, all)
 	}
-	// Each bridge logs the outage once when it starts, the second once
-	// when it ends, not for every request or CDR it failed.
+	// Each bridge logs each outage once when it starts and once when it
+	// ends, not for every request or CDR it failed.
 	for i, l := range []string{firstLogs.String(), logs.String()} {
-		back := i
-		if strings.Count(l, `msg="database unavailable"`) != 1 || strings.Count(l, `msg="database back"`) != back || strings.Contains(l, "request failed") {
+		if strings.Count(l, `msg="database unavailable"`) != i+1 || strings.Count(l, `msg="database back"`) != 2*i || strings.Contains(l, "request failed") {
 			t.Errorf("bridge %d does not log the outage once:\n%s", i+1, grepLines(l, "unavailable", "database", "request failed"))
 		}
 	}
