@@ -6,11 +6,13 @@
 // Errors that mean the database is out of reach (connection refused or
 // lost, server shutting down or starting, class 08 errors) match
 // ErrUnavailable, whichever query returned them, so callers can tell an
-// outage (503, keep the data, try again) from a bad query. A Gate lets a
-// process start without its database: its Conn answers ErrUnavailable
-// until Gate.Run has connected and migrated, retrying with backoff, and
-// Run keeps checking the database afterwards (Gate.Up). Outage logs a run
-// of failures once, then a count a minute, then the recovery.
+// outage (503, keep the data, try again) from a bad query; IsBadData
+// tells a statement refused for its values. A Gate lets a process start
+// without its database: its Conn answers ErrUnavailable until Gate.Run
+// has connected and migrated, retrying with backoff, and at once while
+// the database is known to be down; Run keeps checking the database
+// (Gate.Up). Outage logs a run of failures once, then a count a minute,
+// then the recovery.
 //
 // A Conn is safe for concurrent use, as the pool or *sql.DB under it is;
 // the Conn given to an InTx callback belongs to that callback. Gate and
