@@ -278,7 +278,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(link.NewCollector(lk, client))
+	reg.MustRegister(link.NewCollector(lk, client), storeCollector{st})
 	restMetrics := rest.NewMetrics()
 	if err := restMetrics.Register(reg); err != nil {
 		return err
@@ -322,7 +322,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		apiLn.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready), ReadHeaderTimeout: 5 * time.Second}
+	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready, st.status), ReadHeaderTimeout: 5 * time.Second}
 	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", apiLn.Addr().String(), "admin", adminLn.Addr().String())
 	if started != nil {
 		started(bridgeAddrs{HTTP: apiLn.Addr().String(), Admin: adminLn.Addr().String()})
