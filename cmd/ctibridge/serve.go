@@ -283,13 +283,17 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	if err := restMetrics.Register(reg); err != nil {
 		return err
 	}
-	api, err := rest.NewHandler(rest.Config{
+	rcfg := rest.Config{
 		Auth: authSvc, State: eng, PBX: client, Refresh: lk, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
-	})
+	}
+	if rec != nil {
+		rcfg.Recordings = rec // never a nil pointer in the interface
+	}
+	api, err := rest.NewHandler(rcfg)
 	if err != nil {
 		return err
 	}
