@@ -19,10 +19,13 @@ import (
 const (
 	DefaultDialTimeout   = 5 * time.Second
 	DefaultActionTimeout = 10 * time.Second
-	DefaultPingInterval  = 20 * time.Second
-	DefaultPingTimeout   = 5 * time.Second
+	DefaultPingInterval  = 2 * time.Second
+	DefaultPingLate      = 750 * time.Millisecond
+	DefaultPingTimeout   = 3 * time.Second
 	DefaultReconnectMin  = 250 * time.Millisecond
 	DefaultReconnectMax  = 30 * time.Second
+	DefaultReconnectFast = 500 * time.Millisecond
+	DefaultFastFor       = 2 * time.Minute
 	DefaultMaxQueue      = 1_000_000
 )
 
@@ -55,10 +58,20 @@ type Config struct {
 	// banner and login exchange. Default 10 s.
 	ActionTimeout time.Duration
 	// PingInterval is how often the connection is probed with a Ping
-	// action. Default 20 s; negative disables pings.
+	// action. Default 2 s; negative disables pings and the read-idle
+	// deadline. With the defaults a half-open connection (bytes swallowed,
+	// socket kept) is reported stalled within 2.75 s and dropped within 5 s.
 	PingInterval time.Duration
+	// PingLate is how long a Ping may stay unanswered before Next reports
+	// LinkStalled: what was read may no longer be current. LinkResumed
+	// follows if the answer comes after all. Default 750 ms, at most
+	// PingTimeout.
+	PingLate time.Duration
 	// PingTimeout is how long a Ping may stay unanswered before the
-	// connection is declared dead and dropped. Default 5 s.
+	// connection is declared dead and dropped. Default 3 s. Behind it, the
+	// socket has a read deadline of 2·PingInterval+PingTimeout, pushed back
+	// at every answered Ping: a connection that reads nothing for that
+	// long is dropped even if a Ping cannot be written.
 	PingTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between
 	// connection attempts; each wait is drawn uniformly from [0, current cap]
@@ -66,6 +79,14 @@ type Config struct {
 	// Defaults 250 ms and 30 s.
 	ReconnectMin time.Duration
 	ReconnectMax time.Duration
+	// ReconnectFast caps the backoff while the PBX is likely restarting:
+	// for FastFor after a logged-in connection dropped (Asterisk closes
+	// the socket when it stops or restarts), so the bridge is back within
+	// ReconnectFast of Asterisk listening again. A refused login ends the
+	// fast phase: a PBX that refuses us is not hammered. Defaults 500 ms
+	// and 2 min; a negative FastFor disables the fast phase.
+	ReconnectFast time.Duration
+	FastFor       time.Duration
 	// MaxQueue is how many messages may wait for Next before the client gives
 	// up on the connection: it drops it, counts an overflow and reconnects
 	// (the consumer resynchronises after LinkUp anyway). The reading
@@ -74,8 +95,12 @@ type Config struct {
 	// Reader sets the framing limits. Default: see ReaderConfig.
 	Reader ReaderConfig
 
-	// Log receives lifecycle and error logs. Default: discard.
+	// Log receives lifecycle and error logs. Default: discard. Malformed
+	// input (see Junk) is logged at Warn, rate-limited: the first of each
+	// kind at once, then a count at most every JunkLogEvery.
 	Log *slog.Logger
+	// JunkLogEvery is the period of those counts. Default 1 min.
+	JunkLogEvery time.Duration
 	// Record, when set, receives every byte read from the socket, banner
 	// included, exactly as received (for --record-ami). It is written from
 	// the reading goroutine, so it should be quick. If it also has a method
@@ -90,9 +115,11 @@ type Config struct {
 type LinkState uint8
 
 const (
-	LinkNone LinkState = iota // an ordinary message
-	LinkUp                    // logged in: every later message is from this connection
-	LinkDown                  // the connection is gone; state may have been missed
+	LinkNone    LinkState = iota // an ordinary message
+	LinkUp                       // logged in: every later message is from this connection
+	LinkDown                     // the connection is gone; state may have been missed
+	LinkStalled                  // a Ping is late: the connection may be half-open, state may be stale
+	LinkResumed                  // the late Ping was answered: what was queued before is current again
 )
 
 func (l LinkState) String() string {
@@ -101,6 +128,10 @@ func (l LinkState) String() string {
 		return "up"
 	case LinkDown:
 		return "down"
+	case LinkStalled:
+		return "stalled"
+	case LinkResumed:
+		return "resumed"
 	}
 	return "none"
 }
@@ -140,6 +171,7 @@ var (
 	ErrConnectionLost = errors.New("ami: connection lost")
 	errOverflow       = errors.New("event queue overflow")
 	errPingTimeout    = errors.New("ping timeout")
+	errReadIdle       = errors.New("nothing read within the keep-alive deadline")
 )
 
 // IsTimeout reports whether err means an action or the network did not
@@ -154,14 +186,17 @@ func IsTimeout(err error) bool {
 
 // ClientStats counts what a Client has done. Counters only grow.
 type ClientStats struct {
-	Connects   uint64 // successful logins
-	Reconnects uint64 // successful logins after the first
-	Failures   uint64 // connection attempts that did not reach login
-	Overflows  uint64 // connections dropped because MaxQueue was reached
-	PingFails  uint64 // connections dropped because a Ping went unanswered
-	Messages   uint64 // frames read
-	Garbage    uint64 // lines skipped by the reader
-	Oversized  uint64 // frames dropped by the reader for their size
+	Connects   uint64        // successful logins
+	Reconnects uint64        // successful logins after the first
+	Failures   uint64        // connection attempts that did not reach login
+	Overflows  uint64        // connections dropped because MaxQueue was reached
+	PingFails  uint64        // connections dropped because a Ping went unanswered
+	LatePings  uint64        // Pings unanswered after PingLate (LinkStalled reported)
+	Messages   uint64        // frames read
+	Garbage    uint64        // lines skipped by the reader
+	Oversized  uint64        // connections dropped for a line or frame over the size limit
+	Headerless uint64        // frames with neither Event nor Response, dropped
+	PingRTT    time.Duration // round trip of the last answered Ping
 }
 
 // Client is a reconnecting AMI client. Run owns the connection; Next hands
@@ -198,9 +233,12 @@ type Client struct {
 
 	randMu sync.Mutex // guards cfg.Rand
 
+	junk *junkLog
+
 	stats struct {
-		connects, reconnects, failures, overflows, pingFails atomic.Uint64
-		messages, garbage, oversized                         atomic.Uint64
+		connects, reconnects, failures, overflows, pingFails, latePings atomic.Uint64
+		messages, garbage, oversized, headerless                        atomic.Uint64
+		pingRTT                                                         atomic.Int64
 	}
 }
 
@@ -221,11 +259,16 @@ func NewClient(cfg Config) *Client {
 	def(&cfg.ActionTimeout, DefaultActionTimeout)
 	def(&cfg.PingInterval, DefaultPingInterval)
 	def(&cfg.PingTimeout, DefaultPingTimeout)
+	def(&cfg.PingLate, min(DefaultPingLate, cfg.PingTimeout))
+	cfg.PingLate = min(cfg.PingLate, cfg.PingTimeout)
 	def(&cfg.ReconnectMin, DefaultReconnectMin)
 	def(&cfg.ReconnectMax, DefaultReconnectMax)
 	if cfg.ReconnectMax < cfg.ReconnectMin {
 		cfg.ReconnectMax = cfg.ReconnectMin
 	}
+	def(&cfg.ReconnectFast, DefaultReconnectFast)
+	cfg.ReconnectFast = min(cfg.ReconnectFast, cfg.ReconnectMax)
+	def(&cfg.FastFor, DefaultFastFor)
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
@@ -236,9 +279,11 @@ func NewClient(cfg Config) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With("component", "ami")
 	return &Client{
 		cfg:     cfg,
-		log:     log.With("component", "ami"),
+		log:     log,
+		junk:    newJunkLog(log, cfg.JunkLogEvery, nil),
 		prefix:  strconv.FormatUint(rand.Uint64()&0xffffffff, 36),
 		notify:  make(chan struct{}, 1),
 		closing: make(chan struct{}),
@@ -258,8 +303,9 @@ func (c *Client) Stats() ClientStats {
 	s := &c.stats
 	return ClientStats{
 		Connects: s.connects.Load(), Reconnects: s.reconnects.Load(), Failures: s.failures.Load(),
-		Overflows: s.overflows.Load(), PingFails: s.pingFails.Load(),
+		Overflows: s.overflows.Load(), PingFails: s.pingFails.Load(), LatePings: s.latePings.Load(),
 		Messages: s.messages.Load(), Garbage: s.garbage.Load(), Oversized: s.oversized.Load(),
+		Headerless: s.headerless.Load(), PingRTT: time.Duration(s.pingRTT.Load()),
 	}
 }
 
@@ -271,65 +317,6 @@ func (c *Client) Close() error {
 		<-c.runDone
 	}
 	return nil
-}
-
-// Run connects, logs in and reads until ctx is done (or Close is called),
-// reconnecting with backoff after any failure. It sends Logoff before
-// leaving a live connection and returns ctx.Err(). Call it once.
-func (c *Client) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("ami: run: already running")
-	}
-	defer close(c.runDone)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Add(1)
-	go func() { // owned: ends when ctx ends, which the deferred cancel ensures
-		defer wg.Done()
-		select {
-		case <-c.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-
-	attempt := 0
-	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		loggedIn, err := c.runConn(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if loggedIn && !errors.Is(err, errOverflow) {
-			attempt = 0 // the link worked: start the backoff over
-		}
-		wait := c.backoff(attempt)
-		attempt++
-		c.log.Warn("ami disconnected", "err", err, "retry_in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// backoff returns a wait drawn from [0, min(max, min*2^attempt)].
-func (c *Client) backoff(attempt int) time.Duration {
-	ceil := c.cfg.ReconnectMin
-	for i := 0; i < attempt && ceil < c.cfg.ReconnectMax; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.cfg.ReconnectMax)
-	c.randMu.Lock()
-	defer c.randMu.Unlock()
-	return time.Duration(c.cfg.Rand.Int64N(int64(ceil) + 1))
 }
 
 // push queues ev for Next. Link markers always fit; a message does not fit

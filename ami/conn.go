@@ -104,7 +104,12 @@ func (c *Client) runConn(ctx context.Context) (loggedIn bool, err error) {
 	// One bufio.Reader for the whole connection: the login response and
 	// FullyBooted share a TCP read, and whatever follows the response must
 	// stay buffered for the read loop.
-	r := NewReader(bufio.NewReaderSize(src, 64<<10), c.cfg.Reader)
+	rc := c.cfg.Reader
+	if rc.OnJunk == nil {
+		rc.OnJunk = c.junk.note
+	}
+	defer c.junk.flush()
+	r := NewReader(bufio.NewReaderSize(src, 64<<10), rc)
 	cn := &conn{nc: nc, bw: bufio.NewWriterSize(nc, 8<<10), pending: map[string]*call{}, done: make(chan struct{})}
 
 	// Let ctx interrupt the banner and login exchange.
@@ -123,6 +128,7 @@ func (c *Client) runConn(ctx context.Context) (loggedIn bool, err error) {
 		return false, ctx.Err()
 	}
 	nc.SetDeadline(time.Time{})
+	c.extendIdle(cn)
 
 	if c.stats.connects.Add(1) > 1 {
 		c.stats.reconnects.Add(1)
@@ -141,6 +147,11 @@ func (c *Client) runConn(ctx context.Context) (loggedIn bool, err error) {
 	}()
 
 	err = c.readLoop(cn, r)
+	if IsTimeout(err) && c.cfg.PingInterval > 0 {
+		c.stats.pingFails.Add(1)
+		c.log.Warn("ami read idle: dropping connection", "idle", c.idleTimeout())
+		err = fmt.Errorf("ami: %w (%v)", errReadIdle, c.idleTimeout())
+	}
 	cn.fail(err)
 
 	c.mu.Lock()
@@ -238,6 +249,12 @@ func (c *Client) readLoop(cn *conn, r *Reader) error {
 		}
 		c.stats.messages.Add(1)
 		if c.route(cn, m) {
+			continue
+		}
+		if m.Kind() == KindUnknown {
+			// Neither Event nor Response: nothing downstream can use it.
+			c.stats.headerless.Add(1)
+			c.junk.note(JunkHeaderless, []byte(m.String()))
 			continue
 		}
 		if !c.push(Event{Msg: m}, false) {
