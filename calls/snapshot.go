@@ -70,7 +70,7 @@ func (s *Snapshot) ParkingsJSON() []byte { return s.park.bytes() }
 // TrunksJSON is {"trunk":{...},...} in key order.
 func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes() }
 
-// StatusJSON is {"pbx":"live|resyncing|down","version":N,"since":ms}.
+// StatusJSON is {"pbx":"live|resyncing|stalled|down","version":N,"since":ms}.
 func (s *Snapshot) StatusJSON() []byte { return s.status }
 
 // StateJSON is the whole state, as `ctibridge replay` prints it:
