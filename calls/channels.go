@@ -33,6 +33,8 @@ type channel struct {
 	created    int64  // ms
 	seq        uint64 // creation order
 	gen        uint64 // resync generation it was created or confirmed in
+	liveAt     uint64 // resyncState.events when a live event last set its headers
+	bridgeAt   uint64 // the same for its bridge membership
 
 	originator  bool       // created by its device asking for a call (state Ring)
 	originated  bool       // rung by the PBX with no calling channel (Originate)
@@ -272,8 +274,15 @@ func removeChan(s []*channel, c *channel) []*channel {
 	return s
 }
 
-// updateCommon refreshes the channel headers every channel event carries.
+// updateCommon refreshes the channel headers every live channel event
+// carries.
 func (e *Engine) updateCommon(c *channel, m ami.Message) {
+	c.liveAt = e.resync.events
+	e.refreshCommon(c, m)
+}
+
+// refreshCommon is updateCommon without the live stamp (list items).
+func (e *Engine) refreshCommon(c *channel, m ami.Message) {
 	if v, ok := m.Lookup("ChannelState"); ok {
 		if st := atoi(v); st != c.state {
 			c.state = st
@@ -481,9 +490,11 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 		if s := e.chans[swap]; s != nil && s.bridge == b {
 			b.remove(s)
 			s.bridge = nil
+			s.bridgeAt = e.resync.events
 			e.changed(s)
 		}
 	}
+	c.bridgeAt = e.resync.events
 	e.joinBridge(c, b)
 }
 
@@ -493,6 +504,7 @@ func (e *Engine) onBridgeLeave(m ami.Message) {
 		return
 	}
 	e.updateCommon(c, m)
+	c.bridgeAt = e.resync.events
 	if c.bridge != nil && c.bridge.id == m.Get("BridgeUniqueid") {
 		for _, x := range c.bridge.members {
 			e.changed(x)
@@ -510,6 +522,7 @@ func (e *Engine) onBridgeDestroy(m ami.Message) {
 	}
 	for _, x := range b.members {
 		x.bridge = nil
+		x.bridgeAt = e.resync.events
 		e.changed(x)
 	}
 	delete(e.bridges, id)
@@ -521,6 +534,7 @@ func (e *Engine) onBridgeMerge(m ami.Message) {
 		return
 	}
 	for _, x := range append([]*channel(nil), from.members...) {
+		x.bridgeAt = e.resync.events
 		e.joinBridge(x, to)
 	}
 }

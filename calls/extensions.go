@@ -13,7 +13,8 @@ type extState struct {
 	name     string // from Config.Names: wins
 	pbxName  string // the CallerIDName the PBX shows for its channels
 	status   string
-	dnd      bool // FreePBX's Custom:DND<ext> device state is on
+	statusAt uint64 // resyncState.events when a live event last set status
+	dnd      bool   // FreePBX's Custom:DND<ext> device state is on
 	ip       string
 	port     string
 	ua       string
@@ -116,8 +117,9 @@ func (e *Engine) onExtensionStatus(m ami.Message) {
 	if err != nil {
 		code = 99
 	}
-	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" {
+	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" && !e.staleItem(m, x.statusAt) {
 		x.status = st
+		x.statusAt = e.liveStamp(m, x.statusAt)
 	}
 	if ctx := m.Get("Context"); ctx != "" && x.context == "" {
 		x.context = strings.Clone(ctx)
@@ -144,7 +146,10 @@ func (e *Engine) onDeviceStateChange(m ami.Message) {
 	switch e.classify(ep) {
 	case ownerExt:
 		x := e.ensureExt(ep)
-		x.status = st
+		if !e.staleItem(m, x.statusAt) {
+			x.status = st
+			x.statusAt = e.liveStamp(m, x.statusAt)
+		}
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
 		}

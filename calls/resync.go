@@ -10,6 +10,86 @@ import (
 type resyncState struct {
 	active bool
 	gen    uint64 // incremented by BeginResync; channels carry the gen they were last seen in
+
+	// A list describes the PBX at the moment it was asked for, while live
+	// events keep coming, and the two paths lose their relative order: a
+	// list item may be applied after live events that are newer than it.
+	// So live events stamp what they set with events (a counter of
+	// messages applied), and an item never overrides what was stamped
+	// after mark, the count when the lists were asked for.
+	events uint64
+	mark   uint64
+
+	// pending keeps, by Uniqueid, the live events about channels the
+	// engine does not know while a resync runs: after a reconnect, a call
+	// set up while the link was down is known only once its
+	// CoreShowChannel item is applied, and its events in between (a
+	// BridgeEnter after the list was taken) would otherwise be lost. They
+	// are applied again, in order, right after the item creates the
+	// channel. Bounded by maxPending; dropped at EndResync.
+	pending  map[string][]ami.Message
+	npending int
+}
+
+// maxPending bounds the events kept for channels not listed yet.
+const maxPending = 8192
+
+// keepForList stashes m if it is about a channel the engine does not
+// know while a resync runs (see resyncState.pending).
+func (e *Engine) keepForList(m ami.Message, ev string) {
+	if ev == "Newchannel" || ev == "Hangup" || ev == "CoreShowChannel" || e.resync.npending >= maxPending {
+		return
+	}
+	for _, p := range [...]string{"", "Dest"} {
+		if _, ok := m.Lookup(p + "ChannelState"); !ok {
+			continue // not a channel event (Cdr, queue and device events ...)
+		}
+		uid := m.Get(p + "Uniqueid")
+		if uid == "" || e.chans[uid] != nil || e.tombs.has(uid) {
+			continue
+		}
+		if e.resync.pending == nil {
+			e.resync.pending = map[string][]ami.Message{}
+		}
+		e.resync.pending[uid] = append(e.resync.pending[uid], m)
+		e.resync.npending++
+	}
+}
+
+// replayPending applies again the events kept for a channel a list item
+// has just created.
+func (e *Engine) replayPending(uid string) {
+	ms := e.resync.pending[uid]
+	if len(ms) == 0 {
+		return
+	}
+	delete(e.resync.pending, uid)
+	for _, m := range ms {
+		e.apply(m)
+	}
+}
+
+func (e *Engine) dropPending() {
+	e.resync.pending, e.resync.npending = nil, 0
+}
+
+// listing reports whether list answers are expected: a resync runs or a
+// reconcile was begun.
+func (e *Engine) listing() bool { return e.resync.active || e.reconMark != 0 }
+
+// staleItem reports whether m is a list item that a live event applied
+// since the lists were asked for (stamped at) has made out of date.
+func (e *Engine) staleItem(m ami.Message, at uint64) bool {
+	return at > e.resync.mark && e.listing() && m.ActionID() != ""
+}
+
+// liveStamp is the stamp for what m sets: the current count for a live
+// event, 0 for a list item (which proves nothing newer than the list).
+func (e *Engine) liveStamp(m ami.Message, old uint64) uint64 {
+	if e.listing() && m.ActionID() != "" {
+		return old
+	}
+	return e.resync.events
 }
 
 func (e *Engine) setLink(s LinkState) {
@@ -31,6 +111,7 @@ func (e *Engine) changeLink(s LinkState) {
 	e.linkDirty = true
 	if s == LinkDown {
 		e.resync.active = false
+		e.dropPending()
 	}
 }
 
@@ -38,6 +119,7 @@ func (e *Engine) beginResync() {
 	e.changeLink(LinkResyncing)
 	e.resync.active = true
 	e.resync.gen++
+	e.resync.mark = e.resync.events
 	for _, c := range e.chans {
 		c.confirmed = false
 	}
@@ -50,6 +132,7 @@ func (e *Engine) beginResync() {
 }
 
 func (e *Engine) endResync() {
+	e.dropPending()
 	if e.resync.active {
 		e.resync.active = false
 		repairs := 0
@@ -119,20 +202,24 @@ func parseDuration(s string) int64 {
 }
 
 // onCoreShowChannel applies one CoreShowChannels item: it confirms a known
-// channel (and corrects its bridge) or adds a missing one.
+// channel (and corrects its bridge) or adds a missing one. Outside a
+// resync or reconcile, the item is taken as current.
 func (e *Engine) onCoreShowChannel(m ami.Message) {
-	e.stats.DriftRepairs += uint64(e.applyListedChannel(m))
+	e.stats.DriftRepairs += uint64(e.applyListedChannel(m, e.listing()))
 }
 
-// applyListedChannel returns the number of repairs it made.
-func (e *Engine) applyListedChannel(m ami.Message) int {
+// applyListedChannel returns the number of repairs it made. With guard,
+// what live events set since the lists were asked for (the channel's
+// headers, its bridge) is newer than the item and stays.
+func (e *Engine) applyListedChannel(m ami.Message, guard bool) int {
 	uid, name := m.Get("Uniqueid"), m.Get("Channel")
 	if uid == "" || name == "" || e.tombs.has(uid) {
 		return 0 // hung up since the list was taken: never resurrect
 	}
 	repairs := 0
 	c := e.chans[uid]
-	if c == nil {
+	created := c == nil
+	if created {
 		if old := e.byName[name]; old != nil {
 			e.dropChannel(old)
 		}
@@ -152,13 +239,15 @@ func (e *Engine) applyListedChannel(m ami.Message) int {
 			}
 		}
 		repairs++
-	} else {
-		e.updateCommon(c, m)
+	} else if !guard || c.liveAt <= e.resync.mark {
+		e.refreshCommon(c, m)
 	}
 	c.confirmed = true
 	c.gen = e.resync.gen
 	bid := m.Get("BridgeId")
 	switch {
+	case guard && c.bridgeAt > e.resync.mark:
+		// A live bridge event since the list was asked for knows better.
 	case bid == "" && c.bridge != nil:
 		c.bridge.remove(c)
 		c.bridge = nil
@@ -183,10 +272,16 @@ func (e *Engine) applyListedChannel(m ami.Message) int {
 		}
 		repairs++
 	}
+	if created {
+		e.replayPending(uid)
+	}
 	return repairs
 }
 
-func (e *Engine) beginReconcile() { e.reconMark = e.chanSeq + 1 }
+func (e *Engine) beginReconcile() {
+	e.reconMark = e.chanSeq + 1
+	e.resync.mark = e.resync.events
+}
 
 func (e *Engine) reconcile(items []ami.Message) int {
 	// Only channels older than the list may be judged by it. BeginReconcile
@@ -207,7 +302,7 @@ func (e *Engine) reconcile(items []ami.Message) int {
 			continue
 		}
 		listed[m.Get("Uniqueid")] = true
-		repairs += e.applyListedChannel(m)
+		repairs += e.applyListedChannel(m, true)
 	}
 	for _, c := range e.sortedChans() {
 		if !listed[c.uid] && c.seq < mark {
@@ -217,6 +312,7 @@ func (e *Engine) reconcile(items []ami.Message) int {
 	}
 	e.stats.DriftRepairs += uint64(repairs)
 	e.pruneBridges()
+	e.resync.mark = e.resync.events // the next one without BeginReconcile
 	return repairs
 }
 
