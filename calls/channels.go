@@ -73,38 +73,6 @@ func (b *bridge) remove(c *channel) {
 	}
 }
 
-// tombstones remembers the Uniqueids of the last hung-up channels, so that
-// a late list item or a duplicated event cannot resurrect them.
-type tombstones struct {
-	set  map[string]struct{}
-	ring []string
-	next int
-}
-
-func newTombstones(n int) tombstones {
-	return tombstones{set: make(map[string]struct{}, n), ring: make([]string, n)}
-}
-
-func (t *tombstones) add(uid string) {
-	if uid == "" {
-		return
-	}
-	if _, ok := t.set[uid]; ok {
-		return
-	}
-	if old := t.ring[t.next]; old != "" {
-		delete(t.set, old)
-	}
-	t.ring[t.next] = uid
-	t.set[uid] = struct{}{}
-	t.next = (t.next + 1) % len(t.ring)
-}
-
-func (t *tombstones) has(uid string) bool {
-	_, ok := t.set[uid]
-	return ok
-}
-
 // chanByUID finds a channel by Uniqueid, else by name.
 func (e *Engine) chanBy(uid, name string) *channel {
 	if uid != "" {
@@ -263,17 +231,6 @@ func (e *Engine) dropChannel(c *channel) {
 	}
 }
 
-func removeChan(s []*channel, c *channel) []*channel {
-	for i, x := range s {
-		if x == c {
-			s[i] = s[len(s)-1]
-			s[len(s)-1] = nil
-			return s[:len(s)-1]
-		}
-	}
-	return s
-}
-
 // updateCommon refreshes the channel headers every live channel event
 // carries.
 func (e *Engine) updateCommon(c *channel, m ami.Message) {
@@ -386,15 +343,6 @@ func (e *Engine) onDialBegin(m ami.Message) {
 		}
 	}
 	e.changed(dst)
-}
-
-func containsChan(s []*channel, c *channel) bool {
-	for _, x := range s {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 func (e *Engine) onDialState(m ami.Message) {
