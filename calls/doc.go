@@ -24,7 +24,9 @@
 //     live events may come in any relative order: an item (a message with
 //     an ActionID while lists are expected) never overrides what a live
 //     event set since the lists were asked for (channel headers, bridge
-//     membership, extension status), and live events about a channel not
+//     membership, extension status, queue members and waiting callers;
+//     EndResync keeps those a live event touched even if the older list
+//     missed them), and live events about a channel not
 //     known yet are kept during a resync and applied again right after
 //     the CoreShowChannel item that creates it.
 //   - StreamClock gives replays a deterministic clock read from the stream.

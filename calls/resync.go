@@ -69,6 +69,34 @@ func (e *Engine) replayPending(uid string) {
 	}
 }
 
+// stampQueue records, during a resync, that a live event changed a
+// queue's member (waiting false) or waiting caller (waiting true) key.
+func (e *Engine) stampQueue(q *queueState, m ami.Message, waiting bool, key string) {
+	if !e.resync.active || m.ActionID() != "" || key == "" {
+		return
+	}
+	at := &q.memberAt
+	if waiting {
+		at = &q.waitingAt
+	}
+	if *at == nil {
+		*at = map[string]uint64{}
+	}
+	(*at)[key] = e.resync.events
+}
+
+// staleQueueItem reports whether m is a QueueStatus item about a member
+// or caller a live event changed since the resync began.
+func (e *Engine) staleQueueItem(q *queueState, m ami.Message, waiting bool, key string) bool {
+	if !e.resync.active || m.ActionID() == "" {
+		return false
+	}
+	if waiting {
+		return q.waitingAt[key] != 0
+	}
+	return q.memberAt[key] != 0
+}
+
 func (e *Engine) dropPending() {
 	e.resync.pending, e.resync.npending = nil, 0
 }
@@ -125,6 +153,7 @@ func (e *Engine) beginResync() {
 	}
 	for _, q := range e.queues {
 		q.listed, q.listedMembers, q.listedWaiting = false, nil, nil
+		q.memberAt, q.waitingAt = nil, nil
 	}
 	for _, p := range e.parks {
 		p.listed = false
@@ -145,7 +174,7 @@ func (e *Engine) endResync() {
 		for _, q := range e.queues {
 			if q.listed {
 				for k := range q.members {
-					if !q.listedMembers[k] {
+					if !q.listedMembers[k] && q.memberAt[k] == 0 {
 						delete(q.members, k)
 						e.dirtyMember[memberKey{q.name, k}] = struct{}{}
 						e.dirtyQueue[q.name] = struct{}{}
@@ -154,13 +183,14 @@ func (e *Engine) endResync() {
 				}
 			}
 			for k := range q.waiting {
-				if (q.listed && !q.listedWaiting[k]) || e.byName[k] == nil {
+				if (q.listed && !q.listedWaiting[k] && q.waitingAt[k] == 0) || e.byName[k] == nil {
 					delete(q.waiting, k)
 					e.dirtyQueue[q.name] = struct{}{}
 					repairs++
 				}
 			}
 			q.listed, q.listedMembers, q.listedWaiting = false, nil, nil
+			q.memberAt, q.waitingAt = nil, nil
 		}
 		for _, p := range e.parks {
 			if p.caller != nil && e.byName[p.caller.Channel] == nil {

@@ -15,7 +15,8 @@ import (
 // one point of a recorded stream. It is built from the events alone, with
 // none of the engine's code: each channel's last snapshot headers, its
 // bridge and its application; the last ExtensionStatus of each hint and
-// DeviceStateChange of each device; the parked calls.
+// DeviceStateChange of each device; the parked calls; each queue's
+// members and waiting callers.
 type pbxModel struct {
 	chans  map[string]*modelChan
 	order  []string // Uniqueids in creation order
@@ -25,6 +26,63 @@ type pbxModel struct {
 	devOrd []string
 	parked map[string]ami.Message // by ParkeeUniqueid
 	parkOr []string
+	queues []string
+	member map[string]map[string]string // by queue "|" interface: QueueMember item headers
+	memOrd []string
+	wait   map[string]ami.Message // by queue "|" channel: the QueueCallerJoin
+	waitOr []string
+}
+
+// queueMemberKeys are the headers of a QueueMember item, and where a live
+// member event keeps them (key in the item, key in the event).
+var queueMemberKeys = [][2]string{{"Queue", "Queue"}, {"Name", "MemberName"}, {"Location", "Interface"},
+	{"StateInterface", "StateInterface"}, {"Membership", "Membership"}, {"Penalty", "Penalty"},
+	{"CallsTaken", "CallsTaken"}, {"LastCall", "LastCall"}, {"Status", "Status"}, {"Paused", "Paused"},
+	{"PausedReason", "PausedReason"}}
+
+// configure learns the PBX's configuration from a whole recording: the
+// queues exist (and QueueStatus lists them) before anybody joins one.
+func (p *pbxModel) configure(msgs []ami.Message) {
+	for _, m := range msgs {
+		if m.Event() != "" && m.Event() != "QueueSummary" {
+			p.queueSeen(m.Get("Queue"))
+		}
+	}
+}
+
+func (p *pbxModel) queueSeen(q string) {
+	if q != "" && !slices.Contains(p.queues, q) {
+		p.queues = append(p.queues, q)
+	}
+}
+
+// member updates a queue member from a live event or from one of the
+// recording's own QueueMember items (item true).
+func (p *pbxModel) memberEvent(m ami.Message, item bool) {
+	iface := m.Get("StateInterface")
+	if iface == "" {
+		iface = m.Get("Interface")
+	}
+	if iface == "" {
+		iface = m.Get("Location")
+	}
+	k := m.Get("Queue") + "|" + iface
+	p.queueSeen(m.Get("Queue"))
+	mb := p.member[k]
+	if mb == nil {
+		mb = map[string]string{}
+		p.member[k] = mb
+		p.memOrd = append(p.memOrd, k)
+	}
+	for _, kv := range queueMemberKeys {
+		src := kv[1]
+		if item {
+			src = kv[0]
+		}
+		if v, ok := m.Lookup(src); ok {
+			mb[kv[0]] = v
+		}
+	}
 }
 
 type modelChan struct {
@@ -39,7 +97,8 @@ var snapshotKeys = []string{"Channel", "ChannelState", "ChannelStateDesc", "Call
 	"ConnectedLineNum", "ConnectedLineName", "Context", "Exten", "Priority", "Uniqueid", "Linkedid"}
 
 func newPBXModel() *pbxModel {
-	return &pbxModel{chans: map[string]*modelChan{}, exts: map[string]ami.Message{}, devs: map[string]ami.Message{}, parked: map[string]ami.Message{}}
+	return &pbxModel{chans: map[string]*modelChan{}, exts: map[string]ami.Message{}, devs: map[string]ami.Message{}, parked: map[string]ami.Message{},
+		member: map[string]map[string]string{}, wait: map[string]ami.Message{}}
 }
 
 // update refreshes the channel whose snapshot m carries under prefix.
@@ -61,8 +120,16 @@ func (p *pbxModel) update(m ami.Message, prefix string) *modelChan {
 }
 
 func (p *pbxModel) apply(m ami.Message) {
-	if m.Kind() != ami.KindEvent || m.ActionID() != "" {
-		return // responses and the recording's own list answers describe, not change
+	if m.Kind() != ami.KindEvent {
+		return
+	}
+	if m.ActionID() != "" {
+		// The recording's own list answers describe, not change; queue
+		// members are known only from them when nobody paused them.
+		if m.Event() == "QueueMember" {
+			p.memberEvent(m, true)
+		}
+		return
 	}
 	switch ev := m.Event(); ev {
 	case "Newchannel":
@@ -101,6 +168,23 @@ func (p *pbxModel) apply(m ami.Message) {
 		if c := p.update(m, ""); c != nil {
 			c.app = "Queue"
 		}
+		k := m.Get("Queue") + "|" + m.Get("Channel")
+		p.queueSeen(m.Get("Queue"))
+		if _, ok := p.wait[k]; !ok {
+			p.waitOr = append(p.waitOr, k)
+		}
+		p.wait[k] = m
+	case "QueueCallerLeave", "QueueCallerAbandon":
+		p.update(m, "")
+		delete(p.wait, m.Get("Queue")+"|"+m.Get("Channel"))
+	case "QueueMemberAdded", "QueueMemberStatus", "QueueMemberPause":
+		p.memberEvent(m, false)
+	case "QueueMemberRemoved":
+		iface := m.Get("StateInterface")
+		if iface == "" {
+			iface = m.Get("Interface")
+		}
+		delete(p.member, m.Get("Queue")+"|"+iface)
 	case "ExtensionStatus":
 		k := m.Get("Exten") + "@" + m.Get("Context")
 		if _, ok := p.exts[k]; !ok {
@@ -127,7 +211,8 @@ func (p *pbxModel) apply(m ami.Message) {
 }
 
 // lists answers the resync's list actions from the model: the items of
-// CoreShowChannels, ExtensionStateList, DeviceStateList and ParkedCalls,
+// CoreShowChannels, ExtensionStateList, DeviceStateList, ParkedCalls and
+// QueueStatus,
 // each with its action's ActionID, completing events included.
 func (p *pbxModel) lists() [][]ami.Message {
 	item := func(ev, id string, kv ...string) ami.Message {
@@ -166,12 +251,35 @@ func (p *pbxModel) lists() [][]ami.Message {
 		}
 	}
 	parks = append(parks, item("ParkedCallsComplete", "pc", "EventList", "Complete"))
-	return [][]ami.Message{chans, exts, devs, parks}
+	var queues []ami.Message
+	for _, q := range p.queues {
+		queues = append(queues, item("QueueParams", "qs", "Queue", q))
+		for _, k := range p.memOrd {
+			if mb := p.member[k]; mb != nil && mb["Queue"] == q {
+				var kv []string
+				for _, h := range queueMemberKeys {
+					kv = append(kv, h[0], mb[h[0]])
+				}
+				queues = append(queues, item("QueueMember", "qs", kv...))
+			}
+		}
+		pos := 0
+		for _, k := range p.waitOr {
+			if w, ok := p.wait[k]; ok && w.Get("Queue") == q {
+				pos++
+				queues = append(queues, item("QueueEntry", "qs", "Queue", q, "Position", fmt.Sprint(pos), "Channel", w.Get("Channel"),
+					"Uniqueid", w.Get("Uniqueid"), "CallerIDNum", w.Get("CallerIDNum"), "CallerIDName", w.Get("CallerIDName"), "Wait", "0"))
+			}
+		}
+	}
+	queues = append(queues, item("QueueStatusComplete", "qs", "EventList", "Complete"))
+	return [][]ami.Message{chans, exts, devs, parks, queues}
 }
 
 // stateOf is the part of a snapshot a resync must get right, as text:
 // every conversation (times aside: a list knows a call's age only to the
-// second), extension and trunk statuses, parked calls.
+// second), extension and trunk statuses, queue members and waiting
+// callers, parked calls.
 func stateOf(s *Snapshot) string {
 	var lines []string
 	conv := func(owner string, cs map[string]Conversation) {
@@ -191,6 +299,14 @@ func stateOf(s *Snapshot) string {
 	}
 	for k, x := range s.Trunks {
 		conv(k, x.Conversations)
+	}
+	for k, q := range s.Queues {
+		for ch := range q.WaitingCallers {
+			lines = append(lines, fmt.Sprintf("waiting %s %s", k, ch))
+		}
+		for id, mb := range q.Members {
+			lines = append(lines, fmt.Sprintf("member %s %s name=%s type=%s paused=%v/%s taken=%d", k, id, mb.Name, mb.Type, mb.Paused, mb.PausedReason, mb.CallsTaken))
+		}
 	}
 	for k, p := range s.Parkings {
 		if p.ParkedCaller != nil {
@@ -291,6 +407,7 @@ func TestResyncInterleavingProperty(t *testing.T) {
 
 			// The lists at every point j.
 			model := newPBXModel()
+			model.configure(msgs)
 			lists := make([][][]ami.Message, n+1)
 			lists[0] = model.lists()
 			for j, m := range msgs {
@@ -386,5 +503,45 @@ func TestResyncKeepsEventsOfUnlistedChannel(t *testing.T) {
 	got := rc.run(msgs, model.lists())
 	if !strings.Contains(got, want) {
 		t.Errorf("got\n%s\nwant a line starting\n%s", got, want)
+	}
+}
+
+// TestResyncKeepsQueueCallerJoinedMeanwhile: a caller joins a queue after
+// QueueStatus was answered but before its items are applied: the list
+// does not name her, and she must stay waiting. Then she leaves before a
+// second resync's (older) list naming her is applied: she must not come
+// back.
+func TestResyncKeepsQueueCallerJoinedMeanwhile(t *testing.T) {
+	msgs := loadRecording(t, "queue_answered").msgs
+	join, leave := -1, -1
+	for i, m := range msgs {
+		switch m.Event() {
+		case "QueueCallerJoin":
+			join = i
+		case "QueueCallerLeave":
+			leave = i
+		}
+	}
+	if join < 0 || leave < join {
+		t.Fatal("no queue caller in the recording")
+	}
+	waiting := func(s string) bool { return strings.Contains(s, "waiting support PJSIP/trunk-") }
+	model := newPBXModel()
+	model.configure(msgs)
+	for _, m := range msgs[:join] {
+		model.apply(m)
+	}
+	// Lists taken just before the join; the join applied before them.
+	rc := resyncCase{k: join, j: join, before: 1}
+	if got := rc.run(msgs[:join+1], model.lists()); !waiting(got) {
+		t.Errorf("caller who joined during the resync dropped:\n%s", got)
+	}
+	for _, m := range msgs[join:leave] {
+		model.apply(m)
+	}
+	// Lists taken just before she leaves; the leave applied before them.
+	rc = resyncCase{k: leave, j: leave, before: 1}
+	if got := rc.run(msgs[:leave+1], model.lists()); waiting(got) {
+		t.Errorf("caller who left during the resync is back:\n%s", got)
 	}
 }
