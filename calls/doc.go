@@ -24,7 +24,8 @@
 //     live events may come in any relative order: an item (a message with
 //     an ActionID while lists are expected) never overrides what a live
 //     event set since the lists were asked for (channel headers, bridge
-//     membership, extension status, queue members and waiting callers;
+//     membership, extension status, queue members and waiting callers,
+//     parked calls;
 //     EndResync keeps those a live event touched even if the older list
 //     missed them), and live events about a channel not
 //     known yet are kept during a resync and applied again right after

@@ -545,3 +545,28 @@ func TestResyncKeepsQueueCallerJoinedMeanwhile(t *testing.T) {
 		t.Errorf("caller who left during the resync is back:\n%s", got)
 	}
 }
+
+// TestResyncDoesNotReparkRetrievedCall: a parked call is retrieved after
+// ParkedCalls was answered but before its items are applied: the list
+// still names it, and it must not show as parked again.
+func TestResyncDoesNotReparkRetrievedCall(t *testing.T) {
+	msgs := loadRecording(t, "park_retrieve").msgs
+	unpark := -1
+	for i, m := range msgs {
+		if m.Event() == "UnParkedCall" {
+			unpark = i
+		}
+	}
+	if unpark < 0 {
+		t.Fatal("no retrieved call in the recording")
+	}
+	model := newPBXModel()
+	model.configure(msgs)
+	for _, m := range msgs[:unpark] {
+		model.apply(m)
+	}
+	rc := resyncCase{k: unpark, j: unpark, before: 1}
+	if got := rc.run(msgs[:unpark+1], model.lists()); strings.Contains(got, "parked ") {
+		t.Errorf("retrieved call parked again:\n%s", got)
+	}
+}
