@@ -24,6 +24,8 @@ type runner struct {
 	syncing    bool // a resync is in flight for gen
 	reconciler bool // a reconcile is in flight
 	restarting bool // Shutdown seen: resync at FullyBooted
+	bootSeen   bool // FullyBooted seen on this connection
+	again      bool // resync again when the one in flight ends: it may predate FullyBooted
 	retry      <-chan time.Time
 	lastStats  time.Time
 }
@@ -74,6 +76,14 @@ func (l *Link) Run(ctx context.Context) error {
 		case evs := <-batches:
 			r.batch(evs)
 		case res := <-r.results:
+			// A batch read before the lists completed goes first: items
+			// are safe either way (see calls), but FullyBooted must be
+			// seen before the resync that follows the login ends.
+			select {
+			case evs := <-batches:
+				r.batch(evs)
+			default:
+			}
 			r.result(res)
 		case <-r.retry:
 			r.retry = nil
@@ -131,10 +141,21 @@ func (r *runner) batch(evs []ami.Event) {
 			l.ready.Store(false)
 			l.eng.SetLink(calls.LinkResyncing)
 		case "FullyBooted":
-			if r.restarting && r.up {
+			// A booted Asterisk sends it right after the login response,
+			// before the first resync can end; one still booting when we
+			// logged in (the fast reconnect makes that likely) sends it
+			// later, and the lists read before may lack what it loads
+			// last (queues, hints): read them again.
+			late := !r.bootSeen && r.live
+			r.bootSeen = true
+			if r.up && (r.restarting || late) {
 				r.restarting = false
-				l.log.Info("pbx restarted, resynchronising")
-				r.start(false)
+				l.log.Info("pbx fully booted, resynchronising")
+				if r.syncing {
+					r.again = true
+				} else {
+					r.start(false)
+				}
 			}
 		}
 	}
@@ -155,12 +176,14 @@ func (r *runner) marker(m ami.LinkState) {
 	case ami.LinkUp:
 		r.gen++
 		r.up, r.live, r.stalled, r.restarting = true, false, false, false
+		r.bootSeen, r.again = false, false
 		l.log.Info("pbx link up, resynchronising")
 		l.eng.SetLink(calls.LinkResyncing)
 		r.start(false)
 	case ami.LinkDown:
 		r.gen++
 		r.up, r.live, r.stalled, r.syncing, r.reconciler, r.retry = false, false, false, false, false, nil
+		r.again = false
 		l.ready.Store(false)
 		l.log.Warn("pbx link down")
 		l.eng.SetLink(calls.LinkDown)
@@ -207,6 +230,12 @@ func (r *runner) result(res listResult) {
 		return
 	}
 	r.syncing = false
+	if r.again {
+		// FullyBooted came while these lists were read: read them again.
+		r.again = false
+		r.start(false)
+		return
+	}
 	if res.err != nil {
 		l.failures.Add(1)
 		l.log.Warn("resync failed, will retry", "err", res.err, "retry_in", l.cfg.RetryDelay)
