@@ -272,6 +272,7 @@ func (e *Engine) applyListedChannel(m ami.Message, guard bool) int {
 	} else if !guard || c.liveAt <= e.resync.mark {
 		e.refreshCommon(c, m)
 	}
+	e.relinkListedDial(c, m.Get("Application"))
 	c.confirmed = true
 	c.gen = e.resync.gen
 	bid := m.Get("BridgeId")
@@ -306,6 +307,42 @@ func (e *Engine) applyListedChannel(m ami.Message, guard bool) int {
 		e.replayPending(uid)
 	}
 	return repairs
+}
+
+// relinkListedDial restores, from a list item, the dial relation a
+// DialBegin missed while the link was down would have given: a channel
+// ringing from Dial() ("AppDial") carries the Linkedid of the channel
+// that called. Without it a call still ringing after a reconnect shows
+// with no caller channel (">PJSIP/203-...") until it is answered. A
+// relation already known is kept; Local legs are left alone.
+func (e *Engine) relinkListedDial(c *channel, app string) {
+	link := func(src, dst *channel) {
+		if dst.dialledBy != nil || src == dst {
+			return
+		}
+		src.dialTargets = append(src.dialTargets, dst)
+		dst.dialledBy = src
+		dst.viaTrunk = dst.viaTrunk || src.kind == ownerTrunk || src.viaTrunk
+		e.changed(src)
+		e.changed(dst)
+	}
+	if c.local {
+		return
+	}
+	switch app {
+	case "AppDial":
+		if src := e.chans[c.linkedid]; src != nil && !src.local && !src.originated && src.dialledBy == nil {
+			src.dialledOut = true
+			link(src, c)
+		}
+	case "Dial":
+		c.dialledOut = true
+		for _, x := range e.chans {
+			if x.linkedid == c.uid && x.originated && !x.local && x.dialledBy == nil {
+				link(c, x)
+			}
+		}
+	}
 }
 
 func (e *Engine) beginReconcile() {

@@ -9,272 +9,8 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amitest"
 )
-
-// pbxModel is what Asterisk would answer to the resync's list actions at
-// one point of a recorded stream. It is built from the events alone, with
-// none of the engine's code: each channel's last snapshot headers, its
-// bridge and its application; the last ExtensionStatus of each hint and
-// DeviceStateChange of each device; the parked calls; each queue's
-// members and waiting callers.
-type pbxModel struct {
-	chans  map[string]*modelChan
-	order  []string // Uniqueids in creation order
-	exts   map[string]ami.Message
-	extOrd []string
-	devs   map[string]ami.Message
-	devOrd []string
-	parked map[string]ami.Message // by ParkeeUniqueid
-	parkOr []string
-	queues []string
-	member map[string]map[string]string // by queue "|" interface: QueueMember item headers
-	memOrd []string
-	wait   map[string]ami.Message // by queue "|" channel: the QueueCallerJoin
-	waitOr []string
-}
-
-// queueMemberKeys are the headers of a QueueMember item, and where a live
-// member event keeps them (key in the item, key in the event).
-var queueMemberKeys = [][2]string{{"Queue", "Queue"}, {"Name", "MemberName"}, {"Location", "Interface"},
-	{"StateInterface", "StateInterface"}, {"Membership", "Membership"}, {"Penalty", "Penalty"},
-	{"CallsTaken", "CallsTaken"}, {"LastCall", "LastCall"}, {"Status", "Status"}, {"Paused", "Paused"},
-	{"PausedReason", "PausedReason"}}
-
-// configure learns the PBX's configuration from a whole recording: the
-// queues exist (and QueueStatus lists them) before anybody joins one.
-func (p *pbxModel) configure(msgs []ami.Message) {
-	for _, m := range msgs {
-		if m.Event() != "" && m.Event() != "QueueSummary" {
-			p.queueSeen(m.Get("Queue"))
-		}
-	}
-}
-
-func (p *pbxModel) queueSeen(q string) {
-	if q != "" && !slices.Contains(p.queues, q) {
-		p.queues = append(p.queues, q)
-	}
-}
-
-// member updates a queue member from a live event or from one of the
-// recording's own QueueMember items (item true).
-func (p *pbxModel) memberEvent(m ami.Message, item bool) {
-	iface := m.Get("StateInterface")
-	if iface == "" {
-		iface = m.Get("Interface")
-	}
-	if iface == "" {
-		iface = m.Get("Location")
-	}
-	k := m.Get("Queue") + "|" + iface
-	p.queueSeen(m.Get("Queue"))
-	mb := p.member[k]
-	if mb == nil {
-		mb = map[string]string{}
-		p.member[k] = mb
-		p.memOrd = append(p.memOrd, k)
-	}
-	for _, kv := range queueMemberKeys {
-		src := kv[1]
-		if item {
-			src = kv[0]
-		}
-		if v, ok := m.Lookup(src); ok {
-			mb[kv[0]] = v
-		}
-	}
-}
-
-type modelChan struct {
-	hdr    map[string]string
-	bridge string
-	app    string
-}
-
-// snapshotKeys are the channel snapshot headers every channel event
-// carries (with a prefix such as "Dest" for the second channel).
-var snapshotKeys = []string{"Channel", "ChannelState", "ChannelStateDesc", "CallerIDNum", "CallerIDName",
-	"ConnectedLineNum", "ConnectedLineName", "Context", "Exten", "Priority", "Uniqueid", "Linkedid"}
-
-func newPBXModel() *pbxModel {
-	return &pbxModel{chans: map[string]*modelChan{}, exts: map[string]ami.Message{}, devs: map[string]ami.Message{}, parked: map[string]ami.Message{},
-		member: map[string]map[string]string{}, wait: map[string]ami.Message{}}
-}
-
-// update refreshes the channel whose snapshot m carries under prefix.
-func (p *pbxModel) update(m ami.Message, prefix string) *modelChan {
-	uid := m.Get(prefix + "Uniqueid")
-	c := p.chans[uid]
-	if c == nil {
-		return nil
-	}
-	if _, ok := m.Lookup(prefix + "ChannelState"); !ok {
-		return c
-	}
-	for _, k := range snapshotKeys {
-		if v, ok := m.Lookup(prefix + k); ok {
-			c.hdr[k] = v
-		}
-	}
-	return c
-}
-
-func (p *pbxModel) apply(m ami.Message) {
-	if m.Kind() != ami.KindEvent {
-		return
-	}
-	if m.ActionID() != "" {
-		// The recording's own list answers describe, not change; queue
-		// members are known only from them when nobody paused them.
-		if m.Event() == "QueueMember" {
-			p.memberEvent(m, true)
-		}
-		return
-	}
-	switch ev := m.Event(); ev {
-	case "Newchannel":
-		uid := m.Get("Uniqueid")
-		if uid == "" || p.chans[uid] != nil {
-			return
-		}
-		p.chans[uid] = &modelChan{hdr: map[string]string{}}
-		p.order = append(p.order, uid)
-		p.update(m, "")
-	case "Hangup":
-		delete(p.chans, m.Get("Uniqueid"))
-	case "BridgeEnter":
-		if c := p.update(m, ""); c != nil {
-			c.bridge = m.Get("BridgeUniqueid")
-		}
-	case "BridgeLeave":
-		if c := p.update(m, ""); c != nil && c.bridge == m.Get("BridgeUniqueid") {
-			c.bridge = ""
-		}
-	case "DialBegin", "DialState", "DialEnd":
-		src, dst := p.update(m, ""), p.update(m, "Dest")
-		if ev == "DialBegin" {
-			if src != nil && src.app == "" {
-				src.app = "Dial"
-			}
-			if dst != nil && dst.app == "" {
-				dst.app = "AppDial"
-			}
-		}
-	case "AgentCalled":
-		if c := p.update(m, "Dest"); c != nil {
-			c.app = "AppQueue"
-		}
-	case "QueueCallerJoin":
-		if c := p.update(m, ""); c != nil {
-			c.app = "Queue"
-		}
-		k := m.Get("Queue") + "|" + m.Get("Channel")
-		p.queueSeen(m.Get("Queue"))
-		if _, ok := p.wait[k]; !ok {
-			p.waitOr = append(p.waitOr, k)
-		}
-		p.wait[k] = m
-	case "QueueCallerLeave", "QueueCallerAbandon":
-		p.update(m, "")
-		delete(p.wait, m.Get("Queue")+"|"+m.Get("Channel"))
-	case "QueueMemberAdded", "QueueMemberStatus", "QueueMemberPause":
-		p.memberEvent(m, false)
-	case "QueueMemberRemoved":
-		iface := m.Get("StateInterface")
-		if iface == "" {
-			iface = m.Get("Interface")
-		}
-		delete(p.member, m.Get("Queue")+"|"+iface)
-	case "ExtensionStatus":
-		k := m.Get("Exten") + "@" + m.Get("Context")
-		if _, ok := p.exts[k]; !ok {
-			p.extOrd = append(p.extOrd, k)
-		}
-		p.exts[k] = m
-	case "DeviceStateChange":
-		k := m.Get("Device")
-		if _, ok := p.devs[k]; !ok {
-			p.devOrd = append(p.devOrd, k)
-		}
-		p.devs[k] = m
-	case "ParkedCall":
-		k := m.Get("ParkeeUniqueid")
-		if _, ok := p.parked[k]; !ok {
-			p.parkOr = append(p.parkOr, k)
-		}
-		p.parked[k] = m
-	case "UnParkedCall", "ParkedCallGiveUp", "ParkedCallTimeOut":
-		delete(p.parked, m.Get("ParkeeUniqueid"))
-	default:
-		p.update(m, "")
-	}
-}
-
-// lists answers the resync's list actions from the model: the items of
-// CoreShowChannels, ExtensionStateList, DeviceStateList, ParkedCalls and
-// QueueStatus,
-// each with its action's ActionID, completing events included.
-func (p *pbxModel) lists() [][]ami.Message {
-	item := func(ev, id string, kv ...string) ami.Message {
-		m := ami.NewMessage(ami.Header{Key: "Event", Value: ev}, ami.Header{Key: "ActionID", Value: id})
-		for i := 0; i+1 < len(kv); i += 2 {
-			m = m.Add(kv[i], kv[i+1])
-		}
-		return m
-	}
-	relabel := func(m ami.Message, id string) ami.Message { return m.Set("ActionID", id) }
-	var chans, exts, devs, parks []ami.Message
-	for _, uid := range p.order {
-		c := p.chans[uid]
-		if c == nil {
-			continue
-		}
-		var kv []string
-		for _, k := range snapshotKeys {
-			kv = append(kv, k, c.hdr[k])
-		}
-		kv = append(kv, "Application", c.app, "Duration", "00:00:01", "BridgeId", c.bridge)
-		chans = append(chans, item("CoreShowChannel", "csc", kv...))
-	}
-	chans = append(chans, item("CoreShowChannelsComplete", "csc", "EventList", "Complete"))
-	for _, k := range p.extOrd {
-		exts = append(exts, relabel(p.exts[k], "esl"))
-	}
-	exts = append(exts, item("ExtensionStateListComplete", "esl", "EventList", "Complete"))
-	for _, k := range p.devOrd {
-		devs = append(devs, relabel(p.devs[k], "dsl"))
-	}
-	devs = append(devs, item("DeviceStateListComplete", "dsl", "EventList", "Complete"))
-	for _, k := range p.parkOr {
-		if m, ok := p.parked[k]; ok {
-			parks = append(parks, relabel(m, "pc"))
-		}
-	}
-	parks = append(parks, item("ParkedCallsComplete", "pc", "EventList", "Complete"))
-	var queues []ami.Message
-	for _, q := range p.queues {
-		queues = append(queues, item("QueueParams", "qs", "Queue", q))
-		for _, k := range p.memOrd {
-			if mb := p.member[k]; mb != nil && mb["Queue"] == q {
-				var kv []string
-				for _, h := range queueMemberKeys {
-					kv = append(kv, h[0], mb[h[0]])
-				}
-				queues = append(queues, item("QueueMember", "qs", kv...))
-			}
-		}
-		pos := 0
-		for _, k := range p.waitOr {
-			if w, ok := p.wait[k]; ok && w.Get("Queue") == q {
-				pos++
-				queues = append(queues, item("QueueEntry", "qs", "Queue", q, "Position", fmt.Sprint(pos), "Channel", w.Get("Channel"),
-					"Uniqueid", w.Get("Uniqueid"), "CallerIDNum", w.Get("CallerIDNum"), "CallerIDName", w.Get("CallerIDName"), "Wait", "0"))
-			}
-		}
-	}
-	queues = append(queues, item("QueueStatusComplete", "qs", "EventList", "Complete"))
-	return [][]ami.Message{chans, exts, devs, parks, queues}
-}
 
 // stateOf is the part of a snapshot a resync must get right, as text:
 // every conversation (times aside: a list knows a call's age only to the
@@ -406,13 +142,13 @@ func TestResyncInterleavingProperty(t *testing.T) {
 			want := stateOf(truth.Publish())
 
 			// The lists at every point j.
-			model := newPBXModel()
-			model.configure(msgs)
+			model := amitest.NewModel()
+			model.Configure(msgs)
 			lists := make([][][]ami.Message, n+1)
-			lists[0] = model.lists()
+			lists[0] = model.Lists()
 			for j, m := range msgs {
-				model.apply(m)
-				lists[j+1] = model.lists()
+				model.Apply(m)
+				lists[j+1] = model.Lists()
 			}
 
 			step := 1
@@ -494,13 +230,13 @@ func TestResyncKeepsEventsOfUnlistedChannel(t *testing.T) {
 		t.Fatal("no bridged call in the recording")
 	}
 	msgs = msgs[:enters[1]+1]
-	model := newPBXModel()
+	model := amitest.NewModel()
 	for _, m := range msgs[:enters[0]] {
-		model.apply(m)
+		model.Apply(m)
 	}
 	want := "conv 201 PJSIP/201-00000000>PJSIP/202-00000001 connected=true dir=out with=202/Bob"
 	rc := resyncCase{k: enters[0], j: enters[0], before: len(msgs) - enters[0], gap: enters[0]}
-	got := rc.run(msgs, model.lists())
+	got := rc.run(msgs, model.Lists())
 	if !strings.Contains(got, want) {
 		t.Errorf("got\n%s\nwant a line starting\n%s", got, want)
 	}
@@ -526,22 +262,22 @@ func TestResyncKeepsQueueCallerJoinedMeanwhile(t *testing.T) {
 		t.Fatal("no queue caller in the recording")
 	}
 	waiting := func(s string) bool { return strings.Contains(s, "waiting support PJSIP/trunk-") }
-	model := newPBXModel()
-	model.configure(msgs)
+	model := amitest.NewModel()
+	model.Configure(msgs)
 	for _, m := range msgs[:join] {
-		model.apply(m)
+		model.Apply(m)
 	}
 	// Lists taken just before the join; the join applied before them.
 	rc := resyncCase{k: join, j: join, before: 1}
-	if got := rc.run(msgs[:join+1], model.lists()); !waiting(got) {
+	if got := rc.run(msgs[:join+1], model.Lists()); !waiting(got) {
 		t.Errorf("caller who joined during the resync dropped:\n%s", got)
 	}
 	for _, m := range msgs[join:leave] {
-		model.apply(m)
+		model.Apply(m)
 	}
 	// Lists taken just before she leaves; the leave applied before them.
 	rc = resyncCase{k: leave, j: leave, before: 1}
-	if got := rc.run(msgs[:leave+1], model.lists()); waiting(got) {
+	if got := rc.run(msgs[:leave+1], model.Lists()); waiting(got) {
 		t.Errorf("caller who left during the resync is back:\n%s", got)
 	}
 }
@@ -560,13 +296,13 @@ func TestResyncDoesNotReparkRetrievedCall(t *testing.T) {
 	if unpark < 0 {
 		t.Fatal("no retrieved call in the recording")
 	}
-	model := newPBXModel()
-	model.configure(msgs)
+	model := amitest.NewModel()
+	model.Configure(msgs)
 	for _, m := range msgs[:unpark] {
-		model.apply(m)
+		model.Apply(m)
 	}
 	rc := resyncCase{k: unpark, j: unpark, before: 1}
-	if got := rc.run(msgs[:unpark+1], model.lists()); strings.Contains(got, "parked ") {
+	if got := rc.run(msgs[:unpark+1], model.Lists()); strings.Contains(got, "parked ") {
 		t.Errorf("retrieved call parked again:\n%s", got)
 	}
 }

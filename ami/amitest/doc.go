@@ -3,6 +3,9 @@
 // (Expect), replays recorded transcripts byte for byte (Replay), and drops
 // connections on command (Drop). Proxy relays connections to a server and
 // turns them half-open on command (Freeze): sockets kept, bytes swallowed.
+// Model answers a resync's list actions (CoreShowChannels, QueueStatus,
+// ...) from the events of a stream so far, as Asterisk would at that
+// point.
 //
 // A Server or Proxy belongs to one test; their methods are safe for
 // concurrent use.
