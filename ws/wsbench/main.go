@@ -3,10 +3,22 @@
 // alone) with an engine that changes one extension at -rate changes per
 // second, connects -clients clients that subscribe to the extensions, and
 // reports change-to-client latency (engine publish to client read), the
-// messages delivered per second and the server's resident memory.
+// messages delivered per second, the server's resident memory and the CPU
+// it used while measuring.
 //
 //	go run ./ws/wsbench -clients 1000 -rate 500 -duration 20s
 //	go run ./ws/wsbench -clients 10000 -rate 2 -duration 20s
+//	go run ./ws/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
+//	go run ./ws/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
+//
+// With -flood N, N more clients of the same user connect once the others
+// are subscribed and send -flood-op messages as fast as their sockets
+// take them, reading nothing, while the others are measured: the run
+// reports how the flood ended (the close code) and how much the server's
+// memory grew. -flood-max-rss stops a flood that the server does not stop
+// before it takes the machine's memory. -server runs another build's
+// wsbench as the server (a baseline built from an older commit), so both
+// are driven by the same load.
 //
 // Raise `ulimit -n` above the client count first (Go raises the soft limit
 // to the hard one by itself).
@@ -16,17 +28,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
+	runpprof "runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,20 +56,39 @@ import (
 	"github.com/ctibridge/ctibridge/ws"
 )
 
+// loadConfig is the load side's flags.
+type loadConfig struct {
+	server        string
+	clients       int
+	rate          float64
+	exts          int
+	duration      time.Duration
+	view          string
+	writeInterval time.Duration
+	flood         int
+	floodOp       string
+	floodMaxRSS   int64 // kB
+}
+
 func main() {
 	serve := flag.Bool("serve", false, "run the server side (used by the parent)")
-	clients := flag.Int("clients", 1000, "clients to connect")
-	rate := flag.Float64("rate", 500, "changes per second the engine makes")
-	exts := flag.Int("exts", 1000, "extensions in the PBX")
-	duration := flag.Duration("duration", 20*time.Second, "measuring time, after every client has its snapshot")
-	writeInterval := flag.Duration("write-interval", 0, "server: ws.Config.WriteInterval (0: the default)")
-	view := flag.String("view", "panel", "what the clients may see: panel (everything) or user (redacted: one own extension)")
+	var cfg loadConfig
+	flag.StringVar(&cfg.server, "server", "", "wsbench binary to run as the server (default: this one)")
+	flag.IntVar(&cfg.clients, "clients", 1000, "clients to connect")
+	flag.Float64Var(&cfg.rate, "rate", 500, "changes per second the engine makes")
+	flag.IntVar(&cfg.exts, "exts", 1000, "extensions in the PBX")
+	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "measuring time, after every client has its snapshot")
+	flag.DurationVar(&cfg.writeInterval, "write-interval", 0, "server: ws.Config.WriteInterval (0: the default)")
+	flag.StringVar(&cfg.view, "view", "panel", "what the clients may see: panel (everything) or user (redacted: one own extension)")
+	flag.IntVar(&cfg.flood, "flood", 0, "flooding clients started with the measurement")
+	flag.StringVar(&cfg.floodOp, "flood-op", "subscribe", "what they send in a loop: subscribe, resume, ping or garbage")
+	flag.Int64Var(&cfg.floodMaxRSS, "flood-max-rss", 2<<20, "kB: stop the flood when the server's RSS passes it")
 	flag.Parse()
 	var err error
 	if *serve {
-		err = runServer(*rate, *exts, *view, *writeInterval)
+		err = runServer(cfg.rate, cfg.exts, cfg.view, cfg.writeInterval)
 	} else {
-		err = runLoad(*clients, *rate, *exts, *duration, *view, *writeInterval)
+		err = runLoad(cfg)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wsbench:", err)
@@ -95,6 +128,8 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", hub)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /memstats", memStats)
 	srv := &http.Server{Handler: mux}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -104,9 +139,9 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 		go func() {
 			time.Sleep(6 * time.Second)
 			f, _ := os.Create(p)
-			pprof.StartCPUProfile(f)
+			runpprof.StartCPUProfile(f)
 			time.Sleep(5 * time.Second)
-			pprof.StopCPUProfile()
+			runpprof.StopCPUProfile()
 			f.Close()
 		}()
 	}
@@ -199,125 +234,311 @@ func rss(pid int) (cur, peak string) {
 	return cur, peak
 }
 
-func runLoad(n int, rate float64, exts int, duration time.Duration, view string, writeInterval time.Duration) error {
-	self, err := os.Executable()
+// memStats answers the heap and stack figures after a collection, so that
+// a run can tell the server's own memory from what the runtime keeps.
+func memStats(w http.ResponseWriter, _ *http.Request) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	json.NewEncoder(w).Encode(map[string]uint64{
+		"heap_inuse": m.HeapInuse, "stack_inuse": m.StackInuse, "sys": m.Sys,
+		"goroutines": uint64(runtime.NumGoroutine()),
+	})
+}
+
+// procCPU is the CPU time a process has used (/proc/PID/stat utime+stime).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return err
+		return 0
 	}
-	cmd := exec.Command(self, "-serve", "-rate", fmt.Sprint(rate), "-exts", fmt.Sprint(exts), "-view", view, "-write-interval", writeInterval.String())
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ
+}
+
+func rssKB(pid int) int64 {
+	cur, _ := rss(pid)
+	n, _ := strconv.ParseInt(strings.TrimSuffix(cur, " kB"), 10, 64)
+	return n
+}
+
+// server is the child process serving /ws.
+type server struct {
+	cmd   *exec.Cmd
+	pid   int
+	url   string
+	token string
+}
+
+func startServer(cfg loadConfig) (*server, error) {
+	bin := cfg.server
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		bin = self
+	}
+	cmd := exec.Command(bin, "-serve", "-rate", fmt.Sprint(cfg.rate), "-exts", fmt.Sprint(cfg.exts), "-view", cfg.view, "-write-interval", cfg.writeInterval.String())
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	url, token, _ := strings.Cut(strings.TrimSpace(line), " ")
-	pid := cmd.Process.Pid
-	r0, _ := rss(pid)
-	fmt.Printf("server pid %d at %s; RSS before clients %s; GOMAXPROCS %d\n", pid, url, r0, runtime.GOMAXPROCS(0))
+	return &server{cmd: cmd, pid: cmd.Process.Pid, url: url, token: token}, nil
+}
 
-	var measuring atomic.Bool
-	var msgs, first0, last0, lost, weird atomic.Uint64
-	hists := make([]*hist, n)
+func (s *server) stop() {
+	s.cmd.Process.Signal(os.Interrupt)
+	s.cmd.Wait()
+}
+
+// memStats fetches the server's /memstats; empty when it has none (an
+// older build).
+func (s *server) memStats() string {
+	resp, err := http.Get("http" + strings.TrimSuffix(strings.TrimPrefix(s.url, "ws"), "/ws") + "/memstats")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// load is the measuring clients' shared state.
+type load struct {
+	measuring                      atomic.Bool
+	msgs, first0, last0, lost, odd atomic.Uint64
+	hists                          []*hist
+	conns                          []*ws.Client
+}
+
+// client connects client i, subscribes, reports to ready when its snapshot
+// is in, and then records every event's latency while measuring.
+func (l *load) client(i int, url, token string, sem chan struct{}, ready chan<- error) {
+	sem <- struct{}{}
+	c, err := ws.Dial(context.Background(), url, token)
+	if err == nil {
+		err = c.Subscribe("extensions")
+	}
+	<-sem
+	if err != nil {
+		ready <- err
+		return
+	}
+	l.conns[i] = c
+	gotSnapshot := false
+	for {
+		raw, err := c.ReadRaw()
+		if err != nil {
+			if !gotSnapshot {
+				ready <- err
+			} else if l.measuring.Load() {
+				l.lost.Add(1)
+				fmt.Fprintln(os.Stderr, "client lost:", err)
+			}
+			return
+		}
+		if !gotSnapshot {
+			if bytes.HasPrefix(raw, []byte(`{"op":"snapshot"`)) {
+				gotSnapshot = true
+				ready <- nil
+			}
+			continue
+		}
+		if !l.measuring.Load() || !bytes.HasPrefix(raw, []byte(`{"op":"event"`)) {
+			continue
+		}
+		d := time.Now().UnixMilli() - int64(loadtest.UintField(raw, `"at":`))
+		if d > 5000 && l.odd.Add(1) == 1 {
+			fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
+		}
+		l.hists[i].add(d)
+		if i == 0 {
+			seq := loadtest.UintField(raw, `"seq":`)
+			if l.first0.Load() == 0 {
+				l.first0.Store(seq)
+			}
+			l.last0.Store(seq)
+		}
+		l.msgs.Add(1)
+	}
+}
+
+// floodResult is how one flooding client ended.
+type floodResult struct {
+	sent  int
+	ended time.Duration // since the flood started; 0 if it was still going
+	how   string
+}
+
+// floodMessage is what a flooder sends in a loop.
+func floodMessage(op, epoch string) ([]byte, error) {
+	switch op {
+	case "subscribe":
+		return []byte(`{"op":"subscribe","topics":["extensions"]}`), nil
+	case "resume":
+		return []byte(`{"op":"subscribe","topics":["extensions"],"since":1,"epoch":"` + epoch + `"}`), nil
+	case "ping":
+		return []byte(`{"op":"ping"}`), nil
+	case "garbage":
+		return []byte(`{"op":"subscribe","topics":["extensions"],"x":"` + strings.Repeat("x", 3000) + `"}`), nil
+	}
+	return nil, fmt.Errorf("unknown -flood-op %q (subscribe, resume, ping, garbage)", op)
+}
+
+// flood connects one client that sends op as fast as it can and reads
+// nothing, until the server closes it or stop is closed.
+func flood(url, token, op string, stop <-chan struct{}) floodResult {
+	c, err := ws.Dial(context.Background(), url, token)
+	if err != nil {
+		return floodResult{how: err.Error()}
+	}
+	defer c.Close()
+	hello, err := c.Next(context.Background())
+	if err != nil {
+		return floodResult{how: err.Error()}
+	}
+	msg, err := floodMessage(op, hello.Epoch)
+	if err != nil {
+		return floodResult{how: err.Error()}
+	}
+	start := time.Now()
+	var r floodResult
+	for {
+		select {
+		case <-stop:
+			r.how = "still flooding at the end (stopped by wsbench)"
+			return r
+		default:
+		}
+		if err := c.WriteRaw(msg); err != nil {
+			r.ended = time.Since(start)
+			// The server closed: its close frame is in what it sent.
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for {
+				if _, err := c.ReadRaw(); err != nil {
+					r.how = fmt.Sprintf("closed with %d (%v)", ws.CloseCode(err), err)
+					return r
+				}
+			}
+		}
+		r.sent++
+	}
+}
+
+func runLoad(cfg loadConfig) error {
+	srv, err := startServer(cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	n := cfg.clients
+	r0 := rssKB(srv.pid)
+	fmt.Printf("server pid %d at %s; RSS before clients %d kB; GOMAXPROCS %d\n", srv.pid, srv.url, r0, runtime.GOMAXPROCS(0))
+
+	l := &load{hists: make([]*hist, n), conns: make([]*ws.Client, n)}
 	ready := make(chan error, n)
-	var wg sync.WaitGroup
-	conns := make([]*ws.Client, n)
 	sem := make(chan struct{}, 64) // connect 64 at a time
 	start := time.Now()
 	for i := range n {
-		hists[i] = new(hist)
-		wg.Go(func() {
-			sem <- struct{}{}
-			c, err := ws.Dial(context.Background(), url, token)
-			if err == nil {
-				err = c.Subscribe("extensions")
-			}
-			<-sem
-			if err != nil {
-				ready <- err
-				return
-			}
-			conns[i] = c
-			gotSnapshot := false
-			for {
-				raw, err := c.ReadRaw()
-				if err != nil {
-					if !gotSnapshot {
-						ready <- err
-					} else if measuring.Load() {
-						lost.Add(1)
-						fmt.Fprintln(os.Stderr, "client lost:", err)
-					}
-					return
-				}
-				if !gotSnapshot {
-					if bytes.HasPrefix(raw, []byte(`{"op":"snapshot"`)) {
-						gotSnapshot = true
-						ready <- nil
-					}
-					continue
-				}
-				if !measuring.Load() || !bytes.HasPrefix(raw, []byte(`{"op":"event"`)) {
-					continue
-				}
-				now := time.Now().UnixMilli()
-				d := now - int64(loadtest.UintField(raw, `"at":`))
-				if d > 5000 && weird.Add(1) == 1 {
-					fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
-				}
-				hists[i].add(d)
-				if i == 0 {
-					seq := loadtest.UintField(raw, `"seq":`)
-					if first0.Load() == 0 {
-						first0.Store(seq)
-					}
-					last0.Store(seq)
-				}
-				msgs.Add(1)
-			}
-		})
+		l.hists[i] = new(hist)
+		go l.client(i, srv.url, srv.token, sem, ready)
 	}
 	for range n {
 		if err := <-ready; err != nil {
 			return fmt.Errorf("client: %w", err)
 		}
 	}
-	r1, _ := rss(pid)
-	fmt.Printf("%d clients connected and subscribed in %v; server RSS %s\n", n, time.Since(start).Round(time.Millisecond), r1)
+	r1 := rssKB(srv.pid)
+	fmt.Printf("%d clients connected and subscribed in %v; server RSS %d kB (%d bytes per client)\n",
+		n, time.Since(start).Round(time.Millisecond), r1, (r1-r0)*1024/int64(max(n, 1)))
 	time.Sleep(time.Second)
-	measuring.Store(true)
-	t0 := time.Now()
-	var samples []string
-	for el := time.Duration(0); el < duration; el += 5 * time.Second {
-		time.Sleep(min(5*time.Second, duration-el))
-		cur, _ := rss(pid)
-		samples = append(samples, cur)
+	if ms := srv.memStats(); ms != "" {
+		fmt.Printf("server memstats after a GC: %s\n", ms)
 	}
-	measuring.Store(false)
-	el := time.Since(t0)
-	total := new(hist)
-	for _, h := range hists {
-		total.merge(h)
+	rBefore := rssKB(srv.pid)
+	l.measuring.Store(true)
+	t0, cpu0 := time.Now(), procCPU(srv.pid)
+	stopFlood := make(chan struct{})
+	floods := make(chan floodResult, cfg.flood)
+	for range cfg.flood {
+		go func() { floods <- flood(srv.url, srv.token, cfg.floodOp, stopFlood) }()
 	}
-	cur, peak := rss(pid)
-	fmt.Printf("client 0 saw seqs %d..%d (%.0f changes/s made); clients lost while measuring: %d\n",
-		first0.Load(), last0.Load(), float64(last0.Load()-first0.Load())/el.Seconds(), lost.Load())
-	fmt.Printf("measured %v: %d events delivered (%.0f/s; %.0f changes/s x %d clients = %.0f expected)\n",
-		el.Round(time.Millisecond), total.count(), float64(msgs.Load())/el.Seconds(), rate, n, rate*float64(n))
-	fmt.Printf("change-to-client latency ms: p50 %d p90 %d p99 %d p99.9 %d max %d\n",
-		total.quantile(0.5), total.quantile(0.9), total.quantile(0.99), total.quantile(0.999), total.quantile(1))
-	fmt.Printf("server RSS during the run %v; at the end %s; peak (VmHWM) %s\n", samples, cur, peak)
-	for _, c := range conns {
+	var once sync.Once
+	stop := func() { once.Do(func() { close(stopFlood) }) }
+	samples, peak := watch(srv.pid, cfg, stop)
+	l.measuring.Store(false)
+	el, cpu := time.Since(t0), procCPU(srv.pid)-cpu0
+	stop()
+	l.report(cfg, el)
+	fmt.Printf("server CPU while measuring %.2f cores; RSS during the run %v kB; at the end %d kB; peak %d kB (%+d kB over the start of the run)\n",
+		cpu.Seconds()/el.Seconds(), samples, rssKB(srv.pid), peak, peak-rBefore)
+	for range cfg.flood {
+		f := <-floods
+		fmt.Printf("flooder (%s): %d messages sent; ended after %v: %s\n", cfg.floodOp, f.sent, f.ended.Round(time.Millisecond), f.how)
+	}
+	for _, c := range l.conns {
 		if c != nil {
 			c.Close()
 		}
 	}
-	return errors.Join()
+	return nil
+}
+
+// watch samples the server's RSS every 100 ms for the run's duration and
+// stops the flood if the RSS passes the limit; it returns one sample per
+// 5 s and the peak.
+func watch(pid int, cfg loadConfig, stopFlood func()) (samples []int64, peak int64) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(cfg.duration)
+	next := time.Now().Add(5 * time.Second)
+	stopped := false
+	for now := time.Now(); now.Before(end); now = <-tick.C {
+		cur := rssKB(pid)
+		peak = max(peak, cur)
+		if cfg.flood > 0 && !stopped && cur > cfg.floodMaxRSS {
+			fmt.Fprintf(os.Stderr, "server RSS %d kB passed -flood-max-rss: flood stopped\n", cur)
+			stopFlood()
+			stopped = true
+		}
+		if !now.Before(next) {
+			samples = append(samples, cur)
+			next = next.Add(5 * time.Second)
+		}
+	}
+	return samples, peak
+}
+
+func (l *load) report(cfg loadConfig, el time.Duration) {
+	total := new(hist)
+	for _, h := range l.hists {
+		total.merge(h)
+	}
+	fmt.Printf("client 0 saw seqs %d..%d (%.0f changes/s made); clients lost while measuring: %d\n",
+		l.first0.Load(), l.last0.Load(), float64(l.last0.Load()-l.first0.Load())/el.Seconds(), l.lost.Load())
+	fmt.Printf("measured %v: %d events delivered (%.0f/s; %.0f changes/s x %d clients = %.0f expected)\n",
+		el.Round(time.Millisecond), total.count(), float64(l.msgs.Load())/el.Seconds(), cfg.rate, cfg.clients, cfg.rate*float64(cfg.clients))
+	fmt.Printf("change-to-client latency ms: p50 %d p90 %d p99 %d p99.9 %d max %d\n",
+		total.quantile(0.5), total.quantile(0.9), total.quantile(0.99), total.quantile(0.999), total.quantile(1))
 }
