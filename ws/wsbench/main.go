@@ -29,6 +29,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,6 +66,7 @@ type loadConfig struct {
 	duration      time.Duration
 	view          string
 	writeInterval time.Duration
+	writeRate     float64
 	flood         int
 	floodOp       string
 	floodMaxRSS   int64 // kB
@@ -78,7 +80,8 @@ func main() {
 	flag.Float64Var(&cfg.rate, "rate", 500, "changes per second the engine makes")
 	flag.IntVar(&cfg.exts, "exts", 1000, "extensions in the PBX")
 	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "measuring time, after every client has its snapshot")
-	flag.DurationVar(&cfg.writeInterval, "write-interval", 0, "server: ws.Config.WriteInterval (0: the default)")
+	flag.DurationVar(&cfg.writeInterval, "write-interval", 0, "server: WriteInterval of a -server build that has it (before WriteRate; 0: its default)")
+	flag.Float64Var(&cfg.writeRate, "write-rate", 0, "server: ws.Config.WriteRate (0: the default; negative: no limit)")
 	flag.StringVar(&cfg.view, "view", "panel", "what the clients may see: panel (everything) or user (redacted: one own extension)")
 	flag.IntVar(&cfg.flood, "flood", 0, "flooding clients started with the measurement")
 	flag.StringVar(&cfg.floodOp, "flood-op", "subscribe", "what they send in a loop: subscribe, resume, ping or garbage")
@@ -86,7 +89,11 @@ func main() {
 	flag.Parse()
 	var err error
 	if *serve {
-		err = runServer(cfg.rate, cfg.exts, cfg.view, cfg.writeInterval)
+		if cfg.writeInterval != 0 {
+			err = errors.New("-write-interval: this build has ws.Config.WriteRate instead")
+		} else {
+			err = runServer(cfg.rate, cfg.exts, cfg.view, cfg.writeRate)
+		}
 	} else {
 		err = runLoad(cfg)
 	}
@@ -96,7 +103,7 @@ func main() {
 	}
 }
 
-func runServer(rate float64, exts int, view string, writeInterval time.Duration) error {
+func runServer(rate float64, exts int, view string, writeRate float64) error {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("x"), bcrypt.MinCost)
 	users, err := auth.NewUsers([]auth.User{
 		{Username: "panel", PasswordHash: string(hash), Endpoints: []string{"1000"}, Permissions: []string{auth.PermOperatorPanel}},
@@ -118,7 +125,7 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 	eng.SetLink(calls.LinkResyncing)
 	eng.EndResync()
 	eng.Publish()
-	hub, err := ws.NewHub(eng, svc, ws.Config{WriteInterval: writeInterval, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	hub, err := ws.NewHub(eng, svc, ws.Config{WriteRate: writeRate, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
@@ -285,7 +292,14 @@ func startServer(cfg loadConfig) (*server, error) {
 		}
 		bin = self
 	}
-	cmd := exec.Command(bin, "-serve", "-rate", fmt.Sprint(cfg.rate), "-exts", fmt.Sprint(cfg.exts), "-view", cfg.view, "-write-interval", cfg.writeInterval.String())
+	args := []string{"-serve", "-rate", fmt.Sprint(cfg.rate), "-exts", fmt.Sprint(cfg.exts), "-view", cfg.view}
+	if cfg.writeInterval != 0 {
+		args = append(args, "-write-interval", cfg.writeInterval.String())
+	}
+	if cfg.writeRate != 0 {
+		args = append(args, "-write-rate", fmt.Sprint(cfg.writeRate))
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
