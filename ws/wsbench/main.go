@@ -62,6 +62,7 @@ type loadConfig struct {
 	server        string
 	clients       int
 	rate          float64
+	burst         int
 	exts          int
 	duration      time.Duration
 	view          string
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&cfg.server, "server", "", "wsbench binary to run as the server (default: this one)")
 	flag.IntVar(&cfg.clients, "clients", 1000, "clients to connect")
 	flag.Float64Var(&cfg.rate, "rate", 500, "changes per second the engine makes")
+	flag.IntVar(&cfg.burst, "burst", 1, "the changes come in groups of this many, back to back (a call's start changes several entities at once)")
 	flag.IntVar(&cfg.exts, "exts", 1000, "extensions in the PBX")
 	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "measuring time, after every client has its snapshot")
 	flag.DurationVar(&cfg.writeInterval, "write-interval", 0, "server: WriteInterval of a -server build that has it (before WriteRate; 0: its default)")
@@ -92,7 +94,7 @@ func main() {
 		if cfg.writeInterval != 0 {
 			err = errors.New("-write-interval: this build has ws.Config.WriteRate instead")
 		} else {
-			err = runServer(cfg.rate, cfg.exts, cfg.view, cfg.writeRate)
+			err = runServer(cfg.rate, cfg.burst, cfg.exts, cfg.view, cfg.writeRate)
 		}
 	} else {
 		err = runLoad(cfg)
@@ -103,7 +105,7 @@ func main() {
 	}
 }
 
-func runServer(rate float64, exts int, view string, writeRate float64) error {
+func runServer(rate float64, burst, exts int, view string, writeRate float64) error {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("x"), bcrypt.MinCost)
 	users, err := auth.NewUsers([]auth.User{
 		{Username: "panel", PasswordHash: string(hash), Endpoints: []string{"1000"}, Permissions: []string{auth.PermOperatorPanel}},
@@ -154,9 +156,10 @@ func runServer(rate float64, exts int, view string, writeRate float64) error {
 	}
 	fmt.Printf("ws://%s/ws %s\n", ln.Addr(), tok)
 
-	// The engine: rate changes a second, one extension each, one Publish
-	// each (the worst case: no batching by the engine). Ticks that come
-	// late (a busy machine) are caught up, so the rate holds.
+	// The engine: rate changes a second (in groups of burst), one
+	// extension each, one Publish each (the worst case: no batching by
+	// the engine). Ticks that come late (a busy machine) are caught up,
+	// so the rate holds.
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
@@ -168,7 +171,7 @@ func runServer(rate float64, exts int, view string, writeRate float64) error {
 			return nil
 		case <-tick.C:
 		}
-		due := int(time.Since(start).Seconds() * rate)
+		due := int(time.Since(start).Seconds()*rate/float64(burst)) * burst
 		for ; i < due; i++ {
 			st := "NOT_INUSE"
 			if i/exts%2 == 0 {
@@ -293,6 +296,9 @@ func startServer(cfg loadConfig) (*server, error) {
 		bin = self
 	}
 	args := []string{"-serve", "-rate", fmt.Sprint(cfg.rate), "-exts", fmt.Sprint(cfg.exts), "-view", cfg.view}
+	if cfg.burst > 1 {
+		args = append(args, "-burst", fmt.Sprint(cfg.burst))
+	}
 	if cfg.writeInterval != 0 {
 		args = append(args, "-write-interval", cfg.writeInterval.String())
 	}
