@@ -9,12 +9,12 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 )
 
-// conn is one client connection: its reader is the ServeHTTP goroutine;
+// conn is one client connection: its reader is a goroutine of the hub (run);
 // between it, the hub and the socket sits a queue that keeps at most the
 // latest frame per entity, written out by a flusher goroutine that runs
 // only while something is queued (writer.go).
 type conn struct {
-	// Immutable once ServeHTTP has authenticated the client (before the
+	// Immutable once run has authenticated the client (before the
 	// hub sees the conn).
 	h           *Hub
 	ws          *websocket.Conn
@@ -47,7 +47,7 @@ type conn struct {
 	subSent bool   // a ctlSubscribe for sub is on its way to the hub
 	flushFn func() // c.flush, for kick
 
-	flushers sync.WaitGroup // the flusher, waited for by ServeHTTP
+	flushers sync.WaitGroup // the flusher, waited for by run
 }
 
 // subReq is a client's subscribe: topics, and where to resume from.

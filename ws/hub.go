@@ -134,8 +134,9 @@ var topicNames = map[string]uint8{
 //
 // Concurrency: ServeHTTP, Close and Run may be called from any goroutine.
 // One goroutine (Run) reads the feed and queues frames; every client has
-// its own reader (the ServeHTTP goroutine) and writer goroutine. Run
-// never blocks on a client, and the engine never blocks on Run.
+// its own reader goroutine, started by ServeHTTP and waited for by Close,
+// and a flusher goroutine while something is queued for it. Run never
+// blocks on a client, and the engine never blocks on Run.
 type Hub struct {
 	// Immutable after NewHub.
 	cfg   Config

@@ -19,7 +19,10 @@ import (
 // beyond it).
 const maxClientMessage = 4096
 
-// ServeHTTP upgrades GET /ws and serves the client until it goes.
+// ServeHTTP upgrades GET /ws and returns: the connection is then served
+// by a goroutine of the hub's (Close waits for it), so that what net/http
+// keeps for a request while its handler runs (about 10 KiB of buffers and
+// a grown stack) is let go for the connection's whole life.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -34,16 +37,23 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.wg.Add(1)
 	h.mu.Unlock()
-	defer h.wg.Done()
 
 	token, hasToken := requestToken(r)
 	hw := &hijackWriter{ResponseWriter: w}
 	wsc, err := h.up.Upgrade(hw, r, nil)
 	if err != nil {
+		h.wg.Done()
 		return // Upgrade has answered
 	}
 	c := &conn{h: h, ws: wsc, nc: hw.nc, slot: -1,
 		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now())}
+	go c.run(token, hasToken)
+}
+
+// run serves an upgraded connection until it ends, and cleans up.
+func (c *conn) run(token string, hasToken bool) {
+	h := c.h
+	defer h.wg.Done()
 	c.setHandlers()
 	h.mu.Lock()
 	h.conns[c] = struct{}{}
