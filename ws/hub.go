@@ -297,18 +297,23 @@ func (h *Hub) Run(ctx context.Context) error {
 	paced := time.NewTimer(time.Hour)
 	paced.Stop()
 	defer paced.Stop()
+	waiting := false
 	for {
 		// Fan out at once, unless the last fan-outs spent the write
 		// budget: then the changes wait in the feed until it refills.
 		var wake <-chan struct{}
 		var refill <-chan time.Time
 		if d := h.paceWait(); d == 0 {
+			waiting = false
 			wake = feed.Wait() // before reading, so no append is missed
 			h.pump(feed)
 		} else {
 			paced.Reset(d)
 			refill = paced.C
-			h.m.paced.Inc()
+			if !waiting {
+				waiting = true
+				h.m.paced.Inc()
+			}
 		}
 		select {
 		case <-wake:

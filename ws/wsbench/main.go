@@ -48,6 +48,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -127,7 +129,8 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 	eng.SetLink(calls.LinkResyncing)
 	eng.EndResync()
 	eng.Publish()
-	hub, err := ws.NewHub(eng, svc, ws.Config{WriteRate: writeRate, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	reg := prometheus.NewRegistry()
+	hub, err := ws.NewHub(eng, svc, ws.Config{WriteRate: writeRate, Registerer: reg, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
@@ -139,6 +142,7 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 	mux.Handle("GET /ws", hub)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /memstats", memStats)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -329,10 +333,10 @@ func (s *server) stop() {
 	s.cmd.Wait()
 }
 
-// memStats fetches the server's /memstats; empty when it has none (an
-// older build).
-func (s *server) memStats() string {
-	resp, err := http.Get("http" + strings.TrimSuffix(strings.TrimPrefix(s.url, "ws"), "/ws") + "/memstats")
+// get fetches a path of the server's; empty when it has none (an older
+// build).
+func (s *server) get(path string) string {
+	resp, err := http.Get("http" + strings.TrimSuffix(strings.TrimPrefix(s.url, "ws"), "/ws") + path)
 	if err != nil {
 		return ""
 	}
@@ -342,6 +346,26 @@ func (s *server) memStats() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// counters reads the hub's write counters from /metrics: messages and
+// socket writes so far, and the fan-outs that waited for the write
+// budget; ok is false for a build without them.
+func (s *server) counters() (msgs, writes, paced float64, ok bool) {
+	m := s.get("/metrics")
+	val := func(name string) (float64, bool) {
+		for line := range strings.Lines(m) {
+			if v, found := strings.CutPrefix(line, name+" "); found {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				return f, err == nil
+			}
+		}
+		return 0, false
+	}
+	msgs, ok1 := val("ctibridge_ws_messages_sent_total")
+	writes, ok2 := val("ctibridge_ws_writes_total")
+	paced, ok3 := val("ctibridge_ws_fanout_paced_total")
+	return msgs, writes, paced, ok1 && ok2 && ok3
 }
 
 // load is the measuring clients' shared state.
@@ -493,12 +517,13 @@ func runLoad(cfg loadConfig) error {
 	fmt.Printf("%d clients connected and subscribed in %v; server RSS %d kB (%d bytes per client)\n",
 		n, time.Since(start).Round(time.Millisecond), r1, (r1-r0)*1024/int64(max(n, 1)))
 	time.Sleep(time.Second)
-	if ms := srv.memStats(); ms != "" {
+	if ms := srv.get("/memstats"); ms != "" {
 		fmt.Printf("server memstats after a GC: %s\n", ms)
 	}
 	rBefore := rssKB(srv.pid)
 	l.measuring.Store(true)
 	t0, cpu0 := time.Now(), procCPU(srv.pid)
+	m0, w0, p0, hasCounters := srv.counters()
 	stopFlood := make(chan struct{})
 	floods := make(chan floodResult, cfg.flood)
 	for range cfg.flood {
@@ -509,10 +534,15 @@ func runLoad(cfg loadConfig) error {
 	samples, peak := watch(srv.pid, cfg, stop)
 	l.measuring.Store(false)
 	el, cpu := time.Since(t0), procCPU(srv.pid)-cpu0
+	m1, w1, p1, _ := srv.counters()
 	stop()
 	l.report(cfg, el)
 	fmt.Printf("server CPU while measuring %.2f cores; RSS during the run %v kB; at the end %d kB; peak %d kB (%+d kB over the start of the run)\n",
 		cpu.Seconds()/el.Seconds(), samples, rssKB(srv.pid), peak, peak-rBefore)
+	if hasCounters {
+		fmt.Printf("server wrote %.0f messages in %.0f socket writes (%.2f per write); the fan-out waited for its write budget %.0f times\n",
+			m1-m0, w1-w0, (m1-m0)/max(w1-w0, 1), p1-p0)
+	}
 	for range cfg.flood {
 		f := <-floods
 		fmt.Printf("flooder (%s): %d messages sent; ended after %v: %s\n", cfg.floodOp, f.sent, f.ended.Round(time.Millisecond), f.how)
