@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -17,12 +16,10 @@ import (
 // takes everything queued and writes it in one writev; frames queued
 // while that write is in flight (or while the flusher waits for a CPU)
 // coalesce in the queue and go out together in the next write, and the
-// flusher ends when the queue is empty. Before each write it lets the
-// other runnable goroutines (the other clients' flushers) go first. So an
-// idle client gets a change at once, a busy one gets batches as large as
-// its backlog, and an idle connection holds no goroutine and no write
-// buffer. Under load the hub batches as well, across all clients
-// (Config.WriteRate).
+// flusher ends when the queue is empty. So an idle client gets a change
+// at once, a busy one gets batches as large as its backlog, and an idle
+// connection holds no goroutine and no write buffer. Under load the hub
+// batches as well, across all clients (Config.WriteRate).
 
 // kick starts the flusher unless it runs or the connection has ended;
 // under c.mu.
@@ -63,11 +60,6 @@ func (c *conn) flush() {
 		}
 	}()
 	for {
-		// Let the flushers that are waiting for a CPU write first: on an
-		// idle machine this returns at once, on a busy one frames pile up
-		// meanwhile, so a fan-out to many clients gives each one write,
-		// not a write each for the first change and the ones right after.
-		runtime.Gosched()
 		c.mu.Lock()
 		if c.ended || c.live == 0 && len(c.closing) == 0 {
 			c.writing = false
