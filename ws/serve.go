@@ -266,14 +266,20 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 }
 
 // drain reads until the close reply or the deadline the flusher sets,
-// discarding what it reads.
+// discarding what it reads, no faster than the client's budget allows: a
+// client closed for sending too much is not read at its own pace (its
+// writes block instead) while the close goes out.
 func (c *conn) drain() {
 	for {
+		if d := c.budget.wait(c.h.now()); d > 0 {
+			time.Sleep(min(d, c.h.cfg.CloseWait))
+		}
 		_, r, err := c.ws.NextReader()
 		if err != nil {
 			return
 		}
 		io.Copy(io.Discard, r)
+		c.budget.spend(c.h.now(), 1)
 	}
 }
 
