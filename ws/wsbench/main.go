@@ -348,10 +348,11 @@ func (s *server) get(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// counters reads the hub's write counters from /metrics: messages and
-// socket writes so far, and the fan-outs that waited for the write
-// budget; ok is false for a build without them.
-func (s *server) counters() (msgs, writes, paced float64, ok bool) {
+// counters reads the hub's counters from /metrics: messages and socket
+// writes so far, the fan-outs that waited for the write budget and the
+// clients closed for sending too much; ok is false for a build without
+// them.
+func (s *server) counters() (msgs, writes, paced, floods float64, ok bool) {
 	m := s.get("/metrics")
 	val := func(name string) (float64, bool) {
 		for line := range strings.Lines(m) {
@@ -365,7 +366,8 @@ func (s *server) counters() (msgs, writes, paced float64, ok bool) {
 	msgs, ok1 := val("ctibridge_ws_messages_sent_total")
 	writes, ok2 := val("ctibridge_ws_writes_total")
 	paced, ok3 := val("ctibridge_ws_fanout_paced_total")
-	return msgs, writes, paced, ok1 && ok2 && ok3
+	floods, ok4 := val(`ctibridge_ws_closed_total{reason="flood"}`)
+	return msgs, writes, paced, floods, ok1 && ok2 && ok3 && ok4
 }
 
 // load is the measuring clients' shared state.
@@ -523,7 +525,7 @@ func runLoad(cfg loadConfig) error {
 	rBefore := rssKB(srv.pid)
 	l.measuring.Store(true)
 	t0, cpu0 := time.Now(), procCPU(srv.pid)
-	m0, w0, p0, hasCounters := srv.counters()
+	m0, w0, p0, _, hasCounters := srv.counters()
 	stopFlood := make(chan struct{})
 	floods := make(chan floodResult, cfg.flood)
 	for range cfg.flood {
@@ -534,7 +536,7 @@ func runLoad(cfg loadConfig) error {
 	samples, peak := watch(srv.pid, cfg, stop)
 	l.measuring.Store(false)
 	el, cpu := time.Since(t0), procCPU(srv.pid)-cpu0
-	m1, w1, p1, _ := srv.counters()
+	m1, w1, p1, _, _ := srv.counters()
 	stop()
 	l.report(cfg, el)
 	fmt.Printf("server CPU while measuring %.2f cores; RSS during the run %v kB; at the end %d kB; peak %d kB (%+d kB over the start of the run)\n",
@@ -546,6 +548,11 @@ func runLoad(cfg loadConfig) error {
 	for range cfg.flood {
 		f := <-floods
 		fmt.Printf("flooder (%s): %d messages sent; ended after %v: %s\n", cfg.floodOp, f.sent, f.ended.Round(time.Millisecond), f.how)
+	}
+	if _, _, _, fl, ok := srv.counters(); ok && cfg.flood > 0 {
+		// A flooder that reads nothing may never see its close frame (the
+		// server's reset can discard it), so the server says.
+		fmt.Printf("server: clients closed for sending too much (4008): %.0f\n", fl)
 	}
 	for _, c := range l.conns {
 		if c != nil {
