@@ -116,7 +116,7 @@ type floodEnv struct {
 }
 
 func newFloodEnv(t *testing.T) *floodEnv {
-	e := &floodEnv{env: newEnv(t, calls.Config{}, auth.Config{}, Config{ClientRate: 10, ClientBurst: floodBurst})}
+	e := &floodEnv{env: newEnv(t, calls.Config{}, auth.Config{}, Config{ClientRate: 10, ClientBurst: floodBurst, CloseWait: 300 * time.Millisecond})}
 	for range 3 {
 		c := e.dial("root")
 		expectOp(t, c, "hello")
