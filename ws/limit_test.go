@@ -105,7 +105,7 @@ func TestResumeReplaysLatestOnly(t *testing.T) {
 }
 
 // floodBurst is the budget of TestFlood's clients: the flooder is served
-// that many messages (snapshots, replays, pongs) before it is closed.
+// that many pings, or a fifth as many subscribes, before it is closed.
 const floodBurst = 200
 
 // floodEnv is a hub with three well-behaved clients that watch the state.

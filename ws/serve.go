@@ -107,13 +107,13 @@ func (c *conn) setHandlers() {
 	wsc := c.ws
 	wsc.SetReadLimit(maxClientMessage)
 	wsc.SetPingHandler(func(data string) error {
-		if c.spend() {
+		if c.spend(1) {
 			c.pushReply(pongFrame(data), entWSPong)
 		}
 		return nil
 	})
 	wsc.SetPongHandler(func(string) error {
-		if c.spend() {
+		if c.spend(1) {
 			c.extendRead()
 		}
 		return nil
@@ -137,10 +137,15 @@ func (c *conn) setHandlers() {
 	})
 }
 
-// spend charges one frame the client sent to its budget; past the budget
-// the client is closed with 4008, and false is returned.
-func (c *conn) spend() bool {
-	if c.budget.spend(c.h.now(), 1) {
+// subscribeCost is what a subscribe takes from the client's budget, in
+// messages: it costs the hub a snapshot or a replay, not a reply.
+const subscribeCost = 5
+
+// spend charges what the client sent (cost messages' worth) to its
+// budget; past the budget the client is closed with 4008, and false is
+// returned.
+func (c *conn) spend(cost float64) bool {
+	if c.budget.spend(c.h.now(), cost) {
 		return true
 	}
 	c.closeWith(CloseTooMany, "too many messages: at most "+strconv.FormatFloat(c.h.cfg.ClientRate, 'g', 4, 64)+
@@ -211,7 +216,7 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 	if !hasToken {
 		c.nc.SetReadDeadline(time.Now().Add(h.cfg.AuthTimeout))
 		m, err := c.read()
-		c.spend()
+		c.spend(1)
 		switch {
 		case err == nil && m.Op == "auth" && m.Token != "":
 			token = m.Token
@@ -254,7 +259,11 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 		if err != nil && !errors.Is(err, errBadMessage) {
 			return true
 		}
-		if !c.spend() {
+		cost := 1.0
+		if err == nil && m.Op == "subscribe" {
+			cost = subscribeCost
+		}
+		if !c.spend(cost) {
 			continue
 		}
 		if err != nil {
