@@ -28,8 +28,9 @@
 // replies (pong, renewed) are coalesced, a resume costs at most one frame
 // per entity, and every message or control frame a client sends is
 // charged to its own token bucket (Config.ClientRate, ClientBurst; a
-// subscribe five times): past it the client is closed with 4008. What a client sends is read into a
-// buffer borrowed for that message, at most 4 KiB.
+// subscribe five times): past it the client is closed with 4008. What a
+// client sends is read into a buffer borrowed for that message, at most
+// 4 KiB.
 //
 // What it does not do: it never writes to the engine, it does not send
 // AMI actions (clients use REST for those), and it does not compress
