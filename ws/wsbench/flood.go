@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
 	"time"
 
@@ -69,4 +74,56 @@ func flood(url, token, op string, stop <-chan struct{}) floodResult {
 		}
 		r.sent++
 	}
+}
+
+// runFlooder is the child process of one flooding client: it floods until
+// it is closed or interrupted, then prints how it ended as one JSON line.
+// A process of its own, so its sending does not take CPU from the
+// measuring clients in the parent.
+func runFlooder(url, token, op string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r := flood(url, token, op, ctx.Done())
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{"sent": r.sent, "ended": r.ended, "how": r.how})
+}
+
+// flooders are the running flooding processes.
+type flooders []*exec.Cmd
+
+func startFlooders(n int, url, token, op string) (flooders, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var fs flooders
+	for range n {
+		cmd := exec.Command(self, "-flood-url", url, "-flood-token", token, "-flood-op", op)
+		cmd.Stderr = os.Stderr
+		cmd.Stdout = new(bytes.Buffer)
+		if err := cmd.Start(); err != nil {
+			fs.stop()
+			return nil, err
+		}
+		fs = append(fs, cmd)
+	}
+	return fs, nil
+}
+
+// stop interrupts the flooders that still run and returns how each ended.
+func (fs flooders) stop() []floodResult {
+	var rs []floodResult
+	for _, cmd := range fs {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		var out struct {
+			Sent  int
+			Ended time.Duration
+			How   string
+		}
+		if err := json.Unmarshal(cmd.Stdout.(*bytes.Buffer).Bytes(), &out); err != nil {
+			out.How = "flooder: " + err.Error()
+		}
+		rs = append(rs, floodResult{sent: out.Sent, ended: out.Ended, how: out.How})
+	}
+	return rs
 }

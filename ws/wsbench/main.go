@@ -11,9 +11,11 @@
 //	go run ./ws/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
 //	go run ./ws/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
 //
-// With -flood N, N more clients of the same user connect once the others
-// are subscribed and send -flood-op messages as fast as their sockets
-// take them, reading nothing, while the others are measured: the run
+// With -flood N, N more clients of the same user, each in a process of
+// its own (so that its sending takes no CPU from the measuring clients),
+// connect once the others are subscribed and send -flood-op messages as
+// fast as their sockets take them, reading nothing, while the others are
+// measured: the run
 // reports how the flood ended (the close code) and how much the server's
 // memory grew. -flood-max-rss stops a flood that the server does not stop
 // before it takes the machine's memory. -server runs another build's
@@ -90,9 +92,13 @@ func main() {
 	flag.IntVar(&cfg.flood, "flood", 0, "flooding clients started with the measurement")
 	flag.StringVar(&cfg.floodOp, "flood-op", "subscribe", "what they send in a loop: subscribe, resume, ping or garbage")
 	flag.Int64Var(&cfg.floodMaxRSS, "flood-max-rss", 2<<20, "kB: stop the flood when the server's RSS passes it")
+	floodURL := flag.String("flood-url", "", "run one flooding client against this URL (used by the parent)")
+	floodToken := flag.String("flood-token", "", "its token (used by the parent)")
 	flag.Parse()
 	var err error
-	if *serve {
+	if *floodURL != "" {
+		err = runFlooder(*floodURL, *floodToken, cfg.floodOp)
+	} else if *serve {
 		if cfg.writeInterval != 0 {
 			err = errors.New("-write-interval: this build has ws.Config.WriteRate instead")
 		} else {
@@ -466,13 +472,13 @@ func runLoad(cfg loadConfig) error {
 	l.measuring.Store(true)
 	t0, cpu0 := time.Now(), procCPU(srv.pid)
 	m0, w0, p0, _, hasCounters := srv.counters()
-	stopFlood := make(chan struct{})
-	floods := make(chan floodResult, cfg.flood)
-	for range cfg.flood {
-		go func() { floods <- flood(srv.url, srv.token, cfg.floodOp, stopFlood) }()
+	fs, err := startFlooders(cfg.flood, srv.url, srv.token, cfg.floodOp)
+	if err != nil {
+		return err
 	}
 	var once sync.Once
-	stop := func() { once.Do(func() { close(stopFlood) }) }
+	var floods []floodResult
+	stop := func() { once.Do(func() { floods = fs.stop() }) }
 	samples, peak := watch(srv.pid, cfg, stop)
 	l.measuring.Store(false)
 	el, cpu := time.Since(t0), procCPU(srv.pid)-cpu0
@@ -485,8 +491,7 @@ func runLoad(cfg loadConfig) error {
 		fmt.Printf("server wrote %.0f messages in %.0f socket writes (%.2f per write); the fan-out waited for its write budget %.0f times\n",
 			m1-m0, w1-w0, (m1-m0)/max(w1-w0, 1), p1-p0)
 	}
-	for range cfg.flood {
-		f := <-floods
+	for _, f := range floods {
 		fmt.Printf("flooder (%s): %d messages sent; ended after %v: %s\n", cfg.floodOp, f.sent, f.ended.Round(time.Millisecond), f.how)
 	}
 	if _, _, _, fl, ok := srv.counters(); ok && cfg.flood > 0 {
