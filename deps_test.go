@@ -35,6 +35,7 @@ var rules = []rule{
 	{pkg: "panel", allowed: []string{}},
 	{pkg: "auth", allowed: []string{"ami", "calls"}},
 	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
+	{pkg: "httpserve", stdOnly: true},
 	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb"}},
 	{pkg: "sqldb", allowed: []string{}},
 	{pkg: "phonebook", allowed: []string{"sqldb"}},

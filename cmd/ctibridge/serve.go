@@ -24,6 +24,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/httpserve"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/rest"
@@ -317,7 +318,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", hub)
 	mux.Handle("/", api)
-	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, mux)
+	apiSrv, err := httpserve.New(httpserve.Config{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, mux)
 	if err != nil {
 		return err
 	}
@@ -459,7 +460,7 @@ func reconcileSetting(d time.Duration) time.Duration {
 // run sends READY=1 when the link is first ready and serves reloads until
 // ctx is done. A failed reload changes nothing and is logged; the service
 // goes on with what it had.
-func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Service, apiSrv *rest.Server, log *slog.Logger) {
+func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Service, apiSrv *httpserve.Server, log *slog.Logger) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	ready := false
