@@ -45,6 +45,9 @@ var rules = []rule{
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
 	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp"}},
+	// A program measuring the hub in-process: the one load program that
+	// imports ws, and never rest.
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "ami/amitest", "pbxsim", "sipp"}},
 }
 
 type listed struct {

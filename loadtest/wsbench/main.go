@@ -6,10 +6,10 @@
 // messages delivered per second, the server's resident memory and the CPU
 // it used while measuring.
 //
-//	go run ./ws/wsbench -clients 1000 -rate 500 -duration 20s
-//	go run ./ws/wsbench -clients 10000 -rate 2 -duration 20s
-//	go run ./ws/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
-//	go run ./ws/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
+//	go run ./loadtest/wsbench -clients 1000 -rate 500 -duration 20s
+//	go run ./loadtest/wsbench -clients 10000 -rate 2 -duration 20s
+//	go run ./loadtest/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
+//	go run ./loadtest/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
 //
 // With -flood N, N more clients of the same user, each in a process of
 // its own (so that its sending takes no CPU from the measuring clients),
