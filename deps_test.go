@@ -44,10 +44,11 @@ var rules = []rule{
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp", "loadtest/internal/wsframe"}},
+	{pkg: "loadtest/internal/wsframe", stdOnly: true},
 	// A program measuring the hub in-process: the one load program that
 	// imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "ami/amitest", "pbxsim", "sipp"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest/internal/wsframe"}},
 }
 
 type listed struct {

@@ -12,6 +12,12 @@
 // as JSON (the shape in docs/loadtest.md, "Common flags") and as a self-contained
 // HTML page with inline SVG plots.
 //
+// The programs beside it: loadtest/wsbench measures the WebSocket hub
+// alone (it runs ws in a server process of its own, so it imports ws; this
+// package does not), and bench/run.sh runs the standard suite with
+// rest/internal/bench as its REST server. loadtest/internal/wsframe reads
+// frame header fields for both.
+//
 // Concurrency: RunHTTP, RunWS and RunE2E each own every goroutine they
 // start and return only after all have stopped, at the latest a grace
 // period after their configured duration. A Histogram is not safe for

@@ -57,7 +57,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
-	"github.com/ctibridge/ctibridge/loadtest"
+	"github.com/ctibridge/ctibridge/loadtest/internal/wsframe"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -422,13 +422,13 @@ func (l *load) client(i int, url, token string, sem chan struct{}, ready chan<- 
 		if !l.measuring.Load() || !bytes.HasPrefix(raw, []byte(`{"op":"event"`)) {
 			continue
 		}
-		d := time.Now().UnixMilli() - int64(loadtest.UintField(raw, `"at":`))
+		d := time.Now().UnixMilli() - int64(wsframe.UintField(raw, `"at":`))
 		if d > 5000 && l.odd.Add(1) == 1 {
 			fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
 		}
 		l.hists[i].add(d)
 		if i == 0 {
-			seq := loadtest.UintField(raw, `"seq":`)
+			seq := wsframe.UintField(raw, `"seq":`)
 			if l.first0.Load() == 0 {
 				l.first0.Store(seq)
 			}

@@ -1,7 +1,11 @@
-// Command bench serves the same JSON bytes three ways for wrk, so the REST
-// read path can be compared with a bare net/http handler in one sitting
-// (docs/http-pipelining.md). The fasthttp baseline lives in ./fasthttp, a
-// module of its own, so that the product never depends on fasthttp.
+// Command bench serves the same JSON bytes three ways for wrk and
+// `ctibridge loadtest http`, so the REST read path can be compared with a
+// bare net/http handler in one sitting (docs/http-pipelining.md). It is
+// the REST server half of bench/run.sh and rest/internal/bench/run.sh; it
+// stays under rest/internal because it uses rest/internal/synth, the
+// synthetic state of the REST benchmarks (docs/loadtest.md). The fasthttp
+// baseline lives in ./fasthttp, a module of its own, so that the product
+// never depends on fasthttp.
 //
 //	go run ./rest/internal/bench -mode ctibridge -ext 100 -addr 127.0.0.1:8081 -token-out /tmp/tok
 //	go run ./rest/internal/bench -mode bare -ext 100 -addr 127.0.0.1:8082 -body-out /tmp/ext100.json
