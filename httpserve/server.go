@@ -12,11 +12,14 @@ import (
 	"time"
 )
 
+// DefaultAddr is the listen address when Config.Addr is empty.
+const DefaultAddr = "127.0.0.1:8080"
+
 // Config configures the HTTP server in front of the bridge's handler. The
 // zero value of every field means its default.
 type Config struct {
-	// Addr is the listen address for ListenAndServe. Default
-	// "127.0.0.1:8080".
+	// Addr is the listen address for Listen and ListenAndServe. Default
+	// DefaultAddr.
 	Addr string
 	// TLSCert and TLSKey are PEM files; when both are set the server speaks
 	// HTTPS with HTTP/2 (ALPN h2) and HTTP/1.1. Default: plain HTTP.
@@ -58,7 +61,7 @@ type Server struct {
 // ListenAndServe.
 func New(cfg Config, h http.Handler) (*Server, error) {
 	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:8080"
+		cfg.Addr = DefaultAddr
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("httpserve: the TLS certificate and key go together: give both or neither")
