@@ -48,7 +48,7 @@ var rules = []rule{
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
 	// A program measuring the hub in-process: the one load program that
 	// imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest/internal/wsframe"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amitest", "pbxsim", "sipp"}},
 }
 
 type listed struct {
