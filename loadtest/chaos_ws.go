@@ -1,0 +1,162 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Issue 19's flood targets: one client looping subscribe grows the
+// server's RSS by less than 50 MB and moves the other clients' p99 by
+// less than 10%.
+const (
+	targetFloodRSS = 50 << 20
+	targetFloodP99 = 0.10
+)
+
+// runChaosWS measures WSClients clients' delivery latency during calls,
+// first alone, then while one more client sends {"op":"subscribe"} in a
+// loop without reading, and compares; serve's RSS is sampled all along
+// and the flood stops early at FloodRSSCap.
+func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosReport) error {
+	const sc = "ws"
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	pbx, err := startChaosPBX(ctx, cfg, &wg)
+	if err != nil {
+		return err
+	}
+	srv, err := newServeProc(cfg, dir, pbx.pbx.AMIAddr())
+	if err != nil {
+		return err
+	}
+	wg.Go(func() { srv.run(ctx) })
+	if _, err := srv.waitReady(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	token, err := srv.login(ctx)
+	if err != nil {
+		return err
+	}
+	wg.Go(func() { pbx.calls(ctx, cfg, 2*cfg.WSDuration+10*time.Second) })
+	sleepCtx(ctx, 3*time.Second) // calls under way
+
+	var peak atomic.Uint64
+	wg.Go(func() { sampleRSS(ctx, srv, &peak) })
+	wsCfg := WSConfig{URL: WSURL(srv.http), Token: token, Clients: cfg.WSClients, Duration: cfg.WSDuration}
+	base, err := RunWS(ctx, wsCfg)
+	if err != nil {
+		return err
+	}
+	baseRSS := peak.Swap(0)
+
+	floodCtx, stopFlood := context.WithCancel(ctx)
+	var fl flooder
+	var capped atomic.Bool
+	var fwg sync.WaitGroup
+	fwg.Go(func() { fl.run(floodCtx, WSURL(srv.http), token) })
+	fwg.Go(func() {
+		for floodCtx.Err() == nil {
+			if peak.Load() > baseRSS+cfg.FloodRSSCap {
+				capped.Store(true)
+				stopFlood()
+			}
+			sleepCtx(floodCtx, 50*time.Millisecond)
+		}
+	})
+	flood, err := RunWS(ctx, wsCfg)
+	stopFlood()
+	fwg.Wait()
+	if err != nil {
+		return err
+	}
+	floodRSS := peak.Load()
+
+	growth := int64(floodRSS) - int64(baseRSS)
+	growthV := fmt.Sprintf("%+.1f MB", float64(growth)/(1<<20))
+	if capped.Load() {
+		growthV = fmt.Sprintf("> %d MB (flood stopped)", cfg.FloodRSSCap>>20)
+	}
+	rep.check(sc, "server RSS growth during the flood", growthV, "< 50 MB", !capped.Load() && growth < targetFloodRSS, false)
+	p0, p1 := base.Latency.Quantile(0.99), flood.Latency.Quantile(0.99)
+	change := -1.0
+	if p0 > 0 {
+		change = float64(p1-p0) / float64(p0)
+	}
+	rep.check(sc, "other clients' p99 change", fmt.Sprintf("%+.0f%% (%v → %v)", change*100, p0, p1), "< +10%",
+		p0 > 0 && change < targetFloodP99, false)
+	alive := srv.ready(ctx)
+	if _, err := srv.login(ctx); err != nil {
+		alive = false
+	}
+	rep.check(sc, "serve still serving after the flood", fmt.Sprint(alive), "true", alive, true)
+	crashes, first := srv.crashes()
+	rep.check(sc, "serve crashes (panic, fatal error, race)", fmt.Sprint(crashes), "0", crashes == 0, true)
+	if first != "" {
+		rep.note("ws: serve crashed: %s", first)
+	}
+	for k, v := range map[string]float64{
+		"rss_baseline_mb": float64(baseRSS) / (1 << 20), "rss_peak_flood_mb": float64(floodRSS) / (1 << 20),
+		"p50_baseline_ms": ms(base.Latency.Quantile(0.5)), "p99_baseline_ms": ms(p0), "p999_baseline_ms": ms(base.Latency.Quantile(0.999)),
+		"p50_flood_ms": ms(flood.Latency.Quantile(0.5)), "p99_flood_ms": ms(p1), "p999_flood_ms": ms(flood.Latency.Quantile(0.999)),
+		"events_baseline": float64(base.Counters["events"]), "events_flood": float64(flood.Counters["events"]),
+		"clients_dropped_flood": float64(flood.Counters["clients_dropped"]),
+		"flood_subscribes_sent": float64(fl.sent.Load()), "flood_connections": float64(fl.conns.Load()),
+	} {
+		rep.count(sc, k, v)
+	}
+	return nil
+}
+
+// sampleRSS keeps the peak of serve's RSS, every 50 ms, until ctx ends.
+func sampleRSS(ctx context.Context, srv *serveProc, peak *atomic.Uint64) {
+	for ctx.Err() == nil {
+		rss := srv.rss()
+		for {
+			old := peak.Load()
+			if rss <= old || peak.CompareAndSwap(old, rss) {
+				break
+			}
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+}
+
+// flooder is the hostile client: authenticated, it sends subscribe
+// after subscribe and reads nothing; when the server closes it, it
+// connects again.
+type flooder struct {
+	sent, conns atomic.Uint64
+}
+
+func (f *flooder) run(ctx context.Context, url, token string) {
+	msg := []byte(`{"op":"subscribe","topics":["extensions"]}`)
+	hdr := http.Header{"Authorization": {"Bearer " + token}}
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	for ctx.Err() == nil {
+		c, _, err := d.DialContext(ctx, url, hdr)
+		if err != nil {
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		f.conns.Add(1)
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		for ctx.Err() == nil {
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			if c.WriteMessage(websocket.TextMessage, msg) != nil {
+				break
+			}
+			f.sent.Add(1)
+		}
+		stop()
+		c.Close()
+	}
+}
