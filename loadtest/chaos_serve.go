@@ -134,7 +134,7 @@ func (s *serveProc) run(ctx context.Context) {
 			return
 		}
 		if !killed {
-			s.exit(fmt.Sprint(err))
+			s.exit(fmt.Sprintf("%v: %s", err, lastLine(s.logTail())))
 		}
 		select {
 		case <-ctx.Done():
@@ -256,6 +256,14 @@ func (s *serveProc) crashes() (int, string) {
 		}
 	}
 	return n, first
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 // logTail is the end of serve's log, for error messages.

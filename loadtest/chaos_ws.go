@@ -47,7 +47,7 @@ func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRepo
 		return err
 	}
 	wg.Go(func() { pbx.calls(ctx, cfg, 2*cfg.WSDuration+10*time.Second) })
-	sleepCtx(ctx, 3*time.Second) // calls under way
+	sleepCtx(ctx, min(3*time.Second, cfg.WSDuration)) // calls under way
 
 	var peak atomic.Uint64
 	wg.Go(func() { sampleRSS(ctx, srv, &peak) })
