@@ -253,8 +253,6 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 			return nil, err
 		}
 		dir = d
-		// PostgreSQL's binaries run as the postgres user under it.
-		os.Chmod(dir, 0o755)
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -272,6 +270,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 			return nil, err
 		}
 		cfg.Log.Info("chaos scenario", "scenario", s)
+		began := time.Now()
 		var err error
 		switch s {
 		case "ami":
@@ -281,6 +280,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		case "ws":
 			err = runChaosWS(ctx, cfg, sdir, rep)
 		}
+		rep.count(s, "elapsed_s", time.Since(began).Round(100*time.Millisecond).Seconds())
 		if err != nil {
 			return rep, fmt.Errorf("loadtest: chaos: %s: %w", s, err)
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,14 +38,11 @@ type dbRun struct {
 // SIPp places calls, then counts the CDRs in the database against the
 // Cdr events pbxsim emitted and the proxy handed to a bridge.
 func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand, rep *ChaosReport) error {
-	pgDir := filepath.Join(dir, "pg")
-	if err := os.MkdirAll(pgDir, 0o755); err != nil {
-		return err
-	}
-	pg, err := startPG(pgDir)
+	pg, err := startPG()
 	if err != nil {
 		return err
 	}
+	defer pg.remove()
 	defer pg.stop()
 	if err := pg.stop(); err != nil {
 		return err
@@ -81,6 +76,12 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	serveDone := make(chan struct{})
 	go func() { defer close(serveDone); r.serve.run(serveCtx) }()
 
+	// The calls start once serve is connected to the manager port (at
+	// most 3 s: today's serve never is while the database is down), so
+	// that a serve that runs without its database is handed every Cdr.
+	for start := time.Now(); r.proxy.accepted() == 0 && time.Since(start) < 3*time.Second; {
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
 	var res sipp.Result
 	var callErr error
 	callsDone := make(chan struct{})

@@ -26,10 +26,12 @@ type pgCluster struct {
 	as   string // user the binaries run as ("" for the current one)
 }
 
-// startPG initialises a cluster under dir from the newest
-// /usr/lib/postgresql/*/bin (or PATH) and starts it. As root it runs the
-// binaries as the postgres user, since initdb refuses root.
-func startPG(dir string) (*pgCluster, error) {
+// startPG initialises a cluster in a new temporary directory (under
+// TMPDIR, which the postgres user can reach whatever the work directory)
+// from the newest /usr/lib/postgresql/*/bin (or PATH) and starts it. As
+// root it runs the binaries as the postgres user, since initdb refuses
+// root. remove deletes the directory; stop the server first.
+func startPG() (_ *pgCluster, err error) {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	sort.Strings(bins)
 	if p, err := exec.LookPath("initdb"); err == nil {
@@ -38,7 +40,16 @@ func startPG(dir string) (*pgCluster, error) {
 	if len(bins) == 0 {
 		return nil, errors.New("no PostgreSQL binaries (initdb, pg_ctl): install the Debian package postgresql")
 	}
+	dir, err := os.MkdirTemp("", "ctibridge-chaos-pg-")
+	if err != nil {
+		return nil, err
+	}
 	c := &pgCluster{bin: filepath.Dir(bins[len(bins)-1]), dir: dir}
+	defer func() {
+		if err != nil {
+			c.remove()
+		}
+	}()
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -46,7 +57,7 @@ func startPG(dir string) (*pgCluster, error) {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		if err := os.Chmod(dir, 0o755); err != nil {
 			return nil, err
 		}
 		if err := os.Chown(dir, uid, gid); err != nil {
@@ -65,6 +76,8 @@ func startPG(dir string) (*pgCluster, error) {
 	}
 	return c, c.start()
 }
+
+func (c *pgCluster) remove() { os.RemoveAll(c.dir) }
 
 func (c *pgCluster) data() string { return filepath.Join(c.dir, "data") }
 

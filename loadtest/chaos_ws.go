@@ -24,7 +24,6 @@ const (
 // loop without reading, and compares; serve's RSS is sampled all along
 // and the flood stops early at FloodRSSCap.
 func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosReport) error {
-	const sc = "ws"
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -78,14 +77,30 @@ func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRepo
 	if err != nil {
 		return err
 	}
-	floodRSS := peak.Load()
+	res := floodResult{base: base, flood: flood, baseRSS: baseRSS, floodRSS: peak.Load(), capped: capped.Load(),
+		sent: fl.sent.Load(), conns: fl.conns.Load()}
+	res.report(ctx, rep, srv, cfg.FloodRSSCap)
+	return nil
+}
 
+// floodResult is what the ws scenario measured.
+type floodResult struct {
+	base, flood       *Report // the clients' runs without and with the flood
+	baseRSS, floodRSS uint64  // serve's peak RSS in each
+	capped            bool    // the flood was stopped at the RSS cap
+	sent, conns       uint64  // the flooder's subscribes and connections
+}
+
+// report writes the flood's figures against the targets.
+func (f floodResult) report(ctx context.Context, rep *ChaosReport, srv *serveProc, rssCap uint64) {
+	const sc = "ws"
+	base, flood, baseRSS, floodRSS, capped := f.base, f.flood, f.baseRSS, f.floodRSS, f.capped
 	growth := int64(floodRSS) - int64(baseRSS)
 	growthV := fmt.Sprintf("%+.1f MB", float64(growth)/(1<<20))
-	if capped.Load() {
-		growthV = fmt.Sprintf("> %d MB (flood stopped)", cfg.FloodRSSCap>>20)
+	if capped {
+		growthV = fmt.Sprintf("> %d MB (flood stopped)", rssCap>>20)
 	}
-	rep.check(sc, "server RSS growth during the flood", growthV, "< 50 MB", !capped.Load() && growth < targetFloodRSS, false)
+	rep.check(sc, "server RSS growth during the flood", growthV, "< 50 MB", !capped && growth < targetFloodRSS, false)
 	p0, p1 := base.Latency.Quantile(0.99), flood.Latency.Quantile(0.99)
 	change := -1.0
 	if p0 > 0 {
@@ -109,11 +124,10 @@ func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRepo
 		"p50_flood_ms": ms(flood.Latency.Quantile(0.5)), "p99_flood_ms": ms(p1), "p999_flood_ms": ms(flood.Latency.Quantile(0.999)),
 		"events_baseline": float64(base.Counters["events"]), "events_flood": float64(flood.Counters["events"]),
 		"clients_dropped_flood": float64(flood.Counters["clients_dropped"]),
-		"flood_subscribes_sent": float64(fl.sent.Load()), "flood_connections": float64(fl.conns.Load()),
+		"flood_subscribes_sent": float64(f.sent), "flood_connections": float64(f.conns),
 	} {
 		rep.count(sc, k, v)
 	}
-	return nil
 }
 
 // sampleRSS keeps the peak of serve's RSS, every 50 ms, until ctx ends.

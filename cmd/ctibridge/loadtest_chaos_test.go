@@ -43,9 +43,9 @@ func TestLoadtestChaosShort(t *testing.T) {
 	defer cancel()
 	args := []string{"chaos", "--bin", bin, "--scenarios", scenarios, "--json", "--dir", filepath.Join(dir, "work"),
 		"-r", "5", "--talk", "1s",
-		"--ami-d", "4s", "--fault-max", "2s", "--settle", "500ms",
-		"--db-d", "6s", "--db-down", "1500ms", "--kill-every", "2s", "--restart-delay", "200ms",
-		"--ws-clients", "10", "--ws-d", "1500ms", "--flood-rss-cap", "100"}
+		"--ami-d", "3s", "--fault-max", "1500ms", "--settle", "300ms",
+		"--db-d", "5s", "--db-down", "1s", "--kill-every", "2s", "--restart-delay", "200ms",
+		"--ws-clients", "10", "--ws-d", "1s", "--flood-rss-cap", "100"}
 	var out, errb bytes.Buffer
 	start := time.Now()
 	err := runLoadtest(ctx, args, func(string) string { return "" }, &out, &errb)
