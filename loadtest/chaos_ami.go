@@ -83,7 +83,7 @@ func runChaosAMI(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRep
 	wg.Go(func() { r.truth.run(ctx) })
 	wg.Go(func() { r.sample(ctx) })
 
-	warm := 2 * time.Second
+	warm := min(2*time.Second, cfg.AMIDuration/2)
 	var res sipp.Result
 	var callErr error
 	callsDone := make(chan struct{})

@@ -77,9 +77,10 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	go func() { defer close(serveDone); r.serve.run(serveCtx) }()
 
 	// The calls start once serve is connected to the manager port (at
-	// most 3 s: today's serve never is while the database is down), so
-	// that a serve that runs without its database is handed every Cdr.
-	for start := time.Now(); r.proxy.accepted() == 0 && time.Since(start) < 3*time.Second; {
+	// most 3 s or the outage: today's serve never is while the database
+	// is down), so that a serve that runs without its database is handed
+	// every Cdr.
+	for start := time.Now(); r.proxy.accepted() == 0 && time.Since(start) < min(3*time.Second, cfg.DBDown); {
 		sleepCtx(ctx, 20*time.Millisecond)
 	}
 	var res sipp.Result
