@@ -74,6 +74,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	serveCtx, stopServe := context.WithCancel(ctx)
 	defer stopServe()
 	serveDone := make(chan struct{})
+	serveStart := time.Now()
 	go func() { defer close(serveDone); r.serve.run(serveCtx) }()
 
 	// The calls start once serve is connected to the manager port (at
@@ -90,7 +91,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 		defer close(callsDone)
 		res, callErr = pbx.calls(ctx, cfg, cfg.DBDuration)
 	}()
-	readyDown := r.outage(ctx)
+	readyDown := r.outage(ctx, serveStart)
 	r.killLoop(ctx, rng, callsDone)
 	<-callsDone
 	if callErr != nil {
@@ -107,8 +108,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 
 // outage keeps the database down for DBDown after serve's first start
 // and returns how long serve took to be ready meanwhile (-1: it was not).
-func (r *dbRun) outage(ctx context.Context) time.Duration {
-	start := time.Now()
+func (r *dbRun) outage(ctx context.Context, start time.Time) time.Duration {
 	ready := time.Duration(-1)
 	for time.Since(start) < r.cfg.DBDown && ctx.Err() == nil {
 		if ready < 0 && r.serve.ready(ctx) {
