@@ -17,7 +17,8 @@ import (
 // crash, no ghost call once converged, no CDR stored twice): the issue's
 // targets (time to stale, lost CDRs, RSS under a flood) fail on today's
 // main and are reported, not asserted; once the fixes land, add
-// --strict to the arguments to hold them too.
+// --strict to the arguments and raise --fault-max above the 3 s stale
+// target to hold them too.
 func TestLoadtestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pbxsim, serve, SIPp and PostgreSQL")
