@@ -25,7 +25,7 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var rssCapMB uint64
 	fs.StringVar(&cfg.Binary, "bin", "", "ctibridge binary to run as serve (default: this one)")
 	fs.Var(&serveArgs, "serve-arg", "extra argument for serve (repeatable: --serve-arg=--ws-slow-timeout --serve-arg=5s)")
-	fs.DurationVar(&cfg.AMIPing, "ami-ping", time.Second, "passed to serve as --ami-ping when it has that flag (0: never)")
+	fs.DurationVar(&cfg.AMIPing, "ami-ping", 0, "passed to serve as --ami-ping when it has that flag (0: serve's own default)")
 	fs.StringVar(&scenarios, "scenarios", "ami,db,ws", "scenarios to run, in order: ami, db, ws")
 	fs.Float64Var(&cfg.Rate, "r", 10, "SIPp calls per second")
 	fs.DurationVar(&cfg.Talk, "talk", 2*time.Second, "how long each call lasts")
