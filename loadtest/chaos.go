@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,9 @@ func (c *ChaosConfig) setDefaults() error {
 	}
 	if c.Binary == "" {
 		return errors.New("loadtest: chaos: no ctibridge binary to run as serve")
+	}
+	if _, err := exec.LookPath(c.Binary); err != nil {
+		return fmt.Errorf("loadtest: chaos: the ctibridge binary to run as serve: %w", err)
 	}
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = []string{"ami", "db", "ws"}

@@ -17,8 +17,9 @@ func TestChaosConfigErrors(t *testing.T) {
 		want string
 	}{
 		{ChaosConfig{}, "no ctibridge binary"},
-		{ChaosConfig{Binary: "x", Scenarios: []string{"ami", "disk"}}, `unknown scenario "disk"`},
-		{ChaosConfig{Binary: "x", Faults: []string{"kill", "flap"}}, `unknown fault "flap"`},
+		{ChaosConfig{Binary: "/nonexistent/ctibridge"}, "no such file"},
+		{ChaosConfig{Binary: "/bin/true", Scenarios: []string{"ami", "disk"}}, `unknown scenario "disk"`},
+		{ChaosConfig{Binary: "/bin/true", Faults: []string{"kill", "flap"}}, `unknown fault "flap"`},
 	} {
 		err := c.cfg.setDefaults()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
