@@ -136,12 +136,21 @@ func (r *dbRun) killLoop(ctx context.Context, rng *rand.Rand, callsDone <-chan s
 			return
 		case <-time.After(wait):
 		}
-		if r.serve.kill9() {
-			r.mu.Lock()
-			r.kills = append(r.kills, time.Now())
-			r.mu.Unlock()
-			r.cfg.Log.Info("chaos: kill -9 serve")
+		// Between a death and the restart there is nothing to kill: the
+		// kill waits for the next serve.
+		for !r.serve.kill9() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-callsDone:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
+		r.mu.Lock()
+		r.kills = append(r.kills, time.Now())
+		r.mu.Unlock()
+		r.cfg.Log.Info("chaos: kill -9 serve")
 	}
 }
 

@@ -108,7 +108,8 @@ func (f floodResult) report(ctx context.Context, rep *ChaosReport, srv *servePro
 	}
 	rep.check(sc, "other clients' p99 change", fmt.Sprintf("%+.0f%% (%v → %v)", change*100, p0, p1), "< +10%",
 		p0 > 0 && change < targetFloodP99, false)
-	alive := srv.ready(ctx)
+	_, err := srv.waitReady(ctx, 10*time.Second)
+	alive := err == nil
 	if _, err := srv.login(ctx); err != nil {
 		alive = false
 	}
