@@ -93,7 +93,8 @@ func runChaosAMI(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRep
 	}()
 	sleepCtx(ctx, warm)
 	var faults []faultResult
-	for start, i := time.Now(), 0; time.Since(start) < cfg.AMIDuration && ctx.Err() == nil; i++ {
+	// Until AMIDuration is over, and each fault at least once.
+	for start, i := time.Now(), 0; (time.Since(start) < cfg.AMIDuration || i < len(cfg.Faults)) && ctx.Err() == nil; i++ {
 		f := r.inject(ctx, cfg.Faults[i%len(cfg.Faults)])
 		faults = append(faults, f)
 		cfg.Log.Info("chaos fault", "kind", f.kind, "stale_after", f.stale, "live_after", f.live, "cut", f.cut)

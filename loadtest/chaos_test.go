@@ -28,6 +28,24 @@ func TestChaosConfigErrors(t *testing.T) {
 	}
 }
 
+// Invariants always fail a run; targets only for the scenarios named.
+func TestChaosReportFailed(t *testing.T) {
+	r := &ChaosReport{Counters: map[string]float64{}}
+	r.check("ami", "t1", "22s", "3s", false, false)
+	r.check("db", "t2", "2", "0", false, false)
+	r.check("db", "i1", "0", "0", true, true)
+	if f := r.Failed(); len(f) != 0 {
+		t.Errorf("no strict: %v", f)
+	}
+	if f := r.Failed("db"); len(f) != 1 || !strings.HasPrefix(f[0], "db: t2") {
+		t.Errorf("strict db: %v", f)
+	}
+	r.check("ws", "i2", "1", "0", false, true)
+	if f := r.Failed(); len(f) != 1 || !strings.HasPrefix(f[0], "ws: i2") {
+		t.Errorf("a failed invariant: %v", f)
+	}
+}
+
 func TestChannelExten(t *testing.T) {
 	for in, want := range map[string]string{"PJSIP/3001-0000000a": "3001", "PJSIP/trunk-x-00000001": "trunk-x", "3002": "3002"} {
 		if got := channelExten(in); got != want {

@@ -19,7 +19,7 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg loadtest.ChaosConfig
-	var scenarios, faults, logLevel string
+	var scenarios, faults, logLevel, strictTargets string
 	var serveArgs listFlag
 	var jsonOut, strict bool
 	var rssCapMB uint64
@@ -46,7 +46,8 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&cfg.Dir, "dir", "", "work directory (serve's logs and data); default a temporary one, removed unless --keep")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
-	fs.BoolVar(&strict, "strict", false, "exit 1 when an issue target is missed, not only an invariant")
+	fs.BoolVar(&strict, "strict", false, "exit 1 when an issue target is missed, not only an invariant (--strict-targets ami,db,ws)")
+	fs.StringVar(&strictTargets, "strict-targets", "", "scenarios whose issue targets make the exit code 1 (comma-separated)")
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the suite's progress")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: ctibridge loadtest chaos [flags]\n")
@@ -69,6 +70,14 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	if strict {
+		strictTargets = "ami,db,ws"
+	}
+	for _, s := range splitList(strictTargets) {
+		if s != "ami" && s != "db" && s != "ws" {
+			return fmt.Errorf("loadtest chaos: --strict-targets: unknown scenario %q (ami, db, ws)", s)
+		}
+	}
 	cfg.ServeArgs, cfg.Scenarios, cfg.Faults = serveArgs, splitList(scenarios), splitList(faults)
 	cfg.FloodRSSCap, cfg.Log = rssCapMB<<20, log
 	rep, err := loadtest.RunChaos(ctx, cfg)
@@ -82,7 +91,7 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if failed := rep.Failed(strict); len(failed) > 0 {
+	if failed := rep.Failed(splitList(strictTargets)...); len(failed) > 0 {
 		return errors.New("loadtest chaos: failed: " + strings.Join(failed, "; "))
 	}
 	return nil

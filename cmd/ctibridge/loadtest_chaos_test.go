@@ -16,9 +16,10 @@ import (
 // serve. It asserts only what holds on every build and cannot flake (no
 // crash, no ghost call once converged, no CDR stored twice): the issue's
 // targets (time to stale, lost CDRs, RSS under a flood) fail on today's
-// main and are reported, not asserted; once the fixes land, add
-// --strict to the arguments and raise --fault-max above the 3 s stale
-// target to hold them too.
+// main and are reported, not asserted. Once the fixes land, add
+// "--strict-targets", "ami,db" to the arguments and raise --fault-max to
+// 3.5 s (above the 3 s stale target) to hold those too; the ws p99 target
+// needs a quiet machine, not CI under -race.
 func TestLoadtestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pbxsim, serve, SIPp and PostgreSQL")
