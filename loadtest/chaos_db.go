@@ -63,7 +63,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	wg.Go(func() { r.proxy.run(ctx) })
 	wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
 	for start := time.Now(); !r.witnessUp.Load(); {
-		if time.Since(start) > 10*time.Second {
+		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
 			return fmt.Errorf("cannot log in to pbxsim's manager port")
 		}
 		sleepCtx(ctx, 20*time.Millisecond)
@@ -72,10 +72,10 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 		return err
 	}
 	serveCtx, stopServe := context.WithCancel(ctx)
-	defer stopServe()
 	serveDone := make(chan struct{})
 	serveStart := time.Now()
 	go func() { defer close(serveDone); r.serve.run(serveCtx) }()
+	defer func() { stopServe(); <-serveDone }()
 
 	// The calls start once serve is connected to the manager port (at
 	// most 3 s or the outage: today's serve never is while the database
