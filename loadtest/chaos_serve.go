@@ -32,9 +32,9 @@ type serveProc struct {
 
 	mu     sync.Mutex // guards the fields below
 	cmd    *exec.Cmd  // the running child, nil between runs
+	killed *exec.Cmd  // the child the suite last sent kill -9
 	starts int
-	kills  int      // kill -9 sent by the suite
-	exits  []string // how each run ended, other than by our kill -9
+	exits  []string // how each run ended, other than by the suite's kill -9
 }
 
 // newServeProc prepares serve on free loopback ports with a users file
@@ -125,10 +125,7 @@ func (s *serveProc) run(ctx context.Context) {
 		logf.Close()
 		s.mu.Lock()
 		s.cmd = nil
-		killed := false
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL && s.kills > 0 {
-			killed = true
-		}
+		killed := s.killed == cmd
 		s.mu.Unlock()
 		if ctx.Err() != nil {
 			return
@@ -157,7 +154,7 @@ func (s *serveProc) kill9() bool {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return false
 	}
-	s.kills++
+	s.killed = s.cmd
 	return s.cmd.Process.Kill() == nil
 }
 
