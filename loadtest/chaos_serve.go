@@ -154,8 +154,11 @@ func (s *serveProc) kill9() bool {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return false
 	}
+	if s.cmd.Process.Kill() != nil {
+		return false
+	}
 	s.killed = s.cmd
-	return s.cmd.Process.Kill() == nil
+	return true
 }
 
 // pid is the running child's process id, 0 when none runs.
