@@ -1,6 +1,7 @@
 // Package ctibridge_test holds repository-wide checks: the direction of
-// imports between packages (DESIGN.md, "Dependencies point one way") and
-// that every package documents itself.
+// imports between packages (docs/design.md, "Dependency direction"),
+// that every package documents itself, and (docs_test.go) that no file
+// points outside the repository or to a page that does not exist.
 package ctibridge_test
 
 import (
@@ -91,7 +92,7 @@ func TestDependencyDirection(t *testing.T) {
 				}
 				for _, b := range r.banned {
 					if d.path == b {
-						t.Errorf("%s depends on %s, which DESIGN.md bans", r.pkg, d.path)
+						t.Errorf("%s depends on %s, which docs/design.md bans", r.pkg, d.path)
 					}
 				}
 				if d.standard {

@@ -2,7 +2,8 @@
 // the users file (YAML, bcrypt password hashes, roles, owned endpoints,
 // groups, extra permissions), bearer tokens (256-bit random, kept only as
 // SHA-256 hashes, expiring, revoked on logout), the login rate limit (per
-// user and per client address), and the permission model of DESIGN.md.
+// user and per client address), and the permission model (docs/design.md,
+// "Users and permissions").
 //
 // Every permission question goes through one function, Allowed(user,
 // action, endpoint); what a user sees of the live state is decided by

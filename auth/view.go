@@ -6,7 +6,8 @@ package auth
 // per change, so a user who may see everything costs nothing and a
 // filtered user costs one scan of the entities that hold hidden details.
 //
-// What is hidden (DESIGN.md: "numbers and names of other people's calls"):
+// What is hidden (docs/design.md "Users and permissions": the numbers and
+// names in other people's calls):
 //   - in an extension or a trunk: every conversation's counterpartNum and
 //     counterpartName, unless Allowed(u, SeeCalls, owner);
 //   - in a queue: the num and name of waiting callers, unless
@@ -72,12 +73,21 @@ func (v View) Conversation(owner string, data []byte) []byte {
 		return data
 	}
 	return redact(data, func(path []string, key string) bool {
-		return key == "counterpartNum" || key == "counterpartName"
+		return key == "counterpartNum" || key == "counterpartName" || isConvExtraDetail(path, key)
 	})
 }
 
 func isConvDetail(path []string, key string) bool {
-	return (key == "counterpartNum" || key == "counterpartName") && len(path) >= 2 && path[0] == "conversations"
+	if len(path) < 2 || path[0] != "conversations" {
+		return false
+	}
+	return key == "counterpartNum" || key == "counterpartName" || isConvExtraDetail(path[2:], key)
+}
+
+// isConvExtraDetail: inside a conversation, the spied extension and who
+// parked the call name the counterpart too.
+func isConvExtraDetail(path []string, key string) bool {
+	return len(path) == 1 && (path[0] == "spy" && key == "exten" || path[0] == "parked" && key == "by")
 }
 
 func isWaitingCallerDetail(path []string, key string) bool {

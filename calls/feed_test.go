@@ -217,7 +217,8 @@ func sortedFields(s string) []string {
 	return f
 }
 
-// TestJSONShapes: exactly DESIGN.md's key names, numbers as numbers.
+// TestJSONShapes: exactly docs/design.md's key names ("JSON shapes"),
+// numbers as numbers.
 func TestJSONShapes(t *testing.T) {
 	cv := Conversation{ID: "a>b", AnsweredAt: 1000, StartTime: 500}
 	x := Extension{Exten: "201", Conversations: map[string]Conversation{"a>b": cv}}
@@ -236,7 +237,7 @@ func TestJSONShapes(t *testing.T) {
 	}
 	q := Queue{Queue: "401", Members: map[string]QueueMember{"201": {Member: "201"}}, WaitingCallers: map[string]QueueCaller{"c": {Channel: "c"}}, Completed: 11}
 	qb := appendQueue(nil, &q)
-	if got, want := keysOf(t, qb), sortedFields("queue name members waitingCallers completed abandoned holdTime talkTime"); !slices.Equal(got, want) {
+	if got, want := keysOf(t, qb), sortedFields("queue name number members waitingCallers completed abandoned holdTime talkTime"); !slices.Equal(got, want) {
 		t.Errorf("queue keys %v", got)
 	}
 	var qd struct {
@@ -312,7 +313,7 @@ func TestStateJSONDeterministic(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &v); err != nil {
 		t.Fatal(err)
 	}
-	if got := keysOf(t, []byte(a)); !slices.Equal(got, []string{"extensions", "parkings", "pbx", "queues", "trunks"}) {
+	if got := keysOf(t, []byte(a)); !slices.Equal(got, []string{"conferences", "extensions", "parkings", "pbx", "queues", "trunks"}) {
 		t.Errorf("state keys %v", got)
 	}
 }

@@ -30,8 +30,8 @@ type RemoteConfig struct {
 	UserHeader string
 }
 
-// Remote is a Store read from a NethCTI-compatible REST service (the
-// routes of DESIGN.md): Query.User's calls from
+// Remote is a Store read from a REST service speaking ctibridge's own
+// history routes (docs/rest.md): Query.User's calls from
 // /historycall/interval/user/{user}/{from}/{to}, the switchboard's (User
 // "") from /histcallswitch/interval/{from}/{to}, Export from their /csv
 // variants. Windows are whole days: From and To are sent as the dates

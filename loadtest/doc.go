@@ -22,8 +22,8 @@
 // signals the serve process it started and reads its RSS from /proc).
 // Latencies go into a log-linear Histogram (HdrHistogram's layout, about
 // 1% precision), never into a slice of every sample. Reports render as an
-// autocannon-like table, as JSON (the shape of DESIGN.md's CLI section)
-// and as a self-contained HTML page with inline SVG plots.
+// autocannon-like table, as JSON (the shape in docs/loadtest.md, "Common
+// flags") and as a self-contained HTML page with inline SVG plots.
 //
 // Concurrency: RunHTTP, RunWS, RunE2E and RunChaos each own every
 // goroutine (and child process) they start and return only after all

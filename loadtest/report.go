@@ -126,7 +126,7 @@ func (r *Report) ErrorCount() (n uint64) {
 // ms renders a duration as milliseconds with microsecond precision.
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
 
-// latencyJSON is DESIGN.md's latency_ms object.
+// latencyJSON is the latency_ms object of docs/loadtest.md's JSON shape.
 type latencyJSON struct {
 	P50  float64 `json:"p50"`
 	P90  float64 `json:"p90"`
@@ -140,7 +140,7 @@ func latencyOf(h *Histogram) latencyJSON {
 		P999: ms(h.Quantile(0.999)), Max: ms(h.Max())}
 }
 
-// jsonReport is DESIGN.md's `loadtest --json` shape, field for field.
+// jsonReport is the `loadtest --json` shape of docs/loadtest.md, field for field.
 type jsonReport struct {
 	Requests struct {
 		Total     uint64  `json:"total"`
@@ -153,14 +153,14 @@ type jsonReport struct {
 }
 
 // jsonExtra is appended for ws and e2e runs: the other distributions and
-// the counters, under keys DESIGN.md's shape does not use.
+// the counters, under keys the common shape does not use.
 type jsonExtra struct {
 	jsonReport
 	Latencies map[string]latencyJSON `json:"latencies_ms,omitempty"`
 	Counters  map[string]uint64      `json:"counters,omitempty"`
 }
 
-// JSON renders the report in DESIGN.md's shape: {"requests":{"total",
+// JSON renders the report in docs/loadtest.md's shape: {"requests":{"total",
 // "per_second"},"latency_ms":{"p50","p90","p99","p999","max"},
 // "bytes_per_second","errors":{KIND:N},"non2xx"}. For an http run that is
 // all; ws and e2e runs add "latencies_ms" (their other distributions by

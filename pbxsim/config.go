@@ -33,8 +33,9 @@ const (
 )
 
 // defaultNames are the names of the phones in the recordings of real
-// Asterisk (../shared/ami/asterisk-conf/pjsip.conf), so that a scenario run
-// through pbxsim reports the same caller IDs.
+// Asterisk (201-204 are the caller IDs in ami/testdata/*.ami; the others
+// go on alphabetically), so that a scenario run through pbxsim reports
+// the same caller IDs.
 var defaultNames = map[string]string{
 	"201": "Alice", "202": "Bob", "203": "Carol", "204": "Dave",
 	"205": "Erin", "206": "Frank", "207": "Grace", "208": "Heidi",

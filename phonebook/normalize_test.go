@@ -50,8 +50,18 @@ func TestIndexLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { x.Lookup("+39 0721 405516") }); n != 0 {
-		t.Errorf("Lookup allocates %v times", n)
+}
+
+// TestIndexLookupDoesNotAllocate: the engine calls Lookup on its own
+// goroutine for every new caller (calls.Config.NameLookup), so it must not
+// allocate. scripts/test.sh runs it without -race too.
+func TestIndexLookupDoesNotAllocate(t *testing.T) {
+	x := NewIndex(italy)
+	x.Set([]Contact{{ID: 1, Type: TypePublic, Name: "Mario Rossi", WorkPhone: "+39 0721 405516"}})
+	for _, in := range []string{"+39 0721 405516", "0721405516", "3339999999"} {
+		if n := testing.AllocsPerRun(100, func() { x.Lookup(in) }); n != 0 {
+			t.Errorf("Lookup(%q) allocates %v times", in, n)
+		}
 	}
 }
 

@@ -38,8 +38,8 @@ type RemoteConfig struct {
 	Log *slog.Logger
 }
 
-// Remote is a phonebook served by a NethCTI-compatible REST service (the
-// paths and JSON of DESIGN.md: /phonebook/search/{term}, /contact/{id},
+// Remote is a phonebook served by a REST service speaking ctibridge's own
+// phonebook routes and JSON (docs/rest.md): /phonebook/search/{term}, /contact/{id},
 // /lookup/{number}, /create, /modify_cticontact, /delete_cticontact,
 // /import). It offers Book's methods, so rest can serve either. The
 // remote enforces ownership; its 400, 403 and 404 answers become

@@ -1,9 +1,11 @@
-// Package rest serves ctibridge's REST API (DESIGN.md "REST API"): login
-// and tokens, reads of the live PBX state, call actions turned into AMI
-// actions, and the OpenAPI document; plus the HTTP server around it
-// (timeouts, header limit, HTTP/2 over TLS and h2c, graceful shutdown) and
-// a connection wrapper that makes HTTP/1.1 pipelining pay by coalescing
-// the responses to a pipelined batch into one socket write.
+// Package rest serves ctibridge's REST API (docs/rest.md): login and
+// tokens, reads of the live PBX state, call actions turned into AMI
+// actions, the phonebook, call history and customer-card routes (over the
+// Phonebook, history.Store and Doer given in Config), and the OpenAPI
+// document; plus the HTTP server around it (timeouts, header limit,
+// HTTP/2 over TLS and h2c, certificate reload, graceful shutdown) and a
+// connection wrapper that makes HTTP/1.1 pipelining pay by coalescing the
+// responses to a pipelined batch into one socket write.
 //
 // Reads never encode JSON per request: they write the bytes the calls
 // engine encoded once per change, with ETag, gzip and per-permission
@@ -12,9 +14,13 @@
 // snapshot) before anything is sent to the PBX (actions.go). Errors become
 // statuses in one place (errors.go).
 //
-// It does not serve the phonebook, call history or WebSocket routes (their
-// own packages do), nor /metrics, /healthz and pprof (package admin, on
-// its own listener). It never locks the engine: it reads snapshots.
+// A store error matching sqldb.ErrUnavailable (the database out of reach
+// or not yet migrated) is a 503 store_unavailable with Retry-After, not
+// logged per request (sqldb.Gate logs the outage). It does not serve the
+// WebSocket (package ws, mounted beside it by cmd/ctibridge), nor
+// /metrics, /healthz and pprof (package admin, on its own listener), and
+// it keeps no data of its own: the stores do. It never locks the engine:
+// it reads snapshots.
 //
 // Concurrency: the handler and server are safe for concurrent use; the
 // only shared mutable state is the per-version read cache, which is

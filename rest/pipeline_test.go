@@ -145,6 +145,7 @@ func TestUnpipelinedKeepAlive(t *testing.T) {
 // A hijacked connection (WebSocket) must write through at once: its owner
 // may write and then wait without reading.
 func TestHijackedConnWritesThrough(t *testing.T) {
+	release := make(chan struct{})
 	addr, _ := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		nc, rw, err := w.(http.Hijacker).Hijack()
 		if err != nil {
@@ -155,15 +156,18 @@ func TestHijackedConnWritesThrough(t *testing.T) {
 		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\n\r\nhello")
 		rw.Flush()
 		nc.Write([]byte(" world"))
-		time.Sleep(300 * time.Millisecond) // neither reads nor closes
+		<-release // neither reads nor closes until the test ends
 	}))
+	t.Cleanup(func() { close(release) })
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.Write([]byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"))
-	c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	// Held writes would come only when the handler ends, after the test:
+	// any deadline tells them apart; a long one spares a loaded machine.
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	want := "HTTP/1.1 101 Switching Protocols\r\n\r\nhello world"
 	got := make([]byte, len(want))
 	if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
@@ -174,18 +178,21 @@ func TestHijackedConnWritesThrough(t *testing.T) {
 // A handler that flushes and then waits (streaming) is not held back for
 // longer than flushAfter.
 func TestStreamingFlushIsNotHeld(t *testing.T) {
+	release := make(chan struct{})
 	addr, _ := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("first"))
 		w.(http.Flusher).Flush()
-		time.Sleep(200 * time.Millisecond)
+		<-release // the handler goes on until the test ends
 	}))
+	t.Cleanup(func() { close(release) }) // before the server's Shutdown
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.Write([]byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"))
-	c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	// A held flush would come only when the handler ends, after the test.
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this script).
-# It checks formatting and vet, then runs every test with the race detector.
+# It checks formatting and vet, runs the allocation checks without the race
+# detector (it allocates), then runs every test with the race detector.
 # Whatever the tests need from the machine it installs or starts itself:
 # see the sections below. Usage: scripts/test.sh [extra go test flags]
 set -euo pipefail
@@ -40,6 +41,21 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+# Allocation checks (tests named *Alloc*): the race detector allocates, so
+# they are only meaningful without it (TestReadsDoNotAllocate skips under
+# -race). Run them here without -race, verbosely; a skip is a failure, and
+# each check listed must have run.
+echo "== allocation checks (without -race)"
+alloc_out=$(go test -count=1 -run 'Alloc' -v ./... 2>&1) || { echo "$alloc_out"; exit 1; }
+echo "$alloc_out" | grep -E '^ *--- ' || true
+if echo "$alloc_out" | grep -qE '^ *--- SKIP'; then
+  echo "test.sh: an allocation check was skipped without -race" >&2; exit 1
+fi
+for t in TestReadsDoNotAllocate TestFanoutAllocs TestTokenCheckDoesNotAllocate \
+         TestIndexLookupDoesNotAllocate TestNoiseDoesNotAllocate; do
+  echo "$alloc_out" | grep -qE "^--- PASS: $t " || { echo "test.sh: $t did not run" >&2; exit 1; }
+done
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m "$@" ./...

@@ -56,7 +56,7 @@ type commonFlags struct {
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) string) {
-	fs.BoolVar(&c.json, "json", false, "print the report as JSON (DESIGN.md's shape) instead of the table")
+	fs.BoolVar(&c.json, "json", false, "print the report as JSON (the shape in docs/loadtest.md) instead of the table")
 	fs.StringVar(&c.html, "html", "", "also write a self-contained HTML report to this file")
 	fs.StringVar(&c.profile, "profile", "", "capture CPU, heap, mutex and block profiles of the target (from --admin's /debug/pprof) into this directory")
 	fs.StringVar(&c.admin, "admin", "", "the target's admin listener, for --profile (http://127.0.0.1:9090)")
