@@ -148,6 +148,12 @@ func (c *conn) spend(cost float64) bool {
 	if c.budget.spend(c.h.now(), cost) {
 		return true
 	}
+	c.mu.Lock()
+	first := c.closing == nil
+	c.mu.Unlock()
+	if first && c.user != nil {
+		c.h.boxed.flooded(c.user.Username, time.Now())
+	}
 	c.closeWith(CloseTooMany, "too many messages: at most "+strconv.FormatFloat(c.h.cfg.ClientRate, 'g', 4, 64)+
 		" a second on average", "flood", false)
 	return false
@@ -235,6 +241,11 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 		return false
 	}
 	c.user = u
+	if d := h.boxed.left(u.Username, time.Now()); d > 0 {
+		c.closeWith(CloseTooMany, boxedReason(d), "flood", false)
+		c.drain()
+		return false
+	}
 	c.full = auth.ViewOf(u).Full()
 	c.seesUnowned = auth.Allowed(u, auth.SeeCalls, "")
 	c.setExpiry(exp)
