@@ -1,8 +1,9 @@
 // Package auth holds who may use ctibridge and what each one may see and do:
 // the users file (YAML, bcrypt password hashes, roles, owned endpoints,
 // groups, extra permissions), bearer tokens (256-bit random, kept only as
-// SHA-256 hashes, expiring, revoked on logout), the login rate limit (per
-// user and per client address), and the permission model (docs/design.md,
+// SHA-256 hashes, expiring, revoked on logout), the login limits (per client
+// address, per user and address, and a growing per-name delay that never
+// locks out a user's known address: guard.go), and the permission model (docs/design.md,
 // "Users and permissions").
 //
 // Every permission question goes through one function, Allowed(user,

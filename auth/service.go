@@ -14,10 +14,23 @@ import (
 type Config struct {
 	// TokenTTL is how long a token lives. Default 12 h.
 	TokenTTL time.Duration
-	// UserBurst login attempts per user name may be made at once, then one
-	// more every UserEvery. Defaults 5 and 1 minute.
+	// UserBurst login attempts per (user name, client address) may be made
+	// at once, then one more every UserEvery. Defaults 5 and 1 minute.
+	// UserEvery is also how fast a user name's failure score decays (one
+	// failure per UserEvery).
 	UserBurst int
 	UserEvery time.Duration
+	// DelayAfter failures of one user name (from all addresses, decaying)
+	// are free; past them every address not known for the name must wait
+	// DelayBase between tries, doubling per further failure up to
+	// DelayMax. Defaults 10, 1 s and 10 minutes. A name is never locked:
+	// the first try from an address and any try from a known one pass.
+	DelayAfter int
+	DelayBase  time.Duration
+	DelayMax   time.Duration
+	// KnownFor is how long an address the user logged in from stays known
+	// for her (exempt from the per-name delay). Default 30 days.
+	KnownFor time.Duration
 	// IPBurst login attempts per client address (per /64 for IPv6) may be
 	// made at once, then one more every IPEvery. Defaults 20 and 3 s.
 	IPBurst int
@@ -46,8 +59,7 @@ type Service struct {
 
 	// Immutable after NewService.
 	tokens     *Tokens
-	perUser    *Limiter
-	perIP      *Limiter
+	guard      *guard
 	sweepEvery time.Duration
 	cost       int // bcrypt cost of the users' hashes, for unknown users
 }
@@ -66,8 +78,23 @@ func NewService(users *Users, cfg Config) *Service {
 	if cfg.IPEvery <= 0 {
 		cfg.IPEvery = 3 * time.Second
 	}
+	if cfg.DelayAfter <= 0 {
+		cfg.DelayAfter = 10
+	}
+	if cfg.DelayBase <= 0 {
+		cfg.DelayBase = time.Second
+	}
+	if cfg.DelayMax <= 0 {
+		cfg.DelayMax = 10 * time.Minute
+	}
+	if cfg.KnownFor <= 0 {
+		cfg.KnownFor = 30 * 24 * time.Hour
+	}
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if users == nil {
 		users = &Users{byName: map[string]*User{}}
@@ -81,8 +108,7 @@ func NewService(users *Users, cfg Config) *Service {
 	s := &Service{
 		cost:       cost,
 		tokens:     NewTokens(cfg.TokenTTL, cfg.Now, cfg.Rand),
-		perUser:    NewLimiter(cfg.UserBurst, cfg.UserEvery, cfg.Now),
-		perIP:      NewLimiter(cfg.IPBurst, cfg.IPEvery, cfg.Now),
+		guard:      newGuard(cfg),
 		sweepEvery: cfg.SweepEvery,
 	}
 	s.users.Store(users)
@@ -122,24 +148,24 @@ type Session struct {
 }
 
 // Login checks a password and issues a token. clientAddr is the client's
-// IP address (with or without port) for the per-address limit. Errors:
+// IP address (with or without port) for the limits (see guard). Errors:
 // *RateLimitError, ErrBadCredentials, or a failure to draw randomness.
 func (s *Service) Login(username, password, clientAddr string) (Session, error) {
-	if ok, wait := s.perIP.Take(ipKey(clientAddr)); !ok {
-		return Session{}, &RateLimitError{By: "ip", RetryAfter: wait}
-	}
-	if ok, wait := s.perUser.Take(username); !ok {
-		return Session{}, &RateLimitError{By: "user", RetryAfter: wait}
+	ip := ipKey(clientAddr)
+	if rl := s.guard.admit(username, ip); rl != nil {
+		return Session{}, rl
 	}
 	u, ok := s.Users().Lookup(username)
 	if !ok {
 		checkPassword(dummyHash(s.cost), password) // same time as a wrong password
+		s.guard.failed(username)
 		return Session{}, ErrBadCredentials
 	}
 	if !checkPassword(u.PasswordHash, password) {
+		s.guard.failed(username)
 		return Session{}, ErrBadCredentials
 	}
-	s.perUser.Reset(username)
+	s.guard.succeeded(username, ip)
 	tok, exp, err := s.tokens.Issue(u.Username)
 	if err != nil {
 		return Session{}, err
@@ -168,8 +194,7 @@ func (s *Service) Logout(token string) { s.tokens.Revoke(token) }
 // Sweep drops long-expired tokens and idle rate-limit buckets.
 func (s *Service) Sweep() {
 	s.tokens.Sweep(expiredGrace)
-	s.perUser.Sweep()
-	s.perIP.Sweep()
+	s.guard.sweep()
 }
 
 // Run sweeps every Config.SweepEvery until ctx is done, then returns

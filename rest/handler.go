@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -119,6 +120,10 @@ type handler struct {
 	cache      atomic.Pointer[verCache]
 	vmCounters atomic.Pointer[vmCounters] // voicemail/new_counters of the latest snapshot
 	logTick    atomic.Uint64
+
+	refusalMu    sync.Mutex // guards refusalAt, refusalQuiet
+	refusalAt    time.Time  // last "login refused" log line
+	refusalQuiet int        // refusals not logged since
 }
 
 // NewHandler returns the REST API handler.

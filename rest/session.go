@@ -1,8 +1,10 @@
 package rest
 
 import (
+	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/ctibridge/ctibridge/auth"
 )
@@ -66,8 +68,10 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request, _ *auth.User) in
 	if req.Username == "" || req.Password == "" {
 		return writeError(w, h.log, r, badRequest("username and password are required"))
 	}
-	sess, err := h.auth.Login(req.Username, req.Password, clientAddr(r, h.cfg.TrustedProxies))
+	addr := clientAddr(r, h.cfg.TrustedProxies)
+	sess, err := h.auth.Login(req.Username, req.Password, addr)
 	if err != nil {
+		h.loginRefused(req.Username, addr, err)
 		return writeError(w, h.log, r, err)
 	}
 	return writeJSON(w, http.StatusOK, struct {
@@ -76,6 +80,37 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request, _ *auth.User) in
 		User      meJSON `json:"user"`
 	}{sess.Token, sess.ExpiresAt.UnixMilli(), meOf(sess.User)})
 }
+
+// loginRefused counts a refused login and logs it, at most one line per
+// refusalLogEvery (the others are counted in the next line's "suppressed").
+func (h *handler) loginRefused(username, addr string, err error) {
+	reason := "bad_credentials"
+	var rl *auth.RateLimitError
+	if errors.As(err, &rl) {
+		reason = rl.By
+	} else if !errors.Is(err, auth.ErrBadCredentials) {
+		return // not a refusal: an internal error, logged by writeError
+	}
+	h.metrics.refused(reason)
+	now := time.Now()
+	h.refusalMu.Lock()
+	if now.Sub(h.refusalAt) < refusalLogEvery {
+		h.refusalQuiet++
+		h.refusalMu.Unlock()
+		return
+	}
+	quiet := h.refusalQuiet
+	h.refusalAt, h.refusalQuiet = now, 0
+	h.refusalMu.Unlock()
+	if len(username) > 64 {
+		username = username[:64] + "..."
+	}
+	h.log.Warn("login refused", "reason", reason, "user", username, "remote", addr, "suppressed", quiet)
+}
+
+// refusalLogEvery spaces the "login refused" log lines: a guessing attack
+// must not flood the log.
+const refusalLogEvery = time.Second
 
 func (h *handler) logout(w http.ResponseWriter, r *http.Request, _ *auth.User) int {
 	tok, _ := bearer(r)
