@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/rest"
 )
 
 // problem is one thing wrong with serve's configuration, located as
@@ -239,6 +240,9 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	}
 	if _, err := regexp.Compile(c.dialPattern); err != nil {
 		add("dial-pattern", false, "a Go regular expression (RE2), like "+strconv.Quote(`^[0-9*#+]{1,32}$`), "%v", err)
+	}
+	if _, err := rest.CheckOrigin(splitList(c.wsOrigins)); err != nil {
+		add("ws-origins", false, "https://host[:port], comma-separated, or *", "%v", err)
 	}
 	for _, v := range []struct{ name, val string }{{"context", c.context}, {"chan-tech", c.chanTech}, {"queue-interface", c.queueIface}} {
 		if strings.ContainsAny(v.val, "\r\n\x00") {

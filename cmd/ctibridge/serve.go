@@ -69,6 +69,7 @@ type serveConfig struct {
 	wsSlowTimeout           time.Duration
 	wsAuthTimeout           time.Duration
 	trustedProxies          []netip.Prefix
+	wsOrigins               string
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -93,6 +94,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.dur(&c.wsReplayAge, "ws-replay-age", time.Minute, "WebSocket resume buffer: the oldest change kept")
 	s.dur(&c.wsSlowTimeout, "ws-slow-timeout", 10*time.Second, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
 	s.dur(&c.wsAuthTimeout, "ws-auth-timeout", 5*time.Second, "time a WebSocket client has to authenticate")
+	s.str(&c.wsOrigins, "ws-origins", "", "other web origins whose pages may open the WebSocket (comma-separated, https://host[:port], or *); same origin and clients without Origin are always allowed")
 	s.dur(&c.actionTimeout, "action-timeout", 5*time.Second, "how long a call action waits for Asterisk's answer")
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
@@ -293,9 +295,13 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	if err != nil {
 		return err
 	}
+	checkOrigin, err := rest.CheckOrigin(splitList(c.wsOrigins))
+	if err != nil {
+		return fmt.Errorf("--ws-origins: %w", err)
+	}
 	hub, err := ws.NewHub(eng, authSvc, ws.Config{
 		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
-		AuthTimeout: c.wsAuthTimeout, Registerer: reg, Log: log.With("component", "ws"),
+		AuthTimeout: c.wsAuthTimeout, CheckOrigin: checkOrigin, Registerer: reg, Log: log.With("component", "ws"),
 	})
 	if err != nil {
 		return err
@@ -309,7 +315,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", hub)
 	mux.Handle("/", api)
-	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, mux)
+	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, rest.SecureHeaders(mux))
 	if err != nil {
 		return err
 	}
