@@ -265,11 +265,11 @@ func TestTokens(t *testing.T) {
 	if _, _, err := ts.Check(tok); !errors.Is(err, ErrTokenExpired) {
 		t.Errorf("expired token: %v", err)
 	}
-	if n := ts.Sweep(time.Minute); n != 0 {
+	if n := len(ts.Sweep(time.Minute)); n != 0 {
 		t.Errorf("swept %d tokens within the grace", n)
 	}
 	clk.Add(2 * time.Minute)
-	if n := ts.Sweep(time.Minute); n != 1 || ts.Len() != 0 {
+	if n := len(ts.Sweep(time.Minute)); n != 1 || ts.Len() != 0 {
 		t.Errorf("swept %d, %d left", n, ts.Len())
 	}
 	if _, _, err := ts.Check(tok); !errors.Is(err, ErrTokenUnknown) {

@@ -3,7 +3,10 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,8 +15,15 @@ import (
 
 // Config configures a Service. The zero value is usable.
 type Config struct {
-	// TokenTTL is how long a token lives. Default 12 h.
+	// TokenTTL is how long an access token lives. Default 12 h.
 	TokenTTL time.Duration
+	// RefreshTTL is how long a refresh token lives. Default 30 days.
+	RefreshTTL time.Duration
+	// Store keeps the sessions across restarts (LoadSessions reads them
+	// back). Default none: sessions live in memory only.
+	Store SessionStore
+	// Log receives store failures. Default: discard.
+	Log *slog.Logger
 	// UserBurst login attempts per (user name, client address) may be made
 	// at once, then one more every UserEvery. Defaults 5 and 1 minute.
 	// UserEvery is also how fast a user name's failure score decays (one
@@ -62,6 +72,8 @@ type Service struct {
 	guard      *guard
 	sweepEvery time.Duration
 	cost       int // bcrypt cost of the users' hashes, for unknown users
+	store      SessionStore
+	log        *slog.Logger
 }
 
 // NewService returns a service for users (nil: nobody can log in).
@@ -99,6 +111,9 @@ func NewService(users *Users, cfg Config) *Service {
 	if users == nil {
 		users = &Users{byName: map[string]*User{}}
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	cost := DefaultCost
 	if len(users.list) > 0 {
 		if c, err := bcrypt.Cost([]byte(users.list[0].PasswordHash)); err == nil {
@@ -108,48 +123,71 @@ func NewService(users *Users, cfg Config) *Service {
 	s := &Service{
 		cost:       cost,
 		tokens:     NewTokens(cfg.TokenTTL, cfg.Now, cfg.Rand),
+		store:      cfg.Store,
+		log:        cfg.Log.With("component", "auth"),
 		guard:      newGuard(cfg),
 		sweepEvery: cfg.SweepEvery,
 	}
 	s.users.Store(users)
+	if cfg.RefreshTTL > 0 {
+		s.tokens.refreshTTL = cfg.RefreshTTL
+	}
 	return s
 }
 
 // Users returns the current user set.
 func (s *Service) Users() *Users { return s.users.Load() }
 
-// SetUsers replaces the user set (a reloaded users file) without touching
-// open sessions: a token stays valid while its user is still in the set,
-// with the role, endpoints and permissions of the new set from its next
-// request on; the tokens of users no longer in the set are revoked. It
-// returns the number of revoked tokens. nil means nobody.
+// SetUsers replaces the user set (a reloaded users file or directory).
+// Sessions of users no longer in the set, and of users whose password,
+// role, endpoints, groups or permissions changed, are revoked (their
+// WebSockets closed at once, through OnRevoke); the others go on, a
+// changed display name showing from the next request. It returns the
+// number of revoked sessions. nil means nobody.
 func (s *Service) SetUsers(users *Users) int {
 	if users == nil {
 		users = &Users{byName: map[string]*User{}}
 	}
 	old := s.users.Swap(users)
-	revoked := 0
+	var ids []string
 	for _, u := range old.list {
-		if _, ok := users.Lookup(u.Username); !ok {
-			revoked += s.tokens.RevokeUser(u.Username)
+		if nu, ok := users.Lookup(u.Username); !ok || !sameGrants(u, nu) {
+			ids = append(ids, s.tokens.revoke(func(se *session) bool { return se.rec.Username == u.Username })...)
 		}
 	}
-	return revoked
+	s.forget(ids)
+	return len(ids)
+}
+
+// sameGrants reports whether a and b (one user before and after a reload)
+// may log in with the same password and do the same things.
+func sameGrants(a, b *User) bool {
+	return a.PasswordHash == b.PasswordHash && a.Role == b.Role && slices.Equal(a.Endpoints, b.Endpoints) &&
+		slices.Equal(a.Groups, b.Groups) && slices.Equal(a.Permissions, b.Permissions)
 }
 
 // Tokens returns the token store.
 func (s *Service) Tokens() *Tokens { return s.tokens }
 
-// Session is a successful login.
+// Session is a successful login (or refresh).
 type Session struct {
-	Token     string
-	ExpiresAt time.Time
-	User      *User
+	ID               string // names the session for listing and revocation
+	Token            string
+	ExpiresAt        time.Time
+	RefreshToken     string
+	RefreshExpiresAt time.Time
+	User             *User
 }
 
-// Login checks a password and issues a token. clientAddr is the client's
-// IP address (with or without port) for the limits (see guard). Errors:
-// *RateLimitError, ErrBadCredentials, or a failure to draw randomness.
+func sessionOf(is Issued, u *User) Session {
+	return Session{ID: is.Record.ID, Token: is.Token, ExpiresAt: is.Record.Expires,
+		RefreshToken: is.RefreshToken, RefreshExpiresAt: is.Record.RefreshExp, User: u}
+}
+
+// Login checks a password and issues a session. clientAddr is the
+// client's IP address (with or without port) for the limits (see guard).
+// Errors: *RateLimitError, ErrBadCredentials, or a failure to draw
+// randomness.
 func (s *Service) Login(username, password, clientAddr string) (Session, error) {
 	ip := ipKey(clientAddr)
 	if rl := s.guard.admit(username, ip); rl != nil {
@@ -166,11 +204,33 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 		return Session{}, ErrBadCredentials
 	}
 	s.guard.succeeded(username, ip)
-	tok, exp, err := s.tokens.Issue(u.Username)
+	is, err := s.tokens.IssueSession(u.Username, ip)
 	if err != nil {
 		return Session{}, err
 	}
-	return Session{Token: tok, ExpiresAt: exp, User: u}, nil
+	s.persist(is.Record)
+	return sessionOf(is, u), nil
+}
+
+// Refresh spends a refresh token for a new session (new access and
+// refresh tokens); the old access token lives on until it expires.
+// Errors: ErrTokenUnknown (spent, revoked, never issued, or its user is
+// gone), ErrTokenExpired.
+func (s *Service) Refresh(refreshToken, clientAddr string) (Session, error) {
+	is, spent, err := s.tokens.Refresh(refreshToken, ipKey(clientAddr))
+	if spent.ID != "" {
+		s.persist(spent)
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	u, ok := s.Users().Lookup(is.Record.Username)
+	if !ok {
+		s.forget(s.tokens.revoke(func(se *session) bool { return se.rec.ID == is.Record.ID }))
+		return Session{}, ErrTokenUnknown
+	}
+	s.persist(is.Record)
+	return sessionOf(is, u), nil
 }
 
 // Authenticate returns the user a token belongs to and when the token
@@ -188,12 +248,99 @@ func (s *Service) Authenticate(token string) (*User, time.Time, error) {
 	return u, exp, nil
 }
 
-// Logout revokes a token; revoking an unknown token is not an error.
-func (s *Service) Logout(token string) { s.tokens.Revoke(token) }
+// OnRevoke calls f once when token's session is revoked (see
+// Tokens.OnRevoke); the WebSocket hub closes the client then.
+func (s *Service) OnRevoke(token string, f func()) (stop func()) { return s.tokens.OnRevoke(token, f) }
 
-// Sweep drops long-expired tokens and idle rate-limit buckets.
+// Logout revokes a token's session; revoking an unknown token is not an
+// error.
+func (s *Service) Logout(token string) {
+	h, ok := hashToken(token)
+	if !ok {
+		return
+	}
+	s.forget(s.tokens.revoke(func(se *session) bool { return se.rec.AccessHash == h }))
+}
+
+// Sessions lists the sessions of username ("" for everyone's), oldest
+// first.
+func (s *Service) Sessions(username string) []SessionRecord { return s.tokens.List(username) }
+
+// RevokeSession ends the session named id, if it belongs to username (""
+// for anyone's: an admin). It reports whether one was ended.
+func (s *Service) RevokeSession(id, username string) bool {
+	ids := s.tokens.revoke(func(se *session) bool {
+		return se.rec.ID == id && (username == "" || se.rec.Username == username)
+	})
+	s.forget(ids)
+	return len(ids) > 0
+}
+
+// RevokeUser ends every session of username and returns how many.
+func (s *Service) RevokeUser(username string) int {
+	ids := s.tokens.revoke(func(se *session) bool { return se.rec.Username == username })
+	s.forget(ids)
+	return len(ids)
+}
+
+// storeTimeout bounds one write of the session store.
+const storeTimeout = 3 * time.Second
+
+// persist writes records to the store. A failure is logged: the session
+// works in this process but will not survive a restart.
+func (s *Service) persist(recs ...SessionRecord) {
+	if s.store == nil {
+		return
+	}
+	for _, r := range recs {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		err := s.store.PutSession(ctx, r)
+		cancel()
+		if err != nil {
+			s.log.Warn("session not stored: it will not survive a restart", "session", r.ID, "user", r.Username, "err", err)
+		}
+	}
+}
+
+// forget removes sessions from the store.
+func (s *Service) forget(ids []string) {
+	if s.store == nil || len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.store.DeleteSessions(ctx, ids); err != nil {
+		s.log.Error("revoked sessions still in the store: they would come back after a restart", "sessions", ids, "err", err)
+	}
+}
+
+// LoadSessions reads the stored sessions back (at start, after a
+// restart) and returns how many are live. Sessions of users not in the
+// current set are loaded too: Authenticate refuses them, and SetUsers
+// revokes them if the user stays away.
+func (s *Service) LoadSessions(ctx context.Context) (int, error) {
+	if s.store == nil {
+		return 0, nil
+	}
+	recs, err := s.store.LoadSessions(ctx)
+	n := 0
+	for _, r := range recs {
+		if r.Revoked || r.ID == "" {
+			continue
+		}
+		s.tokens.add(r)
+		n++
+	}
+	if err != nil {
+		return n, fmt.Errorf("auth: load sessions: %w", err)
+	}
+	return n, nil
+}
+
+// Sweep drops long-expired sessions (from the store too) and idle
+// rate-limit buckets.
 func (s *Service) Sweep() {
-	s.tokens.Sweep(expiredGrace)
+	s.forget(s.tokens.Sweep(expiredGrace))
 	s.guard.sweep()
 }
 
