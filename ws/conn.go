@@ -47,6 +47,7 @@ type conn struct {
 	closing []byte // the close frame: once set, nothing more is queued
 	reason  string // why the connection ended (metrics label)
 	expiry  *time.Timer
+	unwatch func() // stops the revocation watch (revoke.go)
 
 	// Owned by the writer.
 	iov       [][]byte
@@ -406,6 +407,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	joined := c.serve(token, hasToken)
+	c.unwatchRevoke()
 
 	close(c.dead)
 	wg.Wait()
@@ -463,6 +465,7 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 	c.full = auth.ViewOf(u).Full()
 	c.seesUnowned = auth.Allowed(u, auth.SeeCalls, "")
 	c.setExpiry(exp)
+	c.watchRevoke(token)
 	c.pushCtl(h.helloFrame(u, exp))
 	if !h.send(ctlMsg{kind: ctlJoin, c: c}) {
 		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
@@ -542,6 +545,7 @@ func (c *conn) renew(token string) {
 		return
 	}
 	c.setExpiry(exp)
+	c.watchRevoke(token)
 	b := newPayload(48)
 	b = append(b, `{"op":"renewed","expiresAt":`...)
 	b = appendInt(b, exp.UnixMilli())
