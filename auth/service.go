@@ -262,6 +262,20 @@ func (s *Service) Logout(token string) {
 	s.forget(s.tokens.revoke(func(se *session) bool { return se.rec.AccessHash == h }))
 }
 
+// SessionID names the session of an access token ("" if none).
+func (s *Service) SessionID(token string) string {
+	h, ok := hashToken(token)
+	if !ok {
+		return ""
+	}
+	s.tokens.mu.RLock()
+	defer s.tokens.mu.RUnlock()
+	if se := s.tokens.m[h]; se != nil {
+		return se.rec.ID
+	}
+	return ""
+}
+
 // Sessions lists the sessions of username ("" for everyone's), oldest
 // first.
 func (s *Service) Sessions(username string) []SessionRecord { return s.tokens.List(username) }

@@ -272,6 +272,9 @@ func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 func (h *handler) register() {
 	h.handle("POST /auth/login", true, h.login)
 	h.handle("POST /auth/logout", false, h.logout)
+	h.handle("POST /auth/refresh", true, h.refresh)
+	h.handle("GET /auth/sessions", false, h.listSessions)
+	h.handle("POST /auth/sessions/revoke", false, h.revokeSessions)
 	h.handle("GET /user/me", false, h.me)
 
 	h.handle("GET /astproxy/status", false, h.getStatus)

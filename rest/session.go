@@ -74,11 +74,116 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request, _ *auth.User) in
 		h.loginRefused(req.Username, addr, err)
 		return writeError(w, h.log, r, err)
 	}
+	return writeJSON(w, http.StatusOK, sessionAnswer(sess))
+}
+
+// loginJSON is the answer of a login and of a refresh.
+type loginJSON struct {
+	Token            string `json:"token"`
+	ExpiresAt        int64  `json:"expiresAt"`
+	RefreshToken     string `json:"refreshToken"`
+	RefreshExpiresAt int64  `json:"refreshExpiresAt"`
+	SessionID        string `json:"sessionId"`
+	User             meJSON `json:"user"`
+}
+
+func sessionAnswer(s auth.Session) loginJSON {
+	return loginJSON{Token: s.Token, ExpiresAt: s.ExpiresAt.UnixMilli(), RefreshToken: s.RefreshToken,
+		RefreshExpiresAt: s.RefreshExpiresAt.UnixMilli(), SessionID: s.ID, User: meOf(s.User)}
+}
+
+// refresh spends a refresh token for a new session (public: the access
+// token may have expired).
+func (h *handler) refresh(w http.ResponseWriter, r *http.Request, _ *auth.User) int {
+	var req struct {
+		RefreshToken string `json:"refreshToken"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return writeError(w, h.log, r, err)
+	}
+	if req.RefreshToken == "" {
+		return writeError(w, h.log, r, badRequest("refreshToken is required"))
+	}
+	sess, err := h.auth.Refresh(req.RefreshToken, clientAddr(r, h.cfg.TrustedProxies))
+	if err != nil {
+		return writeError(w, h.log, r, err)
+	}
+	return writeJSON(w, http.StatusOK, sessionAnswer(sess))
+}
+
+// sessionJSON is one session in GET /auth/sessions.
+type sessionJSON struct {
+	ID               string `json:"id"`
+	Username         string `json:"username"`
+	CreatedAt        int64  `json:"createdAt"`
+	ExpiresAt        int64  `json:"expiresAt"`
+	RefreshExpiresAt int64  `json:"refreshExpiresAt,omitempty"`
+	ClientAddr       string `json:"clientAddr"`
+	Current          bool   `json:"current"`
+}
+
+// sessionsOf is whose sessions u may list and revoke: everyone's for a
+// user manager (""), otherwise its own.
+func sessionsOf(u *auth.User) string {
+	if auth.Allowed(u, auth.ManageUsers, "") {
+		return ""
+	}
+	return u.Username
+}
+
+func (h *handler) listSessions(w http.ResponseWriter, r *http.Request, u *auth.User) int {
+	who := sessionsOf(u)
+	if q := r.URL.Query().Get("username"); q != "" {
+		if who != "" && q != who {
+			return writeError(w, h.log, r, forbidden("only an admin lists other users' sessions"))
+		}
+		who = q
+	}
+	tok, _ := bearer(r)
+	cur := h.auth.SessionID(tok)
+	out := []sessionJSON{}
+	for _, s := range h.auth.Sessions(who) {
+		j := sessionJSON{ID: s.ID, Username: s.Username, CreatedAt: s.Created.UnixMilli(), ExpiresAt: s.Expires.UnixMilli(),
+			ClientAddr: s.ClientAddr, Current: s.ID == cur}
+		if !s.RefreshExp.IsZero() {
+			j.RefreshExpiresAt = s.RefreshExp.UnixMilli()
+		}
+		out = append(out, j)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// revokeSessions ends one session (id) or every session of a user
+// (username); a user may end its own, an admin anyone's.
+func (h *handler) revokeSessions(w http.ResponseWriter, r *http.Request, u *auth.User) int {
+	var req struct {
+		ID       string `json:"id"`
+		Username string `json:"username"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return writeError(w, h.log, r, err)
+	}
+	if (req.ID == "") == (req.Username == "") {
+		return writeError(w, h.log, r, badRequest("give either id (one session) or username (all of a user's sessions)"))
+	}
+	who := sessionsOf(u)
+	n := 0
+	switch {
+	case req.ID != "":
+		if !h.auth.RevokeSession(req.ID, who) {
+			return writeError(w, h.log, r, notFound("no session %q of yours", req.ID))
+		}
+		n = 1
+	default:
+		if who != "" && req.Username != who {
+			return writeError(w, h.log, r, forbidden("only an admin revokes other users' sessions"))
+		}
+		n = h.auth.RevokeUser(req.Username)
+	}
+	h.log.Info("sessions revoked", "by", u.Username, "id", req.ID, "user", req.Username, "count", n)
 	return writeJSON(w, http.StatusOK, struct {
-		Token     string `json:"token"`
-		ExpiresAt int64  `json:"expiresAt"`
-		User      meJSON `json:"user"`
-	}{sess.Token, sess.ExpiresAt.UnixMilli(), meOf(sess.User)})
+		Revoked int `json:"revoked"`
+	}{n})
 }
 
 // loginRefused counts a refused login and logs it, at most one line per
