@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // the embedded default store, pure Go
 
+	"github.com/ctibridge/ctibridge/auth/authdb"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 )
@@ -124,6 +125,7 @@ func (d *storeDB) migrate(ctx context.Context) ([]string, error) {
 	}{
 		{"phonebook", phonebook.MigratePostgres, phonebook.MigrateSQLite},
 		{"history", history.MigratePostgres, history.MigrateSQLite},
+		{"sessions", authdb.MigratePostgres, authdb.MigrateSQLite},
 	} {
 		var v []int
 		var err error
@@ -146,6 +148,14 @@ func (d *storeDB) phonebookStore(n phonebook.Normalizer) phonebook.Store {
 		return phonebook.NewPostgres(d.pool, n)
 	}
 	return phonebook.NewSQLite(d.sql, n)
+}
+
+// sessionStore returns the login session table.
+func (d *storeDB) sessionStore() *authdb.Store {
+	if d.pool != nil {
+		return authdb.NewPostgres(d.pool)
+	}
+	return authdb.NewSQLite(d.sql)
 }
 
 // historyStore returns the history store over the database.

@@ -276,7 +276,12 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		lcfg.OnMessage = rec.Observe
 	}
 	lk := link.New(client, eng, lcfg)
-	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
+	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Log: log})
+	if n, err := authSvc.LoadSessions(ctx); err != nil {
+		log.Warn("sessions partly restored", "sessions", n, "err", err)
+	} else {
+		log.Info("sessions restored", "sessions", n)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
+	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
@@ -21,6 +23,7 @@ type stores struct {
 	history   history.Store
 	recorder  *history.Recorder // nil for a remote history or --record-cdr=false
 	card      rest.Doer         // nil without --customer-card-url
+	sessions  auth.SessionStore // the database with a file fallback, or the file alone
 	run       func(ctx context.Context) error
 	closers   []func()
 }
@@ -29,6 +32,7 @@ type stores struct {
 // has stopped.
 func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores, err error) {
 	s := &stores{}
+	var db *storeDB
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -64,8 +68,21 @@ func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores
 		s.card = uc
 	}
 
+	// Login sessions: in the database when one is open, with
+	// <data-dir>/sessions.json taking what the database cannot (down);
+	// in that file alone otherwise.
+	if err := os.MkdirAll(c.dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	file := auth.NewFileSessions(filepath.Join(c.dataDir, "sessions.json"))
+	s.sessions = file
+	defer func() {
+		if db != nil && err == nil {
+			s.sessions = auth.Fallback{Primary: db.sessionStore(), Secondary: file}
+		}
+	}()
+
 	// The database is opened only when something is kept locally.
-	var db *storeDB
 	if c.phonebookURL == "" || c.historyURL == "" {
 		if db, err = openDB(ctx, c.db, c.dataDir); err != nil {
 			return nil, err
