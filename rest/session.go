@@ -28,6 +28,10 @@ type meJSON struct {
 	SeesAllCalls bool `json:"seesAllCalls"`
 	// Actions lists what the user may do on its scope (auth.Action names).
 	Actions []string `json:"actions"`
+	// Profile names the user's capability set; Capabilities lists it
+	// (with what extra permissions add).
+	Profile      string   `json:"profile"`
+	Capabilities []string `json:"capabilities"`
 }
 
 func meOf(u *auth.User) meJSON {
@@ -41,6 +45,10 @@ func meOf(u *auth.User) meJSON {
 		Username: u.Username, Name: u.Name, Role: u.Role.String(),
 		Endpoints: nonNil(u.Endpoints), Groups: nonNil(u.Groups), Permissions: nonNil(u.Permissions),
 		Scope: u.Scope(), SeesAllCalls: auth.ViewOf(u).Full(), Actions: []string{},
+		Profile: u.Profile, Capabilities: u.Caps().Names(),
+	}
+	if m.Profile == "" {
+		m.Profile = u.Role.String()
 	}
 	if m.Scope == nil && u.Role != auth.RoleAdmin {
 		m.Scope = []string{}
@@ -53,7 +61,7 @@ func meOf(u *auth.User) meJSON {
 		if a == auth.SeeCalls {
 			continue
 		}
-		if auth.Allowed(u, a, probe) || (u.Role == auth.RoleAdmin) {
+		if auth.Allowed(u, a, probe) {
 			m.Actions = append(m.Actions, a.String())
 		}
 	}
