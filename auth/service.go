@@ -199,9 +199,11 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 		s.guard.failed(username)
 		return Session{}, ErrBadCredentials
 	}
-	if !checkPassword(u.PasswordHash, password) {
-		s.guard.failed(username)
-		return Session{}, ErrBadCredentials
+	if err := s.verify(u, password); err != nil {
+		if errors.Is(err, ErrBadCredentials) {
+			s.guard.failed(username)
+		}
+		return Session{}, err
 	}
 	s.guard.succeeded(username, ip)
 	is, err := s.tokens.IssueSession(u.Username, ip)
@@ -210,6 +212,21 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 	}
 	s.persist(is.Record)
 	return sessionOf(is, u), nil
+}
+
+// verify checks u's password: the users file's hash, or u's directory.
+func (s *Service) verify(u *User, password string) error {
+	if u.Checker != nil && u.PasswordHash == "" {
+		err := u.Checker.CheckPassword(u.Username, password)
+		if err != nil && !errors.Is(err, ErrDirectoryUnavailable) {
+			return ErrBadCredentials // whatever else the directory says, never an open door
+		}
+		return err
+	}
+	if !checkPassword(u.PasswordHash, password) {
+		return ErrBadCredentials
+	}
+	return nil
 }
 
 // Refresh spends a refresh token for a new session (new access and

@@ -75,6 +75,12 @@ type User struct {
 	// after its role ("user", "operator", "admin"). With a profile, Role
 	// is derived from it.
 	Profile string
+	// Checker, when set and PasswordHash is empty, checks the password
+	// instead (a directory: an LDAP bind). ctibridge then stores none.
+	Checker PasswordChecker
+	// Source names where the user comes from: "" for the users file,
+	// otherwise the directory's name.
+	Source string
 
 	// Derived by NewUsers.
 	caps    Caps            // the profile's, plus what Permissions add
@@ -413,6 +419,10 @@ func stringList(v *yaml.Node) ([]string, error) {
 
 // checkName accepts user and group names: 1 to 64 printable characters
 // without spaces.
+// CheckName reports whether s is a valid user, group or profile name;
+// directories skip entries whose names are not.
+func CheckName(s string) error { return checkName(s) }
+
 func checkName(s string) error {
 	if s == "" {
 		return errors.New("missing or empty")
@@ -505,7 +515,8 @@ func NewUsersWithProfiles(list []User, profiles map[string]Caps) (*Users, error)
 			return nil, fmt.Errorf("user %q: profile: unknown profile %q", u.Username, prof)
 		}
 		u.Role = roleOf(caps) // the role follows the capabilities
-		if err := checkHash(u.PasswordHash); err != nil {
+		directoryChecked := u.Checker != nil && u.PasswordHash == ""
+		if err := checkHash(u.PasswordHash); err != nil && !directoryChecked {
 			return nil, fmt.Errorf("user %q: password_hash: %w", u.Username, err)
 		}
 		u.Endpoints = slices.Clone(u.Endpoints)
