@@ -285,8 +285,17 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 		}
 	}
 	probs = append(probs, checkTLS(c, st)...)
+	srcs, closeDirs, err := c.dir.sources()
+	closeDirs()
+	if err != nil {
+		name, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "--"), ":")
+		add(name, false, "docs/operations.md, Directories", "%v", err)
+	}
 
 	users, _ = auth.NewUsers(nil)
+	if c.users == "" && len(srcs) > 0 {
+		return users, probs
+	}
 	if c.users == "" {
 		add("users", true, "write users with `ctibridge passwd` hashes (docs/operations.md)", "no users file: nobody can log in")
 		return users, probs

@@ -70,6 +70,7 @@ type serveConfig struct {
 	wsAuthTimeout           time.Duration
 	trustedProxies          []netip.Prefix
 	wsOrigins               string
+	dir                     dirConfig
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -115,6 +116,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
+	directorySettings(s, &c.dir)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s
@@ -277,6 +279,21 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	}
 	lk := link.New(client, eng, lcfg)
 	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Log: log})
+	dirs, closeDirs, err := openDirectories(ctx, c.dir, authSvc, users, log)
+	if err != nil {
+		return err
+	}
+	defer closeDirs()
+	setUsers := authSvc.SetUsers
+	if dirs != nil {
+		setUsers = func(u *auth.Users) int {
+			n, err := dirs.SetFile(u)
+			if err != nil {
+				log.Error("users file and directories do not merge: keeping the running users", "err", err)
+			}
+			return n
+		}
+	}
 	if n, err := authSvc.LoadSessions(ctx); err != nil {
 		log.Warn("sessions partly restored", "sessions", n, "err", err)
 	} else {
@@ -358,6 +375,9 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		}
 	})
 	wg.Go(func() { authSvc.Run(ctx) })
+	if dirs != nil {
+		wg.Go(func() { dirs.Run(ctx) })
+	}
 	// The hub has its own lifetime: it must be running before the first
 	// upgrade and stop only after it has said going-away to its clients.
 	hubCtx, stopHub := context.WithCancel(context.Background())
@@ -391,7 +411,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	})
 
 	if hooks != nil {
-		wg.Go(func() { hooks.run(ctx, lk, authSvc, apiSrv, log) })
+		wg.Go(func() { hooks.run(ctx, lk, setUsers, apiSrv, log) })
 	}
 
 	var runErr error
@@ -462,7 +482,7 @@ func reconcileSetting(d time.Duration) time.Duration {
 // run sends READY=1 when the link is first ready and serves reloads until
 // ctx is done. A failed reload changes nothing and is logged; the service
 // goes on with what it had.
-func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Service, apiSrv *rest.Server, log *slog.Logger) {
+func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, setUsers func(*auth.Users) int, apiSrv *rest.Server, log *slog.Logger) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	ready := false
@@ -486,7 +506,7 @@ func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Serv
 				log.Error("reload failed: keeping the running configuration", "err", err)
 			} else {
 				h.level.UnmarshalText([]byte(level))
-				revoked := authSvc.SetUsers(users)
+				revoked := setUsers(users)
 				log.Info("reloaded", "users", users.Len(), "revoked_tokens", revoked, "log_level", h.level.Level().String())
 			}
 			status := "serving"
