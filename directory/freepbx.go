@@ -64,6 +64,7 @@ func NewFreePBX(cfg FreePBXConfig) (*FreePBX, error) {
 		mc.Timeout = cfg.Timeout
 	}
 	mc.ReadTimeout, mc.WriteTimeout = cfg.Timeout, cfg.Timeout
+	mc.Logger = quietLogger{} // every failure is returned, and logged once by Set
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, fmt.Errorf("directory: freepbx: %w", err)
@@ -189,3 +190,8 @@ func firstOf(ss ...string) string {
 	}
 	return ""
 }
+
+// quietLogger silences the driver's own log lines (to stderr by default).
+type quietLogger struct{}
+
+func (quietLogger) Print(...any) {}
