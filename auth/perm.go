@@ -28,6 +28,7 @@ const (
 	QueueMembership           // add, remove, pause or unpause the endpoint as a queue member
 	SwitchboardHistory        // read the whole switchboard's call history (endpoint ignored)
 	ManageUsers               // manage users and everyone's sessions (endpoint ignored)
+	Conference                // manage the ConfBridge room named by the endpoint (its own conference): add, mute, kick, lock, end
 	PersonalHistory           // read one's own call history (endpoint ignored)
 	GroupHistory              // read the history of a user sharing a group (endpoint ignored; the caller checks the group)
 	PhonebookWrite            // write public phonebook contacts (endpoint ignored)
@@ -37,7 +38,7 @@ var actionNames = [...]string{
 	SeeCalls: "see_calls", Call: "call", Hangup: "hangup", Transfer: "transfer", Park: "park",
 	Pickup: "pickup", PickupParking: "pickup_parking", Record: "record", Spy: "spy", Intrude: "intrude",
 	SetDND: "dnd", SetCallForward: "call_forward", QueueMembership: "queue_member",
-	SwitchboardHistory: "switchboard_history", ManageUsers: "manage_users",
+	SwitchboardHistory: "switchboard_history", ManageUsers: "manage_users", Conference: "conference",
 	PersonalHistory: "personal_history", GroupHistory: "group_history", PhonebookWrite: "phonebook_write",
 }
 
@@ -69,6 +70,7 @@ func scoped(u *User, endpoint string, own, any Capability) bool {
 // actionCaps maps the actions that only need one capability in scope.
 var actionCaps = [...]Capability{
 	Call: CapCall, Transfer: CapTransfer, Park: CapPark, Pickup: CapPickup, Spy: CapSpy, Intrude: CapIntrude,
+	Conference: CapConference,
 }
 
 // Allowed is the one place that decides whether u may do a to endpoint
@@ -81,8 +83,8 @@ var actionCaps = [...]Capability{
 //   - SeeCalls: any endpoint with CapOperatorPanel; one in scope with
 //     CapSeeNumbers. For calls no extension owns (endpoint ""):
 //     CapSeeUnowned or CapOperatorPanel.
-//   - Call, Transfer, Park, Pickup, Spy, Intrude: the capability of that
-//     name, on an endpoint in scope.
+//   - Call, Transfer, Park, Pickup, Spy, Intrude, Conference: the
+//     capability of that name, on an endpoint in scope.
 //   - Hangup, Record, SetDND, SetCallForward: *_any anywhere, *_own in
 //     scope. QueueMembership: CapQueueManager anywhere, CapQueueAgent in
 //     scope.
@@ -109,7 +111,7 @@ func Allowed(u *User, a Action, endpoint string) bool {
 			return c.Has(CapSeeUnowned)
 		}
 		return c.Has(CapSeeNumbers) && u.scope[endpoint]
-	case Call, Transfer, Park, Pickup, Spy, Intrude:
+	case Call, Transfer, Park, Pickup, Spy, Intrude, Conference:
 		return c.Has(actionCaps[a]) && endpoint != "" && u.scope[endpoint]
 	case Hangup:
 		return scoped(u, endpoint, CapHangupOwn, CapHangupAny)

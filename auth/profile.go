@@ -38,6 +38,7 @@ const (
 	CapSeeUnowned                           // see calls no extension owns: trunks, queue waiters, parked callers
 	CapGroupScope                           // its scope includes the endpoints of users sharing a group
 	CapOperatorPanel                        // see the numbers and names of every call
+	CapConference                           // manage its own ConfBridge room (scope): add, mute, kick, lock, end
 	CapAdmin                                // everything, users and sessions included
 	numCaps
 )
@@ -49,7 +50,7 @@ var capNames = [numCaps]string{
 	CapForwardOwn: "forward_own", CapForwardAny: "forward_any", CapQueueAgent: "queue_agent",
 	CapQueueManager: "queue_manager", CapPhonebookWrite: "phonebook_write", CapHistoryPersonal: "history_personal",
 	CapHistoryGroup: "history_group", CapHistorySwitchboard: "history_switchboard", CapSeeNumbers: "see_numbers",
-	CapSeeUnowned: "see_unowned", CapGroupScope: "group_scope", CapOperatorPanel: "operator_panel", CapAdmin: "admin",
+	CapSeeUnowned: "see_unowned", CapGroupScope: "group_scope", CapOperatorPanel: "operator_panel", CapConference: "conference", CapAdmin: "admin",
 }
 
 func (c Capability) String() string {
@@ -104,7 +105,7 @@ func ParseCapability(s string) (Capability, bool) {
 // keep their meaning.
 var (
 	userCaps = CapsOf(CapCall, CapHangupOwn, CapTransfer, CapPark, CapPickup, CapSpy, CapIntrude, CapRecordOwn,
-		CapDNDOwn, CapForwardOwn, CapQueueAgent, CapHistoryPersonal, CapSeeNumbers)
+		CapDNDOwn, CapForwardOwn, CapQueueAgent, CapHistoryPersonal, CapSeeNumbers, CapConference)
 	operatorCaps = userCaps | CapsOf(CapGroupScope, CapSeeUnowned)
 	adminCaps    = Caps(1<<numCaps - 1)
 )

@@ -74,7 +74,14 @@ type Service struct {
 	cost       int // bcrypt cost of the users' hashes, for unknown users
 	store      SessionStore
 	log        *slog.Logger
+	loaded     atomic.Bool // the store's sessions were all read back
 }
+
+// ErrSessionsLoading: the token is not known yet, but the stored sessions
+// have not all been read back (the database is not ready): it may be one
+// of them. Callers answer 503 with a short Retry-After, not 401, so a
+// client is not logged out by a restart.
+var ErrSessionsLoading = errors.New("auth: sessions are still being restored")
 
 // NewService returns a service for users (nil: nobody can log in).
 func NewService(users *Users, cfg Config) *Service {
@@ -256,6 +263,9 @@ func (s *Service) Refresh(refreshToken, clientAddr string) (Session, error) {
 func (s *Service) Authenticate(token string) (*User, time.Time, error) {
 	name, exp, err := s.tokens.Check(token)
 	if err != nil {
+		if err == ErrTokenUnknown && s.store != nil && !s.loaded.Load() {
+			return nil, exp, ErrSessionsLoading
+		}
 		return nil, exp, err
 	}
 	u, ok := s.Users().Lookup(name)
@@ -346,7 +356,8 @@ func (s *Service) forget(ids []string) {
 }
 
 // LoadSessions reads the stored sessions back (at start, after a
-// restart) and returns how many are live. Sessions of users not in the
+// restart; again when the database becomes ready) and returns how many
+// it added (sessions already held are kept as they are). Sessions of users not in the
 // current set are loaded too: Authenticate refuses them, and SetUsers
 // revokes them if the user stays away.
 func (s *Service) LoadSessions(ctx context.Context) (int, error) {
@@ -359,12 +370,14 @@ func (s *Service) LoadSessions(ctx context.Context) (int, error) {
 		if r.Revoked || r.ID == "" {
 			continue
 		}
-		s.tokens.add(r)
-		n++
+		if s.tokens.add(r) {
+			n++
+		}
 	}
 	if err != nil {
 		return n, fmt.Errorf("auth: load sessions: %w", err)
 	}
+	s.loaded.Store(true)
 	return n, nil
 }
 

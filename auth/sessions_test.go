@@ -127,3 +127,22 @@ func mustRecord(t *testing.T, st SessionStore, id string) SessionRecord {
 	t.Fatalf("no session %s", id)
 	return SessionRecord{}
 }
+
+// TestUnknownTokenWhileSessionsLoad: until the store has been read back
+// completely, an unknown token is "try again" (503), not "log in again".
+func TestUnknownTokenWhileSessionsLoad(t *testing.T) {
+	file := NewFileSessions(filepath.Join(t.TempDir(), "f.json"))
+	s := NewService(mustUsers(t), Config{Store: Fallback{brokenStore{}, file}})
+	s.LoadSessions(context.Background())
+	if _, _, err := s.Authenticate("x"); !errors.Is(err, ErrSessionsLoading) {
+		t.Errorf("database not read yet: %v", err)
+	}
+	s2 := NewService(mustUsers(t), Config{Store: file})
+	s2.LoadSessions(context.Background())
+	if _, _, err := s2.Authenticate("x"); !errors.Is(err, ErrTokenUnknown) {
+		t.Errorf("all read: %v", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { s.Authenticate("x") }); n != 0 {
+		t.Errorf("Authenticate allocates %v times", n)
+	}
+}

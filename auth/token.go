@@ -154,16 +154,20 @@ func (t *Tokens) issue(username, clientAddr string, withRefresh bool) (Issued, e
 }
 
 // add puts a record in the maps (a new session, or one loaded from the
-// store).
-func (t *Tokens) add(rec SessionRecord) {
+// store); a session already held is kept as it is (with its watchers).
+func (t *Tokens) add(rec SessionRecord) bool {
 	s := &session{rec: rec}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, ok := t.byID[rec.ID]; ok {
+		return false
+	}
 	t.m[rec.AccessHash] = s
 	if rec.RefreshHash != (tokenHash{}) {
 		t.refresh[rec.RefreshHash] = s
 	}
 	t.byID[rec.ID] = s
+	return true
 }
 
 // Check returns the user name a token was issued to and when it expires,

@@ -87,7 +87,8 @@ func (e *Engine) SetLink(s LinkState) { e.setLink(s) }
 
 // BeginResync starts a resynchronisation: call it before sending the list
 // actions (CoreShowChannels, ExtensionStateList, PJSIPShowEndpoints,
-// QueueStatus, ParkedCalls, DeviceStateList). The snapshot is stale until
+// QueueStatus, ParkedCalls, DeviceStateList, ConfbridgeListRooms), then
+// the follow-ups (Followups(FollowResync)). The snapshot is stale until
 // EndResync. List items and live events then go through Apply, in any
 // order.
 func (e *Engine) BeginResync() { e.beginResync() }
@@ -96,7 +97,9 @@ func (e *Engine) BeginResync() { e.beginResync() }
 // channels neither confirmed by a CoreShowChannel item nor created since
 // BeginResync are removed, queue entries and parked calls whose channel is
 // gone are removed, queue members and callers not listed by a QueueStatus
-// answer are removed, and the link becomes live.
+// answer are removed, conference members whose channel is gone, rooms left
+// empty and rooms a ConfbridgeListRooms answer left out are removed, and the
+// link becomes live.
 func (e *Engine) EndResync() { e.endResync() }
 
 // BeginReconcile marks the moment a CoreShowChannels action for Reconcile

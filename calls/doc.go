@@ -1,6 +1,7 @@
 // Package calls is ctibridge's call-state engine: it turns the AMI event
 // stream of one Asterisk into the live state of every extension, call
-// (conversation), queue, parking space and trunk, and publishes that state
+// (conversation), queue, parking space, trunk and ConfBridge conference,
+// and publishes that state
 // as immutable, pre-encoded snapshots plus a seq-numbered change feed.
 //
 // # What it does
@@ -13,6 +14,25 @@
 //     channel>" and disappears when its owner's channel hangs up. Talk time
 //     (answeredAt) starts when the channel is bridged with its real
 //     counterpart, never at an Answer() before a queue or an IVR.
+//   - Some conversations carry more: an attended transfer run by Asterisk
+//     (Atxfer, or the *2 feature) is tracked from the moment the
+//     transferer's channel moves from the bridge the transferee stays in to
+//     a consult bridge: the transferer then has two conversations (the
+//     held one and the outgoing consult), and every party's conversation
+//     says "transfer" {id, state, role} until it hangs up (transfer.go). A
+//     parked party's conversation says "parked" and the parker's
+//     conversation disappears (parkings.go); a ChanSpy session shows the
+//     spied extension and the mode on the spy's conversation (spy.go); a
+//     conference member's conversation is inConference with the room as
+//     counterpart, never a two-party call; the first leg of ctibridge's own
+//     Originate (destination in AccountCode) shows that destination and
+//     raises no extenRinging.
+//   - Conferences: rooms and members from the Confbridge* events and, at
+//     resync, ConfbridgeListRooms and ConfbridgeList items (the link owner
+//     sends the ConfbridgeList per room that the engine asks for as a
+//     follow-up). Members
+//     whose channel did not survive the resync, rooms left empty and rooms
+//     a room list left out are removed at EndResync (conferences.go).
 //   - Publish ends a batch: it re-derives what the batch touched, encodes
 //     only entities whose value changed, appends one Change per changed
 //     entity to the Feed and stores a new Snapshot in an atomic pointer.

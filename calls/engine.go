@@ -24,6 +24,7 @@ type Engine struct {
 	trunks   map[string]*trunkState
 	queues   map[string]*queueState
 	parks    map[string]*parkState
+	confs    map[string]*confState
 	chans    map[string]*channel // by Uniqueid
 	byName   map[string]*channel // by channel name
 	bridges  map[string]*bridge
@@ -49,6 +50,7 @@ type Engine struct {
 	dirtyQueue   map[string]struct{}
 	dirtyMember  map[memberKey]struct{}
 	dirtyPark    map[string]struct{}
+	dirtyConf    map[string]struct{}
 	ringing      []*channel // extension channels that started ringing
 
 	version uint64
@@ -72,6 +74,7 @@ func newEngine(cfg Config) *Engine {
 		trunks:      map[string]*trunkState{},
 		queues:      map[string]*queueState{},
 		parks:       map[string]*parkState{},
+		confs:       map[string]*confState{},
 		chans:       map[string]*channel{},
 		byName:      map[string]*channel{},
 		bridges:     map[string]*bridge{},
@@ -84,6 +87,7 @@ func newEngine(cfg Config) *Engine {
 		dirtyMember: map[memberKey]struct{}{},
 		dirtyPark:   map[string]struct{}{},
 		presence:    map[string]string{},
+		dirtyConf:   map[string]struct{}{},
 		feed:        newFeed(cfg.FeedSize),
 	}
 	if e.now == nil {
@@ -143,7 +147,7 @@ func (e *Engine) apply(m ami.Message) {
 	case "Newchannel":
 		e.onNewchannel(m)
 	case "Newstate", "NewCallerid", "NewConnectedLine", "NewAccountCode":
-		e.onNewstate(m)
+		e.onNewstate(m, ev)
 	case "DialBegin":
 		e.onDialBegin(m)
 	case "DialState":
@@ -171,13 +175,14 @@ func (e *Engine) apply(m ami.Message) {
 	case "Pickup":
 		e.onPickup(m)
 	case "BlindTransfer", "AttendedTransfer":
-		e.onTransfer(m)
+		e.onTransfer(m, ev)
+	case "ChanSpyStart", "ChanSpyStop", "OriginateResponse":
+		e.onSpyEvent(m, ev)
 	case "LocalBridge", "LocalOptimizationBegin", "LocalOptimizationEnd":
 		e.onLocal(m)
-	case "ConfbridgeJoin":
-		e.onConfbridge(m, true)
-	case "ConfbridgeLeave":
-		e.onConfbridge(m, false)
+	case "ConfbridgeStart", "ConfbridgeEnd", "ConfbridgeJoin", "ConfbridgeLeave", "ConfbridgeList", "ConfbridgeListRooms",
+		"ConfbridgeMute", "ConfbridgeUnmute", "ConfbridgeTalking", "ConfbridgeLock", "ConfbridgeUnlock":
+		e.onConfEvent(m, ev)
 	case "CoreShowChannel":
 		e.onCoreShowChannel(m)
 

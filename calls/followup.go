@@ -46,6 +46,7 @@ var followupFeatures = []followupFeature{
 	{name: "parking lots", resync: parkingLotFollowups},
 	{name: "astdb", resync: astdbResyncFollowups, refresh: astdbRefreshFollowups},
 	{name: "endpoints", refresh: endpointRefreshFollowups},
+	{name: "conferences", refresh: confRefreshFollowups},
 }
 
 // answerHandler learns from the answer to a follow-up action after its

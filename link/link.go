@@ -66,6 +66,7 @@ var resyncActions = []string{
 	"DeviceStateList",
 	"QueueStatus",
 	"ParkedCalls",
+	"ConfbridgeListRooms", // locked flags; rooms that ended while down disappear (the per-room ConfbridgeList are follow-ups)
 }
 
 // Link connects a PBX to an engine. Create it with New and start it with Run.

@@ -131,7 +131,27 @@ func (h *handler) action(a action) endpoint {
 			}
 		}
 		h.refreshAfter(msgs)
+		h.noteRecordings(msgs)
 		return writeJSON(w, http.StatusOK, struct{}{})
+	}
+}
+
+// RecordingNoter learns which file a channel is recorded into; Asterisk's
+// Cdr event does not say. *history.Recorder satisfies it.
+type RecordingNoter interface {
+	NoteRecording(channel, file string)
+}
+
+// noteRecordings tells the history recorder the file of each MixMonitor
+// the PBX accepted, so the call's history row names its recording.
+func (h *handler) noteRecordings(msgs []ami.Message) {
+	if h.cfg.Recordings == nil {
+		return
+	}
+	for _, m := range msgs {
+		if m.Action() == "MixMonitor" {
+			h.cfg.Recordings.NoteRecording(m.Get("Channel"), m.Get("File"))
+		}
 	}
 }
 
@@ -226,9 +246,13 @@ func planCall(h *handler, u *auth.User, s *calls.Snapshot, req *callReq) ([]ami.
 	if _, err := h.endpoint(u, s, auth.Call, "endpointId", id); err != nil {
 		return nil, err
 	}
+	// Account (the channel's AccountCode, as NethCTI sets it) names the
+	// destination: the engine shows it on the first leg, which rings the
+	// user's own phone, instead of a call from the phone to itself. Pickup
+	// sets it to the caller picked up, spy to the extension spied on.
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(id), "Context", h.cfg.Context, "Exten", req.Number, "Priority", "1",
-		"CallerID", id, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", id, "Account", req.Number, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planHangup(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
@@ -306,20 +330,24 @@ func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConv
 	if _, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID); err != nil {
 		return nil, err
 	}
-	ringing := ""
+	ringing, caller := "", ""
 	for id, c := range x.Conversations {
 		if !c.Connected && c.Direction == "in" {
 			if _, own, _, err := convOf(x, id); err == nil && (ringing == "" || own < ringing) {
-				ringing = own
+				ringing, caller = own, c.CounterpartNum
 			}
 		}
 	}
 	if ringing == "" {
 		return nil, conflict("extension %s has no ringing call to pick up", x.Exten)
 	}
+	// The picker's phone shows the caller it is about to talk to.
+	if !h.dial.MatchString(caller) {
+		caller = x.Exten
+	}
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(req.DestID), "Application", "PickupChan", "Data", ringing,
-		"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", req.DestID, "Account", caller, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupParkingReq) ([]ami.Message, error) {
@@ -405,7 +433,7 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 		// channel hangs up, B barge (talk to both parties).
 		return []ami.Message{ami.NewAction("Originate",
 			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own+","+opts,
-			"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil
 	}
 }
 
@@ -454,7 +482,8 @@ func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot
 		if err != nil {
 			return nil, err
 		}
-		q, ok := s.Queues[req.QueueID]
+		name, _ := s.QueueName(req.QueueID)
+		q, ok := s.Queues[name]
 		if !ok {
 			return nil, notFound("queue %q does not exist", req.QueueID)
 		}

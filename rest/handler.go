@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,9 @@ type Config struct {
 	// forwards and DND after cfcall, dnd and POST user/presence), which
 	// raises no AMI event: *link.Link's Refresh.
 	Refresh Refresher
+	// Recordings, when set, learns the file of each recording start_record
+	// starts, for the call's history row (*history.Recorder).
+	Recordings RecordingNoter
 
 	// Phonebook serves /phonebook/...; nil: those routes answer 503.
 	// *phonebook.Book (a database) or *phonebook.Remote (a remote
@@ -285,8 +289,10 @@ func (h *handler) register() {
 	h.handle("GET /astproxy/queue/{queue}", false, h.getQueue)
 	h.handle("GET /astproxy/parkings", false, h.getParkings)
 	h.handle("GET /astproxy/trunks", false, h.getTrunks)
+	h.handle("GET /astproxy/conferences", false, h.getConferences)
+	h.handle("GET /astproxy/conference/{endpoint}", false, h.getConference)
 
-	for _, a := range actions {
+	for _, a := range slices.Concat(actions, callActions, confActions) {
 		h.handle("POST /astproxy/"+a.name, false, h.action(a))
 	}
 

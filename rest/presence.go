@@ -253,7 +253,15 @@ func (h *handler) refreshAfter(msgs []ami.Message) {
 	}
 	var exts []string
 	for _, m := range msgs {
-		if a := m.Action(); a != "DBPut" && a != "DBDel" {
+		a := m.Action()
+		if a == "ConfbridgeLock" || a == "ConfbridgeUnlock" {
+			// No event says a room was locked: read the rooms back.
+			if !h.cfg.Refresh.Refresh(ami.NewAction("ConfbridgeListRooms")) {
+				h.log.Warn("refresh after an action dropped: the change shows at the next periodic refresh", "conference", m.Get("Conference"))
+			}
+			continue
+		}
+		if a != "DBPut" && a != "DBDel" {
 			continue
 		}
 		if k := m.Get("Key"); !slices.Contains(exts, k) {

@@ -397,6 +397,7 @@ const (
 	kindTrunk
 	kindStatus
 	kindPresence
+	kindConf
 	numKinds
 )
 
@@ -418,6 +419,8 @@ func kindOf(typ string) kind {
 		return kindStatus
 	case "userPresenceUpdate":
 		return kindPresence
+	case "conferenceUpdate":
+		return kindConf
 	}
 	return kindOther
 }
@@ -496,6 +499,11 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 	case kindPresence:
 		// Opt-in (topic "presence"); presence is never hidden (auth.View).
 		if c.topics&topicPresence == 0 {
+			return nil
+		}
+		return p.full
+	case kindConf:
+		if c.topics&(topicExtensions|topicMe) == 0 || !(c.seesUnowned || confMember(u, p.ch.Key, p.ch.Data)) {
 			return nil
 		}
 		return p.full

@@ -38,6 +38,11 @@ type Store struct {
 	c sqldb.Conn
 }
 
+// New returns the store over a migrated database (a sqldb.Gate's Conn:
+// while the database is down, calls fail at once and auth.Fallback takes
+// them).
+func New(c sqldb.Conn) *Store { return &Store{c: c} }
+
 // NewPostgres returns the store over a migrated PostgreSQL pool.
 func NewPostgres(pool *pgxpool.Pool) *Store { return &Store{c: sqldb.Pgx(pool)} }
 

@@ -294,26 +294,36 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 			return n
 		}
 	}
-	if n, err := authSvc.LoadSessions(ctx); err != nil {
-		log.Warn("sessions partly restored", "sessions", n, "err", err)
-	} else {
-		log.Info("sessions restored", "sessions", n)
+	// Stored sessions: now what can be read (the file; the database if it
+	// answers already), and the database's each time it becomes ready.
+	n, err := authSvc.LoadSessions(ctx)
+	log.Info("sessions restored", "sessions", n, "pending", err)
+	st.dbReady = func(ctx context.Context) {
+		n, err := authSvc.LoadSessions(ctx)
+		if err != nil {
+			log.Warn("sessions not read back from the database", "err", err)
+		}
+		log.Info("sessions restored from the database", "sessions", n)
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(link.NewCollector(lk, client))
+	reg.MustRegister(link.NewCollector(lk, client), storeCollector{st})
 	restMetrics := rest.NewMetrics()
 	if err := restMetrics.Register(reg); err != nil {
 		return err
 	}
-	api, err := rest.NewHandler(rest.Config{
+	rcfg := rest.Config{
 		Auth: authSvc, State: eng, PBX: client, Refresh: lk, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
-	})
+	}
+	if rec != nil {
+		rcfg.Recordings = rec // never a nil pointer in the interface
+	}
+	api, err := rest.NewHandler(rcfg)
 	if err != nil {
 		return err
 	}
@@ -350,7 +360,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		apiLn.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready), ReadHeaderTimeout: 5 * time.Second}
+	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready, st.status), ReadHeaderTimeout: 5 * time.Second}
 	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", apiLn.Addr().String(), "admin", adminLn.Addr().String())
 	if started != nil {
 		started(bridgeAddrs{HTTP: apiLn.Addr().String(), Admin: adminLn.Addr().String()})
