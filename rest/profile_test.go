@@ -104,6 +104,16 @@ func TestCapabilityRouteTable(t *testing.T) {
 			}
 		}
 	}
+	// The conference routes: one's own room needs "conference".
+	for _, c := range auth.AllCapabilities() {
+		want := 403
+		if c == auth.CapConference || c == auth.CapAdmin {
+			want = 200
+		}
+		t.Run("start_conf/"+c.String(), func(t *testing.T) {
+			f.post(t, "start_conf", "u_"+c.String(), `{"addEndpointId":"2001"}`, want)
+		})
+	}
 }
 
 // TestHistoryAndPhonebookCapabilities: reading one's own history needs
