@@ -166,6 +166,17 @@ func (g *guard) succeeded(username, ip string) {
 	g.known[pairKey(username, ip)] = now
 }
 
+// remember marks ip as an address username logged in from at at (a session
+// read back after a restart), unless a later login is already recorded.
+func (g *guard) remember(username, ip string, at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := pairKey(username, ip)
+	if prev, ok := g.known[k]; (!ok || prev.Before(at)) && len(g.known) < maxBuckets {
+		g.known[k] = at
+	}
+}
+
 // sweep forgets names whose failures have decayed, known addresses past
 // knownFor, and full rate-limit buckets.
 func (g *guard) sweep() {

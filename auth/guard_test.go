@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -106,5 +107,34 @@ func TestGuardKnownAddressExpires(t *testing.T) {
 	g.admit("dave", "home")
 	if rl := g.admit("dave", "home"); rl == nil {
 		t.Fatal("address still known after KnownFor")
+	}
+}
+
+// TestKnownAddressSurvivesRestart: after a restart the address of a
+// stored session is known again, so a guessing attack from elsewhere does
+// not delay its user there.
+func TestKnownAddressSurvivesRestart(t *testing.T) {
+	store := NewFileSessions(t.TempDir() + "/s.json")
+	clk := newClock()
+	cfg := Config{Store: store, Now: clk.Now, DelayAfter: 1, DelayBase: time.Hour, DelayMax: time.Hour}
+	s1 := NewService(mustUsers(t), cfg)
+	if _, err := s1.Login("alice", "secret", "192.0.2.10"); err != nil {
+		t.Fatal(err)
+	}
+	s2 := NewService(mustUsers(t), cfg)
+	s2.LoadSessions(context.Background())
+	for i := range 5 {
+		s2.Login("alice", "guess", fmt.Sprintf("198.51.100.%d", i))
+	}
+	// A typo, then the right password: from an unknown address the second
+	// try would wait an hour.
+	if _, err := s2.Login("alice", "typo", "192.0.2.10"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("typo: %v", err)
+	}
+	if _, err := s2.Login("alice", "secret", "192.0.2.10"); err != nil {
+		t.Fatalf("alice from her address after the restart: %v", err)
+	}
+	if _, err := s2.Login("olga", "typo", "203.0.113.1"); err != nil && !errors.Is(err, ErrBadCredentials) {
+		t.Fatal(err)
 	}
 }

@@ -133,3 +133,22 @@ func TestServiceSetUsers(t *testing.T) {
 		t.Errorf("after SetUsers(nil): %v", err)
 	}
 }
+
+// TestReloadScopeChangeEndsSessions: when a colleague leaves an
+// operator's group, the operator's scope shrinks: her sessions end (an
+// open WebSocket would otherwise go on with the old scope).
+func TestReloadScopeChangeEndsSessions(t *testing.T) {
+	s := NewService(mustUsers(t), Config{})
+	olga, err := s.Login("olga", "secret", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := ParseUsers("users.yaml", []byte(strings.Replace(usersYAML(), `groups: ["reception"]`, `groups: ["sales"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetUsers(next)
+	if _, _, err := s.Authenticate(olga.Token); !errors.Is(err, ErrTokenUnknown) {
+		t.Errorf("olga after her colleague left the group: %v", err)
+	}
+}

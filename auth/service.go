@@ -167,10 +167,13 @@ func (s *Service) SetUsers(users *Users) int {
 }
 
 // sameGrants reports whether a and b (one user before and after a reload)
-// may log in with the same password and do the same things.
+// may log in with the same password and do and see the same things: her
+// own record, and also her scope, which a colleague's change of group or
+// endpoints alters (an open WebSocket keeps the user it authenticated).
 func sameGrants(a, b *User) bool {
-	return a.PasswordHash == b.PasswordHash && a.Role == b.Role && slices.Equal(a.Endpoints, b.Endpoints) &&
-		slices.Equal(a.Groups, b.Groups) && slices.Equal(a.Permissions, b.Permissions)
+	return a.PasswordHash == b.PasswordHash && a.Role == b.Role && a.caps == b.caps && slices.Equal(a.Endpoints, b.Endpoints) &&
+		slices.Equal(a.Groups, b.Groups) && slices.Equal(a.Permissions, b.Permissions) && a.viewKey == b.viewKey &&
+		slices.Equal(a.Scope(), b.Scope())
 }
 
 // Tokens returns the token store.
@@ -372,6 +375,9 @@ func (s *Service) LoadSessions(ctx context.Context) (int, error) {
 		}
 		if s.tokens.add(r) {
 			n++
+			if r.ClientAddr != "" {
+				s.guard.remember(r.Username, r.ClientAddr, r.Created) // her usual address survives the restart
+			}
 		}
 	}
 	if err != nil {
