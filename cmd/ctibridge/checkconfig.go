@@ -293,6 +293,13 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	}
 
 	users, _ = auth.NewUsers(nil)
+	if len(srcs) > 0 {
+		defer func() {
+			if err := c.dir.checkProfiles(users); err != nil {
+				add("ldap-group-profiles", false, "a profile of the users file's profiles: or user, operator, admin", "%v", err)
+			}
+		}()
+	}
 	if c.users == "" && len(srcs) > 0 {
 		return users, probs
 	}
@@ -312,7 +319,8 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	if len(errs) > 0 {
 		return users, probs
 	}
-	if us.Len() == 0 {
+	users = us
+	if us.Len() == 0 && len(srcs) == 0 {
 		probs = append(probs, problem{where: c.users, key: `key "users"`, msg: "no users: nobody can log in",
 			hint: "add users with hashes from `ctibridge passwd`", warn: true})
 	}
