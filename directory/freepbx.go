@@ -6,6 +6,8 @@ import (
 	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -25,16 +27,21 @@ type FreePBXConfig struct {
 	// AMPDBUSER/AMPDBPASS from /etc/freepbx.conf, or a read-only grant on
 	// userman_users, users and devices).
 	DSN string
-	// Profile is the profile of every FreePBX user. Default "user".
+	// Profile is the profile of FreePBX users in no mapped group. Default
+	// "user".
 	Profile string
+	// GroupProfiles maps User Manager groups (userman_groups) to profiles:
+	// the first group of the list a user belongs to gives her profile.
+	GroupProfiles []GroupProfile
 	// Timeout bounds one refresh. Default 10 s.
 	Timeout time.Duration
 }
 
 // FreePBX reads users from FreePBX's database, read-only: userman_users
 // (login name, display name, password as FreePBX keeps it: an unsalted
-// SHA-1, default extension), users (the extension's name) and devices
-// (the endpoints of the extension). A user logs in with her User Manager
+// SHA-1, default extension), users (the extension's name), devices (the
+// endpoints of the extension) and userman_groups (groups, mapped to
+// profiles; optional). A user logs in with her User Manager
 // password, checked against the hash read last. Safe for concurrent use.
 type FreePBX struct {
 	// Immutable after NewFreePBX.
@@ -89,7 +96,11 @@ func (f *FreePBX) Users(ctx context.Context) ([]auth.User, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := f.db.QueryContext(ctx, `SELECT u.username, COALESCE(u.password, ''), COALESCE(u.default_extension, ''),
+	groups, err := f.groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := f.db.QueryContext(ctx, `SELECT u.id, u.username, COALESCE(u.password, ''), COALESCE(u.default_extension, ''),
 		COALESCE(u.displayname, ''), COALESCE(u.fname, ''), COALESCE(u.lname, ''), COALESCE(x.name, '')
 		FROM userman_users u LEFT JOIN users x ON x.extension = u.default_extension ORDER BY u.id`)
 	if err != nil {
@@ -99,15 +110,17 @@ func (f *FreePBX) Users(ctx context.Context) ([]auth.User, error) {
 	var out []auth.User
 	hashes := map[string]string{}
 	for rows.Next() {
+		var id int64
 		var name, pw, ext, display, first, last, extName string
-		if err := rows.Scan(&name, &pw, &ext, &display, &first, &last, &extName); err != nil {
+		if err := rows.Scan(&id, &name, &pw, &ext, &display, &first, &last, &extName); err != nil {
 			return nil, fmt.Errorf("read userman_users: %w", err)
 		}
 		if auth.CheckName(name) != nil || hashes[name] != "" {
 			continue
 		}
 		u := auth.User{Username: name, Name: firstOf(display, strings.TrimSpace(first+" "+last), extName),
-			Profile: f.cfg.Profile, Source: f.cfg.Name, Checker: f}
+			Groups: groups[id], Source: f.cfg.Name, Checker: f}
+		u.Profile = profileOf(f.cfg.GroupProfiles, u.Groups, f.cfg.Profile)
 		if ext != "" && ext != "none" && auth.CheckEndpoint(ext) == nil {
 			u.Endpoints = devices[ext]
 			if len(u.Endpoints) == 0 {
@@ -124,6 +137,38 @@ func (f *FreePBX) Users(ctx context.Context) ([]auth.User, error) {
 	f.hashes = hashes
 	f.mu.Unlock()
 	return out, nil
+}
+
+// groups maps User Manager user ids to the names of their groups
+// (userman_groups.users is a JSON list of user ids).
+func (f *FreePBX) groups(ctx context.Context) (map[int64][]string, error) {
+	rows, err := f.db.QueryContext(ctx, `SELECT groupname, COALESCE(users, '[]') FROM userman_groups ORDER BY id`)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1146 {
+		return nil, nil // no such table: a FreePBX without User Manager groups
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read userman_groups: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64][]string{}
+	for rows.Next() {
+		var name string
+		var members []byte
+		if err := rows.Scan(&name, &members); err != nil {
+			return nil, fmt.Errorf("read userman_groups: %w", err)
+		}
+		var ids []json.Number // FreePBX writes ["1","2"]; numbers are read too
+		if auth.CheckName(name) != nil || json.Unmarshal(members, &ids) != nil {
+			continue // a group ctibridge cannot name or read gives nothing
+		}
+		for _, id := range ids {
+			if n, err := id.Int64(); err == nil {
+				out[n] = append(out[n], name)
+			}
+		}
+	}
+	return out, rows.Err()
 }
 
 // devices maps each extension to its devices (FreePBX's device and user

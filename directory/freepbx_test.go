@@ -23,6 +23,10 @@ var freepbxSchema = []string{
 		sipname varchar(50), mohclass varchar(80) DEFAULT 'default')`,
 	`CREATE TABLE devices (id varchar(20) NOT NULL DEFAULT '' PRIMARY KEY, tech varchar(10), dial varchar(255),
 		devicetype varchar(5), user varchar(50), description varchar(50), emergency_cid varchar(100))`,
+	`CREATE TABLE userman_groups (id int(11) NOT NULL AUTO_INCREMENT PRIMARY KEY, groupname varchar(150),
+		description varchar(255), language varchar(100), timezone varchar(100), users longblob, permissions blob)`,
+	`INSERT INTO userman_groups (groupname, users) VALUES ('All_Users', '["1","2","3"]'), ('supervisors', '["2"]'),
+		('bad group', '["1"]'), ('broken', 'not json')`,
 	`INSERT INTO users (extension, name) VALUES ('201', 'Reception'), ('202', 'Mario Rossi'), ('203', 'Sales')`,
 	`INSERT INTO devices (id, tech, dial, devicetype, user, description) VALUES
 		('201', 'pjsip', 'PJSIP/201', 'fixed', '201', 'Reception'), ('202', 'pjsip', 'PJSIP/202', 'fixed', '202', 'Mario'),
@@ -42,7 +46,8 @@ func TestFreePBXDirectory(t *testing.T) {
 	m := startMariaDB(t)
 	m.exec(t, "", "CREATE DATABASE asterisk")
 	m.exec(t, "asterisk", freepbxSchema...)
-	f, err := NewFreePBX(FreePBXConfig{DSN: m.dsn("asterisk"), Timeout: 2 * time.Second})
+	f, err := NewFreePBX(FreePBXConfig{DSN: m.dsn("asterisk"), Timeout: 2 * time.Second,
+		GroupProfiles: []GroupProfile{{Group: "supervisors", Profile: "operator"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +64,10 @@ func TestFreePBXDirectory(t *testing.T) {
 		got["mario"].Name != "Mario Rossi" || !slices.Equal(got["mario"].Endpoints, []string{"202", "99202"}) ||
 		len(got["nophone"].Endpoints) != 0 || got["mario"].PasswordHash != "" {
 		t.Fatalf("users %+v", us)
+	}
+	if got["mario"].Profile != "operator" || !slices.Equal(got["mario"].Groups, []string{"All_Users", "supervisors"}) ||
+		got["reception"].Profile != "user" || !slices.Equal(got["reception"].Groups, []string{"All_Users"}) {
+		t.Errorf("groups and profiles: mario %+v, reception %+v", got["mario"], got["reception"])
 	}
 	names, err := f.Names(context.Background())
 	if err != nil || names["203"] != "Sales" {

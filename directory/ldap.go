@@ -182,7 +182,7 @@ func (l *LDAP) Users(ctx context.Context) ([]auth.User, error) {
 				u.Endpoints = append(u.Endpoints, x)
 			}
 		}
-		u.Profile = l.profileOf(u.Groups)
+		u.Profile = profileOf(l.cfg.GroupProfiles, u.Groups, l.cfg.DefaultProfile)
 		dns[name] = e.DN
 		out = append(out, u)
 	}
@@ -213,15 +213,17 @@ func (l *LDAP) groups(c *ldap.Conn) (map[string][]string, error) {
 	return out, nil
 }
 
-func (l *LDAP) profileOf(groups []string) string {
-	for _, gp := range l.cfg.GroupProfiles {
+// profileOf is the profile of the first group of gps the user belongs to,
+// def otherwise.
+func profileOf(gps []GroupProfile, groups []string, def string) string {
+	for _, gp := range gps {
 		for _, g := range groups {
 			if strings.EqualFold(g, gp.Group) {
 				return gp.Profile
 			}
 		}
 	}
-	return l.cfg.DefaultProfile
+	return def
 }
 
 // CheckPassword implements auth.PasswordChecker with a bind as the user.

@@ -23,6 +23,7 @@ type dirConfig struct {
 	ldapGroupBaseDN, ldapGroupFilter              string
 	ldapGroupProfiles, ldapDefaultProfile         string
 	freepbxDB, freepbxProfile                     string
+	freepbxGroupProfiles                          string
 	refresh, ttl                                  time.Duration
 }
 
@@ -42,7 +43,8 @@ func directorySettings(s *settings, c *dirConfig) {
 	s.str(&c.ldapGroupProfiles, "ldap-group-profiles", "", "group=profile pairs, comma-separated, first match wins (supervisors=operator,it=admin)")
 	s.str(&c.ldapDefaultProfile, "ldap-default-profile", "user", "profile of LDAP users in no mapped group")
 	s.str(&c.freepbxDB, "freepbx-db", "", "FreePBX database of users (MariaDB DSN: user:pass@unix(/var/run/mysqld/mysqld.sock)/asterisk), read-only")
-	s.str(&c.freepbxProfile, "freepbx-profile", "user", "profile of FreePBX users")
+	s.str(&c.freepbxProfile, "freepbx-profile", "user", "profile of FreePBX users in no mapped group")
+	s.str(&c.freepbxGroupProfiles, "freepbx-group-profiles", "", "User Manager group=profile pairs, comma-separated, first match wins")
 	s.dur(&c.refresh, "directory-refresh", 5*time.Minute, "how often the directories are read again")
 	s.dur(&c.ttl, "directory-ttl", time.Hour, "how long a directory's users may still log in while it is down (then 503)")
 }
@@ -55,7 +57,7 @@ func (c dirConfig) sources() (srcs []directory.Source, closeAll func(), err erro
 			BaseDN: c.ldapBaseDN, UserFilter: c.ldapUserFilter, UserAttr: c.ldapUserAttr, NameAttr: c.ldapNameAttr,
 			ExtensionAttr: c.ldapExtAttr, GroupBaseDN: c.ldapGroupBaseDN, GroupFilter: c.ldapGroupFilter,
 			DefaultProfile: c.ldapDefaultProfile, CacheTTL: c.ttl}
-		if lc.GroupProfiles, err = parseGroupProfiles(c.ldapGroupProfiles); err != nil {
+		if lc.GroupProfiles, err = parseGroupProfiles("ldap-group-profiles", c.ldapGroupProfiles); err != nil {
 			return nil, closeAll, err
 		}
 		if c.ldapCA != "" {
@@ -76,7 +78,11 @@ func (c dirConfig) sources() (srcs []directory.Source, closeAll func(), err erro
 		srcs = append(srcs, l)
 	}
 	if c.freepbxDB != "" {
-		f, err := directory.NewFreePBX(directory.FreePBXConfig{DSN: c.freepbxDB, Profile: c.freepbxProfile})
+		gps, err := parseGroupProfiles("freepbx-group-profiles", c.freepbxGroupProfiles)
+		if err != nil {
+			return nil, closeAll, err
+		}
+		f, err := directory.NewFreePBX(directory.FreePBXConfig{DSN: c.freepbxDB, Profile: c.freepbxProfile, GroupProfiles: gps})
 		if err != nil {
 			return nil, closeAll, fmt.Errorf("--freepbx-db: %w", err)
 		}
@@ -86,14 +92,14 @@ func (c dirConfig) sources() (srcs []directory.Source, closeAll func(), err erro
 	return srcs, closeAll, nil
 }
 
-// parseGroupProfiles parses "group=profile,group=profile".
-func parseGroupProfiles(s string) ([]directory.GroupProfile, error) {
+// parseGroupProfiles parses the setting name's "group=profile,group=profile".
+func parseGroupProfiles(name, s string) ([]directory.GroupProfile, error) {
 	var out []directory.GroupProfile
 	for _, f := range splitList(s) {
 		g, p, ok := strings.Cut(f, "=")
 		g, p = strings.TrimSpace(g), strings.TrimSpace(p)
 		if !ok || g == "" || p == "" {
-			return nil, fmt.Errorf("--ldap-group-profiles: %q: want group=profile", f)
+			return nil, fmt.Errorf("--%s: %q: want group=profile", name, f)
 		}
 		out = append(out, directory.GroupProfile{Group: g, Profile: p})
 	}
@@ -102,14 +108,16 @@ func parseGroupProfiles(s string) ([]directory.GroupProfile, error) {
 
 // checkProfiles reports group profiles the users file does not define.
 func (c dirConfig) checkProfiles(users *auth.Users) error {
-	gps, err := parseGroupProfiles(c.ldapGroupProfiles)
-	if err != nil {
-		return err
-	}
 	profiles := users.Profiles()
 	names := []string{c.ldapDefaultProfile, c.freepbxProfile}
-	for _, gp := range gps {
-		names = append(names, gp.Profile)
+	for _, set := range [][2]string{{"ldap-group-profiles", c.ldapGroupProfiles}, {"freepbx-group-profiles", c.freepbxGroupProfiles}} {
+		gps, err := parseGroupProfiles(set[0], set[1])
+		if err != nil {
+			return err
+		}
+		for _, gp := range gps {
+			names = append(names, gp.Profile)
+		}
 	}
 	for _, n := range names {
 		if _, ok := profiles[n]; !ok {

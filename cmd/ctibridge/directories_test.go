@@ -49,6 +49,7 @@ func TestOpenDirectories(t *testing.T) {
 		{func(c *dirConfig) { c.ldapURL = "ldap://127.0.0.1:1" }, "without StartTLS"},
 		{func(c *dirConfig) { c.ldapCA = "/nonexistent.pem" }, "--ldap-ca"},
 		{func(c *dirConfig) { c.freepbxDB = "not a dsn" }, "--freepbx-db"},
+		{func(c *dirConfig) { c.freepbxDB, c.freepbxGroupProfiles = "u@unix(/x)/asterisk", "x=ghost" }, `directory profile "ghost"`},
 	} {
 		cfg := down
 		c.mod(&cfg)
