@@ -81,6 +81,7 @@ func (c *conn) run(token string, hasToken bool) {
 		c.nc.Write(cf)
 	}
 	c.nc.Close()
+	c.unwatchRevoke()
 	c.mu.Lock()
 	if c.expiry != nil {
 		c.expiry.Stop()
@@ -249,6 +250,7 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 	c.full = auth.ViewOf(u).Full()
 	c.seesUnowned = auth.Allowed(u, auth.SeeCalls, "")
 	c.setExpiry(exp)
+	c.watchRevoke(token)
 	c.pushReply(h.helloFrame(u, exp), 0)
 	if !h.send(ctlMsg{kind: ctlJoin, c: c}) {
 		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
@@ -367,6 +369,7 @@ func (c *conn) renew(token string) {
 		return
 	}
 	c.setExpiry(exp)
+	c.watchRevoke(token)
 	b := newPayload(48)
 	b = append(b, `{"op":"renewed","expiresAt":`...)
 	b = appendInt(b, exp.UnixMilli())
