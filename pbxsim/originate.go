@@ -17,6 +17,8 @@ type originateReq struct {
 	app, data       string
 	cidNum, cidName string
 	account         string
+	channelID       string // ChannelId: the Uniqueid asked for
+	async           bool   // the outcome goes out as OriginateResponse
 	timeout         time.Duration
 }
 
@@ -33,14 +35,16 @@ func parseCallerID(s string) (num, name string) {
 // once it answers, runs Exten in Context (a Dial to the second party) or
 // Application, as Asterisk does. With Async the response comes at once and
 // the outcome later as OriginateResponse; without, the response waits for
-// the outcome.
+// the outcome and no OriginateResponse is emitted (manager.c's
+// action_originate).
 func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	tech, ep, ok := strings.Cut(req.Get("Channel"), "/")
 	if !ok || !strings.EqualFold(tech, "PJSIP") || ep == "" {
 		return errResp("Originate failed")
 	}
 	o := originateReq{actionID: req.Get("ActionID"), endpoint: ep, context: req.Get("Context"), exten: req.Get("Exten"),
-		app: req.Get("Application"), data: req.Get("Data"), account: req.Get("Account"), timeout: 30 * time.Second}
+		app: req.Get("Application"), data: req.Get("Data"), account: req.Get("Account"), timeout: 30 * time.Second,
+		channelID: req.Get("ChannelId"), async: astTrue(req.Get("Async"))}
 	if o.context == "" {
 		o.context = p.cfg.Context
 	}
@@ -55,7 +59,6 @@ func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) [
 	if runCtx.Err() != nil {
 		return errResp("Originate failed")
 	}
-	async := strings.EqualFold(req.Get("Async"), "true") || strings.EqualFold(req.Get("Async"), "yes") || req.Get("Async") == "1"
 	result := make(chan bool, 1)
 	c := p.newCall()
 	p.calls.Add(1)
@@ -66,7 +69,7 @@ func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) [
 		c.originate(o, result)
 		c.finish()
 	}()
-	if async {
+	if o.async {
 		return []ami.Message{resp("Success", "Message", "Originate successfully queued")}
 	}
 	select {
@@ -98,23 +101,9 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	p.emit(chanEvent("NewConnectedLine", ch))
 	p.emit(dialEvent("DialBegin", nil, ch, "DialString", o.endpoint))
 	respond := func(ok bool, reason int) {
-		status := "Failure"
-		if ok {
-			status = "Success"
+		if o.async {
+			p.emit(o.response(ok, reason, ch))
 		}
-		name := ch.name
-		if !ok {
-			name = "PJSIP/" + o.endpoint
-		}
-		hs := ev("OriginateResponse", "call,all", 11)
-		if o.actionID != "" {
-			hs = append(hs, ami.Header{Key: "ActionID", Value: o.actionID})
-		}
-		hs = append(hs, ami.Header{Key: "Response", Value: status}, ami.Header{Key: "Channel", Value: name},
-			ami.Header{Key: "Context", Value: o.context}, ami.Header{Key: "Exten", Value: o.exten},
-			ami.Header{Key: "Reason", Value: strconv.Itoa(reason)}, ami.Header{Key: "Uniqueid", Value: ch.uniqueid},
-			ami.Header{Key: "CallerIDNum", Value: orUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: orUnknown(o.cidName)})
-		p.emit(ami.NewMessage(hs...))
 		result <- ok
 	}
 	fail := func(cause, tech, reason int) {
@@ -204,9 +193,46 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	}
 }
 
+// response is the OriginateResponse of an async Originate, as
+// manager.c's fast_originate writes it: a failure names the channel asked
+// for and has no channel, so its Uniqueid is ChannelId or "<null>"; an
+// Application originate reports Application and Data instead of Context
+// and Exten.
+func (o originateReq) response(ok bool, reason int, ch *channel) ami.Message {
+	status, name, uid := "Success", ch.name, ch.uniqueid
+	if !ok {
+		status, name, uid = "Failure", "PJSIP/"+o.endpoint, o.channelID
+		if uid == "" {
+			uid = "<null>"
+		}
+	}
+	hs := ev("OriginateResponse", "call,all", 11)
+	if o.actionID != "" {
+		hs = append(hs, ami.Header{Key: "ActionID", Value: o.actionID})
+	}
+	hs = append(hs, ami.Header{Key: "Response", Value: status}, ami.Header{Key: "Channel", Value: name})
+	if o.app != "" {
+		hs = append(hs, ami.Header{Key: "Application", Value: o.app}, ami.Header{Key: "Data", Value: o.data})
+	} else {
+		hs = append(hs, ami.Header{Key: "Context", Value: o.context}, ami.Header{Key: "Exten", Value: o.exten})
+	}
+	hs = append(hs, ami.Header{Key: "Reason", Value: strconv.Itoa(reason)}, ami.Header{Key: "Uniqueid", Value: uid},
+		ami.Header{Key: "CallerIDNum", Value: orUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: orUnknown(o.cidName)})
+	return ami.NewMessage(hs...)
+}
+
 // run2 continues run after a step that returned a redirect.
 func (c *call) run2(a *channel, target string) {
 	if a != nil {
 		c.run(a, target)
 	}
+}
+
+// astTrue is Asterisk's ast_true: yes, true, y, t, 1 or on.
+func astTrue(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "yes", "true", "y", "t", "1", "on":
+		return true
+	}
+	return false
 }
