@@ -1,0 +1,214 @@
+package pbxsim
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// hangupBridged ends a bridged call that x left, in the order Asterisk
+// reports it: the caller's hangup tears the bridge down before the callee
+// hangs up; the callee's hangup is reported before the caller's bridge
+// leave. A queue call (c.q) adds AgentComplete and app_queue's Cdrs (one
+// per member that rang, queue_answered recording).
+func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, lastData string) {
+	p := c.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	qc := c.q
+	y := a
+	if x == a {
+		y = b
+	}
+	br := a.bridge
+	if br == nil {
+		br = b.bridge
+	}
+	if qc != nil {
+		p.emit(chanEvent("HangupRequest", x)) // app_queue's hangup carries no Cause
+	} else {
+		p.emit(chanEvent("HangupRequest", x, "Cause", strconv.Itoa(cause)))
+	}
+	if byeX {
+		c.sendBye(x, true)
+	}
+	c.sendBye(y, true)
+	for _, ch := range []*channel{a, b} {
+		if ch.onHold {
+			ch.onHold = false
+			p.emit(chanEvent("MusicOnHoldStop", ch))
+		}
+	}
+	if qc != nil {
+		reason := "caller"
+		if x == b {
+			reason = "agent"
+		}
+		c.agentComplete(a, reason)
+	}
+	if x == a {
+		c.leave(a)
+		c.leave(b)
+		if br != nil {
+			p.emit(bridgeEvent("BridgeDestroy", br, nil))
+		}
+		p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause)))
+		c.hangupChannel(b, cause, 0)
+	} else {
+		c.leave(b)
+		c.hangupChannel(b, cause, 0)
+		c.leave(a)
+		if br != nil {
+			p.emit(bridgeEvent("BridgeDestroy", br, nil))
+		}
+		if qc != nil {
+			a.priority = 5 // NoOp(QUEUESTATUS), Hangup()
+		}
+		p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause)))
+	}
+	if qc == nil {
+		p.emitCdr(a, target, b, "Dial", lastData, "ANSWERED")
+		c.hangupChannel(a, cause, 0)
+		return
+	}
+	c.hangupChannel(a, cause, 0)
+	now := p.cfg.Now()
+	data := p.queueData()
+	p.cdrAt(a, target, b.name, "Queue", data, a.answered, now, "ANSWERED")
+	for _, l := range qc.cancelled {
+		p.cdrAt(a, target, l.b.name, "Queue", data, a.answered, l.ended, "NO ANSWER")
+	}
+}
+
+// sendBye ends ch's SIP dialog from our side: BYE when answered, CANCEL
+// (for our INVITE) or a final error (for theirs) otherwise. It does
+// nothing when ch's side already sent BYE, unless force. p.mu held.
+func (c *call) sendBye(ch *channel, force bool) {
+	if ch.byeRecv || ch.byeSent {
+		return
+	}
+	_ = force
+	ch.byeSent = true
+	switch {
+	case ch.srv != nil && ch.srvAnswered:
+		srv := ch.srv
+		c.srvDo(ch, func(ctx context.Context) {
+			// The 200 may still be waiting for its ACK: a BYE then is fine
+			// (RFC 3261 §15), sipgo's session refuses only ended dialogs.
+			if err := srv.Bye(ctx); err != nil {
+				c.p.log.Debug("pbxsim bye failed", "channel", ch.name, "err", err)
+			}
+		})
+	case ch.srv != nil:
+		srv := ch.srv
+		code, reason := causeToSIP(16)
+		c.srvDo(ch, func(context.Context) { srv.Respond(code, reason, nil) })
+	case ch.cli != nil && ch.state == stateUp:
+		cli := ch.cli
+		c.goSIP(func(ctx context.Context) {
+			if err := cli.Bye(ctx); err != nil {
+				c.p.log.Debug("pbxsim bye failed", "channel", ch.name, "err", err)
+			}
+		})
+	case ch.cancelCli != nil:
+		ch.cancelCli()
+	}
+}
+
+// hangupChannel emits Hangup, answers an unanswered SIP caller with the
+// matching error, forgets the channel and updates its device. p.mu held.
+func (c *call) hangupChannel(ch *channel, cause, tech int) {
+	p := c.p
+	if ch.gone {
+		return
+	}
+	if ch.srv != nil && !ch.srvAnswered && !ch.byeSent {
+		ch.byeSent = true
+		srv := ch.srv
+		code, reason := causeToSIP(cause)
+		if cause == 127 && tech == 487 {
+			code = 0 // cancelled: sipgo already answered 487
+		}
+		if code != 0 {
+			c.srvDo(ch, func(context.Context) { srv.Respond(code, reason, nil) })
+		}
+	}
+	if ch.srvQ != nil {
+		close(ch.srvQ) // nothing more will be sent on its dialog
+		ch.srvQ = nil
+	}
+	kv := []string{"Cause", strconv.Itoa(cause), "Cause-txt", causeText(cause)}
+	if tech != 0 {
+		kv = append(kv, "TechCause", strconv.Itoa(tech))
+	}
+	ch.gone = true
+	p.emit(chanEvent("Hangup", ch, kv...))
+	p.dropChannel(ch)
+	ch.onHold = false
+	p.updateDevice(ch.endpoint)
+	if ch.state != stateUp {
+		p.stats.Failed++
+	}
+}
+
+// emitCdr emits the cdr_manager record of a's call to dst. p.mu held.
+func (p *PBX) emitCdr(a *channel, dst string, b *channel, app, data, disposition string) {
+	var at time.Time
+	if disposition == "ANSWERED" {
+		at = a.answered
+		if b != nil && !b.answered.IsZero() {
+			at = b.answered
+		}
+	}
+	destCh := ""
+	if b != nil {
+		destCh = b.name
+	}
+	p.cdrAt(a, dst, destCh, app, data, at, p.cfg.Now(), disposition)
+}
+
+// cdrAt emits a Cdr of a's call ending at now, answered at at (zero: not
+// answered). p.mu held.
+func (p *PBX) cdrAt(a *channel, dst, destCh, app, data string, at, now time.Time, disposition string) {
+	const layout = "2006-01-02 15:04:05"
+	answer, billsec := "", 0
+	if !at.IsZero() {
+		answer = at.Format(layout)
+		billsec = int(now.Sub(at) / time.Second)
+	}
+	p.emit(ami.NewMessage(append(ev("Cdr", "cdr,all", 21),
+		ami.Header{Key: "AccountCode", Value: a.accountCode},
+		ami.Header{Key: "Source", Value: a.cidNum},
+		ami.Header{Key: "Destination", Value: dst},
+		ami.Header{Key: "DestinationContext", Value: p.cfg.Context},
+		ami.Header{Key: "CallerID", Value: `"` + a.cidName + `" <` + a.cidNum + `>`},
+		ami.Header{Key: "Channel", Value: a.name},
+		ami.Header{Key: "DestinationChannel", Value: destCh},
+		ami.Header{Key: "LastApplication", Value: app},
+		ami.Header{Key: "LastData", Value: data},
+		ami.Header{Key: "StartTime", Value: a.created.Format(layout)},
+		ami.Header{Key: "AnswerTime", Value: answer},
+		ami.Header{Key: "EndTime", Value: now.Format(layout)},
+		ami.Header{Key: "Duration", Value: strconv.Itoa(int(now.Sub(a.created) / time.Second))},
+		ami.Header{Key: "BillableSeconds", Value: strconv.Itoa(billsec)},
+		ami.Header{Key: "Disposition", Value: disposition},
+		ami.Header{Key: "AMAFlags", Value: "DOCUMENTATION"},
+		ami.Header{Key: "UniqueID", Value: a.uniqueid},
+		ami.Header{Key: "UserField", Value: ""})...))
+}
+
+// emitBlindTransfer reports the BlindTransfer action. p.mu held.
+func (p *PBX) emitBlindTransfer(transferer, transferee *channel, context, exten string) {
+	hs := ev("BlindTransfer", "call,all", 44)
+	hs = append(hs, ami.Header{Key: "Result", Value: "Success"})
+	hs = chanHeaders(hs, "Transferer", transferer)
+	hs = chanHeaders(hs, "Transferee", transferee)
+	if br := transferer.bridge; br != nil {
+		hs = bridgeHeaders(hs, "", br)
+	}
+	hs = append(hs, ami.Header{Key: "IsExternal", Value: "No"},
+		ami.Header{Key: "Context", Value: context}, ami.Header{Key: "Extension", Value: exten})
+	p.emit(ami.NewMessage(hs...))
+}

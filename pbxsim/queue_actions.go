@@ -1,0 +1,79 @@
+package pbxsim
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// actQueueStatus reports the queue: QueueParams, a QueueMember per member
+// and a QueueEntry per waiting caller, as app_queue does.
+func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
+		return list(req, "Queue status will follow", "QueueStatusComplete", nil)
+	}
+	q := p.queue
+	items := []ami.Message{withTrailingID(item("QueueParams", "Queue", p.cfg.Queue, "Max", "0", "Strategy", p.cfg.QueueStrategy,
+		"Calls", strconv.Itoa(len(q.waiting)), "Holdtime", strconv.Itoa(q.holdTime), "TalkTime", strconv.Itoa(q.talkTime),
+		"Completed", strconv.Itoa(q.completed), "Abandoned", strconv.Itoa(q.abandoned), "ServiceLevel", "0",
+		"ServicelevelPerf", "0.0", "ServicelevelPerf2", "0.0", "Weight", "0"), req)}
+	member := req.Get("Member")
+	for _, m := range q.members {
+		iface := "PJSIP/" + m.num
+		if member != "" && member != iface {
+			continue
+		}
+		name, status := m.num, "5"
+		if e := p.exts[m.num]; e != nil {
+			name, status = e.name, queueMemberStatus(e.dev)
+		}
+		items = append(items, withTrailingID(item("QueueMember", "Queue", p.cfg.Queue, "Name", name, "Location", iface,
+			"StateInterface", iface, "Membership", "static", "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
+			"LastCall", strconv.FormatInt(m.lastCall, 10), "LastPause", "0", "LoginTime", strconv.FormatInt(p.started.Unix(), 10),
+			"InCall", boolNum(m.inCall), "Status", status, "Paused", boolNum(m.paused), "PausedReason", m.reason, "Wrapuptime", "0"), req))
+	}
+	if member == "" {
+		now := p.cfg.Now()
+		for i, e := range q.waiting {
+			a := e.ch
+			items = append(items, withTrailingID(item("QueueEntry", "Queue", p.cfg.Queue, "Position", strconv.Itoa(i+1),
+				"Channel", a.name, "Uniqueid", a.uniqueid, "CallerIDNum", orUnknown(a.cidNum), "CallerIDName", orUnknown(a.cidName),
+				"ConnectedLineNum", orUnknown(a.conNum), "ConnectedLineName", orUnknown(a.conName),
+				"Wait", strconv.Itoa(int(now.Sub(e.joined)/time.Second)), "Priority", "0"), req))
+		}
+	}
+	return list(req, "Queue status will follow", "QueueStatusComplete", items)
+}
+
+// actQueuePause pauses or unpauses a member (in the given queue, or in
+// every queue when none is given), as app_queue's QueuePause does: the
+// member is not rung while paused, and QueueMemberPause reports it.
+func (p *PBX) actQueuePause(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	iface := req.Get("Interface")
+	if iface == "" {
+		return errResp("Need 'Interface' and 'Paused' actions.")
+	}
+	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
+		return errResp("Interface not found")
+	}
+	paused := strings.EqualFold(req.Get("Paused"), "true") || req.Get("Paused") == "1"
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.queue.members {
+		if "PJSIP/"+m.num != iface {
+			continue
+		}
+		m.paused, m.reason = paused, ""
+		if paused {
+			m.reason = req.Get("Reason")
+		}
+		p.emit(p.memberEvent("QueueMemberPause", m))
+		return []ami.Message{resp("Success", "Message", "Interface paused successfully")}
+	}
+	return errResp("Interface not found")
+}
