@@ -226,6 +226,7 @@ func (c *call) answer(a *channel, body []byte) {
 	}
 	if a.srv != nil && !a.srvAnswered {
 		a.srvAnswered = true
+		a.sdpSent = body
 		srv := a.srv
 		c.srvDo(a, func(context.Context) {
 			err := srv.RespondSDP(body)

@@ -71,6 +71,7 @@ type channel struct {
 	tcp       bool
 	dialogID  string
 	sdp       []byte // the session description this side offered or answered
+	sdpSent   []byte // the last one we sent it (offer, answer), for o= versioning
 }
 
 // bridge is a basic (or parking) bridge.

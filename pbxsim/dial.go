@@ -99,6 +99,7 @@ func (c *call) invite(b *channel, ct contact, cidNum, cidName string, offer []by
 	host, port := p.sipHostPort()
 	req := sip.NewRequest(sip.INVITE, ct.uri)
 	req.SetBody(offer)
+	b.sdpSent = offer
 	dua := p.udpDUA
 	if ct.tcp {
 		dua = p.tcpDUA

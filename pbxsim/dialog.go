@@ -77,16 +77,59 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 	c.finish()
 }
 
-// handleReinvite answers an in-dialog INVITE: hold and unhold. Like
-// Asterisk, pbxsim does not pass it on: the held party gets music on hold.
+// handleReinvite answers an in-dialog INVITE (or UPDATE) offer: hold and
+// unhold. Like Asterisk with music on hold, pbxsim does not pass the hold
+// on to the peer. Media stays where it flows, between the phones: the
+// answer is the peer's own description (pbxsim's when pbxsim is the far
+// end) in the direction that answers the offer, with the origin (o=) of
+// what this side was sent before, its version incremented when the
+// description changes (RFC 3264 §8).
 func (p *PBX) handleReinvite(req *sip.Request, tx sip.ServerTransaction) {
 	ch := p.lookupDialog(req, false)
 	if ch == nil {
 		tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 		return
 	}
-	hold := sdpHold(req.Body())
-	res := sip.NewSDPResponseFromRequest(req, p.sdp(uint64(len(ch.name)), hold))
+	offer := req.Body()
+	p.mu.Lock()
+	if len(offer) == 0 {
+		// An offerless re-INVITE (or UPDATE): offer what it has now.
+		body := ch.sdpSent
+		if len(body) == 0 {
+			body = p.sdp(uint64(len(ch.name)), false)
+		}
+		p.mu.Unlock()
+		res := sip.NewSDPResponseFromRequest(req, body)
+		p.respondInDialog(ch, req, tx, res)
+		return
+	}
+	if !sdpValid(offer) {
+		p.mu.Unlock()
+		tx.Respond(sip.NewResponseFromRequest(req, 488, "Not Acceptable Here", nil))
+		return
+	}
+	base := p.sdp(uint64(len(ch.name)), false)
+	if br := ch.bridge; br != nil {
+		for _, y := range br.chans {
+			if y != ch && len(y.sdp) > 0 {
+				base = y.sdp
+			}
+		}
+	}
+	answer := sdpAnswer(offer, base, ch.sdpSent)
+	ch.sdpSent = answer
+	ch.sdp = offer
+	p.mu.Unlock()
+	p.respondInDialog(ch, req, tx, sip.NewSDPResponseFromRequest(req, answer))
+	kind := evUnhold
+	if sdpHold(offer) {
+		kind = evHold
+	}
+	ch.call.post(callEvent{kind: kind, ch: ch})
+}
+
+// respondInDialog sends res, with our Contact, to an in-dialog request.
+func (p *PBX) respondInDialog(ch *channel, req *sip.Request, tx sip.ServerTransaction, res *sip.Response) {
 	p.mu.Lock()
 	dua := p.udpDUA
 	if ch.tcp {
@@ -95,11 +138,6 @@ func (p *PBX) handleReinvite(req *sip.Request, tx sip.ServerTransaction) {
 	p.mu.Unlock()
 	res.AppendHeader(sip.HeaderClone(&dua.ContactHDR))
 	tx.Respond(res)
-	kind := evUnhold
-	if hold {
-		kind = evHold
-	}
-	ch.call.post(callEvent{kind: kind, ch: ch})
 }
 
 // lookupDialog finds the channel of an in-dialog request. A BYE may race
@@ -164,4 +202,52 @@ func uacDialogID(r *sip.Response) (string, bool) {
 		return "", false
 	}
 	return sip.DialogIDMake(cid.Value(), ours, theirs), true
+}
+
+// unhandledResponse sees the responses no client transaction waits for.
+// A 2xx to our INVITE among them is a retransmission whose ACK was lost,
+// or the answer of a callee we had given up (its 200 crossed our CANCEL):
+// each is acknowledged (RFC 3261 §13.2.2.4), so that the phone stops
+// retransmitting, and a dialog we no longer have is ended with BYE.
+func (p *PBX) unhandledResponse(res *sip.Response) {
+	cseq := res.CSeq()
+	if cseq == nil || cseq.MethodName != sip.INVITE || !res.IsSuccess() || res.Contact() == nil || res.CallID() == nil {
+		return
+	}
+	id, _ := uacDialogID(res)
+	p.mu.Lock()
+	ch := p.dialogs[id]
+	running := p.runCtx != nil && p.runCtx.Err() == nil
+	p.mu.Unlock()
+	cli := p.udpCli
+	if strings.EqualFold(res.Transport(), "tcp") {
+		cli = p.tcpCli
+	}
+	if err := cli.WriteRequest(inDialogRequest(sip.ACK, res, cseq.SeqNo)); err != nil {
+		p.log.Debug("pbxsim ack of a retransmitted 2xx failed", "err", err)
+	}
+	if ch != nil || !running {
+		return
+	}
+	bye := inDialogRequest(sip.BYE, res, cseq.SeqNo+1)
+	p.calls.Add(1)
+	go func() {
+		defer p.calls.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cli.Do(ctx, bye)
+	}()
+}
+
+// inDialogRequest builds a request of the dialog a 2xx to our INVITE
+// created, sent to the answerer's Contact.
+func inDialogRequest(method sip.RequestMethod, res *sip.Response, seq uint32) *sip.Request {
+	req := sip.NewRequest(method, res.Contact().Address)
+	req.AppendHeader(sip.HeaderClone(res.From()))
+	req.AppendHeader(sip.HeaderClone(res.To()))
+	req.AppendHeader(sip.HeaderClone(res.CallID()))
+	req.AppendHeader(&sip.CSeqHeader{SeqNo: seq, MethodName: method})
+	req.SetTransport(res.Transport())
+	req.SetDestination(res.Source())
+	return req
 }

@@ -108,7 +108,8 @@ func New(cfg Config) (*PBX, error) {
 		return nil, err
 	}
 	host, port := p.sipHostPort()
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent("Asterisk PBX 22.10.1"), sipgo.WithUserAgentHostname(host))
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("Asterisk PBX 22.10.1"), sipgo.WithUserAgentHostname(host),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerUnhandledResponseHandler(p.unhandledResponse)))
 	if err != nil {
 		p.closeListeners()
 		return nil, fmt.Errorf("pbxsim: sip: %w", err)
