@@ -22,6 +22,8 @@ need_pkg() {
 
 # SIP end-to-end tests drive the simulated PBX with real SIPp.
 need_pkg sipp sip-tester
+# pbxsim's hold/unhold and transfer tests drive two real softphones.
+need_pkg baresip baresip
 # The web panel is tested in real headless Chromium.
 need_pkg chromium chromium
 # Store tests run against a real PostgreSQL: $CTIBRIDGE_TEST_DATABASE if set,
