@@ -2,6 +2,7 @@ package pbxsim
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,4 +272,58 @@ func originOf(sdp []byte, up uint64) []byte {
 		}
 	}
 	return []byte("no o= line")
+}
+
+// TestBaresipReferTransfer: a real softphone's transfer button (REFER).
+// Bob calls Alice; Alice transfers Bob to Carol: BlindTransfer, Alice is
+// hung up and Bob talks with Carol; Bob's call gives two Cdrs, as
+// Asterisk's (blind_transfer_redirect). (A failed transfer is
+// TestReferUnknownTarget: baresip 1.0 hangs up its own call when told its
+// transfer failed.)
+func TestBaresipReferTransfer(t *testing.T) {
+	needBaresip(t)
+	p := startPBX(t, Config{})
+	cap := startCapture(t, p.AMIAddr())
+	wav := filepath.Join(t.TempDir(), "tone.wav")
+	toneWAV(t, wav)
+	carol := startPhone(t, p, PhoneConfig{Exten: "203"})
+	bob := startBaresip(t, p, "202", wav)
+	alice := startBaresip(t, p, "201", wav)
+
+	bob.command("dial", "201")
+	waitAudio(t, "call up", 32000, alice, bob)
+
+	alice.command("transfer", "sip:203@"+p.SIPAddr())
+	var carolCall *PhoneCall
+	select {
+	case carolCall = <-carol.Answered():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Carol was not called")
+	}
+	msgs := cap.waitFor(t, "Alice hung up, Bob with Carol", func(m []ami.Message) bool {
+		return count(m, "Hangup", "CallerIDNum", "201") == 1 && count(m, "BridgeEnter", "CallerIDNum", "203") == 1
+	})
+	var bt ami.Message
+	for _, m := range msgs {
+		if m.Event() == "BlindTransfer" {
+			bt = m
+		}
+	}
+	if bt.Get("Result") != "Success" || bt.Get("TransfererCallerIDNum") != "201" || bt.Get("TransfereeCallerIDNum") != "202" ||
+		bt.Get("Extension") != "203" || bt.Get("IsExternal") != "No" {
+		t.Errorf("BlindTransfer %v", bt)
+	}
+	carolCall.Hangup(context.Background())
+	waitNoChannels(t, p)
+	msgs = cap.waitFor(t, "two Cdrs", func(m []ami.Message) bool { return count(m, "Cdr") == 2 })
+	var cdrs []string
+	for _, m := range msgs {
+		if m.Event() == "Cdr" {
+			cdrs = append(cdrs, m.Get("Channel")+">"+m.Get("DestinationChannel")[:10]+" "+m.Get("Disposition"))
+		}
+	}
+	if len(cdrs) != 2 || !strings.HasPrefix(cdrs[0], "PJSIP/202-") || !strings.Contains(cdrs[0], ">PJSIP/201-") ||
+		!strings.HasPrefix(cdrs[1], "PJSIP/202-") || !strings.Contains(cdrs[1], ">PJSIP/203-") {
+		t.Errorf("Cdrs %q, want Bob's call to Alice then Bob's call to Carol", cdrs)
+	}
 }

@@ -56,11 +56,13 @@ type channel struct {
 	onHold            bool // hears music on hold (its peer put the call on hold)
 	parkSpace         int  // 701.. while parked
 	parkedAt          time.Time
-	parker            string // ParkerDialString
-	gone              bool   // Hangup emitted
-	byeRecv           bool   // its side ended the dialog (BYE received)
-	byeSent           bool   // we ended (or refused) its dialog
-	srvAnswered       bool   // our 2xx to its INVITE is sent
+	parker            string    // ParkerDialString
+	gone              bool      // Hangup emitted
+	byeRecv           bool      // its side ended the dialog (BYE received)
+	byeSent           bool      // we ended (or refused) its dialog
+	srvAnswered       bool      // our 2xx to its INVITE is sent
+	cdrStart          time.Time // when its current CDR began (zero: created), after a transfer
+	cdrParts          []cdrPart // CDRs of its calls before a transfer, emitted with its last one
 
 	// SIP side: exactly one of srv (the caller's dialog, we are UAS), cli
 	// (a dialog we started, we are UAC) or neither (a channel without SIP).
@@ -72,6 +74,14 @@ type channel struct {
 	dialogID  string
 	sdp       []byte // the session description this side offered or answered
 	sdpSent   []byte // the last one we sent it (offer, answer), for o= versioning
+}
+
+// cdrPart is a finished segment of a channel's call that Asterisk reports
+// as its own Cdr when the channel hangs up (a blind transfer splits the
+// caller's call in two, blind_transfer_redirect recording).
+type cdrPart struct {
+	destCh, data       string
+	start, answer, end time.Time
 }
 
 // bridge is a basic (or parking) bridge.

@@ -203,6 +203,9 @@ func (c *call) dialFailed(a, b *channel, target string, cause, tech int) {
 	}
 	c.hangupChannel(a, cause, tech)
 	p.emitCdr(a, target, b, "Dial", "PJSIP/"+target+","+strconv.Itoa(int(p.cfg.RingTimeout/time.Second))+",tT", disp)
+	// The dialplan's Hangup() after the failed Dial is a Cdr of its own
+	// (busy_486 recording).
+	p.emitCdr(a, target, nil, "Hangup", "", disp)
 }
 
 // callerGone: the calling side left while the callee was still ringing.
@@ -320,6 +323,13 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				c.leave(y)
 				p.emit(bridgeEvent("BridgeDestroy", br, nil))
 				c.sendBye(y, true)
+				if x == a {
+					// The caller goes on: this segment is a Cdr of its own,
+					// reported when the caller hangs up.
+					p.splitCdr(a, b, lastData)
+				} else {
+					p.emitCdr(a, target, b, "Dial", lastData, "ANSWERED")
+				}
 				c.hangupChannel(y, 16, 0)
 				p.mu.Unlock()
 				return x, e.exten

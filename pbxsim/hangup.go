@@ -172,6 +172,40 @@ func (p *PBX) emitCdr(a *channel, dst string, b *channel, app, data, disposition
 // cdrAt emits a Cdr of a's call ending at now, answered at at (zero: not
 // answered). p.mu held.
 func (p *PBX) cdrAt(a *channel, dst, destCh, app, data string, at, now time.Time, disposition string) {
+	for _, part := range a.cdrParts {
+		p.cdrRecord(a, dst, part.destCh, "Dial", part.data, part.start, part.answer, part.end, "ANSWERED")
+	}
+	a.cdrParts = nil
+	start := a.created
+	if !a.cdrStart.IsZero() {
+		// After a transfer the channel was already up: the new segment is
+		// answered from its start.
+		start = a.cdrStart
+		if !at.IsZero() {
+			at = start
+		}
+	}
+	p.cdrRecord(a, dst, destCh, app, data, start, at, now, disposition)
+}
+
+// splitCdr ends the Cdr segment of a's Dial to b at a transfer of a
+// elsewhere; the next segment starts now. p.mu held.
+func (p *PBX) splitCdr(a, b *channel, data string) {
+	now := p.cfg.Now()
+	start := a.created
+	if !a.cdrStart.IsZero() {
+		start = a.cdrStart
+	}
+	at := b.answered
+	if at.IsZero() {
+		at = a.answered
+	}
+	a.cdrParts = append(a.cdrParts, cdrPart{destCh: b.name, data: data, start: start, answer: at, end: now})
+	a.cdrStart = now
+}
+
+// cdrRecord emits one Cdr of a's call. p.mu held.
+func (p *PBX) cdrRecord(a *channel, dst, destCh, app, data string, start, at, now time.Time, disposition string) {
 	const layout = "2006-01-02 15:04:05"
 	answer, billsec := "", 0
 	if !at.IsZero() {
@@ -188,10 +222,10 @@ func (p *PBX) cdrAt(a *channel, dst, destCh, app, data string, at, now time.Time
 		ami.Header{Key: "DestinationChannel", Value: destCh},
 		ami.Header{Key: "LastApplication", Value: app},
 		ami.Header{Key: "LastData", Value: data},
-		ami.Header{Key: "StartTime", Value: a.created.Format(layout)},
+		ami.Header{Key: "StartTime", Value: start.Format(layout)},
 		ami.Header{Key: "AnswerTime", Value: answer},
 		ami.Header{Key: "EndTime", Value: now.Format(layout)},
-		ami.Header{Key: "Duration", Value: strconv.Itoa(int(now.Sub(a.created) / time.Second))},
+		ami.Header{Key: "Duration", Value: strconv.Itoa(int(now.Sub(start) / time.Second))},
 		ami.Header{Key: "BillableSeconds", Value: strconv.Itoa(billsec)},
 		ami.Header{Key: "Disposition", Value: disposition},
 		ami.Header{Key: "AMAFlags", Value: "DOCUMENTATION"},

@@ -37,7 +37,7 @@ func parseCallerID(s string) (num, name string) {
 // the outcome later as OriginateResponse; without, the response waits for
 // the outcome and no OriginateResponse is emitted (manager.c's
 // action_originate).
-func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+func (p *PBX) actOriginate(_ context.Context, s *ami.Session, req ami.Message) []ami.Message {
 	tech, ep, ok := strings.Cut(req.Get("Channel"), "/")
 	if !ok || !strings.EqualFold(tech, "PJSIP") || ep == "" {
 		return errResp("Originate failed")
@@ -59,6 +59,15 @@ func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) [
 	if runCtx.Err() != nil {
 		return errResp("Originate failed")
 	}
+	queued := resp("Success", "Message", "Originate successfully queued")
+	if o.async {
+		// The answer goes before the call starts, so that it always
+		// precedes the OriginateResponse, which carries the same ActionID.
+		if id, ok := req.Lookup("ActionID"); ok {
+			queued = queued.Insert(1, "ActionID", id)
+		}
+		s.Send(queued)
+	}
 	result := make(chan bool, 1)
 	c := p.newCall()
 	p.calls.Add(1)
@@ -70,12 +79,12 @@ func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) [
 		c.finish()
 	}()
 	if o.async {
-		return []ami.Message{resp("Success", "Message", "Originate successfully queued")}
+		return nil
 	}
 	select {
 	case ok := <-result:
 		if ok {
-			return []ami.Message{resp("Success", "Message", "Originate successfully queued")}
+			return []ami.Message{queued}
 		}
 	case <-time.After(o.timeout + 5*time.Second):
 	}

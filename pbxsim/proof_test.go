@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,27 @@ func proof(t *testing.T, name string, points []checkpoint, drive func(t *testing
 			t.Errorf("%s, %s:\nrecording: %v\npbxsim:    %v", name, label, ws, gs)
 		}
 	}
+	if w, g := cdrsOf(want), cdrsOf(got); !reflect.DeepEqual(w, g) {
+		t.Errorf("%s: Cdrs\nrecording: %q\npbxsim:    %q", name, w, g)
+	}
+}
+
+// cdrsOf sums up the Cdr events of a stream: source, destination, the
+// endpoints of both channels, application and disposition.
+func cdrsOf(msgs []ami.Message) []string {
+	var out []string
+	ep := func(ch string) string {
+		ep, _, _ := strings.Cut(strings.TrimPrefix(ch, "PJSIP/"), "-")
+		return ep
+	}
+	for _, m := range msgs {
+		if m.Event() == "Cdr" {
+			out = append(out, fmt.Sprintf("%s>%s %s>%s %s %s", m.Get("Source"), m.Get("Destination"),
+				ep(m.Get("Channel")), ep(m.Get("DestinationChannel")), m.Get("LastApplication"), m.Get("Disposition")))
+		}
+	}
+	slices.Sort(out) // the order of concurrent calls' ends is timing
+	return out
 }
 
 func ctx5(t *testing.T) context.Context {

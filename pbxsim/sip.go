@@ -5,7 +5,7 @@ import (
 )
 
 // allowed is the Allow header of pbxsim's answers.
-const allowed = "OPTIONS, REGISTER, INVITE, ACK, BYE, CANCEL, UPDATE"
+const allowed = "OPTIONS, REGISTER, INVITE, ACK, BYE, CANCEL, UPDATE, REFER, NOTIFY"
 
 // registerSIP routes SIP requests. sipgo runs each request in its own
 // goroutine; malformed messages are refused by its parser and transaction
@@ -17,6 +17,7 @@ func (p *PBX) registerSIP() {
 	s.OnAck(p.handleAck)
 	s.OnBye(p.handleBye)
 	s.OnUpdate(p.handleReinvite)
+	s.OnRefer(p.handleRefer)
 	s.OnCancel(func(req *sip.Request, tx sip.ServerTransaction) {
 		// A CANCEL matching a pending INVITE never gets here (the
 		// transaction layer answers it); this one matches nothing.
