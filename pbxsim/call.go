@@ -86,7 +86,7 @@ func (c *call) goSIP(f func(ctx context.Context)) {
 	c.sipWG.Add(1)
 	go func() {
 		defer c.sipWG.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+		ctx, cancel := context.WithTimeout(c.p.sipCtx, 40*time.Second)
 		defer cancel()
 		f(ctx)
 	}()
@@ -95,7 +95,8 @@ func (c *call) goSIP(f func(ctx context.Context)) {
 // startSrvQueue starts the goroutine that performs, in order, what is
 // sent on ch's server dialog: sipgo's DialogServerSession is not safe for
 // concurrent responses, a 180 must precede the 200, and a BYE must wait for
-// the ACK of our 200 (RFC 3261 §15). It ends at ch's Hangup.
+// the ACK of our 200 (RFC 3261 §15). It ends at ch's Hangup, once what was
+// queued is done, and only then forgets ch's dialog.
 func (c *call) startSrvQueue(ch *channel) {
 	q := make(chan func(context.Context), 16)
 	ch.srvQ = q
@@ -103,10 +104,17 @@ func (c *call) startSrvQueue(ch *channel) {
 	go func() {
 		defer c.sipWG.Done()
 		for f := range q {
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			ctx, cancel := context.WithTimeout(c.p.sipCtx, 40*time.Second)
 			f(ctx)
 			cancel()
 		}
+		// The dialog stays findable until its last operation is done: a
+		// BYE sent right after our 200 waits for the ACK (handleAck).
+		c.p.mu.Lock()
+		if c.p.dialogs[ch.dialogID] == ch {
+			delete(c.p.dialogs, ch.dialogID)
+		}
+		c.p.mu.Unlock()
 	}()
 }
 

@@ -21,11 +21,12 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 		tx.Respond(sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request", nil))
 		return
 	}
-	runCtx := p.ctxRun()
-	if runCtx.Err() != nil {
+	runCtx, ok := p.track()
+	if !ok {
 		tx.Respond(sip.NewResponseFromRequest(req, 503, "Service Unavailable", nil))
 		return
 	}
+	defer p.calls.Done()
 	caller := from.Address.User
 	target := req.Recipient.User
 	p.mu.Lock()
@@ -217,7 +218,6 @@ func (p *PBX) unhandledResponse(res *sip.Response) {
 	id, _ := uacDialogID(res)
 	p.mu.Lock()
 	ch := p.dialogs[id]
-	running := p.runCtx != nil && p.runCtx.Err() == nil
 	p.mu.Unlock()
 	cli := p.udpCli
 	if strings.EqualFold(res.Transport(), "tcp") {
@@ -226,11 +226,13 @@ func (p *PBX) unhandledResponse(res *sip.Response) {
 	if err := cli.WriteRequest(inDialogRequest(sip.ACK, res, cseq.SeqNo)); err != nil {
 		p.log.Debug("pbxsim ack of a retransmitted 2xx failed", "err", err)
 	}
-	if ch != nil || !running {
+	if ch != nil {
+		return
+	}
+	if _, ok := p.track(); !ok {
 		return
 	}
 	bye := inDialogRequest(sip.BYE, res, cseq.SeqNo+1)
-	p.calls.Add(1)
 	go func() {
 		defer p.calls.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

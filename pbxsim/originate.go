@@ -55,8 +55,8 @@ func (p *PBX) actOriginate(_ context.Context, s *ami.Session, req ami.Message) [
 	if ms, err := strconv.Atoi(req.Get("Timeout")); err == nil && ms > 0 {
 		o.timeout = time.Duration(ms) * time.Millisecond
 	}
-	runCtx := p.ctxRun()
-	if runCtx.Err() != nil {
+	runCtx, ok := p.track()
+	if !ok {
 		return errResp("Originate failed")
 	}
 	queued := resp("Success", "Message", "Originate successfully queued")
@@ -70,7 +70,6 @@ func (p *PBX) actOriginate(_ context.Context, s *ami.Session, req ami.Message) [
 	}
 	result := make(chan bool, 1)
 	c := p.newCall()
-	p.calls.Add(1)
 	go func() {
 		defer p.calls.Done()
 		stop := context.AfterFunc(runCtx, c.cancel)

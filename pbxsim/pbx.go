@@ -58,8 +58,13 @@ type PBX struct {
 
 	runCtx  context.Context // set by Run before serving; ends when Run is asked to stop
 	runStop context.CancelFunc
-	calls   sync.WaitGroup // every call goroutine not owned by a sipgo handler
-	ran     atomic.Bool
+	// sipCtx bounds the SIP exchanges of calls (BYE, CANCEL, NOTIFY): at
+	// shutdown it ends shortGrace after the BYEs went out, so that phones
+	// that never answer do not hold Run up.
+	sipCtx    context.Context
+	sipCancel context.CancelFunc
+	calls     sync.WaitGroup // every call goroutine (see track)
+	ran       atomic.Bool
 
 	feat features // AstDB, custom device states: guarded by feat.mu
 
@@ -96,6 +101,7 @@ func New(cfg Config) (*PBX, error) {
 		dialogs: map[string]*channel{}, parked: map[int]*channel{},
 		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers),
 	}
+	p.sipCtx, p.sipCancel = context.WithCancel(context.Background())
 	rand32(p.nonceKey[:])
 	for _, n := range cfg.AutoAnswer {
 		p.auto[n] = true
@@ -258,8 +264,14 @@ func (p *PBX) Run(ctx context.Context) error {
 	case err = <-errc:
 		err = fmt.Errorf("pbxsim: serve: %w", err)
 	}
-	// Hang up what is still up, politely, then close everything.
-	stop()
+	// Hang up what is still up, politely (BYE or CANCEL to each leg), then
+	// close everything; answers to our BYEs are awaited shutdownGrace.
+	p.mu.Lock()
+	stop() // under p.mu: track refuses new calls from here on
+	p.mu.Unlock()
+	grace := time.AfterFunc(shutdownGrace, p.sipCancel)
+	defer grace.Stop()
+	defer p.sipCancel()
 	done := make(chan struct{})
 	go func() { p.calls.Wait(); close(done) }()
 	select {
@@ -274,6 +286,23 @@ func (p *PBX) Run(ctx context.Context) error {
 	wg.Wait()
 	<-done
 	return err
+}
+
+// shutdownGrace is how long Run waits for the answers to the BYEs it
+// sends at shutdown.
+const shutdownGrace = 500 * time.Millisecond
+
+// track counts a call goroutine in p.calls, which Run waits for, and
+// returns the run context; ok is false once Run is stopping (or before
+// it runs): then the call must not start.
+func (p *PBX) track() (ctx context.Context, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runCtx == nil || p.runCtx.Err() != nil {
+		return nil, false
+	}
+	p.calls.Add(1)
+	return p.runCtx, true
 }
 
 // ctxRun is the run context, or a cancelled one before Run.
@@ -320,8 +349,8 @@ func (p *PBX) newChannel(c *call, endpoint string) *channel {
 // dropChannel forgets a hung-up channel. p.mu held.
 func (p *PBX) dropChannel(ch *channel) {
 	delete(p.channels, ch.name)
-	if ch.dialogID != "" {
-		delete(p.dialogs, ch.dialogID)
+	if ch.dialogID != "" && ch.srv == nil {
+		delete(p.dialogs, ch.dialogID) // a server dialog is forgotten by its queue (startSrvQueue)
 	}
 	if e := p.exts[ch.endpoint]; e != nil {
 		delete(e.chans, ch)
