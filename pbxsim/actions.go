@@ -78,6 +78,9 @@ func (p *PBX) registerAMI() {
 	s.Handle("BlindTransfer", p.actBlindTransfer)
 	s.Handle("Park", p.actPark)
 	s.Handle("QueuePause", p.actQueuePause)
+	s.Handle("QueueAdd", p.actQueueAdd)
+	s.Handle("QueueRemove", p.actQueueRemove)
+	s.Handle("QueueSummary", p.actQueueSummary)
 }
 
 // sortedChannels returns live channels in creation order. p.mu held.

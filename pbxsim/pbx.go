@@ -99,7 +99,7 @@ func New(cfg Config) (*PBX, error) {
 		auto: map[string]bool{}, names: map[string]string{},
 		exts: map[string]*ext{}, channels: map[string]*channel{},
 		dialogs: map[string]*channel{}, parked: map[int]*channel{},
-		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers),
+		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers, cfg.Now()),
 	}
 	p.sipCtx, p.sipCancel = context.WithCancel(context.Background())
 	rand32(p.nonceKey[:])

@@ -21,6 +21,11 @@ type queueState struct {
 
 type queueMember struct {
 	num        string
+	iface      string // Interface: PJSIP/<num>, or as QueueAdd gave it
+	name       string // MemberName given by QueueAdd ("": the endpoint's name)
+	dynamic    bool   // added by QueueAdd: QueueRemove may remove it
+	loginTime  int64  // unix seconds it joined the queue
+	lastPause  int64  // unix seconds of its last pause, 0 if never
 	callsTaken int
 	lastCall   int64 // unix seconds, 0 if never
 	inCall     bool
@@ -52,10 +57,10 @@ type queueConn struct {
 	completed         bool    // AgentComplete sent
 }
 
-func newQueueState(members []string) *queueState {
+func newQueueState(members []string, started time.Time) *queueState {
 	q := &queueState{byNum: map[string]*queueMember{}}
 	for _, m := range members {
-		qm := &queueMember{num: m}
+		qm := &queueMember{num: m, iface: "PJSIP/" + m, loginTime: started.Unix()}
 		q.members = append(q.members, qm)
 		q.byNum[m] = qm
 	}
@@ -91,24 +96,38 @@ func (p *PBX) queueMemberEvent(m *queueMember) ami.Message {
 	return p.memberEvent("QueueMemberStatus", m)
 }
 
-// memberEvent is QueueMemberStatus or QueueMemberPause for m. p.mu held.
+// memberEvent is QueueMemberStatus, QueueMemberPause, QueueMemberAdded
+// or QueueMemberRemoved for m. p.mu held.
 func (p *PBX) memberEvent(event string, m *queueMember) ami.Message {
-	name, status := m.num, "5"
-	if e := p.exts[m.num]; e != nil {
-		name, status = e.name, queueMemberStatus(e.dev)
+	name, status := p.memberNameStatus(m)
+	membership := "static"
+	if m.dynamic {
+		membership = "dynamic"
 	}
-	iface := "PJSIP/" + m.num
 	return ami.NewMessage(append(ev(event, "agent,all", 18),
 		ami.Header{Key: "Queue", Value: p.cfg.Queue}, ami.Header{Key: "MemberName", Value: name},
-		ami.Header{Key: "Interface", Value: iface}, ami.Header{Key: "StateInterface", Value: iface},
-		ami.Header{Key: "Membership", Value: "static"}, ami.Header{Key: "Penalty", Value: "0"},
+		ami.Header{Key: "Interface", Value: m.iface}, ami.Header{Key: "StateInterface", Value: "PJSIP/" + m.num},
+		ami.Header{Key: "Membership", Value: membership}, ami.Header{Key: "Penalty", Value: "0"},
 		ami.Header{Key: "CallsTaken", Value: strconv.Itoa(m.callsTaken)},
 		ami.Header{Key: "LastCall", Value: strconv.FormatInt(m.lastCall, 10)},
-		ami.Header{Key: "LastPause", Value: "0"},
-		ami.Header{Key: "LoginTime", Value: strconv.FormatInt(p.started.Unix(), 10)},
+		ami.Header{Key: "LastPause", Value: strconv.FormatInt(m.lastPause, 10)},
+		ami.Header{Key: "LoginTime", Value: strconv.FormatInt(m.loginTime, 10)},
 		ami.Header{Key: "InCall", Value: boolNum(m.inCall)}, ami.Header{Key: "Status", Value: status},
 		ami.Header{Key: "Paused", Value: boolNum(m.paused)}, ami.Header{Key: "PausedReason", Value: m.reason},
 		ami.Header{Key: "Ringinuse", Value: "0"}, ami.Header{Key: "Wrapuptime", Value: "0"})...)
+}
+
+// memberNameStatus is m's MemberName and app_queue Status (1 not in use,
+// 5 unavailable, ...). p.mu held.
+func (p *PBX) memberNameStatus(m *queueMember) (name, status string) {
+	name, status = m.num, "5"
+	if e := p.exts[m.num]; e != nil {
+		name, status = e.name, queueMemberStatus(e.dev)
+	}
+	if m.name != "" {
+		name = m.name
+	}
+	return name, status
 }
 
 func boolNum(b bool) string {
@@ -213,7 +232,7 @@ func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 	snap := *b
 	snap.conNum, snap.conName, snap.exten = a.cidNum, a.cidName, target
 	p.emit(p.agentEvent("AgentCalled", a, &snap))
-	p.emit(dialEvent("DialBegin", a, b, "DialString", "PJSIP/"+m.num))
+	p.emit(dialEvent("DialBegin", a, b, "DialString", m.iface))
 	b.conNum, b.conName, b.exten = a.cidNum, a.cidName, target
 	m.ringing = c
 	c.invite(b, ct, a.cidNum, a.cidName, p.sdp(p.chanSeq, false))

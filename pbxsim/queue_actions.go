@@ -3,7 +3,6 @@ package pbxsim
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -24,17 +23,17 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 		"ServicelevelPerf", "0.0", "ServicelevelPerf2", "0.0", "Weight", "0"), req)}
 	member := req.Get("Member")
 	for _, m := range q.members {
-		iface := "PJSIP/" + m.num
-		if member != "" && member != iface {
+		if member != "" && member != m.iface {
 			continue
 		}
-		name, status := m.num, "5"
-		if e := p.exts[m.num]; e != nil {
-			name, status = e.name, queueMemberStatus(e.dev)
+		name, status := p.memberNameStatus(m)
+		membership := "static"
+		if m.dynamic {
+			membership = "dynamic"
 		}
-		items = append(items, withTrailingID(item("QueueMember", "Queue", p.cfg.Queue, "Name", name, "Location", iface,
-			"StateInterface", iface, "Membership", "static", "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
-			"LastCall", strconv.FormatInt(m.lastCall, 10), "LastPause", "0", "LoginTime", strconv.FormatInt(p.started.Unix(), 10),
+		items = append(items, withTrailingID(item("QueueMember", "Queue", p.cfg.Queue, "Name", name, "Location", m.iface,
+			"StateInterface", "PJSIP/"+m.num, "Membership", membership, "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
+			"LastCall", strconv.FormatInt(m.lastCall, 10), "LastPause", strconv.FormatInt(m.lastPause, 10), "LoginTime", strconv.FormatInt(m.loginTime, 10),
 			"InCall", boolNum(m.inCall), "Status", status, "Paused", boolNum(m.paused), "PausedReason", m.reason, "Wrapuptime", "0"), req))
 	}
 	if member == "" {
@@ -61,18 +60,22 @@ func (p *PBX) actQueuePause(_ context.Context, _ *ami.Session, req ami.Message) 
 	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
 		return errResp("Interface not found")
 	}
-	paused := strings.EqualFold(req.Get("Paused"), "true") || req.Get("Paused") == "1"
+	paused := astTrue(req.Get("Paused"))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range p.queue.members {
-		if "PJSIP/"+m.num != iface {
+		if m.iface != iface {
 			continue
 		}
 		m.paused, m.reason = paused, ""
 		if paused {
 			m.reason = req.Get("Reason")
+			m.lastPause = p.cfg.Now().Unix()
 		}
 		p.emit(p.memberEvent("QueueMemberPause", m))
+		if !paused {
+			return []ami.Message{resp("Success", "Message", "Interface unpaused successfully")}
+		}
 		return []ami.Message{resp("Success", "Message", "Interface paused successfully")}
 	}
 	return errResp("Interface not found")
