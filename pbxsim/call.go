@@ -3,6 +3,7 @@ package pbxsim
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ const (
 	evUnhold                 // ch took it off hold
 	evNoAck                  // our 2xx to ch was never acknowledged
 	evUnpark                 // another call retrieves parked ch
+	evPickup                 // other (the picker) picks up ringing ch
 )
 
 type callEvent struct {
@@ -48,9 +50,9 @@ type callEvent struct {
 	cause   int
 	context string
 	exten   string
-	other   *channel  // BlindTransfer: the transferer; Park: the parker
-	to      *call     // evUnpark: the retrieving call
-	reply   chan bool // evUnpark: whether ch was handed over
+	other   *channel  // BlindTransfer: the transferer; Park: the parker; Pickup: the picker
+	to      *call     // evUnpark, evPickup: the call taking ch (or giving other) over
+	reply   chan bool // evUnpark, evPickup: whether the hand-over happened
 }
 
 func (p *PBX) newCall() *call {
@@ -146,6 +148,9 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 	p.mu.Unlock()
 	if space, err := strconv.Atoi(target); err == nil && space >= parkFirst && space <= parkLast {
 		return c.retrieve(a, space)
+	}
+	if ext, ok := strings.CutPrefix(target, "**"); ok && ext != "" {
+		return c.pickup(a, ext, "") // _**20X: Pickup(20X@from-internal)
 	}
 	switch {
 	case target == p.cfg.QueueNumber:

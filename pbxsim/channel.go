@@ -61,6 +61,7 @@ type channel struct {
 	byeRecv           bool      // its side ended the dialog (BYE received)
 	byeSent           bool      // we ended (or refused) its dialog
 	srvAnswered       bool      // our 2xx to its INVITE is sent
+	dialler           *channel  // the channel whose Dial created this one (pickup)
 	cdrStart          time.Time // when its current CDR began (zero: created), after a transfer
 	cdrParts          []cdrPart // CDRs of its calls before a transfer, emitted with its last one
 

@@ -16,6 +16,7 @@ func (c *call) dial(a *channel, target string) (*channel, string) {
 	p.mu.Lock()
 	ct := *p.exts[target].contact
 	b := p.newChannel(c, target)
+	b.dialler = a
 	b.linkedid = a.linkedid
 	b.exten = "s"
 	b.accountCode = a.accountCode
@@ -63,6 +64,10 @@ func (c *call) dial(a *channel, target string) (*channel, string) {
 				p.mu.Unlock()
 			case e.kind == evResponse && e.ch == b:
 				return c.bridgeCall(a, b, target, e.res)
+			case e.kind == evPickup && e.ch == b:
+				if next, tgt := c.pickedUp(a, b, target, e); next != nil || b.gone {
+					return next, tgt
+				}
 			case e.kind == evResponse && e.res.IsSuccess():
 				c.byeStale(e.ch)
 			case e.kind == evFail && e.ch == b:

@@ -158,7 +158,15 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 					ch.exten, ch.priority = o.exten, 1
 				}
 				p.mu.Unlock()
-				if o.app != "" {
+				switch {
+				case strings.EqualFold(o.app, "PickupChan"):
+					c.run2(c.pickup(ch, "", strings.SplitN(o.data, ",", 2)[0]))
+					return
+				case strings.EqualFold(o.app, "Pickup"):
+					ext, _, _ := strings.Cut(o.data, "@")
+					c.run2(c.pickup(ch, ext, ""))
+					return
+				case o.app != "":
 					c.run2(c.answerLocal(ch, o.exten))
 					return
 				}
