@@ -41,6 +41,7 @@ const (
 	evNoAck                  // our 2xx to ch was never acknowledged
 	evUnpark                 // another call retrieves parked ch
 	evPickup                 // other (the picker) picks up ringing ch
+	evSpyeeGone              // the channel spy ch listens to hung up
 )
 
 type callEvent struct {

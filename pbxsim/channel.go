@@ -56,14 +56,15 @@ type channel struct {
 	onHold            bool // hears music on hold (its peer put the call on hold)
 	parkSpace         int  // 701.. while parked
 	parkedAt          time.Time
-	parker            string    // ParkerDialString
-	gone              bool      // Hangup emitted
-	byeRecv           bool      // its side ended the dialog (BYE received)
-	byeSent           bool      // we ended (or refused) its dialog
-	srvAnswered       bool      // our 2xx to its INVITE is sent
-	dialler           *channel  // the channel whose Dial created this one (pickup)
-	cdrStart          time.Time // when its current CDR began (zero: created), after a transfer
-	cdrParts          []cdrPart // CDRs of its calls before a transfer, emitted with its last one
+	parker            string     // ParkerDialString
+	gone              bool       // Hangup emitted
+	byeRecv           bool       // its side ended the dialog (BYE received)
+	byeSent           bool       // we ended (or refused) its dialog
+	srvAnswered       bool       // our 2xx to its INVITE is sent
+	spies             []*channel // ChanSpy channels listening to this one
+	dialler           *channel   // the channel whose Dial created this one (pickup)
+	cdrStart          time.Time  // when its current CDR began (zero: created), after a transfer
+	cdrParts          []cdrPart  // CDRs of its calls before a transfer, emitted with its last one
 
 	// SIP side: exactly one of srv (the caller's dialog, we are UAS), cli
 	// (a dialog we started, we are UAC) or neither (a channel without SIP).

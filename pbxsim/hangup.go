@@ -144,6 +144,7 @@ func (c *call) hangupChannel(ch *channel, cause, tech int) {
 		kv = append(kv, "TechCause", strconv.Itoa(tech))
 	}
 	ch.gone = true
+	ch.spyeeGone()
 	p.emit(chanEvent("Hangup", ch, kv...))
 	p.dropChannel(ch)
 	ch.onHold = false

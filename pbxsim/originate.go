@@ -166,6 +166,9 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 					ext, _, _ := strings.Cut(o.data, "@")
 					c.run2(c.pickup(ch, ext, ""))
 					return
+				case strings.EqualFold(o.app, "ChanSpy"):
+					c.run2(c.chanSpy(ch, o.data))
+					return
 				case o.app != "":
 					c.run2(c.answerLocal(ch, o.exten))
 					return
