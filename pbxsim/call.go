@@ -29,19 +29,19 @@ type call struct {
 type evKind int
 
 const (
-	evResponse evKind = iota // a provisional or 2xx response to our INVITE to ch
-	evFail                   // our INVITE to ch got a final failure (res may be nil)
-	evCancel                 // ch's caller sent CANCEL
-	evBye                    // ch sent BYE (already answered 200)
-	evHangup                 // AMI Hangup of ch
-	evRedirect               // AMI Redirect (or BlindTransfer) of ch
-	evPark                   // AMI Park of ch
-	evHold                   // ch put its peer on hold (re-INVITE)
-	evUnhold                 // ch took it off hold
-	evNoAck                  // our 2xx to ch was never acknowledged
-	evUnpark                 // another call retrieves parked ch
-	evPickup                 // other (the picker) picks up ringing ch
-	evSpyeeGone              // the channel spy ch listens to hung up
+	evResponse  evKind = iota // a provisional or 2xx response to our INVITE to ch
+	evFail                    // our INVITE to ch got a final failure (res may be nil)
+	evCancel                  // ch's caller sent CANCEL
+	evBye                     // ch sent BYE (already answered 200)
+	evHangup                  // AMI Hangup of ch
+	evRedirect                // AMI Redirect (or BlindTransfer) of ch
+	evPark                    // AMI Park of ch
+	evHold                    // ch put its peer on hold (re-INVITE)
+	evUnhold                  // ch took it off hold
+	evNoAck                   // our 2xx to ch was never acknowledged
+	evUnpark                  // another call retrieves parked ch
+	evPickup                  // other (the picker) picks up ringing ch
+	evSpyeeGone               // the channel spy ch listens to hung up
 )
 
 type callEvent struct {
