@@ -156,9 +156,15 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 	switch {
 	case target == p.cfg.QueueNumber:
 		return c.queueCall(a, target)
-	case registered && !p.auto[target]:
-		return c.dial(a, target)
-	case e != nil || p.auto[target]:
+	case e != nil && !p.auto[target]:
+		if next, tgt, routed := c.routeExten(a, target, registered); routed {
+			return next, tgt
+		}
+		if registered {
+			return c.dial(a, target)
+		}
+		return c.answerLocal(a, target)
+	case p.auto[target]:
 		return c.answerLocal(a, target)
 	}
 	p.mu.Lock()

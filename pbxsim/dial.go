@@ -12,10 +12,17 @@ import (
 
 // dial is Dial(PJSIP/<target>,<ring timeout>,tT) from channel a.
 func (c *call) dial(a *channel, target string) (*channel, string) {
+	return c.dialTo(a, target, target)
+}
+
+// dialTo is Dial(PJSIP/<endpoint>,<ring timeout>,tT) for a call to target
+// (they differ when target forwards to endpoint: the callee's Exten and
+// the Cdr's Destination stay target). endpoint has a contact.
+func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	p := c.p
 	p.mu.Lock()
-	ct := *p.exts[target].contact
-	b := p.newChannel(c, target)
+	ct := *p.exts[endpoint].contact
+	b := p.newChannel(c, endpoint)
 	b.dialler = a
 	b.linkedid = a.linkedid
 	b.exten = "s"
@@ -27,11 +34,11 @@ func (c *call) dial(a *channel, target string) (*channel, string) {
 		a.context = p.cfg.Context // Goto(from-internal,${EXTEN},1)
 	}
 	a.priority = 2
-	a.app, a.appData = "Dial", "PJSIP/"+target+","+strconv.Itoa(int(p.cfg.RingTimeout/time.Second))+",tT"
+	a.app, a.appData = "Dial", "PJSIP/"+endpoint+","+strconv.Itoa(int(p.cfg.RingTimeout/time.Second))+",tT"
 	b.exten = target
 	b.conNum, b.conName = a.cidNum, a.cidName
 	p.emit(chanEvent("NewConnectedLine", b))
-	p.emit(dialEvent("DialBegin", a, b, "DialString", target))
+	p.emit(dialEvent("DialBegin", a, b, "DialString", endpoint))
 	a.conNum, a.conName = b.cidNum, b.cidName
 	p.emit(chanEvent("NewConnectedLine", a))
 	offer := a.sdp
@@ -76,6 +83,10 @@ func (c *call) dial(a *channel, target string) (*channel, string) {
 				if e.res != nil {
 					tech = e.res.StatusCode
 					cause = sipToCause(tech)
+				}
+				if fwd, ok := p.forwardOnFailure(target, cause); ok {
+					c.dialFailedForward(a, b, cause, tech)
+					return a, fwd
 				}
 				c.dialFailed(a, b, target, cause, tech)
 				return nil, ""
@@ -207,7 +218,7 @@ func (c *call) dialFailed(a, b *channel, target string, cause, tech int) {
 		c.sendBye(a, true)
 	}
 	c.hangupChannel(a, cause, tech)
-	p.emitCdr(a, target, b, "Dial", "PJSIP/"+target+","+strconv.Itoa(int(p.cfg.RingTimeout/time.Second))+",tT", disp)
+	p.emitCdr(a, target, b, "Dial", a.appData, disp)
 	// The dialplan's Hangup() after the failed Dial is a Cdr of its own
 	// (busy_486 recording).
 	p.emitCdr(a, target, nil, "Hangup", "", disp)
