@@ -67,6 +67,7 @@ func (p *PBX) registerAMI() {
 	s.Handle("ExtensionState", p.actExtensionState)
 	s.Handle("DeviceStateList", p.actDeviceStateList)
 	s.Handle("PJSIPShowEndpoints", p.actPJSIPShowEndpoints)
+	s.Handle("PJSIPShowEndpoint", p.actPJSIPShowEndpoint)
 	s.Handle("PJSIPShowContacts", p.actPJSIPShowContacts)
 	s.Handle("QueueStatus", p.actQueueStatus)
 	s.Handle("ParkedCalls", p.actParkedCalls)
