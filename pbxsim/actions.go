@@ -77,6 +77,7 @@ func (p *PBX) registerAMI() {
 	s.Handle("Hangup", p.actHangup)
 	s.Handle("Redirect", p.actRedirect)
 	s.Handle("BlindTransfer", p.actBlindTransfer)
+	s.Handle("Atxfer", p.actAtxfer)
 	s.Handle("Park", p.actPark)
 	s.Handle("QueuePause", p.actQueuePause)
 	s.Handle("QueueAdd", p.actQueueAdd)

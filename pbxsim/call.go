@@ -42,6 +42,7 @@ const (
 	evUnpark                  // another call retrieves parked ch
 	evPickup                  // other (the picker) picks up ringing ch
 	evSpyeeGone               // the channel spy ch listens to hung up
+	evAtxfer                  // AMI Atxfer by ch to exten@context
 )
 
 type callEvent struct {

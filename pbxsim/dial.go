@@ -349,6 +349,8 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				c.hangupChannel(y, 16, 0)
 				p.mu.Unlock()
 				return x, e.exten
+			case evAtxfer:
+				return c.atxfer(a, b, e.ch, e.exten, e.context, target, lastData)
 			case evPark:
 				p.mu.Lock()
 				c.agentComplete(a, "transfer")

@@ -54,7 +54,9 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		if br != nil {
 			p.emit(bridgeEvent("BridgeDestroy", br, nil))
 		}
-		p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause)))
+		if a.dialler == nil {
+			p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause))) // its dialplan ends
+		}
 		c.hangupChannel(b, cause, 0)
 	} else {
 		c.leave(b)
@@ -66,7 +68,9 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		if qc != nil {
 			a.priority = 5 // NoOp(QUEUESTATUS), Hangup()
 		}
-		p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause)))
+		if a.dialler == nil {
+			p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause))) // its dialplan ends
+		}
 	}
 	if qc == nil {
 		p.emitCdr(a, target, b, "Dial", lastData, "ANSWERED")

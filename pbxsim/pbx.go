@@ -75,6 +75,7 @@ type PBX struct {
 	parked   map[int]*channel    // parking space -> parkee
 	queue    *queueState
 	chanSeq  uint64 // next channel number
+	localSeq uint64 // next Local channel pair number
 	stats    Stats
 }
 
