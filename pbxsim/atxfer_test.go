@@ -87,3 +87,39 @@ func TestProofAtxferComplete(t *testing.T) {
 func TestProofAttendedTransferAtxfer(t *testing.T) {
 	checkAtxfer(t, "attended_transfer_atxfer", atxferScenario(t, "202"))
 }
+
+// TestAtxferTargetBusy: the target refuses; the transferer is back with
+// the transferee, off hold, and the call goes on.
+func TestAtxferTargetBusy(t *testing.T) {
+	p := startPBX(t, Config{})
+	alice := startPhone(t, p, PhoneConfig{Exten: "201"})
+	startPhone(t, p, PhoneConfig{Exten: "202"})
+	startPhone(t, p, PhoneConfig{Exten: "203", Busy: true})
+	capt := startCapture(t, p.AMIAddr())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ab, err := alice.Call(ctx, "202")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := capt.waitFor(t, "bridged", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	var own string
+	for _, m := range msgs {
+		if m.Event() == "Newchannel" && m.Get("CallerIDNum") == "201" {
+			own = m.Get("Channel")
+		}
+	}
+	if _, err := capt.cli.Do(ctx, ami.NewAction("Atxfer", "Channel", own, "Exten", "203")); err != nil {
+		t.Fatal(err)
+	}
+	msgs = capt.waitFor(t, "back", func(m []ami.Message) bool { return count(m, "Unhold") == 1 })
+	if count(msgs, "MusicOnHoldStop", "CallerIDNum", "202") != 1 || count(msgs, "AttendedTransfer") != 0 {
+		t.Error("want Bob off hold and no AttendedTransfer")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if ch := p.Channels(); len(ch) != 2 {
+		t.Fatalf("channels %v, want Alice's and Bob's", ch)
+	}
+	ab.Hangup(ctx)
+	waitNoChannels(t, p)
+}
