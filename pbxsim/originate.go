@@ -137,14 +137,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 			}
 			switch {
 			case ev.kind == evResponse && ev.res.IsProvisional():
-				p.mu.Lock()
-				if ch.state != stateRinging {
-					ch.state = stateRinging
-					p.emit(chanEvent("Newstate", ch))
-					p.updateDevice(ch.endpoint)
-					p.emit(dialEvent("DialState", nil, ch, "DialStatus", "RINGING"))
-				}
-				p.mu.Unlock()
+				c.originateRinging(ch)
 			case ev.kind == evResponse:
 				p.mu.Lock()
 				ch.state = stateUp
@@ -158,22 +151,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 					ch.exten, ch.priority = o.exten, 1
 				}
 				p.mu.Unlock()
-				switch {
-				case strings.EqualFold(o.app, "PickupChan"):
-					c.run2(c.pickup(ch, "", strings.SplitN(o.data, ",", 2)[0]))
-					return
-				case strings.EqualFold(o.app, "Pickup"):
-					ext, _, _ := strings.Cut(o.data, "@")
-					c.run2(c.pickup(ch, ext, ""))
-					return
-				case strings.EqualFold(o.app, "ChanSpy"):
-					c.run2(c.chanSpy(ch, o.data))
-					return
-				case o.app != "":
-					c.run2(c.answerLocal(ch, o.exten))
-					return
-				}
-				c.run(ch, o.exten)
+				c.originated(ch, o)
 				return
 			case ev.kind == evFail:
 				cause, tech, reason := 127, 0, 0
@@ -209,6 +187,37 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 			p.mu.Unlock()
 			return
 		}
+	}
+}
+
+// originateRinging: the first party's phone rings.
+func (c *call) originateRinging(ch *channel) {
+	p := c.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ch.state != stateRinging {
+		ch.state = stateRinging
+		p.emit(chanEvent("Newstate", ch))
+		p.updateDevice(ch.endpoint)
+		p.emit(dialEvent("DialState", nil, ch, "DialStatus", "RINGING"))
+	}
+}
+
+// originated runs what the Originate asked for on its answered channel
+// ch: Exten in Context, or Application.
+func (c *call) originated(ch *channel, o originateReq) {
+	switch {
+	case strings.EqualFold(o.app, "PickupChan"):
+		c.run2(c.pickup(ch, "", strings.SplitN(o.data, ",", 2)[0]))
+	case strings.EqualFold(o.app, "Pickup"):
+		ext, _, _ := strings.Cut(o.data, "@")
+		c.run2(c.pickup(ch, ext, ""))
+	case strings.EqualFold(o.app, "ChanSpy"):
+		c.run2(c.chanSpy(ch, o.data))
+	case o.app != "":
+		c.run2(c.answerLocal(ch, o.exten)) // any other application: answered, waiting
+	default:
+		c.run(ch, o.exten)
 	}
 }
 
