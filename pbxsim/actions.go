@@ -78,6 +78,9 @@ func (p *PBX) registerAMI() {
 	s.Handle("Redirect", p.actRedirect)
 	s.Handle("BlindTransfer", p.actBlindTransfer)
 	s.Handle("Atxfer", p.actAtxfer)
+	s.Handle("MailboxCount", p.actMailboxCount)
+	s.Handle("MailboxStatus", p.actMailboxStatus)
+	s.Handle("VoicemailUsersList", p.actVoicemailUsersList)
 	s.Handle("Park", p.actPark)
 	s.Handle("QueuePause", p.actQueuePause)
 	s.Handle("QueueAdd", p.actQueueAdd)
@@ -164,6 +167,7 @@ func (p *PBX) actDeviceStateList(_ context.Context, _ *ami.Session, req ami.Mess
 		items = append(items, item("DeviceStateChange", "Device", parkDevice(s), "State", st))
 	}
 	items = append(items, p.customStates()...)
+	items = append(items, p.mwiStates()...)
 	return list(req, "Device State Changes will follow", "DeviceStateListComplete", items)
 }
 

@@ -84,6 +84,7 @@ type channel struct {
 type cdrPart struct {
 	destCh, data       string
 	start, answer, end time.Time
+	disposition        string // "" is ANSWERED
 }
 
 // bridge is a basic (or parking) bridge.

@@ -88,6 +88,9 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 					c.dialFailedForward(a, b, cause, tech)
 					return a, fwd
 				}
+				if cause == 17 && p.hasMailbox(target) {
+					return c.toVoicemail(a, b, target, cause, tech)
+				}
 				c.dialFailed(a, b, target, cause, tech)
 				return nil, ""
 			case (e.kind == evHangup || e.kind == evNoAck) && e.ch == b:
@@ -99,6 +102,9 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 				return nil, ""
 			}
 		case <-ring.C:
+			if p.hasMailbox(target) {
+				return c.toVoicemail(a, b, target, 19, 0)
+			}
 			c.dialFailed(a, b, target, 19, 0)
 			return nil, ""
 		case <-c.ctx.Done():

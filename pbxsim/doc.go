@@ -17,13 +17,14 @@
 // Redirect, BlindTransfer or a phone's REFER; attended transfer by Atxfer
 // through a Local channel pair; directed pickup (**<exten>, PickupChan);
 // ChanSpy's events; call forwarding (CF, CFB, CFU) and DND from AstDB as
-// FreePBX's dialplan honours them; parking 701-720; the queue with static
+// FreePBX's dialplan honours them; voicemail for Config.Mailboxes
+// (MessageWaiting, MailboxCount, ...); parking 701-720; the queue with static
 // and dynamic members; the status actions (CoreShowChannels, QueueStatus,
 // QueueSummary, PJSIPShowEndpoint, ...). Phone is a small sipgo user agent
 // that registers, calls, answers and transfers, for tests and demos.
 //
 // What it deliberately does not do: send or relay RTP; conferences;
-// voicemail; queue announcements and penalties; VarSet/Newexten/RTCP
+// voicemail menus; queue announcements and penalties; VarSet/Newexten/RTCP
 // events. A parked call that times out is hung up instead of calling the
 // parker back. docs/pbxsim.md has the details.
 //

@@ -178,7 +178,11 @@ func (p *PBX) emitCdr(a *channel, dst string, b *channel, app, data, disposition
 // answered). p.mu held.
 func (p *PBX) cdrAt(a *channel, dst, destCh, app, data string, at, now time.Time, disposition string) {
 	for _, part := range a.cdrParts {
-		p.cdrRecord(a, dst, part.destCh, "Dial", part.data, part.start, part.answer, part.end, "ANSWERED")
+		disp := part.disposition
+		if disp == "" {
+			disp = "ANSWERED"
+		}
+		p.cdrRecord(a, dst, part.destCh, "Dial", part.data, part.start, part.answer, part.end, disp)
 	}
 	a.cdrParts = nil
 	start := a.created

@@ -68,15 +68,16 @@ type PBX struct {
 
 	feat features // AstDB, custom device states: guarded by feat.mu
 
-	mu       sync.Mutex // guards everything below, and every channel's fields
-	exts     map[string]*ext
-	channels map[string]*channel // by name
-	dialogs  map[string]*channel // by sipgo dialog ID (Call-ID + local tag + remote tag)
-	parked   map[int]*channel    // parking space -> parkee
-	queue    *queueState
-	chanSeq  uint64 // next channel number
-	localSeq uint64 // next Local channel pair number
-	stats    Stats
+	mu        sync.Mutex // guards everything below, and every channel's fields
+	exts      map[string]*ext
+	channels  map[string]*channel // by name
+	dialogs   map[string]*channel // by sipgo dialog ID (Call-ID + local tag + remote tag)
+	parked    map[int]*channel    // parking space -> parkee
+	queue     *queueState
+	mailboxes map[string]*mailbox // by extension
+	chanSeq   uint64              // next channel number
+	localSeq  uint64              // next Local channel pair number
+	stats     Stats
 }
 
 // Stats counts what the simulator did.
@@ -106,6 +107,10 @@ func New(cfg Config) (*PBX, error) {
 	rand32(p.nonceKey[:])
 	for _, n := range cfg.AutoAnswer {
 		p.auto[n] = true
+	}
+	p.mailboxes = map[string]*mailbox{}
+	for _, n := range cfg.Mailboxes {
+		p.mailboxes[n] = &mailbox{num: n}
 	}
 	for _, e := range cfg.Extensions {
 		p.exts[e.Number] = &ext{num: e.Number, name: e.Name, chans: map[*channel]struct{}{}, dev: devUnavailable}
