@@ -151,6 +151,9 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 	if space, err := strconv.Atoi(target); err == nil && space >= parkFirst && space <= parkLast {
 		return c.retrieve(a, space)
 	}
+	if target == confNumber {
+		return c.confBridge(a)
+	}
 	if ext, ok := strings.CutPrefix(target, "**"); ok && ext != "" {
 		return c.pickup(a, ext, "") // _**20X: Pickup(20X@from-internal)
 	}

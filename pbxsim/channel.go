@@ -95,6 +95,7 @@ type bridge struct {
 	creator string
 	name    string
 	chans   []*channel
+	hidden  int // channels in it that AMI does not show (a conference's announcer)
 }
 
 func newBridgeID() string {
@@ -153,7 +154,7 @@ func bridgeHeaders(hs []ami.Header, prefix string, b *bridge) []ami.Header {
 		ami.Header{Key: prefix + "BridgeTechnology", Value: b.tech},
 		ami.Header{Key: prefix + "BridgeCreator", Value: orUnknown(b.creator)},
 		ami.Header{Key: prefix + "BridgeName", Value: orUnknown(b.name)},
-		ami.Header{Key: prefix + "BridgeNumChannels", Value: strconv.Itoa(len(b.chans))},
+		ami.Header{Key: prefix + "BridgeNumChannels", Value: strconv.Itoa(len(b.chans) + b.hidden)},
 		ami.Header{Key: prefix + "BridgeVideoSourceMode", Value: "none"},
 	)
 }

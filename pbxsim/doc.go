@@ -18,13 +18,14 @@
 // through a Local channel pair; directed pickup (**<exten>, PickupChan);
 // ChanSpy's events; call forwarding (CF, CFB, CFU) and DND from AstDB as
 // FreePBX's dialplan honours them; voicemail for Config.Mailboxes
-// (MessageWaiting, MailboxCount, ...); parking 701-720; the queue with static
+// (MessageWaiting, MailboxCount, ...); ConfBridge room 1000 on 800 and its
+// actions; parking 701-720; the queue with static
 // and dynamic members; the status actions (CoreShowChannels, QueueStatus,
 // QueueSummary, PJSIPShowEndpoint, ...). Phone is a small sipgo user agent
 // that registers, calls, answers and transfers, for tests and demos.
 //
-// What it deliberately does not do: send or relay RTP; conferences;
-// voicemail menus; queue announcements and penalties; VarSet/Newexten/RTCP
+// What it deliberately does not do: send, mix or relay RTP; conference
+// rooms other than 1000; voicemail menus; queue announcements and penalties; VarSet/Newexten/RTCP
 // events. A parked call that times out is hung up instead of calling the
 // parker back. docs/pbxsim.md has the details.
 //

@@ -74,9 +74,10 @@ type PBX struct {
 	dialogs   map[string]*channel // by sipgo dialog ID (Call-ID + local tag + remote tag)
 	parked    map[int]*channel    // parking space -> parkee
 	queue     *queueState
-	mailboxes map[string]*mailbox // by extension
-	chanSeq   uint64              // next channel number
-	localSeq  uint64              // next Local channel pair number
+	mailboxes map[string]*mailbox    // by extension
+	confs     map[string]*conference // live ConfBridge rooms by name
+	chanSeq   uint64                 // next channel number
+	localSeq  uint64                 // next Local channel pair number
 	stats     Stats
 }
 
@@ -108,6 +109,7 @@ func New(cfg Config) (*PBX, error) {
 	for _, n := range cfg.AutoAnswer {
 		p.auto[n] = true
 	}
+	p.confs = map[string]*conference{}
 	p.mailboxes = map[string]*mailbox{}
 	for _, n := range cfg.Mailboxes {
 		p.mailboxes[n] = &mailbox{num: n}
@@ -142,6 +144,7 @@ func New(cfg Config) (*PBX, error) {
 	p.registerSIP()
 	p.registerAMI()
 	p.registerFeatures()
+	p.registerConfBridge()
 	return p, nil
 }
 

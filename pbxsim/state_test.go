@@ -137,7 +137,8 @@ func upTo(msgs []ami.Message, ev string, n int) []ami.Message {
 }
 
 // channelEvents lists, per channel in order of appearance, the sequence of
-// channel event types, skipping the noise pbxsim does not emit. Cdr is
+// channel event types, skipping the noise pbxsim does not emit and the
+// items of list answers (they carry an ActionID). Cdr is
 // left out too: cdr_manager posts it asynchronously, so Asterisk puts it
 // before or after the caller's last events from one call to the next
 // (queue_answered, queue_dynamic_members); cdrsOf compares Cdrs.
@@ -148,7 +149,7 @@ func channelEvents(msgs []ami.Message) [][]string {
 	var out [][]string
 	for _, m := range msgs {
 		ch := m.Get("Channel")
-		if ch == "" || m.Kind() != ami.KindEvent || skip[m.Event()] {
+		if ch == "" || m.Kind() != ami.KindEvent || skip[m.Event()] || m.ActionID() != "" {
 			continue
 		}
 		i, ok := idx[ch]
