@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ivahaev/amigo"
 )
 
@@ -97,5 +98,24 @@ func TestAmigoOriginate(t *testing.T) {
 	}
 	if fails != 1 || events["Newchannel"] < 20 || events["DialEnd"] < 20 {
 		t.Errorf("failures %d, events %v", fails, events)
+	}
+}
+
+// TestOriginateBadArguments: manager.c's answers to a malformed Originate.
+func TestOriginateBadArguments(t *testing.T) {
+	p := startPBX(t, Config{})
+	capt := startCapture(t, p.AMIAddr())
+	for _, c := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"Exten", "202"}, "Channel not specified"},
+		{[]string{"Channel", "PJSIP/201", "Exten", "202", "Timeout", "soon"}, "Invalid timeout"},
+		{[]string{"Channel", "201", "Exten", "202"}, "Invalid channel"},
+	} {
+		res, err := capt.cli.Do(ctx5(t), ami.NewAction("Originate", c.kv...))
+		if err == nil || res.Response() != "Error" || res.Get("Message") != c.want {
+			t.Errorf("Originate %v: %v, want Error %q", c.kv, res, c.want)
+		}
 	}
 }

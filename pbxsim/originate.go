@@ -38,9 +38,20 @@ func parseCallerID(s string) (num, name string) {
 // the outcome and no OriginateResponse is emitted (manager.c's
 // action_originate).
 func (p *PBX) actOriginate(_ context.Context, s *ami.Session, req ami.Message) []ami.Message {
-	tech, ep, ok := strings.Cut(req.Get("Channel"), "/")
-	if !ok || !strings.EqualFold(tech, "PJSIP") || ep == "" {
-		return errResp("Originate failed")
+	name, timeout := req.Get("Channel"), req.Get("Timeout")
+	if name == "" {
+		return errResp("Channel not specified")
+	}
+	ms, err := strconv.Atoi(timeout)
+	if timeout != "" && err != nil {
+		return errResp("Invalid timeout")
+	}
+	tech, ep, ok := strings.Cut(name, "/")
+	if !ok {
+		return errResp("Invalid channel")
+	}
+	if !strings.EqualFold(tech, "PJSIP") || ep == "" {
+		return errResp("Originate failed") // pbxsim has PJSIP endpoints only
 	}
 	o := originateReq{actionID: req.Get("ActionID"), endpoint: ep, context: req.Get("Context"), exten: req.Get("Exten"),
 		app: req.Get("Application"), data: req.Get("Data"), account: req.Get("Account"), timeout: 30 * time.Second,
@@ -52,7 +63,7 @@ func (p *PBX) actOriginate(_ context.Context, s *ami.Session, req ami.Message) [
 		return errResp("Exten not specified")
 	}
 	o.cidNum, o.cidName = parseCallerID(req.Get("CallerID"))
-	if ms, err := strconv.Atoi(req.Get("Timeout")); err == nil && ms > 0 {
+	if ms > 0 {
 		o.timeout = time.Duration(ms) * time.Millisecond
 	}
 	runCtx, ok := p.track()
