@@ -226,6 +226,7 @@ func (c *call) consultAnswered(x *consult, sdp []byte) {
 	p.emit(dialEvent("DialEnd", nil, l1, "DialStatus", "ANSWER"))
 	c.enter(x.br3, d)
 	c.enter(x.br3, l2)
+	c.mediaTo(x.t, sdp) // the transferer talks with the target
 }
 
 // completeAtxfer: t hung up while talking with the target; y and the
@@ -305,6 +306,8 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	p.emit(bridgeEvent("BridgeDestroy", from, nil))
 	p.emit(chanEvent("SoftHangupRequest", l2, "Cause", "16"))
 	c.hangupChannel(l2, 16, 0)
+	c.mediaTo(y, d.sdp) // each was talking to the transferer
+	c.mediaTo(d, y.sdp)
 	p.mu.Unlock()
 	// The transferee and the target talk; the target is the dialled side.
 	return c.talk(y, d, x.exten)
@@ -369,6 +372,7 @@ func (c *call) consultFailed(a, b *channel, x *consult, target, lastData string)
 	}
 	t.conNum, t.conName = y.cidNum, y.cidName
 	p.emit(chanEvent("NewConnectedLine", t))
+	c.mediaTo(t, y.sdp) // back to the transferee
 	p.emit(chanEvent("Unhold", t))
 	y.onHold = false
 	p.emit(chanEvent("MusicOnHoldStop", y))

@@ -327,3 +327,33 @@ func TestBaresipReferTransfer(t *testing.T) {
 		t.Errorf("Cdrs %q, want Bob's call to Alice then Bob's call to Carol", cdrs)
 	}
 }
+
+// TestBaresipMediaOriginateQueue: calls whose first party pbxsim answered
+// itself get the other party's media by re-INVITE: a click-to-call
+// (Originate of Alice's phone to 202) and a queue call (Alice calls 600,
+// member Carol answers) carry RTP both ways.
+func TestBaresipMediaOriginateQueue(t *testing.T) {
+	needBaresip(t)
+	p := startPBX(t, Config{QueueMembers: []string{"203"}})
+	capt := startCapture(t, p.AMIAddr())
+	wav := filepath.Join(t.TempDir(), "tone.wav")
+	toneWAV(t, wav)
+	alice := startBaresip(t, p, "201", wav)
+	bob := startBaresip(t, p, "202", wav)
+	carol := startBaresip(t, p, "203", wav)
+
+	res, err := capt.cli.Do(ctx5(t), ami.NewAction("Originate", "Channel", "PJSIP/201", "Exten", "202",
+		"Context", "from-internal", "CallerID", "201", "Async", "true"))
+	if err != nil || res.Response() != "Success" {
+		t.Fatalf("Originate: %v %v", res, err)
+	}
+	waitAudio(t, "click-to-call", 32000, alice, bob)
+	bob.command("hangup", "")
+	waitNoChannels(t, p)
+
+	time.Sleep(1500 * time.Millisecond) // the rates of the last call fade
+	alice.command("dial", "600")
+	waitAudio(t, "queue call", 32000, alice, carol)
+	alice.command("hangup", "")
+	waitNoChannels(t, p)
+}

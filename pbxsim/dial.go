@@ -41,8 +41,8 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	p.emit(dialEvent("DialBegin", a, b, "DialString", endpoint))
 	a.conNum, a.conName = b.cidNum, b.cidName
 	p.emit(chanEvent("NewConnectedLine", a))
-	offer := a.sdp
-	if a.state == stateUp || len(offer) == 0 {
+	offer := a.sdp // the caller's media; one already up is re-INVITEd at the answer (mediaTo)
+	if len(offer) == 0 {
 		offer = p.sdp(p.chanSeq, false)
 	}
 	c.invite(b, ct, a.cidNum, a.cidName, offer)
@@ -269,6 +269,9 @@ func (c *call) bridgeCall(a, b *channel, target string, res *sip.Response) (*cha
 	b.exten = ""
 	p.emit(dialEvent("DialEnd", a, b, "DialStatus", "ANSWER"))
 	a.progressed = true
+	if a.state == stateUp {
+		c.mediaTo(a, b.sdp) // answered before: an Originate's first leg, a transferee
+	}
 	c.answer(a, b.sdp)
 	p.updateDevice(a.endpoint)
 	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}

@@ -173,6 +173,7 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	r.app, r.appData = "ParkedCall", strconv.Itoa(space)
 	r.progressed = true
 	c.answer(r, x.sdp)
+	c.mediaTo(x, r.sdp) // the parked call was talking to the parker
 	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
 	p.emit(bridgeEvent("BridgeCreate", br, nil))
 	p.emit(p.parkedEvent("UnParkedCall", x, r))

@@ -235,14 +235,18 @@ func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 	p.emit(dialEvent("DialBegin", a, b, "DialString", m.iface))
 	b.conNum, b.conName, b.exten = a.cidNum, a.cidName, target
 	m.ringing = c
-	c.invite(b, ct, a.cidNum, a.cidName, p.sdp(p.chanSeq, false))
+	offer := a.sdp // the caller's media: the member talks to it directly
+	if len(offer) == 0 {
+		offer = p.sdp(p.chanSeq, false)
+	}
+	c.invite(b, ct, a.cidNum, a.cidName, offer)
 	return &qleg{b: b, m: m, rang: p.cfg.Now()}
 }
 
 // queueConnect: member leg l answered. The other legs are cancelled
 // (cause 26, answered elsewhere), the caller leaves the queue and is
 // bridged with the member, in the order of the queue_answered recording.
-func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target string) (*channel, string) {
+func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target string, answer []byte) (*channel, string) {
 	p := c.p
 	q := p.queue
 	p.mu.Lock()
@@ -251,8 +255,10 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 	p.stats.Answered++
 	b.state = stateUp
 	b.answered = now
+	b.sdp = answer
 	p.emit(chanEvent("Newstate", b))
 	p.emit(dialEvent("DialEnd", a, b, "DialStatus", "ANSWER"))
+	c.mediaTo(a, answer) // the caller was answered by Queue() itself
 	var others []*qleg
 	for _, o := range legs {
 		if o != l {

@@ -124,7 +124,7 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 		}
 		p.mu.Unlock()
 	case e.kind == evResponse && l != nil:
-		next, target = c.queueConnect(a, l, w.legs, w.ended, w.target)
+		next, target = c.queueConnect(a, l, w.legs, w.ended, w.target, e.res.Body())
 		return next, target, true
 	case e.kind == evResponse && e.res.IsSuccess():
 		c.byeStale(e.ch)
