@@ -43,8 +43,9 @@ type ServerConfig struct {
 	MaxGarbage int
 	// Reader sets the framing limits for what clients send.
 	Reader ReaderConfig
-	// Started is when the simulated PBX booted, for FullyBooted's Uptime.
-	// Default: when NewServer was called.
+	// Started is when the simulated PBX booted, for FullyBooted's Uptime
+	// and LastReload (a server never reloads). Default: when NewServer was
+	// called.
 	Started time.Time
 	// Trace, when set, is called with every frame a session receives, before
 	// it is handled, on that session's reading goroutine (tests record the
@@ -87,7 +88,6 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	sessions  map[*Session]struct{}
 	closed    bool
-	reloaded  time.Time // last reload, for FullyBooted's LastReload
 
 	accepted, slow, garbage, loginFail atomic.Uint64
 }
@@ -118,16 +118,7 @@ func NewServer(cfg ServerConfig) *Server {
 		handlers:  map[string]HandlerFunc{},
 		listeners: map[net.Listener]struct{}{},
 		sessions:  map[*Session]struct{}{},
-		reloaded:  cfg.Started,
 	}
-}
-
-// Reloaded records a configuration reload at t: FullyBooted's LastReload
-// counts from it.
-func (srv *Server) Reloaded(t time.Time) {
-	srv.mu.Lock()
-	srv.reloaded = t
-	srv.mu.Unlock()
 }
 
 // Handle sets the handler of an action (case-insensitive). It may replace a

@@ -50,13 +50,9 @@ func (s *Session) login(req Message) bool {
 	}
 	s.reply(req, []Message{NewMessage(Header{"Response", "Success"}, Header{"Message", "Authentication accepted"})})
 	if s.events.Load()&classSystem != 0 {
-		now := time.Now()
-		s.srv.mu.Lock()
-		reloaded := s.srv.reloaded
-		s.srv.mu.Unlock()
+		up := secondsSince(time.Now(), s.srv.cfg.Started)
 		s.Send(NewMessage(Header{"Event", "FullyBooted"}, Header{"Privilege", "system,all"},
-			Header{"Uptime", secondsSince(now, s.srv.cfg.Started)},
-			Header{"LastReload", secondsSince(now, reloaded)}, Header{"Status", "Fully Booted"}))
+			Header{"Uptime", up}, Header{"LastReload", up}, Header{"Status", "Fully Booted"}))
 	}
 	return true
 }
