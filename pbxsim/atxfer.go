@@ -26,6 +26,7 @@ type consult struct {
 	br2, br3 *bridge  // consult bridge (t, l1) and the target's (l2, d)
 	up       bool     // the target answered
 	exten    string
+	started  time.Time // when the consultation began (the transferer left the call)
 }
 
 func (p *PBX) actAtxfer(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -92,7 +93,7 @@ func (c *call) atxfer(a, b, t *channel, exten, ctx, target, lastData string) (*c
 		y = b
 	}
 	p.mu.Lock()
-	x := &consult{t: t, y: y, br1: t.bridge, exten: exten}
+	x := &consult{t: t, y: y, br1: t.bridge, exten: exten, started: p.cfg.Now()}
 	dtmf := func(d string) {
 		p.emit(chanEvent("DTMFEnd", t, "Digit", d, "DurationMs", "0", "Direction", "Received"))
 	}
@@ -268,9 +269,8 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	l1.conNum, l1.conName = y.cidNum, y.cidName
 	p.emit(chanEvent("NewConnectedLine", l1))
 	p.emit(bridgeEvent("BridgeDestroy", x.br2, nil))
-	if t.dialler == nil && t.app != "AppDial" {
-		p.emitCdr(t, t.exten, y, "Dial", t.appData, "ANSWERED")
-	}
+	now := p.cfg.Now()
+	c.transferCdrs(x, now)
 	c.hangupChannel(t, 16, 0)
 	d.conNum, d.conName = y.cidNum, y.cidName
 	p.emit(chanEvent("NewConnectedLine", d))
@@ -306,11 +306,53 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	p.emit(bridgeEvent("BridgeDestroy", from, nil))
 	p.emit(chanEvent("SoftHangupRequest", l2, "Cause", "16"))
 	c.hangupChannel(l2, 16, 0)
+	// The Local pair's own Cdrs: ;1 from the merge (bridged with a called
+	// transferee that stays, alone when the transferee moves), ;2's Dial.
+	if moved == d {
+		p.cdrRecord(l1, l1.exten, y.name, "", "", now, now, now, "ANSWERED")
+		d.cdrStart = now // d's Cdr with y starts here (see hangupBridged)
+	} else {
+		p.cdrRecord(l1, l1.exten, "", "", "", now, now, now, "ANSWERED")
+	}
+	p.cdrRecord(l2, l2.exten, d.name, "Dial", l2.appData, l2.created, d.answered, now, "ANSWERED")
 	c.mediaTo(y, d.sdp) // each was talking to the transferer
 	c.mediaTo(d, y.sdp)
 	p.mu.Unlock()
 	// The transferee and the target talk; the target is the dialled side.
-	return c.talk(y, d, x.exten)
+	return c.talk(y, d, y.exten)
+}
+
+// transferCdrs splits the Cdrs at a completed attended transfer, as
+// Asterisk's cdr engine does (atxfer_complete,
+// attended_transfer_atxfer): a transferer that dialled reports its call
+// with the transferee and its consultation (to ;1); a called transferer
+// only its consultation (AppDial). A transferee that dialled gets its call
+// with the transferer and its time with ;1 as segments, and the call with
+// the target after. p.mu held.
+func (c *call) transferCdrs(x *consult, now time.Time) {
+	p := c.p
+	t, y, l1 := x.t, x.y, x.l1
+	if t.dialler == nil {
+		t.cdrParts = append(t.cdrParts, cdrPart{destCh: y.name, data: t.appData, start: cdrStartOf(t), answer: y.answered, end: x.started})
+		t.cdrStart = x.started
+		p.cdrAt(t, t.exten, l1.name, "Dial", t.appData, x.started, now, "ANSWERED")
+	} else {
+		p.cdrRecord(t, "", l1.name, "AppDial", "(Outgoing Line)", x.started, x.started, now, "ANSWERED")
+	}
+	if y.dialler == nil {
+		y.cdrParts = append(y.cdrParts,
+			cdrPart{destCh: t.name, data: y.appData, start: cdrStartOf(y), answer: t.answered, end: x.started},
+			cdrPart{destCh: l1.name, data: y.appData, start: x.started, answer: x.started, end: now})
+		y.cdrStart = now
+	}
+}
+
+// cdrStartOf is when ch's current Cdr began.
+func cdrStartOf(ch *channel) time.Time {
+	if !ch.cdrStart.IsZero() {
+		return ch.cdrStart
+	}
+	return ch.created
 }
 
 // chanKV is a channel block as key/value pairs, keys prefixed.

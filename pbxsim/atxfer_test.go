@@ -73,6 +73,9 @@ func checkAtxfer(t *testing.T, rec string, got []ami.Message) {
 			}
 		}
 	}
+	if w, g := cdrsOf(want), cdrsOf(got); !reflect.DeepEqual(w, g) {
+		t.Errorf("%s: Cdrs differ:\nrecording: %q\npbxsim:    %q", rec, w, g)
+	}
 	if count(got, "AttendedTransfer", "Result", "Success") != 1 {
 		t.Errorf("%s: no AttendedTransfer Success", rec)
 	}

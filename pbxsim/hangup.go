@@ -73,7 +73,13 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		}
 	}
 	if qc == nil {
-		p.emitCdr(a, target, b, "Dial", lastData, "ANSWERED")
+		if a.dialler != nil {
+			// Two called channels (after an attended transfer): the Cdr is
+			// the target's, as Asterisk's cdr engine picks it.
+			p.cdrAt(b, b.exten, a.name, "AppDial", "(Outgoing Line)", b.answered, p.cfg.Now(), "ANSWERED")
+		} else {
+			p.emitCdr(a, target, b, "Dial", lastData, "ANSWERED")
+		}
 		c.hangupChannel(a, cause, 0)
 		return
 	}
