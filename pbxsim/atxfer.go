@@ -263,7 +263,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	p.emit(ami.NewMessage(hs...))
 	y.conNum, y.conName = d.cidNum, d.cidName
 	p.emit(chanEvent("NewConnectedLine", y))
-	if t.dialler == nil {
+	if t.dialplan {
 		p.emit(chanEvent("SoftHangupRequest", t, "Cause", "16")) // its dialplan ends
 	}
 	l1.conNum, l1.conName = y.cidNum, y.cidName
@@ -278,7 +278,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	// (the caller) moves to the target's bridge; a called transferee stays
 	// and the target moves to it (attended_transfer_atxfer, atxfer_complete).
 	moved, into, from := d, x.br1, x.br3
-	if y.dialler == nil {
+	if y.dialplan {
 		moved, into, from = y, x.br3, x.br1
 	}
 	p.emit(localEvent("LocalOptimizationBegin", l1, l2, append(chanKV("Source", moved), "DestUniqueId", l2.uniqueid, "Id", "0")...))
@@ -332,14 +332,14 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 func (c *call) transferCdrs(x *consult, now time.Time) {
 	p := c.p
 	t, y, l1 := x.t, x.y, x.l1
-	if t.dialler == nil {
+	if t.dialplan {
 		t.cdrParts = append(t.cdrParts, cdrPart{destCh: y.name, data: t.appData, start: cdrStartOf(t), answer: y.answered, end: x.started})
 		t.cdrStart = x.started
 		p.cdrAt(t, t.exten, l1.name, "Dial", t.appData, x.started, now, "ANSWERED")
 	} else {
 		p.cdrRecord(t, "", l1.name, "AppDial", "(Outgoing Line)", x.started, x.started, now, "ANSWERED")
 	}
-	if y.dialler == nil {
+	if y.dialplan {
 		y.cdrParts = append(y.cdrParts,
 			cdrPart{destCh: t.name, data: y.appData, start: cdrStartOf(y), answer: t.answered, end: x.started},
 			cdrPart{destCh: l1.name, data: y.appData, start: x.started, answer: x.started, end: now})

@@ -13,7 +13,7 @@ import (
 // channel (201: Alice, 202: Bob) consults Carol, who answers; the
 // transferer hangs up, completing the transfer; then the remaining pair
 // hangs up (Carol when Alice transferred, Alice when Bob did).
-func atxferScenario(t *testing.T, transferer string) []ami.Message {
+func atxferScenario(t *testing.T, transferer, rec string) []ami.Message {
 	p := startPBX(t, Config{})
 	alice := startPhone(t, p, PhoneConfig{Exten: "201"})
 	bob := startPhone(t, p, PhoneConfig{Exten: "202", RingTime: 100 * time.Millisecond})
@@ -54,8 +54,7 @@ func atxferScenario(t *testing.T, transferer string) []ami.Message {
 		ab.Hangup(ctx)
 	}
 	waitNoChannels(t, p)
-	time.Sleep(100 * time.Millisecond)
-	return capt.all()
+	return capt.settle(t, readRecording(t, rec))
 }
 
 func checkAtxfer(t *testing.T, rec string, got []ami.Message) {
@@ -83,12 +82,12 @@ func checkAtxfer(t *testing.T, rec string, got []ami.Message) {
 
 // TestProofAtxferComplete: the caller (Alice) transfers Bob to Carol.
 func TestProofAtxferComplete(t *testing.T) {
-	checkAtxfer(t, "atxfer_complete", atxferScenario(t, "201"))
+	checkAtxfer(t, "atxfer_complete", atxferScenario(t, "201", "atxfer_complete"))
 }
 
 // TestProofAttendedTransferAtxfer: the callee (Bob) transfers Alice to Carol.
 func TestProofAttendedTransferAtxfer(t *testing.T) {
-	checkAtxfer(t, "attended_transfer_atxfer", atxferScenario(t, "202"))
+	checkAtxfer(t, "attended_transfer_atxfer", atxferScenario(t, "202", "attended_transfer_atxfer"))
 }
 
 // TestAtxferTargetBusy: the target refuses; the transferer is back with

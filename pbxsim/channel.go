@@ -62,6 +62,9 @@ type channel struct {
 	byeSent           bool       // we ended (or refused) its dialog
 	srvAnswered       bool       // our 2xx to its INVITE is sent
 	spies             []*channel // ChanSpy channels listening to this one
+	dialplan          bool       // runs a dialplan (an inbound caller, an originated channel), unlike a dialled one
+	partyA            bool       // owns the Cdr of its bridge with another dialplan channel (a retrieved parked call)
+	dialled, dialData string     // what its last Dial dialled and the Dial's data, for its Cdrs
 	dialler           *channel   // the channel whose Dial created this one (pickup)
 	cdrStart          time.Time  // when its current CDR began (zero: created), after a transfer
 	cdrParts          []cdrPart  // CDRs of its calls before a transfer, emitted with its last one
@@ -85,6 +88,7 @@ type cdrPart struct {
 	destCh, data       string
 	start, answer, end time.Time
 	disposition        string // "" is ANSWERED
+	app                string // "" is Dial
 }
 
 // bridge is a basic (or parking) bridge.

@@ -115,7 +115,7 @@ func TestProofConfbridgeActions(t *testing.T) {
 	if w, g := confAnswers(recAnswers), confAnswers(answers); !reflect.DeepEqual(w, g) {
 		t.Errorf("answers differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}
-	if w, g := confSequences(rec), confSequences(capt.all()); !reflect.DeepEqual(w, g) {
+	if w, g := confSequences(rec), confSequences(capt.waitFor(t, "hangups", func(m []ami.Message) bool { return count(m, "Hangup") == 3 })); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-endpoint event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}
 }
@@ -154,7 +154,8 @@ func TestProofConfbridge3Party(t *testing.T) {
 	}
 	waitNoChannels(t, p)
 	capt.waitFor(t, "end", func(m []ami.Message) bool { return count(m, "ConfbridgeEnd") == 1 })
-	if w, g := confSequences(readRecording(t, "confbridge_3_party")), confSequences(capt.all()); !reflect.DeepEqual(w, g) {
+	got := capt.waitFor(t, "hangups", func(m []ami.Message) bool { return count(m, "Hangup") == 3 })
+	if w, g := confSequences(readRecording(t, "confbridge_3_party")), confSequences(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-endpoint event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}
 }

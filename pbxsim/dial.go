@@ -35,6 +35,7 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	}
 	a.priority = 2
 	a.app, a.appData = "Dial", "PJSIP/"+endpoint+","+strconv.Itoa(int(p.cfg.RingTimeout/time.Second))+",tT"
+	a.dialled, a.dialData = target, a.appData
 	b.exten = target
 	b.conNum, b.conName = a.cidNum, a.cidName
 	p.emit(chanEvent("NewConnectedLine", b))

@@ -62,6 +62,7 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 		a.cidNum, a.cidName = caller, from.DisplayName
 	}
 	a.linkedid = a.uniqueid
+	a.dialplan = true
 	a.state = stateRing
 	a.exten = target
 	a.srv, a.tcp, a.sdp = dtx, tcp, req.Body()

@@ -54,8 +54,12 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		if br != nil {
 			p.emit(bridgeEvent("BridgeDestroy", br, nil))
 		}
-		if a.dialler == nil {
+		if a.dialplan {
 			p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause))) // its dialplan ends
+		}
+		if b.dialplan {
+			// Hung up by the bridge's end, like a (park_retrieve).
+			p.emit(chanEvent("SoftHangupRequest", b, "Cause", strconv.Itoa(cause)))
 		}
 		c.hangupChannel(b, cause, 0)
 	} else {
@@ -68,16 +72,23 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		if qc != nil {
 			a.priority = 5 // NoOp(QUEUESTATUS), Hangup()
 		}
-		if a.dialler == nil {
+		if a.dialplan {
 			p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause))) // its dialplan ends
 		}
 	}
 	if qc == nil {
-		if a.dialler != nil {
+		now := p.cfg.Now()
+		switch {
+		case !a.dialplan:
 			// Two called channels (after an attended transfer): the Cdr is
 			// the target's, as Asterisk's cdr engine picks it.
-			p.cdrAt(b, b.exten, a.name, "AppDial", "(Outgoing Line)", b.answered, p.cfg.Now(), "ANSWERED")
-		} else {
+			p.cdrAt(b, b.exten, a.name, "AppDial", "(Outgoing Line)", b.answered, now, "ANSWERED")
+		case b.partyA:
+			// A retrieved parked call owns the Cdr of its bridge; the
+			// retriever's own ends when it was bridged (park_retrieve).
+			p.cdrRecord(a, target, "", a.app, a.appData, a.created, a.answered, a.answered, "ANSWERED")
+			p.cdrAt(b, b.dialled, a.name, "Dial", b.dialData, b.answered, now, "ANSWERED")
+		default:
 			p.emitCdr(a, target, b, "Dial", lastData, "ANSWERED")
 		}
 		c.hangupChannel(a, cause, 0)
@@ -188,7 +199,11 @@ func (p *PBX) cdrAt(a *channel, dst, destCh, app, data string, at, now time.Time
 		if disp == "" {
 			disp = "ANSWERED"
 		}
-		p.cdrRecord(a, dst, part.destCh, "Dial", part.data, part.start, part.answer, part.end, disp)
+		app := part.app
+		if app == "" {
+			app = "Dial"
+		}
+		p.cdrRecord(a, dst, part.destCh, app, part.data, part.start, part.answer, part.end, disp)
 	}
 	a.cdrParts = nil
 	start := a.created

@@ -108,6 +108,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	e := p.exts[o.endpoint]
 	ch := p.newChannel(c, o.endpoint)
 	ch.linkedid = ch.uniqueid
+	ch.dialplan = true // once answered, it runs Exten or Application
 	ch.exten, ch.context = "s", o.context
 	ch.accountCode = o.account
 	ch.app, ch.appData = "AppDial2", "(Outgoing Line)"

@@ -70,6 +70,15 @@ func (c *call) park(x, y *channel) (*channel, string) {
 	if y != nil {
 		x.parker = "PJSIP/" + y.endpoint
 	}
+	if x.dialplan && y != nil {
+		// Its Cdr splits: the call with y ends here (park_retrieve).
+		at := y.answered
+		if at.IsZero() {
+			at = x.answered
+		}
+		x.cdrParts = append(x.cdrParts, cdrPart{destCh: y.name, data: x.appData, start: cdrStartOf(x), answer: at, end: x.parkedAt})
+		x.cdrStart = x.parkedAt
+	}
 	x.app, x.appData = "Park", ""
 	p.parked[space] = x
 	p.emit(p.parkedEvent("ParkedCall", x, nil))
@@ -190,6 +199,14 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	p.emit(chanEvent("NewConnectedLine", x))
 	p.emit(chanEvent("NewConnectedLine", r))
 	x.parkSpace = 0
+	if x.dialplan {
+		// The parked time is a Cdr of its own; x owns the Cdr of its call
+		// with the retriever.
+		now := p.cfg.Now()
+		x.cdrParts = append(x.cdrParts, cdrPart{app: "Park", data: parkLot + ":" + strconv.Itoa(space), start: cdrStartOf(x), answer: cdrStartOf(x), end: now})
+		x.cdrStart = now
+		x.partyA = true
+	}
 	p.stats.Answered++
 	p.mu.Unlock()
 	return c.talk(r, x, strconv.Itoa(space))

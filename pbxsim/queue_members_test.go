@@ -51,9 +51,8 @@ func TestProofQueueDynamicMembers(t *testing.T) {
 	do("QueueStatus", "ActionID", "queuestatus-10", "Queue", "support")
 	do("QueueSummary", "ActionID", "queuesummary-11", "Queue", "support")
 	waitNoChannels(t, p)
-	time.Sleep(100 * time.Millisecond)
-
 	rec := readRecording(t, "queue_dynamic_members")
+	capt.settle(t, rec)
 	var recAnswers []ami.Message
 	for _, m := range rec {
 		if id := m.ActionID(); id != "" && !strings.HasPrefix(id, "log") && m.Event() != "OriginateResponse" {

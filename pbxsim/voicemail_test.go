@@ -46,10 +46,8 @@ func TestProofMWIVoicemail(t *testing.T) {
 	do("MailboxCount", "ActionID", "mailboxcount-4", "Mailbox", "204@default")
 	do("MailboxStatus", "ActionID", "mailboxstatus-5", "Mailbox", "204@default")
 	do("VoicemailUsersList", "ActionID", "voicemailuserslist-6")
-	time.Sleep(100 * time.Millisecond)
-
 	rec := readRecording(t, "mwi_voicemail")
-	got := capt.all()
+	got := capt.settle(t, rec)
 	var recAnswers []ami.Message
 	for _, m := range rec {
 		if id := m.ActionID(); id != "" && !strings.HasPrefix(id, "log") && !strings.HasPrefix(id, "devicestatelist") {

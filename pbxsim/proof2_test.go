@@ -1,0 +1,87 @@
+package pbxsim
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// TestProofParkRetrieve drives park_retrieve: Alice calls Bob; AMI Park
+// parks Alice (Bob is released); Carol dials 701 and talks with Alice;
+// Carol hangs up. Per-endpoint event sequences and Cdrs as the recording.
+func TestProofParkRetrieve(t *testing.T) {
+	p := startPBX(t, Config{})
+	alice := startPhone(t, p, PhoneConfig{Exten: "201"})
+	startPhone(t, p, PhoneConfig{Exten: "202", RingTime: 100 * time.Millisecond})
+	carol := startPhone(t, p, PhoneConfig{Exten: "203"})
+	capt := startCapture(t, p.AMIAddr())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ab, err := alice.Call(ctx, "202")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := capt.waitFor(t, "bridged", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	var own, bob string
+	for _, m := range msgs {
+		if m.Event() == "Newchannel" {
+			switch m.Get("CallerIDNum") {
+			case "201":
+				own = m.Get("Channel")
+			case "202":
+				bob = m.Get("Channel")
+			}
+		}
+	}
+	if _, err := capt.cli.Do(ctx, ami.NewAction("Park", "Channel", own, "TimeoutChannel", bob)); err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "parked", func(m []ami.Message) bool { return count(m, "ParkedCall") == 1 })
+	cc, err := carol.Call(ctx, "701")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "retrieved", func(m []ami.Message) bool { return count(m, "UnParkedCall") == 1 })
+	cc.Hangup(ctx)
+	<-ab.Done()
+	waitNoChannels(t, p)
+	rec := readRecording(t, "park_retrieve")
+	got := capt.settle(t, rec)
+	if w, g := endpointEvents(rec), endpointEvents(got); !reflect.DeepEqual(w, g) {
+		for k := range w {
+			if !reflect.DeepEqual(w[k], g[k]) {
+				t.Errorf("events of %s differ:\nrecording: %v\npbxsim:    %v", k, w[k], g[k])
+			}
+		}
+	}
+	if w, g := cdrsOf(rec), cdrsOf(got); !reflect.DeepEqual(w, g) {
+		t.Errorf("Cdrs differ:\nrecording: %q\npbxsim:    %q", w, g)
+	}
+}
+
+// TestProofInboundTrunkDID drives inbound_trunk_did: an external caller
+// on the trunk calls DID 202, Bob answers, the caller hangs up.
+func TestProofInboundTrunkDID(t *testing.T) {
+	p := startPBX(t, Config{})
+	startPhone(t, p, PhoneConfig{Exten: "202", RingTime: 100 * time.Millisecond})
+	capt := startCapture(t, p.AMIAddr())
+	trunk := startPhoneNoReg(t, p, PhoneConfig{Exten: "0612345678", Name: "Mario Rossi"})
+	call, err := trunk.Call(ctx5(t), "202")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "bridged", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	call.Hangup(ctx5(t))
+	waitNoChannels(t, p)
+	rec := readRecording(t, "inbound_trunk_did")
+	got := capt.settle(t, rec)
+	if w, g := channelEvents(rec), channelEvents(got); !reflect.DeepEqual(w, g) {
+		t.Errorf("per-channel event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
+	}
+	if w, g := cdrsOf(rec), cdrsOf(got); !reflect.DeepEqual(w, g) {
+		t.Errorf("Cdrs differ:\nrecording: %q\npbxsim:    %q", w, g)
+	}
+}
