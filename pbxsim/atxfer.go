@@ -93,6 +93,8 @@ func (c *call) atxfer(a, b, t *channel, exten, ctx, target, lastData string) (*c
 		y = b
 	}
 	p.mu.Lock()
+	c.agentComplete(a, "transfer") // a queue call ends for the queue, as on Redirect
+	c.q = nil
 	x := &consult{t: t, y: y, br1: t.bridge, exten: exten, started: p.cfg.Now()}
 	dtmf := func(d string) {
 		p.emit(chanEvent("DTMFEnd", t, "Digit", d, "DurationMs", "0", "Direction", "Received"))
