@@ -73,6 +73,14 @@ func (c *call) pickup(d *channel, exten, chanName string) (*channel, string) {
 	return nil, ""
 }
 
+// pickupEvent is Pickup: picker d took ringing b.
+func pickupEvent(d, b *channel) ami.Message {
+	hs := ev("Pickup", "call,all", 40)
+	hs = chanHeaders(hs, "", d)
+	hs = chanHeaders(hs, "Target", b)
+	return ami.NewMessage(hs...)
+}
+
 // pickedUp is the dialling call's side of a pickup of its ringing callee b
 // by d (event e): d joins this call, b is cancelled, a is answered and
 // bridged with d.
@@ -87,10 +95,7 @@ func (c *call) pickedUp(a, b *channel, target string, e callEvent) (*channel, st
 	}
 	d.call = c
 	e.reply <- true
-	hs := ev("Pickup", "call,all", 40)
-	hs = chanHeaders(hs, "", d)
-	hs = chanHeaders(hs, "Target", b)
-	p.emit(ami.NewMessage(hs...))
+	p.emit(pickupEvent(d, b))
 	a.conNum, a.conName = d.cidNum, d.cidName
 	p.emit(chanEvent("NewConnectedLine", a))
 	p.emit(chanEvent("SoftHangupRequest", b, "Cause", "16"))

@@ -88,3 +88,39 @@ func TestOriginatePickupChan(t *testing.T) {
 	a.Hangup(ctx)
 	waitNoChannels(t, p)
 }
+
+// TestPickupQueueCall: a call ringing a queue member is picked up by
+// another phone (Originate PickupChan on the member's ringing channel):
+// the member's leg is cancelled, the caller leaves the queue and talks
+// with the picker.
+func TestPickupQueueCall(t *testing.T) {
+	p := startPBX(t, Config{QueueMembers: []string{"203"}})
+	startPhone(t, p, PhoneConfig{Exten: "203", NoAnswer: true})
+	startPhone(t, p, PhoneConfig{Exten: "205"})
+	capt := startCapture(t, p.AMIAddr())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	trunk := startPhoneNoReg(t, p, PhoneConfig{Exten: "0612345678"})
+	call, err := trunk.Call(ctx, "600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := capt.waitFor(t, "member ringing", func(m []ami.Message) bool { return count(m, "DialState") == 1 })
+	var leg string
+	for _, m := range msgs {
+		if m.Event() == "DialState" {
+			leg = m.Get("DestChannel")
+		}
+	}
+	if _, err := capt.cli.Do(ctx, ami.NewAction("Originate", "Channel", "PJSIP/205", "Application", "PickupChan",
+		"Data", leg, "Async", "true")); err != nil {
+		t.Fatal(err)
+	}
+	msgs = capt.waitFor(t, "picked up", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	if count(msgs, "Pickup", "TargetChannel", leg) != 1 || count(msgs, "Hangup", "Channel", leg, "Cause", "26") != 1 ||
+		count(msgs, "QueueCallerLeave") != 1 || count(msgs, "BridgeEnter", "CallerIDNum", "205") != 1 {
+		t.Error("want Pickup, the member's leg hung up (26), the caller out of the queue and bridged with 205")
+	}
+	call.Hangup(ctx)
+	waitNoChannels(t, p)
+}

@@ -222,6 +222,7 @@ func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 	p := c.p
 	ct := *p.exts[m.num].contact
 	b := p.newChannel(c, m.num)
+	b.dialler = a
 	b.linkedid = a.linkedid
 	b.exten = "s"
 	b.accountCode = a.accountCode
@@ -253,10 +254,12 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 	now := p.cfg.Now()
 	b := l.b
 	p.stats.Answered++
-	b.state = stateUp
-	b.answered = now
+	if b.state != stateUp { // a picker is up already
+		b.state = stateUp
+		b.answered = now
+		p.emit(chanEvent("Newstate", b))
+	}
 	b.sdp = answer
-	p.emit(chanEvent("Newstate", b))
 	p.emit(dialEvent("DialEnd", a, b, "DialStatus", "ANSWER"))
 	c.mediaTo(a, answer) // the caller was answered by Queue() itself
 	var others []*qleg

@@ -126,6 +126,9 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 	case e.kind == evResponse && l != nil:
 		next, target = c.queueConnect(a, l, w.legs, w.ended, w.target, e.res.Body())
 		return next, target, true
+	case e.kind == evPickup && l != nil:
+		next, target = w.pickedUp(l, e)
+		return next, target, true
 	case e.kind == evResponse && e.res.IsSuccess():
 		c.byeStale(e.ch)
 	case (e.kind == evFail || e.kind == evHangup || e.kind == evNoAck) && l != nil:
@@ -226,4 +229,27 @@ func (w *queueWait) stop(timeout bool) {
 	c.sendBye(a, true)
 	c.hangupChannel(a, 16, 0)
 	w.cdrs()
+}
+
+// pickedUp: the picker e.other takes the call ringing member leg l (a
+// directed pickup of a queue call): the leg is cancelled (cause 26) and
+// the picker connects as that member would have.
+func (w *queueWait) pickedUp(l *qleg, e callEvent) (*channel, string) {
+	c, p, a := w.c, w.c.p, w.a
+	d := e.other
+	p.mu.Lock()
+	if d.gone || l.b.gone {
+		p.mu.Unlock()
+		e.reply <- false
+		return nil, "" // not reached in practice: the caller would be left waiting
+	}
+	d.call = c
+	e.reply <- true
+	p.emit(pickupEvent(d, l.b))
+	p.emit(chanEvent("SoftHangupRequest", l.b, "Cause", "16"))
+	l.b.cancelCli()
+	c.hangupChannel(l.b, 26, 0)
+	w.dropLeg(l)
+	p.mu.Unlock()
+	return c.queueConnect(a, &qleg{b: d, m: l.m, rang: l.rang}, w.legs, w.ended, w.target, d.sdp)
 }
