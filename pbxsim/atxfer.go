@@ -335,16 +335,14 @@ func (c *call) transferCdrs(x *consult, now time.Time) {
 	p := c.p
 	t, y, l1 := x.t, x.y, x.l1
 	if t.dialplan {
-		t.cdrParts = append(t.cdrParts, cdrPart{destCh: y.name, data: t.appData, start: cdrStartOf(t), answer: y.answered, end: x.started})
-		t.cdrStart = x.started
+		t.splitCdr(y, t.appData, x.started)
 		p.cdrAt(t, t.exten, l1.name, "Dial", t.appData, x.started, now, "ANSWERED")
 	} else {
 		p.cdrRecord(t, "", l1.name, "AppDial", "(Outgoing Line)", x.started, x.started, now, "ANSWERED")
 	}
 	if y.dialplan {
-		y.cdrParts = append(y.cdrParts,
-			cdrPart{destCh: t.name, data: y.appData, start: cdrStartOf(y), answer: t.answered, end: x.started},
-			cdrPart{destCh: l1.name, data: y.appData, start: x.started, answer: x.started, end: now})
+		y.splitCdr(t, y.appData, x.started)
+		y.cdrParts = append(y.cdrParts, cdrPart{destCh: l1.name, data: y.appData, start: x.started, answer: x.started, end: now})
 		y.cdrStart = now
 	}
 }

@@ -352,7 +352,7 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				if x == a {
 					// The caller goes on: this segment is a Cdr of its own,
 					// reported when the caller hangs up.
-					p.splitCdr(a, b, lastData)
+					a.splitCdr(b, lastData, p.cfg.Now())
 				} else {
 					p.emitCdr(a, target, b, "Dial", lastData, "ANSWERED")
 				}

@@ -218,20 +218,16 @@ func (p *PBX) cdrAt(a *channel, dst, destCh, app, data string, at, now time.Time
 	p.cdrRecord(a, dst, destCh, app, data, start, at, now, disposition)
 }
 
-// splitCdr ends the Cdr segment of a's Dial to b at a transfer of a
-// elsewhere; the next segment starts now. p.mu held.
-func (p *PBX) splitCdr(a, b *channel, data string) {
-	now := p.cfg.Now()
-	start := a.created
-	if !a.cdrStart.IsZero() {
-		start = a.cdrStart
-	}
-	at := b.answered
+// splitCdr ends ch's Cdr segment with peer (its Dial's data) at end, at
+// a transfer or a park: the next segment starts there; all are reported
+// when ch hangs up (blind_transfer_redirect, park_retrieve). p.mu held.
+func (ch *channel) splitCdr(peer *channel, data string, end time.Time) {
+	at := peer.answered
 	if at.IsZero() {
-		at = a.answered
+		at = ch.answered
 	}
-	a.cdrParts = append(a.cdrParts, cdrPart{destCh: b.name, data: data, start: start, answer: at, end: now})
-	a.cdrStart = now
+	ch.cdrParts = append(ch.cdrParts, cdrPart{destCh: peer.name, data: data, start: cdrStartOf(ch), answer: at, end: end})
+	ch.cdrStart = end
 }
 
 // cdrRecord emits one Cdr of a's call. p.mu held.

@@ -49,15 +49,8 @@ func (c *call) park(x, y *channel) (*channel, string) {
 			break
 		}
 	}
-	if space == 0 { // lot full: Asterisk refuses; pbxsim hangs up
-		c.sendBye(x, true)
-		if y != nil {
-			c.sendBye(y, true)
-			c.leave(y)
-			c.hangupChannel(y, 16, 0)
-		}
-		c.leave(x)
-		c.hangupChannel(x, 16, 0)
+	if space == 0 {
+		c.lotFull(x, y)
 		p.mu.Unlock()
 		return nil, ""
 	}
@@ -71,13 +64,7 @@ func (c *call) park(x, y *channel) (*channel, string) {
 		x.parker = "PJSIP/" + y.endpoint
 	}
 	if x.dialplan && y != nil {
-		// Its Cdr splits: the call with y ends here (park_retrieve).
-		at := y.answered
-		if at.IsZero() {
-			at = x.answered
-		}
-		x.cdrParts = append(x.cdrParts, cdrPart{destCh: y.name, data: x.appData, start: cdrStartOf(x), answer: at, end: x.parkedAt})
-		x.cdrStart = x.parkedAt
+		x.splitCdr(y, x.appData, x.parkedAt) // the call with y ends here (park_retrieve)
 	}
 	x.app, x.appData = "Park", ""
 	p.parked[space] = x
@@ -210,4 +197,17 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	p.stats.Answered++
 	p.mu.Unlock()
 	return c.talk(r, x, strconv.Itoa(space))
+}
+
+// lotFull: no free space. Asterisk refuses the Park; pbxsim hangs both up.
+// p.mu held.
+func (c *call) lotFull(x, y *channel) {
+	c.sendBye(x, true)
+	if y != nil {
+		c.sendBye(y, true)
+		c.leave(y)
+		c.hangupChannel(y, 16, 0)
+	}
+	c.leave(x)
+	c.hangupChannel(x, 16, 0)
 }
