@@ -36,6 +36,11 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 		p.challenge(req, tx)
 		return
 	}
+	if body := req.Body(); len(body) > 0 && !sdpValid(body) {
+		// An offer pbxsim cannot read, as chan_pjsip refuses it.
+		tx.Respond(sip.NewResponseFromRequest(req, 488, "Not Acceptable Here", nil))
+		return
+	}
 	tcp := strings.EqualFold(req.Transport(), "tcp")
 	dua := p.udpDUA
 	if tcp {
