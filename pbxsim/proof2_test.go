@@ -85,3 +85,31 @@ func TestProofInboundTrunkDID(t *testing.T) {
 		t.Errorf("Cdrs differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}
 }
+
+// TestProofStatusActionsDuringCall drives status_actions_during_call: a
+// trunk caller waits in the queue while both agents ring, Alice talks
+// with Bob; the status actions run; the caller abandons, Alice hangs up.
+func TestProofStatusActionsDuringCall(t *testing.T) {
+	proof(t, "status_actions_during_call", []checkpoint{{"HangupRequest", 1}}, func(t *testing.T, p *PBX, capt *capture, ph map[string]*Phone) {
+		trunk := startPhoneNoReg(t, p, PhoneConfig{Exten: "0655501234", Name: "Anna Bianchi"})
+		q, err := trunk.Call(ctx5(t), "600")
+		if err != nil {
+			t.Fatal(err)
+		}
+		capt.waitFor(t, "agents ringing", func(m []ami.Message) bool { return count(m, "AgentCalled") == 2 })
+		ab, err := ph["201"].Call(ctx5(t), "202")
+		if err != nil {
+			t.Fatal(err)
+		}
+		capt.waitFor(t, "bridge", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+		for _, a := range []string{"CoreShowChannels", "ExtensionStateList", "DeviceStateList", "PJSIPShowEndpoints",
+			"PJSIPShowContacts", "QueueStatus", "QueueSummary", "ParkedCalls", "Parkinglots", "CoreStatus"} {
+			if _, err := capt.cli.Do(ctx5(t), ami.NewAction(a)); err != nil {
+				t.Errorf("%s: %v", a, err)
+			}
+		}
+		q.Hangup(ctx5(t)) // the caller abandons
+		capt.waitFor(t, "abandon", func(m []ami.Message) bool { return count(m, "QueueCallerAbandon") == 1 })
+		ab.Hangup(ctx5(t))
+	})
+}
