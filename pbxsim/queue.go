@@ -143,9 +143,9 @@ func (p *PBX) queueDevice(state string) {
 }
 
 // agentEvent is AgentCalled, AgentConnect, AgentComplete... p.mu held.
-func (p *PBX) agentEvent(name string, a, b *channel, kv ...string) ami.Message {
-	iface := "PJSIP/" + b.endpoint
-	return dialEvent(name, a, b, append([]string{"Queue", p.cfg.Queue, "Interface", iface, "MemberName", p.names[b.endpoint]}, kv...)...)
+func (p *PBX) agentEvent(name string, a, b *channel, m *queueMember, kv ...string) ami.Message {
+	member, _ := p.memberNameStatus(m)
+	return dialEvent(name, a, b, append([]string{"Queue", p.cfg.Queue, "Interface", m.iface, "MemberName", member}, kv...)...)
 }
 
 // freeMembers returns the members that may ring now, in the order of the
@@ -232,7 +232,7 @@ func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 	// AgentCalled shows the member's channel as it will be once dialled.
 	snap := *b
 	snap.conNum, snap.conName, snap.exten = a.cidNum, a.cidName, target
-	p.emit(p.agentEvent("AgentCalled", a, &snap))
+	p.emit(p.agentEvent("AgentCalled", a, &snap, m))
 	p.emit(dialEvent("DialBegin", a, b, "DialString", m.iface))
 	b.conNum, b.conName, b.exten = a.cidNum, a.cidName, target
 	m.ringing = c
@@ -297,7 +297,7 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 	}
 	p.emit(chanEvent("QueueCallerLeave", a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
 	hold := int(now.Sub(joined) / time.Second)
-	p.emit(p.agentEvent("AgentConnect", a, b, "HoldTime", strconv.Itoa(hold), "RingTime", strconv.Itoa(int(now.Sub(l.rang)/time.Second))))
+	p.emit(p.agentEvent("AgentConnect", a, b, l.m, "HoldTime", strconv.Itoa(hold), "RingTime", strconv.Itoa(int(now.Sub(l.rang)/time.Second))))
 	q.holdTime = (q.holdTime*3 + hold) / 4
 	l.m.inCall = true
 	c.q = &queueConn{b: b, m: l.m, joined: joined, connected: now, cancelled: ended}
@@ -322,7 +322,7 @@ func (c *call) agentComplete(a *channel, reason string) {
 	now := p.cfg.Now()
 	hold := int(qc.connected.Sub(qc.joined) / time.Second)
 	talk := int(now.Sub(qc.connected) / time.Second)
-	p.emit(p.agentEvent("AgentComplete", a, qc.b, "HoldTime", strconv.Itoa(hold), "TalkTime", strconv.Itoa(talk), "Reason", reason))
+	p.emit(p.agentEvent("AgentComplete", a, qc.b, qc.m, "HoldTime", strconv.Itoa(hold), "TalkTime", strconv.Itoa(talk), "Reason", reason))
 	q.completed++
 	q.talkTime = (q.talkTime*3 + talk) / 4
 	qc.m.callsTaken++

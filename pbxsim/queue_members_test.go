@@ -72,6 +72,19 @@ func TestProofQueueDynamicMembers(t *testing.T) {
 	if w, g := cdrsOf(rec), cdrsOf(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("Cdrs differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}
+	agents := func(msgs []ami.Message) []string {
+		var out []string
+		for _, m := range msgs {
+			if strings.HasPrefix(m.Event(), "Agent") {
+				out = append(out, m.Event()+" "+m.Get("Interface")+" "+m.Get("MemberName")+" "+m.Get("Reason"))
+			}
+		}
+		slices.Sort(out) // the members ring in app_queue's order
+		return out
+	}
+	if w, g := agents(rec), agents(got); !reflect.DeepEqual(w, g) {
+		t.Errorf("Agent events differ:\nrecording: %q\npbxsim:    %q", w, g)
+	}
 }
 
 // answerSummary sums up action answers: responses with their message,

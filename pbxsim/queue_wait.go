@@ -201,7 +201,7 @@ func (w *queueWait) ringTimeout() {
 	defer p.mu.Unlock()
 	for _, l := range append([]*qleg(nil), w.legs...) {
 		ringMs := strconv.FormatInt(p.cfg.Now().Sub(l.rang).Milliseconds(), 10)
-		p.emit(p.agentEvent("AgentRingNoAnswer", a, l.b, "RingTime", ringMs))
+		p.emit(p.agentEvent("AgentRingNoAnswer", a, l.b, l.m, "RingTime", ringMs))
 		p.emit(dialEvent("DialEnd", a, l.b, "DialStatus", "NOANSWER"))
 		l.b.cancelCli()
 		c.hangupChannel(l.b, 0, 0)
