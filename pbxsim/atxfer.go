@@ -101,7 +101,7 @@ func (c *call) atxfer(a, b, t *channel, exten, ctx, target, lastData string) (*c
 	}
 	dtmf("*")
 	dtmf("2")
-	p.emit(chanEvent("Hold", t, "MusicClass", "default"))
+	p.emit(chanEvent("Hold", t)) // a feature's hold names no music class
 	y.onHold = true
 	p.updateDevice(y.endpoint)
 	p.emit(chanEvent("MusicOnHoldStart", y, "Class", "default"))
@@ -238,7 +238,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	p := c.p
 	p.mu.Lock()
 	t, y, d, l1, l2 := x.t, x.y, x.d, x.l1, x.l2
-	p.emit(chanEvent("HangupRequest", t))
+	p.hangupRequest(t, 16)
 	if bye {
 		c.sendBye(t, true)
 	}
@@ -259,7 +259,12 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	hs = chanHeaders(hs, "SecondTransferer", t)
 	hs = bridgeHeaders(hs, "Second", x.br2)
 	hs = chanHeaders(hs, "Transferee", y)
-	hs = chanHeaders(hs, "TransferTarget", l1)
+	if !y.dialplan {
+		// A called transferee's transfer names its target
+		// (atxfer_complete); a calling one's does not
+		// (attended_transfer_atxfer).
+		hs = chanHeaders(hs, "TransferTarget", l1)
+	}
 	hs = append(hs, ami.Header{Key: "IsExternal", Value: "No"}, ami.Header{Key: "DestType", Value: "Bridge"},
 		ami.Header{Key: "DestBridgeUniqueid", Value: x.br1.id})
 	p.emit(ami.NewMessage(hs...))
@@ -291,7 +296,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 		l2.cidNum, l2.cidName = y.cidNum, y.cidName
 		p.emit(chanEvent("NewCallerid", l2, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
 		p.emit(localEvent("LocalOptimizationEnd", l1, l2, "Success", "No", "Id", "0"))
-		p.emit(chanEvent("HangupRequest", l2))
+		p.hangupRequest(l2, 16)
 		c.hangupChannel(l1, 16, 0)
 		c.leave(l2)
 	} else {
@@ -302,7 +307,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 		c.enter(into, y)
 		p.emit(localEvent("LocalOptimizationEnd", l1, l2, "Success", "No", "Id", "0"))
 		c.leave(l1)
-		p.emit(chanEvent("HangupRequest", l2))
+		p.hangupRequest(l2, 16)
 		c.hangupChannel(l1, 16, 0)
 	}
 	p.emit(bridgeEvent("BridgeDestroy", from, nil))

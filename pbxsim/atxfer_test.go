@@ -60,6 +60,7 @@ func atxferScenario(t *testing.T, transferer, rec string) []ami.Message {
 func checkAtxfer(t *testing.T, rec string, got []ami.Message) {
 	t.Helper()
 	want := readRecording(t, rec)
+	checkHeaders(t, want, got)
 	if w, g := endpointEvents(want), endpointEvents(got); !reflect.DeepEqual(w, g) {
 		for k := range w {
 			if !reflect.DeepEqual(w[k], g[k]) {

@@ -115,7 +115,9 @@ func TestProofConfbridgeActions(t *testing.T) {
 	if w, g := confAnswers(recAnswers), confAnswers(answers); !reflect.DeepEqual(w, g) {
 		t.Errorf("answers differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}
-	if w, g := confSequences(rec), confSequences(capt.waitFor(t, "hangups", func(m []ami.Message) bool { return count(m, "Hangup") == 3 })); !reflect.DeepEqual(w, g) {
+	got := capt.waitFor(t, "hangups", func(m []ami.Message) bool { return count(m, "Hangup") == 3 })
+	checkHeaders(t, rec, got)
+	if w, g := confSequences(rec), confSequences(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-endpoint event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}
 }

@@ -213,7 +213,7 @@ func (c *call) dialFailed(a, b *channel, target string, cause, tech int) {
 	c.hangupChannel(b, cause, tech)
 	a.priority = 4
 	a.app, a.appData = "Hangup", ""
-	p.emit(chanEvent("SoftHangupRequest", a, append([]string{"Cause", "16"}, techKV...)...))
+	p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16")) // no TechCause: busy_486
 	disp := "NO ANSWER"
 	switch cause {
 	case 17:
@@ -225,7 +225,7 @@ func (c *call) dialFailed(a, b *channel, target string, cause, tech int) {
 		c.sendBye(a, true)
 	}
 	c.hangupChannel(a, cause, tech)
-	p.emitCdr(a, target, b, "Dial", a.appData, disp)
+	p.emitCdr(a, target, b, "Dial", a.dialData, disp)
 	// The dialplan's Hangup() after the failed Dial is a Cdr of its own
 	// (busy_486 recording).
 	p.emitCdr(a, target, nil, "Hangup", "", disp)
@@ -246,9 +246,14 @@ func (c *call) callerGone(a, b *channel, target string, why evKind) {
 	}
 	p.emit(chanEvent("HangupRequest", a, kv...))
 	p.emit(dialEvent("DialEnd", a, b, "DialStatus", "CANCEL"))
-	p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16"))
+	kv[1] = "16"
+	p.emit(chanEvent("SoftHangupRequest", a, kv...))
 	b.cancelCli()
-	c.hangupChannel(b, 127, 0)
+	bTech := 0
+	if why == evCancel {
+		bTech = 500 // as Asterisk reports the callee of a cancelled call (no_answer_caller_cancel)
+	}
+	c.hangupChannel(b, 127, bTech)
 	p.emitCdr(a, target, b, "Dial", a.appData, "NO ANSWER")
 	if why == evHangup || why == evNoAck {
 		c.sendBye(a, true)

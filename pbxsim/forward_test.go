@@ -55,6 +55,7 @@ func TestProofCallForwardAstDB(t *testing.T) {
 	call()
 	rec := readRecording(t, "call_forward_astdb")
 	got := capt.waitFor(t, "both Cdrs", func(m []ami.Message) bool { return count(m, "Cdr") == 2 })
+	checkHeaders(t, rec, got)
 	if w, g := dialled(rec), dialled(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("calls differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}

@@ -29,7 +29,7 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 	if qc != nil {
 		p.emit(chanEvent("HangupRequest", x)) // app_queue's hangup carries no Cause
 	} else {
-		p.emit(chanEvent("HangupRequest", x, "Cause", strconv.Itoa(cause)))
+		p.hangupRequest(x, cause)
 	}
 	if byeX {
 		c.sendBye(x, true)
@@ -101,6 +101,17 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 	for _, l := range qc.cancelled {
 		p.cdrAt(a, target, l.b.name, "Queue", data, a.answered, l.ended, "NO ANSWER")
 	}
+}
+
+// hangupRequest emits HangupRequest for x. Asterisk carries the Cause
+// only for a channel in a Dial, dialling or dialled; one in ConfBridge,
+// VoiceMail, Pickup or ParkedCall has none (the recordings). p.mu held.
+func (p *PBX) hangupRequest(x *channel, cause int) {
+	if x.app == "Dial" || x.app == "AppDial" {
+		p.emit(chanEvent("HangupRequest", x, "Cause", strconv.Itoa(cause)))
+		return
+	}
+	p.emit(chanEvent("HangupRequest", x))
 }
 
 // sendBye ends ch's SIP dialog from our side: BYE when answered, CANCEL

@@ -48,6 +48,11 @@ func (c *call) pickup(d *channel, exten, chanName string) (*channel, string) {
 		return nil, ""
 	}
 	a := b.dialler
+	if chanName != "" {
+		d.app, d.appData = "PickupChan", chanName
+	} else {
+		d.app, d.appData = "Pickup", exten+"@"+p.cfg.Context
+	}
 	if d.state != stateUp {
 		d.conNum, d.conName = a.cidNum, a.cidName
 		p.emit(chanEvent("NewConnectedLine", d))

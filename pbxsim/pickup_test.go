@@ -41,6 +41,7 @@ func TestProofPickupRinging(t *testing.T) {
 	waitNoChannels(t, p)
 	got := capt.waitFor(t, "cdrs", func(m []ami.Message) bool { return count(m, "Cdr") == 3 })
 	rec := readRecording(t, "pickup_ringing")
+	checkHeaders(t, rec, got)
 	if w, g := endpointEvents(rec), endpointEvents(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-channel event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}

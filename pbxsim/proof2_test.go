@@ -50,6 +50,7 @@ func TestProofParkRetrieve(t *testing.T) {
 	waitNoChannels(t, p)
 	rec := readRecording(t, "park_retrieve")
 	got := capt.settle(t, rec)
+	checkHeaders(t, rec, got)
 	if w, g := endpointEvents(rec), endpointEvents(got); !reflect.DeepEqual(w, g) {
 		for k := range w {
 			if !reflect.DeepEqual(w[k], g[k]) {
@@ -78,6 +79,7 @@ func TestProofInboundTrunkDID(t *testing.T) {
 	waitNoChannels(t, p)
 	rec := readRecording(t, "inbound_trunk_did")
 	got := capt.settle(t, rec)
+	checkHeaders(t, rec, got)
 	if w, g := channelEvents(rec), channelEvents(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-channel event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}

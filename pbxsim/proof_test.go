@@ -65,6 +65,7 @@ func proof(t *testing.T, name string, points []checkpoint, drive func(t *testing
 			t.Errorf("%s, %s:\nrecording: %v\npbxsim:    %v", name, label, ws, gs)
 		}
 	}
+	checkHeaders(t, want, got)
 	if w, g := cdrsOf(want), cdrsOf(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("%s: Cdrs\nrecording: %q\npbxsim:    %q", name, w, g)
 	}

@@ -63,6 +63,7 @@ func TestProofQueueDynamicMembers(t *testing.T) {
 		t.Errorf("answers differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}
 	got := capt.all()
+	checkHeaders(t, rec, got)
 	if w, g := memberEvents(rec), memberEvents(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("member events of PJSIP/201 differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}

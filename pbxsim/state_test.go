@@ -183,3 +183,33 @@ func endpointEvents(msgs []ami.Message) map[string][]string {
 	}
 	return out
 }
+
+// checkHeaders compares, for every event type both streams have, the
+// header names (in order) of its first occurrence: pbxsim must write
+// each event as Asterisk does. Events pbxsim leaves out are skipped.
+func checkHeaders(t *testing.T, rec, got []ami.Message) {
+	t.Helper()
+	first := func(msgs []ami.Message) map[string]string {
+		out := map[string]string{}
+		for _, m := range msgs {
+			if m.Kind() != ami.KindEvent || m.ActionID() != "" {
+				continue
+			}
+			if _, ok := out[m.Event()]; ok {
+				continue
+			}
+			var keys []string
+			for _, h := range m.Headers() {
+				keys = append(keys, h.Key)
+			}
+			out[m.Event()] = strings.Join(keys, ",")
+		}
+		return out
+	}
+	w, g := first(rec), first(got)
+	for ev, keys := range g {
+		if wk, ok := w[ev]; ok && wk != keys {
+			t.Errorf("%s headers differ:\nrecording: %s\npbxsim:    %s", ev, wk, keys)
+		}
+	}
+}

@@ -48,6 +48,7 @@ func TestProofMWIVoicemail(t *testing.T) {
 	do("VoicemailUsersList", "ActionID", "voicemailuserslist-6")
 	rec := readRecording(t, "mwi_voicemail")
 	got := capt.settle(t, rec)
+	checkHeaders(t, rec, got)
 	var recAnswers []ami.Message
 	for _, m := range rec {
 		if id := m.ActionID(); id != "" && !strings.HasPrefix(id, "log") && !strings.HasPrefix(id, "devicestatelist") {
