@@ -144,6 +144,17 @@ func (p *PBX) actExtensionStateList(_ context.Context, _ *ami.Session, req ami.M
 func (p *PBX) actExtensionState(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if ext, ok := strings.CutPrefix(req.Get("Exten"), "*76"); ok {
+		dev := "Custom:DND" + ext
+		p.feat.mu.Lock()
+		state, set := p.feat.custom[dev]
+		p.feat.mu.Unlock()
+		if set {
+			st, txt := customExtStatus(state)
+			return []ami.Message{resp("Success", "Message", "Extension Status", "Exten", req.Get("Exten"),
+				"Context", p.cfg.Context, "Hint", dev, "Status", st, "StatusText", txt)}
+		}
+	}
 	e := p.exts[req.Get("Exten")]
 	if e == nil {
 		return []ami.Message{resp("Success", "Message", "Extension Status", "Exten", req.Get("Exten"),

@@ -61,6 +61,7 @@ func checkAtxfer(t *testing.T, rec string, got []ami.Message) {
 	t.Helper()
 	want := readRecording(t, rec)
 	checkHeaders(t, want, got)
+	checkStates(t, rec, want, got, []checkpoint{{"DTMFEnd", 1}, {"BridgeMerge", 1}, {"LocalOptimizationEnd", 1}})
 	if w, g := endpointEvents(want), endpointEvents(got); !reflect.DeepEqual(w, g) {
 		for k := range w {
 			if !reflect.DeepEqual(w[k], g[k]) {

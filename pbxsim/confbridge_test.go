@@ -117,6 +117,7 @@ func TestProofConfbridgeActions(t *testing.T) {
 	}
 	got := capt.waitFor(t, "hangups", func(m []ami.Message) bool { return count(m, "Hangup") == 3 })
 	checkHeaders(t, rec, got)
+	checkStates(t, "confbridge_actions", rec, got, []checkpoint{{"ConfbridgeMute", 1}, {"ConfbridgeLeave", 1}})
 	if w, g := confSequences(rec), confSequences(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-endpoint event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}

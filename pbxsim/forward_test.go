@@ -27,11 +27,11 @@ func dialled(msgs []ami.Message) []string {
 // Then DND/204: a call to 204 gets Busy.
 func TestProofCallForwardAstDB(t *testing.T) {
 	p := startPBX(t, Config{})
+	capt := startCapture(t, p.AMIAddr())
 	startPhone(t, p, PhoneConfig{Exten: "201", RingTime: 100 * time.Millisecond})
 	startPhone(t, p, PhoneConfig{Exten: "202", RingTime: 100 * time.Millisecond})
 	carol := startPhone(t, p, PhoneConfig{Exten: "203"})
 	startPhone(t, p, PhoneConfig{Exten: "204"})
-	capt := startCapture(t, p.AMIAddr())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	do := func(kv ...string) {
@@ -53,15 +53,19 @@ func TestProofCallForwardAstDB(t *testing.T) {
 	call()
 	do("DBDel", "Family", "CF", "Key", "201")
 	call()
+	do("DBPut", "Family", "DND", "Key", "204", "Val", "YES")
+	do("Setvar", "Variable", "DEVICE_STATE(Custom:DND204)", "Value", "BUSY")
 	rec := readRecording(t, "call_forward_astdb")
-	got := capt.waitFor(t, "both Cdrs", func(m []ami.Message) bool { return count(m, "Cdr") == 2 })
+	got := capt.waitFor(t, "both Cdrs and the DND device", func(m []ami.Message) bool {
+		return count(m, "Cdr") == 2 && count(m, "DeviceStateChange", "Device", "Custom:DND204") == 1
+	})
 	checkHeaders(t, rec, got)
+	checkStates(t, "call_forward_astdb", rec, got, []checkpoint{{"BridgeEnter", 2}, {"BridgeEnter", 4}})
 	if w, g := dialled(rec), dialled(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("calls differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}
 
 	// DND (not called in the recording): Busy, 204 never rings.
-	do("DBPut", "Family", "DND", "Key", "204", "Val", "YES")
 	if _, err := carol.Call(ctx, "204"); !errors.Is(err, ErrCallFailed) {
 		t.Errorf("call to 204 in DND: %v, want refused busy", err)
 	}

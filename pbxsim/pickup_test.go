@@ -42,6 +42,7 @@ func TestProofPickupRinging(t *testing.T) {
 	got := capt.waitFor(t, "cdrs", func(m []ami.Message) bool { return count(m, "Cdr") == 3 })
 	rec := readRecording(t, "pickup_ringing")
 	checkHeaders(t, rec, got)
+	checkStates(t, "pickup_ringing", rec, got, []checkpoint{{"Pickup", 1}, {"HangupRequest", 1}})
 	if w, g := endpointEvents(rec), endpointEvents(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-channel event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}

@@ -51,6 +51,7 @@ func TestProofParkRetrieve(t *testing.T) {
 	rec := readRecording(t, "park_retrieve")
 	got := capt.settle(t, rec)
 	checkHeaders(t, rec, got)
+	checkStates(t, "park_retrieve", rec, got, []checkpoint{{"ParkedCall", 1}, {"UnParkedCall", 1}, {"HangupRequest", 1}})
 	if w, g := endpointEvents(rec), endpointEvents(got); !reflect.DeepEqual(w, g) {
 		for k := range w {
 			if !reflect.DeepEqual(w[k], g[k]) {

@@ -48,23 +48,9 @@ func proof(t *testing.T, name string, points []checkpoint, drive func(t *testing
 	capt := startCapture(t, p.AMIAddr())
 	drive(t, p, capt, phones)
 	waitNoChannels(t, p)
-	time.Sleep(100 * time.Millisecond) // the last events
-	got := capt.all()
 	want := readRecording(t, name)
-	for _, cp := range append(points, checkpoint{}) {
-		w, g := want, got
-		label := "end"
-		if cp.event != "" {
-			w, g = upTo(want, cp.event, cp.n), upTo(got, cp.event, cp.n)
-			label = fmt.Sprintf("before %s #%d", cp.event, cp.n)
-		}
-		queues := strings.HasPrefix(name, "queue")
-		ws, gs := stateOf(t, w, recNames, recExts, queues), stateOf(t, g, recNames, recExts, queues)
-		t.Logf("%s, %s: %v", name, label, gs)
-		if !reflect.DeepEqual(ws, gs) {
-			t.Errorf("%s, %s:\nrecording: %v\npbxsim:    %v", name, label, ws, gs)
-		}
-	}
+	got := capt.settle(t, want)
+	checkStates(t, name, want, got, points)
 	checkHeaders(t, want, got)
 	if w, g := cdrsOf(want), cdrsOf(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("%s: Cdrs\nrecording: %q\npbxsim:    %q", name, w, g)
@@ -87,6 +73,27 @@ func cdrsOf(msgs []ami.Message) []string {
 	}
 	slices.Sort(out) // the order of concurrent calls' ends is timing
 	return out
+}
+
+// checkStates asserts that calls.Engine reaches the same per-extension
+// state (and queue state for the queue scenarios) from the recording and
+// from pbxsim's stream, before each checkpoint and at the end.
+func checkStates(t *testing.T, name string, want, got []ami.Message, points []checkpoint) {
+	t.Helper()
+	for _, cp := range append(points, checkpoint{}) {
+		w, g := want, got
+		label := "end"
+		if cp.event != "" {
+			w, g = upTo(want, cp.event, cp.n), upTo(got, cp.event, cp.n)
+			label = fmt.Sprintf("before %s #%d", cp.event, cp.n)
+		}
+		queues := strings.HasPrefix(name, "queue")
+		ws, gs := stateOf(t, w, recNames, recExts, queues), stateOf(t, g, recNames, recExts, queues)
+		t.Logf("%s, %s: %v", name, label, gs)
+		if !reflect.DeepEqual(ws, gs) {
+			t.Errorf("%s, %s:\nrecording: %v\npbxsim:    %v", name, label, ws, gs)
+		}
+	}
 }
 
 func ctx5(t *testing.T) context.Context {

@@ -64,6 +64,7 @@ func TestProofQueueDynamicMembers(t *testing.T) {
 	}
 	got := capt.all()
 	checkHeaders(t, rec, got)
+	checkStates(t, "queue_dynamic_members", rec, got, []checkpoint{{"DialEnd", 1}, {"HangupRequest", 1}})
 	if w, g := memberEvents(rec), memberEvents(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("member events of PJSIP/201 differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}

@@ -49,6 +49,7 @@ func TestProofMWIVoicemail(t *testing.T) {
 	rec := readRecording(t, "mwi_voicemail")
 	got := capt.settle(t, rec)
 	checkHeaders(t, rec, got)
+	checkStates(t, "mwi_voicemail", rec, got, []checkpoint{{"DialEnd", 1}, {"HangupRequest", 1}})
 	var recAnswers []ami.Message
 	for _, m := range rec {
 		if id := m.ActionID(); id != "" && !strings.HasPrefix(id, "log") && !strings.HasPrefix(id, "devicestatelist") {
