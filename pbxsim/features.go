@@ -102,6 +102,13 @@ func (p *PBX) actSetvar(_ context.Context, _ *ami.Session, req ami.Message) []am
 		p.feat.mu.Lock()
 		p.feat.custom[dev] = state
 		p.feat.mu.Unlock()
+		if ext, ok := dndHint(dev); ok {
+			// FreePBX's *76<ext> hint follows its DND device (call_forward_astdb).
+			st, txt := customExtStatus(state)
+			p.emit(ami.NewMessage(append(ev("ExtensionStatus", "call,all", 7),
+				ami.Header{Key: "Exten", Value: "*76" + ext}, ami.Header{Key: "Context", Value: p.cfg.Context},
+				ami.Header{Key: "Hint", Value: dev}, ami.Header{Key: "Status", Value: st}, ami.Header{Key: "StatusText", Value: txt})...))
+		}
 		p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
 			ami.Header{Key: "Device", Value: dev}, ami.Header{Key: "State", Value: state})...))
 	}
@@ -142,4 +149,32 @@ func (p *PBX) actMixMonitor(event string) ami.HandlerFunc {
 		p.emit(ami.NewMessage(hs...))
 		return []ami.Message{resp("Success")}
 	}
+}
+
+// dndHint reports whether dev is FreePBX's DND device of an extension
+// (Custom:DND<ext>).
+func dndHint(dev string) (ext string, ok bool) {
+	if len(dev) > len("Custom:DND") && strings.EqualFold(dev[:len("Custom:DND")], "Custom:DND") {
+		return dev[len("Custom:DND"):], true
+	}
+	return "", false
+}
+
+// customExtStatus is the extension state of a hint on a custom device.
+func customExtStatus(state string) (status, text string) {
+	switch state {
+	case "NOT_INUSE":
+		return "0", "Idle"
+	case "INUSE":
+		return "1", "InUse"
+	case "BUSY":
+		return "2", "Busy"
+	case "UNAVAILABLE":
+		return "4", "Unavailable"
+	case "RINGING":
+		return "8", "Ringing"
+	case "ONHOLD":
+		return "16", "Hold"
+	}
+	return "-1", "Unknown"
 }
