@@ -2,6 +2,7 @@ package pbxsim
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,6 +26,7 @@ func (p *PBX) registerFeatures() {
 	s.Handle("DBPut", p.actDBPut)
 	s.Handle("DBGet", p.actDBGet)
 	s.Handle("DBDel", p.actDBDel)
+	s.Handle("DBGetTree", p.actDBGetTree)
 	s.Handle("Setvar", p.actSetvar)
 	s.Handle("MixMonitor", p.actMixMonitor("MixMonitorStart"))
 	s.Handle("StopMixMonitor", p.actMixMonitor("MixMonitorStop"))
@@ -60,6 +62,33 @@ func (p *PBX) actDBGet(_ context.Context, _ *ami.Session, req ami.Message) []ami
 	}
 	return list(req, "Result will follow", "DBGetComplete",
 		[]ami.Message{item("DBGetResponse", "Family", req.Get("Family"), "Key", req.Get("Key"), "Val", v)})
+}
+
+// actDBGetTree lists the keys under Family (and Key, when given), or
+// the whole AstDB, in key order, each as its full path "/CF/201" as
+// Asterisk's main/db.c does; an empty tree is an empty list, not an error.
+func (p *PBX) actDBGetTree(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	prefix := ""
+	if f := req.Get("Family"); f != "" {
+		prefix = f + "/"
+		if k := req.Get("Key"); k != "" {
+			prefix += k
+		}
+	}
+	p.feat.mu.Lock()
+	keys := make([]string, 0, len(p.feat.db))
+	for k := range p.feat.db {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	items := make([]ami.Message, 0, len(keys))
+	for _, k := range keys {
+		items = append(items, item("DBGetTreeResponse", "Key", "/"+k, "Val", p.feat.db[k]))
+	}
+	p.feat.mu.Unlock()
+	return list(req, "Result will follow", "DBGetTreeComplete", items)
 }
 
 func (p *PBX) actDBDel(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
