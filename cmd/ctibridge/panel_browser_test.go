@@ -751,6 +751,10 @@ func (f *fakeBridge) handler() http.Handler {
 		writeJSON(w, map[string]any{"token": "tok", "expiresAt": time.Now().Add(time.Hour).UnixMilli(), "user": me})
 	})
 	mux.HandleFunc("GET /user/me", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, me) })
+	mux.HandleFunc("GET /astproxy/conferences", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, map[string]any{}) })
+	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "openapi: 3.0.3\npaths:\n  /astproxy/conferences:\n    get: {}\n")
+	})
 	up := websocket.Upgrader{}
 	mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
