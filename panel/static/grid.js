@@ -157,6 +157,7 @@ export class Grid {
     this.updateInds(x, card);
     const c = currentCall(x);
     card.conv = c;
+    if (card.li.classList.contains('in-call') !== !!c) card.li.classList.toggle('in-call', !!c);
     let peer = '';
     if (c) {
       peer = peerText(c, x.exten);
