@@ -337,6 +337,18 @@ $('#dial-form').addEventListener('submit', (e) => {
   if (n) call(n);
 });
 $('#ext-search').addEventListener('input', (e) => grid.setFilter({text: e.target.value.trim().toLowerCase()}));
+// In the search box: ArrowDown or Enter goes to the first card found,
+// Escape clears the search.
+$('#ext-search').addEventListener('keydown', (e) => {
+  if (e.key === 'ArrowDown' || e.key === 'Enter') {
+    e.preventDefault();
+    grid.focusFirst();
+  } else if (e.key === 'Escape' && e.target.value) {
+    e.preventDefault();
+    e.target.value = '';
+    grid.setFilter({text: ''});
+  }
+});
 $('#ext-group').addEventListener('change', (e) => grid.setFilter({group: e.target.value}));
 document.addEventListener('keydown', (e) => {
   // "/" jumps to the search box, as in many web apps.

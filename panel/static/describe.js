@@ -61,6 +61,12 @@ export function peerText(c, owner) {
   if (!name && !num) {
     return !c.connected && c.direction !== 'in' ? t('peer.dialling') : t('peer.private');
   }
+  // An originated leg (click-to-call, pickup, spy) shows the phone's own
+  // number until it is bridged: never show a phone calling itself.
+  if (owner && num === owner) {
+    if (c.spy?.exten) return `${nameOf(c.spy.exten)} (${c.spy.exten})`;
+    return c.connected ? t('peer.service') : t('peer.dialling');
+  }
   if (num && owner && !myEndpoints().includes(owner) && num !== owner && hidesItsCalls(num)) {
     return t('peer.private');
   }

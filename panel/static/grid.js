@@ -248,6 +248,15 @@ export class Grid {
     first?.setAttribute('tabindex', '0');
   }
 
+  // focusFirst moves the focus to the first card shown.
+  focusFirst() {
+    const first = this.visibleCards()[0];
+    if (!first) return;
+    this.root.querySelector('li.card[tabindex="0"]')?.setAttribute('tabindex', '-1');
+    first.setAttribute('tabindex', '0');
+    first.focus();
+  }
+
   onKey(e) {
     const li = e.target.closest('li.card');
     if (!li || e.target !== li) return;

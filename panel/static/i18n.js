@@ -71,7 +71,7 @@ const S = {
   'dir.out': ['outgoing', 'in uscita'],
   'peer.private': ['private number', 'numero riservato'],
   'peer.dialling': ['dialling…', 'in chiamata…'],
-  'peer.colleague': ['a colleague', 'un collega'],
+  'peer.service': ['PBX service', 'servizio del centralino'],
   'conv.parked': ['parked on {parking}', 'parcheggiato su {parking}'],
   'conv.parkedBy': ['parked on {parking} by {by}', 'parcheggiato su {parking} da {by}'],
   'conv.left': ['{time} left', 'mancano {time}'],
