@@ -206,7 +206,7 @@ const S = {
   'tr.calls': ['Live calls', 'Chiamate in corso'],
   'tr.registered': ['registered', 'registrata'],
   'tr.unregistered': ['not registered', 'non registrata'],
-  'tr.unknown': ['unknown', 'sconosciuta'],
+  'tr.noreg': ['none (IP trunk)', 'nessuna (linea IP)'],
   'tr.noCalls': ['none', 'nessuna'],
 
   // Conferences.

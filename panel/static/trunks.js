@@ -8,11 +8,13 @@ import {peerText, talkSeconds} from './describe.js';
 
 const byNum = (a, b) => a.localeCompare(b, undefined, {numeric: true});
 
-// registration maps the PBX's words to three plain ones.
+// registration maps the PBX's words to plain ones: registered, not
+// registered (rejected, failed...), or none (a trunk that does not
+// register, authenticated by its address: "unmonitored").
 function registration(tr) {
   const r = (tr.registration || '').toLowerCase();
-  if (r === 'registered' || r === 'ok' || r === 'reachable') return 'registered';
-  if (r === '' || r === 'unknown') return (tr.status || '').toLowerCase() === 'online' ? 'registered' : 'unknown';
+  if (r === 'registered') return 'registered';
+  if (r === '' || r === 'unmonitored') return 'noreg';
   return 'unregistered';
 }
 
