@@ -151,7 +151,9 @@ func TestBrowserKeyboard(t *testing.T) {
 			b.do(chromedp.KeyEvent(s))
 		}
 	}
-	focused := func() string { return eval[string](b, `document.activeElement?.dataset?.exten || document.activeElement?.id || ''`) }
+	focused := func() string {
+		return eval[string](b, `document.activeElement?.dataset?.exten || document.activeElement?.id || ''`)
+	}
 
 	// Find Bob: the search box has the focus after login; his name, then
 	// ArrowDown to his card.
