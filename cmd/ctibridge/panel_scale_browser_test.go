@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,15 @@ func fakeExt(i int, status string) map[string]any {
 	x := map[string]any{"exten": exten, "name": fmt.Sprintf("Person %03d", i), "status": status, "dnd": false,
 		"cf": "", "cfb": "", "cfu": "", "ip": "127.0.0.1", "port": "5060", "sipuseragent": "sim", "chanType": "pjsip",
 		"context": "from-internal", "conversations": map[string]any{}}
+	// Some carry what a FreePBX-style PBX adds: DND, a forward, voicemail.
+	switch i % 10 {
+	case 7:
+		x["dnd"] = true
+	case 3:
+		x["cf"] = "0721405516"
+	case 5:
+		x["voicemail"] = map[string]int{"new": 2, "old": 1}
+	}
 	if status == "busy" || status == "ringing" {
 		peer := fmt.Sprint(1000 + (i+250)%500)
 		id := "PJSIP/" + exten + "-1>PJSIP/" + peer + "-2"
@@ -256,6 +266,23 @@ func TestBrowserLayout(t *testing.T) {
 		t.Errorf("compact mode shows %d cards at 1280x800, want at least 120", got)
 	}
 	b.shot("compact-200-1280x800")
+	// Badges as the extension JSON carries them (fakeExt): DND, forward
+	// target, voicemail count; absent where the JSON has none.
+	badge := func(exten, sel string) string {
+		return eval[string](b, fmt.Sprintf(`document.querySelector('#grid li[data-exten="%s"] %s')?.textContent || ''`, exten, sel))
+	}
+	if got := badge("1007", ".ind-dnd"); got != "DND" {
+		t.Errorf("1007's DND badge %q", got)
+	}
+	if got := badge("1003", ".ind-cf"); !strings.Contains(got, "0721405516") {
+		t.Errorf("1003's forward badge %q", got)
+	}
+	if got := badge("1005", ".ind-vm"); !strings.Contains(got, "2") {
+		t.Errorf("1005's voicemail badge %q", got)
+	}
+	if got := badge("1001", ".ind"); got != "" {
+		t.Errorf("1001 has a badge %q, but its JSON has nothing to show", got)
+	}
 	// The switch turns it off, and the choice is kept.
 	b.do(chromedp.Click(chromedp.CSS("#pref-compact")))
 	b.waitFor("normal cards", `!document.documentElement.classList.contains('compact')`, 5*time.Second)
