@@ -54,8 +54,49 @@ func TestBrowserStateTruth(t *testing.T) {
 	call = waitCall(t, placeCall(ctx, d.Phones["203"], "204"))
 	alice.waitFor("203 busy, hidden", cardIs("203", "busy", "private number")+" && "+cardIs("204", "busy", "private number"), wait)
 	op.waitFor("the operator sees 203 with 204", cardIs("203", "busy", "204"), wait)
+	// Actions follow /user/me: Alice may do nothing on 203's call, the
+	// operator (203 is in his groups) may hang it up, listen, park...
+	menuRoles := func(b *browser, exten string) string {
+		b.do(chromedp.Click(chromedp.CSS(`#grid li[data-exten="` + exten + `"] .menu-btn`)))
+		b.waitFor("the menu", `!document.querySelector('#card-menu').hidden`, wait)
+		roles := eval[string](b, `[...document.querySelectorAll('#card-menu [role="menuitem"]')].map(e => e.dataset.role).join(',')`)
+		b.do(chromedp.KeyEvent(kb.Escape))
+		return roles
+	}
+	if got := menuRoles(alice, "203"); got != "close" {
+		t.Errorf("Alice's menu on 203's call offers %q, want nothing", got)
+	}
+	// The operator is in that call himself: he may transfer it onto any
+	// card, and do nothing else on 204 (outside his groups) or idle 201.
+	if got := menuRoles(op, "204"); got != "xferhere,close" {
+		t.Errorf("the operator's menu on 204 offers %q, want only the transfer of his call", got)
+	}
+	if got := menuRoles(op, "201"); got != "xferhere,close" {
+		t.Errorf("the operator's menu on idle 201 offers %q, want only the transfer of his call", got)
+	}
 	call.hangup(t)
 	alice.waitFor("203 available", cardIs("203", "online", ""), wait)
+
+	// Alice is not in the support queue: she may log in to it and out.
+	alice.do(chromedp.Click(chromedp.CSS("#tab-queues")))
+	alice.waitFor("Log in (201)", `document.querySelector('#queues button[data-role="qlogin"]')`, wait)
+	alice.clearToast()
+	alice.do(chromedp.Click(chromedp.CSS(`#queues button[data-role="qlogin"]`)))
+	if !alice.refused(t, "/astproxy/queuemember_add") {
+		alice.waitFor("Alice a member", `document.querySelector('#queues .member[data-member="201"]')`, wait)
+		token := restLogin(t, d.URL, "alice", "alice")
+		pollREST(t, d.URL, token, "/astproxy/queues", "201 in the queue", func(qs map[string]struct{ Members map[string]any }) bool {
+			for _, q := range qs {
+				if _, ok := q.Members["201"]; ok {
+					return true
+				}
+			}
+			return false
+		})
+		alice.clearToast()
+		alice.do(chromedp.Click(chromedp.CSS(`#queues .member[data-member="201"] button[data-role="qlogout"]`)))
+		alice.refused(t, "/astproxy/queuemember_remove")
+	}
 
 	// The admin has no phone: Call says so in plain words, and nothing is
 	// sent to the PBX.
