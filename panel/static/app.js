@@ -40,6 +40,9 @@ const mine = new MyControls();
 const queues = new QueuesView($('#queues'), $('#parkings'));
 const trunks = new TrunksView($('#trunks'));
 const confs = new ConfsView($('#confs'));
+queues.name = 'queues';
+trunks.name = 'trunks';
+confs.name = 'confs';
 const phonebook = new Phonebook($('#view-phonebook'), (n) => call(n));
 const history = new History($('#view-history'), (n) => call(n));
 const popup = new Popup($('#popup'), (n) => { showView('history'); history.showNumber(n); });
@@ -49,9 +52,12 @@ function activeCall() {
   return a ? {convid: a.conv.id, endpointId: a.endpoint} : null;
 }
 
-// dirty re-renders a view at most once per frame.
+// dirty re-renders a view at most once per frame, and only while it is
+// shown (showView renders it when it is opened).
 const pending = new Set();
+const shown = {queues: () => !$('#view-queues').hidden, trunks: () => !$('#view-trunks').hidden, confs: () => !$('#view-confs').hidden};
 function dirty(view) {
+  if (!shown[view.name]()) return;
   if (!pending.size) {
     requestAnimationFrame(() => {
       const views = [...pending];
@@ -212,6 +218,8 @@ function showView(name) {
     panel.hidden = !on;
   }
   if (name === 'history' && !history.loaded) { history.loaded = true; history.load(true); }
+  if (name === 'queues') queues.render();
+  if (name === 'trunks') trunks.render();
   if (name === 'confs') confs.load().then(() => confs.render());
 }
 
