@@ -143,7 +143,7 @@ func TestAllowed(t *testing.T) {
 	us := mustUsers(t)
 	get := func(n string) *User { u, _ := us.Lookup(n); return u }
 	alice, paula, bob, olga, root := get("alice"), get("paula"), get("bob"), get("olga"), get("root")
-	acting := []Action{Call, Hangup, Transfer, Park, Pickup, Record, Spy, Intrude, SetDND, SetCallForward, QueueMembership}
+	acting := []Action{Call, Hangup, Transfer, Park, Pickup, Record, Spy, Intrude, SetDND, SetCallForward, QueueMembership, Conference}
 	type row struct {
 		user     *User
 		endpoint string

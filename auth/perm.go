@@ -28,13 +28,14 @@ const (
 	QueueMembership           // add, remove, pause or unpause the endpoint as a queue member
 	SwitchboardHistory        // read the whole switchboard's call history (endpoint ignored)
 	ManageUsers               // manage users (endpoint ignored)
+	Conference                // manage the ConfBridge room named by the endpoint (its own conference): add, mute, kick, lock, end
 )
 
 var actionNames = [...]string{
 	SeeCalls: "see_calls", Call: "call", Hangup: "hangup", Transfer: "transfer", Park: "park",
 	Pickup: "pickup", PickupParking: "pickup_parking", Record: "record", Spy: "spy", Intrude: "intrude",
 	SetDND: "dnd", SetCallForward: "call_forward", QueueMembership: "queue_member",
-	SwitchboardHistory: "switchboard_history", ManageUsers: "manage_users",
+	SwitchboardHistory: "switchboard_history", ManageUsers: "manage_users", Conference: "conference",
 }
 
 func (a Action) String() string {
@@ -89,7 +90,7 @@ func Allowed(u *User, a Action, endpoint string) bool {
 		return u.perms[PermSwitchboardHistory]
 	case ManageUsers:
 		return false
-	case Call, Hangup, Transfer, Park, Pickup, Record, Spy, Intrude, SetDND, SetCallForward, QueueMembership:
+	case Call, Hangup, Transfer, Park, Pickup, Record, Spy, Intrude, SetDND, SetCallForward, QueueMembership, Conference:
 		return endpoint != "" && u.scope[endpoint]
 	case PickupParking:
 		if u.Role == RoleUser && !u.perms[PermOperatorPanel] {

@@ -69,6 +69,7 @@ type User struct {
 	Endpoints    []string // extensions the user owns
 	Groups       []string
 	Permissions  []string // extra permissions: PermOperatorPanel, ...
+	Cellphone    string   // the user's mobile number: presence "cellphone" forwards there
 
 	// Derived by NewUsers.
 	own     map[string]bool // Endpoints
@@ -279,13 +280,18 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 			if v.Kind != yaml.ScalarNode {
 				return fail(v.Line, k.Value, "want a string")
 			}
-		case "name", "password_hash", "role":
+		case "name", "password_hash", "role", "cellphone":
 			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 				return fail(v.Line, k.Value, "want a string")
 			}
 			switch k.Value {
 			case "name":
 				u.Name = v.Value
+			case "cellphone":
+				if err := checkCellphone(v.Value); err != nil {
+					return fail(v.Line, k.Value, "%v", err)
+				}
+				u.Cellphone = v.Value
 			case "password_hash":
 				u.PasswordHash = v.Value
 				if err := checkHash(v.Value); err != nil {
@@ -329,7 +335,7 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 				u.Permissions = vals
 			}
 		default:
-			return fail(k.Line, k.Value, "unknown key (known: username, name, password_hash, role, endpoints, groups, permissions)")
+			return fail(k.Line, k.Value, "unknown key (known: username, name, password_hash, role, endpoints, groups, permissions, cellphone)")
 		}
 	}
 	if u.PasswordHash == "" {
@@ -371,6 +377,15 @@ func checkName(s string) error {
 		if c <= ' ' || c == 0x7f {
 			return fmt.Errorf("%q contains a space or control character", s)
 		}
+	}
+	return nil
+}
+
+// checkCellphone: a number a phone can dial (it becomes a forward target
+// in AstDB and an AMI header): digits, *, # and +, at most 32.
+func checkCellphone(s string) error {
+	if s == "" || len(s) > 32 || strings.Trim(s, "0123456789*#+") != "" {
+		return fmt.Errorf("cellphone %q: want digits, *, # and + only, at most 32", s)
 	}
 	return nil
 }

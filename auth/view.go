@@ -73,12 +73,21 @@ func (v View) Conversation(owner string, data []byte) []byte {
 		return data
 	}
 	return redact(data, func(path []string, key string) bool {
-		return key == "counterpartNum" || key == "counterpartName"
+		return key == "counterpartNum" || key == "counterpartName" || isConvExtraDetail(path, key)
 	})
 }
 
 func isConvDetail(path []string, key string) bool {
-	return (key == "counterpartNum" || key == "counterpartName") && len(path) >= 2 && path[0] == "conversations"
+	if len(path) < 2 || path[0] != "conversations" {
+		return false
+	}
+	return key == "counterpartNum" || key == "counterpartName" || isConvExtraDetail(path[2:], key)
+}
+
+// isConvExtraDetail: inside a conversation, the spied extension and who
+// parked the call name the counterpart too.
+func isConvExtraDetail(path []string, key string) bool {
+	return len(path) == 1 && (path[0] == "spy" && key == "exten" || path[0] == "parked" && key == "by")
 }
 
 func isWaitingCallerDetail(path []string, key string) bool {

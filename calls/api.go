@@ -29,6 +29,9 @@ type Config struct {
 	// must not block: an in-memory phonebook index, not a database query.
 	// It returns "" when it knows no name.
 	NameLookup func(number string) string
+	// Cellphones gives, by extension, the cellphone number of the user
+	// whose main extension it is: a forward to it is presence "cellphone".
+	Cellphones map[string]string
 	// Log receives rate-limited warnings. Default: discard.
 	Log *slog.Logger
 }
@@ -59,6 +62,7 @@ type Stats struct {
 	ByType       map[string]uint64 // messages applied, by event name
 	Unknown      uint64            // events for unknown channels or out of order
 	DriftRepairs uint64            // corrections made by Reconcile and EndResync
+	BadValues    uint64            // AstDB values refused (a forward target with letters or CR/LF, a bad DND value or name)
 }
 
 // New returns an engine with empty state, link down. Its first snapshot
@@ -83,7 +87,8 @@ func (e *Engine) SetLink(s LinkState) { e.setLink(s) }
 
 // BeginResync starts a resynchronisation: call it before sending the list
 // actions (CoreShowChannels, ExtensionStateList, PJSIPShowEndpoints,
-// QueueStatus, ParkedCalls, DeviceStateList). The snapshot is stale until
+// QueueStatus, ParkedCalls, DeviceStateList, ConfbridgeListRooms), then
+// the follow-ups (Followups(FollowResync)). The snapshot is stale until
 // EndResync. List items and live events then go through Apply, in any
 // order.
 func (e *Engine) BeginResync() { e.beginResync() }
@@ -92,7 +97,9 @@ func (e *Engine) BeginResync() { e.beginResync() }
 // channels neither confirmed by a CoreShowChannel item nor created since
 // BeginResync are removed, queue entries and parked calls whose channel is
 // gone are removed, queue members and callers not listed by a QueueStatus
-// answer are removed, and the link becomes live.
+// answer are removed, conference members whose channel is gone, rooms left
+// empty and rooms a ConfbridgeListRooms answer left out are removed, and the
+// link becomes live.
 func (e *Engine) EndResync() { e.endResync() }
 
 // BeginReconcile marks the moment a CoreShowChannels action for Reconcile
@@ -108,6 +115,24 @@ func (e *Engine) BeginReconcile() { e.beginReconcile() }
 // ones are added, bridges are corrected. It returns the number of repairs,
 // also added to Stats.DriftRepairs.
 func (e *Engine) Reconcile(items []ami.Message) int { return e.reconcile(items) }
+
+// Followups returns the actions the engine wants sent (see FollowupKind):
+// for FollowResync and FollowRefresh every feature's list plus what events
+// asked for, for FollowPending only the latter. The link owner sends them
+// (pipelined, in any order) and hands each answer to ApplyAnswer. Engine
+// goroutine only.
+func (e *Engine) Followups(k FollowupKind) []ami.Message { return e.followups(k) }
+
+// ApplyAnswer applies the answer to a follow-up action: its list items go
+// through Apply, then the action's own handling runs (a DBGet answered
+// "not found" clears the value, a MailboxCount's counts are headers of
+// the response). err is Do's error; an *ami.ActionError saying the PBX
+// does not know the action is logged once, and the engine stops asking
+// for it until the next BeginResync (a PBX without DBGetTree is then read
+// with DBGet). Engine goroutine only.
+func (e *Engine) ApplyAnswer(action ami.Message, resp ami.Response, err error) {
+	e.applyAnswer(action, resp, err)
+}
 
 // Stats returns a copy of the counters. Engine goroutine only.
 func (e *Engine) Stats() Stats {

@@ -53,22 +53,38 @@ type channel struct {
 	gone      bool   // hung up or dropped
 	rang      bool   // extenRinging already emitted
 	lastID    string // conversation id while it had a peer: kept when the peer leaves
+
+	prevBridge *bridge   // the talking bridge it just left, others still in it (attended transfer)
+	m          *chanMore // what few channels need, made on first need: keeps channel small
 }
 
-// bridge is an Asterisk bridge.
-type bridge struct {
-	id      string
-	holding bool // parking lot or holding bridge: nobody talks to anybody
-	members []*channel
+// chanMore is what only some channels need.
+type chanMore struct {
+	account  string   // AccountCode: ctibridge's Originate puts the destination there
+	xfer     *xfer    // the attended transfer it takes part in
+	parkedIn string   // parking space it waits in
+	confRoom string   // the ConfBridge room it is a member of
+	spyee    *channel // the channel it spies on (ChanSpy)
+	spyMode  string   // listen | whisper | barge, from its Originate's ChanSpy options
 }
 
-func (b *bridge) remove(c *channel) {
-	for i, m := range b.members {
-		if m == c {
-			b.members = append(b.members[:i], b.members[i+1:]...)
-			return
-		}
+var noMore chanMore
+
+// more returns c's chanMore, making it.
+func (c *channel) more() *chanMore {
+	if c.m == nil {
+		c.m = &chanMore{}
 	}
+	return c.m
+}
+
+// get returns c's chanMore for reading only (the shared zero value when
+// none: never write through it).
+func (c *channel) get() *chanMore {
+	if c.m == nil {
+		return &noMore
+	}
+	return c.m
 }
 
 // tombstones remembers the Uniqueids of the last hung-up channels, so that
@@ -167,6 +183,11 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 		c.linkedid = uid
 	}
 	c.originator = c.state == stateRing || c.state == stateUp
+	if a := m.Get("AccountCode"); a != "" {
+		// Asterisk sets it with NewAccountCode; list items (and pbxsim)
+		// carry it here.
+		c.more().account = a
+	}
 	tech, ep := splitChannel(name)
 	c.tech = tech
 	switch {
@@ -246,7 +267,11 @@ func (e *Engine) dropChannel(c *channel) {
 			}
 		}
 	}
-	// A caller waiting in a queue or parked cannot outlive its channel.
+	// A caller waiting in a queue or parked, or a conference member,
+	// cannot outlive its channel.
+	if c.get().confRoom != "" {
+		e.confLeave(c)
+	}
 	for _, q := range e.queues {
 		if _, ok := q.waiting[c.name]; ok {
 			delete(q.waiting, c.name)
@@ -300,11 +325,21 @@ func (e *Engine) updateCommon(c *channel, m ami.Message) {
 	e.changed(c)
 }
 
+// noteRinging queues an extenRinging for a phone rung by a call to it;
+// never for the first leg of ctibridge's own Originate (click-to-call,
+// pickup, spy), which rings the clicking user's own phone.
 func (e *Engine) noteRinging(c *channel) {
-	if c.kind == ownerExt && !c.rang && !c.isOut() {
+	if c.kind == ownerExt && !c.rang && !c.isOut() && !c.ownOriginate() {
 		c.rang = true
 		e.ringing = append(e.ringing, c)
 	}
+}
+
+// ownOriginate reports a leg rung by an Originate that named its
+// destination in AccountCode, as ctibridge's actions do.
+func (c *channel) ownOriginate() bool {
+	a := c.get().account
+	return c.originated && c.dialledBy == nil && a != "" && a != c.owner
 }
 
 func (e *Engine) touchKnown(m ami.Message) {
@@ -334,9 +369,18 @@ func (e *Engine) onNewchannel(m ami.Message) {
 	}
 }
 
-func (e *Engine) onNewstate(m ami.Message) {
-	if c := e.chanOf(m); c != nil {
-		e.updateCommon(c, m)
+// onNewstate handles Newstate, NewCallerid, NewConnectedLine and
+// NewAccountCode (ev).
+func (e *Engine) onNewstate(m ami.Message, ev string) {
+	c := e.chanOf(m)
+	if c == nil {
+		return
+	}
+	e.updateCommon(c, m)
+	if ev == "NewAccountCode" {
+		if v := m.Get("AccountCode"); v != c.get().account {
+			c.more().account = strings.Clone(v)
+		}
 	}
 }
 
@@ -365,6 +409,7 @@ func (e *Engine) onDialBegin(m ami.Message) {
 		}
 	} else {
 		src.dialledOut = true
+		src.prevBridge = nil // sent to the dialplan: a blind transfer, not a consult
 		if !containsChan(src.dialTargets, dst) {
 			src.dialTargets = append(src.dialTargets, dst)
 		}
@@ -426,105 +471,6 @@ func (e *Engine) onDialEnd(m ami.Message) {
 	e.changed(dst)
 }
 
-func isHolding(m ami.Message) bool {
-	return m.Get("BridgeTechnology") == "holding_bridge" || m.Get("BridgeType") == "parking"
-}
-
-func (e *Engine) ensureBridge(id string, m ami.Message) *bridge {
-	b := e.bridges[id]
-	if b == nil {
-		b = &bridge{id: id, holding: isHolding(m)}
-		e.bridges[id] = b
-	}
-	return b
-}
-
-func (e *Engine) onBridgeCreate(m ami.Message) {
-	if id := m.Get("BridgeUniqueid"); id != "" {
-		e.ensureBridge(id, m)
-	}
-}
-
-// joinBridge puts c into b; entering a talking bridge with somebody else
-// is what answers a conversation.
-func (e *Engine) joinBridge(c *channel, b *bridge) {
-	if c.bridge == b {
-		return
-	}
-	if c.bridge != nil {
-		c.bridge.remove(c)
-	}
-	c.bridge = b
-	b.members = append(b.members, c)
-	if !b.holding && len(b.members) > 1 {
-		now := e.nowMs()
-		for _, x := range b.members {
-			if x.answeredAt == 0 {
-				x.answeredAt = now
-			}
-			e.changed(x)
-		}
-	}
-	e.changed(c)
-}
-
-func (e *Engine) onBridgeEnter(m ami.Message) {
-	c := e.chanOf(m)
-	id := m.Get("BridgeUniqueid")
-	if c == nil || id == "" {
-		return
-	}
-	e.updateCommon(c, m)
-	b := e.ensureBridge(id, m)
-	if swap := m.Get("SwapUniqueid"); swap != "" {
-		// c replaces a Local half (optimisation): the half leaves the bridge.
-		if s := e.chans[swap]; s != nil && s.bridge == b {
-			b.remove(s)
-			s.bridge = nil
-			e.changed(s)
-		}
-	}
-	e.joinBridge(c, b)
-}
-
-func (e *Engine) onBridgeLeave(m ami.Message) {
-	c := e.chanOf(m)
-	if c == nil {
-		return
-	}
-	e.updateCommon(c, m)
-	if c.bridge != nil && c.bridge.id == m.Get("BridgeUniqueid") {
-		for _, x := range c.bridge.members {
-			e.changed(x)
-		}
-		c.bridge.remove(c)
-		c.bridge = nil
-	}
-}
-
-func (e *Engine) onBridgeDestroy(m ami.Message) {
-	id := m.Get("BridgeUniqueid")
-	b := e.bridges[id]
-	if b == nil {
-		return
-	}
-	for _, x := range b.members {
-		x.bridge = nil
-		e.changed(x)
-	}
-	delete(e.bridges, id)
-}
-
-func (e *Engine) onBridgeMerge(m ami.Message) {
-	from, to := e.bridges[m.Get("FromBridgeUniqueid")], e.bridges[m.Get("ToBridgeUniqueid")]
-	if from == nil || to == nil || from == to {
-		return
-	}
-	for _, x := range append([]*channel(nil), from.members...) {
-		e.joinBridge(x, to)
-	}
-}
-
 func (e *Engine) onHangup(m ami.Message) {
 	uid := m.Get("Uniqueid")
 	c := e.chanBy(uid, m.Get("Channel"))
@@ -584,9 +530,18 @@ func (e *Engine) onPickup(m ami.Message) {
 	e.changed(c)
 }
 
-// onTransfer only refreshes the parties: the bridge, dial and connected
-// line events around a transfer carry the actual change.
-func (e *Engine) onTransfer(m ami.Message) {
+// onTransfer handles BlindTransfer and AttendedTransfer (ev); besides the
+// attended transfer's end (transfer.go), it only refreshes the parties: the
+// bridge, dial and connected line events around a transfer carry the
+// actual change.
+func (e *Engine) onTransfer(m ami.Message, ev string) {
+	if ev == "AttendedTransfer" {
+		e.onAttendedTransfer(m)
+	}
+	e.touchTransferParties(m)
+}
+
+func (e *Engine) touchTransferParties(m ami.Message) {
 	for _, k := range [...][2]string{
 		{"TransfererUniqueid", "TransfererChannel"},
 		{"TransfereeUniqueid", "TransfereeChannel"},

@@ -26,8 +26,8 @@ func alive(c *channel) bool { return c != nil && !c.gone }
 // channel pairs are looked through.
 func (e *Engine) peerOf(c *channel) *channel {
 	if b := c.bridge; b != nil {
-		if b.holding {
-			return nil
+		if b.holding || b.conf {
+			return nil // a conference has no single counterpart, even with two in it
 		}
 		switch len(b.members) {
 		case 2:
@@ -119,9 +119,23 @@ func (e *Engine) nameOf(num string) string {
 	return ""
 }
 
+// phonebookName is the phonebook's name for num (Config.NameLookup),
+// whatever name the PBX gave: extenRinging carries both.
+func (e *Engine) phonebookName(num string) string {
+	if num == "" || e.cfg.NameLookup == nil {
+		return ""
+	}
+	return e.cfg.NameLookup(num)
+}
+
 // convFor derives the conversation of one channel for its owner.
+// It is the zero Conversation (no ID) when c has nothing left to show: its
+// peer was parked away from it.
 func (e *Engine) convFor(c *channel) Conversation {
 	p := e.peerOf(c)
+	if p != nil && p.get().parkedIn != "" && p.bridge != nil && p.bridge.holding && c.bridge != p.bridge {
+		return Conversation{}
+	}
 	cv := Conversation{
 		CallID:       c.linkedid,
 		Owner:        c.owner,
@@ -135,7 +149,9 @@ func (e *Engine) convFor(c *channel) Conversation {
 		QueueID:      c.queue,
 		ThroughTrunk: c.viaTrunk,
 	}
-	out := c.isOut()
+	consult := c.consulting()
+	more := c.get()
+	out := c.isOut() || consult || more.spyee != nil
 	if c.kind == ownerTrunk {
 		// A trunk's calling side is the outside world: inbound.
 		cv.ThroughTrunk = true
@@ -157,7 +173,7 @@ func (e *Engine) convFor(c *channel) Conversation {
 			cv.ID = ">" + c.name
 		}
 	} else {
-		if callerFirst(c, p) {
+		if consult || callerFirst(c, p) {
 			cv.ID = c.name + ">" + p.name
 		} else {
 			cv.ID = p.name + ">" + c.name
@@ -167,13 +183,44 @@ func (e *Engine) convFor(c *channel) Conversation {
 			cv.ThroughTrunk = true
 		}
 	}
+	if consult {
+		// The consult call's talk time is the target's.
+		cv.AnsweredAt = 0
+		if p != nil {
+			cv.AnsweredAt = p.answeredAt
+		}
+	}
 	cv.Connected = c.conference ||
 		(c.answeredAt != 0 && p != nil && p.state == stateUp && (c.bridge == nil || !c.bridge.holding))
+	var ex ConvExtra
+	if x, role := e.xferOf(c, p); x != nil {
+		ex.Transfer = Transfer{ID: x.id, State: x.state, Role: role, Consult: consult}
+	}
+	ex.Parked = e.parkedOf(c)
+	if more.spyee != nil {
+		e.spyConv(&cv, &ex, c)
+	}
+	if ex != (ConvExtra{}) {
+		cv.Extra = new(ConvExtra) // only then: ex itself stays on the stack
+		*cv.Extra = ex
+	}
+	if more.spyee != nil {
+		return cv
+	}
+	if more.confRoom != "" {
+		cv.CounterpartNum = more.confRoom // the room, not whoever spoke last
+		return cv
+	}
+	e.counterpart(&cv, c, p, out)
+	return cv
+}
 
-	// The counterpart: an extension peer is named by its extension (that
-	// stays true across transfers, before any connected line update); an
-	// outside caller by its caller ID; otherwise what the PBX shows as the
-	// connected line, else what was dialled.
+// counterpart names whom c talks to. An extension peer is named by its
+// extension (that stays true across transfers, before any connected line
+// update); an outside caller by its caller ID; otherwise what the PBX
+// shows as the connected line, else what was dialled. An originated leg
+// not yet bridged shows its destination, never its own number.
+func (e *Engine) counterpart(cv *Conversation, c, p *channel, out bool) {
 	switch {
 	case p != nil && p.kind == ownerExt:
 		cv.CounterpartNum = p.owner
@@ -188,7 +235,12 @@ func (e *Engine) convFor(c *channel) Conversation {
 		if known(p.callerName) {
 			cv.CounterpartName = p.callerName
 		}
-	case known(c.connNum):
+	case p == nil && c.ownOriginate():
+		// ctibridge's own Originate (click-to-call, pickup, spy): the PBX
+		// rings this phone first; AccountCode holds where the call goes.
+		cv.CounterpartNum = c.get().account
+		cv.Direction = "out"
+	case known(c.connNum) && (c.connNum != c.owner || c.kind != ownerExt):
 		cv.CounterpartNum = c.connNum
 		if known(c.connName) {
 			cv.CounterpartName = c.connName
@@ -204,5 +256,4 @@ func (e *Engine) convFor(c *channel) Conversation {
 	if cv.CounterpartName == "" {
 		cv.CounterpartName = e.nameOf(cv.CounterpartNum)
 	}
-	return cv
 }

@@ -1,6 +1,7 @@
 // Package calls is ctibridge's call-state engine: it turns the AMI event
 // stream of one Asterisk into the live state of every extension, call
-// (conversation), queue, parking space and trunk, and publishes that state
+// (conversation), queue, parking space, trunk and ConfBridge conference,
+// and publishes that state
 // as immutable, pre-encoded snapshots plus a seq-numbered change feed.
 //
 // # What it does
@@ -13,6 +14,25 @@
 //     channel>" and disappears when its owner's channel hangs up. Talk time
 //     (answeredAt) starts when the channel is bridged with its real
 //     counterpart, never at an Answer() before a queue or an IVR.
+//   - Some conversations carry more: an attended transfer run by Asterisk
+//     (Atxfer, or the *2 feature) is tracked from the moment the
+//     transferer's channel moves from the bridge the transferee stays in to
+//     a consult bridge: the transferer then has two conversations (the
+//     held one and the outgoing consult), and every party's conversation
+//     says "transfer" {id, state, role} until it hangs up (transfer.go). A
+//     parked party's conversation says "parked" and the parker's
+//     conversation disappears (parkings.go); a ChanSpy session shows the
+//     spied extension and the mode on the spy's conversation (spy.go); a
+//     conference member's conversation is inConference with the room as
+//     counterpart, never a two-party call; the first leg of ctibridge's own
+//     Originate (destination in AccountCode) shows that destination and
+//     raises no extenRinging.
+//   - Conferences: rooms and members from the Confbridge* events and, at
+//     resync, ConfbridgeListRooms and ConfbridgeList items (the link owner
+//     sends the ConfbridgeList per room that the engine asks for as a
+//     follow-up). Members
+//     whose channel did not survive the resync, rooms left empty and rooms
+//     a room list left out are removed at EndResync (conferences.go).
 //   - Publish ends a batch: it re-derives what the batch touched, encodes
 //     only entities whose value changed, appends one Change per changed
 //     entity to the Feed and stores a new Snapshot in an atomic pointer.
@@ -21,13 +41,27 @@
 //     CoreShowChannels are dropped, hung-up channels are never resurrected
 //     by a late list item (tombstones), and the snapshot says it is stale
 //     while the link is down or resynchronising.
+//   - Followups and ApplyAnswer are how the engine reads what the fixed
+//     resync lists do not give (docs/link.md): the engine says which
+//     actions it wants (PJSIPShowEndpoint per listed endpoint for names and
+//     mailboxes, FreePBX's AstDB families CF, CFB, CFU, DND and AMPUSER by
+//     DBGetTree or DBGet, MailboxCount per MWI device, Parkinglots) and
+//     learns from their answers; the link sends them. AstDB values are
+//     validated before they become state (Stats.BadValues counts the
+//     refused ones); an action the PBX lacks is logged once and not asked
+//     again until the next resync.
+//   - Extensions carry their forwards and DND as FreePBX stores them, and
+//     their voicemail counts (MessageWaiting, MailboxCount); PresenceOf and
+//     MainPresenceOf derive NethCTI's user presence from them, and Publish
+//     announces changes of it as userPresenceUpdate.
 //   - StreamClock gives replays a deterministic clock read from the stream.
 //
 // # What it does not do
 //
 // No I/O, no goroutines, no timers, no clock reads except Config.Now. It
 // does not send actions, reconnect or decide when to resync: the AMI link
-// owner calls BeginResync/EndResync and Reconcile. It never imports
+// owner calls BeginResync/EndResync and Reconcile, and sends the
+// follow-ups the engine asks for. It never imports
 // net/http or ami.Client; only ami.Message. Unknown events and headers are
 // ignored, and events for unknown channels are counted (Stats.Unknown),
 // never fatal.

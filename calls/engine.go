@@ -20,18 +20,21 @@ type Engine struct {
 	log      *slog.Logger
 
 	// Owned by the engine goroutine.
-	exts    map[string]*extState
-	trunks  map[string]*trunkState
-	queues  map[string]*queueState
-	parks   map[string]*parkState
-	chans   map[string]*channel // by Uniqueid
-	byName  map[string]*channel // by channel name
-	bridges map[string]*bridge
-	busyExt map[string]*extState   // extensions that have channels
-	busyTrk map[string]*trunkState // trunks that have channels
-	tombs   tombstones
-	stats   Stats
-	chanSeq uint64 // creation counter of channels
+	exts     map[string]*extState
+	trunks   map[string]*trunkState
+	queues   map[string]*queueState
+	parks    map[string]*parkState
+	confs    map[string]*confState
+	chans    map[string]*channel // by Uniqueid
+	byName   map[string]*channel // by channel name
+	bridges  map[string]*bridge
+	busyExt  map[string]*extState   // extensions that have channels
+	busyTrk  map[string]*trunkState // trunks that have channels
+	tombs    tombstones
+	stats    Stats
+	follow   followState
+	presence map[string]string // published presence by extension
+	chanSeq  uint64            // creation counter of channels
 
 	link          LinkState
 	linkSince     int64
@@ -47,6 +50,7 @@ type Engine struct {
 	dirtyQueue   map[string]struct{}
 	dirtyMember  map[memberKey]struct{}
 	dirtyPark    map[string]struct{}
+	dirtyConf    map[string]struct{}
 	ringing      []*channel // extension channels that started ringing
 
 	version uint64
@@ -70,6 +74,7 @@ func newEngine(cfg Config) *Engine {
 		trunks:      map[string]*trunkState{},
 		queues:      map[string]*queueState{},
 		parks:       map[string]*parkState{},
+		confs:       map[string]*confState{},
 		chans:       map[string]*channel{},
 		byName:      map[string]*channel{},
 		bridges:     map[string]*bridge{},
@@ -81,6 +86,8 @@ func newEngine(cfg Config) *Engine {
 		dirtyQueue:  map[string]struct{}{},
 		dirtyMember: map[memberKey]struct{}{},
 		dirtyPark:   map[string]struct{}{},
+		presence:    map[string]string{},
+		dirtyConf:   map[string]struct{}{},
 		feed:        newFeed(cfg.FeedSize),
 	}
 	if e.now == nil {
@@ -140,7 +147,7 @@ func (e *Engine) apply(m ami.Message) {
 	case "Newchannel":
 		e.onNewchannel(m)
 	case "Newstate", "NewCallerid", "NewConnectedLine", "NewAccountCode":
-		e.onNewstate(m)
+		e.onNewstate(m, ev)
 	case "DialBegin":
 		e.onDialBegin(m)
 	case "DialState":
@@ -168,13 +175,14 @@ func (e *Engine) apply(m ami.Message) {
 	case "Pickup":
 		e.onPickup(m)
 	case "BlindTransfer", "AttendedTransfer":
-		e.onTransfer(m)
+		e.onTransfer(m, ev)
+	case "ChanSpyStart", "ChanSpyStop", "OriginateResponse":
+		e.onSpyEvent(m, ev)
 	case "LocalBridge", "LocalOptimizationBegin", "LocalOptimizationEnd":
 		e.onLocal(m)
-	case "ConfbridgeJoin":
-		e.onConfbridge(m, true)
-	case "ConfbridgeLeave":
-		e.onConfbridge(m, false)
+	case "ConfbridgeStart", "ConfbridgeEnd", "ConfbridgeJoin", "ConfbridgeLeave", "ConfbridgeList", "ConfbridgeListRooms",
+		"ConfbridgeMute", "ConfbridgeUnmute", "ConfbridgeTalking", "ConfbridgeLock", "ConfbridgeUnlock":
+		e.onConfEvent(m, ev)
 	case "CoreShowChannel":
 		e.onCoreShowChannel(m)
 
@@ -183,7 +191,7 @@ func (e *Engine) apply(m ami.Message) {
 		e.onExtensionStatus(m)
 	case "DeviceStateChange":
 		e.onDeviceStateChange(m)
-	case "ContactStatus", "ContactStatusDetail":
+	case "ContactStatus", "ContactStatusDetail", "ContactList":
 		e.onContactStatus(m)
 	case "PeerStatus":
 		e.onPeerStatus(m)
@@ -191,6 +199,14 @@ func (e *Engine) apply(m ami.Message) {
 		e.onEndpoint(m)
 	case "Registry":
 		e.onRegistry(m)
+	case "DBGetResponse":
+		e.onDBGetResponse(m)
+	case "DBGetTreeResponse":
+		e.onDBGetTreeResponse(m)
+	case "MessageWaiting":
+		e.onMessageWaiting(m)
+	case "VoicemailUserEntry":
+		e.onVoicemailUserEntry(m)
 
 	// Queues.
 	case "QueueParams":

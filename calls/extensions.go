@@ -11,9 +11,16 @@ import (
 type extState struct {
 	exten    string
 	name     string // from Config.Names: wins
+	astName  string // FreePBX's AMPUSER/<ext>/cidname
+	epName   string // the name in the endpoint's callerid (PJSIPShowEndpoint)
 	pbxName  string // the CallerIDName the PBX shows for its channels
 	status   string
-	dnd      bool // FreePBX's Custom:DND<ext> device state is on
+	dnd      bool   // AstDB DND/<ext>, or FreePBX's Custom:DND<ext> device state
+	cf       string // AstDB CF/<ext>: unconditional forward target
+	cfb      string // AstDB CFB/<ext>: forward on busy
+	cfu      string // AstDB CFU/<ext>: forward when unavailable
+	vm       *Voicemail
+	detailed bool // a PJSIPShowEndpoint answer was applied
 	ip       string
 	port     string
 	ua       string
@@ -22,9 +29,17 @@ type extState struct {
 	chans    []*channel
 }
 
+// displayName: the users file overrides what the PBX says; of the PBX's
+// names, FreePBX's own (AstDB) first, then the endpoint's callerid, then
+// what its calls showed.
 func (x *extState) displayName() string {
-	if x.name != "" {
+	switch {
+	case x.name != "":
 		return x.name
+	case x.astName != "":
+		return x.astName
+	case x.epName != "":
+		return x.epName
 	}
 	return x.pbxName
 }
@@ -126,6 +141,10 @@ func (e *Engine) onExtensionStatus(m ami.Message) {
 
 func (e *Engine) onDeviceStateChange(m ami.Message) {
 	dev := m.Get("Device")
+	if len(dev) > len(mwiPrefix) && strings.EqualFold(dev[:len(mwiPrefix)], mwiPrefix) {
+		e.askMailbox(dev[len(mwiPrefix):]) // a mailbox exists: count its messages once
+		return
+	}
 	if len(dev) > len(customDND) && strings.EqualFold(dev[:len(customDND)], customDND) {
 		// FreePBX's do-not-disturb: BUSY while on, NOT_INUSE off.
 		if x := e.extFor(dev[len(customDND):]); x != nil {
@@ -185,6 +204,9 @@ func contactEndpoint(m ami.Message) string {
 	if ep := m.Get("EndpointName"); ep != "" {
 		return ep
 	}
+	if ep := m.Get("Endpoint"); ep != "" { // ContactList items
+		return ep
+	}
 	aor := m.Get("AOR")
 	if i := strings.IndexByte(aor, '/'); i >= 0 {
 		aor = aor[:i]
@@ -201,6 +223,10 @@ func (e *Engine) onContactStatus(m ami.Message) {
 	switch e.classify(ep) {
 	case ownerExt:
 		x := e.ensureExt(ep)
+		if m.Event() == "ContactStatus" && allDigits(ep) {
+			// A phone (re)registered: its endpoint may have changed too.
+			e.ask(ami.NewAction("PJSIPShowEndpoint", "Endpoint", ep))
+		}
 		if uri := m.Get("URI"); uri != "" {
 			h, p := splitURI(uri)
 			x.ip, x.port = strings.Clone(h), strings.Clone(p)
@@ -276,10 +302,17 @@ func (e *Engine) onEndpoint(m ami.Message) {
 		if ctx := m.Get("Context"); ctx != "" {
 			x.context = strings.Clone(ctx)
 		}
-		if cid := m.Get("Callerid"); cid != "" && x.pbxName == "" {
-			if name := callerIDName(cid); name != "" {
-				x.pbxName = strings.Clone(name)
+		if m.Event() == "EndpointDetail" {
+			x.detailed = true
+			if name := callerIDName(m.Get("Callerid")); name != x.epName && known(name) && validName(name) {
+				x.epName = strings.Clone(name)
 			}
+			for box := range strings.SplitSeq(m.Get("Mailboxes"), ",") {
+				e.askMailbox(strings.TrimSpace(box))
+			}
+		} else if (e.resync.active || !x.detailed) && allDigits(ep) {
+			// Listed: its name and mailboxes are in the endpoint's details.
+			e.ask(ami.NewAction("PJSIPShowEndpoint", "Endpoint", ep))
 		}
 		if c := m.Get("Contacts"); c != "" && x.ip == "" {
 			// "201/sip:201@127.0.0.1:5201,"
@@ -310,4 +343,16 @@ func callerIDName(cid string) string {
 		cid = strings.TrimSpace(cid[:i])
 	}
 	return strings.Trim(cid, `"`)
+}
+
+// endpointRefreshFollowups re-lists the endpoints periodically: an
+// endpoint added since is then detailed (onEndpoint asks), and, when the
+// names are due, every endpoint is.
+func endpointRefreshFollowups(e *Engine) []ami.Message {
+	if e.namesDue() {
+		for _, x := range e.exts {
+			x.detailed = false
+		}
+	}
+	return []ami.Message{ami.NewAction("PJSIPShowEndpoints")}
 }

@@ -5,7 +5,7 @@ import "sync"
 // Change is one feed entry: the new JSON of an entity, or an event.
 type Change struct {
 	Seq  uint64
-	Type string // extenUpdate | queueUpdate | queueMemberUpdate | parkingUpdate | trunkUpdate | extenRinging | pbxStatus
+	Type string // extenUpdate | queueUpdate | queueMemberUpdate | parkingUpdate | trunkUpdate | extenRinging | userPresenceUpdate | pbxStatus
 	Key  string // extension number, queue name, "queue/member", space, trunk name, or "pbx"
 	Data []byte // JSON; the same bytes as in the snapshot, never modified
 	At   int64  // ms since the epoch of the Publish that produced it

@@ -237,7 +237,7 @@ func TestJSONShapes(t *testing.T) {
 	}
 	q := Queue{Queue: "401", Members: map[string]QueueMember{"201": {Member: "201"}}, WaitingCallers: map[string]QueueCaller{"c": {Channel: "c"}}, Completed: 11}
 	qb := appendQueue(nil, &q)
-	if got, want := keysOf(t, qb), sortedFields("queue name members waitingCallers completed abandoned holdTime talkTime"); !slices.Equal(got, want) {
+	if got, want := keysOf(t, qb), sortedFields("queue name number members waitingCallers completed abandoned holdTime talkTime"); !slices.Equal(got, want) {
 		t.Errorf("queue keys %v", got)
 	}
 	var qd struct {
@@ -313,7 +313,7 @@ func TestStateJSONDeterministic(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &v); err != nil {
 		t.Fatal(err)
 	}
-	if got := keysOf(t, []byte(a)); !slices.Equal(got, []string{"extensions", "parkings", "pbx", "queues", "trunks"}) {
+	if got := keysOf(t, []byte(a)); !slices.Equal(got, []string{"conferences", "extensions", "parkings", "pbx", "queues", "trunks"}) {
 		t.Errorf("state keys %v", got)
 	}
 }

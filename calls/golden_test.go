@@ -40,20 +40,24 @@ type checkpoint struct {
 	Queues     json.RawMessage `json:"queues"`
 	Parkings   json.RawMessage `json:"parkings"`
 	Trunks     json.RawMessage `json:"trunks"`
+	Confs      json.RawMessage `json:"conferences"`
 }
 
 var scenarios = []string{
+	"atxfer_complete",
 	"attended_transfer_atxfer",
 	"basic_call_caller_hangup",
 	"blind_transfer_redirect",
 	"busy_486",
 	"confbridge_3_party",
+	"confbridge_actions",
 	"hold_unhold",
 	"inbound_trunk_did",
 	"load_10_calls_5cps",
 	"no_answer_caller_cancel",
 	"originate_click_to_call",
 	"park_retrieve",
+	"pickup_ringing",
 	"queue_answered",
 	"status_actions_during_call",
 }
@@ -183,7 +187,7 @@ func checkState(t *testing.T, label string, cp checkpoint, st map[string]any) {
 	for _, part := range []struct {
 		name string
 		raw  json.RawMessage
-	}{{"extensions", cp.Extensions}, {"queues", cp.Queues}, {"parkings", cp.Parkings}, {"trunks", cp.Trunks}} {
+	}{{"extensions", cp.Extensions}, {"queues", cp.Queues}, {"parkings", cp.Parkings}, {"trunks", cp.Trunks}, {"conferences", cp.Confs}} {
 		if len(part.raw) == 0 {
 			continue
 		}
@@ -231,6 +235,9 @@ func replayGolden(t *testing.T, name string, clock string) {
 	checkState(t, "final", g.Final, decodeState(t, e.Snapshot()))
 	if st := e.Stats(); st.Unknown != 0 {
 		t.Errorf("Stats.Unknown = %d on a clean recording", st.Unknown)
+	}
+	if noMore != (chanMore{}) {
+		t.Errorf("the shared empty chanMore was written: %+v", noMore)
 	}
 }
 

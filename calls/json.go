@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -126,7 +127,42 @@ func appendConversation(b []byte, c *Conversation, nowMs int64) []byte {
 	b = appendStrField(b, "queueId", c.QueueID)
 	b = append(b, ',')
 	b = appendBoolField(b, "throughTrunk", c.ThroughTrunk)
-	return append(b, '}')
+	return append(appendConvExtras(b, c), '}')
+}
+
+// appendConvExtras writes the optional objects of a conversation, each
+// only when it applies: "transfer", "parked", "spy".
+func appendConvExtras(b []byte, c *Conversation) []byte {
+	x := c.Extra
+	if x == nil {
+		return b
+	}
+	if t := &x.Transfer; t.ID != "" {
+		b = append(b, `,"transfer":{`...)
+		b = appendStrField(b, "id", t.ID)
+		b = append(b, ',')
+		b = appendStrField(b, "state", t.State)
+		b = append(b, ',')
+		b = appendStrField(b, "role", t.Role)
+		b = append(b, '}')
+	}
+	if p := &x.Parked; p.Parking != "" {
+		b = append(b, `,"parked":{`...)
+		b = appendStrField(b, "parking", p.Parking)
+		b = append(b, ',')
+		b = appendStrField(b, "by", p.By)
+		b = append(b, ',')
+		b = appendIntField(b, "timeout", int64(p.Timeout))
+		b = append(b, '}')
+	}
+	if s := &x.Spy; s.Mode != "" {
+		b = append(b, `,"spy":{`...)
+		b = appendStrField(b, "exten", s.Exten)
+		b = append(b, ',')
+		b = appendStrField(b, "mode", s.Mode)
+		b = append(b, '}')
+	}
+	return b
 }
 
 func appendConversations(b []byte, m map[string]Conversation, nowMs int64) []byte {
@@ -170,6 +206,14 @@ func appendExtension(b []byte, x *Extension, nowMs int64) []byte {
 	b = append(b, ',')
 	b = appendStrField(b, "context", x.Context)
 	b = append(b, ',')
+	if v := x.Voicemail; v != nil {
+		b = appendKey(b, "voicemail")
+		b = append(b, '{')
+		b = appendIntField(b, "new", int64(v.New))
+		b = append(b, ',')
+		b = appendIntField(b, "old", int64(v.Old))
+		b = append(b, '}', ',')
+	}
 	b = appendConversations(b, x.Conversations, nowMs)
 	return append(b, '}')
 }
@@ -228,6 +272,8 @@ func appendQueue(b []byte, q *Queue) []byte {
 	b = appendStrField(b, "queue", q.Queue)
 	b = append(b, ',')
 	b = appendStrField(b, "name", q.Name)
+	b = append(b, ',')
+	b = appendStrField(b, "number", cmp.Or(q.Number, q.Queue))
 	b = append(b, ',')
 	b = appendKey(b, "members")
 	b = append(b, '{')

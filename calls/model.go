@@ -17,6 +17,7 @@ type Extension struct {
 	SIPUserAgent  string
 	ChanType      string
 	Context       string
+	Voicemail     *Voicemail              // nil when the PBX reports no mailbox for it
 	Conversations map[string]Conversation // by Conversation.ID
 }
 
@@ -38,6 +39,35 @@ type Conversation struct {
 	ThroughQueue    bool
 	QueueID         string
 	ThroughTrunk    bool
+	// Extra is nil unless the conversation takes part in an attended
+	// transfer, is parked or is a spy session: rare, so kept out of line.
+	Extra *ConvExtra
+}
+
+// ConvExtra holds what only some conversations carry; each part is zero
+// when it does not apply.
+type ConvExtra struct {
+	Transfer Transfer
+	Parked   Parked
+	Spy      Spy
+}
+
+// Extras returns c's extra parts, all zero when it has none.
+func (c *Conversation) Extras() ConvExtra {
+	if c.Extra == nil {
+		return ConvExtra{}
+	}
+	return *c.Extra
+}
+
+// convEqual compares two conversations, their extra parts by value.
+func convEqual(a, b Conversation) bool {
+	ea, eb := a.Extra, b.Extra
+	a.Extra, b.Extra = nil, nil
+	if a != b || (ea == nil) != (eb == nil) {
+		return false
+	}
+	return ea == nil || *ea == *eb
 }
 
 // Duration is the talk time in whole seconds at nowMs (0 if not answered).
@@ -52,6 +82,7 @@ func (c Conversation) Duration(nowMs int64) int64 {
 type Queue struct {
 	Queue          string
 	Name           string
+	Number         string                 // the number dialled to reach it, "" until learnt or when it is Queue
 	Members        map[string]QueueMember // by extension number
 	WaitingCallers map[string]QueueCaller // by channel name
 	Completed      int
@@ -113,7 +144,7 @@ func convsEqual(a, b map[string]Conversation) bool {
 		return false
 	}
 	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+		if w, ok := b[k]; !ok || !convEqual(w, v) {
 			return false
 		}
 	}
@@ -124,6 +155,7 @@ func extEqual(a, b *Extension) bool {
 	return a.Exten == b.Exten && a.Name == b.Name && a.Status == b.Status && a.DND == b.DND &&
 		a.CF == b.CF && a.CFB == b.CFB && a.CFU == b.CFU && a.IP == b.IP && a.Port == b.Port &&
 		a.SIPUserAgent == b.SIPUserAgent && a.ChanType == b.ChanType && a.Context == b.Context &&
+		(a.Voicemail == b.Voicemail || (a.Voicemail != nil && b.Voicemail != nil && *a.Voicemail == *b.Voicemail)) &&
 		convsEqual(a.Conversations, b.Conversations)
 }
 

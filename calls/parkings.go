@@ -70,6 +70,35 @@ func (e *Engine) onParkedCall(m ami.Message) {
 		p.listed = true
 	}
 	if c := e.chanBy(uid, pc.Channel); c != nil {
+		c.more().parkedIn = p.space
+		e.changed(c)
+	}
+}
+
+// Parked marks the conversation of a party waiting in a parking space.
+type Parked struct {
+	Parking string // the space, "701"
+	By      string // who parked it, "202"
+	Timeout int    // seconds before it comes back
+}
+
+// parkedOf is what c's conversation says of its parking.
+func (e *Engine) parkedOf(c *channel) Parked {
+	space := c.get().parkedIn
+	if space == "" {
+		return Parked{}
+	}
+	p := e.parks[space]
+	if p == nil || p.caller == nil || p.caller.Channel != c.name {
+		return Parked{}
+	}
+	return Parked{Parking: p.space, By: p.caller.ParkedBy, Timeout: p.timeout}
+}
+
+// unpark forgets that the channel named name waits in a space.
+func (e *Engine) unpark(name string) {
+	if c := e.byName[name]; c != nil && c.get().parkedIn != "" {
+		c.m.parkedIn = ""
 		e.changed(c)
 	}
 }
@@ -81,6 +110,7 @@ func (e *Engine) onUnparked(m ami.Message) {
 	}
 	p := e.ensurePark(space)
 	if p.caller != nil && (p.caller.Channel == m.Get("ParkeeChannel") || m.Get("ParkeeChannel") == "") {
+		e.unpark(p.caller.Channel)
 		p.caller = nil
 	}
 }
@@ -95,7 +125,12 @@ func (e *Engine) onParkedCallSwap(m ami.Message) {
 		return
 	}
 	pc := *p.caller
+	e.unpark(pc.Channel)
 	pc.Channel = strings.Clone(m.Get("ParkeeChannel"))
+	if c := e.byName[pc.Channel]; c != nil {
+		c.more().parkedIn = p.space
+		e.changed(c)
+	}
 	if n := m.Get("ParkeeCallerIDNum"); known(n) {
 		pc.Num = strings.Clone(n)
 		pc.Name = strings.Clone(m.Get("ParkeeCallerIDName"))
@@ -118,3 +153,9 @@ func (e *Engine) onParkinglot(m ami.Message) {
 		}
 	}
 }
+
+// parkingLotFollowups lists the configured lots at every resync, so each
+// space shows, free, from the first snapshot (res_parking's Parkinglots
+// answers one Parkinglot item per lot with its StartSpace, StopSpace and
+// Timeout).
+func parkingLotFollowups(*Engine) []ami.Message { return []ami.Message{ami.NewAction("Parkinglots")} }

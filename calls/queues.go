@@ -9,6 +9,7 @@ import (
 
 type queueState struct {
 	name      string
+	number    string // the number callers dial to reach it, learnt from QueueCallerJoin
 	members   map[string]QueueMember
 	waiting   map[string]QueueCaller // by channel name
 	completed int
@@ -214,7 +215,35 @@ func (e *Engine) onQueueCallerJoin(m ami.Message) {
 	}
 	e.updateCommon(c, m)
 	c.queue = q.name
+	e.learnQueueNumber(q, m.Get("Exten"))
 	e.addWaiting(q, m, e.nowMs())
+}
+
+// learnQueueNumber records the number a caller dialled to reach q (the
+// caller's extension when it joined), so that the queue answers to both its
+// app_queue name and that number. FreePBX names queues by their number, so
+// there the two are one.
+func (e *Engine) learnQueueNumber(q *queueState, exten string) {
+	if exten == q.name || exten == q.number || !isDialString(exten) {
+		return
+	}
+	q.number = strings.Clone(exten)
+	e.dirtyQueue[q.name] = struct{}{}
+}
+
+// isDialString reports whether s is a plausible dialled number: 1-32 of
+// 0-9, *, # and a leading +.
+func isDialString(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && c != '*' && c != '#' && (c != '+' || i > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *Engine) onQueueCallerLeave(m ami.Message, abandon bool) {
@@ -255,20 +284,32 @@ func (e *Engine) onAgentCalled(m ami.Message) {
 // runningAverage is app_queue's: (old*3 + new) / 4.
 func runningAverage(old, v int) int { return (old*3 + v) / 4 }
 
+// onAgentConnect: app_queue takes the first hold time of a queue that has
+// neither completed nor abandoned a call as it is, then averages.
 func (e *Engine) onAgentConnect(m ami.Message) {
 	q := e.queueOf(m)
 	if q == nil {
 		return
 	}
-	q.holdTime = runningAverage(q.holdTime, atoi(m.Get("HoldTime")))
+	if h := atoi(m.Get("HoldTime")); q.completed+q.abandoned == 0 {
+		q.holdTime = h
+	} else {
+		q.holdTime = runningAverage(q.holdTime, h)
+	}
 	e.onAgentCalled(m)
 }
 
+// onAgentComplete: likewise the first completed call's talk time is taken
+// as it is.
 func (e *Engine) onAgentComplete(m ami.Message) {
 	q := e.queueOf(m)
 	if q == nil {
 		return
 	}
 	q.completed++
-	q.talkTime = runningAverage(q.talkTime, atoi(m.Get("TalkTime")))
+	if t := atoi(m.Get("TalkTime")); q.completed == 1 {
+		q.talkTime = t
+	} else {
+		q.talkTime = runningAverage(q.talkTime, t)
+	}
 }

@@ -29,7 +29,11 @@ type recording struct {
 
 func loadRecording(t testing.TB, name string) *recording {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "ami", "testdata", name+".ami"))
+	// The first set lives in ami/testdata, later ones here.
+	data, err := os.ReadFile(filepath.Join("testdata", name+".ami"))
+	if os.IsNotExist(err) {
+		data, err = os.ReadFile(filepath.Join("..", "ami", "testdata", name+".ami"))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 type resyncState struct {
 	active bool
 	gen    uint64 // incremented by BeginResync; channels carry the gen they were last seen in
+	// roomsListed: a ConfbridgeListRooms item arrived in the running resync
+	roomsListed bool
 }
 
 func (e *Engine) setLink(s LinkState) {
@@ -38,6 +40,7 @@ func (e *Engine) beginResync() {
 	e.changeLink(LinkResyncing)
 	e.resync.active = true
 	e.resync.gen++
+	e.resetMissing()
 	for _, c := range e.chans {
 		c.confirmed = false
 	}
@@ -47,6 +50,7 @@ func (e *Engine) beginResync() {
 	for _, p := range e.parks {
 		p.listed = false
 	}
+	e.beginConfResync()
 }
 
 func (e *Engine) endResync() {
@@ -87,6 +91,7 @@ func (e *Engine) endResync() {
 			}
 			p.listed = false
 		}
+		repairs += e.endConfResync()
 		e.stats.DriftRepairs += uint64(repairs)
 		e.lastReconMark = e.chanSeq + 1
 		e.pruneBridges()

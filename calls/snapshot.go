@@ -22,10 +22,14 @@ type Snapshot struct {
 	Queues     map[string]Queue     // by queue name
 	Parkings   map[string]Parking   // by space
 	Trunks     map[string]Trunk     // by trunk name
+	// Conferences are the ConfBridge rooms in use, by room.
+	Conferences map[string]Conference
 
-	ext, queue, park, trunk *coll
-	status                  []byte
-	state                   *lazy
+	ext, queue, park, trunk, conf *coll
+	status                        []byte
+	state                         *lazy
+	cellphones                    map[string]string // Config.Cellphones, for PresenceJSON
+	presence                      *lazy
 }
 
 // coll is the encoded side of one collection: per-entity JSON and the
@@ -58,6 +62,23 @@ func (s *Snapshot) ParkingJSON(space string) []byte { return s.park.json[space] 
 // TrunkJSON is one trunk's JSON, or nil.
 func (s *Snapshot) TrunkJSON(name string) []byte { return s.trunk.json[name] }
 
+// QueueName resolves a queue's identity: its app_queue name, or the number
+// callers dial to reach it. ok is false when neither names a queue.
+func (s *Snapshot) QueueName(id string) (name string, ok bool) {
+	if _, ok := s.Queues[id]; ok {
+		return id, true
+	}
+	if id == "" {
+		return "", false
+	}
+	for k, q := range s.Queues {
+		if q.Number == id {
+			return k, true
+		}
+	}
+	return "", false
+}
+
 // ExtensionsJSON is {"201":{...},...} in key order.
 func (s *Snapshot) ExtensionsJSON() []byte { return s.ext.bytes() }
 
@@ -73,11 +94,31 @@ func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes() }
 // StatusJSON is {"pbx":"live|resyncing|down","version":N,"since":ms}.
 func (s *Snapshot) StatusJSON() []byte { return s.status }
 
+// PresenceJSON is every extension's chosen presence (PresenceOf, with the
+// cellphone of the user whose main extension it is), {"201":"online",...}
+// in key order: the state userPresenceUpdate events change.
+func (s *Snapshot) PresenceJSON() []byte {
+	s.presence.once.Do(func() {
+		b := []byte{'{'}
+		for i, k := range sortedKeys(s.Extensions) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			x := s.Extensions[k]
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, PresenceOf(&x, s.cellphones[k]))
+		}
+		s.presence.b = append(b, '}')
+	})
+	return s.presence.b
+}
+
 // StateJSON is the whole state, as `ctibridge replay` prints it:
-// {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..}}.
+// {"pbx":{status},"extensions":{..},"queues":{..},"parkings":{..},"trunks":{..},"conferences":{..}}.
 func (s *Snapshot) StateJSON() []byte {
 	s.state.once.Do(func() {
-		b := make([]byte, 0, 64+len(s.status)+len(s.ExtensionsJSON())+len(s.QueuesJSON())+len(s.ParkingsJSON())+len(s.TrunksJSON()))
+		b := make([]byte, 0, 80+len(s.status)+len(s.ExtensionsJSON())+len(s.QueuesJSON())+len(s.ParkingsJSON())+len(s.TrunksJSON())+len(s.ConferencesJSON()))
 		b = append(b, `{"pbx":`...)
 		b = append(b, s.status...)
 		b = append(b, `,"extensions":`...)
@@ -88,6 +129,8 @@ func (s *Snapshot) StateJSON() []byte {
 		b = append(b, s.ParkingsJSON()...)
 		b = append(b, `,"trunks":`...)
 		b = append(b, s.TrunksJSON()...)
+		b = append(b, `,"conferences":`...)
+		b = append(b, s.ConferencesJSON()...)
 		s.state.b = append(b, '}')
 	})
 	return s.state.b
@@ -100,13 +143,15 @@ type published struct {
 	queues map[string]Queue
 	parks  map[string]Parking
 	trunks map[string]Trunk
+	confs  map[string]Conference
 	ext    *coll
 	queue  *coll
 	park   *coll
 	trunk  *coll
+	conf   *coll
 	// copied marks the maps already cloned during the running Publish.
-	extCopied, queueCopied, parkCopied, trunkCopied bool
-	withConvs                                       map[string]bool // extensions whose published view has conversations
+	extCopied, queueCopied, parkCopied, trunkCopied, confCopied bool
+	withConvs                                                   map[string]bool // extensions whose published view has conversations
 }
 
 func newPublished() published {
@@ -115,32 +160,38 @@ func newPublished() published {
 		queues:    map[string]Queue{},
 		parks:     map[string]Parking{},
 		trunks:    map[string]Trunk{},
+		confs:     map[string]Conference{},
 		ext:       &coll{json: map[string][]byte{}},
 		queue:     &coll{json: map[string][]byte{}},
 		park:      &coll{json: map[string][]byte{}},
 		trunk:     &coll{json: map[string][]byte{}},
+		conf:      &coll{json: map[string][]byte{}},
 		withConvs: map[string]bool{},
 	}
 }
 
 func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 	return &Snapshot{
-		Version:    e.version,
-		Seq:        seq,
-		Link:       e.link,
-		Stale:      e.link != LinkLive,
-		Since:      e.linkSince,
-		At:         at,
-		Extensions: p.exts,
-		Queues:     p.queues,
-		Parkings:   p.parks,
-		Trunks:     p.trunks,
-		ext:        p.ext,
-		queue:      p.queue,
-		park:       p.park,
-		trunk:      p.trunk,
-		status:     appendStatus(nil, e.link, e.version, e.linkSince),
-		state:      &lazy{},
+		Version:     e.version,
+		Seq:         seq,
+		Link:        e.link,
+		Stale:       e.link != LinkLive,
+		Since:       e.linkSince,
+		At:          at,
+		Extensions:  p.exts,
+		Queues:      p.queues,
+		Parkings:    p.parks,
+		Trunks:      p.trunks,
+		Conferences: p.confs,
+		ext:         p.ext,
+		queue:       p.queue,
+		park:        p.park,
+		trunk:       p.trunk,
+		conf:        p.conf,
+		status:      appendStatus(nil, e.link, e.version, e.linkSince),
+		state:       &lazy{},
+		cellphones:  e.cfg.Cellphones,
+		presence:    &lazy{},
 	}
 }
 
@@ -189,8 +240,14 @@ func (e *Engine) convsOf(chans []*channel) map[string]Conversation {
 		if c.gone {
 			continue
 		}
-		cv := e.convFor(c)
-		m[cv.ID] = cv
+		if cv := e.convFor(c); cv.ID != "" {
+			m[cv.ID] = cv
+		}
+		if c.consulting() {
+			if cv, ok := e.heldConv(c); ok {
+				m[cv.ID] = cv
+			}
+		}
 	}
 	return m
 }
@@ -205,11 +262,15 @@ func (e *Engine) extView(x *extState) Extension {
 		Name:          x.displayName(),
 		Status:        status,
 		DND:           x.dnd,
+		CF:            x.cf,
+		CFB:           x.cfb,
+		CFU:           x.cfu,
 		IP:            x.ip,
 		Port:          x.port,
 		SIPUserAgent:  x.ua,
 		ChanType:      x.chanType,
 		Context:       x.context,
+		Voicemail:     x.vm,
 		Conversations: e.convsOf(x.chans),
 	}
 }
@@ -228,6 +289,7 @@ func (q *queueState) view() Queue {
 	return Queue{
 		Queue:          q.name,
 		Name:           q.name,
+		Number:         q.number,
 		Members:        maps.Clone(q.members),
 		WaitingCallers: maps.Clone(q.waiting),
 		Completed:      q.completed,
@@ -238,7 +300,7 @@ func (q *queueState) view() Queue {
 }
 
 func queueEqual(a, b *Queue) bool {
-	return a.Queue == b.Queue && a.Name == b.Name && a.Completed == b.Completed &&
+	return a.Queue == b.Queue && a.Name == b.Name && a.Number == b.Number && a.Completed == b.Completed &&
 		a.Abandoned == b.Abandoned && a.HoldTime == b.HoldTime && a.TalkTime == b.TalkTime &&
 		maps.Equal(a.Members, b.Members) && maps.Equal(a.WaitingCallers, b.WaitingCallers)
 }
@@ -277,7 +339,7 @@ func (e *Engine) publish() *Snapshot {
 	prev := e.snap.Load()
 	now := e.nowMs()
 	p := &e.pub
-	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied = false, false, false, false
+	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false, false
 	ch := e.changes[:0]
 
 	if e.chansChanged {
@@ -310,6 +372,9 @@ func (e *Engine) publish() *Snapshot {
 			}
 			b := appendExtension(nil, &v, now)
 			p.setExt(k, v, b)
+			// The presence change first: a batch's last seq stays the
+			// extension's (clients of topic "extensions" see it).
+			ch = e.presenceChange(ch, &v, now)
 			ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
 		}
 		clear(e.dirtyExt)
@@ -329,6 +394,8 @@ func (e *Engine) publish() *Snapshot {
 		b = appendString(b, c.queue)
 		b = append(b, `,"convid":`...)
 		b = appendString(b, cv.ID)
+		b = append(b, `,"phonebookName":`...)
+		b = appendString(b, e.phonebookName(cv.CounterpartNum))
 		b = append(b, '}')
 		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
 	}
@@ -406,6 +473,8 @@ func (e *Engine) publish() *Snapshot {
 		}
 		clear(e.dirtyTrunk)
 	}
+
+	ch = e.publishConfs(ch, now)
 
 	if len(ch) == 0 && !e.linkDirty {
 		e.changes = ch

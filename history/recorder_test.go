@@ -2,8 +2,13 @@ package history
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +30,7 @@ func cdrEvent(i int) ami.Message {
 
 func startRecorder(t *testing.T, s Store, dir string, max int64) (*Recorder, func()) {
 	t.Helper()
-	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: dir, MaxSpool: max, FlushEvery: 5 * time.Millisecond,
+	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: dir, MaxSpool: max,
 		RetryMax: 100 * time.Millisecond, WriteTimeout: 2 * time.Second, Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +102,7 @@ func TestRecorderSurvivesDatabaseOutage(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // several batches, several failed attempts
 		}
 	}
-	waitUntil(t, "spooling", func() bool { return rec.Stats().Spooled == 300 })
+	waitUntil(t, "spooling", func() bool { st := rec.Stats(); return st.Spooled == 500 && st.Pending == 300 && st.StoreDown })
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +138,7 @@ func TestRecorderSpoolResumesAfterRestart(t *testing.T) {
 		rec.Observe(cdrEvent(i))
 	}
 	stop()
-	if st := rec.Stats(); st.Spooled != 100 || st.Written != 0 {
+	if st := rec.Stats(); st.Spooled != 100 || st.Written != 0 || st.Pending != 100 {
 		t.Fatalf("after the first run: %+v", st)
 	}
 	s.down.Store(false)
@@ -171,5 +176,50 @@ func TestFromEvent(t *testing.T) {
 	}
 	if _, ok := FromEvent(ami.NewMessage([]ami.Header{{Key: "Event", Value: "Hangup"}}...), time.UTC, nil); ok {
 		t.Fatal("Hangup taken for a Cdr")
+	}
+}
+
+// TestRecorderSetsAsideRefusedCDR: a CDR PostgreSQL refuses for its
+// content (a source too long for the index) is set aside in
+// cdr-rejected.jsonl, logged and counted, and the CDRs before and after
+// it are written; values no database column takes as they are (NUL,
+// invalid UTF-8, numbers past int32) are cleaned when the event is read,
+// not refused.
+func TestRecorderSetsAsideRefusedCDR(t *testing.T) {
+	s := NewPostgres(openPostgres(t, dbtestPostgres(t)), Config{})
+	dir := t.TempDir()
+	rec, stop := startRecorder(t, s, dir, 0)
+	defer stop()
+	// Random, so that the index cannot compress it under its 2,704 bytes.
+	raw := make([]byte, 20000)
+	rand.Read(raw)
+	huge := hex.EncodeToString(raw)
+	for i := range 5 {
+		rec.Observe(cdrEvent(i))
+	}
+	rec.Observe(cdrEvent(5).Set("Source", huge))
+	rec.Observe(cdrEvent(6).Set("CallerID", "\"Al\x00ice\xff\" <201>").Set("Duration", "99999999999").Set("Sequence", "4294967296"))
+	for i := 7; i < 12; i++ {
+		rec.Observe(cdrEvent(i))
+	}
+	waitUntil(t, "the good CDRs written and the bad one set aside", func() bool {
+		st := rec.Stats()
+		return st.Rejected == 1 && st.Pending == 0 && !st.StoreDown
+	})
+	got := legsInOrder(t, s)
+	if len(got) != 11 {
+		t.Fatalf("%d rows stored, want 11: %v", len(got), got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, rejectedFile))
+	if err != nil || !strings.Contains(string(b), `"uniqueid":"1700000000.5"`) || !strings.Contains(string(b), `"err":`) {
+		t.Fatalf("rejected file: %v\n%.300s", err, b)
+	}
+	var clid string
+	var dur int
+	if err := s.c.QueryRow(context.Background(), `SELECT clid, duration FROM cdr WHERE uniqueid = '1700000000.6'`)(&clid, &dur); err != nil {
+		t.Fatal(err)
+	}
+	if clid != "\"Alice\uFFFD\" <201>" || dur != 0 {
+		t.Errorf("cleaned CDR stored as clid %q, duration %d", clid, dur)
 	}
 }

@@ -141,6 +141,12 @@ func NewSQLite(db *sql.DB, cfg Config) *SQLStore {
 	return &SQLStore{c: sqldb.SQL(db), cfg: defaults(cfg)}
 }
 
+// NewSQL returns a Store over c (such as a sqldb.Gate's Conn, which
+// answers sqldb.ErrUnavailable until the database is migrated).
+func NewSQL(c sqldb.Conn, cfg Config) *SQLStore {
+	return &SQLStore{c: c, cfg: defaults(cfg)}
+}
+
 func defaults(cfg Config) Config {
 	if cfg.MaxWindow <= 0 {
 		cfg.MaxWindow = 92 * 24 * time.Hour
@@ -403,7 +409,7 @@ func (s *SQLStore) call(key string, legs []CDR) Call {
 			c.Billsec = max(c.Billsec, l.Billsec)
 		}
 		if l.LastApp == "Queue" && c.Queue == "" {
-			c.Queue = l.Dst
+			c.Queue = queueOfCDR(l)
 		}
 		if c.RecordingFile == "" {
 			c.RecordingFile = l.RecordingFile
@@ -471,4 +477,15 @@ func (s *SQLStore) Insert(ctx context.Context, cdrs []CDR) error {
 		return fmt.Errorf("history: insert: %w", err)
 	}
 	return nil
+}
+
+// queueOfCDR names the queue of a leg whose last application was Queue:
+// app_queue's name, the first argument of Queue() in LastData, as the live
+// state names it; the dialled number when LastData is empty.
+func queueOfCDR(l CDR) string {
+	name, _, _ := strings.Cut(l.LastData, ",")
+	if name = strings.TrimSpace(name); name != "" {
+		return name
+	}
+	return l.Dst
 }

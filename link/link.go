@@ -44,6 +44,10 @@ type Config struct {
 	ReconcileEvery time.Duration
 	// Log receives lifecycle messages. Default: discard.
 	Log *slog.Logger
+	// RefreshEvery is the period of the engine's FollowRefresh actions
+	// (AstDB forwards and DND, which raise no AMI event; new endpoints).
+	// Default DefaultRefreshEvery; negative disables it.
+	RefreshEvery time.Duration
 	// OnMessage, when set, sees every message of the live stream right
 	// after the engine applied it, on Run's goroutine: it must not block.
 	// The history recorder takes its Cdr events (and the channel events
@@ -62,6 +66,7 @@ var resyncActions = []string{
 	"DeviceStateList",
 	"QueueStatus",
 	"ParkedCalls",
+	"ConfbridgeListRooms", // locked flags; rooms that ended while down disappear (the per-room ConfbridgeList are follow-ups)
 }
 
 // Link connects a PBX to an engine. Create it with New and start it with Run.
@@ -79,6 +84,8 @@ type Link struct {
 	lastSync  atomic.Int64 // duration of the last successful resync, ns
 	batchLag  atomic.Int64 // apply+publish time of the last batch, ns
 	reconcile atomic.Uint64
+	followed  atomic.Uint64      // follow-up actions answered
+	reqs      chan []ami.Message // Refresh -> Run
 }
 
 // Stats is what Link reports for metrics.
@@ -90,6 +97,7 @@ type Stats struct {
 	LastResync     time.Duration // how long the last resync took
 	Reconciles     uint64        // drift checks run
 	BatchLag       time.Duration // apply + publish time of the last batch
+	Followups      uint64        // follow-up actions answered (docs/link.md)
 }
 
 // New returns a link between pbx and eng. eng must not be used by anyone
@@ -107,7 +115,7 @@ func New(pbx PBX, eng *calls.Engine, cfg Config) *Link {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	l := &Link{pbx: pbx, eng: eng, cfg: cfg, log: cfg.Log}
+	l := &Link{pbx: pbx, eng: eng, cfg: cfg, log: cfg.Log, reqs: make(chan []ami.Message, 64)}
 	l.stats.Store(&Stats{})
 	return l
 }
@@ -126,6 +134,7 @@ func (l *Link) Stats() Stats {
 	s.LastResync = time.Duration(l.lastSync.Load())
 	s.Reconciles = l.reconcile.Load()
 	s.BatchLag = time.Duration(l.batchLag.Load())
+	s.Followups = l.followed.Load()
 	return s
 }
 
@@ -192,6 +201,8 @@ func (l *Link) Run(ctx context.Context) error {
 			}
 		})
 	}
+	fu := l.newFollowups()
+	defer fu.stop()
 	var tick <-chan time.Time
 	if l.cfg.ReconcileEvery > 0 {
 		t := time.NewTicker(l.cfg.ReconcileEvery)
@@ -249,6 +260,9 @@ func (l *Link) Run(ctx context.Context) error {
 				}
 			}
 			l.eng.Publish()
+			if up && !syncing && l.ready.Load() {
+				l.background(ctx, &wg, fu, gen, calls.FollowPending)
+			}
 			l.batchLag.Store(int64(time.Since(t0)))
 			if time.Since(lastStats) > time.Second {
 				lastStats = time.Now()
@@ -288,12 +302,23 @@ func (l *Link) Run(ctx context.Context) error {
 				// may describe the PBX before its restart. Stay stale.
 				continue
 			}
-			l.eng.EndResync()
-			l.eng.Publish()
-			l.resyncs.Add(1)
-			l.lastSync.Store(int64(r.took))
-			l.ready.Store(true)
-			l.log.Info("pbx state resynchronised", "took", r.took, "items", len(r.items))
+			if l.followResync(ctx, &wg, fu, gen, r) {
+				continue // EndResync once the follow-ups are answered
+			}
+			l.finishResync(r.took, len(r.items))
+		case b := <-fu.done:
+			if rw := l.answered(ctx, &wg, fu, gen, b, restarting || syncing); rw != nil {
+				l.finishResync(rw.lists+time.Since(rw.start), rw.items)
+			}
+		case acts := <-l.reqs:
+			fu.requested(acts)
+			if up && !syncing && l.ready.Load() {
+				l.background(ctx, &wg, fu, gen, calls.FollowPending)
+			}
+		case <-fu.tick:
+			if up && !syncing && l.ready.Load() {
+				l.background(ctx, &wg, fu, gen, calls.FollowRefresh)
+			}
 		case <-retry:
 			retry = nil
 			if up && !syncing {

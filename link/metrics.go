@@ -46,12 +46,14 @@ var (
 	descResyncTime = prometheus.NewDesc("ctibridge_resync_seconds", "Duration of the last resynchronisation.", nil, nil)
 	descReconciles = prometheus.NewDesc("ctibridge_reconciles_total", "Drift checks against CoreShowChannels.", nil, nil)
 	descLag        = prometheus.NewDesc("ctibridge_engine_batch_seconds", "Time the engine took to apply and publish the last batch of events.", nil, nil)
+	descFollowups  = prometheus.NewDesc("ctibridge_followups_total", "Follow-up actions answered (endpoint details, AstDB, mailbox counts, parking lots).", nil, nil)
+	descBadValues  = prometheus.NewDesc("ctibridge_astdb_bad_values_total", "AstDB values refused: a forward target with letters or CR/LF, a bad DND value or name.", nil, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnected, descReady, descConnects, descReconnects, descFailures,
 		descOverflows, descPingFails, descMessages, descGarbage, descOversized, descEvents, descUnknown,
-		descDrift, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag} {
+		descDrift, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag, descFollowups, descBadValues} {
 		ch <- d
 	}
 }
@@ -96,4 +98,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descResyncTime, ls.LastResync.Seconds())
 	counter(descReconciles, ls.Reconciles)
 	gauge(descLag, ls.BatchLag.Seconds())
+	counter(descFollowups, ls.Followups)
+	counter(descBadValues, ls.Engine.BadValues)
 }

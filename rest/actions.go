@@ -130,6 +130,7 @@ func (h *handler) action(a action) endpoint {
 				return writeError(w, h.log, r, err)
 			}
 		}
+		h.refreshAfter(msgs)
 		return writeJSON(w, http.StatusOK, struct{}{})
 	}
 }
@@ -225,9 +226,13 @@ func planCall(h *handler, u *auth.User, s *calls.Snapshot, req *callReq) ([]ami.
 	if _, err := h.endpoint(u, s, auth.Call, "endpointId", id); err != nil {
 		return nil, err
 	}
+	// Account (the channel's AccountCode, as NethCTI sets it) names the
+	// destination: the engine shows it on the first leg, which rings the
+	// user's own phone, instead of a call from the phone to itself. Pickup
+	// sets it to the caller picked up, spy to the extension spied on.
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(id), "Context", h.cfg.Context, "Exten", req.Number, "Priority", "1",
-		"CallerID", id, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", id, "Account", req.Number, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planHangup(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
@@ -305,20 +310,24 @@ func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConv
 	if _, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID); err != nil {
 		return nil, err
 	}
-	ringing := ""
+	ringing, caller := "", ""
 	for id, c := range x.Conversations {
 		if !c.Connected && c.Direction == "in" {
 			if _, own, _, err := convOf(x, id); err == nil && (ringing == "" || own < ringing) {
-				ringing = own
+				ringing, caller = own, c.CounterpartNum
 			}
 		}
 	}
 	if ringing == "" {
 		return nil, conflict("extension %s has no ringing call to pick up", x.Exten)
 	}
+	// The picker's phone shows the caller it is about to talk to.
+	if !h.dial.MatchString(caller) {
+		caller = x.Exten
+	}
 	return []ami.Message{ami.NewAction("Originate",
 		"Channel", h.dev(req.DestID), "Application", "PickupChan", "Data", ringing,
-		"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", req.DestID, "Account", caller, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupParkingReq) ([]ami.Message, error) {
@@ -404,7 +413,7 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 		// channel hangs up, B barge (talk to both parties).
 		return []ami.Message{ami.NewAction("Originate",
 			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own+","+opts,
-			"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil
 	}
 }
 
@@ -415,15 +424,7 @@ func planDND(h *handler, u *auth.User, s *calls.Snapshot, req *dndReq) ([]ami.Me
 	if _, err := h.endpoint(u, s, auth.SetDND, "endpointId", req.EndpointID); err != nil {
 		return nil, err
 	}
-	// FreePBX keeps DND in AstDB (DND/<ext> = YES) and shows it as the
-	// custom device state Custom:DND<ext> (BUSY when on), which its *76
-	// feature code sets too: the PBX then emits DeviceStateChange, which is
-	// how the engine, and every screen, learns of it.
-	set, state := ami.NewAction("DBDel", "Family", "DND", "Key", req.EndpointID), "NOT_INUSE"
-	if *req.Activate {
-		set, state = ami.NewAction("DBPut", "Family", "DND", "Key", req.EndpointID, "Val", "YES"), "BUSY"
-	}
-	return []ami.Message{set, ami.NewAction("Setvar", "Variable", "DEVICE_STATE(Custom:DND"+req.EndpointID+")", "Value", state)}, nil
+	return dndActions(req.EndpointID, *req.Activate), nil
 }
 
 // cfFamilies are FreePBX's AstDB families of call forwarding.
@@ -446,10 +447,7 @@ func planCF(h *handler, u *auth.User, s *calls.Snapshot, req *cfReq) ([]ami.Mess
 	if _, err := h.endpoint(u, s, auth.SetCallForward, "endpointId", req.EndpointID); err != nil {
 		return nil, err
 	}
-	if to == "" {
-		return []ami.Message{ami.NewAction("DBDel", "Family", fam, "Key", req.EndpointID)}, nil
-	}
-	return []ami.Message{ami.NewAction("DBPut", "Family", fam, "Key", req.EndpointID, "Val", to)}, nil
+	return cfActions(fam, req.EndpointID, to), nil
 }
 
 func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot, req *queueMemberReq) ([]ami.Message, error) {
@@ -464,7 +462,8 @@ func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot
 		if err != nil {
 			return nil, err
 		}
-		q, ok := s.Queues[req.QueueID]
+		name, _ := s.QueueName(req.QueueID)
+		q, ok := s.Queues[name]
 		if !ok {
 			return nil, notFound("queue %q does not exist", req.QueueID)
 		}

@@ -22,7 +22,7 @@ func TestActionsSendExactAMI(t *testing.T) {
 		want        []string // each an action, "Key: Value\n" lines
 	}{
 		{"call", `{"number":"2005","endpointId":"2000"}`,
-			[]string{"Action: Originate\nChannel: PJSIP/2000\nContext: from-internal\nExten: 2005\nPriority: 1\nCallerID: 2000\nTimeout: 30000\nAsync: true\n"}},
+			[]string{"Action: Originate\nChannel: PJSIP/2000\nContext: from-internal\nExten: 2005\nPriority: 1\nCallerID: 2000\nAccount: 2005\nTimeout: 30000\nAsync: true\n"}},
 		{"hangup", `{"convid":"` + conv2000 + `","endpointId":"2001"}`,
 			[]string{"Action: Hangup\nChannel: " + synth.Chan(1) + "\nCause: 16\n"}},
 		{"blindtransfer", `{"convid":"` + conv2000 + `","endpointId":"2001","to":"2009"}`,
@@ -36,9 +36,9 @@ func TestActionsSendExactAMI(t *testing.T) {
 		{"start_record", `{"convid":"` + conv2000 + `","endpointId":"2000"}`,
 			[]string{"Action: MixMonitor\nChannel: " + synth.Chan(0) + "\nFile: ctibridge-20260304-101112-2000-1796028439.0.wav\n"}},
 		{"start_spy", `{"convid":"` + conv2000 + `","endpointId":"2000","destId":"2008"}`,
-			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + synth.Chan(0) + ",qE\nCallerID: 2008\nTimeout: 30000\nAsync: true\n"}},
+			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + synth.Chan(0) + ",qE\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
 		{"intrude", `{"convid":"` + conv2000 + `","endpointId":"2000","destId":"2008"}`,
-			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + synth.Chan(0) + ",qEB\nCallerID: 2008\nTimeout: 30000\nAsync: true\n"}},
+			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + synth.Chan(0) + ",qEB\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
 		{"dnd", `{"endpointId":"2007","activate":true}`, []string{"Action: DBPut\nFamily: DND\nKey: 2007\nVal: YES\n",
 			"Action: Setvar\nVariable: DEVICE_STATE(Custom:DND2007)\nValue: BUSY\n"}},
 		{"dnd", `{"endpointId":"2007","activate":false}`, []string{"Action: DBDel\nFamily: DND\nKey: 2007\n",
@@ -127,7 +127,7 @@ func TestActionsDependingOnCallState(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("pickup: %d %s (2007: %s)", r.status, r.body, f.eng.Snapshot().ExtensionJSON("2007"))
 	}
-	want := "Action: Originate\nChannel: PJSIP/2008\nApplication: PickupChan\nData: " + callee + "\nCallerID: 2008\nTimeout: 30000\nAsync: true\n"
+	want := "Action: Originate\nChannel: PJSIP/2008\nApplication: PickupChan\nData: " + callee + "\nCallerID: 2008\nAccount: 2006\nTimeout: 30000\nAsync: true\n"
 	if got := headers(f.sent()[before]); got != want {
 		t.Errorf("pickup sent:\n%s", got)
 	}
@@ -187,7 +187,8 @@ func TestActionErrors(t *testing.T) {
 
 // TestActionPBXErrors maps PBX failures to 502, 503 and 504.
 func TestActionPBXErrors(t *testing.T) {
-	f := newFixture(t, true, func(c *Config) { c.ActionTimeout = 100 * time.Millisecond })
+	// 1 s: a loaded -race run took over 100 ms to answer the refused one.
+	f := newFixture(t, true, func(c *Config) { c.ActionTimeout = time.Second })
 	f.ami.Expect("DBPut", "Key", "2007").Reply(amitest.Response("Error", "Message", "Failed to update entry"))
 	f.ami.Expect("DBPut", "Key", "2008").Hold()
 	if r := f.do("POST", "/astproxy/dnd", "root", `{"endpointId":"2007","activate":true}`); r.status != 502 || r.errorCode() != "pbx_error" {

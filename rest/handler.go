@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,11 @@ type Config struct {
 	// Default 5 s.
 	ActionTimeout time.Duration
 
+	// Refresh, when set, re-reads what an action changed in AstDB (the
+	// forwards and DND after cfcall, dnd and POST user/presence), which
+	// raises no AMI event: *link.Link's Refresh.
+	Refresh Refresher
+
 	// Phonebook serves /phonebook/...; nil: those routes answer 503.
 	// *phonebook.Book (a database) or *phonebook.Remote (a remote
 	// service); never a nil pointer in a non-nil interface.
@@ -111,8 +117,9 @@ type handler struct {
 	mux     *http.ServeMux
 	routes  []string // "METHOD /pattern", for the OpenAPI test
 
-	cache   atomic.Pointer[verCache]
-	logTick atomic.Uint64
+	cache      atomic.Pointer[verCache]
+	vmCounters atomic.Pointer[vmCounters] // voicemail/new_counters of the latest snapshot
+	logTick    atomic.Uint64
 }
 
 // NewHandler returns the REST API handler.
@@ -271,11 +278,14 @@ func (h *handler) register() {
 	h.handle("GET /astproxy/queue/{queue}", false, h.getQueue)
 	h.handle("GET /astproxy/parkings", false, h.getParkings)
 	h.handle("GET /astproxy/trunks", false, h.getTrunks)
+	h.handle("GET /astproxy/conferences", false, h.getConferences)
+	h.handle("GET /astproxy/conference/{endpoint}", false, h.getConference)
 
-	for _, a := range actions {
+	for _, a := range slices.Concat(actions, callActions, confActions) {
 		h.handle("POST /astproxy/"+a.name, false, h.action(a))
 	}
 
+	h.registerPresence()
 	h.registerPhonebook()
 	h.registerHistory()
 	h.registerCustomerCard()

@@ -382,6 +382,9 @@ func (h *handler) getExtension(w http.ResponseWriter, r *http.Request, u *auth.U
 func (h *handler) getQueue(w http.ResponseWriter, r *http.Request, u *auth.User) int {
 	vc := h.current()
 	q := r.PathValue("queue")
+	if name, ok := vc.snap.QueueName(q); ok {
+		q = name // the dialled number is an alias of the app_queue name
+	}
 	e := h.single(vc, auth.ViewOf(u), resQueues, q)
 	if e == nil {
 		return writeError(w, h.log, r, notFound("queue %q does not exist", q))

@@ -1,13 +1,16 @@
 package rest
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"os"
 	"strconv"
 	"testing"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/rest/internal/synth"
 )
@@ -293,5 +296,39 @@ func TestReadsNeedToken(t *testing.T) {
 	}
 	if r := f.do("GET", "/astproxy/status", "", "", "Authorization", "bearer "+f.tokens["bob"]); r.status != 200 {
 		t.Errorf("lower-case scheme: %d", r.status)
+	}
+}
+
+// TestQueueByNumber: in the recorded queue_answered the caller dials 600
+// and waits in app_queue's "support"; both name the queue on the API.
+func TestQueueByNumber(t *testing.T) {
+	f, err := os.Open("../ami/testdata/queue_answered.ami")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	eng := calls.New(calls.Config{Trunks: []string{"trunk"}})
+	r := ami.NewReader(bufio.NewReader(f), ami.ReaderConfig{})
+	for {
+		m, err := r.ReadMessage()
+		if err != nil {
+			break
+		}
+		if m.Event() == "QueueCallerJoin" { // stop while the caller waits
+			eng.Apply(m)
+			break
+		}
+		eng.Apply(m)
+	}
+	eng.Publish()
+	fx := newFixture(t, false, func(c *Config) { c.State = engineState{eng} })
+	want := eng.Snapshot().QueueJSON("support")
+	for _, path := range []string{"/astproxy/queue/support", "/astproxy/queue/600"} {
+		if r := fx.do("GET", path, "root", ""); r.status != 200 || !bytes.Equal(r.body, want) {
+			t.Errorf("%s: %d %s", path, r.status, r.body)
+		}
+	}
+	if r := fx.do("GET", "/astproxy/queue/601", "root", ""); r.status != 404 {
+		t.Errorf("601: %d", r.status)
 	}
 }

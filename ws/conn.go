@@ -500,7 +500,7 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 				topics |= bit
 			}
 			if bad != "" || len(m.Topics) == 0 {
-				c.closeWith(CloseProtocolError, "unknown topic "+quote(bad)+" (known: extensions, queues, parkings, trunks, me)", "protocol", false)
+				c.closeWith(CloseProtocolError, "unknown topic "+quote(bad)+" (known: extensions, queues, parkings, trunks, me, presence)", "protocol", false)
 				continue
 			}
 			resume := m.Since != nil && m.Epoch == h.epoch

@@ -105,11 +105,12 @@ const (
 	topicParkings
 	topicTrunks
 	topicMe
+	topicPresence
 )
 
 var topicNames = map[string]uint8{
 	"extensions": topicExtensions, "queues": topicQueues, "parkings": topicParkings,
-	"trunks": topicTrunks, "me": topicMe,
+	"trunks": topicTrunks, "me": topicMe, "presence": topicPresence,
 }
 
 // Hub serves GET /ws: it authenticates clients, sends them a snapshot (or
@@ -395,6 +396,8 @@ const (
 	kindPark
 	kindTrunk
 	kindStatus
+	kindPresence
+	kindConf
 	numKinds
 )
 
@@ -414,6 +417,10 @@ func kindOf(typ string) kind {
 		return kindTrunk
 	case "pbxStatus":
 		return kindStatus
+	case "userPresenceUpdate":
+		return kindPresence
+	case "conferenceUpdate":
+		return kindConf
 	}
 	return kindOther
 }
@@ -488,6 +495,17 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		}
 		sees = c.seesUnowned
 	case kindStatus:
+		return p.full
+	case kindPresence:
+		// Opt-in (topic "presence"); presence is never hidden (auth.View).
+		if c.topics&topicPresence == 0 {
+			return nil
+		}
+		return p.full
+	case kindConf:
+		if c.topics&(topicExtensions|topicMe) == 0 || !(c.seesUnowned || confMember(u, p.ch.Key, p.ch.Data)) {
+			return nil
+		}
 		return p.full
 	default:
 		// A change type this hub does not know: only to those who see

@@ -166,6 +166,10 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	coll(topicQueues, `,"queues":`, kindQueue, s.QueuesJSON)
 	coll(topicParkings, `,"parkings":`, kindPark, s.ParkingsJSON)
 	coll(topicTrunks, `,"trunks":`, kindTrunk, s.TrunksJSON)
+	if t&topicPresence != 0 {
+		p.str(`,"presence":`)
+		p.big(s.PresenceJSON())
+	}
 	if t&topicMe != 0 {
 		u := c.user
 		p.str(`,"me":{"username":`)

@@ -268,7 +268,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 
 	client := ami.NewClient(acfg)
 	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: st.Lookup,
-		FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
+		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
@@ -278,13 +278,13 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(link.NewCollector(lk, client))
+	reg.MustRegister(link.NewCollector(lk, client), storeCollector{st})
 	restMetrics := rest.NewMetrics()
 	if err := restMetrics.Register(reg); err != nil {
 		return err
 	}
 	api, err := rest.NewHandler(rest.Config{
-		Auth: authSvc, State: eng, PBX: client, Metrics: restMetrics,
+		Auth: authSvc, State: eng, PBX: client, Refresh: lk, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
@@ -322,7 +322,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		apiLn.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready), ReadHeaderTimeout: 5 * time.Second}
+	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready, st.status), ReadHeaderTimeout: 5 * time.Second}
 	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", apiLn.Addr().String(), "admin", adminLn.Addr().String())
 	if started != nil {
 		started(bridgeAddrs{HTTP: apiLn.Addr().String(), Admin: adminLn.Addr().String()})
@@ -423,6 +423,18 @@ func endpointNames(users *auth.Users, names map[string]string) map[string]string
 	}
 	for k, v := range names {
 		out[k] = v
+	}
+	return out
+}
+
+// mainCellphones maps each user's main extension (its first endpoint) to
+// its cellphone: a forward there shows as presence "cellphone".
+func mainCellphones(users *auth.Users) map[string]string {
+	out := map[string]string{}
+	for _, u := range users.All() {
+		if len(u.Endpoints) > 0 && u.Cellphone != "" {
+			out[u.Endpoints[0]] = u.Cellphone
+		}
 	}
 	return out
 }

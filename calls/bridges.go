@@ -1,0 +1,126 @@
+package calls
+
+import "github.com/ctibridge/ctibridge/ami"
+
+// Bridges: who is in which Asterisk bridge. Entering a talking bridge with
+// somebody else is what answers a conversation; holding bridges (parking,
+// music on hold) connect nobody.
+
+// bridge is an Asterisk bridge.
+type bridge struct {
+	id      string
+	holding bool // parking lot or holding bridge: nobody talks to anybody
+	conf    bool // a ConfBridge conference (softmix)
+	members []*channel
+}
+
+func (b *bridge) remove(c *channel) {
+	for i, m := range b.members {
+		if m == c {
+			b.members = append(b.members[:i], b.members[i+1:]...)
+			return
+		}
+	}
+}
+
+func isHolding(m ami.Message) bool {
+	return m.Get("BridgeTechnology") == "holding_bridge" || m.Get("BridgeType") == "parking"
+}
+
+func (e *Engine) ensureBridge(id string, m ami.Message) *bridge {
+	b := e.bridges[id]
+	if b == nil {
+		b = &bridge{id: id, holding: isHolding(m), conf: m.Get("BridgeTechnology") == "softmix"}
+		e.bridges[id] = b
+	}
+	return b
+}
+
+func (e *Engine) onBridgeCreate(m ami.Message) {
+	if id := m.Get("BridgeUniqueid"); id != "" {
+		e.ensureBridge(id, m)
+	}
+}
+
+// joinBridge puts c into b; entering a talking bridge with somebody else
+// is what answers a conversation.
+func (e *Engine) joinBridge(c *channel, b *bridge) {
+	if c.bridge == b {
+		return
+	}
+	if c.bridge != nil {
+		c.bridge.remove(c)
+	}
+	c.bridge = b
+	b.members = append(b.members, c)
+	if !b.holding && len(b.members) > 1 {
+		now := e.nowMs()
+		for _, x := range b.members {
+			if x.answeredAt == 0 {
+				x.answeredAt = now
+			}
+			e.changed(x)
+		}
+	}
+	e.changed(c)
+}
+
+func (e *Engine) onBridgeEnter(m ami.Message) {
+	c := e.chanOf(m)
+	id := m.Get("BridgeUniqueid")
+	if c == nil || id == "" {
+		return
+	}
+	e.updateCommon(c, m)
+	b := e.ensureBridge(id, m)
+	swap := m.Get("SwapUniqueid")
+	if swap != "" {
+		// c replaces a Local half (optimisation): the half leaves the bridge.
+		if s := e.chans[swap]; s != nil && s.bridge == b {
+			b.remove(s)
+			s.bridge = nil
+			e.changed(s)
+		}
+	}
+	e.joinBridge(c, b)
+	e.noteBridgeMove(c, b, swap != "")
+}
+
+func (e *Engine) onBridgeLeave(m ami.Message) {
+	c := e.chanOf(m)
+	if c == nil {
+		return
+	}
+	e.updateCommon(c, m)
+	if c.bridge != nil && c.bridge.id == m.Get("BridgeUniqueid") {
+		for _, x := range c.bridge.members {
+			e.changed(x)
+		}
+		c.bridge.remove(c)
+		c.noteBridgeLeave(c.bridge)
+		c.bridge = nil
+	}
+}
+
+func (e *Engine) onBridgeDestroy(m ami.Message) {
+	id := m.Get("BridgeUniqueid")
+	b := e.bridges[id]
+	if b == nil {
+		return
+	}
+	for _, x := range b.members {
+		x.bridge = nil
+		e.changed(x)
+	}
+	delete(e.bridges, id)
+}
+
+func (e *Engine) onBridgeMerge(m ami.Message) {
+	from, to := e.bridges[m.Get("FromBridgeUniqueid")], e.bridges[m.Get("ToBridgeUniqueid")]
+	if from == nil || to == nil || from == to {
+		return
+	}
+	for _, x := range append([]*channel(nil), from.members...) {
+		e.joinBridge(x, to)
+	}
+}

@@ -1,0 +1,213 @@
+package calls
+
+import "github.com/ctibridge/ctibridge/ami"
+
+// Attended transfers as Asterisk's bridging core runs them (the Atxfer
+// action, or the *2 feature code): the transferer's one channel leaves the
+// bridge it shares with the transferee, who stays there on hold, and enters
+// a consult bridge with the target (through a Local channel pair). Until the
+// transferer hangs up (completed: AttendedTransfer Result Success) or comes
+// back to the held bridge (cancelled: the target hung up or refused), the
+// transferer has two conversations on one channel: the held one with the
+// transferee and the outgoing consult one with the target.
+
+// Transfer states and roles, as the JSON shows them.
+const (
+	xferConsulting = "consulting"
+	xferCompleted  = "completed"
+	xferCancelled  = "cancelled"
+
+	roleTransferer = "transferer"
+	roleTransferee = "transferee"
+	roleTarget     = "target"
+)
+
+// Transfer marks a conversation that takes part in an attended transfer.
+type Transfer struct {
+	ID    string // stable for the whole transfer
+	State string // consulting | completed | cancelled
+	Role  string // transferer | transferee | target
+	// Consult marks the transferer's consult conversation (not in the
+	// JSON: the other one is the held call); actions need to know which.
+	Consult bool
+}
+
+// xfer is one attended transfer.
+type xfer struct {
+	id         string
+	n          int // how many transfers its transferer has started
+	state      string
+	transferer *channel
+	held       *bridge  // where the transferee waits
+	heldID     string   // the transferer's conversation id with the transferee
+	transferee *channel // the first party left in the held bridge
+	target     *channel // the party consulted, once known
+}
+
+// noteBridgeMove is called when c entered bridge b: leaving a talking
+// bridge where others stay for another talking bridge starts a consult
+// (unless c just replaces a Local half: swap); the transferer coming back
+// to the held bridge cancels it.
+func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
+	prev := c.prevBridge
+	c.prevBridge = nil
+	if x := c.get().xfer; x != nil && x.transferer == c && x.state == xferConsulting && b == x.held {
+		x.state = xferCancelled
+		e.touchXfer(x)
+		return
+	}
+	if prev == nil || swap || prev == b || b.holding || b.conf || c.kind != ownerExt || e.bridges[prev.id] != prev {
+		return
+	}
+	var transferee *channel
+	for _, m := range prev.members {
+		if alive(m) {
+			transferee = m
+			break
+		}
+	}
+	if transferee == nil {
+		return
+	}
+	heldID := c.lastID
+	if heldID == "" { // not published since the call was bridged (a batch)
+		heldID = transferee.name + ">" + c.name
+		if callerFirst(c, transferee) {
+			heldID = c.name + ">" + transferee.name
+		}
+	}
+	// The transfer's id is the transferer's Uniqueid, with a count after
+	// the first when the same channel transfers again (after a cancel).
+	n, id := 1, c.uid
+	if old := c.get().xfer; old != nil && old.transferer == c {
+		n = old.n + 1
+		id = c.uid + "/" + itoa(n)
+	}
+	x := &xfer{id: id, n: n, state: xferConsulting, transferer: c, held: prev, heldID: heldID, transferee: transferee}
+	c.more().xfer, transferee.more().xfer = x, x
+	e.touchXfer(x)
+}
+
+// noteBridgeLeave remembers the talking bridge c left while others stay in
+// it: entering another one next is how a consult starts.
+func (c *channel) noteBridgeLeave(b *bridge) {
+	c.prevBridge = nil
+	if !b.holding && !b.conf && len(b.members) > 0 {
+		c.prevBridge = b
+	}
+}
+
+func (e *Engine) touchXfer(x *xfer) {
+	for _, c := range [...]*channel{x.transferer, x.transferee, x.target} {
+		if c != nil {
+			e.changed(c)
+		}
+	}
+}
+
+// onAttendedTransfer ends the transfer the event reports, creating it when
+// the engine did not see the consult (a phone's own attended transfer,
+// which uses two channels and needs no synthesised held conversation).
+func (e *Engine) onAttendedTransfer(m ami.Message) {
+	tr := e.chanBy(m.Get("OrigTransfererUniqueid"), m.Get("OrigTransfererChannel"))
+	te := e.chanBy(m.Get("TransfereeUniqueid"), m.Get("TransfereeChannel"))
+	tg := e.chanBy(m.Get("TransferTargetUniqueid"), m.Get("TransferTargetChannel"))
+	var x *xfer
+	for _, c := range [...]*channel{tr, te} {
+		if c != nil && c.get().xfer != nil && c.m.xfer.state == xferConsulting {
+			x = c.m.xfer
+			break
+		}
+	}
+	if x == nil {
+		if tr == nil || te == nil {
+			return
+		}
+		x = &xfer{id: tr.uid, transferer: tr, transferee: te}
+		tr.more().xfer, te.more().xfer = x, x
+	}
+	if tg != nil && x.target == nil {
+		if tg.local {
+			tg = follow(tg, x.transferer)
+		}
+		if tg.kind != ownerNone && tg != x.transferer {
+			x.target = tg
+			tg.more().xfer = x
+		}
+	}
+	if m.Get("Result") == "Success" {
+		x.state = xferCompleted
+	} else {
+		x.state = xferCancelled
+	}
+	e.touchXfer(x)
+}
+
+// xferOf is the transfer c takes part in and c's role in it. A channel
+// talking to a consulting transferer is the target (it learns so here, as
+// the consult's far end is only known once the Local pair is looked
+// through).
+func (e *Engine) xferOf(c, peer *channel) (*xfer, string) {
+	x := c.get().xfer
+	if px := peer.getXfer(); x == nil && px != nil && px.transferer == peer &&
+		px.state == xferConsulting && peer.bridge != px.held && c != px.transferee {
+		x = px
+		x.target, c.more().xfer = c, x
+	}
+	switch {
+	case x == nil:
+		return nil, ""
+	case x.transferer == c:
+		return x, roleTransferer
+	case x.transferee == c:
+		return x, roleTransferee
+	case x.target == c:
+		return x, roleTarget
+	}
+	return nil, ""
+}
+
+// getXfer is c's transfer; nil for a nil c.
+func (c *channel) getXfer() *xfer {
+	if c == nil {
+		return nil
+	}
+	return c.get().xfer
+}
+
+// consulting reports whether c is a transferer away from the held bridge.
+func (c *channel) consulting() bool {
+	x := c.get().xfer
+	return x != nil && x.transferer == c && x.state == xferConsulting && c.bridge != x.held
+}
+
+// heldConv is the consulting transferer's conversation with the transferee
+// who waits on hold: the call the transferer will come back to.
+func (e *Engine) heldConv(c *channel) (Conversation, bool) {
+	x := c.m.xfer
+	t := x.transferee
+	if !alive(t) || t.bridge != x.held {
+		return Conversation{}, false
+	}
+	cv := Conversation{
+		ID:         x.heldID,
+		CallID:     c.linkedid,
+		Owner:      c.owner,
+		LinkedID:   c.linkedid,
+		UniqueID:   c.uid,
+		StartTime:  c.created,
+		AnsweredAt: c.answeredAt,
+		Connected:  c.answeredAt != 0 && t.state == stateUp,
+		Recording:  c.recording,
+		QueueID:    c.queue,
+		Extra:      &ConvExtra{Transfer: Transfer{ID: x.id, State: x.state, Role: roleTransferer}},
+	}
+	cv.ThroughQueue = c.queue != ""
+	cv.ThroughTrunk = c.viaTrunk || t.kind == ownerTrunk
+	cv.Direction = "in"
+	if c.isOut() {
+		cv.Direction = "out"
+	}
+	e.counterpart(&cv, c, t, c.isOut())
+	return cv, true
+}

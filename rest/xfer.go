@@ -1,0 +1,80 @@
+package rest
+
+import (
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// Ending an attended transfer, and taking a queue's waiting caller.
+// Asterisk's attended transfer (the atxfer action) completes when the
+// transferer hangs up and is cancelled when the consulted party hangs up:
+// that is what atxfer_complete and atxfer_cancel send.
+
+type queueCallerReq struct {
+	Queue   string `json:"queue"`
+	Channel string `json:"channel"`
+	DestID  string `json:"destId"`
+}
+
+var callActions = []action{
+	act("atxfer_complete", planAtxferEnd(true)),
+	act("atxfer_cancel", planAtxferEnd(false)),
+	act("pickup_qwaitcaller", planPickupQueueCaller),
+}
+
+// planAtxferEnd: convid is either conversation of the consulting
+// transferer (the held one or the consult).
+func planAtxferEnd(complete bool) func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
+	return func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
+		x, err := h.endpoint(u, s, auth.Transfer, "endpointId", req.EndpointID)
+		if err != nil {
+			return nil, err
+		}
+		c, own, _, err := convOf(x, req.ConvID)
+		if err != nil {
+			return nil, err
+		}
+		t := c.Extras().Transfer
+		if t.Role != "transferer" || t.State != "consulting" {
+			return nil, conflict("conversation %q is not an attended transfer being consulted by %s", req.ConvID, x.Exten)
+		}
+		if complete {
+			return []ami.Message{ami.NewAction("Hangup", "Channel", own, "Cause", "16")}, nil
+		}
+		for id, cv := range x.Conversations {
+			if ct := cv.Extras().Transfer; ct.ID != t.ID || !ct.Consult {
+				continue
+			}
+			_, _, target, err := convOf(x, id)
+			if err != nil {
+				return nil, err
+			}
+			if target == "" {
+				break
+			}
+			return []ami.Message{ami.NewAction("Hangup", "Channel", target, "Cause", "16")}, nil
+		}
+		return nil, conflict("the transfer of %q has no consult call to hang up", req.ConvID)
+	}
+}
+
+// planPickupQueueCaller sends a caller waiting in a queue to destId's
+// phone (NethCTI's way: Redirect out of the queue).
+func planPickupQueueCaller(h *handler, u *auth.User, s *calls.Snapshot, req *queueCallerReq) ([]ami.Message, error) {
+	if req.Queue == "" || req.Channel == "" {
+		return nil, badRequest("queue and channel are required")
+	}
+	if _, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID); err != nil {
+		return nil, err
+	}
+	q, ok := s.Queues[req.Queue]
+	if !ok {
+		return nil, notFound("queue %q does not exist", req.Queue)
+	}
+	if _, ok := q.WaitingCallers[req.Channel]; !ok {
+		return nil, conflict("no caller %q waits in queue %s", req.Channel, q.Queue)
+	}
+	return []ami.Message{ami.NewAction("Redirect",
+		"Channel", req.Channel, "Context", h.cfg.Context, "Exten", req.DestID, "Priority", "1")}, nil
+}
