@@ -230,7 +230,8 @@ func (b *browser) waitFor(what, expr string, timeout time.Duration) {
 			if len(dump) > 1500 {
 				dump = dump[:1500] + "..."
 			}
-			b.t.Fatalf("waited %v for %s (%s); grid: %s", timeout, what, expr, dump)
+			toast := eval[string](b, `document.querySelector('#toast')?.textContent || ''`)
+			b.t.Fatalf("waited %v for %s (%s); last message %q; grid: %s", timeout, what, expr, toast, dump)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -208,6 +208,7 @@ func TestBrowserKeyboard(t *testing.T) {
 	// Enter calls him from the operator's phone.
 	keys(kb.Enter)
 	b.waitFor("203 talking with 202", cardIs("203", "busy", "202")+" && "+cardIs("202", "busy", "203"), wait)
+	b.waitFor("the call in my calls bar", `document.querySelector('#mycalls .call-row.connected .peer')?.textContent.includes('202')`, wait)
 	// Transfer him to Alice: find her and press T on her card.
 	keys("/", kb.Escape, "Alice", kb.ArrowDown)
 	if got := focused(); got != "201" {
