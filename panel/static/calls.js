@@ -59,12 +59,13 @@ export class CallsBar {
   row({endpoint, conv}) {
     const dur = el('span', {class: 'dur'});
     const peer = peerText(conv, endpoint);
-    const act = (path, extra, done) => async () => {
+    // act runs one action on this call; what names it in the message.
+    const act = (path, extra, what) => async () => {
       try {
         await api.post('/astproxy/' + path, {convid: conv.id, endpointId: endpoint, ...extra});
-        if (done) toast(done);
+        toast(t('msg.done', {what}));
       } catch (e) {
-        toast(t('msg.failed', {what: done || path, why: e.message}), 'error');
+        toast(t('msg.failed', {what, why: e.message}), 'error');
       }
     };
     const to = el('input', {type: 'text', inputmode: 'tel', class: 'xfer-to', 'data-role': 'to', placeholder: t('h.number'),
@@ -72,7 +73,7 @@ export class CallsBar {
     const xfer = (path) => async () => {
       const n = to.value.trim();
       if (!n) { to.focus(); toast(t('msg.typeNumber'), 'error'); return; }
-      await act(path, {to: n}, t('msg.transferring', {to: n}))();
+      await act(path, {to: n}, t(path === 'atxfer' ? 'msg.atxferTo' : 'msg.xferTo', {to: n}))();
     };
     const dir = conv.direction === 'in' ? 'in' : 'out';
     const note = convNote(conv);
@@ -98,7 +99,7 @@ export class CallsBar {
     const b = (role, key, run, extra = {}) => el('button', {type: 'button', 'data-role': role, onclick: run, ...extra}, t(key));
     const up = conv.connected;
     const xf = conv.transfer;
-    const out = [can('hangup') && b('hangup', 'act.hangup', act('hangup', {}, t('msg.hungup')), {class: 'danger'})];
+    const out = [can('hangup') && b('hangup', 'act.hangup', act('hangup', {}, t('act.hangup')), {class: 'danger'})];
     if (xf?.state === 'consulting' && xf.role === 'transferer' && can('transfer')) {
       out.push(b('complete', 'act.complete', act('atxfer_complete', {}, t('act.complete')), {class: 'primary'}),
         b('cancel', 'act.cancel', act('atxfer_cancel', {}, t('act.cancel'))));
@@ -107,13 +108,13 @@ export class CallsBar {
     if (up && can('transfer')) {
       out.push(to, b('blind', 'act.transfer', xfer('blindtransfer')), b('atxfer', 'act.atxfer', xfer('atxfer')));
     }
-    if (up && can('park')) out.push(b('park', 'act.park', act('park', {}, t('msg.parked'))));
+    if (up && can('park')) out.push(b('park', 'act.park', act('park', {}, t('act.park'))));
     if (up && can('record')) {
       const rec = conv.recording === 'true', muted = conv.recording === 'mute';
-      if (!rec && !muted) out.push(b('rec', 'act.record', act('start_record', {}, t('msg.recording')), {'aria-pressed': 'false'}));
+      if (!rec && !muted) out.push(b('rec', 'act.record', act('start_record', {}, t('act.record')), {'aria-pressed': 'false'}));
       if (rec) out.push(b('muterec', 'act.mute', act('mute_record', {}, t('act.mute'))));
       if (muted) out.push(b('unmuterec', 'act.unmute', act('unmute_record', {}, t('act.unmute'))));
-      if (rec || muted) out.push(b('stoprec', 'act.stoprec', act('stop_record', {}, t('msg.recStopped')), {'aria-pressed': 'true'}));
+      if (rec || muted) out.push(b('stoprec', 'act.stoprec', act('stop_record', {}, t('act.stoprec')), {'aria-pressed': 'true'}));
     }
     return out;
   }
