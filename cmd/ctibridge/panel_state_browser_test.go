@@ -98,6 +98,15 @@ func TestBrowserStateTruth(t *testing.T) {
 		alice.refused(t, "/astproxy/queuemember_remove")
 	}
 
+	// Alice sends her calls to voicemail (presence, over REST): every
+	// screen shows it on her card, in words.
+	aliceToken := restLogin(t, d.URL, "alice", "alice")
+	postJSON(t, d.URL, aliceToken, "/user/presence", `{"status":"voicemail"}`)
+	op.waitFor("201 forwards to voicemail", `document.querySelector('#grid li[data-exten="201"] .ind-cf')?.textContent === '→ voicemail'`, wait)
+	op.shot("presence-voicemail")
+	postJSON(t, d.URL, aliceToken, "/user/presence", `{"status":"online"}`)
+	op.waitFor("201 without forward", `!document.querySelector('#grid li[data-exten="201"] .ind')`, wait)
+
 	// The admin has no phone: Call says so in plain words, and nothing is
 	// sent to the PBX.
 	admin := open("admin")

@@ -9,20 +9,25 @@ import {effectiveStatus, statusText, currentCall, talkSeconds, peerText, convNot
 
 const byNum = (a, b) => a.localeCompare(b, undefined, {numeric: true});
 
+// VOICEMAIL is FreePBX's forward target for "to voicemail" (vmu201, *201).
+const VOICEMAIL = /^(vm[ubsi]|\*)\d+$/;
+
 // indicators are the small badges of a card: DND, forwards, voicemail,
 // presence; each [class, short text, long text] and only when present.
 function indicators(x) {
   const out = [];
   if (x.dnd) out.push(['ind-dnd', t('ind.dnd'), t('ind.dnd.long')]);
   for (const [k, key] of [['cf', 'ind.cf'], ['cfb', 'ind.cfb'], ['cfu', 'ind.cfu']]) {
-    if (x[k]) out.push(['ind-cf', (k === 'cf' ? '→ ' : k === 'cfb' ? '→b ' : '→u ') + x[k], t(key, {to: x[k]})]);
+    if (!x[k]) continue;
+    // FreePBX's forward to voicemail ("vmu201", "*201") in words.
+    const to = VOICEMAIL.test(x[k]) ? t('ind.vmbox') : x[k];
+    out.push(['ind-cf', (k === 'cf' ? '→ ' : k === 'cfb' ? '→b ' : '→u ') + to, t(key, {to})]);
   }
   const vm = x.voicemail;
   if (vm && vm.new > 0) out.push(['ind-vm', '✉ ' + vm.new, t('ind.vm', {n: vm.new})]);
   const pres = state.presence?.[x.exten];
-  if (pres && pres !== 'online' && !(pres === 'dnd' && x.dnd) && !(pres === 'callforward' && x.cf)) {
-    out.push(['ind-pres', t('pres.' + pres), t('pres.' + pres)]);
-  }
+  const shown = {dnd: x.dnd, callforward: x.cf, voicemail: VOICEMAIL.test(x.cf || ''), online: true};
+  if (pres && !shown[pres]) out.push(['ind-pres', t('pres.' + pres), t('pres.' + pres)]);
   return out;
 }
 

@@ -87,6 +87,7 @@ const S = {
   'ind.cf': ['forwards to {to}', 'inoltra a {to}'],
   'ind.cfb': ['when busy to {to}', 'se occupato a {to}'],
   'ind.cfu': ['when unavailable to {to}', 'se non risponde a {to}'],
+  'ind.vmbox': ['voicemail', 'segreteria'],
   'ind.vm': ['{n} new voicemail', '{n} nuovi messaggi vocali'],
   'pres.online': ['online', 'disponibile'],
   'pres.dnd': ['do not disturb', 'non disturbare'],
