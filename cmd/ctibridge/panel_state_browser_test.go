@@ -183,6 +183,16 @@ func TestBrowserTrunks(t *testing.T) {
 	})
 	call.hangup(t)
 	b.waitFor("the trunk free", `document.querySelector('#trunks tr[data-trunk] .chans')?.textContent === '0'`, 10*time.Second)
+
+	// The bridge has conferences (its /openapi.yaml lists them): the tab
+	// is there; the demo's PBX has no ConfBridge, so no room.
+	b.do(chromedp.Click(chromedp.CSS("#tab-confs")))
+	b.waitFor("the conferences view", `document.querySelector('#confs').textContent === 'No conferences.'`, 10*time.Second)
+	var rooms map[string]any
+	restGet(t, d.URL, token, "/astproxy/conferences", &rooms)
+	if len(rooms) != 0 {
+		t.Errorf("conferences in the demo: %v", rooms)
+	}
 }
 
 // TestBrowserKeyboard: the main flows with the keyboard only: find a

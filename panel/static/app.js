@@ -81,6 +81,9 @@ function snapshot(m) {
     $('#pref-compact').checked = Object.keys(state.exts).length >= COMPACT_FROM;
   }
   grid.setAll(state.exts);
+  // A fresh snapshot (first, or after a resume that could not replay):
+  // the rooms are not in it, read them again.
+  if (!$('#tab-confs').hidden) confs.load().then(() => dirty(confs));
   refreshGroups();
   bar.render();
   mine.render();
