@@ -173,6 +173,17 @@ func TestBrowserTrunks(t *testing.T) {
 	b.waitFor("one channel in use and the call", `document.querySelector('#trunks tr[data-trunk] .chans')?.textContent === '1' &&
 		document.querySelector('#trunks tr[data-trunk] .trunk-calls')?.textContent.includes('201')`, 10*time.Second)
 	b.shot("trunks")
+	// Click-to-call from the number on 201's card (its caller).
+	b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+	b.waitFor("201 with the outside caller", cardIs("201", "busy", "0721405516"), 10*time.Second)
+	b.menuAction("201", "callpeer")
+	if !b.refused(t, "/astproxy/call") {
+		pollREST(t, d.URL, token, "/astproxy/extension/203", "the operator's phone calling", func(x restExt) bool { return len(x.Conversations) > 0 })
+		for _, c := range extOf(t, d.URL, token, "203").Conversations {
+			postJSON(t, d.URL, token, "/astproxy/hangup", `{"convid":"`+c.ID+`","endpointId":"203"}`)
+		}
+	}
+	b.do(chromedp.Click(chromedp.CSS("#tab-trunks")))
 	pollREST(t, d.URL, token, "/astproxy/trunks", "a call on the trunk", func(trs map[string]struct{ Conversations map[string]any }) bool {
 		for _, tr := range trs {
 			if len(tr.Conversations) == 1 {

@@ -35,10 +35,10 @@ const grid = new Grid($('#grid'), {
   onCount: (n, total) => { $('#ext-count').textContent = n === total ? t('grid.count', {n: total}) : t('grid.countOf', {n, total}); },
 });
 const bar = new CallsBar($('#mycalls'));
-const menu = new CardMenu({active: () => activeCall(), transfer: (d, to) => transfer(d, to)});
+const menu = new CardMenu({active: () => activeCall(), transfer: (d, to) => transfer(d, to), call: (n) => call(n)});
 const mine = new MyControls();
-const queues = new QueuesView($('#queues'), $('#parkings'));
-const trunks = new TrunksView($('#trunks'));
+const queues = new QueuesView($('#queues'), $('#parkings'), (n) => call(n));
+const trunks = new TrunksView($('#trunks'), (n) => call(n));
 const confs = new ConfsView($('#confs'));
 queues.name = 'queues';
 trunks.name = 'trunks';

@@ -9,11 +9,12 @@ import {el, toast} from './util.js';
 import {api} from './api.js';
 import {t} from './i18n.js';
 import {state, can, inScope, myEndpoints, nameOf} from './state.js';
-import {currentCall} from './describe.js';
+import {currentCall, peerNumber} from './describe.js';
 
-// cardActions lists [label key, role, run] for extension exten, given the
-// user's active call (for "transfer my call here").
-export function cardActions(exten, active, transfer) {
+// cardActions lists [label, role, run] for extension exten, given the
+// user's active call (for "transfer my call here") and how to place a
+// call (for "call the other party").
+export function cardActions(exten, active, transfer, call) {
   const x = state.exts[exten];
   if (!x) return [];
   const c = currentCall(x);
@@ -49,12 +50,15 @@ export function cardActions(exten, active, transfer) {
     if (rec || muted) add(true, 'act.stoprec', 'stoprec', post('stop_record', conv, t('act.stoprec')));
   }
   add(active && !mine && can('transfer'), 'act.xferHere', 'xferhere', () => transfer(active, exten));
+  // Click-to-call the other party when the card shows its number.
+  const other = c ? peerNumber(c, exten) : '';
+  if (other && other !== exten && can('call') && dest) out.push([t('act.callBack', {number: other}), 'callpeer', () => call(other)]);
   return out;
 }
 
 // CardMenu is the one pop-up menu of card actions.
 export class CardMenu {
-  // opts: active() -> {convid, endpointId} | null, transfer(data, to)
+  // opts: active() -> {convid, endpointId} | null, transfer(data, to), call(number)
   constructor(opts) {
     this.opts = opts;
     this.root = el('div', {id: 'card-menu', class: 'card-menu', role: 'menu', hidden: true});
@@ -66,7 +70,7 @@ export class CardMenu {
   }
 
   open(exten, anchor) {
-    const acts = cardActions(exten, this.opts.active(), this.opts.transfer);
+    const acts = cardActions(exten, this.opts.active(), this.opts.transfer, this.opts.call);
     this.exten = exten;
     this.anchor = anchor;
     const title = el('p', {class: 'menu-title'}, `${nameOf(exten)} (${exten})`);

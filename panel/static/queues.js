@@ -3,7 +3,7 @@
 // their waiting time) and parking lots (who parked, time to the timeout,
 // pickup).
 
-import {el, clock, fmtDuration, toast} from './util.js';
+import {el, clock, fmtDuration, toast, numberButton} from './util.js';
 import {api} from './api.js';
 import {t} from './i18n.js';
 import {state, can, myEndpoints, nameOf} from './state.js';
@@ -24,9 +24,11 @@ async function post(path, body, what) {
 }
 
 export class QueuesView {
-  constructor(qroot, proot) {
+  // onCall(number): click-to-call a waiting or parked caller's number.
+  constructor(qroot, proot, onCall) {
     this.qroot = qroot;
     this.proot = proot;
+    this.onCall = onCall;
     this.timers = []; // [span, since ms, mode]
   }
 
@@ -88,7 +90,7 @@ export class QueuesView {
       this.timers.push([span, w.waitingSince, 'up']);
       return el('li', {class: 'waiting'},
         el('span', {class: 'pos'}, `#${w.position}`),
-        el('span', {class: 'peer'}, who(w.name, w.num)),
+        el('span', {class: 'peer'}, numberButton(who(w.name, w.num), w.num, this.onCall, t('act.callBack', {number: w.num}))),
         el('span', {class: 'muted'}, t('q.waitingWord')), span);
     };
     // Log in to a queue one is not a member of yet (dynamic members).
@@ -127,7 +129,7 @@ export class QueuesView {
       };
       return el('li', {class: 'parking' + (c ? ' taken' : ''), 'data-parking': p.parking},
         el('span', {class: 'space'}, p.name || p.parking),
-        c ? el('span', {class: 'peer'}, who(c.name, c.num)) : el('span', {class: 'muted'}, t('p.free')),
+        c ? el('span', {class: 'peer'}, numberButton(who(c.name, c.num), c.num, this.onCall, t('act.callBack', {number: c.num}))) : el('span', {class: 'muted'}, t('p.free')),
         c && c.parkedBy ? el('span', {class: 'muted'}, t('p.by', {by: nameOf(c.parkedBy)})) : null,
         since, left,
         c && can('pickup_parking') && dest && el('button', {type: 'button', onclick: pickup, 'aria-label': t('p.pickupLabel', {parking: p.parking})}, t('p.pickup')));

@@ -1,10 +1,10 @@
 // Trunks: registration, channels in use and the live calls through each,
 // from the trunks collection of the snapshot and trunkUpdate events.
 
-import {el, fmtDuration} from './util.js';
+import {el, fmtDuration, numberButton} from './util.js';
 import {t} from './i18n.js';
 import {state} from './state.js';
-import {peerText, talkSeconds} from './describe.js';
+import {peerText, peerNumber, talkSeconds} from './describe.js';
 
 const byNum = (a, b) => a.localeCompare(b, undefined, {numeric: true});
 
@@ -19,8 +19,10 @@ function registration(tr) {
 }
 
 export class TrunksView {
-  constructor(root) {
+  // onCall(number): click-to-call the other party of a trunk call.
+  constructor(root, onCall) {
     this.root = root;
+    this.onCall = onCall;
     this.durs = []; // [span, conv]
   }
 
@@ -39,7 +41,7 @@ export class TrunksView {
         const d = el('span', {class: 'dur'}, c.connected ? fmtDuration(talkSeconds(c)) : '');
         if (c.connected) this.durs.push([d, c]);
         return el('li', null, el('span', {class: 'dir', 'aria-label': t('dir.' + (c.direction === 'in' ? 'in' : 'out'))}, c.direction === 'in' ? '←' : '→'),
-          ' ', peerText(c, ''), ' ', d);
+          ' ', numberButton(peerText(c, ''), peerNumber(c, ''), this.onCall, t('act.callBack', {number: peerNumber(c, '')})), ' ', d);
       });
       return el('tr', {'data-trunk': tr.name},
         el('th', {scope: 'row'}, tr.name),
