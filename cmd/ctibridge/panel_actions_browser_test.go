@@ -233,7 +233,7 @@ func actPark(t *testing.T, e *demoEnv) {
 	b.waitFor("the countdown", `/\d:\d\d/.test(document.querySelector('#parkings .parking.taken .left')?.textContent)`, wait)
 	b.shot("action-park-view")
 	b.clearToast()
-	b.do(chromedp.Click(chromedp.CSS(`#parkings .parking.taken button`)))
+	b.do(chromedp.Click(chromedp.CSS(`#parkings .parking.taken button[data-role="pickup"]`)))
 	if !b.refused(t, "/astproxy/pickup_parking") {
 		e.waitExt(t, "203", "203 with 201", func(r restExt) bool {
 			for _, c := range r.Conversations {

@@ -132,7 +132,7 @@ export class QueuesView {
         c ? el('span', {class: 'peer'}, numberButton(who(c.name, c.num), c.num, this.onCall, t('act.callBack', {number: c.num}))) : el('span', {class: 'muted'}, t('p.free')),
         c && c.parkedBy ? el('span', {class: 'muted'}, t('p.by', {by: nameOf(c.parkedBy)})) : null,
         since, left,
-        c && can('pickup_parking') && dest && el('button', {type: 'button', onclick: pickup, 'aria-label': t('p.pickupLabel', {parking: p.parking})}, t('p.pickup')));
+        c && can('pickup_parking') && dest && el('button', {type: 'button', 'data-role': 'pickup', onclick: pickup, 'aria-label': t('p.pickupLabel', {parking: p.parking})}, t('p.pickup')));
     });
     this.proot.replaceChildren(el('ul', {class: 'parking-list'}, ...rows));
   }
