@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,8 +74,9 @@ type Recorder struct {
 	wake  chan struct{} // Observe → writer
 	kick  chan struct{} // writer → drainer
 
-	mu     sync.Mutex // guards linked
+	mu     sync.Mutex // guards linked and files
 	linked map[string]linkedAt
+	files  map[string]fileAt // recording file by channel name
 
 	qmu   sync.Mutex // guards queue
 	queue []CDR
@@ -93,6 +95,46 @@ type Recorder struct {
 type linkedAt struct {
 	linkedid string
 	at       time.Time
+}
+
+type fileAt struct {
+	file string
+	at   time.Time
+}
+
+// NoteRecording remembers that channel is being recorded into file, so
+// that the CDR naming that channel (as its channel or its destination
+// channel) carries it as recordingfile: Asterisk's Cdr event has no such
+// field. The REST start_record action calls it; Observe does for the
+// MIXMONITOR_FILENAME variable a MixMonitor sets, when the PBX sends
+// VarSet. Safe from any goroutine.
+func (r *Recorder) NoteRecording(channel, file string) {
+	if channel == "" || file == "" || !printable(file) {
+		return
+	}
+	r.mu.Lock()
+	r.files[strings.Clone(channel)] = fileAt{strings.Clone(file), time.Now()}
+	r.mu.Unlock()
+}
+
+// recordingOf is the file noted for the CDR's channel or destination.
+func (r *Recorder) recordingOf(c *CDR) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.files[c.Channel]; ok {
+		return f.file
+	}
+	return r.files[c.DstChannel].file
+}
+
+// printable: no control character can reach the store from a variable.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return len(s) <= 1024
 }
 
 // NewRecorder opens (or reopens, resuming it) the spool in cfg.SpoolDir.
@@ -129,7 +171,7 @@ func NewRecorder(store Store, cfg RecorderConfig) (*Recorder, error) {
 	}
 	return &Recorder{store: store, cfg: cfg, log: log, sp: sp,
 		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
-		linked: map[string]linkedAt{}, spoolOut: sqldb.NewOutage(log, "cdr spool")}, nil
+		linked: map[string]linkedAt{}, files: map[string]fileAt{}, spoolOut: sqldb.NewOutage(log, "cdr spool")}, nil
 }
 
 var errQueueFull = errors.New("history: cdr queue full: the disk is not keeping up")
@@ -143,6 +185,9 @@ func (r *Recorder) Observe(m ami.Message) {
 		return
 	}
 	if m.Event() != "Cdr" {
+		if m.Event() == "VarSet" && m.Get("Variable") == "MIXMONITOR_FILENAME" {
+			r.NoteRecording(m.Get("Channel"), m.Get("Value"))
+		}
 		if u, l := m.Get("Uniqueid"), m.Get("Linkedid"); u != "" && l != "" {
 			r.mu.Lock()
 			if old, ok := r.linked[u]; !ok || old.linkedid != l {
@@ -155,6 +200,9 @@ func (r *Recorder) Observe(m ami.Message) {
 	c, ok := FromEvent(m, r.cfg.Location, r.linkedID)
 	if !ok {
 		return
+	}
+	if c.RecordingFile == "" {
+		c.RecordingFile = r.recordingOf(&c)
 	}
 	r.seen.Add(1)
 	r.qmu.Lock()
@@ -186,6 +234,11 @@ func (r *Recorder) sweep(now time.Time) {
 	for u, l := range r.linked {
 		if now.Sub(l.at) > 2*time.Hour {
 			delete(r.linked, u)
+		}
+	}
+	for ch, f := range r.files {
+		if now.Sub(f.at) > 12*time.Hour { // a recorded call may be long
+			delete(r.files, ch)
 		}
 	}
 }

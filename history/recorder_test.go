@@ -223,3 +223,41 @@ func TestRecorderSetsAsideRefusedCDR(t *testing.T) {
 		t.Errorf("cleaned CDR stored as clid %q, duration %d", clid, dur)
 	}
 }
+
+// TestRecordingFile: Asterisk's Cdr event names no recording file. The file
+// start_record asked for (NoteRecording) or the MIXMONITOR_FILENAME a
+// MixMonitor set (VarSet) goes into the history row of the CDR that names
+// the channel, as its channel or its destination.
+func TestRecordingFile(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		note func(*Recorder)
+	}{
+		{"start_record on the callee", func(r *Recorder) { r.NoteRecording("PJSIP/202-00000001", "ctibridge-bob.wav") }},
+		{"VarSet on the caller", func(r *Recorder) {
+			r.Observe(ami.NewMessage([]ami.Header{{Key: "Event", Value: "VarSet"}, {Key: "Privilege", Value: "dialplan,all"},
+				{Key: "Channel", Value: "PJSIP/201-00000000"}, {Key: "Variable", Value: "MIXMONITOR_FILENAME"},
+				{Key: "Value", Value: "/var/spool/asterisk/monitor/alice.wav"}, {Key: "Uniqueid", Value: "1796028439.0"},
+				{Key: "Linkedid", Value: "1796028439.0"}}...))
+		}},
+		{"control characters refused", func(r *Recorder) { r.NoteRecording("PJSIP/202-00000001", "a\r\nb.wav") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewSQLite(openSQLite(t), Config{})
+			rec, stop := startRecorder(t, s, t.TempDir(), 0)
+			defer stop()
+			c.note(rec)
+			replay(t, "../ami/testdata/basic_call_caller_hangup.ami", rec.Observe)
+			waitUntil(t, "the CDR", func() bool { return rec.Stats().Written == 1 })
+			calls := all(t, s, Query{From: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
+			if len(calls) != 1 {
+				t.Fatalf("%d calls", len(calls))
+			}
+			want := map[string]string{"start_record on the callee": "ctibridge-bob.wav",
+				"VarSet on the caller": "/var/spool/asterisk/monitor/alice.wav", "control characters refused": ""}[c.name]
+			if got := calls[0].RecordingFile; got != want {
+				t.Errorf("recordingfile %q, want %q", got, want)
+			}
+		})
+	}
+}

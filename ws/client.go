@@ -54,7 +54,7 @@ type Message struct {
 	User      json.RawMessage `json:"user"`      // hello
 
 	Stale      bool            `json:"stale"` // snapshot: the PBX link is not live
-	PBX        json.RawMessage `json:"pbx"`   // snapshot: {"pbx":"live|resyncing|down","version":N,"since":ms}
+	PBX        json.RawMessage `json:"pbx"`   // snapshot: {"pbx":"live|resyncing|stalled|down","version":N,"since":ms}
 	Extensions json.RawMessage `json:"extensions"`
 	Queues     json.RawMessage `json:"queues"`
 	Parkings   json.RawMessage `json:"parkings"`
