@@ -253,7 +253,8 @@ func actPark(t *testing.T, e *demoEnv) {
 func actRecord(t *testing.T, e *demoEnv) {
 	b := e.b
 	e.connect(t, "201", "202")
-	steps := []struct{ role, path, want string }{{"rec", "start_record", "true"}, {"muterec", "mute_record", "mute"}, {"stoprec", "stop_record", "false"}}
+	steps := []struct{ role, path, want, badge string }{
+		{"rec", "start_record", "true", "● REC"}, {"muterec", "mute_record", "mute", "REC paused"}, {"stoprec", "stop_record", "false", ""}}
 	for _, s := range steps {
 		b.menuAction("201", s.role)
 		if b.refused(t, "/astproxy/"+s.path) {
@@ -265,6 +266,8 @@ func actRecord(t *testing.T, e *demoEnv) {
 			}
 			return false
 		})
+		// The card shows it (and the next menu is built from it).
+		b.waitFor("201's card: "+s.want, fmt.Sprintf(`(document.querySelector('#grid li[data-exten="201"] .ind-rec')?.textContent || '') === %q`, s.badge), 10*time.Second)
 	}
 	e.idle(t, "201", "202")
 }

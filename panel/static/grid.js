@@ -23,6 +23,9 @@ function indicators(x) {
     const to = VOICEMAIL.test(x[k]) ? t('ind.vmbox') : x[k];
     out.push(['ind-cf', (k === 'cf' ? '→ ' : k === 'cfb' ? '→b ' : '→u ') + to, t(key, {to})]);
   }
+  const rec = currentCall(x)?.recording;
+  if (rec === 'true') out.push(['ind-rec', t('ind.rec'), t('ind.rec.long')]);
+  if (rec === 'mute') out.push(['ind-rec', t('ind.recPaused'), t('ind.recPaused.long')]);
   const vm = x.voicemail;
   if (vm && vm.new > 0) out.push(['ind-vm', '✉ ' + vm.new, t('ind.vm', {n: vm.new})]);
   const pres = state.presence?.[x.exten];
