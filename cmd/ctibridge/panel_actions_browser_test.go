@@ -147,6 +147,7 @@ func TestBrowserActions(t *testing.T) {
 	b.run("attended transfer", func(t *testing.T) { actAttended(t, e) })
 	b.run("DND and forward for oneself", func(t *testing.T) { actOwnSettings(t, e) })
 	b.run("queue pause with a reason", func(t *testing.T) { actQueuePause(t, e) })
+	b.run("DND for a colleague", func(t *testing.T) { actColleagueDND(t, e) })
 }
 
 // actPickup: the operator picks up 201 ringing from 204.
@@ -380,6 +381,21 @@ func actQueuePause(t *testing.T, e *demoEnv) {
 	b.do(chromedp.Click(chromedp.CSS(row + ` button[data-role="unpause"]`)))
 	b.waitFor("unpaused", `document.querySelector('`+row+` button[data-role="pause"]')`, wait)
 	b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+}
+
+// actColleagueDND: the operator sets and clears DND on 202 from its card.
+func actColleagueDND(t *testing.T, e *demoEnv) {
+	b := e.b
+	b.menuAction("202", "dndon")
+	if b.refused(t, "/astproxy/dnd") {
+		return
+	}
+	e.waitExt(t, "202", "202 in DND", func(r restExt) bool { return r.DND })
+	b.waitFor("202's card says DND", cardIs("202", "dnd", "")+` && document.querySelector('#grid li[data-exten="202"] .ind-dnd')`, 10*time.Second)
+	b.menuAction("202", "dndoff")
+	b.refused(t, "/astproxy/dnd")
+	e.waitExt(t, "202", "202 out of DND", func(r restExt) bool { return !r.DND })
+	b.waitFor("202 available", cardIs("202", "online", ""), 10*time.Second)
 }
 
 // waitForMaybe is waitFor that reports a timeout instead of failing.

@@ -50,6 +50,9 @@ export function cardActions(exten, active, transfer, call) {
     if (rec || muted) add(true, 'act.stoprec', 'stoprec', post('stop_record', conv, t('act.stoprec')));
   }
   add(active && !mine && can('transfer'), 'act.xferHere', 'xferhere', () => transfer(active, exten));
+  // DND for a colleague one may act for (one's own is in the top bar).
+  add(!mine && can('dnd') && scope && x.status !== 'offline', x.dnd ? 'act.dndOff' : 'act.dndOn', x.dnd ? 'dndoff' : 'dndon',
+    post('dnd', {endpointId: exten, activate: !x.dnd}, t(x.dnd ? 'act.dndOff' : 'act.dndOn')));
   // Click-to-call the other party when the card shows its number.
   const other = c ? peerNumber(c, exten) : '';
   if (other && other !== exten && can('call') && dest) out.push([t('act.callBack', {number: other}), 'callpeer', () => call(other)]);

@@ -120,6 +120,8 @@ const S = {
   'act.atxfer': ['Attended', 'Con consultazione'],
   'act.complete': ['Complete transfer', 'Completa trasferimento'],
   'act.cancel': ['Cancel transfer', 'Annulla trasferimento'],
+  'act.dndOn': ['Set do not disturb', 'Attiva non disturbare'],
+  'act.dndOff': ['Clear do not disturb', 'Togli non disturbare'],
   'act.close': ['Close', 'Chiudi'],
   'act.none': ['Nothing you may do here now.', 'Nessuna azione possibile ora.'],
 
