@@ -475,8 +475,12 @@ func waitCall(t *testing.T, res <-chan *callResult) *callResult {
 // bounds are what a shared 2-core CI machine running other packages under
 // -race can hold, so that a failure means a broken panel, not a busy host.
 const (
-	screenLag     = 1000 // event sent to change drawn, p95
-	firstPaintMax = 3000 // 500-card grid after a reload, best of three
+	screenLag = 1000 // event sent to change drawn, p95, events one at a time
+	// screenLagStream is the same at 50 changes a second: on a host whose
+	// load average reaches 20 on 2 cores the page gets a fraction of a
+	// core and a backlog builds (p95 1.6 s seen once); the figure is logged.
+	screenLagStream = 3000
+	firstPaintMax   = 3000 // 1,000-card grid after a reload, best of three
 )
 
 // stats returns the median, the 95th percentile and the maximum.
