@@ -101,20 +101,35 @@ func (e *demoEnv) connect(t *testing.T, from, to string) *callResult {
 	t.Helper()
 	pending := placeCall(e.ctx, e.d.Phones[from], to)
 	c := waitCall(t, pending)
-	e.b.waitFor(from+" and "+to+" busy", cardIs(from, "busy", "")+" && "+cardIs(to, "busy", ""), 10*time.Second)
+	// Busy and talking: the status may come before the bridge that makes
+	// the conversation connected (the talk time shows only then).
+	talking := func(x string) string { return cardIs(x, "busy", "") + " && (" + cardJS(x) + ").dur !== ''" }
+	e.b.waitFor(from+" and "+to+" talking", talking(from)+" && "+talking(to), 10*time.Second)
 	return c
 }
 
-// idle hangs up whatever the extensions still have and waits for them.
+// idle hangs up whatever the extensions still have, again while legs
+// come and go (an originated leg cannot be hung up before it is answered),
+// and waits for them to be free.
 func (e *demoEnv) idle(t *testing.T, extens ...string) {
 	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
 	for _, x := range extens {
-		for _, c := range e.ext(t, x).Conversations {
-			postJSON(t, e.d.URL, e.token, "/astproxy/hangup", fmt.Sprintf(`{"convid":%q,"endpointId":%q}`, c.ID, x))
+		for {
+			convs := e.ext(t, x).Conversations
+			if len(convs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still has %+v", x, convs)
+			}
+			for _, c := range convs {
+				postJSON(t, e.d.URL, e.token, "/astproxy/hangup", fmt.Sprintf(`{"convid":%q,"endpointId":%q}`, c.ID, x))
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	for _, x := range extens {
-		e.waitExt(t, x, x+" idle", func(r restExt) bool { return len(r.Conversations) == 0 })
 		e.b.waitFor(x+" available", cardIs(x, "online", ""), 10*time.Second)
 	}
 }
