@@ -165,3 +165,6 @@ func CloseCode(err error) int {
 	}
 	return 0
 }
+
+// WriteRaw sends b as one text message, as it is (the load tool's floods).
+func (c *Client) WriteRaw(b []byte) error { return c.c.WriteMessage(websocket.TextMessage, b) }
