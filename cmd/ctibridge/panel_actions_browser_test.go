@@ -244,7 +244,7 @@ func actPark(t *testing.T, e *demoEnv) {
 		}
 	}
 	b.shot("action-park-card")
-	b.do(chromedp.Click(chromedp.CSS("#tab-queues")))
+	b.tab("queues")
 	b.waitFor("201 in the parking view", `[...document.querySelectorAll('#parkings .parking.taken')].some(p => p.textContent.includes('201'))`, wait)
 	b.waitFor("the countdown", `/\d:\d\d/.test(document.querySelector('#parkings .parking.taken .left')?.textContent)`, wait)
 	b.shot("action-park-view")
@@ -261,7 +261,7 @@ func actPark(t *testing.T, e *demoEnv) {
 		})
 		b.waitFor("the parking free", `!document.querySelector('#parkings .parking.taken')`, wait)
 	}
-	b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+	b.tab("ext")
 	e.idle(t, "201", "202", "203")
 }
 
@@ -374,7 +374,7 @@ func actOwnSettings(t *testing.T, e *demoEnv) {
 // actQueuePause: the operator pauses in the support queue for lunch.
 func actQueuePause(t *testing.T, e *demoEnv) {
 	b, wait := e.b, 10*time.Second
-	b.do(chromedp.Click(chromedp.CSS("#tab-queues")))
+	b.tab("queues")
 	row := `#queues .member[data-member="203"]`
 	b.waitFor("203 in the support queue", `document.querySelector('`+row+` button[data-role="pause"]')`, wait)
 	b.clearToast()
@@ -395,7 +395,7 @@ func actQueuePause(t *testing.T, e *demoEnv) {
 	b.shot("action-queue-pause")
 	b.do(chromedp.Click(chromedp.CSS(row + ` button[data-role="unpause"]`)))
 	b.waitFor("unpaused", `document.querySelector('`+row+` button[data-role="pause"]')`, wait)
-	b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+	b.tab("ext")
 }
 
 // actColleagueDND: the operator sets and clears DND on 202 from its card.

@@ -86,7 +86,8 @@ func demoCalls(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 	})
 
 	b.run("phonebook", func(t *testing.T) {
-		b.do(chromedp.Click(chromedp.CSS("#tab-phonebook")), chromedp.Click(chromedp.CSS("#pb-new")))
+		b.tab("phonebook")
+		b.do(chromedp.Click(chromedp.CSS("#pb-new")))
 		b.waitFor("contact dialog", `document.querySelector('#contact-dialog').open`, wait)
 		b.do(
 			chromedp.SendKeys(chromedp.CSS("#c-name"), "Mario Panelli"),
@@ -102,7 +103,7 @@ func demoCalls(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 			chromedp.Click(chromedp.CSS(`#pb-search button[type="submit"]`)))
 		b.waitFor("the contact found", `[...document.querySelectorAll('#pb-results tbody tr')].some(tr => tr.textContent.includes('Mario Panelli') && tr.textContent.includes('201'))`, wait)
 		b.shot("phonebook")
-		b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+		b.tab("ext")
 	})
 }
 
@@ -130,20 +131,20 @@ func demoViews(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 	})
 
 	b.run("queues, park and pick up", func(t *testing.T) {
-		b.do(chromedp.Click(chromedp.CSS("#tab-queues")))
+		b.tab("queues")
 		b.waitFor("the support queue with its members", `[...document.querySelectorAll('#queues .queue')].some(q => q.textContent.includes('support') && q.querySelectorAll('.member').length === 2)`, wait)
-		b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+		b.tab("ext")
 		pending := placeCall(ctx, phones["201"], "203")
 		b.waitFor("the call in my calls bar", `document.querySelector('#mycalls .call-row.connected .peer')?.textContent.includes('201')`, wait)
 		call := waitCall(t, pending)
 		b.do(chromedp.Click(chromedp.CSS(`#mycalls .call-row button[data-role="park"]`)))
-		b.do(chromedp.Click(chromedp.CSS("#tab-queues")))
+		b.tab("queues")
 		b.waitFor("201 parked", `[...document.querySelectorAll('#parkings .parking.taken')].some(p => p.textContent.includes('201'))`, wait)
 		b.waitFor("parking time ticking", `/^0:0[1-9]$/.test(document.querySelector('#parkings .parking.taken .dur')?.textContent)`, 4*time.Second)
 		b.shot("queues-parking")
 		b.do(chromedp.Click(chromedp.CSS(`#parkings .parking.taken button[data-role="pickup"]`)))
 		b.waitFor("the parking free again", `!document.querySelector('#parkings .parking.taken')`, wait)
-		b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+		b.tab("ext")
 		b.waitFor("203 talking with 201 again", cardIs("203", "busy", "201")+" && "+cardIs("201", "busy", ""), wait)
 		b.do(chromedp.Click(chromedp.CSS(`#mycalls .call-row button[data-role="hangup"]`)))
 		b.waitFor("201 online", cardIs("201", "online", ""), wait)
@@ -156,7 +157,7 @@ func demoViews(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 	})
 
 	b.run("history", func(t *testing.T) {
-		b.do(chromedp.Click(chromedp.CSS("#tab-history")))
+		b.tab("history")
 		b.waitFor("history rows", `document.querySelectorAll('#hist-results tbody tr').length > 0`, wait)
 		b.shot("history")
 		b.do(chromedp.Click(chromedp.CSS("#hist-csv")))
@@ -164,7 +165,7 @@ func demoViews(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 		if eval[bool](b, `document.querySelector('#toast').classList.contains('error') && !document.querySelector('#toast').hidden`) {
 			t.Errorf("CSV download: %s", eval[string](b, `document.querySelector('#toast').textContent`))
 		}
-		b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+		b.tab("ext")
 	})
 }
 

@@ -79,7 +79,7 @@ func TestBrowserStateTruth(t *testing.T) {
 	alice.waitFor("203 available", cardIs("203", "online", ""), wait)
 
 	// Alice is not in the support queue: she may log in to it and out.
-	alice.do(chromedp.Click(chromedp.CSS("#tab-queues")))
+	alice.tab("queues")
 	alice.waitFor("Log in (201)", `document.querySelector('#queues button[data-role="qlogin"]')`, wait)
 	alice.clearToast()
 	alice.do(chromedp.Click(chromedp.CSS(`#queues button[data-role="qlogin"]`)))
@@ -159,7 +159,7 @@ func TestBrowserTrunks(t *testing.T) {
 	b := newBrowser(t, 1280, 800)
 	b.do(chromedp.Navigate(front.URL))
 	b.login("operator", "operator")
-	b.do(chromedp.Click(chromedp.CSS("#tab-trunks")))
+	b.tab("trunks")
 	b.waitFor("the trunk listed", `document.querySelector('#trunks tr[data-trunk] .chans')?.textContent === '0'`, 10*time.Second)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -175,7 +175,7 @@ func TestBrowserTrunks(t *testing.T) {
 		document.querySelector('#trunks tr[data-trunk] .trunk-calls')?.textContent.includes('201')`, 10*time.Second)
 	b.shot("trunks")
 	// Click-to-call from the number on 201's card (its caller).
-	b.do(chromedp.Click(chromedp.CSS("#tab-ext")))
+	b.tab("ext")
 	b.waitFor("201 with the outside caller", cardIs("201", "busy", "0721405516"), 10*time.Second)
 	b.menuAction("201", "callpeer")
 	if !b.refused(t, "/astproxy/call") {
@@ -184,7 +184,7 @@ func TestBrowserTrunks(t *testing.T) {
 			postJSON(t, d.URL, token, "/astproxy/hangup", `{"convid":"`+c.ID+`","endpointId":"203"}`)
 		}
 	}
-	b.do(chromedp.Click(chromedp.CSS("#tab-trunks")))
+	b.tab("trunks")
 	pollREST(t, d.URL, token, "/astproxy/trunks", "a call on the trunk", func(trs map[string]struct{ Conversations map[string]any }) bool {
 		for _, tr := range trs {
 			if len(tr.Conversations) == 1 {
@@ -198,7 +198,7 @@ func TestBrowserTrunks(t *testing.T) {
 
 	// The bridge has conferences (its /openapi.yaml lists them): the tab
 	// is there; the demo's PBX has no ConfBridge, so no room.
-	b.do(chromedp.Click(chromedp.CSS("#tab-confs")))
+	b.tab("confs")
 	b.waitFor("the conferences view", `document.querySelector('#confs').textContent === 'No conferences.'`, 10*time.Second)
 	var rooms map[string]any
 	restGet(t, d.URL, token, "/astproxy/conferences", &rooms)
