@@ -67,8 +67,18 @@ func (b *browser) refused(t *testing.T, path string) bool {
 func (b *browser) menuAction(exten, role string) {
 	b.t.Helper()
 	b.clearToast()
-	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`#grid li[data-exten="%s"] .menu-btn`, exten))))
-	b.waitFor("the menu of "+exten, `!document.querySelector('#card-menu').hidden`, 5*time.Second)
+	open := `!document.querySelector('#card-menu').hidden`
+	for try := 0; ; try++ {
+		b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`#grid li[data-exten="%s"] .menu-btn`, exten))))
+		if b.waitForMaybe(open, 2*time.Second) {
+			break
+		}
+		if try == 2 {
+			b.t.Fatalf("the menu of %s does not open", exten)
+		}
+		// Seen once in a full run, not reproduced: log it, try again.
+		b.t.Logf("the menu of %s did not open on click %d", exten, try+1)
+	}
 	sel := fmt.Sprintf(`#card-menu [data-role="%s"]`, role)
 	if !eval[bool](b, `!!document.querySelector('`+sel+`')`) {
 		items := eval[string](b, `[...document.querySelectorAll('#card-menu [role="menuitem"]')].map(e => e.dataset.role).join(',')`)
