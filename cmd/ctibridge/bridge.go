@@ -18,6 +18,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/directory"
 	"github.com/ctibridge/ctibridge/httpserve"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/panel"
@@ -31,19 +32,22 @@ import (
 // releases what newBridge opened.
 type bridge struct {
 	// Immutable after newBridge.
-	log     *slog.Logger
-	hooks   *bridgeHooks  // nil for demo and tests
-	amiRec  *ami.Recorder // --record-ami; nil without it
-	stores  *stores       // phonebook, history, CDR recorder
-	client  *ami.Client
-	eng     *calls.Engine
-	link    *link.Link
-	auth    *auth.Service
-	hub     *ws.Hub
-	api     *httpserve.Server // REST, /ws and the panel on apiLn
-	apiLn   net.Listener
-	admin   *http.Server // /healthz, /readyz, /metrics, pprof on adminLn
-	adminLn net.Listener
+	log       *slog.Logger
+	hooks     *bridgeHooks  // nil for demo and tests
+	amiRec    *ami.Recorder // --record-ami; nil without it
+	stores    *stores       // phonebook, history, CDR recorder
+	client    *ami.Client
+	eng       *calls.Engine
+	link      *link.Link
+	auth      *auth.Service
+	dirs      *directory.Set        // --dir-* directories; nil without any
+	closeDirs func()                // closes the directories' connections
+	setUsers  func(*auth.Users) int // a reload's users file, merged with dirs when there are
+	hub       *ws.Hub
+	api       *httpserve.Server // REST, /ws and the panel on apiLn
+	apiLn     net.Listener
+	admin     *http.Server // /healthz, /readyz, /metrics, pprof on adminLn
+	adminLn   net.Listener
 }
 
 // newBridge builds the bridge c describes. names gives extensions' display
@@ -73,14 +77,20 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	rec := st.recorder
 
 	b.client = ami.NewClient(acfg)
-	b.eng = calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: st.Lookup,
+	queueNumbers, err := parseQueueNumbers(c.queueNumbers)
+	if err != nil {
+		return nil, err
+	}
+	b.eng = calls.New(calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
 		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
 	}
 	b.link = link.New(b.client, b.eng, lcfg)
-	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
+	if err := b.openAuth(ctx, c, users); err != nil {
+		return nil, err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -103,9 +113,13 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err != nil {
 		return nil, err
 	}
+	checkOrigin, err := rest.CheckOrigin(splitList(c.wsOrigins))
+	if err != nil {
+		return nil, fmt.Errorf("--ws-origins: %w", err)
+	}
 	b.hub, err = ws.NewHub(b.eng, b.auth, ws.Config{
 		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
-		AuthTimeout: c.wsAuthTimeout, Registerer: reg, Log: log.With("component", "ws"),
+		AuthTimeout: c.wsAuthTimeout, CheckOrigin: checkOrigin, Registerer: reg, Log: log.With("component", "ws"),
 	})
 	if err != nil {
 		return nil, err
@@ -119,10 +133,46 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", b.hub)
 	mux.Handle("/", api)
-	if err := b.listen(c, mux, admin.NewHandler(reg, b.link.Ready, st.status)); err != nil {
+	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, b.link.Ready, st.status)); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// openAuth builds the auth service on the stores' session store, the
+// directories (--dir-*) that add users to it, and the way a reload sets
+// the users file; it reads the stored sessions back now and each time the
+// database becomes ready.
+func (b *bridge) openAuth(ctx context.Context, c serveConfig, users *auth.Users) error {
+	log, st := b.log, b.stores
+	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Log: log})
+	dirs, closeDirs, err := openDirectories(ctx, c.dir, b.auth, users, log)
+	if err != nil {
+		return err
+	}
+	b.dirs, b.closeDirs = dirs, closeDirs
+	b.setUsers = b.auth.SetUsers
+	if dirs != nil {
+		b.setUsers = func(u *auth.Users) int {
+			n, err := dirs.SetFile(u)
+			if err != nil {
+				log.Error("users file and directories do not merge: keeping the running users", "err", err)
+			}
+			return n
+		}
+	}
+	// Stored sessions: now what can be read (the file; the database if it
+	// answers already), and the database's each time it becomes ready.
+	n, err := b.auth.LoadSessions(ctx)
+	log.Info("sessions restored", "sessions", n, "pending", err)
+	st.dbReady = func(ctx context.Context) {
+		n, err := b.auth.LoadSessions(ctx)
+		if err != nil {
+			log.Warn("sessions not read back from the database", "err", err)
+		}
+		log.Info("sessions restored from the database", "sessions", n)
+	}
+	return nil
 }
 
 // amiConfig is the AMI client's configuration from the settings.
@@ -166,9 +216,12 @@ func (b *bridge) addrs() bridgeAddrs {
 	return bridgeAddrs{HTTP: b.apiLn.Addr().String(), Admin: b.adminLn.Addr().String()}
 }
 
-// close releases what newBridge opened and Run does not: the stores and
-// the AMI recording. Call it after Run has returned.
+// close releases what newBridge opened and Run does not: the directories,
+// the stores and the AMI recording. Call it after Run has returned.
 func (b *bridge) close() {
+	if b.closeDirs != nil {
+		b.closeDirs()
+	}
 	if b.stores != nil {
 		b.stores.Close()
 	}
@@ -196,6 +249,9 @@ func (b *bridge) Run(ctx context.Context) error {
 		}
 	})
 	wg.Go(func() { b.auth.Run(ctx) })
+	if b.dirs != nil {
+		wg.Go(func() { b.dirs.Run(ctx) })
+	}
 	// The hub has its own lifetime: it must be running before the first
 	// upgrade and stop only after it has said going-away to its clients.
 	hub := goOwn(func(ctx context.Context) { b.hub.Run(ctx) })
@@ -218,7 +274,7 @@ func (b *bridge) Run(ctx context.Context) error {
 		}
 	})
 	if b.hooks != nil {
-		wg.Go(func() { b.hooks.run(ctx, b.link, b.auth, b.api, b.log) })
+		wg.Go(func() { b.hooks.run(ctx, b.link, b.setUsers, b.api, b.log) })
 	}
 
 	var runErr error

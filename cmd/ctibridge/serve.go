@@ -41,6 +41,7 @@ type serveConfig struct {
 	recordAMI               string
 	recordMax               int64
 	trunks                  string
+	queueNumbers            string
 	reconcile               time.Duration
 	logFormat, logLevel     string
 	db                      string
@@ -60,6 +61,8 @@ type serveConfig struct {
 	wsSlowTimeout           time.Duration
 	wsAuthTimeout           time.Duration
 	trustedProxies          []netip.Prefix
+	wsOrigins               string
+	dir                     dirConfig
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -85,6 +88,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.dur(&c.wsReplayAge, "ws-replay-age", ws.DefaultReplayMaxAge, "WebSocket resume buffer: the oldest change kept")
 	s.dur(&c.wsSlowTimeout, "ws-slow-timeout", ws.DefaultSlowTimeout, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
 	s.dur(&c.wsAuthTimeout, "ws-auth-timeout", ws.DefaultAuthTimeout, "time a WebSocket client has to authenticate")
+	s.str(&c.wsOrigins, "ws-origins", "", "other web origins whose pages may open the WebSocket (comma-separated, https://host[:port], or *); same origin and clients without Origin are always allowed")
 	s.dur(&c.actionTimeout, "action-timeout", rest.DefaultActionTimeout, "how long a call action waits for Asterisk's answer")
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
@@ -104,7 +108,9 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.recordAMI, "record-ami", "", "directory to write the raw AMI stream to (secrets scrubbed), for replay")
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
+	s.str(&c.queueNumbers, "queue-numbers", "", "the numbers callers dial to reach queues whose app_queue name differs, as name=number,... (support=600); not needed on FreePBX")
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
+	directorySettings(s, &c.dir)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s
@@ -142,6 +148,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseQueueNumbers reads --queue-numbers: name=number,... (support=600).
+func parseQueueNumbers(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range splitList(s) {
+		name, num, ok := strings.Cut(f, "=")
+		name, num = strings.TrimSpace(name), strings.TrimSpace(num)
+		if !ok || name == "" || num == "" || strings.Trim(num, "0123456789*#") != "" {
+			return nil, configError{fmt.Errorf("queue-numbers: %q is not name=number (support=600)", f)}
+		}
+		out[name] = num
+	}
+	return out, nil
 }
 
 // errConfig marks a configuration error: main exits with status 78
@@ -283,7 +303,7 @@ func reconcileSetting(d time.Duration) time.Duration {
 // run sends READY=1 when the link is first ready and serves reloads until
 // ctx is done. A failed reload changes nothing and is logged; the service
 // goes on with what it had.
-func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Service, apiSrv *httpserve.Server, log *slog.Logger) {
+func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, setUsers func(*auth.Users) int, apiSrv *httpserve.Server, log *slog.Logger) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	ready := false
@@ -307,7 +327,7 @@ func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Serv
 				log.Error("reload failed: keeping the running configuration", "err", err)
 			} else {
 				h.level.UnmarshalText([]byte(level))
-				revoked := authSvc.SetUsers(users)
+				revoked := setUsers(users)
 				log.Info("reloaded", "users", users.Len(), "revoked_tokens", revoked, "log_level", h.level.Level().String())
 			}
 			status := "serving"
