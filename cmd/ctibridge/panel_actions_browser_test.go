@@ -134,7 +134,7 @@ func (e *demoEnv) idle(t *testing.T, extens ...string) {
 				t.Fatalf("%s still has %+v", x, convs)
 			}
 			for _, c := range convs {
-				postJSON(t, e.d.URL, e.token, "/astproxy/hangup", fmt.Sprintf(`{"convid":%q,"endpointId":%q}`, c.ID, x))
+				postTo(t, e.d.URL, e.token, "/astproxy/hangup", fmt.Sprintf(`{"convid":%q,"endpointId":%q}`, c.ID, x))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -337,6 +337,17 @@ func actAttended(t *testing.T, e *demoEnv) {
 		// While consulting, the calls bar offers complete and cancel
 		// (with the conversations' "transfer" field).
 		if b.waitForMaybe(`document.querySelector('#mycalls button[data-role="complete"]')`, wait) {
+			// As a receptionist does: announce the call to 202 before
+			// completing (completing while 202 still rings is a "blond"
+			// transfer, which pbxsim does not simulate).
+			e.waitExt(t, "202", "202 answering the consult", func(r restExt) bool {
+				for _, c := range r.Conversations {
+					if c.CounterpartNum == "203" && c.Connected {
+						return true
+					}
+				}
+				return false
+			})
 			b.shot("action-atxfer-consulting")
 			b.clearToast()
 			b.do(chromedp.Click(chromedp.CSS(`#mycalls button[data-role="complete"]`)))

@@ -104,15 +104,8 @@ func pollREST[T any](t *testing.T, base, token, path, what string, cond func(T) 
 
 // postJSON posts body to the bridge as user token; the answer is ignored
 // (for cleaning up between steps).
-func postJSON(t *testing.T, base, token, path, body string) {
+// postTo posts body to path under base as token's user, for its effect.
+func postTo(t *testing.T, base, token, path, body string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", strings.TrimSuffix(base, "/")+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
+	postJSON(t, strings.TrimSuffix(base, "/")+path, token, body, nil)
 }

@@ -102,10 +102,10 @@ func TestBrowserStateTruth(t *testing.T) {
 	// Alice sends her calls to voicemail (presence, over REST): every
 	// screen shows it on her card, in words.
 	aliceToken := restLogin(t, d.URL, "alice", "alice")
-	postJSON(t, d.URL, aliceToken, "/user/presence", `{"status":"voicemail"}`)
+	postTo(t, d.URL, aliceToken, "/user/presence", `{"status":"voicemail"}`)
 	op.waitFor("201 forwards to voicemail", `document.querySelector('#grid li[data-exten="201"] .ind-cf')?.textContent === '→ voicemail'`, wait)
 	op.shot("presence-voicemail")
-	postJSON(t, d.URL, aliceToken, "/user/presence", `{"status":"online"}`)
+	postTo(t, d.URL, aliceToken, "/user/presence", `{"status":"online"}`)
 	op.waitFor("201 without forward", `!document.querySelector('#grid li[data-exten="201"] .ind')`, wait)
 
 	// The admin has no phone: Call says so in plain words, and nothing is
@@ -181,7 +181,7 @@ func TestBrowserTrunks(t *testing.T) {
 	if !b.refused(t, "/astproxy/call") {
 		pollREST(t, d.URL, token, "/astproxy/extension/203", "the operator's phone calling", func(x restExt) bool { return len(x.Conversations) > 0 })
 		for _, c := range extOf(t, d.URL, token, "203").Conversations {
-			postJSON(t, d.URL, token, "/astproxy/hangup", `{"convid":"`+c.ID+`","endpointId":"203"}`)
+			postTo(t, d.URL, token, "/astproxy/hangup", `{"convid":"`+c.ID+`","endpointId":"203"}`)
 		}
 	}
 	b.tab("trunks")

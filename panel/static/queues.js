@@ -12,10 +12,11 @@ import {effectiveStatus, statusText} from './describe.js';
 const byNum = (a, b) => a.localeCompare(b, undefined, {numeric: true});
 const who = (name, num) => (name && num && name !== num ? `${name} (${num})` : (name || num || t('q.hiddenCaller')));
 
-// post runs an action and reports a refusal in plain words.
+// post runs an action and says how it went, a refusal in plain words.
 async function post(path, body, what) {
   try {
     await api.post('/astproxy/' + path, body);
+    toast(t('msg.done', {what}));
     return true;
   } catch (e) {
     toast(t('msg.failed', {what, why: e.message}), 'error');
