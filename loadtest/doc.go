@@ -25,6 +25,12 @@
 // autocannon-like table, as JSON (the shape in docs/loadtest.md, "Common
 // flags") and as a self-contained HTML page with inline SVG plots.
 //
+// The programs beside it: loadtest/wsbench measures the WebSocket hub
+// alone (it runs ws in a server process of its own, so it imports ws; this
+// package does not), and bench/run.sh runs the standard suite with
+// rest/internal/bench as its REST server. loadtest/internal/wsframe reads
+// frame header fields for both.
+//
 // Concurrency: RunHTTP, RunWS, RunE2E and RunChaos each own every
 // goroutine (and child process) they start and return only after all
 // have stopped, at the latest a grace period after their configured
