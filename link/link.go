@@ -203,6 +203,10 @@ func (l *Link) Run(ctx context.Context) error {
 	}
 	fu := l.newFollowups()
 	defer fu.stop()
+	// Talk times: the engine re-encodes answered calls' durations at most
+	// once a second (calls.Engine.RefreshDurations).
+	durations := time.NewTicker(time.Second)
+	defer durations.Stop()
 	var tick <-chan time.Time
 	if l.cfg.ReconcileEvery > 0 {
 		t := time.NewTicker(l.cfg.ReconcileEvery)
@@ -324,6 +328,8 @@ func (l *Link) Run(ctx context.Context) error {
 			if up && !syncing {
 				start(false)
 			}
+		case <-durations.C:
+			l.eng.RefreshDurations()
 		case <-tick:
 			if up && !syncing && !reconciler && l.ready.Load() {
 				start(true)
