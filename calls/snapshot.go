@@ -395,7 +395,7 @@ func (e *Engine) publish() *Snapshot {
 		b = append(b, `,"convid":`...)
 		b = appendString(b, cv.ID)
 		b = append(b, `,"phonebookName":`...)
-		b = appendString(b, e.phonebookName(cv.CounterpartNum))
+		b = appendString(b, e.phonebookName(c.owner, cv.CounterpartNum))
 		b = append(b, '}')
 		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
 	}

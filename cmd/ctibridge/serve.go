@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -97,7 +98,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
 	s.str(&c.db, "db", "", "phonebook and history database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
-	s.str(&c.phoneCountry, "phone-country", "", "home country calling code for number matching, digits only (39 for Italy)")
+	s.str(&c.phoneCountry, "phone-country", "", "home country calling code for number matching, digits only (39 for Italy, as the demo uses; unset, 0721405516 and +39 0721 405516 do not match)")
 	s.str(&c.phoneTrunk, "phone-trunk-prefix", "0", "national trunk prefix for number matching")
 	s.str(&c.phoneIntl, "phone-intl-prefix", "00", "international call prefix for number matching")
 	s.str(&c.phonebookURL, "phonebook-url", "", "use a remote NethCTI-compatible phonebook service instead of --db (comma-separated URLs, balanced)")
@@ -259,7 +260,19 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	}
 	// The stores: phonebook (caller names, contacts) and call history.
 	// Closed last of all.
-	st, err := openStores(ctx, c, log)
+	// The users file in force: the one given until the auth service
+	// exists, then the service's (replaced on reload).
+	var svc atomic.Pointer[auth.Service]
+	usersNow := func() *auth.Users {
+		if a := svc.Load(); a != nil {
+			return a.Users()
+		}
+		return users
+	}
+	if c.phoneCountry == "" {
+		log.Info("no --phone-country: a number written nationally (0721405516) and internationally (+39 0721 405516) are two numbers for the phonebook; set it (39 for Italy)")
+	}
+	st, err := openStores(ctx, c, usersNow, log)
 	if err != nil {
 		return err
 	}
@@ -268,13 +281,15 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 
 	client := ami.NewClient(acfg)
 	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: st.Lookup,
-		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
+		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
+	st.names.state.Store(eng)
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
 	}
 	lk := link.New(client, eng, lcfg)
 	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
+	svc.Store(authSvc)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
