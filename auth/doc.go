@@ -7,8 +7,11 @@
 //
 // Every permission question goes through one function, Allowed(user,
 // action, endpoint); what a user sees of the live state is decided by
-// View, built from the same rules. REST and the WebSocket hub both use
-// them, so they filter identically.
+// View, built from the same rules: it blanks the numbers and names a user
+// may not see and shows channel names and conversation ids by opaque
+// names (OpaqueChannel, OpaqueConvID: a keyed hash, random key per
+// process). REST and the WebSocket hub both use them, so they filter
+// identically.
 //
 // The package knows nothing of HTTP: it does not import net/http. Callers
 // translate its errors (ErrBadCredentials, *RateLimitError, ErrTokenUnknown,
