@@ -36,7 +36,7 @@ import (
 // recording, nor any channel name (channel names hold dialled numbers:
 // Local/0612345678@from-internal-...;1).
 func TestFilteredUserSeesNoHiddenNumber(t *testing.T) {
-	for _, name := range []string{"inbound_trunk_did", "queue_answered", "park_retrieve", "attended_transfer_atxfer", "atxfer_complete", "confbridge_3_party", "blind_transfer_redirect"} {
+	for _, name := range []string{"inbound_trunk_did", "queue_answered", "park_retrieve", "attended_transfer_atxfer", "atxfer_complete", "confbridge_3_party", "blind_transfer_redirect", "load_10_calls_5cps", "pickup_ringing", "confbridge_actions", "originate_click_to_call", "hold_unhold"} {
 		t.Run(name, func(t *testing.T) { privacyReplay(t, name) })
 	}
 }
