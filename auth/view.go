@@ -45,6 +45,13 @@ func (v View) Key() string {
 	return v.u.viewKey
 }
 
+// SeesCalls reports whether the view shows the calls of owner (an
+// extension; "" for the calls no extension owns: trunks, queues' waiting
+// callers, parked callers) unredacted. Where it does not, the redacted
+// JSON depends on the entity's bytes only, never on the user: callers may
+// share it between views.
+func (v View) SeesCalls(owner string) bool { return Allowed(v.u, SeeCalls, owner) }
+
 // Extension returns the JSON of extension exten as the view shows it:
 // data itself when nothing is hidden, otherwise a redacted copy.
 func (v View) Extension(exten string, data []byte) []byte {

@@ -1,7 +1,12 @@
 package rest
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
 	"bytes"
+	"github.com/ctibridge/ctibridge/auth"
 	"sync"
 	"testing"
 	"time"
@@ -32,5 +37,41 @@ func TestReadDurationsFresh(t *testing.T) {
 	r3 := f.do("GET", "/astproxy/extensions", "alice", "")
 	if !bytes.Contains(r3.body, []byte(`"duration":7`)) {
 		t.Errorf("filtered collection after 7 s: %s", r3.body)
+	}
+}
+
+// BenchmarkFirstReadAfterRefresh: 1,000 extensions, all in a call (500
+// calls), re-encoded by the once-a-second duration refresh; one op is the
+// refresh and the first read of the new version by each user (who pays for
+// the version's cache entry: nothing to build for root, a filtered view
+// for each of the others, whose view keys differ).
+func BenchmarkFirstReadAfterRefresh(b *testing.B) {
+	for _, users := range [][]string{{"root"}, {"alice"}, {"alice", "bob", "olga"}} {
+		b.Run(strings.Join(users, "+"), func(b *testing.B) {
+			now := time.UnixMilli(1796028600000)
+			eng := synth.Engine(synth.Options{Extensions: 1000, InCall: 1000, Now: func() time.Time { return now }})
+			svc := auth.NewService(testUsers(b), auth.Config{})
+			h, err := newHandler(Config{Auth: svc, State: eng, Metrics: NewMetrics(), AccessLogEvery: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var reqs []*http.Request
+			for _, u := range users {
+				tok, _, _ := svc.Tokens().Issue(u)
+				req := httptest.NewRequest("GET", "/astproxy/extensions", nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				reqs = append(reqs, req)
+			}
+			w := &nopWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				now = now.Add(time.Second)
+				eng.RefreshDurations()
+				for _, req := range reqs {
+					clear(w.h)
+					h.ServeHTTP(w, req)
+				}
+			}
+		})
 	}
 }
