@@ -164,8 +164,8 @@ func (n *numberNames) name(num string) string {
 	return n.public(num)
 }
 
-// ring names the caller of extension exten for its user (the first, by
-// user name, when several own it): her own contact, else the public one
+// ring names the caller of extension exten for its user (the first in the
+// users file when several own it): her own contact, else the public one
 // (calls.Config.RingLookup).
 func (n *numberNames) ring(exten, num string) string {
 	if n.book != nil {
