@@ -1,11 +1,8 @@
 package ami
 
 import (
-	"bufio"
 	"context"
-	"crypto/md5"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +19,13 @@ import (
 const (
 	DefaultDialTimeout   = 5 * time.Second
 	DefaultActionTimeout = 10 * time.Second
-	DefaultPingInterval  = 20 * time.Second
-	DefaultPingTimeout   = 5 * time.Second
+	DefaultPingInterval  = 2 * time.Second
+	DefaultPingLate      = 750 * time.Millisecond
+	DefaultPingTimeout   = 3 * time.Second
 	DefaultReconnectMin  = 250 * time.Millisecond
 	DefaultReconnectMax  = 30 * time.Second
+	DefaultReconnectFast = 500 * time.Millisecond
+	DefaultFastFor       = 2 * time.Minute
 	DefaultMaxQueue      = 1_000_000
 )
 
@@ -59,10 +58,20 @@ type Config struct {
 	// banner and login exchange. Default 10 s.
 	ActionTimeout time.Duration
 	// PingInterval is how often the connection is probed with a Ping
-	// action. Default 20 s; negative disables pings.
+	// action. Default 2 s; negative disables pings and the read-idle
+	// deadline. With the defaults a half-open connection (bytes swallowed,
+	// socket kept) is reported stalled within 2.75 s and dropped within 5 s.
 	PingInterval time.Duration
+	// PingLate is how long a Ping may stay unanswered before Next reports
+	// LinkStalled: what was read may no longer be current. LinkResumed
+	// follows if the answer comes after all. Default 750 ms, at most
+	// PingTimeout.
+	PingLate time.Duration
 	// PingTimeout is how long a Ping may stay unanswered before the
-	// connection is declared dead and dropped. Default 5 s.
+	// connection is declared dead and dropped. Default 3 s. Behind it, the
+	// socket has a read deadline of 2·PingInterval+PingTimeout, pushed back
+	// at every answered Ping: a connection that reads nothing for that
+	// long is dropped even if a Ping cannot be written.
 	PingTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between
 	// connection attempts; each wait is drawn uniformly from [0, current cap]
@@ -70,6 +79,14 @@ type Config struct {
 	// Defaults 250 ms and 30 s.
 	ReconnectMin time.Duration
 	ReconnectMax time.Duration
+	// ReconnectFast caps the backoff while the PBX is likely restarting:
+	// for FastFor after a logged-in connection dropped (Asterisk closes
+	// the socket when it stops or restarts), so the bridge is back within
+	// ReconnectFast of Asterisk listening again. A refused login ends the
+	// fast phase: a PBX that refuses us is not hammered. Defaults 500 ms
+	// and 2 min; a negative FastFor disables the fast phase.
+	ReconnectFast time.Duration
+	FastFor       time.Duration
 	// MaxQueue is how many messages may wait for Next before the client gives
 	// up on the connection: it drops it, counts an overflow and reconnects
 	// (the consumer resynchronises after LinkUp anyway). The reading
@@ -78,8 +95,12 @@ type Config struct {
 	// Reader sets the framing limits. Default: see ReaderConfig.
 	Reader ReaderConfig
 
-	// Log receives lifecycle and error logs. Default: discard.
+	// Log receives lifecycle and error logs. Default: discard. Malformed
+	// input (see Junk) is logged at Warn, rate-limited: the first of each
+	// kind at once, then a count at most every JunkLogEvery.
 	Log *slog.Logger
+	// JunkLogEvery is the period of those counts. Default 1 min.
+	JunkLogEvery time.Duration
 	// Record, when set, receives every byte read from the socket, banner
 	// included, exactly as received (for --record-ami). It is written from
 	// the reading goroutine, so it should be quick. If it also has a method
@@ -94,9 +115,11 @@ type Config struct {
 type LinkState uint8
 
 const (
-	LinkNone LinkState = iota // an ordinary message
-	LinkUp                    // logged in: every later message is from this connection
-	LinkDown                  // the connection is gone; state may have been missed
+	LinkNone    LinkState = iota // an ordinary message
+	LinkUp                       // logged in: every later message is from this connection
+	LinkDown                     // the connection is gone; state may have been missed
+	LinkStalled                  // a Ping is late: the connection may be half-open, state may be stale
+	LinkResumed                  // the late Ping was answered: what was queued before is current again
 )
 
 func (l LinkState) String() string {
@@ -105,6 +128,10 @@ func (l LinkState) String() string {
 		return "up"
 	case LinkDown:
 		return "down"
+	case LinkStalled:
+		return "stalled"
+	case LinkResumed:
+		return "resumed"
 	}
 	return "none"
 }
@@ -144,6 +171,7 @@ var (
 	ErrConnectionLost = errors.New("ami: connection lost")
 	errOverflow       = errors.New("event queue overflow")
 	errPingTimeout    = errors.New("ping timeout")
+	errReadIdle       = errors.New("nothing read within the keep-alive deadline")
 )
 
 // IsTimeout reports whether err means an action or the network did not
@@ -158,14 +186,17 @@ func IsTimeout(err error) bool {
 
 // ClientStats counts what a Client has done. Counters only grow.
 type ClientStats struct {
-	Connects   uint64 // successful logins
-	Reconnects uint64 // successful logins after the first
-	Failures   uint64 // connection attempts that did not reach login
-	Overflows  uint64 // connections dropped because MaxQueue was reached
-	PingFails  uint64 // connections dropped because a Ping went unanswered
-	Messages   uint64 // frames read
-	Garbage    uint64 // lines skipped by the reader
-	Oversized  uint64 // frames dropped by the reader for their size
+	Connects   uint64        // successful logins
+	Reconnects uint64        // successful logins after the first
+	Failures   uint64        // connection attempts that did not reach login
+	Overflows  uint64        // connections dropped because MaxQueue was reached
+	PingFails  uint64        // connections dropped because a Ping went unanswered
+	LatePings  uint64        // Pings unanswered after PingLate (LinkStalled reported)
+	Messages   uint64        // frames read
+	Garbage    uint64        // lines skipped by the reader
+	Oversized  uint64        // connections dropped for a line or frame over the size limit
+	Headerless uint64        // frames with neither Event nor Response, dropped
+	PingRTT    time.Duration // round trip of the last answered Ping
 }
 
 // Client is a reconnecting AMI client. Run owns the connection; Next hands
@@ -202,9 +233,12 @@ type Client struct {
 
 	randMu sync.Mutex // guards cfg.Rand
 
+	junk *junkLog
+
 	stats struct {
-		connects, reconnects, failures, overflows, pingFails atomic.Uint64
-		messages, garbage, oversized                         atomic.Uint64
+		connects, reconnects, failures, overflows, pingFails, latePings atomic.Uint64
+		messages, garbage, oversized, headerless                        atomic.Uint64
+		pingRTT                                                         atomic.Int64
 	}
 }
 
@@ -225,11 +259,16 @@ func NewClient(cfg Config) *Client {
 	def(&cfg.ActionTimeout, DefaultActionTimeout)
 	def(&cfg.PingInterval, DefaultPingInterval)
 	def(&cfg.PingTimeout, DefaultPingTimeout)
+	def(&cfg.PingLate, min(DefaultPingLate, cfg.PingTimeout))
+	cfg.PingLate = min(cfg.PingLate, cfg.PingTimeout)
 	def(&cfg.ReconnectMin, DefaultReconnectMin)
 	def(&cfg.ReconnectMax, DefaultReconnectMax)
 	if cfg.ReconnectMax < cfg.ReconnectMin {
 		cfg.ReconnectMax = cfg.ReconnectMin
 	}
+	def(&cfg.ReconnectFast, DefaultReconnectFast)
+	cfg.ReconnectFast = min(cfg.ReconnectFast, cfg.ReconnectMax)
+	def(&cfg.FastFor, DefaultFastFor)
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
@@ -240,9 +279,11 @@ func NewClient(cfg Config) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With("component", "ami")
 	return &Client{
 		cfg:     cfg,
-		log:     log.With("component", "ami"),
+		log:     log,
+		junk:    newJunkLog(log, cfg.JunkLogEvery, nil),
 		prefix:  strconv.FormatUint(rand.Uint64()&0xffffffff, 36),
 		notify:  make(chan struct{}, 1),
 		closing: make(chan struct{}),
@@ -262,8 +303,9 @@ func (c *Client) Stats() ClientStats {
 	s := &c.stats
 	return ClientStats{
 		Connects: s.connects.Load(), Reconnects: s.reconnects.Load(), Failures: s.failures.Load(),
-		Overflows: s.overflows.Load(), PingFails: s.pingFails.Load(),
+		Overflows: s.overflows.Load(), PingFails: s.pingFails.Load(), LatePings: s.latePings.Load(),
 		Messages: s.messages.Load(), Garbage: s.garbage.Load(), Oversized: s.oversized.Load(),
+		Headerless: s.headerless.Load(), PingRTT: time.Duration(s.pingRTT.Load()),
 	}
 }
 
@@ -275,328 +317,6 @@ func (c *Client) Close() error {
 		<-c.runDone
 	}
 	return nil
-}
-
-// Run connects, logs in and reads until ctx is done (or Close is called),
-// reconnecting with backoff after any failure. It sends Logoff before
-// leaving a live connection and returns ctx.Err(). Call it once.
-func (c *Client) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("ami: run: already running")
-	}
-	defer close(c.runDone)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Add(1)
-	go func() { // owned: ends when ctx ends, which the deferred cancel ensures
-		defer wg.Done()
-		select {
-		case <-c.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-
-	attempt := 0
-	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		loggedIn, err := c.runConn(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if loggedIn && !errors.Is(err, errOverflow) {
-			attempt = 0 // the link worked: start the backoff over
-		}
-		wait := c.backoff(attempt)
-		attempt++
-		c.log.Warn("ami disconnected", "err", err, "retry_in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// backoff returns a wait drawn from [0, min(max, min*2^attempt)].
-func (c *Client) backoff(attempt int) time.Duration {
-	ceil := c.cfg.ReconnectMin
-	for i := 0; i < attempt && ceil < c.cfg.ReconnectMax; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.cfg.ReconnectMax)
-	c.randMu.Lock()
-	defer c.randMu.Unlock()
-	return time.Duration(c.cfg.Rand.Int64N(int64(ceil) + 1))
-}
-
-// conn is one live connection.
-type conn struct {
-	nc net.Conn
-
-	wmu sync.Mutex // serialises writes
-	bw  *bufio.Writer
-
-	mu      sync.Mutex // guards pending and err
-	pending map[string]*call
-	err     error         // why the connection ended; set once
-	done    chan struct{} // closed when the connection ends
-}
-
-// call is one action waiting for its answer.
-type call struct {
-	name    string
-	resp    Response
-	gotResp bool          // the Response frame arrived; now collecting Items
-	ch      chan struct{} // closed when resp is complete
-}
-
-// fail ends the connection with err (the first reason wins) and closes it,
-// which unblocks the reader.
-func (cn *conn) fail(err error) {
-	cn.mu.Lock()
-	if cn.err == nil {
-		cn.err = err
-		close(cn.done)
-	}
-	cn.mu.Unlock()
-	cn.nc.Close()
-}
-
-func (c *Client) dial(ctx context.Context) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
-	defer cancel()
-	if c.cfg.Dial != nil {
-		return c.cfg.Dial(ctx, c.cfg.Addr)
-	}
-	d := &net.Dialer{KeepAlive: 30 * time.Second}
-	if c.cfg.TLS != nil {
-		td := &tls.Dialer{NetDialer: d, Config: c.cfg.TLS}
-		return td.DialContext(ctx, "tcp", c.cfg.Addr)
-	}
-	return d.DialContext(ctx, "tcp", c.cfg.Addr)
-}
-
-// recordingReader copies what it reads to w.
-type recordingReader struct {
-	r   io.Reader
-	w   io.Writer
-	log *slog.Logger
-	bad bool // a write failed; logged once
-}
-
-func (rr *recordingReader) Read(p []byte) (int, error) {
-	n, err := rr.r.Read(p)
-	if n > 0 && !rr.bad {
-		if _, werr := rr.w.Write(p[:n]); werr != nil {
-			rr.bad = true
-			rr.log.Error("ami recording failed", "err", werr)
-		}
-	}
-	return n, err
-}
-
-// runConn runs one connection from dial to close. loggedIn says whether it
-// got past login (and so sent LinkUp and LinkDown).
-func (c *Client) runConn(ctx context.Context) (loggedIn bool, err error) {
-	nc, err := c.dial(ctx)
-	if err != nil {
-		c.stats.failures.Add(1)
-		return false, fmt.Errorf("ami: dial: %w", err)
-	}
-	defer nc.Close()
-	var src io.Reader = nc
-	if c.cfg.Record != nil {
-		if nr, ok := c.cfg.Record.(interface{ NewConn() error }); ok {
-			if err := nr.NewConn(); err != nil {
-				c.log.Error("ami recording failed", "err", err)
-			}
-		}
-		src = &recordingReader{r: nc, w: c.cfg.Record, log: c.log}
-	}
-	// One bufio.Reader for the whole connection: the login response and
-	// FullyBooted share a TCP read, and whatever follows the response must
-	// stay buffered for the read loop.
-	r := NewReader(bufio.NewReaderSize(src, 64<<10), c.cfg.Reader)
-	cn := &conn{nc: nc, bw: bufio.NewWriterSize(nc, 8<<10), pending: map[string]*call{}, done: make(chan struct{})}
-
-	// Let ctx interrupt the banner and login exchange.
-	stopWatch := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
-	banner, err := c.login(cn, r)
-	stopWatch()
-	if err != nil {
-		c.stats.failures.Add(1)
-		var ae *ActionError
-		if errors.As(err, &ae) {
-			c.log.Error("ami login refused", "addr", c.cfg.Addr, "user", c.cfg.Username, "err", err)
-		}
-		return false, err
-	}
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
-	nc.SetDeadline(time.Time{})
-
-	if c.stats.connects.Add(1) > 1 {
-		c.stats.reconnects.Add(1)
-	}
-	c.log.Info("ami connected", "addr", c.cfg.Addr, "banner", banner)
-	c.mu.Lock()
-	c.cur = cn // before LinkUp, so a consumer may Do at once
-	c.mu.Unlock()
-	c.push(Event{Link: LinkUp}, true)
-
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // owned: ends when cn.done closes, waited for below
-		defer wg.Done()
-		c.keepAlive(ctx, cn)
-	}()
-
-	err = c.readLoop(cn, r)
-	cn.fail(err)
-
-	c.mu.Lock()
-	c.cur = nil
-	c.mu.Unlock()
-	wg.Wait()
-	c.push(Event{Link: LinkDown}, true)
-	cn.mu.Lock()
-	err = cn.err
-	cn.mu.Unlock()
-	return true, err
-}
-
-// login reads the banner and logs in, reading frames sequentially from r
-// (nothing else reads yet). The read deadline bounds the whole exchange.
-func (c *Client) login(cn *conn, r *Reader) (string, error) {
-	cn.nc.SetDeadline(time.Now().Add(c.cfg.ActionTimeout))
-	banner, err := r.ReadBanner()
-	if err != nil {
-		return "", fmt.Errorf("ami: login: %w", err)
-	}
-	login := NewAction("Login", "Username", c.cfg.Username)
-	if c.cfg.MD5 {
-		resp, err := c.exchange(cn, r, NewAction("Challenge", "AuthType", "MD5"))
-		if err != nil {
-			return "", fmt.Errorf("ami: login: %w", err)
-		}
-		sum := md5.Sum([]byte(resp.Get("Challenge") + c.cfg.Secret))
-		login = login.Add("AuthType", "md5").Add("Key", hex.EncodeToString(sum[:]))
-	} else {
-		login = login.Add("Secret", c.cfg.Secret)
-	}
-	if _, err := c.exchange(cn, r, login.Add("Events", c.cfg.Events)); err != nil {
-		return "", fmt.Errorf("ami: login: %w", err)
-	}
-	return banner, nil
-}
-
-// exchange writes one action and reads frames until its response. Frames
-// before it (there should be none before login) are dropped.
-func (c *Client) exchange(cn *conn, r *Reader, m Message) (Message, error) {
-	id := c.nextID()
-	m = m.Add("ActionID", id)
-	if err := c.write(cn, m); err != nil {
-		return Message{}, err
-	}
-	for {
-		resp, err := r.ReadMessage()
-		if err != nil {
-			return Message{}, err
-		}
-		if resp.Kind() != KindResponse || resp.ActionID() != id {
-			c.log.Debug("ami frame before login dropped", "frame", resp.String())
-			continue
-		}
-		if strings.EqualFold(resp.Response(), "Error") {
-			return resp, &ActionError{Action: m.Action(), Message: resp.Get("Message")}
-		}
-		return resp, nil
-	}
-}
-
-func (c *Client) nextID() string {
-	return c.prefix + "-" + strconv.FormatUint(c.seq.Add(1), 10)
-}
-
-// write sends m as one frame and flushes. Validation happens before any
-// byte is written.
-func (c *Client) write(cn *conn, m Message) error {
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	cn.wmu.Lock()
-	defer cn.wmu.Unlock()
-	cn.nc.SetWriteDeadline(time.Now().Add(c.cfg.ActionTimeout))
-	if err := WriteMessage(cn.bw, m); err != nil {
-		return err
-	}
-	return cn.bw.Flush()
-}
-
-// readLoop reads frames and routes them: answers to pending actions go to
-// their callers, everything else to the queue. It never blocks on anything
-// but the socket.
-func (c *Client) readLoop(cn *conn, r *Reader) error {
-	var last ReaderStats
-	for {
-		m, err := r.ReadMessage()
-		st := r.Stats()
-		c.stats.garbage.Add(st.Garbage - last.Garbage)
-		c.stats.oversized.Add(st.Oversized - last.Oversized)
-		last = st
-		if err != nil {
-			return err
-		}
-		c.stats.messages.Add(1)
-		if c.route(cn, m) {
-			continue
-		}
-		if !c.push(Event{Msg: m}, false) {
-			c.stats.overflows.Add(1)
-			c.log.Warn("ami queue overflow: dropping connection", "max_queue", c.cfg.MaxQueue)
-			return errOverflow
-		}
-	}
-}
-
-// route hands m to the Do waiting for it and reports whether it did.
-func (c *Client) route(cn *conn, m Message) bool {
-	id := m.ActionID()
-	if id == "" {
-		return false
-	}
-	cn.mu.Lock()
-	defer cn.mu.Unlock()
-	cl := cn.pending[id]
-	if cl == nil {
-		return false
-	}
-	switch {
-	case !cl.gotResp && m.Kind() == KindResponse:
-		cl.resp.Message = m
-		cl.gotResp = true
-		if !strings.EqualFold(m.Get("EventList"), "start") {
-			delete(cn.pending, id)
-			close(cl.ch)
-		}
-		return true
-	case cl.gotResp && m.Kind() == KindEvent:
-		cl.resp.Items = append(cl.resp.Items, m)
-		if strings.EqualFold(m.Get("EventList"), "Complete") {
-			delete(cn.pending, id)
-			close(cl.ch)
-		}
-		return true
-	}
-	return false
 }
 
 // push queues ev for Next. Link markers always fit; a message does not fit
@@ -635,122 +355,4 @@ func (c *Client) Next(ctx context.Context) ([]Event, error) {
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// keepAlive pings the server every PingInterval and drops the connection
-// when a Ping goes unanswered for PingTimeout; when ctx ends it logs off.
-func (c *Client) keepAlive(ctx context.Context, cn *conn) {
-	var tick <-chan time.Time
-	if c.cfg.PingInterval > 0 {
-		t := time.NewTicker(c.cfg.PingInterval)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case <-cn.done:
-			return
-		case <-ctx.Done():
-			// Say goodbye, briefly: Asterisk answers and closes the socket.
-			lctx, cancel := context.WithTimeout(context.Background(), min(c.cfg.ActionTimeout, time.Second))
-			_, err := c.do(lctx, cn, NewAction("Logoff"))
-			cancel()
-			c.log.Info("ami logged off", "err", err)
-			cn.fail(ErrConnectionLost)
-			return
-		case <-tick:
-			pctx, cancel := context.WithTimeout(context.Background(), c.cfg.PingTimeout)
-			_, err := c.do(pctx, cn, NewAction("Ping"))
-			cancel()
-			if err != nil && IsTimeout(err) {
-				c.stats.pingFails.Add(1)
-				c.log.Warn("ami ping unanswered: dropping connection", "timeout", c.cfg.PingTimeout)
-				cn.fail(errPingTimeout)
-				return
-			}
-		}
-	}
-}
-
-// Do sends action and waits for its answer. It sets a unique ActionID unless
-// the action has one; for list actions it waits for the whole list (see
-// Response). Errors: *ActionError when Asterisk answered "Response: Error"
-// (the Response is returned too), ErrNotConnected, ErrConnectionLost, a
-// timeout (IsTimeout) when ctx ends or, if ctx has no deadline, after
-// Config.ActionTimeout, or a *HeaderError when a header holds CR, LF or NUL
-// (nothing is written then). Safe for concurrent use; concurrent calls are
-// pipelined on the one connection.
-func (c *Client) Do(ctx context.Context, action Message) (Response, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.ActionTimeout)
-		defer cancel()
-	}
-	if err := action.Validate(); err != nil {
-		return Response{}, fmt.Errorf("ami: %s: %w", action.Action(), err)
-	}
-	c.mu.Lock()
-	cn := c.cur
-	c.mu.Unlock()
-	if cn == nil {
-		return Response{}, fmt.Errorf("ami: %s: %w", action.Action(), ErrNotConnected)
-	}
-	return c.do(ctx, cn, action)
-}
-
-func (c *Client) do(ctx context.Context, cn *conn, action Message) (Response, error) {
-	name := action.Action()
-	id := action.ActionID()
-	if id == "" {
-		id = c.nextID()
-		action = action.Add("ActionID", id)
-	}
-	cl := &call{name: name, ch: make(chan struct{})}
-	cn.mu.Lock()
-	if cn.err != nil {
-		cn.mu.Unlock()
-		return Response{}, fmt.Errorf("ami: %s: %w", name, ErrConnectionLost)
-	}
-	if _, dup := cn.pending[id]; dup {
-		cn.mu.Unlock()
-		return Response{}, fmt.Errorf("ami: %s: ActionID %q already in flight", name, id)
-	}
-	cn.pending[id] = cl
-	cn.mu.Unlock()
-	forget := func() {
-		cn.mu.Lock()
-		if cn.pending[id] == cl {
-			delete(cn.pending, id)
-		}
-		cn.mu.Unlock()
-	}
-
-	if err := c.write(cn, action); err != nil {
-		forget()
-		var he *HeaderError
-		if errors.As(err, &he) {
-			return Response{}, fmt.Errorf("ami: %s: %w", name, err)
-		}
-		cn.fail(err)
-		return Response{}, fmt.Errorf("ami: %s: %w: %w", name, ErrConnectionLost, err)
-	}
-	select {
-	case <-cl.ch:
-	case <-cn.done:
-		forget()
-		// The answer may have arrived just before the connection ended.
-		select {
-		case <-cl.ch:
-		default:
-			return Response{}, fmt.Errorf("ami: %s: %w", name, ErrConnectionLost)
-		}
-	case <-ctx.Done():
-		forget()
-		return Response{}, fmt.Errorf("ami: %s: %w", name, ctx.Err())
-	}
-	resp := cl.resp
-	if strings.EqualFold(resp.Response(), "Error") {
-		return resp, &ActionError{Action: name, Message: resp.Get("Message")}
-	}
-	return resp, nil
 }

@@ -12,15 +12,19 @@
 //
 // A frame is a run of "Key: Value" lines ended by CRLF and closed by an empty
 // line. Message keeps header order, key case and repeated keys. Reader frames
-// messages from a byte stream with size limits, skipping and counting garbage;
+// messages from a byte stream with size limits (a line or frame crossing
+// one is a protocol error at once), skipping and counting garbage lines;
 // WriteMessage refuses any header whose key or value holds CR, LF or NUL, so
 // a value taken from a user can never become a header or an action of its own.
 //
 // Client is the reconnecting client: Run owns the connection (banner, login,
-// one bufio.Reader for everything read, keep-alive Ping, backoff); Next hands
-// the unsolicited stream to one consumer in batches, with LinkUp and LinkDown
-// markers, and never lets a slow consumer block the reader (past MaxQueue the
-// connection is dropped and the consumer resynchronises); Do, safe for any
+// one bufio.Reader for everything read, keep-alive Ping with a read-idle
+// deadline, backoff with a fast phase after a connection that was up
+// dropped, rate-limited logs of malformed input); Next hands the unsolicited
+// stream to one consumer in batches, with LinkUp, LinkDown, LinkStalled (a
+// Ping is late) and LinkResumed markers, and never lets a slow consumer
+// block the reader (past MaxQueue the connection is dropped and the
+// consumer resynchronises); Do, safe for any
 // number of goroutines, pipelines actions and gathers event lists into one
 // Response. Server is the other side (tests, the simulated PBX), and Recorder
 // writes raw streams to rotating files with secrets scrubbed. See

@@ -9,8 +9,14 @@ import (
 )
 
 // ErrProtocol marks errors that mean the byte stream itself is broken (no
-// banner, a frame cut by EOF). The connection must be dropped and reopened.
+// banner, a frame cut by EOF, a line or frame over its size limit). The
+// connection must be dropped and reopened.
 var ErrProtocol = errors.New("ami: protocol error")
+
+// ErrTooLarge, always wrapped with ErrProtocol, means a line or a frame
+// crossed ReaderConfig's limit. It is returned as soon as the limit is
+// crossed, without waiting for an end of line or frame that may never come.
+var ErrTooLarge = errors.New("over the size limit")
 
 // Default limits of a Reader.
 const (
@@ -20,18 +26,24 @@ const (
 
 // ReaderConfig sets a Reader's limits. The zero value uses the defaults.
 type ReaderConfig struct {
-	// MaxLine is the longest header line accepted, in bytes; a frame holding
-	// a longer line is dropped whole and counted in Stats.Oversized.
-	// Default DefaultMaxLine.
+	// MaxLine is the longest header line accepted, in bytes, line end
+	// included. Once a line has more bytes than this without its LF,
+	// ReadMessage fails with ErrTooLarge (and ErrProtocol), counted in
+	// Stats.Oversized: a skipped frame would be a lost event, and a line
+	// that never ends would stall the stream. Default DefaultMaxLine.
 	MaxLine int
-	// MaxMessage is the largest frame accepted, in bytes; a larger frame is
-	// dropped whole and counted in Stats.Oversized. Default DefaultMaxMessage.
+	// MaxMessage is the largest frame accepted, in bytes; crossing it is
+	// the same error. Default DefaultMaxMessage.
 	MaxMessage int
 	// MaxGarbage, when positive, is how many garbage lines plus oversized
 	// frames the stream may hold in total before ReadMessage gives up with
 	// an error wrapping ErrProtocol (a server uses it against clients that
 	// send junk). Default 0: no limit.
 	MaxGarbage int
+	// OnJunk, when set, is called for every garbage line and oversized line
+	// or frame, with a sample of its bytes (valid during the call only), on
+	// the reading goroutine. Clean frames never reach it.
+	OnJunk func(kind Junk, sample []byte)
 }
 
 // ReaderStats counts what a Reader has seen. Read it with Reader.Stats.
@@ -39,7 +51,7 @@ type ReaderStats struct {
 	Messages  uint64 // frames returned
 	Bytes     uint64 // bytes consumed, banner included
 	Garbage   uint64 // lines skipped: no "Key:" shape, or CR/NUL inside the line
-	Oversized uint64 // frames dropped for exceeding MaxLine or MaxMessage
+	Oversized uint64 // lines or frames that crossed MaxLine or MaxMessage (each an error)
 }
 
 // Reader frames AMI messages from a byte stream: header lines ended by CRLF
@@ -54,6 +66,7 @@ type Reader struct {
 	maxLine int
 	maxMsg  int
 	maxJunk uint64
+	onJunk  func(Junk, []byte)
 
 	buf   []byte  // keys and values of the frame being read, back to back
 	offs  []int32 // per header: key end, value end (offsets into buf)
@@ -70,7 +83,7 @@ func NewReader(br *bufio.Reader, cfg ReaderConfig) *Reader {
 	if cfg.MaxMessage <= 0 {
 		cfg.MaxMessage = DefaultMaxMessage
 	}
-	return &Reader{br: br, maxLine: cfg.MaxLine, maxMsg: cfg.MaxMessage, maxJunk: uint64(max(cfg.MaxGarbage, 0)), buf: make([]byte, 0, 1024), offs: make([]int32, 0, 64)}
+	return &Reader{br: br, maxLine: cfg.MaxLine, maxMsg: cfg.MaxMessage, maxJunk: uint64(max(cfg.MaxGarbage, 0)), onJunk: cfg.OnJunk, buf: make([]byte, 0, 1024), offs: make([]int32, 0, 64)}
 }
 
 // Stats returns the counters so far.
@@ -79,24 +92,24 @@ func (r *Reader) Stats() ReaderStats { return r.stats }
 // ReadBanner reads the greeting line Asterisk sends on connect, such as
 // "Asterisk Call Manager/11.0.0", and returns it without its line end.
 func (r *Reader) ReadBanner() (string, error) {
-	line, tooLong, err := r.readLine()
+	line, err := r.readLine()
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return "", fmt.Errorf("%w: banner: %w", ErrProtocol, err)
 	}
-	if tooLong || bytes.IndexByte(line, ':') >= 0 || len(line) == 0 {
+	if bytes.IndexByte(line, ':') >= 0 || len(line) == 0 {
 		return "", fmt.Errorf("%w: banner: unexpected line %.80q", ErrProtocol, line)
 	}
 	return string(line), nil
 }
 
 // ReadMessage returns the next frame. Blank lines between frames and lines
-// that are not headers are skipped (and counted); an oversized frame is
-// skipped whole. It returns io.EOF at a clean end of stream, and an error
-// wrapping ErrProtocol and io.ErrUnexpectedEOF when the stream ends
-// mid-frame.
+// that are not headers are skipped (and counted). It returns io.EOF at a
+// clean end of stream, an error wrapping ErrProtocol and
+// io.ErrUnexpectedEOF when the stream ends mid-frame, and one wrapping
+// ErrProtocol and ErrTooLarge as soon as a line or frame crosses its limit.
 func (r *Reader) ReadMessage() (Message, error) {
 	if m, ok := r.readFast(); ok {
 		return m, nil
@@ -104,11 +117,10 @@ func (r *Reader) ReadMessage() (Message, error) {
 	r.buf = r.buf[:0]
 	r.offs = r.offs[:0]
 	size := 0
-	dropping := false // the frame is oversized: read to its end, keep nothing
 	for {
-		line, tooLong, err := r.readLine()
+		line, err := r.readLine()
 		if err != nil {
-			if err == io.EOF && len(r.offs) == 0 && !dropping {
+			if err == io.EOF && len(r.offs) == 0 {
 				return Message{}, io.EOF
 			}
 			if err == io.EOF {
@@ -116,36 +128,26 @@ func (r *Reader) ReadMessage() (Message, error) {
 			}
 			return Message{}, fmt.Errorf("%w: %w", ErrProtocol, err)
 		}
-		if tooLong {
-			dropping = true
-			continue
-		}
 		if len(line) == 0 {
-			if dropping {
-				r.stats.Oversized++
-				if err := r.checkJunk(); err != nil {
-					return Message{}, err
-				}
-				dropping = false
-				r.buf, r.offs, size = r.buf[:0], r.offs[:0], 0
-				continue
-			}
 			if len(r.offs) == 0 {
 				continue // blank line between frames
 			}
 			return r.finish(), nil
 		}
-		if dropping {
-			continue
-		}
 		size += len(line) + 2
 		if size > r.maxMsg {
-			dropping = true
-			continue
+			r.stats.Oversized++
+			r.junk(JunkLongFrame, line)
+			return Message{}, fmt.Errorf("%w: frame %w of %d bytes", ErrProtocol, ErrTooLarge, r.maxMsg)
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 || bytes.IndexByte(line, 0) >= 0 || bytes.IndexByte(line, '\r') >= 0 {
 			r.stats.Garbage++
+			if colon > 0 {
+				r.junk(JunkControl, line)
+			} else {
+				r.junk(JunkGarbage, line)
+			}
 			if err := r.checkJunk(); err != nil {
 				return Message{}, err
 			}
@@ -159,6 +161,12 @@ func (r *Reader) ReadMessage() (Message, error) {
 		r.offs = append(r.offs, int32(len(r.buf)))
 		r.buf = append(r.buf, v...)
 		r.offs = append(r.offs, int32(len(r.buf)))
+	}
+}
+
+func (r *Reader) junk(kind Junk, sample []byte) {
+	if r.onJunk != nil {
+		r.onJunk(kind, sample)
 	}
 }
 
@@ -260,38 +268,71 @@ func (r *Reader) finish() Message {
 }
 
 // readLine returns the next line without its LF and trailing CRs. The slice
-// is valid until the next call. tooLong reports a line over MaxLine, whose
-// bytes were discarded.
-func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
-	line, err = r.br.ReadSlice('\n')
-	r.stats.Bytes += uint64(len(line))
-	if err == bufio.ErrBufferFull {
-		r.long = append(r.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			line, err = r.br.ReadSlice('\n')
-			r.stats.Bytes += uint64(len(line))
-			if !tooLong {
-				r.long = append(r.long, line...)
-				if len(r.long) > r.maxLine {
-					tooLong = true
-					r.long = r.long[:0]
-				}
+// is valid until the next call. A line longer than MaxLine is an error
+// wrapping ErrTooLarge, returned as soon as MaxLine+1 bytes without a LF
+// have arrived: it never waits for a LF that may never come.
+func (r *Reader) readLine() ([]byte, error) {
+	r.long = r.long[:0] // the line so far, when it outgrew br's buffer
+	spilled := false
+	seen := 0 // bytes of the buffer already known to hold no LF
+	for {
+		buf, _ := r.br.Peek(r.br.Buffered())
+		if i := bytes.IndexByte(buf[seen:], '\n'); i >= 0 {
+			n := seen + i + 1
+			if len(r.long)+n > r.maxLine {
+				return nil, r.tooLong(r.long, buf[:n])
 			}
+			line := buf[:n]
+			if spilled {
+				r.long = append(r.long, line...)
+				line = r.long
+			}
+			r.br.Discard(n)
+			r.stats.Bytes += uint64(n)
+			return trimLineEnd(line), nil
 		}
-		line = r.long
-	}
-	if err == nil && (tooLong || len(line) > r.maxLine) {
-		return nil, true, nil
-	}
-	if err != nil {
-		if err == io.EOF && len(line) > 0 {
-			err = io.ErrUnexpectedEOF // a last line without its LF
+		if len(r.long)+len(buf) > r.maxLine {
+			return nil, r.tooLong(r.long, buf)
 		}
-		return nil, false, err
+		if len(buf) == r.br.Size() {
+			// A full buffer and no LF: keep what we have aside.
+			r.long = append(r.long, buf...)
+			spilled = true
+			r.br.Discard(len(buf))
+			r.stats.Bytes += uint64(len(buf))
+			seen = 0
+			continue
+		}
+		seen = len(buf)
+		if _, err := r.br.Peek(seen + 1); err != nil {
+			if len(r.long)+seen > 0 {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF // a last line without its LF
+				}
+				r.br.Discard(seen)
+				r.stats.Bytes += uint64(seen)
+			}
+			return nil, err
+		}
 	}
+}
+
+// trimLineEnd drops the LF and any CRs before it.
+func trimLineEnd(line []byte) []byte {
 	line = line[:len(line)-1]
 	for len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	return line, tooLong, nil
+	return line
+}
+
+// tooLong counts and reports a line over the limit: spilled is what was set
+// aside, if anything, buf what is in br's buffer.
+func (r *Reader) tooLong(spilled, buf []byte) error {
+	r.stats.Oversized++
+	if len(spilled) > 0 {
+		buf = spilled
+	}
+	r.junk(JunkLongLine, buf)
+	return fmt.Errorf("%w: line %w of %d bytes", ErrProtocol, ErrTooLarge, r.maxLine)
 }

@@ -105,29 +105,39 @@ func TestReadGarbageAndLimits(t *testing.T) {
 	in := "Asterisk Call Manager/11.0.0\r\n" +
 		"garbage line\r\n\r\n\r\n" + // skipped, counted
 		"Event: A\r\nno colon here\r\nK: v\r\n\r\n" + // bad line dropped, frame kept
-		"Event: Big\r\nK: " + long + "\r\n\r\n" + // oversized line: frame dropped
 		"Event: B\r\nK: nul\x00inside\r\n\r\n" +
-		"Event: C\r\n\r\n"
-	r := NewReader(bufio.NewReaderSize(bytes.NewReader([]byte(in)), 16), ReaderConfig{MaxLine: 100})
+		"Event: C\r\n\r\n" +
+		"Event: Big\r\nK: " + long + "\r\n\r\n" + // oversized line: the stream is broken
+		"Event: D\r\n\r\n"
+	var kinds []string
+	r := NewReader(bufio.NewReaderSize(bytes.NewReader([]byte(in)), 16), ReaderConfig{MaxLine: 100,
+		OnJunk: func(j Junk, sample []byte) {
+			kinds = append(kinds, j.String()+"="+string(sample[:min(len(sample), 12)]))
+		}})
 	if _, err := r.ReadBanner(); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
+	var err error
 	for {
-		m, err := r.ReadMessage()
-		if err == io.EOF {
+		var m Message
+		if m, err = r.ReadMessage(); err != nil {
 			break
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
 		names = append(names, m.Event()+"/"+m.Get("K"))
+	}
+	if !errors.Is(err, ErrProtocol) || !errors.Is(err, ErrTooLarge) {
+		t.Errorf("err = %v, want a protocol error, too large", err)
 	}
 	if got := strings.Join(names, ","); got != "A/v,B/,C/" {
 		t.Errorf("frames = %s", got)
 	}
 	if st := r.Stats(); st.Garbage != 3 || st.Oversized != 1 {
 		t.Errorf("stats = %+v, want garbage 3 oversized 1", st)
+	}
+	want := "garbage_line=garbage line,garbage_line=no colon her,control_byte=K: nul\x00insid,line_too_long=K: xxxxxxxxx"
+	if got := strings.Join(kinds, ","); got != want {
+		t.Errorf("junk reported:\n%s\nwant\n%s", got, want)
 	}
 }
 

@@ -49,15 +49,19 @@ const (
 	LinkDown      LinkState = iota // no AMI connection: state is stale
 	LinkResyncing                  // connected, resynchronising: state is stale
 	LinkLive                       // connected and resynchronised
+	LinkStalled                    // connected, but the PBX stopped answering: state is stale
 )
 
-// String is the "pbx" value of the status JSON: down, resyncing or live.
+// String is the "pbx" value of the status JSON: down, resyncing, live or
+// stalled.
 func (s LinkState) String() string {
 	switch s {
 	case LinkResyncing:
 		return "resyncing"
 	case LinkLive:
 		return "live"
+	case LinkStalled:
+		return "stalled"
 	}
 	return "down"
 }
@@ -85,10 +89,11 @@ func (e *Engine) Apply(m ami.Message) { e.apply(m) }
 // the current snapshot.
 func (e *Engine) Publish() *Snapshot { return e.publish() }
 
-// SetLink records the link state (down on disconnect, resyncing on connect;
-// live is normally reached through EndResync). Any state but live marks
-// the snapshot stale. SetLink(LinkResyncing) starts a resync (as
-// BeginResync) unless one is running.
+// SetLink records the link state (down on disconnect, resyncing on connect,
+// stalled while a keep-alive is late; live is normally reached through
+// EndResync, or again after a stall). Any state but live marks the
+// snapshot stale. SetLink(LinkResyncing) starts a resync (as BeginResync)
+// unless one is running; SetLink(LinkStalled) leaves a running one alone.
 func (e *Engine) SetLink(s LinkState) { e.setLink(s) }
 
 // BeginResync starts a resynchronisation: call it before sending the list

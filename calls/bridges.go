@@ -79,9 +79,11 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 		if s := e.chans[swap]; s != nil && s.bridge == b {
 			b.remove(s)
 			s.bridge = nil
+			s.bridgeAt = e.resync.events
 			e.changed(s)
 		}
 	}
+	c.bridgeAt = e.resync.events
 	e.joinBridge(c, b)
 	e.noteBridgeMove(c, b, swap != "")
 }
@@ -92,6 +94,7 @@ func (e *Engine) onBridgeLeave(m ami.Message) {
 		return
 	}
 	e.updateCommon(c, m)
+	c.bridgeAt = e.resync.events
 	if c.bridge != nil && c.bridge.id == m.Get("BridgeUniqueid") {
 		for _, x := range c.bridge.members {
 			e.changed(x)
@@ -110,6 +113,7 @@ func (e *Engine) onBridgeDestroy(m ami.Message) {
 	}
 	for _, x := range b.members {
 		x.bridge = nil
+		x.bridgeAt = e.resync.events
 		e.changed(x)
 	}
 	delete(e.bridges, id)
@@ -121,6 +125,7 @@ func (e *Engine) onBridgeMerge(m ami.Message) {
 		return
 	}
 	for _, x := range append([]*channel(nil), from.members...) {
+		x.bridgeAt = e.resync.events
 		e.joinBridge(x, to)
 	}
 }

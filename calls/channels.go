@@ -33,6 +33,8 @@ type channel struct {
 	created    int64  // ms
 	seq        uint64 // creation order
 	gen        uint64 // resync generation it was created or confirmed in
+	liveAt     uint64 // resyncState.events when a live event last set its headers
+	bridgeAt   uint64 // the same for its bridge membership
 
 	originator  bool       // created by its device asking for a call (state Ring)
 	originated  bool       // rung by the PBX with no calling channel (Originate)
@@ -85,38 +87,6 @@ func (c *channel) get() *chanMore {
 		return &noMore
 	}
 	return c.m
-}
-
-// tombstones remembers the Uniqueids of the last hung-up channels, so that
-// a late list item or a duplicated event cannot resurrect them.
-type tombstones struct {
-	set  map[string]struct{}
-	ring []string
-	next int
-}
-
-func newTombstones(n int) tombstones {
-	return tombstones{set: make(map[string]struct{}, n), ring: make([]string, n)}
-}
-
-func (t *tombstones) add(uid string) {
-	if uid == "" {
-		return
-	}
-	if _, ok := t.set[uid]; ok {
-		return
-	}
-	if old := t.ring[t.next]; old != "" {
-		delete(t.set, old)
-	}
-	t.ring[t.next] = uid
-	t.set[uid] = struct{}{}
-	t.next = (t.next + 1) % len(t.ring)
-}
-
-func (t *tombstones) has(uid string) bool {
-	_, ok := t.set[uid]
-	return ok
 }
 
 // chanByUID finds a channel by Uniqueid, else by name.
@@ -286,19 +256,15 @@ func (e *Engine) dropChannel(c *channel) {
 	}
 }
 
-func removeChan(s []*channel, c *channel) []*channel {
-	for i, x := range s {
-		if x == c {
-			s[i] = s[len(s)-1]
-			s[len(s)-1] = nil
-			return s[:len(s)-1]
-		}
-	}
-	return s
+// updateCommon refreshes the channel headers every live channel event
+// carries.
+func (e *Engine) updateCommon(c *channel, m ami.Message) {
+	c.liveAt = e.resync.events
+	e.refreshCommon(c, m)
 }
 
-// updateCommon refreshes the channel headers every channel event carries.
-func (e *Engine) updateCommon(c *channel, m ami.Message) {
+// refreshCommon is updateCommon without the live stamp (list items).
+func (e *Engine) refreshCommon(c *channel, m ami.Message) {
 	if v, ok := m.Lookup("ChannelState"); ok {
 		if st := atoi(v); st != c.state {
 			c.state = st
@@ -422,15 +388,6 @@ func (e *Engine) onDialBegin(m ami.Message) {
 		}
 	}
 	e.changed(dst)
-}
-
-func containsChan(s []*channel, c *channel) bool {
-	for _, x := range s {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 func (e *Engine) onDialState(m ami.Message) {

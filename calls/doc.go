@@ -44,7 +44,16 @@
 //     state honest across reconnects and drift: channels not confirmed by
 //     CoreShowChannels are dropped, hung-up channels are never resurrected
 //     by a late list item (tombstones), and the snapshot says it is stale
-//     while the link is down or resynchronising.
+//     while the link is down, stalled or resynchronising. List items and
+//     live events may come in any relative order: an item (a message with
+//     an ActionID while lists are expected) never overrides what a live
+//     event set since the lists were asked for (channel headers, bridge
+//     membership, extension status, queue members and waiting callers,
+//     parked calls;
+//     EndResync keeps those a live event touched even if the older list
+//     missed them), and live events about a channel not
+//     known yet are kept during a resync and applied again right after
+//     the CoreShowChannel item that creates it.
 //   - Followups and ApplyAnswer are how the engine reads what the fixed
 //     resync lists do not give (docs/link.md): the engine says which
 //     actions it wants (PJSIPShowEndpoint per listed endpoint for names and

@@ -143,6 +143,10 @@ func (e *Engine) apply(m ami.Message) {
 		return
 	}
 	e.count(ev)
+	e.resync.events++
+	if e.resync.active {
+		e.keepForList(m, ev)
+	}
 	switch ev {
 	// Channels and conversations.
 	case "Newchannel":

@@ -15,6 +15,7 @@ type extState struct {
 	epName   string // the name in the endpoint's callerid (PJSIPShowEndpoint)
 	pbxName  string // the CallerIDName the PBX shows for its channels
 	status   string
+	statusAt uint64 // resyncState.events when a live event last set status
 	dnd      bool   // AstDB DND/<ext>, or FreePBX's Custom:DND<ext> device state
 	cf       string // AstDB CF/<ext>: unconditional forward target
 	cfb      string // AstDB CFB/<ext>: forward on busy
@@ -131,8 +132,9 @@ func (e *Engine) onExtensionStatus(m ami.Message) {
 	if err != nil {
 		code = 99
 	}
-	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" {
+	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" && !e.staleItem(m, x.statusAt) {
 		x.status = st
+		x.statusAt = e.liveStamp(m, x.statusAt)
 	}
 	if ctx := m.Get("Context"); ctx != "" && x.context == "" {
 		x.context = strings.Clone(ctx)
@@ -163,7 +165,10 @@ func (e *Engine) onDeviceStateChange(m ami.Message) {
 	switch e.classify(ep) {
 	case ownerExt:
 		x := e.ensureExt(ep)
-		x.status = st
+		if !e.staleItem(m, x.statusAt) {
+			x.status = st
+			x.statusAt = e.liveStamp(m, x.statusAt)
+		}
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
 		}

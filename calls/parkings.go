@@ -10,7 +10,8 @@ type parkState struct {
 	space   string
 	timeout int
 	caller  *ParkedCaller
-	listed  bool // confirmed by a ParkedCall item during the running resync
+	listed  bool   // confirmed by a ParkedCall item during the running resync
+	liveAt  uint64 // resyncState.events when a live event last changed it
 }
 
 // maxSpaces bounds how many spaces one Parkinglot item may create.
@@ -47,6 +48,10 @@ func (e *Engine) onParkedCall(m ami.Message) {
 		return // hung up while a list was in flight
 	}
 	p := e.ensurePark(space)
+	if e.staleItem(m, p.liveAt) {
+		return // parked, retrieved or given up since the list was taken
+	}
+	p.liveAt = e.liveStamp(m, p.liveAt)
 	if t := m.Get("ParkingTimeout"); t != "" && m.Get("ActionID") == "" {
 		p.timeout = atoi(t) // the live event gives the full timeout; list items the rest
 	} else if p.timeout == 0 {
@@ -109,6 +114,7 @@ func (e *Engine) onUnparked(m ami.Message) {
 		return
 	}
 	p := e.ensurePark(space)
+	p.liveAt = e.liveStamp(m, p.liveAt)
 	if p.caller != nil && (p.caller.Channel == m.Get("ParkeeChannel") || m.Get("ParkeeChannel") == "") {
 		e.unpark(p.caller.Channel)
 		p.caller = nil
@@ -121,6 +127,7 @@ func (e *Engine) onParkedCallSwap(m ami.Message) {
 		return
 	}
 	p := e.ensurePark(space)
+	p.liveAt = e.liveStamp(m, p.liveAt)
 	if p.caller == nil {
 		return
 	}

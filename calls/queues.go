@@ -17,10 +17,13 @@ type queueState struct {
 	holdTime  int
 	talkTime  int
 
-	// During a resync: what the QueueStatus answer listed.
+	// During a resync: what the QueueStatus answer listed, and what live
+	// events changed since it began (see resyncState).
 	listed        bool
 	listedMembers map[string]bool
 	listedWaiting map[string]bool
+	memberAt      map[string]uint64
+	waitingAt     map[string]uint64
 }
 
 func parseInt(s string) (int, error) { return strconv.Atoi(strings.TrimSpace(s)) }
@@ -95,6 +98,11 @@ func (e *Engine) onQueueMember(m ami.Message) {
 	if q == nil || key == "" {
 		return
 	}
+	if e.staleQueueItem(q, m, false, key) {
+		e.touchMember(q, key) // listed: a live event knows better
+		return
+	}
+	e.stampQueue(q, m, false, key)
 	mb := q.members[key]
 	mb.Queue, mb.Member = q.name, strings.Clone(key)
 	name := m.Get("MemberName")
@@ -133,6 +141,7 @@ func (e *Engine) onQueueMemberRemoved(m ami.Message) {
 	if q == nil || key == "" {
 		return
 	}
+	e.stampQueue(q, m, false, key)
 	if mb, ok := q.members[key]; ok {
 		delete(q.members, key)
 		e.dirtyMember[memberKey{q.name, mb.Member}] = struct{}{}
@@ -150,6 +159,7 @@ func (e *Engine) onQueueMemberPause(m ami.Message) {
 		e.onQueueMember(m)
 		return
 	}
+	e.stampQueue(q, m, false, key)
 	mb.Paused = strings.TrimSpace(m.Get("Paused")) == "1"
 	reason := m.Get("PausedReason")
 	if reason == "" {
@@ -194,8 +204,8 @@ func (e *Engine) onQueueEntry(m ami.Message) {
 		return
 	}
 	uid := m.Get("Uniqueid")
-	if e.tombs.has(uid) {
-		return // hung up while the list was in flight
+	if e.tombs.has(uid) || e.staleQueueItem(q, m, true, m.Get("Channel")) {
+		return // hung up, or joined or left, while the list was in flight
 	}
 	e.addWaiting(q, m, e.nowMs()-int64(atoi(m.Get("Wait")))*1000)
 	if c := e.chanBy(uid, m.Get("Channel")); c != nil && c.queue == "" {
@@ -215,6 +225,7 @@ func (e *Engine) onQueueCallerJoin(m ami.Message) {
 	}
 	e.updateCommon(c, m)
 	c.queue = q.name
+	e.stampQueue(q, m, true, m.Get("Channel"))
 	e.learnQueueNumber(q, m.Get("Exten"))
 	e.addWaiting(q, m, e.nowMs())
 }
@@ -254,6 +265,7 @@ func (e *Engine) onQueueCallerLeave(m ami.Message, abandon bool) {
 	if abandon {
 		q.abandoned++
 	}
+	e.stampQueue(q, m, true, m.Get("Channel"))
 	delete(q.waiting, m.Get("Channel"))
 	if c := e.chanBy(m.Get("Uniqueid"), m.Get("Channel")); c != nil {
 		e.updateCommon(c, m)

@@ -12,6 +12,114 @@ type resyncState struct {
 	gen    uint64 // incremented by BeginResync; channels carry the gen they were last seen in
 	// roomsListed: a ConfbridgeListRooms item arrived in the running resync
 	roomsListed bool
+
+	// A list describes the PBX at the moment it was asked for, while live
+	// events keep coming, and the two paths lose their relative order: a
+	// list item may be applied after live events that are newer than it.
+	// So live events stamp what they set with events (a counter of
+	// messages applied), and an item never overrides what was stamped
+	// after mark, the count when the lists were asked for.
+	events uint64
+	mark   uint64
+
+	// pending keeps, by Uniqueid, the live events about channels the
+	// engine does not know while a resync runs: after a reconnect, a call
+	// set up while the link was down is known only once its
+	// CoreShowChannel item is applied, and its events in between (a
+	// BridgeEnter after the list was taken) would otherwise be lost. They
+	// are applied again, in order, right after the item creates the
+	// channel. Bounded by maxPendingEvents; dropped at EndResync.
+	pending  map[string][]ami.Message
+	npending int
+}
+
+// maxPendingEvents bounds the events kept for channels not listed yet.
+const maxPendingEvents = 8192
+
+// keepForList stashes m if it is about a channel the engine does not
+// know while a resync runs (see resyncState.pending).
+func (e *Engine) keepForList(m ami.Message, ev string) {
+	if ev == "Newchannel" || ev == "Hangup" || ev == "CoreShowChannel" || e.resync.npending >= maxPendingEvents {
+		return
+	}
+	for _, p := range [...]string{"", "Dest"} {
+		if _, ok := m.Lookup(p + "ChannelState"); !ok {
+			continue // not a channel event (Cdr, queue and device events ...)
+		}
+		uid := m.Get(p + "Uniqueid")
+		if uid == "" || e.chans[uid] != nil || e.tombs.has(uid) {
+			continue
+		}
+		if e.resync.pending == nil {
+			e.resync.pending = map[string][]ami.Message{}
+		}
+		e.resync.pending[uid] = append(e.resync.pending[uid], m)
+		e.resync.npending++
+	}
+}
+
+// replayPending applies again the events kept for a channel a list item
+// has just created.
+func (e *Engine) replayPending(uid string) {
+	ms := e.resync.pending[uid]
+	if len(ms) == 0 {
+		return
+	}
+	delete(e.resync.pending, uid)
+	for _, m := range ms {
+		e.apply(m)
+	}
+}
+
+// stampQueue records, during a resync, that a live event changed a
+// queue's member (waiting false) or waiting caller (waiting true) key.
+func (e *Engine) stampQueue(q *queueState, m ami.Message, waiting bool, key string) {
+	if !e.resync.active || m.ActionID() != "" || key == "" {
+		return
+	}
+	at := &q.memberAt
+	if waiting {
+		at = &q.waitingAt
+	}
+	if *at == nil {
+		*at = map[string]uint64{}
+	}
+	(*at)[key] = e.resync.events
+}
+
+// staleQueueItem reports whether m is a QueueStatus item about a member
+// or caller a live event changed since the resync began.
+func (e *Engine) staleQueueItem(q *queueState, m ami.Message, waiting bool, key string) bool {
+	if !e.resync.active || m.ActionID() == "" {
+		return false
+	}
+	if waiting {
+		return q.waitingAt[key] != 0
+	}
+	return q.memberAt[key] != 0
+}
+
+func (e *Engine) dropPending() {
+	e.resync.pending, e.resync.npending = nil, 0
+}
+
+// listing reports whether list answers are expected: a resync runs or a
+// reconcile was begun.
+func (e *Engine) listing() bool { return e.resync.active || e.reconMark != 0 }
+
+// staleItem reports whether m is a list item that a live event applied
+// since the lists were asked for (stamped at) has made out of date.
+func (e *Engine) staleItem(m ami.Message, at uint64) bool {
+	return at > e.resync.mark && e.listing() && m.ActionID() != ""
+}
+
+// liveStamp is the stamp for what m sets: the current count for a live
+// event, 0 for a list item (which proves nothing newer than the list).
+func (e *Engine) liveStamp(m ami.Message, old uint64) uint64 {
+	if e.listing() && m.ActionID() != "" {
+		return old
+	}
+	return e.resync.events
 }
 
 func (e *Engine) setLink(s LinkState) {
@@ -33,6 +141,7 @@ func (e *Engine) changeLink(s LinkState) {
 	e.linkDirty = true
 	if s == LinkDown {
 		e.resync.active = false
+		e.dropPending()
 	}
 }
 
@@ -41,11 +150,13 @@ func (e *Engine) beginResync() {
 	e.resync.active = true
 	e.resync.gen++
 	e.resetMissing()
+	e.resync.mark = e.resync.events
 	for _, c := range e.chans {
 		c.confirmed = false
 	}
 	for _, q := range e.queues {
 		q.listed, q.listedMembers, q.listedWaiting = false, nil, nil
+		q.memberAt, q.waitingAt = nil, nil
 	}
 	for _, p := range e.parks {
 		p.listed = false
@@ -54,6 +165,7 @@ func (e *Engine) beginResync() {
 }
 
 func (e *Engine) endResync() {
+	e.dropPending()
 	if e.resync.active {
 		e.resync.active = false
 		repairs := 0
@@ -66,7 +178,7 @@ func (e *Engine) endResync() {
 		for _, q := range e.queues {
 			if q.listed {
 				for k := range q.members {
-					if !q.listedMembers[k] {
+					if !q.listedMembers[k] && q.memberAt[k] == 0 {
 						delete(q.members, k)
 						e.dirtyMember[memberKey{q.name, k}] = struct{}{}
 						e.dirtyQueue[q.name] = struct{}{}
@@ -75,13 +187,14 @@ func (e *Engine) endResync() {
 				}
 			}
 			for k := range q.waiting {
-				if (q.listed && !q.listedWaiting[k]) || e.byName[k] == nil {
+				if (q.listed && !q.listedWaiting[k] && q.waitingAt[k] == 0) || e.byName[k] == nil {
 					delete(q.waiting, k)
 					e.dirtyQueue[q.name] = struct{}{}
 					repairs++
 				}
 			}
 			q.listed, q.listedMembers, q.listedWaiting = false, nil, nil
+			q.memberAt, q.waitingAt = nil, nil
 		}
 		for _, p := range e.parks {
 			if p.caller != nil && e.byName[p.caller.Channel] == nil {
@@ -124,20 +237,24 @@ func parseDuration(s string) int64 {
 }
 
 // onCoreShowChannel applies one CoreShowChannels item: it confirms a known
-// channel (and corrects its bridge) or adds a missing one.
+// channel (and corrects its bridge) or adds a missing one. Outside a
+// resync or reconcile, the item is taken as current.
 func (e *Engine) onCoreShowChannel(m ami.Message) {
-	e.stats.DriftRepairs += uint64(e.applyListedChannel(m))
+	e.stats.DriftRepairs += uint64(e.applyListedChannel(m, e.listing()))
 }
 
-// applyListedChannel returns the number of repairs it made.
-func (e *Engine) applyListedChannel(m ami.Message) int {
+// applyListedChannel returns the number of repairs it made. With guard,
+// what live events set since the lists were asked for (the channel's
+// headers, its bridge) is newer than the item and stays.
+func (e *Engine) applyListedChannel(m ami.Message, guard bool) int {
 	uid, name := m.Get("Uniqueid"), m.Get("Channel")
 	if uid == "" || name == "" || e.tombs.has(uid) {
 		return 0 // hung up since the list was taken: never resurrect
 	}
 	repairs := 0
 	c := e.chans[uid]
-	if c == nil {
+	created := c == nil
+	if created {
 		if old := e.byName[name]; old != nil {
 			e.dropChannel(old)
 		}
@@ -157,13 +274,16 @@ func (e *Engine) applyListedChannel(m ami.Message) int {
 			}
 		}
 		repairs++
-	} else {
-		e.updateCommon(c, m)
+	} else if !guard || c.liveAt <= e.resync.mark {
+		e.refreshCommon(c, m)
 	}
+	e.relinkListedDial(c, m.Get("Application"))
 	c.confirmed = true
 	c.gen = e.resync.gen
 	bid := m.Get("BridgeId")
 	switch {
+	case guard && c.bridgeAt > e.resync.mark:
+		// A live bridge event since the list was asked for knows better.
 	case bid == "" && c.bridge != nil:
 		c.bridge.remove(c)
 		c.bridge = nil
@@ -188,10 +308,52 @@ func (e *Engine) applyListedChannel(m ami.Message) int {
 		}
 		repairs++
 	}
+	if created {
+		e.replayPending(uid)
+	}
 	return repairs
 }
 
-func (e *Engine) beginReconcile() { e.reconMark = e.chanSeq + 1 }
+// relinkListedDial restores, from a list item, the dial relation a
+// DialBegin missed while the link was down would have given: a channel
+// ringing from Dial() ("AppDial") carries the Linkedid of the channel
+// that called. Without it a call still ringing after a reconnect shows
+// with no caller channel (">PJSIP/203-...") until it is answered. A
+// relation already known is kept; Local legs are left alone.
+func (e *Engine) relinkListedDial(c *channel, app string) {
+	link := func(src, dst *channel) {
+		if dst.dialledBy != nil || src == dst {
+			return
+		}
+		src.dialTargets = append(src.dialTargets, dst)
+		dst.dialledBy = src
+		dst.viaTrunk = dst.viaTrunk || src.kind == ownerTrunk || src.viaTrunk
+		e.changed(src)
+		e.changed(dst)
+	}
+	if c.local {
+		return
+	}
+	switch app {
+	case "AppDial":
+		if src := e.chans[c.linkedid]; src != nil && !src.local && !src.originated && src.dialledBy == nil {
+			src.dialledOut = true
+			link(src, c)
+		}
+	case "Dial":
+		c.dialledOut = true
+		for _, x := range e.chans {
+			if x.linkedid == c.uid && x.originated && !x.local && x.dialledBy == nil {
+				link(c, x)
+			}
+		}
+	}
+}
+
+func (e *Engine) beginReconcile() {
+	e.reconMark = e.chanSeq + 1
+	e.resync.mark = e.resync.events
+}
 
 func (e *Engine) reconcile(items []ami.Message) int {
 	// Only channels older than the list may be judged by it. BeginReconcile
@@ -212,7 +374,7 @@ func (e *Engine) reconcile(items []ami.Message) int {
 			continue
 		}
 		listed[m.Get("Uniqueid")] = true
-		repairs += e.applyListedChannel(m)
+		repairs += e.applyListedChannel(m, true)
 	}
 	for _, c := range e.sortedChans() {
 		if !listed[c.uid] && c.seq < mark {
@@ -222,6 +384,7 @@ func (e *Engine) reconcile(items []ami.Message) int {
 	}
 	e.stats.DriftRepairs += uint64(repairs)
 	e.pruneBridges()
+	e.resync.mark = e.resync.events // the next one without BeginReconcile
 	return repairs
 }
 

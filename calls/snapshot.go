@@ -91,7 +91,7 @@ func (s *Snapshot) ParkingsJSON() []byte { return s.park.bytes() }
 // TrunksJSON is {"trunk":{...},...} in key order.
 func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes() }
 
-// StatusJSON is {"pbx":"live|resyncing|down","version":N,"since":ms}.
+// StatusJSON is {"pbx":"live|resyncing|stalled|down","version":N,"since":ms}.
 func (s *Snapshot) StatusJSON() []byte { return s.status }
 
 // PresenceJSON is every extension's chosen presence (PresenceOf, with the

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctibridge/ctibridge/ami"
 )
@@ -56,8 +57,12 @@ func FromEvent(m ami.Message, loc *time.Location, linked func(uniqueid string) s
 	if c.UniqueID == "" {
 		return CDR{}, false
 	}
-	c.Duration, _ = strconv.Atoi(m.Get("Duration"))
-	c.Billsec, _ = strconv.Atoi(m.Get("BillableSeconds"))
+	for _, f := range []*string{&c.CLID, &c.Src, &c.Dst, &c.DContext, &c.Channel, &c.DstChannel, &c.LastApp, &c.LastData,
+		&c.Disposition, &c.AMAFlags, &c.AccountCode, &c.UniqueID, &c.UserField, &c.LinkedID, &c.PeerAccount, &c.RecordingFile} {
+		*f = clean(*f)
+	}
+	c.Duration, _ = int32Field(m.Get("Duration"))
+	c.Billsec, _ = int32Field(m.Get("BillableSeconds"))
 	if t, err := time.ParseInLocation(time.DateTime, m.Get("StartTime"), loc); err == nil {
 		c.CallDate = t
 	}
@@ -67,7 +72,7 @@ func FromEvent(m ami.Message, loc *time.Location, linked func(uniqueid string) s
 	if c.LinkedID == "" {
 		c.LinkedID = c.UniqueID
 	}
-	if s, err := strconv.Atoi(m.Get("Sequence")); err == nil {
+	if s, ok := int32Field(m.Get("Sequence")); ok {
 		c.Sequence = s
 	} else {
 		h := fnv.New32a()
@@ -79,6 +84,25 @@ func FromEvent(m ami.Message, loc *time.Location, linked func(uniqueid string) s
 		c.Sequence = int(h.Sum32() & 0x7fffffff)
 	}
 	return c, true
+}
+
+// clean makes s storable in a text column of either database: valid
+// UTF-8 (bad bytes become U+FFFD, as JSON would make them) without NUL.
+func clean(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// int32Field parses a number that fits the integer columns; ok is false
+// for anything else.
+func int32Field(s string) (int, bool) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int(n), true
 }
 
 // callerName is the name in a CLID such as `"Alice" <201>`.

@@ -277,7 +277,7 @@ func testRecordings(t *testing.T, s *SQLStore) {
 	if len(files) == 0 {
 		t.Fatal("no recordings")
 	}
-	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: t.TempDir(), FlushEvery: 10 * time.Millisecond, Location: time.UTC})
+	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: t.TempDir(), Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,28 +2,35 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
-	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // RecorderConfig configures a Recorder. SpoolDir is required.
 type RecorderConfig struct {
-	// SpoolDir holds the spool used while the database is down
-	// (<data-dir>/spool).
+	// SpoolDir holds the spool every CDR goes through (<data-dir>/spool).
 	SpoolDir string
-	// MaxSpool bounds the spool, in bytes. Default 256 MiB (about 500,000
-	// CDRs). Beyond it new CDRs are dropped, counted and logged.
+	// MaxSpool bounds the CDRs not yet in the store, in bytes of spool.
+	// Default 256 MiB (about 500,000 CDRs). Beyond it new CDRs are
+	// dropped, counted and logged.
 	MaxSpool int64
+	// MaxQueue bounds the CDRs waiting in memory for the spool's fsync
+	// (the disk being slower than the PBX). Default 65536; beyond it new
+	// CDRs are dropped, counted and logged.
+	MaxQueue int
 	// Batch is the most CDRs per database write. Default 500.
 	Batch int
-	// FlushEvery is the longest a CDR waits for its batch. Default 200 ms.
-	FlushEvery time.Duration
 	// WriteTimeout bounds one database write. Default 10 s.
 	WriteTimeout time.Duration
 	// RetryMax is the longest pause between attempts while the database
@@ -31,38 +38,103 @@ type RecorderConfig struct {
 	RetryMax time.Duration
 	// Location is the PBX's time zone, for StartTime. Default time.Local.
 	Location *time.Location
-	// Log receives outages and drops. Default: discard.
+	// Log receives outages and drops, rate-limited. Default: discard.
 	Log *slog.Logger
 }
 
 // RecorderStats counts what the recorder did.
 type RecorderStats struct {
-	Seen    uint64 // Cdr events observed
-	Written uint64 // CDRs handed to the database (duplicates included)
-	Spooled uint64 // CDRs that went through the spool
-	Dropped uint64 // CDRs lost: spool full
-	Pending int64  // bytes in the spool now
+	Seen       uint64 // Cdr events observed
+	Spooled    uint64 // CDRs fsynced to the spool: taken for good
+	Written    uint64 // CDRs handed to the database (duplicates included)
+	Dropped    uint64 // CDRs lost: spool or queue full, disk error, unreadable spool line
+	Rejected   uint64 // CDRs the database refused, set aside in cdr-rejected.jsonl
+	Queued     int64  // CDRs waiting in memory for the fsync
+	Pending    int64  // CDRs in the spool, not yet in the database
+	SpoolBytes int64  // bytes of those
+	SpoolMax   int64  // RecorderConfig.MaxSpool
+	StoreDown  bool   // the last database write failed
 }
 
 // Recorder writes CDRs from AMI Cdr events. Feed it every AMI message
 // with Observe (from the goroutine that reads the PBX) and run Run.
+//
+// A CDR is taken once it is fsynced to the spool: Observe queues it in
+// memory, Run's writer appends everything queued to the spool and
+// fsyncs it in one go (group commit: while one fsync runs the next group
+// gathers), and Run's drainer writes the spool to the database in
+// batches, idempotent on (uniqueid, sequence). A crash loses only what
+// was read but not yet synced, at most about two fsyncs' worth of time.
 type Recorder struct {
 	// Immutable after NewRecorder.
 	store Store
 	cfg   RecorderConfig
 	log   *slog.Logger
 	sp    *spool
-	in    chan CDR
+	wake  chan struct{} // Observe → writer
+	kick  chan struct{} // writer → drainer
 
-	mu     sync.Mutex // guards linked
+	mu     sync.Mutex // guards linked and files
 	linked map[string]linkedAt
+	files  map[string]fileAt // recording file by channel name
 
-	seen, written, spooled, dropped atomic.Uint64
+	qmu   sync.Mutex // guards queue
+	queue []CDR
+
+	seen, written, spooled, dropped, rejected atomic.Uint64
+	rejectLogged                              time.Time // owned by the drainer
+	queued                                    atomic.Int64
+	storeDown                                 atomic.Bool
+	spoolOut                                  *sqldb.Outage // spool and queue refusals
+
+	// afterSync, when set (tests), is called by the writer with every
+	// group it has synced.
+	afterSync func([]CDR)
 }
 
 type linkedAt struct {
 	linkedid string
 	at       time.Time
+}
+
+type fileAt struct {
+	file string
+	at   time.Time
+}
+
+// NoteRecording remembers that channel is being recorded into file, so
+// that the CDR naming that channel (as its channel or its destination
+// channel) carries it as recordingfile: Asterisk's Cdr event has no such
+// field. The REST start_record action calls it; Observe does for the
+// MIXMONITOR_FILENAME variable a MixMonitor sets, when the PBX sends
+// VarSet. Safe from any goroutine.
+func (r *Recorder) NoteRecording(channel, file string) {
+	if channel == "" || file == "" || !printable(file) {
+		return
+	}
+	r.mu.Lock()
+	r.files[strings.Clone(channel)] = fileAt{strings.Clone(file), time.Now()}
+	r.mu.Unlock()
+}
+
+// recordingOf is the file noted for the CDR's channel or destination.
+func (r *Recorder) recordingOf(c *CDR) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.files[c.Channel]; ok {
+		return f.file
+	}
+	return r.files[c.DstChannel].file
+}
+
+// printable: no control character can reach the store from a variable.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return len(s) <= 1024
 }
 
 // NewRecorder opens (or reopens, resuming it) the spool in cfg.SpoolDir.
@@ -73,11 +145,11 @@ func NewRecorder(store Store, cfg RecorderConfig) (*Recorder, error) {
 	if cfg.MaxSpool <= 0 {
 		cfg.MaxSpool = 256 << 20
 	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 65536
+	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500
-	}
-	if cfg.FlushEvery <= 0 {
-		cfg.FlushEvery = 200 * time.Millisecond
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
@@ -92,23 +164,30 @@ func NewRecorder(store Store, cfg RecorderConfig) (*Recorder, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sp, err := openSpool(cfg.SpoolDir, cfg.MaxSpool)
+	log = log.With("component", "history")
+	sp, err := openSpool(cfg.SpoolDir, cfg.MaxSpool, defaultSegMax)
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{store: store, cfg: cfg, log: log.With("component", "history"), sp: sp,
-		in: make(chan CDR, 4096), linked: map[string]linkedAt{}}, nil
+	return &Recorder{store: store, cfg: cfg, log: log, sp: sp,
+		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+		linked: map[string]linkedAt{}, files: map[string]fileAt{}, spoolOut: sqldb.NewOutage(log, "cdr spool")}, nil
 }
 
+var errQueueFull = errors.New("history: cdr queue full: the disk is not keeping up")
+
 // Observe takes one AMI message. It remembers channels' linkedids (for
-// Cdr events without a LinkedID field) and queues Cdr events. It never
-// blocks on the database: when the queue is full the CDR goes straight to
-// the spool. Safe from any goroutine.
+// Cdr events without a LinkedID field) and queues Cdr events for the
+// spool. It never blocks on the disk or the database. Safe from any
+// goroutine.
 func (r *Recorder) Observe(m ami.Message) {
 	if m.Kind() != ami.KindEvent {
 		return
 	}
 	if m.Event() != "Cdr" {
+		if m.Event() == "VarSet" && m.Get("Variable") == "MIXMONITOR_FILENAME" {
+			r.NoteRecording(m.Get("Channel"), m.Get("Value"))
+		}
 		if u, l := m.Get("Uniqueid"), m.Get("Linkedid"); u != "" && l != "" {
 			r.mu.Lock()
 			if old, ok := r.linked[u]; !ok || old.linkedid != l {
@@ -122,11 +201,23 @@ func (r *Recorder) Observe(m ami.Message) {
 	if !ok {
 		return
 	}
+	if c.RecordingFile == "" {
+		c.RecordingFile = r.recordingOf(&c)
+	}
 	r.seen.Add(1)
+	r.qmu.Lock()
+	if len(r.queue) >= r.cfg.MaxQueue {
+		r.qmu.Unlock()
+		r.dropped.Add(1)
+		r.spoolOut.Fail(errQueueFull)
+		return
+	}
+	r.queue = append(r.queue, c)
+	r.queued.Add(1) // under qmu: the writer's subtraction never passes it
+	r.qmu.Unlock()
 	select {
-	case r.in <- c:
+	case r.wake <- struct{}{}:
 	default:
-		r.spool([]CDR{c})
 	}
 }
 
@@ -145,101 +236,231 @@ func (r *Recorder) sweep(now time.Time) {
 			delete(r.linked, u)
 		}
 	}
-}
-
-func (r *Recorder) spool(cdrs []CDR) {
-	if err := r.sp.append(cdrs); err != nil {
-		r.dropped.Add(uint64(len(cdrs)))
-		r.log.Error("cdrs dropped", "count", len(cdrs), "err", err)
-		return
+	for ch, f := range r.files {
+		if now.Sub(f.at) > 12*time.Hour { // a recorded call may be long
+			delete(r.files, ch)
+		}
 	}
-	r.spooled.Add(uint64(len(cdrs)))
 }
 
 // Stats returns the counters. Safe from any goroutine.
 func (r *Recorder) Stats() RecorderStats {
+	b, n := r.sp.stats()
 	return RecorderStats{Seen: r.seen.Load(), Written: r.written.Load(), Spooled: r.spooled.Load(),
-		Dropped: r.dropped.Load(), Pending: r.sp.bytes()}
+		Dropped: r.dropped.Load(), Rejected: r.rejected.Load(), Queued: r.queued.Load(), Pending: n, SpoolBytes: b,
+		SpoolMax: r.cfg.MaxSpool, StoreDown: r.storeDown.Load()}
 }
 
-// Run writes queued CDRs in batches until ctx ends, then writes what is
-// queued (to the database, else the spool) and returns. While the
-// database fails, batches go to the spool (behind what is already there,
-// so order is kept) and the spool is retried with backoff.
+// Run syncs queued CDRs to the spool and writes the spool to the
+// database until ctx ends; then it syncs what is queued, makes one last
+// attempt at the database (unless it is down) and returns ctx's error.
+// While the database fails, the spool is retried with backoff; a spool
+// left by a previous process is written first.
 func (r *Recorder) Run(ctx context.Context) error {
 	defer r.sp.close()
-	tick := time.NewTicker(r.cfg.FlushEvery)
-	defer tick.Stop()
-	sweep := time.NewTicker(10 * time.Minute)
-	defer sweep.Stop()
-	var batch []CDR
-	retry := time.Time{} // when to try the spool again; zero: now
-	backoff := 250 * time.Millisecond
-	flush := func(final bool) {
-		if len(batch) > 0 {
-			if r.sp.pending() || !r.write(batch) {
-				r.spool(batch)
-			}
-			batch = batch[:0]
-		}
-		if !r.sp.pending() || (!final && time.Now().Before(retry)) {
-			return
-		}
-		if err := r.sp.drain(r.cfg.Batch, func(cdrs []CDR) error {
-			if !r.write(cdrs) {
-				return errDown
-			}
-			return nil
-		}); err != nil {
-			if backoff == 250*time.Millisecond || final {
-				r.log.Warn("cdr database unavailable, spooling", "pending_bytes", r.sp.bytes())
-			}
-			d := backoff/2 + rand.N(backoff/2+1)
-			retry = time.Now().Add(d)
-			backoff = min(backoff*2, r.cfg.RetryMax)
-			return
-		}
-		if backoff > 250*time.Millisecond {
-			r.log.Info("cdr spool written, database back")
-		}
-		backoff = 250 * time.Millisecond
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		r.writer(ctx)
+	}()
+	r.drainer(ctx)
+	<-writerDone
+	if !r.storeDown.Load() {
+		// What is left after finalDrain stays in the spool for the next
+		// start.
+		r.drain(time.Now().Add(finalDrain))
 	}
+	return ctx.Err()
+}
+
+// writer is the group commit: it takes everything queued, appends it to
+// the spool with one fsync, and tells the drainer.
+func (r *Recorder) writer(ctx context.Context) {
+	var buf []byte
 	for {
 		select {
-		case c := <-r.in:
-			batch = append(batch, c)
-			if len(batch) >= r.cfg.Batch {
-				flush(false)
-			}
-		case <-tick.C:
-			flush(false)
-		case now := <-sweep.C:
-			r.sweep(now)
+		case <-r.wake:
 		case <-ctx.Done():
-			for {
-				select {
-				case c := <-r.in:
-					batch = append(batch, c)
-					continue
-				default:
-				}
-				break
-			}
-			flush(true)
-			return ctx.Err()
+			r.commit(&buf)
+			return
+		}
+		r.commit(&buf)
+	}
+}
+
+func (r *Recorder) commit(buf *[]byte) {
+	r.qmu.Lock()
+	group := r.queue
+	r.queue = nil // group now belongs to the spool's memory (hot)
+	r.qmu.Unlock()
+	if len(group) == 0 {
+		return
+	}
+	b := (*buf)[:0]
+	// Only whole lines that fit under the bound; the rest is dropped. The
+	// spool keeps them in memory too, a batch per hot group.
+	free := r.sp.free()
+	fit, first, firstByte := 0, 0, 0
+	var hot []hotGroup
+	cut := func() {
+		if fit > first {
+			hot = append(hot, hotGroup{start: int64(firstByte), end: int64(len(b)), cdrs: group[first:fit:fit]})
+			first, firstByte = fit, len(b)
+		}
+	}
+	for _, c := range group {
+		line, err := json.Marshal(c)
+		if err != nil || int64(len(b)+len(line)+1) > free {
+			break
+		}
+		b = append(append(b, line...), '\n')
+		if fit++; fit-first == r.cfg.Batch {
+			cut()
+		}
+	}
+	cut()
+	*buf = b
+	var err error
+	if fit > 0 {
+		err = r.sp.append(b, fit, hot)
+	}
+	r.queued.Add(-int64(len(group)))
+	switch {
+	case err != nil:
+		r.dropped.Add(uint64(len(group)))
+		r.spoolOut.Fail(err)
+	case fit < len(group):
+		r.spooled.Add(uint64(fit))
+		r.dropped.Add(uint64(len(group) - fit))
+		r.spoolOut.Fail(ErrSpoolFull)
+	default:
+		r.spooled.Add(uint64(fit))
+		r.spoolOut.OK()
+	}
+	if err == nil && fit > 0 {
+		if r.afterSync != nil {
+			r.afterSync(group[:fit])
+		}
+		select {
+		case r.kick <- struct{}{}:
+		default:
 		}
 	}
 }
 
-var errDown = errors.New("history: database unavailable")
-
-// write tries one batch; false means it failed and must be spooled.
-func (r *Recorder) write(cdrs []CDR) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.WriteTimeout)
-	defer cancel()
-	if err := r.store.Insert(ctx, cdrs); err != nil {
-		return false
+// drainer writes the spool to the database whenever the writer has
+// added to it; while the database fails, only on the backoff's timer.
+func (r *Recorder) drainer(ctx context.Context) {
+	sweep := time.NewTicker(10 * time.Minute)
+	defer sweep.Stop()
+	b := sqldb.Backoff{Min: 250 * time.Millisecond, Max: r.cfg.RetryMax}
+	out := sqldb.NewOutage(r.log, "cdr database")
+	kick := r.kick
+	var retry <-chan time.Time
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-kick:
+			case <-retry:
+			case now := <-sweep.C:
+				r.sweep(now)
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err := r.drain(time.Time{}); err != nil {
+			r.storeDown.Store(true)
+			out.Fail(err)
+			kick, retry = nil, time.After(b.Next())
+			continue
+		}
+		r.storeDown.Store(false)
+		out.OK()
+		b.Reset()
+		kick, retry = r.kick, nil
 	}
-	r.written.Add(uint64(len(cdrs)))
-	return true
+}
+
+// finalDrain bounds Run's last attempt at the database.
+const finalDrain = 2 * time.Second
+
+var errStopping = errors.New("history: stopping")
+
+// drain writes the spool to the database, up to the end, or to the first
+// batch after stopBy when that is set.
+func (r *Recorder) drain(stopBy time.Time) error {
+	bad, err := r.sp.drain(r.cfg.Batch, func(cdrs []CDR) error {
+		if !stopBy.IsZero() && time.Now().After(stopBy) {
+			return errStopping
+		}
+		return r.write(cdrs)
+	})
+	if bad > 0 {
+		r.dropped.Add(uint64(bad))
+		r.log.Error("unreadable cdr spool lines skipped", "count", bad)
+	}
+	return err
+}
+
+// write writes one batch. A batch the database refuses for what is in
+// it (sqldb.IsBadData: a value it cannot store) is halved until the CDRs
+// it refuses are found; those are set aside (reject), so that one bad
+// record never holds up the spool behind it.
+func (r *Recorder) write(cdrs []CDR) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.WriteTimeout)
+	err := r.store.Insert(ctx, cdrs)
+	cancel()
+	switch {
+	case err == nil:
+		r.written.Add(uint64(len(cdrs)))
+		return nil
+	case !sqldb.IsBadData(err):
+		return err
+	case len(cdrs) == 1:
+		return r.reject(cdrs[0], err)
+	}
+	h := len(cdrs) / 2
+	if err := r.write(cdrs[:h]); err != nil {
+		return err
+	}
+	return r.write(cdrs[h:])
+}
+
+// rejectedFile, in the spool directory, keeps the CDRs the database
+// refused, one JSON object a line: {"cdr":{...},"err":"..."}.
+const rejectedFile = "cdr-rejected.jsonl"
+
+// reject appends c to rejectedFile (fsynced) and logs it: the first
+// refusal with its CDR, later ones once a minute with their count. An
+// error here keeps c in the spool.
+func (r *Recorder) reject(c CDR, cause error) error {
+	line, err := json.Marshal(struct {
+		CDR CDR    `json:"cdr"`
+		Err string `json:"err"`
+	}{c, cause.Error()})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(r.cfg.SpoolDir, rejectedFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	n := r.rejected.Add(1)
+	if now := time.Now(); n == 1 || now.Sub(r.rejectLogged) >= time.Minute {
+		r.log.Error("cdr refused by the database, set aside in the spool directory", "file", rejectedFile,
+			"uniqueid", c.UniqueID, "err", cause, "refused_so_far", n)
+		r.rejectLogged = now
+	}
+	return nil
 }

@@ -2,8 +2,13 @@ package history
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +30,7 @@ func cdrEvent(i int) ami.Message {
 
 func startRecorder(t *testing.T, s Store, dir string, max int64) (*Recorder, func()) {
 	t.Helper()
-	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: dir, MaxSpool: max, FlushEvery: 5 * time.Millisecond,
+	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: dir, MaxSpool: max,
 		RetryMax: 100 * time.Millisecond, WriteTimeout: 2 * time.Second, Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +102,7 @@ func TestRecorderSurvivesDatabaseOutage(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // several batches, several failed attempts
 		}
 	}
-	waitUntil(t, "spooling", func() bool { return rec.Stats().Spooled == 300 })
+	waitUntil(t, "spooling", func() bool { st := rec.Stats(); return st.Spooled == 500 && st.Pending == 300 && st.StoreDown })
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +138,7 @@ func TestRecorderSpoolResumesAfterRestart(t *testing.T) {
 		rec.Observe(cdrEvent(i))
 	}
 	stop()
-	if st := rec.Stats(); st.Spooled != 100 || st.Written != 0 {
+	if st := rec.Stats(); st.Spooled != 100 || st.Written != 0 || st.Pending != 100 {
 		t.Fatalf("after the first run: %+v", st)
 	}
 	s.down.Store(false)
@@ -171,5 +176,88 @@ func TestFromEvent(t *testing.T) {
 	}
 	if _, ok := FromEvent(ami.NewMessage([]ami.Header{{Key: "Event", Value: "Hangup"}}...), time.UTC, nil); ok {
 		t.Fatal("Hangup taken for a Cdr")
+	}
+}
+
+// TestRecorderSetsAsideRefusedCDR: a CDR PostgreSQL refuses for its
+// content (a source too long for the index) is set aside in
+// cdr-rejected.jsonl, logged and counted, and the CDRs before and after
+// it are written; values no database column takes as they are (NUL,
+// invalid UTF-8, numbers past int32) are cleaned when the event is read,
+// not refused.
+func TestRecorderSetsAsideRefusedCDR(t *testing.T) {
+	s := NewPostgres(openPostgres(t, dbtestPostgres(t)), Config{})
+	dir := t.TempDir()
+	rec, stop := startRecorder(t, s, dir, 0)
+	defer stop()
+	// Random, so that the index cannot compress it under its 2,704 bytes.
+	raw := make([]byte, 20000)
+	rand.Read(raw)
+	huge := hex.EncodeToString(raw)
+	for i := range 5 {
+		rec.Observe(cdrEvent(i))
+	}
+	rec.Observe(cdrEvent(5).Set("Source", huge))
+	rec.Observe(cdrEvent(6).Set("CallerID", "\"Al\x00ice\xff\" <201>").Set("Duration", "99999999999").Set("Sequence", "4294967296"))
+	for i := 7; i < 12; i++ {
+		rec.Observe(cdrEvent(i))
+	}
+	waitUntil(t, "the good CDRs written and the bad one set aside", func() bool {
+		st := rec.Stats()
+		return st.Rejected == 1 && st.Pending == 0 && !st.StoreDown
+	})
+	got := legsInOrder(t, s)
+	if len(got) != 11 {
+		t.Fatalf("%d rows stored, want 11: %v", len(got), got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, rejectedFile))
+	if err != nil || !strings.Contains(string(b), `"uniqueid":"1700000000.5"`) || !strings.Contains(string(b), `"err":`) {
+		t.Fatalf("rejected file: %v\n%.300s", err, b)
+	}
+	var clid string
+	var dur int
+	if err := s.c.QueryRow(context.Background(), `SELECT clid, duration FROM cdr WHERE uniqueid = '1700000000.6'`)(&clid, &dur); err != nil {
+		t.Fatal(err)
+	}
+	if clid != "\"Alice\uFFFD\" <201>" || dur != 0 {
+		t.Errorf("cleaned CDR stored as clid %q, duration %d", clid, dur)
+	}
+}
+
+// TestRecordingFile: Asterisk's Cdr event names no recording file. The file
+// start_record asked for (NoteRecording) or the MIXMONITOR_FILENAME a
+// MixMonitor set (VarSet) goes into the history row of the CDR that names
+// the channel, as its channel or its destination.
+func TestRecordingFile(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		note func(*Recorder)
+	}{
+		{"start_record on the callee", func(r *Recorder) { r.NoteRecording("PJSIP/202-00000001", "ctibridge-bob.wav") }},
+		{"VarSet on the caller", func(r *Recorder) {
+			r.Observe(ami.NewMessage([]ami.Header{{Key: "Event", Value: "VarSet"}, {Key: "Privilege", Value: "dialplan,all"},
+				{Key: "Channel", Value: "PJSIP/201-00000000"}, {Key: "Variable", Value: "MIXMONITOR_FILENAME"},
+				{Key: "Value", Value: "/var/spool/asterisk/monitor/alice.wav"}, {Key: "Uniqueid", Value: "1796028439.0"},
+				{Key: "Linkedid", Value: "1796028439.0"}}...))
+		}},
+		{"control characters refused", func(r *Recorder) { r.NoteRecording("PJSIP/202-00000001", "a\r\nb.wav") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewSQLite(openSQLite(t), Config{})
+			rec, stop := startRecorder(t, s, t.TempDir(), 0)
+			defer stop()
+			c.note(rec)
+			replay(t, "../ami/testdata/basic_call_caller_hangup.ami", rec.Observe)
+			waitUntil(t, "the CDR", func() bool { return rec.Stats().Written == 1 })
+			calls := all(t, s, Query{From: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
+			if len(calls) != 1 {
+				t.Fatalf("%d calls", len(calls))
+			}
+			want := map[string]string{"start_record on the callee": "ctibridge-bob.wav",
+				"VarSet on the caller": "/var/spool/asterisk/monitor/alice.wav", "control characters refused": ""}[c.name]
+			if got := calls[0].RecordingFile; got != want {
+				t.Errorf("recordingfile %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -141,6 +141,12 @@ func NewSQLite(db *sql.DB, cfg Config) *SQLStore {
 	return &SQLStore{c: sqldb.SQL(db), cfg: defaults(cfg)}
 }
 
+// NewSQL returns a Store over c (such as a sqldb.Gate's Conn, which
+// answers sqldb.ErrUnavailable until the database is migrated).
+func NewSQL(c sqldb.Conn, cfg Config) *SQLStore {
+	return &SQLStore{c: c, cfg: defaults(cfg)}
+}
+
 func defaults(cfg Config) Config {
 	if cfg.MaxWindow <= 0 {
 		cfg.MaxWindow = 92 * 24 * time.Hour

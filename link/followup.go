@@ -234,11 +234,3 @@ func (fu *followups) requested(acts []ami.Message) {
 }
 
 // finishResync ends a resync: the state goes live.
-func (l *Link) finishResync(took time.Duration, items int) {
-	l.eng.EndResync()
-	l.eng.Publish()
-	l.resyncs.Add(1)
-	l.lastSync.Store(int64(took))
-	l.ready.Store(true)
-	l.log.Info("pbx state resynchronised", "took", took, "items", items)
-}

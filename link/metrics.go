@@ -34,10 +34,13 @@ var (
 	descReconnects = prometheus.NewDesc("ctibridge_ami_reconnects_total", "Successful AMI logins after the first.", nil, nil)
 	descFailures   = prometheus.NewDesc("ctibridge_ami_connect_failures_total", "AMI connection attempts that did not log in.", nil, nil)
 	descOverflows  = prometheus.NewDesc("ctibridge_ami_overflows_total", "AMI connections dropped because the event queue overflowed.", nil, nil)
-	descPingFails  = prometheus.NewDesc("ctibridge_ami_ping_failures_total", "AMI connections dropped because a keep-alive Ping went unanswered.", nil, nil)
+	descPingFails  = prometheus.NewDesc("ctibridge_ami_ping_failures_total", "AMI connections dropped because a keep-alive Ping went unanswered (or nothing was read within the idle deadline).", nil, nil)
+	descPingLate   = prometheus.NewDesc("ctibridge_ami_ping_late_total", "Keep-alive Pings not answered within the late threshold: the state was marked stale.", nil, nil)
+	descPingRTT    = prometheus.NewDesc("ctibridge_ami_ping_rtt_seconds", "Round trip of the last answered keep-alive Ping.", nil, nil)
+	descHeaderless = prometheus.NewDesc("ctibridge_ami_headerless_frames_total", "AMI frames with neither Event nor Response, dropped.", nil, nil)
 	descMessages   = prometheus.NewDesc("ctibridge_ami_messages_total", "AMI frames read.", nil, nil)
 	descGarbage    = prometheus.NewDesc("ctibridge_ami_garbage_lines_total", "AMI lines skipped because they were not headers.", nil, nil)
-	descOversized  = prometheus.NewDesc("ctibridge_ami_oversized_frames_total", "AMI frames dropped for exceeding the size limits.", nil, nil)
+	descOversized  = prometheus.NewDesc("ctibridge_ami_oversized_frames_total", "AMI connections dropped for a line or frame over the size limits.", nil, nil)
 	descEvents     = prometheus.NewDesc("ctibridge_events_total", "AMI messages applied to the engine, by event name.", []string{"event"}, nil)
 	descUnknown    = prometheus.NewDesc("ctibridge_events_out_of_order_total", "Events for unknown channels or out of order, tolerated.", nil, nil)
 	descDrift      = prometheus.NewDesc("ctibridge_drift_repairs_total", "Corrections made by resynchronisation and reconciliation.", nil, nil)
@@ -52,7 +55,7 @@ var (
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnected, descReady, descConnects, descReconnects, descFailures,
-		descOverflows, descPingFails, descMessages, descGarbage, descOversized, descEvents, descUnknown,
+		descOverflows, descPingFails, descPingLate, descPingRTT, descHeaderless, descMessages, descGarbage, descOversized, descEvents, descUnknown,
 		descDrift, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag, descFollowups, descBadValues} {
 		ch <- d
 	}
@@ -80,6 +83,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descFailures, cs.Failures)
 	counter(descOverflows, cs.Overflows)
 	counter(descPingFails, cs.PingFails)
+	counter(descPingLate, cs.LatePings)
+	gauge(descPingRTT, cs.PingRTT.Seconds())
+	counter(descHeaderless, cs.Headerless)
 	counter(descMessages, cs.Messages)
 	counter(descGarbage, cs.Garbage)
 	counter(descOversized, cs.Oversized)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // Actor is the user making a request: their user name and whether they
@@ -165,7 +167,9 @@ func (b *Book) Run(ctx context.Context) error {
 	t := time.NewTicker(b.cfg.RefreshEvery)
 	defer t.Stop()
 	for {
-		if err := b.Refresh(ctx); err != nil && ctx.Err() == nil {
+		// An unreachable database is logged by whoever watches it
+		// (sqldb.Gate), not every RefreshEvery here.
+		if err := b.Refresh(ctx); err != nil && ctx.Err() == nil && !sqldb.IsUnavailable(err) {
 			b.log.Warn("phonebook index refresh failed", "err", err)
 		}
 		select {

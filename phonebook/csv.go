@@ -33,9 +33,12 @@ type ImportReport struct {
 	Errors   []LineError `json:"errors"`
 }
 
-// CSVError is a CSV file refused as a whole (no header, unknown column,
-// too many rows): a 400.
-type CSVError struct{ Msg string }
+// CSVError is a CSV file refused as a whole: a 400 (no header, unknown
+// column) or, with TooLarge, a 413 (more than MaxImportRows rows).
+type CSVError struct {
+	Msg      string
+	TooLarge bool
+}
 
 func (e *CSVError) Error() string { return "phonebook: csv: " + e.Msg }
 
@@ -56,9 +59,13 @@ func (b *Book) Import(ctx context.Context, a Actor, r io.Reader, opt ImportOptio
 	header, err := cr.Read()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return rep, &CSVError{"empty file: a header line is required"}
+			return rep, &CSVError{Msg: "empty file: a header line is required"}
 		}
-		return rep, &CSVError{err.Error()}
+		var pe *csv.ParseError
+		if !errors.As(err, &pe) {
+			return rep, err // reading failed: body too large, connection gone
+		}
+		return rep, &CSVError{Msg: err.Error()}
 	}
 	cr.FieldsPerRecord = len(header)
 	var proto Contact
@@ -70,10 +77,10 @@ func (b *Book) Import(ctx context.Context, a Actor, r io.Reader, opt ImportOptio
 		h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
 		j, ok := idx[h]
 		if !ok {
-			return rep, &CSVError{fmt.Sprintf("unknown column %q", h)}
+			return rep, &CSVError{Msg: fmt.Sprintf("unknown column %q", h)}
 		}
 		if j >= 0 {
-			return rep, &CSVError{fmt.Sprintf("column %q twice", h)}
+			return rep, &CSVError{Msg: fmt.Sprintf("column %q twice", h)}
 		}
 		idx[h] = i
 	}
@@ -98,7 +105,7 @@ func (b *Book) Import(ctx context.Context, a Actor, r io.Reader, opt ImportOptio
 			continue
 		}
 		if len(good)+len(rep.Errors) >= MaxImportRows {
-			return ImportReport{Errors: []LineError{}}, &CSVError{fmt.Sprintf("more than %d rows", MaxImportRows)}
+			return ImportReport{Errors: []LineError{}}, &CSVError{Msg: fmt.Sprintf("more than %d rows", MaxImportRows), TooLarge: true}
 		}
 		c := Contact{Type: opt.Type, Source: "csv"}
 		for _, f := range c.fields() {

@@ -7,6 +7,9 @@
 // and NewSQLite over an embedded SQLite file (database/sql with the pure
 // Go modernc.org/sqlite driver), the zero-setup default. Migrate applies
 // the embedded, versioned schema; both constructors expect it applied.
+// NewSQL takes any sqldb.Conn instead, such as a sqldb.Gate's, which
+// answers sqldb.ErrUnavailable until the database is reachable and
+// migrated (serve starts without its database).
 // NewRemote forwards to a remote, NethCTI-compatible REST phonebook
 // instead, through a Doer (*upstream.Client); Remote offers Book's methods.
 //

@@ -59,6 +59,12 @@ func NewSQLite(db *sql.DB, n Normalizer) *SQLStore {
 	return &SQLStore{c: sqldb.SQL(db), norm: n, now: time.Now}
 }
 
+// NewSQL returns a Store over c (such as a sqldb.Gate's Conn, which
+// answers sqldb.ErrUnavailable until the database is migrated).
+func NewSQL(c sqldb.Conn, n Normalizer) *SQLStore {
+	return &SQLStore{c: c, norm: n, now: time.Now}
+}
+
 const columns = `id, owner_id, type, name, company, workphone, homephone, cellphone, fax,
 	workemail, homeemail, notes, speeddial_num, source`
 

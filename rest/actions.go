@@ -131,7 +131,27 @@ func (h *handler) action(a action) endpoint {
 			}
 		}
 		h.refreshAfter(msgs)
+		h.noteRecordings(msgs)
 		return writeJSON(w, http.StatusOK, struct{}{})
+	}
+}
+
+// RecordingNoter learns which file a channel is recorded into; Asterisk's
+// Cdr event does not say. *history.Recorder satisfies it.
+type RecordingNoter interface {
+	NoteRecording(channel, file string)
+}
+
+// noteRecordings tells the history recorder the file of each MixMonitor
+// the PBX accepted, so the call's history row names its recording.
+func (h *handler) noteRecordings(msgs []ami.Message) {
+	if h.cfg.Recordings == nil {
+		return
+	}
+	for _, m := range msgs {
+		if m.Action() == "MixMonitor" {
+			h.cfg.Recordings.NoteRecording(m.Get("Channel"), m.Get("File"))
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,5 +313,32 @@ func TestPermissionTable(t *testing.T) {
 	}
 	if got := f.sent()[before].Get("Channel"); got != "PJSIP/2000" {
 		t.Errorf("called from %s", got)
+	}
+}
+
+// noter records what start_record told the history recorder.
+type noter struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (n *noter) NoteRecording(channel, file string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notes = append(n.notes, channel+" "+file)
+}
+
+// TestStartRecordNotesFile: the file a start_record asked for reaches the
+// history recorder (Asterisk's Cdr event does not name it).
+func TestStartRecordNotesFile(t *testing.T) {
+	n := &noter{}
+	f := newFixture(t, true, func(c *Config) { c.Recordings = n })
+	body := `{"convid":"` + conv2000 + `","endpointId":"2000"}`
+	if r := f.do("POST", "/astproxy/start_record", "root", body); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	want := synth.Chan(0) + " ctibridge-20260304-101112-2000-1796028439.0.wav"
+	if len(n.notes) != 1 || n.notes[0] != want {
+		t.Errorf("noted %q, want [%q]", n.notes, want)
 	}
 }

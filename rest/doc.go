@@ -14,10 +14,13 @@
 // snapshot) before anything is sent to the PBX (actions.go). Errors become
 // statuses in one place (errors.go).
 //
-// It does not serve the WebSocket (package ws, mounted beside it by
-// cmd/ctibridge), nor /metrics, /healthz and pprof (package admin, on its
-// own listener), and it keeps no data of its own: the stores do. It never
-// locks the engine: it reads snapshots.
+// A store error matching sqldb.ErrUnavailable (the database out of reach
+// or not yet migrated) is a 503 store_unavailable with Retry-After, not
+// logged per request (sqldb.Gate logs the outage). It does not serve the
+// WebSocket (package ws, mounted beside it by cmd/ctibridge), nor
+// /metrics, /healthz and pprof (package admin, on its own listener), and
+// it keeps no data of its own: the stores do. It never locks the engine:
+// it reads snapshots.
 //
 // Concurrency: the handler and server are safe for concurrent use; the
 // only shared mutable state is the per-version read cache, which is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // Error is an API error: an HTTP status, a stable code and a message, sent
@@ -80,8 +81,17 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusUnauthorized, Code: "bad_token", Message: "unknown or revoked token", Err: err}
 	case errors.As(err, &mbe):
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: "request body larger than " + strconv.FormatInt(mbe.Limit, 10) + " bytes", Err: err}
+	case sqldb.IsUnavailable(err):
+		return errStoreDown(err)
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error", Err: err}
+}
+
+// errStoreDown: the phonebook and history database is out of reach (not
+// started, not migrated yet, or down); the live state is not affected.
+func errStoreDown(err error) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable", RetryAfter: 5, Err: err,
+		Message: "the phonebook and call history database is unavailable; live calls are not affected; try again shortly"}
 }
 
 var (
@@ -106,7 +116,9 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	if e.Status >= 500 && log != nil {
+	// A database outage is logged where it is watched (sqldb.Gate),
+	// once, not here for every request it fails.
+	if e.Status >= 500 && log != nil && !sqldb.IsUnavailable(e.Err) {
 		log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", e.Err)
 	}
 	w.WriteHeader(e.Status)

@@ -72,6 +72,9 @@ type Config struct {
 	// forwards and DND after cfcall, dnd and POST user/presence), which
 	// raises no AMI event: *link.Link's Refresh.
 	Refresh Refresher
+	// Recordings, when set, learns the file of each recording start_record
+	// starts, for the call's history row (*history.Recorder).
+	Recordings RecordingNoter
 
 	// Phonebook serves /phonebook/...; nil: those routes answer 503.
 	// *phonebook.Book (a database) or *phonebook.Remote (a remote

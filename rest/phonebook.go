@@ -61,6 +61,8 @@ func storeError(err error) error {
 		return forbidden("you may not change this contact")
 	case errors.As(err, &ie):
 		return badRequest("%s: %s", ie.Field, ie.Msg)
+	case errors.As(err, &ce) && ce.TooLarge:
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "%s", ce.Msg)
 	case errors.As(err, &ce):
 		return badRequest("%s", ce.Msg)
 	case historyInvalid(err):
@@ -253,7 +255,7 @@ func (h *handler) pbImport(w http.ResponseWriter, r *http.Request, u *auth.User)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return writeError(w, h.log, r, err)
+			return writeError(w, h.log, r, err) // 413
 		}
 		return writeError(w, h.log, r, storeError(err))
 	}

@@ -1,10 +1,3 @@
-// Package sqldb lets the stores (phonebook, history) write each query once
-// for both of their databases: PostgreSQL through a pgxpool.Pool (statements
-// cached per connection) and SQLite through database/sql. Both take $1
-// placeholders. It also applies embedded, versioned migrations.
-//
-// A Conn is safe for concurrent use, as the pool or *sql.DB under it is;
-// the Conn given to an InTx callback belongs to that callback.
 package sqldb
 
 import (
@@ -66,18 +59,18 @@ func (c pgConn) q() interface {
 func (c pgConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	if c.tx != nil {
 		t, err := c.tx.Exec(ctx, q, args...)
-		return t.RowsAffected(), err
+		return t.RowsAffected(), classify(err)
 	}
 	t, err := c.pool.Exec(ctx, q, args...)
-	return t.RowsAffected(), err
+	return t.RowsAffected(), classify(err)
 }
 
 func (c pgConn) Query(ctx context.Context, q string, args ...any) (Rows, func(), error) {
 	r, err := c.q().Query(ctx, q, args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, classify(err)
 	}
-	return r, r.Close, nil
+	return downRows{r}, r.Close, nil
 }
 
 func (c pgConn) QueryRow(ctx context.Context, q string, args ...any) func(dest ...any) error {
@@ -87,7 +80,7 @@ func (c pgConn) QueryRow(ctx context.Context, q string, args ...any) func(dest .
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNoRows
 		}
-		return err
+		return classify(err)
 	}
 }
 
@@ -95,7 +88,7 @@ func (c pgConn) InTx(ctx context.Context, fn func(Conn) error) error {
 	if c.tx != nil {
 		return fn(c)
 	}
-	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error { return fn(pgConn{pool: c.pool, tx: tx}) })
+	return classify(pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error { return fn(pgConn{pool: c.pool, tx: tx}) }))
 }
 
 func (pgConn) Postgres() bool { return true }
@@ -123,7 +116,7 @@ func (c sqlConn) r() sqlRunner {
 func (c sqlConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	res, err := c.r().ExecContext(ctx, q, args...)
 	if err != nil {
-		return 0, err
+		return 0, classify(err)
 	}
 	return res.RowsAffected()
 }
@@ -131,9 +124,9 @@ func (c sqlConn) Exec(ctx context.Context, q string, args ...any) (int64, error)
 func (c sqlConn) Query(ctx context.Context, q string, args ...any) (Rows, func(), error) {
 	r, err := c.r().QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, classify(err)
 	}
-	return r, func() { r.Close() }, nil
+	return downRows{r}, func() { r.Close() }, nil
 }
 
 func (c sqlConn) QueryRow(ctx context.Context, q string, args ...any) func(dest ...any) error {
@@ -143,7 +136,7 @@ func (c sqlConn) QueryRow(ctx context.Context, q string, args ...any) func(dest 
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoRows
 		}
-		return err
+		return classify(err)
 	}
 }
 
@@ -153,13 +146,13 @@ func (c sqlConn) InTx(ctx context.Context, fn func(Conn) error) error {
 	}
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	if err := fn(sqlConn{db: c.db, tx: tx}); err != nil {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	return classify(tx.Commit())
 }
 
 func (sqlConn) Postgres() bool { return false }
@@ -229,8 +222,11 @@ func Migrate(ctx context.Context, c Conn, fsys fs.FS, dir, component string, loc
 // Pool returns the pgx pool under c, or nil when c is not PostgreSQL: for
 // what only pgx does, such as COPY.
 func Pool(c Conn) *pgxpool.Pool {
-	if p, ok := c.(pgConn); ok {
-		return p.pool
+	switch c := c.(type) {
+	case pgConn:
+		return c.pool
+	case gateConn:
+		return Pool(c.g.c)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ type Message struct {
 	User      json.RawMessage `json:"user"`      // hello
 
 	Stale      bool            `json:"stale"` // snapshot: the PBX link is not live
-	PBX        json.RawMessage `json:"pbx"`   // snapshot: {"pbx":"live|resyncing|down","version":N,"since":ms}
+	PBX        json.RawMessage `json:"pbx"`   // snapshot: {"pbx":"live|resyncing|stalled|down","version":N,"since":ms}
 	Extensions json.RawMessage `json:"extensions"`
 	Queues     json.RawMessage `json:"queues"`
 	Parkings   json.RawMessage `json:"parkings"`
@@ -165,3 +165,6 @@ func CloseCode(err error) int {
 	}
 	return 0
 }
+
+// WriteRaw sends b as one text message, as it is (the load tool's floods).
+func (c *Client) WriteRaw(b []byte) error { return c.c.WriteMessage(websocket.TextMessage, b) }

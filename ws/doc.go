@@ -5,10 +5,15 @@
 // The protocol is in docs/websocket.md.
 //
 // How it goes fast: every change is encoded once per visibility (full or
-// redacted), as a complete WebSocket frame shared by all its recipients;
-// each client's writer sends everything queued for it in one writev. The
-// frames are written by this package, not by gorilla/websocket, which
-// handles only the upgrade and the reading of client frames.
+// redacted), as a complete WebSocket frame shared by all its recipients.
+// A client's frames go out as soon as its socket is free: the first frame
+// queued to an idle client starts a flusher goroutine that writes
+// everything queued in one writev, again while more was queued during
+// that write, and ends when the queue is empty. Under load the hub
+// batches across all clients: past Config.WriteRate client wake-ups a
+// second, changes wait in the feed and go out together. The frames are
+// written by this package, not by gorilla/websocket, which handles only
+// the upgrade and the reading of client frames.
 //
 // How it stays exact without letting a slow client hold back the rest:
 // a client's queue keeps at most the latest update per entity (a newer
@@ -17,15 +22,27 @@
 // client that cannot take its frames within Config.SlowTimeout is closed
 // with 4008 (or dropped, if a write was stuck half-way).
 //
+// How no client can starve the others with what it sends: a subscribe
+// replaces what the previous subscription still has queued (never two
+// snapshots), a client has at most one subscribe on its way to the hub,
+// replies (pong, renewed) are coalesced, a resume costs at most one frame
+// per entity, and every message or control frame a client sends is
+// charged to its own token bucket (Config.ClientRate, ClientBurst; a
+// subscribe five times): past it the client is closed with 4008. What a
+// client sends is read into a buffer borrowed for that message, at most
+// 4 KiB.
+//
 // What it does not do: it never writes to the engine, it does not send
 // AMI actions (clients use REST for those), and it does not compress
 // (permessage-deflate would cost a compression per client per message).
 //
 // Concurrency: one goroutine (Hub.Run) reads the feed and queues frames;
-// it never blocks on a client. Each connection has a reader (the ServeHTTP
-// goroutine) and a writer goroutine, both ended and waited for before
-// ServeHTTP returns. The engine never blocks on the hub: the hub reads the
-// feed at its own pace, and if it fell a whole feed behind it would resend
-// snapshots. Client is the matching Go client, safe for one reader and one
-// writer at a time.
+// it never blocks on a client. Each connection has a reader goroutine,
+// which ServeHTTP starts once the connection is upgraded (so that
+// net/http's per-request buffers go) and Hub.Close waits for, and, while
+// something is queued for it, a flusher goroutine, which the reader
+// waits for before it ends. The engine never
+// blocks on the hub: the hub reads the feed at its own pace, and if it
+// fell a whole feed behind it would resend snapshots. Client is the
+// matching Go client, safe for one reader and one writer at a time.
 package ws

@@ -24,7 +24,7 @@ const allTopics = topicExtensions | topicQueues | topicParkings | topicTrunks | 
 // addFake adds a subscribed connection without a socket.
 func (h *Hub) addFake(u *auth.User, topics uint8) *conn {
 	c := &conn{h: h, user: u, full: auth.ViewOf(u).Full(), seesUnowned: auth.Allowed(u, auth.SeeCalls, ""),
-		wake: make(chan struct{}, 1), dead: make(chan struct{}), topics: topics, subscribed: true, slot: len(h.clients)}
+		topics: topics, subscribed: true, slot: len(h.clients), ended: true} // ended: no flusher starts
 	h.clients = append(h.clients, c)
 	return c
 }
@@ -36,14 +36,7 @@ func (c *conn) take() []*frame {
 	q := c.q
 	c.q, c.spare = c.spare, nil
 	c.live = 0
-	if c.indexed {
-		clear(c.idx)
-		c.indexed = false
-	}
-	select {
-	case <-c.wake:
-	default:
-	}
+	c.unindex()
 	var out []*frame
 	for _, f := range q {
 		if f != nil {

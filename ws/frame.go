@@ -27,13 +27,35 @@ const maxHeader = 10
 // frame is one encoded WebSocket frame, header included, shared read-only
 // by every client it is queued to.
 type frame struct {
-	b    []byte   // the frame, or its first piece
-	more [][]byte // further pieces of the payload (snapshots), written after b
-	seq  uint64   // feed seq of an event or snapshot; 0 for control replies
-	ent  uint32   // coalescing id: a newer frame with the same id replaces this one; 0 never
-	at   int64    // hub clock (ns since Hub.epoch) when queued, for the slowness check
-	msgs int      // messages it counts as (1)
+	b    []byte    // the frame, or its first piece
+	more [][]byte  // further pieces of the payload (snapshots), written after b
+	seq  uint64    // feed seq of an event or snapshot; 0 for control replies
+	ent  uint32    // coalescing id: a newer frame with the same id replaces this one; 0 never
+	at   int64     // hub clock (ns since Hub.epoch) when queued, for the slowness check
+	msgs int       // messages it counts as (1)
+	kind frameKind // what a new subscription does with it
 }
+
+// frameKind sorts frames for a new subscription: it replaces everything
+// queued of the old one (snapshot, resumed, events), not the replies.
+type frameKind uint8
+
+const (
+	frameEvent frameKind = iota
+	frameSnapshot
+	frameResumed
+	frameReply // hello, pong, renewed, pings: outlive a new subscription
+)
+
+// Coalescing ids of replies: a client gets at most one of each queued.
+// Entities are numbered from firstEnt.
+const (
+	entPing    = 1 + iota // the hub's WebSocket ping
+	entPong               // {"op":"pong"}
+	entRenewed            // {"op":"renewed"}
+	entWSPong             // WebSocket pong to the client's ping
+	firstEnt
+)
 
 // headerLen is the header size of a frame with an n-byte payload.
 func headerLen(n int) int {
@@ -99,6 +121,14 @@ var (
 	pingBytes = []byte{0x80 | opPing, 0}
 	pongBytes = textFrame([]byte(`{"op":"pong"}`))
 )
+
+// pongFrame frames a WebSocket pong echoing a ping's data (at most 125
+// bytes, which the reader enforces).
+func pongFrame(data string) []byte {
+	b := newPayload(len(data))
+	b = append(b, data...)
+	return finish(b, opPong)
+}
 
 // eventFrame encodes {"op":"event","seq":N,"type":T,"at":MS,"data":DATA}
 // with one allocation.

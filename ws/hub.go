@@ -34,14 +34,16 @@ type Authenticator interface {
 
 // Defaults of Config.
 const (
-	DefaultAuthTimeout   = 5 * time.Second
-	DefaultSlowTimeout   = 10 * time.Second
-	DefaultMaxPending    = 8192
-	DefaultReplayMax     = calls.DefaultFeedSize
-	DefaultReplayMaxAge  = 60 * time.Second
-	DefaultPingInterval  = 30 * time.Second
-	DefaultWriteInterval = 10 * time.Millisecond
-	DefaultCloseWait     = 2 * time.Second
+	DefaultAuthTimeout  = 5 * time.Second
+	DefaultSlowTimeout  = 10 * time.Second
+	DefaultMaxPending   = 8192
+	DefaultReplayMax    = calls.DefaultFeedSize
+	DefaultReplayMaxAge = 60 * time.Second
+	DefaultPingInterval = 30 * time.Second
+	DefaultWriteRate    = 100_000
+	DefaultClientRate   = 10
+	DefaultClientBurst  = 50
+	DefaultCloseWait    = 2 * time.Second
 )
 
 // Config configures a Hub. The zero value is usable.
@@ -64,12 +66,22 @@ type Config struct {
 	// ReplayMaxAge: a resume whose first missed change is older than this
 	// gets a snapshot instead. Default 60 s.
 	ReplayMaxAge time.Duration
-	// WriteInterval is the shortest time between two socket writes to
-	// one client: frames queued meanwhile go out together in the next
-	// write. It bounds the syscalls per client and second under load and
-	// adds at most that much latency; a client idle for longer is written
-	// to at once. Default 10 ms; negative: no wait.
-	WriteInterval time.Duration
+	// WriteRate is how many client wake-ups a second (one socket write
+	// each, at most) the fan-out may cost before the hub batches. Below
+	// it every change goes out at once; past it changes wait in the feed
+	// and go out together, each client getting at most one write per
+	// batch, so the writes a second stay near WriteRate whatever the
+	// change rate: with 1,000 clients, a batch every 10 ms. A burst of up
+	// to 50 ms' worth goes out at once. Default 100,000; negative: no
+	// limit (every change at once, batching only what piles up while a
+	// client's previous write is in flight).
+	WriteRate float64
+	// ClientRate and ClientBurst bound what each client may send
+	// (messages and control frames alike; a subscribe counts as 5):
+	// ClientBurst at once, then ClientRate a second on average. A client
+	// past it is closed with 4008. Defaults 10 and 50.
+	ClientRate  float64
+	ClientBurst int
 	// PingInterval is how often the hub sends a WebSocket ping to every
 	// client; a client silent (no frame, no pong) for twice that plus 10 s
 	// is dropped. Default 30 s.
@@ -96,6 +108,7 @@ const (
 	CloseTokenExpired  = 4003                     // the token's time is up
 	CloseProtocolError = 4004                     // a message the server does not understand
 	CloseTooSlow       = 4008                     // the client could not keep up
+	CloseTooMany       = 4008                     // the client sent more than its budget (Config.ClientRate)
 )
 
 // Topics of a subscription.
@@ -122,8 +135,9 @@ var topicNames = map[string]uint8{
 //
 // Concurrency: ServeHTTP, Close and Run may be called from any goroutine.
 // One goroutine (Run) reads the feed and queues frames; every client has
-// its own reader (the ServeHTTP goroutine) and writer goroutine. Run
-// never blocks on a client, and the engine never blocks on Run.
+// its own reader goroutine, started by ServeHTTP and waited for by Close,
+// and a flusher goroutine while something is queued for it. Run never
+// blocks on a client, and the engine never blocks on Run.
 type Hub struct {
 	// Immutable after NewHub.
 	cfg   Config
@@ -151,6 +165,9 @@ type Hub struct {
 	last    uint64 // last feed seq fanned out
 	ents    map[entKey]uint32
 	preps   []prep
+	pace    bucket // client wake-ups (Config.WriteRate)
+	seen    map[entKey]struct{}
+	latest  []int
 	vc      verCache
 	memo    [numKinds]map[string]memo
 }
@@ -175,8 +192,14 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 	if cfg.ReplayMaxAge <= 0 {
 		cfg.ReplayMaxAge = DefaultReplayMaxAge
 	}
-	if cfg.WriteInterval == 0 {
-		cfg.WriteInterval = DefaultWriteInterval
+	if cfg.WriteRate == 0 {
+		cfg.WriteRate = DefaultWriteRate
+	}
+	if cfg.ClientRate <= 0 {
+		cfg.ClientRate = DefaultClientRate
+	}
+	if cfg.ClientBurst <= 0 {
+		cfg.ClientBurst = DefaultClientBurst
 	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = DefaultPingInterval
@@ -203,13 +226,17 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 		cfg: cfg, state: state, auth: a, log: log.With("component", "ws"), m: m,
 		epoch: hex.EncodeToString(e[:]), start: time.Now(),
 		ctl: make(chan ctlMsg, 1024), quit: make(chan struct{}), done: make(chan struct{}),
-		conns: map[*conn]struct{}{}, ents: map[entKey]uint32{},
+		conns: map[*conn]struct{}{}, ents: map[entKey]uint32{}, seen: map[entKey]struct{}{},
+	}
+	if cfg.WriteRate > 0 {
+		h.pace = newBucket(cfg.WriteRate, cfg.WriteRate/20, 0)
 	}
 	h.up = websocket.Upgrader{
-		// Clients send little: a 1 KiB reader instead of net/http's 4 KiB
-		// saves 30 MB per 10,000 clients. Writes bypass gorilla (frame.go),
-		// so it gets no write buffer at all.
-		ReadBufferSize:  1024,
+		// Clients send little: a 256-byte reader instead of net/http's 4
+		// KiB saves 37 MB per 10,000 clients (gorilla's least is 125
+		// bytes, a control frame's payload). Writes bypass gorilla
+		// (frame.go), so it gets no write buffer at all.
+		ReadBufferSize:  256,
 		WriteBufferPool: &sync.Pool{},
 		CheckOrigin:     cfg.CheckOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
@@ -237,12 +264,11 @@ const (
 	ctlLeave
 )
 
+// ctlMsg is a request from a connection's reader. A subscribe's details
+// are in conn.sub, so the latest one replaces any the hub has not read.
 type ctlMsg struct {
-	kind   ctlKind
-	c      *conn
-	topics uint8
-	since  uint64
-	resume bool
+	kind ctlKind
+	c    *conn
 }
 
 // send hands a request to Run; false when the hub has stopped.
@@ -269,11 +295,30 @@ func (h *Hub) Run(ctx context.Context) error {
 	h.last = feed.LastSeq()
 	tick := time.NewTicker(h.cfg.PingInterval)
 	defer tick.Stop()
+	paced := time.NewTimer(time.Hour)
+	paced.Stop()
+	defer paced.Stop()
+	waiting := false
 	for {
-		wake := feed.Wait() // before reading, so no append is missed
-		h.pump(feed)
+		// Fan out at once, unless the last fan-outs spent the write
+		// budget: then the changes wait in the feed until it refills.
+		var wake <-chan struct{}
+		var refill <-chan time.Time
+		if d := h.paceWait(); d == 0 {
+			waiting = false
+			wake = feed.Wait() // before reading, so no append is missed
+			h.pump(feed)
+		} else {
+			paced.Reset(d)
+			refill = paced.C
+			if !waiting {
+				waiting = true
+				h.m.paced.Inc()
+			}
+		}
 		select {
 		case <-wake:
+		case <-refill:
 		case m := <-h.ctl:
 			h.handle(m)
 		case <-tick.C:
@@ -345,369 +390,29 @@ func (h *Hub) handle(m ctlMsg) {
 			c.slot = -1
 		}
 	case ctlSubscribe:
+		c.mu.Lock()
+		req := c.sub
+		c.subSent = false
+		// What is still queued for the previous subscription (snapshot,
+		// replay, events) is replaced by what this one sends.
+		c.dropState()
+		c.mu.Unlock()
 		if c.slot < 0 {
 			return // left already
 		}
-		// Whatever is still queued for the previous subscription is
-		// older than what follows, so it does no harm and stays.
-		c.topics = m.topics
+		c.topics = req.topics
 		c.subscribed = true
-		if m.resume && h.resume(c, m.since) {
+		if req.resume && h.resume(c, req.since) {
 			return
 		}
 		h.sendSnapshot(c, "subscribe")
 	}
 }
 
-// pump fans out what the feed holds beyond h.last.
-func (h *Hub) pump(feed *calls.Feed) {
-	if feed.LastSeq() == h.last {
-		return
+// paceWait is how long the fan-out must wait for the write budget.
+func (h *Hub) paceWait() time.Duration {
+	if h.cfg.WriteRate < 0 {
+		return 0
 	}
-	cs, ok := feed.Since(h.last)
-	if !ok {
-		// The feed moved more than its whole buffer past us (or was
-		// replaced): nobody can be brought up to date by events.
-		h.log.Warn("ws hub fell behind the feed: resending snapshots", "last_seq", h.last)
-		h.last = feed.LastSeq()
-		for _, c := range h.clients {
-			if c.subscribed {
-				h.resync(c)
-			}
-		}
-		return
-	}
-	if len(cs) == 0 {
-		return
-	}
-	h.fanout(cs)
-	h.last = cs[len(cs)-1].Seq
-}
-
-// kind classifies a change type for routing and filtering.
-type kind uint8
-
-const (
-	kindOther kind = iota
-	kindExt
-	kindRing
-	kindQueue
-	kindMember
-	kindPark
-	kindTrunk
-	kindStatus
-	kindPresence
-	kindConf
-	numKinds
-)
-
-func kindOf(typ string) kind {
-	switch typ {
-	case "extenUpdate":
-		return kindExt
-	case "extenRinging":
-		return kindRing
-	case "queueUpdate":
-		return kindQueue
-	case "queueMemberUpdate":
-		return kindMember
-	case "parkingUpdate":
-		return kindPark
-	case "trunkUpdate":
-		return kindTrunk
-	case "pbxStatus":
-		return kindStatus
-	case "userPresenceUpdate":
-		return kindPresence
-	case "conferenceUpdate":
-		return kindConf
-	}
-	return kindOther
-}
-
-// entKey names an entity for coalescing.
-type entKey struct {
-	k   kind
-	key string
-}
-
-// entPing is the coalescing id of the hub's pings.
-const entPing = 1
-
-// prep is one change being fanned out, with its frames made at most once.
-type prep struct {
-	ch   *calls.Change
-	kind kind
-	ent  uint32
-	full *frame // the change as everyone allowed to see it sees it
-	red  *frame // redacted, made on first need
-}
-
-func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
-	p.ch, p.kind, p.red = ch, kindOf(ch.Type), nil
-	p.ent = 0
-	if p.kind != kindRing && p.kind != kindOther {
-		k := entKey{p.kind, ch.Key}
-		id, ok := h.ents[k]
-		if !ok {
-			id = uint32(len(h.ents)) + 2 // 0: never coalesced, 1: ping
-			h.ents[k] = id
-		}
-		p.ent = id
-	}
-	p.full = &frame{b: eventFrame(ch, ch.Data), seq: ch.Seq, ent: p.ent, at: at, msgs: 1}
-}
-
-// frameFor is the frame of p that c gets, or nil when c does not get it.
-// The filter is auth.View's (the one REST uses): what a user may not see
-// is exactly what ViewOf(nil) hides, so every client that may not see an
-// entity's details shares one redacted frame. TestFilterMatchesView
-// checks this against auth.ViewOf(user) for every kind of user.
-func (h *Hub) frameFor(c *conn, p *prep) *frame {
-	u := c.user
-	var sees bool
-	switch p.kind {
-	case kindExt:
-		if c.topics&topicExtensions == 0 && (c.topics&topicMe == 0 || !u.Owns(p.ch.Key)) {
-			return nil
-		}
-		sees = c.full || auth.Allowed(u, auth.SeeCalls, p.ch.Key)
-	case kindRing:
-		// To the owners of the rung extension only; never redacted, as
-		// an owner sees its own calls.
-		if c.topics&(topicExtensions|topicMe) == 0 || !u.Owns(p.ch.Key) {
-			return nil
-		}
-		return p.full
-	case kindQueue, kindMember:
-		if c.topics&topicQueues == 0 {
-			return nil
-		}
-		sees = c.seesUnowned
-	case kindPark:
-		if c.topics&topicParkings == 0 {
-			return nil
-		}
-		sees = c.seesUnowned
-	case kindTrunk:
-		if c.topics&topicTrunks == 0 {
-			return nil
-		}
-		sees = c.seesUnowned
-	case kindStatus:
-		return p.full
-	case kindPresence:
-		// Opt-in (topic "presence"); presence is never hidden (auth.View).
-		if c.topics&topicPresence == 0 {
-			return nil
-		}
-		return p.full
-	case kindConf:
-		if c.topics&(topicExtensions|topicMe) == 0 || !(c.seesUnowned || confMember(u, p.ch.Key, p.ch.Data)) {
-			return nil
-		}
-		if c.seesUnowned {
-			return p.full
-		}
-		// Members this user may not see are blanked per user (rooms are
-		// few and change seldom).
-		if red := auth.ViewOf(u).Conference(p.ch.Data); !sameBytes(red, p.ch.Data) {
-			return &frame{b: eventFrame(p.ch, red), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
-		}
-		return p.full
-	default:
-		// A change type this hub does not know: only to those who see
-		// everything, so nothing leaks.
-		if !c.full {
-			return nil
-		}
-		return p.full
-	}
-	if sees {
-		return p.full
-	}
-	if p.red == nil {
-		red := redact(p.kind, p.ch.Key, p.ch.Data)
-		if sameBytes(red, p.ch.Data) {
-			p.red = p.full
-		} else {
-			p.red = &frame{b: eventFrame(p.ch, red), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
-		}
-	}
-	return p.red
-}
-
-// redact is the JSON of an entity as a user who may see none of its call
-// details sees it.
-func redact(k kind, key string, data []byte) []byte {
-	nobody := auth.ViewOf(nil)
-	switch k {
-	case kindExt:
-		return nobody.Extension(key, data)
-	case kindTrunk:
-		return nobody.Trunk(data)
-	case kindQueue, kindMember:
-		return nobody.Queue(data)
-	case kindPark:
-		return nobody.Parking(data)
-	}
-	return data
-}
-
-func sameBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// fanout queues a batch of changes to every subscribed client: one lock
-// and at most one wake-up per client per batch, and no allocation per
-// client (the frames are shared).
-func (h *Hub) fanout(cs []calls.Change) {
-	at := h.now()
-	preps := h.preps[:0]
-	for i := range cs {
-		preps = append(preps, prep{})
-		h.prepare(&preps[len(preps)-1], &cs[i], at)
-	}
-	var coalesced uint64
-	for _, c := range h.clients {
-		if !c.subscribed {
-			continue
-		}
-		n := 0
-		c.mu.Lock()
-		if c.closing != nil {
-			c.mu.Unlock()
-			continue
-		}
-		for i := range preps {
-			p := &preps[i]
-			if p.ch.Seq <= c.base {
-				continue // already in the snapshot it was sent
-			}
-			if f := h.frameFor(c, p); f != nil {
-				if c.push(f) {
-					coalesced++
-				}
-				n++
-			}
-		}
-		over := c.live > h.cfg.MaxPending
-		c.mu.Unlock()
-		if over {
-			h.resync(c)
-		} else if n > 0 {
-			c.signal()
-		}
-	}
-	if coalesced > 0 {
-		h.m.coalesced.Add(float64(coalesced))
-	}
-	clear(preps)
-	h.preps = preps[:0]
-}
-
-// pingAll queues a WebSocket ping to every client: it keeps NATs open and
-// lets the reader's deadline find dead peers.
-func (h *Hub) pingAll() {
-	f := &frame{b: pingBytes, ent: entPing, at: h.now()}
-	for _, c := range h.clients {
-		c.mu.Lock()
-		if c.closing == nil {
-			c.push(f)
-		}
-		c.mu.Unlock()
-		c.signal()
-	}
-}
-
-// resync replaces whatever is queued for c by a fresh snapshot.
-func (h *Hub) resync(c *conn) {
-	c.mu.Lock()
-	c.dropQueued()
-	c.mu.Unlock()
-	h.sendSnapshot(c, "resync")
-}
-
-// sendSnapshot queues a snapshot for c, and the changes the hub has fanned
-// out that the snapshot does not hold yet (the engine stores a snapshot
-// just after appending its changes to the feed, so the hub can be ahead).
-// Changes up to c.base are then skipped by fanout.
-func (h *Hub) sendSnapshot(c *conn, reason string) {
-	s := h.state.Snapshot()
-	at := h.now()
-	f := h.snapshotFrame(c, s, at)
-	var gap []calls.Change
-	if s.Seq < h.last {
-		if cs, ok := h.state.Feed().Since(s.Seq); ok {
-			gap = cs
-		}
-	}
-	c.base = max(s.Seq, h.last)
-	c.mu.Lock()
-	c.push(f)
-	for i := range gap {
-		if gap[i].Seq > h.last {
-			break
-		}
-		var p prep
-		h.prepare(&p, &gap[i], at)
-		if g := h.frameFor(c, &p); g != nil {
-			c.push(g)
-		}
-	}
-	c.mu.Unlock()
-	c.signal()
-	h.m.snapshots.WithLabelValues(reason).Inc()
-}
-
-// resume queues the changes after since for c, when the feed still holds
-// them all and they are few and recent enough; it reports whether it did.
-func (h *Hub) resume(c *conn, since uint64) bool {
-	if since > h.last {
-		return false
-	}
-	cs, ok := h.state.Feed().Since(since)
-	if !ok {
-		return false
-	}
-	n := 0
-	for n < len(cs) && cs[n].Seq <= h.last {
-		n++
-	}
-	cs = cs[:n]
-	if n > h.cfg.ReplayMax {
-		return false
-	}
-	if n > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
-		return false
-	}
-	at := h.now()
-	b := newPayload(64)
-	b = append(b, `{"op":"resumed","since":`...)
-	b = appendUint(b, since)
-	b = append(b, `,"seq":`...)
-	b = appendUint(b, h.last)
-	b = append(b, '}')
-	c.base = h.last
-	c.mu.Lock()
-	c.push(&frame{b: finish(b, opText), seq: since, at: at, msgs: 1})
-	for i := range cs {
-		var p prep
-		h.prepare(&p, &cs[i], at)
-		if f := h.frameFor(c, &p); f != nil {
-			c.push(f)
-		}
-	}
-	c.mu.Unlock()
-	c.signal()
-	h.m.resumes.Inc()
-	return true
+	return h.pace.wait(h.now())
 }

@@ -6,12 +6,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the hub's counters. Writers add once per batch, not per
+// metrics are the hub's counters. Flushers add once per write, not per
 // message.
 type metrics struct {
 	clients   prometheus.Gauge
 	messages  prometheus.Counter
+	writes    prometheus.Counter
 	bytes     prometheus.Counter
+	paced     prometheus.Counter
 	coalesced prometheus.Counter
 	resumes   prometheus.Counter
 	snapshots *prometheus.CounterVec
@@ -26,6 +28,12 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		messages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ctibridge_ws_messages_sent_total", Help: "WebSocket messages written to clients (events, snapshots, replies).",
 		}),
+		writes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ctibridge_ws_writes_total", Help: "Socket writes to WebSocket clients; messages_sent_total over this is the batching.",
+		}),
+		paced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ctibridge_ws_fanout_paced_total", Help: "Times the fan-out waited for its write budget (ws WriteRate), so that changes went out in batches.",
+		}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ctibridge_ws_bytes_sent_total", Help: "Bytes written to WebSocket clients, frame headers included.",
 		}),
@@ -39,17 +47,17 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "ctibridge_ws_snapshots_sent_total", Help: "Snapshots sent: reason=subscribe, or resync (queue overflow; a snapshot resent).",
 		}, []string{"reason"}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ctibridge_ws_closed_total", Help: "Client connections ended, by reason: slow (4008 or dropped), expired, auth_failed, no_token, protocol, shutdown, client, gone, write_error.",
+			Name: "ctibridge_ws_closed_total", Help: "Client connections ended, by reason: slow (4008 or dropped), flood (4008: sent too much), expired, auth_failed, no_token, protocol, shutdown, client, gone, write_error.",
 		}, []string{"reason"}),
 	}
 	for _, r := range []string{"subscribe", "resync"} {
 		m.snapshots.WithLabelValues(r)
 	}
-	for _, r := range []string{"slow", "expired", "auth_failed", "no_token", "protocol", "shutdown", "client", "gone", "write_error"} {
+	for _, r := range []string{"slow", "flood", "expired", "auth_failed", "no_token", "protocol", "shutdown", "client", "gone", "write_error"} {
 		m.closed.WithLabelValues(r)
 	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.clients, m.messages, m.bytes, m.coalesced, m.resumes, m.snapshots, m.closed} {
+		for _, c := range []prometheus.Collector{m.clients, m.messages, m.writes, m.bytes, m.paced, m.coalesced, m.resumes, m.snapshots, m.closed} {
 			if err := r.Register(c); err != nil {
 				return nil, fmt.Errorf("ws: register metrics: %w", err)
 			}
@@ -58,7 +66,9 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) sent(msgs int, n int64) {
+// wrote counts one socket write of msgs messages and n bytes.
+func (m *metrics) wrote(msgs int, n int64) {
+	m.writes.Inc()
 	if msgs > 0 {
 		m.messages.Add(float64(msgs))
 	}

@@ -46,7 +46,7 @@ func (p *pieces) frame(seq uint64, at int64) *frame {
 	p.flush()
 	hdr := make([]byte, headerLen(p.n))
 	putHeader(hdr, opText, p.n)
-	return &frame{b: hdr, more: p.list, seq: seq, at: at, msgs: 1}
+	return &frame{b: hdr, more: p.list, seq: seq, at: at, msgs: 1, kind: frameSnapshot}
 }
 
 // redColl is a collection as a user who may see no call details sees it,

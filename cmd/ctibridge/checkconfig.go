@@ -252,7 +252,7 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 		name string
 		val  time.Duration
 	}{{"token-ttl", c.tokenTTL}, {"action-timeout", c.actionTimeout}, {"ws-replay-age", c.wsReplayAge},
-		{"ws-slow-timeout", c.wsSlowTimeout}, {"ws-auth-timeout", c.wsAuthTimeout}, {"reconcile-every", c.reconcile}} {
+		{"ws-slow-timeout", c.wsSlowTimeout}, {"ws-auth-timeout", c.wsAuthTimeout}, {"reconcile-every", c.reconcile}, {"ami-ping", c.amiPing}} {
 		if d.val < 0 {
 			add(d.name, false, "a positive duration like 30s", "negative")
 		}

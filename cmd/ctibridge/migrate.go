@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // storeDB is the opened database behind the phonebook and history stores:
@@ -140,20 +141,12 @@ func (d *storeDB) migrate(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// phonebookStore returns the phonebook store over the database.
-func (d *storeDB) phonebookStore(n phonebook.Normalizer) phonebook.Store {
+// conn returns the database as a sqldb.Conn.
+func (d *storeDB) conn() sqldb.Conn {
 	if d.pool != nil {
-		return phonebook.NewPostgres(d.pool, n)
+		return sqldb.Pgx(d.pool)
 	}
-	return phonebook.NewSQLite(d.sql, n)
-}
-
-// historyStore returns the history store over the database.
-func (d *storeDB) historyStore(hc history.Config) history.Store {
-	if d.pool != nil {
-		return history.NewPostgres(d.pool, hc)
-	}
-	return history.NewSQLite(d.sql, hc)
+	return sqldb.SQL(d.sql)
 }
 
 // Close closes the pool or the file. Call it last (after the recorder's

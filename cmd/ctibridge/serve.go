@@ -36,6 +36,7 @@ import (
 type serveConfig struct {
 	ami, amiUser, amiSecret string
 	amiTLS, amiMD5          bool
+	amiPing                 time.Duration
 	admin                   string
 	http                    string
 	users                   string
@@ -79,6 +80,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.amiSecret, "ami-secret", "", "manager secret (required; prefer the env var or the file to a flag)")
 	s.boolean(&c.amiTLS, "ami-tls", false, "connect to the manager over TLS (Asterisk tlsenable)")
 	s.boolean(&c.amiMD5, "ami-md5", false, "log in with the MD5 challenge instead of sending the secret")
+	s.dur(&c.amiPing, "ami-ping", ami.DefaultPingInterval, "AMI keep-alive period: the state is marked stale when a Ping is 750ms late, the link dropped when one is 3s unanswered (0 disables)")
 	s.str(&c.http, "http", "127.0.0.1:8080", "REST and WebSocket listener")
 	s.str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")
 	s.str(&c.users, "users", "", "users file (YAML; see docs/rest.md); without it nobody can log in")
@@ -245,6 +247,8 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		Secret:   c.amiSecret,
 		MD5:      c.amiMD5,
 		Log:      log.With("component", "ami"),
+		// Same mapping: the user's 0 disables, the client's negative does.
+		PingInterval: reconcileSetting(c.amiPing),
 	}
 	if c.amiTLS {
 		host, _, _ := net.SplitHostPort(c.ami)
@@ -293,18 +297,22 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(link.NewCollector(lk, client))
+	reg.MustRegister(link.NewCollector(lk, client), storeCollector{st})
 	restMetrics := rest.NewMetrics()
 	if err := restMetrics.Register(reg); err != nil {
 		return err
 	}
-	api, err := rest.NewHandler(rest.Config{
+	rcfg := rest.Config{
 		Auth: authSvc, State: eng, PBX: client, Refresh: lk, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
-	})
+	}
+	if rec != nil {
+		rcfg.Recordings = rec // never a nil pointer in the interface
+	}
+	api, err := rest.NewHandler(rcfg)
 	if err != nil {
 		return err
 	}
@@ -337,7 +345,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		apiLn.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready), ReadHeaderTimeout: 5 * time.Second}
+	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready, st.status), ReadHeaderTimeout: 5 * time.Second}
 	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", apiLn.Addr().String(), "admin", adminLn.Addr().String())
 	if started != nil {
 		started(bridgeAddrs{HTTP: apiLn.Addr().String(), Admin: adminLn.Addr().String()})

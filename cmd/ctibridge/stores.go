@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ctibridge/ctibridge/auth"
@@ -12,6 +13,7 @@ import (
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/sqldb"
 	"github.com/ctibridge/ctibridge/upstream"
 )
 
@@ -26,8 +28,39 @@ type stores struct {
 	history   history.Store
 	recorder  *history.Recorder // nil for a remote history or --record-cdr=false
 	card      rest.Doer         // nil without --customer-card-url
-	run       func(ctx context.Context) error
+	gate      *sqldb.Gate       // the --db database; nil when nothing is kept locally
+	runs      []func(ctx context.Context) error
 	closers   []func()
+}
+
+// run runs the stores' background work (the gate, the phonebook's
+// refreshes) until ctx ends. The recorder runs on its own.
+func (s *stores) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range s.runs {
+		wg.Go(func() { r(ctx) })
+	}
+	wg.Wait()
+}
+
+// status describes the store for /readyz and logs: "up", "down" or
+// "starting" (not connected and migrated yet), then the CDRs waiting in
+// the spool.
+func (s *stores) status() string {
+	state := "up"
+	switch {
+	case s.gate == nil:
+		state = "remote"
+	case !s.gate.Ready():
+		state = "starting (not connected and migrated yet)"
+	case !s.gate.Up():
+		state = "down"
+	}
+	if s.recorder != nil {
+		st := s.recorder.Stats()
+		state += fmt.Sprintf("; cdrs waiting in the spool: %d (%d bytes)", st.Pending, st.SpoolBytes)
+	}
+	return "store: " + state
 }
 
 // openStores opens what c asks for. Close it after everything using it
@@ -73,18 +106,33 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 		s.card = uc
 	}
 
-	// The database is opened only when something is kept locally.
+	// The database is opened only when something is kept locally. It
+	// need not answer yet: the gate connects and migrates it in the
+	// background, with backoff, and the stores answer ErrUnavailable
+	// (503) until then; the live state never waits for it.
 	var db *storeDB
+	var book *phonebook.Book
 	if c.phonebookURL == "" || c.historyURL == "" {
 		if db, err = openDB(ctx, c.db, c.dataDir); err != nil {
 			return nil, err
 		}
 		s.closers = append(s.closers, db.Close)
-		applied, err := db.migrate(ctx)
-		if err != nil {
-			return nil, err
-		}
-		log.Info("database ready", "db", db.desc, "migrations", applied)
+		s.gate = sqldb.NewGate(db.conn(), sqldb.GateConfig{
+			Prepare: func(ctx context.Context) error {
+				applied, err := db.migrate(ctx)
+				if err == nil {
+					log.Info("database ready", "db", db.desc, "migrations", applied)
+				}
+				return err
+			},
+			OnReady: func(ctx context.Context) {
+				if book != nil {
+					book.Refresh(ctx) // the caller names, at once
+				}
+			},
+			Log: log.With("component", "store", "db", db.desc),
+		})
+		s.runs = append(s.runs, s.gate.Run)
 	}
 
 	var lookup func(string) string
@@ -94,14 +142,13 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 			return nil, err
 		}
 		r := phonebook.NewRemote(uc, phonebook.RemoteConfig{Normalizer: norm, Log: log.With("component", "phonebook")})
-		s.phonebook, lookup, s.run = r, r.Lookup, r.Run
+		s.phonebook, lookup = r, r.Lookup
+		s.runs = append(s.runs, r.Run)
 	} else {
-		book := phonebook.NewBook(db.phonebookStore(norm), phonebook.Config{Normalizer: norm, Owners: s.names.owners,
+		book = phonebook.NewBook(phonebook.NewSQL(s.gate.Conn(), norm), phonebook.Config{Normalizer: norm, Owners: s.names.owners,
 			Log: log.With("component", "phonebook")})
-		if err := book.Refresh(ctx); err != nil {
-			return nil, err
-		}
-		s.book, s.phonebook, lookup, s.run = book, book, book.Lookup, book.Run
+		s.book, s.phonebook, lookup = book, book, book.Lookup
+		s.runs = append(s.runs, book.Run)
 	}
 	s.names.public, s.names.book = lookup, s.book
 
@@ -113,9 +160,9 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 		s.history = history.NewRemote(uc, history.RemoteConfig{})
 		return s, nil // the remote service keeps its own CDRs
 	}
-	s.history = db.historyStore(history.Config{NameLookup: s.names.name})
+	s.history = history.NewSQL(s.gate.Conn(), history.Config{NameLookup: s.names.name})
 	if c.recordCDR {
-		s.recorder, err = history.NewRecorder(s.history, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log.With("component", "history")})
+		s.recorder, err = history.NewRecorder(s.history, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log})
 		if err != nil {
 			return nil, err
 		}

@@ -3,10 +3,24 @@
 // alone) with an engine that changes one extension at -rate changes per
 // second, connects -clients clients that subscribe to the extensions, and
 // reports change-to-client latency (engine publish to client read), the
-// messages delivered per second and the server's resident memory.
+// messages delivered per second, the server's resident memory and the CPU
+// it used while measuring.
 //
 //	go run ./ws/wsbench -clients 1000 -rate 500 -duration 20s
 //	go run ./ws/wsbench -clients 10000 -rate 2 -duration 20s
+//	go run ./ws/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
+//	go run ./ws/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
+//
+// With -flood N, N more clients of the same user, each in a process of
+// its own (so that its sending takes no CPU from the measuring clients),
+// connect once the others are subscribed and send -flood-op messages as
+// fast as their sockets take them, reading nothing, while the others are
+// measured: the run
+// reports how the flood ended (the close code) and how much the server's
+// memory grew. -flood-max-rss stops a flood that the server does not stop
+// before it takes the machine's memory. -server runs another build's
+// wsbench as the server (a baseline built from an older commit), so both
+// are driven by the same load.
 //
 // Raise `ulimit -n` above the client count first (Go raises the soft limit
 // to the hard one by itself).
@@ -16,23 +30,28 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
+	runpprof "runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -42,20 +61,51 @@ import (
 	"github.com/ctibridge/ctibridge/ws"
 )
 
+// loadConfig is the load side's flags.
+type loadConfig struct {
+	server        string
+	clients       int
+	rate          float64
+	burst         int
+	exts          int
+	duration      time.Duration
+	view          string
+	writeInterval time.Duration
+	writeRate     float64
+	flood         int
+	floodOp       string
+	floodMaxRSS   int64 // kB
+}
+
 func main() {
 	serve := flag.Bool("serve", false, "run the server side (used by the parent)")
-	clients := flag.Int("clients", 1000, "clients to connect")
-	rate := flag.Float64("rate", 500, "changes per second the engine makes")
-	exts := flag.Int("exts", 1000, "extensions in the PBX")
-	duration := flag.Duration("duration", 20*time.Second, "measuring time, after every client has its snapshot")
-	writeInterval := flag.Duration("write-interval", 0, "server: ws.Config.WriteInterval (0: the default)")
-	view := flag.String("view", "panel", "what the clients may see: panel (everything) or user (redacted: one own extension)")
+	var cfg loadConfig
+	flag.StringVar(&cfg.server, "server", "", "wsbench binary to run as the server (default: this one)")
+	flag.IntVar(&cfg.clients, "clients", 1000, "clients to connect")
+	flag.Float64Var(&cfg.rate, "rate", 500, "changes per second the engine makes")
+	flag.IntVar(&cfg.burst, "burst", 1, "the changes come in groups of this many, back to back (a call's start changes several entities at once)")
+	flag.IntVar(&cfg.exts, "exts", 1000, "extensions in the PBX")
+	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "measuring time, after every client has its snapshot")
+	flag.DurationVar(&cfg.writeInterval, "write-interval", 0, "server: WriteInterval of a -server build that has it (before WriteRate; 0: its default)")
+	flag.Float64Var(&cfg.writeRate, "write-rate", 0, "server: ws.Config.WriteRate (0: the default; negative: no limit)")
+	flag.StringVar(&cfg.view, "view", "panel", "what the clients may see: panel (everything) or user (redacted: one own extension)")
+	flag.IntVar(&cfg.flood, "flood", 0, "flooding clients started with the measurement")
+	flag.StringVar(&cfg.floodOp, "flood-op", "subscribe", "what they send in a loop: subscribe, resume, ping or garbage")
+	flag.Int64Var(&cfg.floodMaxRSS, "flood-max-rss", 2<<20, "kB: stop the flood when the server's RSS passes it")
+	floodURL := flag.String("flood-url", "", "run one flooding client against this URL (used by the parent)")
+	floodToken := flag.String("flood-token", "", "its token (used by the parent)")
 	flag.Parse()
 	var err error
-	if *serve {
-		err = runServer(*rate, *exts, *view, *writeInterval)
+	if *floodURL != "" {
+		err = runFlooder(*floodURL, *floodToken, cfg.floodOp)
+	} else if *serve {
+		if cfg.writeInterval != 0 {
+			err = errors.New("-write-interval: this build has ws.Config.WriteRate instead")
+		} else {
+			err = runServer(cfg.rate, cfg.burst, cfg.exts, cfg.view, cfg.writeRate)
+		}
 	} else {
-		err = runLoad(*clients, *rate, *exts, *duration, *view, *writeInterval)
+		err = runLoad(cfg)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wsbench:", err)
@@ -63,7 +113,7 @@ func main() {
 	}
 }
 
-func runServer(rate float64, exts int, view string, writeInterval time.Duration) error {
+func runServer(rate float64, burst, exts int, view string, writeRate float64) error {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("x"), bcrypt.MinCost)
 	users, err := auth.NewUsers([]auth.User{
 		{Username: "panel", PasswordHash: string(hash), Endpoints: []string{"1000"}, Permissions: []string{auth.PermOperatorPanel}},
@@ -85,7 +135,8 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 	eng.SetLink(calls.LinkResyncing)
 	eng.EndResync()
 	eng.Publish()
-	hub, err := ws.NewHub(eng, svc, ws.Config{WriteInterval: writeInterval, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	reg := prometheus.NewRegistry()
+	hub, err := ws.NewHub(eng, svc, ws.Config{WriteRate: writeRate, Registerer: reg, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
@@ -95,6 +146,9 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", hub)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /memstats", memStats)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -104,17 +158,18 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 		go func() {
 			time.Sleep(6 * time.Second)
 			f, _ := os.Create(p)
-			pprof.StartCPUProfile(f)
+			runpprof.StartCPUProfile(f)
 			time.Sleep(5 * time.Second)
-			pprof.StopCPUProfile()
+			runpprof.StopCPUProfile()
 			f.Close()
 		}()
 	}
 	fmt.Printf("ws://%s/ws %s\n", ln.Addr(), tok)
 
-	// The engine: rate changes a second, one extension each, one Publish
-	// each (the worst case: no batching by the engine). Ticks that come
-	// late (a busy machine) are caught up, so the rate holds.
+	// The engine: rate changes a second (in groups of burst), one
+	// extension each, one Publish each (the worst case: no batching by
+	// the engine). Ticks that come late (a busy machine) are caught up,
+	// so the rate holds.
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
@@ -126,7 +181,7 @@ func runServer(rate float64, exts int, view string, writeInterval time.Duration)
 			return nil
 		case <-tick.C:
 		}
-		due := int(time.Since(start).Seconds() * rate)
+		due := int(time.Since(start).Seconds()*rate/float64(burst)) * burst
 		for ; i < due; i++ {
 			st := "NOT_INUSE"
 			if i/exts%2 == 0 {
@@ -199,125 +254,293 @@ func rss(pid int) (cur, peak string) {
 	return cur, peak
 }
 
-func runLoad(n int, rate float64, exts int, duration time.Duration, view string, writeInterval time.Duration) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
+// memStats answers the heap and stack figures after collections, so that
+// a run can tell the server's own memory from what the runtime keeps.
+func memStats(w http.ResponseWriter, _ *http.Request) {
+	for range 3 { // a goroutine stack is halved at most once per collection
+		runtime.GC()
 	}
-	cmd := exec.Command(self, "-serve", "-rate", fmt.Sprint(rate), "-exts", fmt.Sprint(exts), "-view", view, "-write-interval", writeInterval.String())
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	json.NewEncoder(w).Encode(map[string]uint64{
+		"heap_inuse": m.HeapInuse, "stack_inuse": m.StackInuse, "sys": m.Sys,
+		"goroutines": uint64(runtime.NumGoroutine()),
+	})
+}
+
+// procCPU is the CPU time a process has used (/proc/PID/stat utime+stime).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ
+}
+
+func rssKB(pid int) int64 {
+	cur, _ := rss(pid)
+	n, _ := strconv.ParseInt(strings.TrimSuffix(cur, " kB"), 10, 64)
+	return n
+}
+
+// server is the child process serving /ws.
+type server struct {
+	cmd   *exec.Cmd
+	pid   int
+	url   string
+	token string
+}
+
+func startServer(cfg loadConfig) (*server, error) {
+	bin := cfg.server
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		bin = self
+	}
+	args := []string{"-serve", "-rate", fmt.Sprint(cfg.rate), "-exts", fmt.Sprint(cfg.exts), "-view", cfg.view}
+	if cfg.burst > 1 {
+		args = append(args, "-burst", fmt.Sprint(cfg.burst))
+	}
+	if cfg.writeInterval != 0 {
+		args = append(args, "-write-interval", cfg.writeInterval.String())
+	}
+	if cfg.writeRate != 0 {
+		args = append(args, "-write-rate", fmt.Sprint(cfg.writeRate))
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	url, token, _ := strings.Cut(strings.TrimSpace(line), " ")
-	pid := cmd.Process.Pid
-	r0, _ := rss(pid)
-	fmt.Printf("server pid %d at %s; RSS before clients %s; GOMAXPROCS %d\n", pid, url, r0, runtime.GOMAXPROCS(0))
+	return &server{cmd: cmd, pid: cmd.Process.Pid, url: url, token: token}, nil
+}
 
-	var measuring atomic.Bool
-	var msgs, first0, last0, lost, weird atomic.Uint64
-	hists := make([]*hist, n)
+func (s *server) stop() {
+	s.cmd.Process.Signal(os.Interrupt)
+	s.cmd.Wait()
+}
+
+// get fetches a path of the server's; empty when it has none (an older
+// build).
+func (s *server) get(path string) string {
+	resp, err := http.Get("http" + strings.TrimSuffix(strings.TrimPrefix(s.url, "ws"), "/ws") + path)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// counters reads the hub's counters from /metrics: messages and socket
+// writes so far, the fan-outs that waited for the write budget and the
+// clients closed for sending too much; ok is false for a build without
+// them.
+func (s *server) counters() (msgs, writes, paced, floods float64, ok bool) {
+	m := s.get("/metrics")
+	val := func(name string) (float64, bool) {
+		for line := range strings.Lines(m) {
+			if v, found := strings.CutPrefix(line, name+" "); found {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				return f, err == nil
+			}
+		}
+		return 0, false
+	}
+	msgs, ok1 := val("ctibridge_ws_messages_sent_total")
+	writes, ok2 := val("ctibridge_ws_writes_total")
+	paced, ok3 := val("ctibridge_ws_fanout_paced_total")
+	floods, ok4 := val(`ctibridge_ws_closed_total{reason="flood"}`)
+	return msgs, writes, paced, floods, ok1 && ok2 && ok3 && ok4
+}
+
+// load is the measuring clients' shared state.
+type load struct {
+	measuring                      atomic.Bool
+	msgs, first0, last0, lost, odd atomic.Uint64
+	hists                          []*hist
+	conns                          []*ws.Client
+}
+
+// client connects client i, subscribes, reports to ready when its snapshot
+// is in, and then records every event's latency while measuring.
+func (l *load) client(i int, url, token string, sem chan struct{}, ready chan<- error) {
+	sem <- struct{}{}
+	c, err := ws.Dial(context.Background(), url, token)
+	if err == nil {
+		err = c.Subscribe("extensions")
+	}
+	<-sem
+	if err != nil {
+		ready <- err
+		return
+	}
+	l.conns[i] = c
+	gotSnapshot := false
+	for {
+		raw, err := c.ReadRaw()
+		if err != nil {
+			if !gotSnapshot {
+				ready <- err
+			} else if l.measuring.Load() {
+				l.lost.Add(1)
+				fmt.Fprintln(os.Stderr, "client lost:", err)
+			}
+			return
+		}
+		if !gotSnapshot {
+			if bytes.HasPrefix(raw, []byte(`{"op":"snapshot"`)) {
+				gotSnapshot = true
+				ready <- nil
+			}
+			continue
+		}
+		if !l.measuring.Load() || !bytes.HasPrefix(raw, []byte(`{"op":"event"`)) {
+			continue
+		}
+		d := time.Now().UnixMilli() - int64(loadtest.UintField(raw, `"at":`))
+		if d > 5000 && l.odd.Add(1) == 1 {
+			fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
+		}
+		l.hists[i].add(d)
+		if i == 0 {
+			seq := loadtest.UintField(raw, `"seq":`)
+			if l.first0.Load() == 0 {
+				l.first0.Store(seq)
+			}
+			l.last0.Store(seq)
+		}
+		l.msgs.Add(1)
+	}
+}
+
+func runLoad(cfg loadConfig) error {
+	srv, err := startServer(cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	n := cfg.clients
+	r0 := rssKB(srv.pid)
+	fmt.Printf("server pid %d at %s; RSS before clients %d kB; GOMAXPROCS %d\n", srv.pid, srv.url, r0, runtime.GOMAXPROCS(0))
+
+	l := &load{hists: make([]*hist, n), conns: make([]*ws.Client, n)}
 	ready := make(chan error, n)
-	var wg sync.WaitGroup
-	conns := make([]*ws.Client, n)
 	sem := make(chan struct{}, 64) // connect 64 at a time
 	start := time.Now()
 	for i := range n {
-		hists[i] = new(hist)
-		wg.Go(func() {
-			sem <- struct{}{}
-			c, err := ws.Dial(context.Background(), url, token)
-			if err == nil {
-				err = c.Subscribe("extensions")
-			}
-			<-sem
-			if err != nil {
-				ready <- err
-				return
-			}
-			conns[i] = c
-			gotSnapshot := false
-			for {
-				raw, err := c.ReadRaw()
-				if err != nil {
-					if !gotSnapshot {
-						ready <- err
-					} else if measuring.Load() {
-						lost.Add(1)
-						fmt.Fprintln(os.Stderr, "client lost:", err)
-					}
-					return
-				}
-				if !gotSnapshot {
-					if bytes.HasPrefix(raw, []byte(`{"op":"snapshot"`)) {
-						gotSnapshot = true
-						ready <- nil
-					}
-					continue
-				}
-				if !measuring.Load() || !bytes.HasPrefix(raw, []byte(`{"op":"event"`)) {
-					continue
-				}
-				now := time.Now().UnixMilli()
-				d := now - int64(loadtest.UintField(raw, `"at":`))
-				if d > 5000 && weird.Add(1) == 1 {
-					fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
-				}
-				hists[i].add(d)
-				if i == 0 {
-					seq := loadtest.UintField(raw, `"seq":`)
-					if first0.Load() == 0 {
-						first0.Store(seq)
-					}
-					last0.Store(seq)
-				}
-				msgs.Add(1)
-			}
-		})
+		l.hists[i] = new(hist)
+		go l.client(i, srv.url, srv.token, sem, ready)
 	}
 	for range n {
 		if err := <-ready; err != nil {
 			return fmt.Errorf("client: %w", err)
 		}
 	}
-	r1, _ := rss(pid)
-	fmt.Printf("%d clients connected and subscribed in %v; server RSS %s\n", n, time.Since(start).Round(time.Millisecond), r1)
+	r1 := rssKB(srv.pid)
+	fmt.Printf("%d clients connected and subscribed in %v; server RSS %d kB (%d bytes per client)\n",
+		n, time.Since(start).Round(time.Millisecond), r1, (r1-r0)*1024/int64(max(n, 1)))
 	time.Sleep(time.Second)
-	measuring.Store(true)
-	t0 := time.Now()
-	var samples []string
-	for el := time.Duration(0); el < duration; el += 5 * time.Second {
-		time.Sleep(min(5*time.Second, duration-el))
-		cur, _ := rss(pid)
-		samples = append(samples, cur)
+	if ms := srv.get("/memstats"); ms != "" {
+		fmt.Printf("server memstats after 3 GCs: %s\n", ms)
 	}
-	measuring.Store(false)
-	el := time.Since(t0)
-	total := new(hist)
-	for _, h := range hists {
-		total.merge(h)
+	rBefore := rssKB(srv.pid)
+	l.measuring.Store(true)
+	t0, cpu0 := time.Now(), procCPU(srv.pid)
+	m0, w0, p0, _, hasCounters := srv.counters()
+	fs, err := startFlooders(cfg.flood, srv.url, srv.token, cfg.floodOp)
+	if err != nil {
+		return err
 	}
-	cur, peak := rss(pid)
-	fmt.Printf("client 0 saw seqs %d..%d (%.0f changes/s made); clients lost while measuring: %d\n",
-		first0.Load(), last0.Load(), float64(last0.Load()-first0.Load())/el.Seconds(), lost.Load())
-	fmt.Printf("measured %v: %d events delivered (%.0f/s; %.0f changes/s x %d clients = %.0f expected)\n",
-		el.Round(time.Millisecond), total.count(), float64(msgs.Load())/el.Seconds(), rate, n, rate*float64(n))
-	fmt.Printf("change-to-client latency ms: p50 %d p90 %d p99 %d p99.9 %d max %d\n",
-		total.quantile(0.5), total.quantile(0.9), total.quantile(0.99), total.quantile(0.999), total.quantile(1))
-	fmt.Printf("server RSS during the run %v; at the end %s; peak (VmHWM) %s\n", samples, cur, peak)
-	for _, c := range conns {
+	var once sync.Once
+	var floods []floodResult
+	stop := func() { once.Do(func() { floods = fs.stop() }) }
+	samples, peak := watch(srv.pid, cfg, stop)
+	l.measuring.Store(false)
+	el, cpu := time.Since(t0), procCPU(srv.pid)-cpu0
+	m1, w1, p1, _, _ := srv.counters()
+	stop()
+	l.report(cfg, el)
+	fmt.Printf("server CPU while measuring %.2f cores; RSS during the run %v kB; at the end %d kB; peak %d kB (%+d kB over the start of the run)\n",
+		cpu.Seconds()/el.Seconds(), samples, rssKB(srv.pid), peak, peak-rBefore)
+	if hasCounters {
+		fmt.Printf("server wrote %.0f messages in %.0f socket writes (%.2f per write); the fan-out waited for its write budget %.0f times\n",
+			m1-m0, w1-w0, (m1-m0)/max(w1-w0, 1), p1-p0)
+	}
+	for _, f := range floods {
+		fmt.Printf("flooder (%s): %d messages sent; ended after %v: %s\n", cfg.floodOp, f.sent, f.ended.Round(time.Millisecond), f.how)
+	}
+	if _, _, _, fl, ok := srv.counters(); ok && cfg.flood > 0 {
+		// A flooder that reads nothing may never see its close frame (the
+		// server's reset can discard it), so the server says.
+		fmt.Printf("server: clients closed for sending too much (4008): %.0f\n", fl)
+	}
+	for _, c := range l.conns {
 		if c != nil {
 			c.Close()
 		}
 	}
-	return errors.Join()
+	return nil
+}
+
+// watch samples the server's RSS every 100 ms for the run's duration and
+// stops the flood if the RSS passes the limit; it returns one sample per
+// 5 s and the peak.
+func watch(pid int, cfg loadConfig, stopFlood func()) (samples []int64, peak int64) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(cfg.duration)
+	next := time.Now().Add(5 * time.Second)
+	stopped := false
+	for now := time.Now(); now.Before(end); now = <-tick.C {
+		cur := rssKB(pid)
+		peak = max(peak, cur)
+		if cfg.flood > 0 && !stopped && cur > cfg.floodMaxRSS {
+			fmt.Fprintf(os.Stderr, "server RSS %d kB passed -flood-max-rss: flood stopped\n", cur)
+			stopFlood()
+			stopped = true
+		}
+		if !now.Before(next) {
+			samples = append(samples, cur)
+			next = next.Add(5 * time.Second)
+		}
+	}
+	return samples, peak
+}
+
+func (l *load) report(cfg loadConfig, el time.Duration) {
+	total := new(hist)
+	for _, h := range l.hists {
+		total.merge(h)
+	}
+	fmt.Printf("client 0 saw seqs %d..%d (%.0f changes/s made); clients lost while measuring: %d\n",
+		l.first0.Load(), l.last0.Load(), float64(l.last0.Load()-l.first0.Load())/el.Seconds(), l.lost.Load())
+	fmt.Printf("measured %v: %d events delivered (%.0f/s; %.0f changes/s x %d clients = %.0f expected)\n",
+		el.Round(time.Millisecond), total.count(), float64(l.msgs.Load())/el.Seconds(), cfg.rate, cfg.clients, cfg.rate*float64(cfg.clients))
+	fmt.Printf("change-to-client latency ms: p50 %d p90 %d p99 %d p99.9 %d max %d\n",
+		total.quantile(0.5), total.quantile(0.9), total.quantile(0.99), total.quantile(0.999), total.quantile(1))
 }

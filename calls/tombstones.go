@@ -1,0 +1,33 @@
+package calls
+
+// tombstones remembers the Uniqueids of the last hung-up channels, so that
+// a late list item or a duplicated event cannot resurrect them.
+type tombstones struct {
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newTombstones(n int) tombstones {
+	return tombstones{set: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+func (t *tombstones) add(uid string) {
+	if uid == "" {
+		return
+	}
+	if _, ok := t.set[uid]; ok {
+		return
+	}
+	if old := t.ring[t.next]; old != "" {
+		delete(t.set, old)
+	}
+	t.ring[t.next] = uid
+	t.set[uid] = struct{}{}
+	t.next = (t.next + 1) % len(t.ring)
+}
+
+func (t *tombstones) has(uid string) bool {
+	_, ok := t.set[uid]
+	return ok
+}

@@ -1,0 +1,279 @@
+package ws
+
+import (
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// pump fans out what the feed holds beyond h.last.
+func (h *Hub) pump(feed *calls.Feed) {
+	if feed.LastSeq() == h.last {
+		return
+	}
+	cs, ok := feed.Since(h.last)
+	if !ok {
+		// The feed moved more than its whole buffer past us (or was
+		// replaced): nobody can be brought up to date by events.
+		h.log.Warn("ws hub fell behind the feed: resending snapshots", "last_seq", h.last)
+		h.last = feed.LastSeq()
+		for _, c := range h.clients {
+			if c.subscribed {
+				h.resync(c)
+			}
+		}
+		return
+	}
+	if len(cs) == 0 {
+		return
+	}
+	h.fanout(cs)
+	h.last = cs[len(cs)-1].Seq
+}
+
+// kind classifies a change type for routing and filtering.
+type kind uint8
+
+const (
+	kindOther kind = iota
+	kindExt
+	kindRing
+	kindQueue
+	kindMember
+	kindPark
+	kindTrunk
+	kindStatus
+	kindPresence
+	kindConf
+	numKinds
+)
+
+func kindOf(typ string) kind {
+	switch typ {
+	case "extenUpdate":
+		return kindExt
+	case "extenRinging":
+		return kindRing
+	case "queueUpdate":
+		return kindQueue
+	case "queueMemberUpdate":
+		return kindMember
+	case "parkingUpdate":
+		return kindPark
+	case "trunkUpdate":
+		return kindTrunk
+	case "pbxStatus":
+		return kindStatus
+	case "userPresenceUpdate":
+		return kindPresence
+	case "conferenceUpdate":
+		return kindConf
+	}
+	return kindOther
+}
+
+// entKey names an entity for coalescing.
+type entKey struct {
+	k   kind
+	key string
+}
+
+// prep is one change being fanned out, with its frames made at most once.
+type prep struct {
+	ch   *calls.Change
+	kind kind
+	ent  uint32
+	full *frame // the change as everyone allowed to see it sees it
+	red  *frame // redacted, made on first need
+}
+
+func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
+	p.ch, p.kind, p.red = ch, kindOf(ch.Type), nil
+	p.ent = 0
+	if p.kind != kindRing && p.kind != kindOther {
+		k := entKey{p.kind, ch.Key}
+		id, ok := h.ents[k]
+		if !ok {
+			id = uint32(len(h.ents)) + firstEnt // 0: never coalesced; below firstEnt: replies
+			h.ents[k] = id
+		}
+		p.ent = id
+	}
+	p.full = &frame{b: eventFrame(ch, ch.Data), seq: ch.Seq, ent: p.ent, at: at, msgs: 1}
+}
+
+// frameFor is the frame of p that c gets, or nil when c does not get it.
+// The filter is auth.View's (the one REST uses): what a user may not see
+// is exactly what ViewOf(nil) hides, so every client that may not see an
+// entity's details shares one redacted frame. TestFilterMatchesView
+// checks this against auth.ViewOf(user) for every kind of user.
+func (h *Hub) frameFor(c *conn, p *prep) *frame {
+	u := c.user
+	var sees bool
+	switch p.kind {
+	case kindExt:
+		if c.topics&topicExtensions == 0 && (c.topics&topicMe == 0 || !u.Owns(p.ch.Key)) {
+			return nil
+		}
+		sees = c.full || auth.Allowed(u, auth.SeeCalls, p.ch.Key)
+	case kindRing:
+		// To the owners of the rung extension only; never redacted, as
+		// an owner sees its own calls.
+		if c.topics&(topicExtensions|topicMe) == 0 || !u.Owns(p.ch.Key) {
+			return nil
+		}
+		return p.full
+	case kindQueue, kindMember:
+		if c.topics&topicQueues == 0 {
+			return nil
+		}
+		sees = c.seesUnowned
+	case kindPark:
+		if c.topics&topicParkings == 0 {
+			return nil
+		}
+		sees = c.seesUnowned
+	case kindTrunk:
+		if c.topics&topicTrunks == 0 {
+			return nil
+		}
+		sees = c.seesUnowned
+	case kindStatus:
+		return p.full
+	case kindPresence:
+		// Opt-in (topic "presence"); presence is never hidden (auth.View).
+		if c.topics&topicPresence == 0 {
+			return nil
+		}
+		return p.full
+	case kindConf:
+		if c.topics&(topicExtensions|topicMe) == 0 || !(c.seesUnowned || confMember(u, p.ch.Key, p.ch.Data)) {
+			return nil
+		}
+		if c.seesUnowned {
+			return p.full
+		}
+		// Members this user may not see are blanked per user (rooms are
+		// few and change seldom).
+		if red := auth.ViewOf(u).Conference(p.ch.Data); !sameBytes(red, p.ch.Data) {
+			return &frame{b: eventFrame(p.ch, red), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+		}
+		return p.full
+	default:
+		// A change type this hub does not know: only to those who see
+		// everything, so nothing leaks.
+		if !c.full {
+			return nil
+		}
+		return p.full
+	}
+	if sees {
+		return p.full
+	}
+	if p.red == nil {
+		red := redact(p.kind, p.ch.Key, p.ch.Data)
+		if sameBytes(red, p.ch.Data) {
+			p.red = p.full
+		} else {
+			p.red = &frame{b: eventFrame(p.ch, red), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+		}
+	}
+	return p.red
+}
+
+// redact is the JSON of an entity as a user who may see none of its call
+// details sees it.
+func redact(k kind, key string, data []byte) []byte {
+	nobody := auth.ViewOf(nil)
+	switch k {
+	case kindExt:
+		return nobody.Extension(key, data)
+	case kindTrunk:
+		return nobody.Trunk(data)
+	case kindQueue, kindMember:
+		return nobody.Queue(data)
+	case kindPark:
+		return nobody.Parking(data)
+	}
+	return data
+}
+
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fanout queues a batch of changes to every subscribed client: one lock
+// and at most one wake-up per client per batch, and no allocation per
+// client (the frames are shared). The wake-ups are charged to the write
+// budget.
+func (h *Hub) fanout(cs []calls.Change) {
+	at := h.now()
+	preps := h.preps[:0]
+	for i := range cs {
+		preps = append(preps, prep{})
+		h.prepare(&preps[len(preps)-1], &cs[i], at)
+	}
+	var coalesced uint64
+	kicks := 0
+	for _, c := range h.clients {
+		if !c.subscribed {
+			continue
+		}
+		n := 0
+		c.mu.Lock()
+		if c.closing != nil {
+			c.mu.Unlock()
+			continue
+		}
+		for i := range preps {
+			p := &preps[i]
+			if p.ch.Seq <= c.base {
+				continue // already in the snapshot it was sent
+			}
+			if f := h.frameFor(c, p); f != nil {
+				if c.push(f) {
+					coalesced++
+				}
+				n++
+			}
+		}
+		over := c.live > h.cfg.MaxPending
+		if n > 0 && !over {
+			c.kick()
+			kicks++
+		}
+		c.mu.Unlock()
+		if over {
+			h.resync(c)
+		}
+	}
+	if coalesced > 0 {
+		h.m.coalesced.Add(float64(coalesced))
+	}
+	if h.cfg.WriteRate > 0 {
+		h.pace.spend(at, float64(kicks))
+	}
+	clear(preps)
+	h.preps = preps[:0]
+}
+
+// pingAll queues a WebSocket ping to every client: it keeps NATs open and
+// lets the reader's deadline find dead peers.
+func (h *Hub) pingAll() {
+	f := &frame{b: pingBytes, ent: entPing, at: h.now(), kind: frameReply}
+	for _, c := range h.clients {
+		c.mu.Lock()
+		if c.closing == nil {
+			c.push(f)
+			c.kick()
+		}
+		c.mu.Unlock()
+	}
+}

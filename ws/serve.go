@@ -1,0 +1,388 @@
+package ws
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/ctibridge/ctibridge/auth"
+)
+
+// maxClientMessage bounds a client message (gorilla closes with 1009
+// beyond it).
+const maxClientMessage = 4096
+
+// ServeHTTP upgrades GET /ws and returns: the connection is then served
+// by a goroutine of the hub's (Close waits for it), so that what net/http
+// keeps for a request while its handler runs (about 10 KiB of buffers and
+// a grown stack) is let go for the connection's whole life.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+
+	token, hasToken := requestToken(r)
+	hw := &hijackWriter{ResponseWriter: w}
+	wsc, err := h.up.Upgrade(hw, r, nil)
+	if err != nil {
+		h.wg.Done()
+		return // Upgrade has answered
+	}
+	c := &conn{h: h, ws: wsc, nc: hw.nc, slot: -1,
+		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now())}
+	go c.run(token, hasToken)
+}
+
+// run serves an upgraded connection until it ends, and cleans up.
+func (c *conn) run(token string, hasToken bool) {
+	h := c.h
+	defer h.wg.Done()
+	c.setHandlers()
+	h.mu.Lock()
+	h.conns[c] = struct{}{}
+	closed := h.closed
+	h.mu.Unlock()
+	h.m.clients.Inc()
+	if closed {
+		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
+	}
+
+	joined := c.serve(token, hasToken)
+
+	c.mu.Lock()
+	c.ended = true
+	cf := c.closing
+	if len(cf) > 0 {
+		c.closing = []byte{}
+	}
+	c.mu.Unlock()
+	c.flushers.Wait()
+	if len(cf) > 0 {
+		// A close frame no flusher sent (4001 after the auth timeout,
+		// say) is worth one last try.
+		c.nc.SetWriteDeadline(time.Now().Add(h.cfg.CloseWait))
+		c.nc.Write(cf)
+	}
+	c.nc.Close()
+	c.mu.Lock()
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	reason := c.reason
+	c.mu.Unlock()
+	if joined {
+		h.send(ctlMsg{kind: ctlLeave, c: c})
+	}
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+	h.m.clients.Dec()
+	if reason == "" {
+		reason = "gone"
+	}
+	h.m.closed.WithLabelValues(reason).Inc()
+}
+
+// setHandlers installs the handlers of the client's control frames. They
+// run on the reader; each frame counts against the client's budget like
+// a message.
+func (c *conn) setHandlers() {
+	wsc := c.ws
+	wsc.SetReadLimit(maxClientMessage)
+	wsc.SetPingHandler(func(data string) error {
+		if c.spend(1) {
+			c.pushReply(pongFrame(data), entWSPong)
+		}
+		return nil
+	})
+	wsc.SetPongHandler(func(string) error {
+		if c.spend(1) {
+			c.extendRead()
+		}
+		return nil
+	})
+	wsc.SetCloseHandler(func(code int, _ string) error {
+		// Echo the client's close unless we sent ours.
+		c.mu.Lock()
+		echo := c.closing == nil
+		if echo {
+			c.closing = []byte{}
+			c.reason = "client"
+		}
+		c.mu.Unlock()
+		if echo {
+			if code == websocket.CloseNoStatusReceived {
+				code = websocket.CloseNormalClosure
+			}
+			wsc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+		}
+		return nil
+	})
+}
+
+// subscribeCost is what a subscribe takes from the client's budget, in
+// messages: it costs the hub a snapshot or a replay, not a reply.
+const subscribeCost = 5
+
+// spend charges what the client sent (cost messages' worth) to its
+// budget; past the budget the client is closed with 4008, and false is
+// returned.
+func (c *conn) spend(cost float64) bool {
+	if c.budget.spend(c.h.now(), cost) {
+		return true
+	}
+	c.closeWith(CloseTooMany, "too many messages: at most "+strconv.FormatFloat(c.h.cfg.ClientRate, 'g', 4, 64)+
+		" a second on average", "flood", false)
+	return false
+}
+
+// clientMsg is any message a client sends.
+type clientMsg struct {
+	Op     string   `json:"op"`
+	Token  string   `json:"token"`
+	Topics []string `json:"topics"`
+	Since  *uint64  `json:"since"`
+	Epoch  string   `json:"epoch"`
+}
+
+var errBadMessage = errors.New("ws: message is not a JSON object with an op")
+
+// readBufs are the readers' message buffers, borrowed for one message, so
+// an idle connection holds none.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// read reads the next message into a borrowed buffer and decodes it.
+func (c *conn) read() (clientMsg, error) {
+	var m clientMsg
+	typ, r, err := c.ws.NextReader()
+	if err != nil {
+		return m, err
+	}
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	b := (*bp)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return m, err
+		}
+	}
+	*bp = b[:0]
+	if typ != websocket.TextMessage || json.Unmarshal(b, &m) != nil || m.Op == "" {
+		return m, errBadMessage
+	}
+	return m, nil
+}
+
+// requestToken takes the token from "Authorization: Bearer" or ?token=.
+func requestToken(r *http.Request) (string, bool) {
+	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
+		return strings.TrimSpace(v[7:]), true
+	}
+	if t := r.URL.Query().Get("token"); t != "" {
+		return t, true
+	}
+	return "", false
+}
+
+// serve authenticates the client and reads its messages until the
+// connection ends; it reports whether the client joined the hub.
+func (c *conn) serve(token string, hasToken bool) (joined bool) {
+	h := c.h
+	if !hasToken {
+		c.nc.SetReadDeadline(time.Now().Add(h.cfg.AuthTimeout))
+		m, err := c.read()
+		c.spend(1)
+		switch {
+		case err == nil && m.Op == "auth" && m.Token != "":
+			token = m.Token
+		case err == nil || errors.Is(err, errBadMessage) || isTimeout(err):
+			c.closeWith(CloseNoToken, `no token: send {"op":"auth","token":"..."} first`, "no_token", false)
+			c.drain()
+			return false
+		default:
+			return false
+		}
+	}
+	u, exp, err := h.auth.Authenticate(token)
+	if err != nil {
+		c.closeAuth(err)
+		c.drain()
+		return false
+	}
+	c.user = u
+	c.full = auth.ViewOf(u).Full()
+	c.seesUnowned = auth.Allowed(u, auth.SeeCalls, "")
+	c.setExpiry(exp)
+	c.pushReply(h.helloFrame(u, exp), 0)
+	if !h.send(ctlMsg{kind: ctlJoin, c: c}) {
+		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
+		c.drain()
+		return false
+	}
+	for {
+		c.mu.Lock()
+		closing := c.closing != nil
+		c.mu.Unlock()
+		if closing {
+			// Nothing more is served: wait for the close reply (the
+			// flusher sets a short deadline once the close is out).
+			c.drain()
+			return true
+		}
+		c.extendRead()
+		m, err := c.read()
+		if err != nil && !errors.Is(err, errBadMessage) {
+			return true
+		}
+		cost := 1.0
+		if err == nil && m.Op == "subscribe" {
+			cost = subscribeCost
+		}
+		if !c.spend(cost) {
+			continue
+		}
+		if err != nil {
+			c.closeWith(CloseProtocolError, "not a JSON message with an op", "protocol", false)
+			continue
+		}
+		c.handle(m)
+	}
+}
+
+// drain reads until the close reply or the deadline the flusher sets,
+// discarding what it reads, no faster than the client's budget allows: a
+// client closed for sending too much is not read at its own pace (its
+// writes block instead) while the close goes out.
+func (c *conn) drain() {
+	for {
+		if d := c.budget.wait(c.h.now()); d > 0 {
+			time.Sleep(min(d, c.h.cfg.CloseWait))
+		}
+		_, r, err := c.ws.NextReader()
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, r)
+		c.budget.spend(c.h.now(), 1)
+	}
+}
+
+// handle serves one message of an authenticated client.
+func (c *conn) handle(m clientMsg) {
+	h := c.h
+	switch m.Op {
+	case "ping":
+		c.pushReply(pongBytes, entPong)
+	case "subscribe":
+		var topics uint8
+		for _, t := range m.Topics {
+			bit, ok := topicNames[t]
+			if !ok {
+				c.closeWith(CloseProtocolError, "unknown topic "+quote(t)+" (known: extensions, queues, parkings, trunks, me, presence)", "protocol", false)
+				return
+			}
+			topics |= bit
+		}
+		if len(m.Topics) == 0 {
+			c.closeWith(CloseProtocolError, "no topics (known: extensions, queues, parkings, trunks, me, presence)", "protocol", false)
+			return
+		}
+		req := subReq{topics: topics}
+		if m.Since != nil && m.Epoch == h.epoch {
+			req.since, req.resume = *m.Since, true
+		}
+		// The latest request replaces one the hub has not taken yet, so a
+		// client has at most one request on its way to the hub.
+		c.mu.Lock()
+		c.sub = req
+		send := !c.subSent
+		c.subSent = true
+		c.mu.Unlock()
+		if send && !h.send(ctlMsg{kind: ctlSubscribe, c: c}) {
+			c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
+		}
+	case "auth":
+		c.renew(m.Token)
+	default:
+		c.closeWith(CloseProtocolError, "unknown op "+quote(m.Op), "protocol", false)
+	}
+}
+
+func quote(s string) string { return string(appendString(nil, s)) }
+
+// closeAuth closes for a token Authenticate refused.
+func (c *conn) closeAuth(err error) {
+	if errors.Is(err, auth.ErrTokenExpired) {
+		c.closeWith(CloseTokenExpired, "token expired", "expired", false)
+		return
+	}
+	c.closeWith(CloseAuthFailed, "authentication failed", "auth_failed", false)
+}
+
+// renew replaces the token of an authenticated connection.
+func (c *conn) renew(token string) {
+	u, exp, err := c.h.auth.Authenticate(token)
+	if err != nil {
+		c.closeAuth(err)
+		return
+	}
+	if u.Username != c.user.Username {
+		c.closeWith(CloseAuthFailed, "token of another user", "auth_failed", false)
+		return
+	}
+	c.setExpiry(exp)
+	b := newPayload(48)
+	b = append(b, `{"op":"renewed","expiresAt":`...)
+	b = appendInt(b, exp.UnixMilli())
+	b = append(b, '}')
+	c.pushReply(finish(b, opText), entRenewed)
+}
+
+func (h *Hub) helloFrame(u *auth.User, exp time.Time) []byte {
+	b := newPayload(256)
+	b = append(b, `{"op":"hello","version":1,"epoch":`...)
+	b = appendString(b, h.epoch)
+	b = append(b, `,"expiresAt":`...)
+	b = appendInt(b, exp.UnixMilli())
+	b = append(b, `,"user":{"username":`...)
+	b = appendString(b, u.Username)
+	b = append(b, `,"name":`...)
+	b = appendString(b, u.Name)
+	b = append(b, `,"role":`...)
+	b = appendString(b, u.Role.String())
+	b = append(b, `,"endpoints":`...)
+	b = appendStrings(b, u.Endpoints)
+	b = append(b, `,"seesAllCalls":`...)
+	if auth.ViewOf(u).Full() {
+		b = append(b, "true"...)
+	} else {
+		b = append(b, "false"...)
+	}
+	b = append(b, "}}"...)
+	return finish(b, opText)
+}

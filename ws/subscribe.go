@@ -1,0 +1,116 @@
+package ws
+
+import (
+	"slices"
+	"time"
+
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// The hub's side of a subscription: what it queues for a client that
+// subscribes, resumes, or has to be brought up to date again.
+
+// resync replaces whatever state is queued for c by a fresh snapshot.
+func (h *Hub) resync(c *conn) {
+	c.mu.Lock()
+	c.dropState()
+	c.mu.Unlock()
+	h.sendSnapshot(c, "resync")
+}
+
+// sendSnapshot queues a snapshot for c, and the changes the hub has fanned
+// out that the snapshot does not hold yet (the engine stores a snapshot
+// just after appending its changes to the feed, so the hub can be ahead).
+// Changes up to c.base are then skipped by fanout.
+func (h *Hub) sendSnapshot(c *conn, reason string) {
+	s := h.state.Snapshot()
+	at := h.now()
+	f := h.snapshotFrame(c, s, at)
+	var gap []calls.Change
+	if s.Seq < h.last {
+		if cs, ok := h.state.Feed().Since(s.Seq); ok {
+			gap = cs
+		}
+	}
+	c.base = max(s.Seq, h.last)
+	c.mu.Lock()
+	c.push(f)
+	for i := range gap {
+		if gap[i].Seq > h.last {
+			break
+		}
+		var p prep
+		h.prepare(&p, &gap[i], at)
+		if g := h.frameFor(c, &p); g != nil {
+			c.push(g)
+		}
+	}
+	c.kick()
+	c.mu.Unlock()
+	h.m.snapshots.WithLabelValues(reason).Inc()
+}
+
+// resume queues the changes after since for c, when the feed still holds
+// them all and they are few and recent enough; it reports whether it did.
+func (h *Hub) resume(c *conn, since uint64) bool {
+	if since > h.last {
+		return false
+	}
+	cs, ok := h.state.Feed().Since(since)
+	if !ok {
+		return false
+	}
+	n := 0
+	for n < len(cs) && cs[n].Seq <= h.last {
+		n++
+	}
+	cs = cs[:n]
+	if n > h.cfg.ReplayMax {
+		return false
+	}
+	if n > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
+		return false
+	}
+	h.latestOnly(cs)
+	at := h.now()
+	b := newPayload(64)
+	b = append(b, `{"op":"resumed","since":`...)
+	b = appendUint(b, since)
+	b = append(b, `,"seq":`...)
+	b = appendUint(b, h.last)
+	b = append(b, '}')
+	c.base = h.last
+	c.mu.Lock()
+	c.push(&frame{b: finish(b, opText), seq: since, at: at, msgs: 1, kind: frameResumed})
+	for _, i := range h.latest {
+		var p prep
+		h.prepare(&p, &cs[i], at)
+		if f := h.frameFor(c, &p); f != nil {
+			c.push(f)
+		}
+	}
+	c.kick()
+	c.mu.Unlock()
+	h.m.resumes.Inc()
+	return true
+}
+
+// latestOnly sets h.latest to the indexes in cs of the changes a replay
+// sends, in order: each entity's latest and every notification. The
+// queue would replace the others anyway; skipping them first bounds what
+// a resume costs by the number of entities, not the replay's length.
+func (h *Hub) latestOnly(cs []calls.Change) {
+	h.latest = h.latest[:0]
+	for i := len(cs) - 1; i >= 0; i-- {
+		if k := kindOf(cs[i].Type); k != kindRing && k != kindOther {
+			e := entKey{k, cs[i].Key}
+			if _, dup := h.seen[e]; dup {
+				continue
+			}
+			h.seen[e] = struct{}{}
+		}
+		h.latest = append(h.latest, i)
+	}
+	clear(h.seen)
+	slices.Reverse(h.latest)
+}

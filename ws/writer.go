@@ -1,0 +1,234 @@
+package ws
+
+import (
+	"bufio"
+	"errors"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// Writing: a client's frames go out as soon as its socket is free. The
+// first frame queued to an idle client starts a flusher goroutine, which
+// takes everything queued and writes it in one writev; frames queued
+// while that write is in flight (or while the flusher waits for a CPU)
+// coalesce in the queue and go out together in the next write, and the
+// flusher ends when the queue is empty. So an idle client gets a change
+// at once, a busy one gets batches as large as its backlog, and an idle
+// connection holds no goroutine and no write buffer. Under load the hub
+// batches as well, across all clients (Config.WriteRate).
+
+// kick starts the flusher unless it runs or the connection has ended;
+// under c.mu.
+func (c *conn) kick() {
+	if c.writing || c.ended {
+		return
+	}
+	c.writing = true
+	c.flushers.Add(1)
+	if c.flushFn == nil {
+		c.flushFn = c.flush // made once: go c.flush() would allocate each time
+	}
+	go c.flushFn()
+}
+
+// batch is a flusher's scratch: borrowed from batches for one flush, so
+// idle connections hold none.
+type batch struct {
+	iov  [][]byte
+	bufs net.Buffers
+}
+
+var batches = sync.Pool{New: func() any { return new(batch) }}
+
+// keepQueue is the largest queue capacity a connection keeps between
+// batches; a burst's larger one is let go when the flusher ends.
+const keepQueue = 64
+
+// flush writes what is queued, again and again while more was queued
+// meanwhile, and ends when the queue is empty, the connection fails or
+// its close frame has gone out.
+func (c *conn) flush() {
+	defer c.flushers.Done()
+	b := batches.Get().(*batch)
+	defer func() {
+		if cap(b.iov) <= 4*keepQueue {
+			batches.Put(b)
+		}
+	}()
+	for {
+		c.mu.Lock()
+		if c.ended || c.live == 0 && len(c.closing) == 0 {
+			c.writing = false
+			if cap(c.spare) > keepQueue {
+				c.spare = nil
+			}
+			if cap(c.q) > keepQueue && c.live == 0 {
+				c.q = nil
+			}
+			if !c.indexed {
+				c.idx = nil
+			}
+			c.mu.Unlock()
+			return
+		}
+		q := c.q
+		c.q, c.spare = c.spare, nil
+		c.live = 0
+		c.unindex()
+		cf := c.closing
+		if len(cf) > 0 {
+			c.closing = []byte{} // it goes out now
+		}
+		c.mu.Unlock()
+
+		ok := c.write(b, q, cf)
+		clear(q)
+		c.mu.Lock()
+		if c.spare == nil {
+			c.spare = q[:0]
+		}
+		c.mu.Unlock()
+		if !ok {
+			return
+		}
+		if len(cf) > 0 {
+			// Wait for the client's close reply, but not for long.
+			c.nc.SetReadDeadline(time.Now().Add(c.h.cfg.CloseWait))
+		}
+	}
+}
+
+// write sends q's frames and the close frame cf, if any, in one writev;
+// false when the connection failed.
+func (c *conn) write(b *batch, q []*frame, cf []byte) bool {
+	h := c.h
+	iov := b.iov[:0]
+	msgs, oldest := 0, int64(math.MaxInt64)
+	for _, f := range q {
+		if f == nil {
+			continue
+		}
+		iov = append(iov, f.b)
+		iov = append(iov, f.more...)
+		msgs += f.msgs
+		oldest = min(oldest, f.at)
+	}
+	if len(cf) > 0 {
+		iov = append(iov, cf)
+	}
+	if len(iov) == 0 {
+		return true
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(h.cfg.SlowTimeout))
+	b.bufs = iov
+	n, err := c.nc.writeBuffers(&b.bufs)
+	clear(iov)
+	b.iov, b.bufs = iov[:0], nil
+	h.m.wrote(msgs, n)
+	if err != nil {
+		if isTimeout(err) {
+			h.log.Warn("ws client too slow: dropped", "user", c.user.Username, "remote", c.nc.RemoteAddr().String())
+			c.fail("slow")
+		} else {
+			c.fail("write_error")
+		}
+		return false
+	}
+	if lag := h.now() - oldest; msgs > 0 && lag > int64(h.cfg.SlowTimeout) {
+		h.log.Warn("ws client too slow: closing", "user", c.user.Username, "remote", c.nc.RemoteAddr().String(),
+			"lag_ms", lag/1e6)
+		c.closeWith(CloseTooSlow, "too slow", "slow", false)
+	}
+	return true
+}
+
+// isTimeout reports a deadline error, also as gorilla reports it (its own
+// net.Error, not wrapping os.ErrDeadlineExceeded).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// lockedConn serialises writes: the flusher and gorilla's own control
+// writes (the protocol-error close) share the socket, and each write holds
+// whole frames.
+type lockedConn struct {
+	net.Conn
+	mu sync.Mutex
+}
+
+func (c *lockedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// copyBufs are writeBuffers' copy buffers, borrowed for one write.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 0, copyChunk); return &b }}
+
+// copyChunk is the most writeBuffers copies before a write: a TLS record's
+// payload.
+const copyChunk = 16 << 10
+
+// writeBuffers writes b with one writev on a TCP connection. Any other
+// net.Conn (a listener's wrapper, TLS) would get one Write per buffer from
+// net.Buffers, so small buffers are copied together into writes of up to
+// copyChunk bytes, in a buffer borrowed for the call; large ones are
+// written as they are.
+func (c *lockedConn) writeBuffers(b *net.Buffers) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.Conn.(*net.TCPConn); ok {
+		return b.WriteTo(c.Conn)
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := (*bp)[:0]
+	var total int64
+	put := func(p []byte) error {
+		n, err := c.Conn.Write(p)
+		total += int64(n)
+		return err
+	}
+	for _, p := range *b {
+		if len(buf)+len(p) > copyChunk && len(buf) > 0 {
+			if err := put(buf); err != nil {
+				return total, err
+			}
+			buf = buf[:0]
+		}
+		if len(p) >= copyChunk {
+			if err := put(p); err != nil {
+				return total, err
+			}
+			continue
+		}
+		buf = append(buf, p...)
+	}
+	if len(buf) > 0 {
+		if err := put(buf); err != nil {
+			return total, err
+		}
+	}
+	*bp = buf[:0]
+	return total, nil
+}
+
+// hijackWriter hands gorilla a lockedConn at the hijack.
+type hijackWriter struct {
+	http.ResponseWriter
+	nc *lockedConn
+}
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.nc = &lockedConn{Conn: c}
+	return w.nc, brw, nil
+}
