@@ -34,6 +34,8 @@ var rules = []rule{
 	{pkg: "admin", allowed: []string{}},
 	{pkg: "panel", allowed: []string{}},
 	{pkg: "auth", allowed: []string{"ami", "calls"}},
+	{pkg: "auth/authdb", allowed: []string{"ami", "calls", "auth", "sqldb"}},
+	{pkg: "directory", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb"}},
 	{pkg: "sqldb", allowed: []string{}},

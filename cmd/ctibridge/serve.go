@@ -71,6 +71,8 @@ type serveConfig struct {
 	wsSlowTimeout           time.Duration
 	wsAuthTimeout           time.Duration
 	trustedProxies          []netip.Prefix
+	wsOrigins               string
+	dir                     dirConfig
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -96,6 +98,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.dur(&c.wsReplayAge, "ws-replay-age", time.Minute, "WebSocket resume buffer: the oldest change kept")
 	s.dur(&c.wsSlowTimeout, "ws-slow-timeout", 10*time.Second, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
 	s.dur(&c.wsAuthTimeout, "ws-auth-timeout", 5*time.Second, "time a WebSocket client has to authenticate")
+	s.str(&c.wsOrigins, "ws-origins", "", "other web origins whose pages may open the WebSocket (comma-separated, https://host[:port], or *); same origin and clients without Origin are always allowed")
 	s.dur(&c.actionTimeout, "action-timeout", 5*time.Second, "how long a call action waits for Asterisk's answer")
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
@@ -116,6 +119,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
+	directorySettings(s, &c.dir)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s
@@ -292,8 +296,34 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		lcfg.OnMessage = rec.Observe
 	}
 	lk := link.New(client, eng, lcfg)
-	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
+	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Log: log})
 	svc.Store(authSvc)
+	dirs, closeDirs, err := openDirectories(ctx, c.dir, authSvc, users, log)
+	if err != nil {
+		return err
+	}
+	defer closeDirs()
+	setUsers := authSvc.SetUsers
+	if dirs != nil {
+		setUsers = func(u *auth.Users) int {
+			n, err := dirs.SetFile(u)
+			if err != nil {
+				log.Error("users file and directories do not merge: keeping the running users", "err", err)
+			}
+			return n
+		}
+	}
+	// Stored sessions: now what can be read (the file; the database if it
+	// answers already), and the database's each time it becomes ready.
+	n, err := authSvc.LoadSessions(ctx)
+	log.Info("sessions restored", "sessions", n, "pending", err)
+	st.dbReady = func(ctx context.Context) {
+		n, err := authSvc.LoadSessions(ctx)
+		if err != nil {
+			log.Warn("sessions not read back from the database", "err", err)
+		}
+		log.Info("sessions restored from the database", "sessions", n)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -316,9 +346,13 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	if err != nil {
 		return err
 	}
+	checkOrigin, err := rest.CheckOrigin(splitList(c.wsOrigins))
+	if err != nil {
+		return fmt.Errorf("--ws-origins: %w", err)
+	}
 	hub, err := ws.NewHub(eng, authSvc, ws.Config{
 		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
-		AuthTimeout: c.wsAuthTimeout, Registerer: reg, Log: log.With("component", "ws"),
+		AuthTimeout: c.wsAuthTimeout, CheckOrigin: checkOrigin, Registerer: reg, Log: log.With("component", "ws"),
 	})
 	if err != nil {
 		return err
@@ -332,7 +366,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", hub)
 	mux.Handle("/", api)
-	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, mux)
+	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, rest.SecureHeaders(mux))
 	if err != nil {
 		return err
 	}
@@ -370,6 +404,9 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		}
 	})
 	wg.Go(func() { authSvc.Run(ctx) })
+	if dirs != nil {
+		wg.Go(func() { dirs.Run(ctx) })
+	}
 	// The hub has its own lifetime: it must be running before the first
 	// upgrade and stop only after it has said going-away to its clients.
 	hubCtx, stopHub := context.WithCancel(context.Background())
@@ -403,7 +440,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	})
 
 	if hooks != nil {
-		wg.Go(func() { hooks.run(ctx, lk, authSvc, apiSrv, log) })
+		wg.Go(func() { hooks.run(ctx, lk, setUsers, apiSrv, log) })
 	}
 
 	var runErr error
@@ -474,7 +511,7 @@ func reconcileSetting(d time.Duration) time.Duration {
 // run sends READY=1 when the link is first ready and serves reloads until
 // ctx is done. A failed reload changes nothing and is logged; the service
 // goes on with what it had.
-func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Service, apiSrv *rest.Server, log *slog.Logger) {
+func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, setUsers func(*auth.Users) int, apiSrv *rest.Server, log *slog.Logger) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	ready := false
@@ -498,7 +535,7 @@ func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Serv
 				log.Error("reload failed: keeping the running configuration", "err", err)
 			} else {
 				h.level.UnmarshalText([]byte(level))
-				revoked := authSvc.SetUsers(users)
+				revoked := setUsers(users)
 				log.Info("reloaded", "users", users.Len(), "revoked_tokens", revoked, "log_level", h.level.Level().String())
 			}
 			status := "serving"

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/auth/authdb"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
@@ -29,8 +31,12 @@ type stores struct {
 	recorder  *history.Recorder // nil for a remote history or --record-cdr=false
 	card      rest.Doer         // nil without --customer-card-url
 	gate      *sqldb.Gate       // the --db database; nil when nothing is kept locally
-	runs      []func(ctx context.Context) error
-	closers   []func()
+	sessions  auth.SessionStore // the database with a file fallback, or the file alone
+	// dbReady, when set before run, is called each time the database
+	// becomes ready (serve reads the stored sessions back then).
+	dbReady func(ctx context.Context)
+	runs    []func(ctx context.Context) error
+	closers []func()
 }
 
 // run runs the stores' background work (the gate, the phonebook's
@@ -129,10 +135,25 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 				if book != nil {
 					book.Refresh(ctx) // the caller names, at once
 				}
+				if s.dbReady != nil {
+					s.dbReady(ctx)
+				}
 			},
 			Log: log.With("component", "store", "db", db.desc),
 		})
 		s.runs = append(s.runs, s.gate.Run)
+	}
+
+	// Login sessions: in the database, with <data-dir>/sessions.json taking
+	// what the database cannot take (down, not migrated yet); in that file
+	// alone without a local database.
+	if err := os.MkdirAll(c.dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	file := auth.NewFileSessions(filepath.Join(c.dataDir, "sessions.json"))
+	s.sessions = file
+	if s.gate != nil {
+		s.sessions = auth.Fallback{Primary: authdb.New(s.gate.Conn()), Secondary: file}
 	}
 
 	var lookup func(string) string
