@@ -326,66 +326,16 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 				return fail(v.Line, k.Value, "want a string")
 			}
-			switch k.Value {
-			case "name":
-				u.Name = v.Value
-			case "cellphone":
-				if err := checkCellphone(v.Value); err != nil {
-					return fail(v.Line, k.Value, "%v", err)
-				}
-				u.Cellphone = v.Value
-			case "password_hash":
-				u.PasswordHash = v.Value
-				if err := checkHash(v.Value); err != nil {
-					return fail(v.Line, k.Value, "%v", err)
-				}
-			case "profile":
-				if role != "" {
-					return fail(v.Line, k.Value, "give a role or a profile, not both (a profile sets the role)")
-				}
-				if err := checkName(v.Value); err != nil {
-					return fail(v.Line, k.Value, "%v", err)
-				}
-				u.Profile = v.Value
-			case "role":
-				if u.Profile != "" {
-					return fail(v.Line, k.Value, "give a role or a profile, not both (a profile sets the role)")
-				}
-				role = v.Value
-				r, ok := ParseRole(v.Value)
-				if !ok {
-					return fail(v.Line, k.Value, "unknown role %q (want user, operator or admin)", v.Value)
-				}
-				u.Role = r
+			if err := u.setScalar(k.Value, v.Value, &role); err != nil {
+				return fail(v.Line, k.Value, "%v", err)
 			}
 		case "endpoints", "groups", "permissions":
 			vals, err := stringList(v)
+			if err == nil {
+				err = u.setList(k.Value, vals)
+			}
 			if err != nil {
 				return fail(v.Line, k.Value, "%v", err)
-			}
-			for _, s := range vals {
-				var err error
-				switch k.Value {
-				case "endpoints":
-					err = CheckEndpoint(s)
-				case "groups":
-					err = checkName(s)
-				case "permissions":
-					if !slices.Contains(knownPermissions, s) {
-						err = fmt.Errorf("unknown permission %q (known: %s)", s, strings.Join(knownPermissions, ", "))
-					}
-				}
-				if err != nil {
-					return fail(v.Line, k.Value, "%v", err)
-				}
-			}
-			switch k.Value {
-			case "endpoints":
-				u.Endpoints = vals
-			case "groups":
-				u.Groups = vals
-			case "permissions":
-				u.Permissions = vals
 			}
 		default:
 			return fail(k.Line, k.Value, "unknown key (known: username, name, password_hash, role, profile, endpoints, groups, permissions, cellphone)")
@@ -398,6 +348,76 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 		u.Role = RoleUser
 	}
 	return u, nil
+}
+
+// errRoleAndProfile: a user gives one or the other.
+var errRoleAndProfile = errors.New("give a role or a profile, not both (a profile sets the role)")
+
+// setScalar checks and sets one of a user's string keys; role records a
+// role given by name.
+func (u *User) setScalar(key, val string, role *string) error {
+	switch key {
+	case "name":
+		u.Name = val
+	case "cellphone":
+		if err := checkCellphone(val); err != nil {
+			return err
+		}
+		u.Cellphone = val
+	case "password_hash":
+		if err := checkHash(val); err != nil {
+			return err
+		}
+		u.PasswordHash = val
+	case "profile":
+		if *role != "" {
+			return errRoleAndProfile
+		}
+		if err := checkName(val); err != nil {
+			return err
+		}
+		u.Profile = val
+	case "role":
+		if u.Profile != "" {
+			return errRoleAndProfile
+		}
+		*role = val
+		r, ok := ParseRole(val)
+		if !ok {
+			return fmt.Errorf("unknown role %q (want user, operator or admin)", val)
+		}
+		u.Role = r
+	}
+	return nil
+}
+
+// setList checks and sets one of a user's list keys.
+func (u *User) setList(key string, vals []string) error {
+	for _, s := range vals {
+		var err error
+		switch key {
+		case "endpoints":
+			err = CheckEndpoint(s)
+		case "groups":
+			err = checkName(s)
+		case "permissions":
+			if !slices.Contains(knownPermissions, s) {
+				err = fmt.Errorf("unknown permission %q (known: %s)", s, strings.Join(knownPermissions, ", "))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	switch key {
+	case "endpoints":
+		u.Endpoints = vals
+	case "groups":
+		u.Groups = vals
+	case "permissions":
+		u.Permissions = vals
+	}
+	return nil
 }
 
 func stringList(v *yaml.Node) ([]string, error) {

@@ -72,7 +72,9 @@ func serveHasFlag(bin, name string) bool {
 }
 
 // writeUsersFile writes users.yaml with an admin whose password is
-// "admin", hashed by `bin passwd`.
+// "admin", hashed by `bin passwd`, and a user "flooder" (same password,
+// an admin too, so it sees as much as the screens it competes with): the
+// ws scenario's attacker is a user of its own, as a real one would be.
 func writeUsersFile(bin, dir string) (string, error) {
 	cmd := exec.Command(bin, "passwd")
 	cmd.Stdin = strings.NewReader("admin\n")
@@ -81,7 +83,9 @@ func writeUsersFile(bin, dir string) (string, error) {
 		return "", fmt.Errorf("%s passwd: %w", bin, err)
 	}
 	path := filepath.Join(dir, "users.yaml")
-	body := fmt.Sprintf("users:\n  - username: admin\n    password_hash: %q\n    role: admin\n", strings.TrimSpace(string(out)))
+	hash := strings.TrimSpace(string(out))
+	body := fmt.Sprintf("users:\n  - username: admin\n    password_hash: %q\n    role: admin\n"+
+		"  - username: flooder\n    password_hash: %q\n    role: admin\n", hash, hash)
 	return path, os.WriteFile(path, []byte(body), 0o600)
 }
 
@@ -234,6 +238,11 @@ func (s *serveProc) waitReady(ctx context.Context, d time.Duration) (time.Durati
 // login logs in as the users file's admin.
 func (s *serveProc) login(ctx context.Context) (string, error) {
 	return Login(ctx, s.http, "admin", "admin", false)
+}
+
+// loginFlooder logs in as the ws scenario's attacker.
+func (s *serveProc) loginFlooder(ctx context.Context) (string, error) {
+	return Login(ctx, s.http, "flooder", "admin", false)
 }
 
 // crashes counts the Go runtime's crash reports in serve's log: panics,

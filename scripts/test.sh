@@ -23,6 +23,8 @@ need_pkg() {
 
 # SIP end-to-end tests drive the simulated PBX with real SIPp.
 need_pkg sipp sip-tester
+# pbxsim's hold/unhold and transfer tests drive two real softphones.
+need_pkg baresip baresip
 # The web panel is tested in real headless Chromium.
 need_pkg chromium chromium
 # Directory tests (directory/) start their own OpenLDAP slapd and MariaDB

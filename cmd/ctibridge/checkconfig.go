@@ -284,7 +284,17 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 			add(d.name, false, "a directory", "%s is not a directory", d.val)
 		}
 	}
+	if _, err := parseQueueNumbers(c.queueNumbers); err != nil {
+		add("queue-numbers", false, "name=number,..., like support=600", "%v", err)
+	}
 	probs = append(probs, checkTLS(c, st)...)
+	users, more := checkUsersAndDirs(c, add)
+	return users, append(probs, more...)
+}
+
+// checkUsersAndDirs checks the directories and the users file; a problem
+// of the directories' profiles is reported through add.
+func checkUsersAndDirs(c *serveConfig, add func(name string, warn bool, hint, format string, args ...any)) (users *auth.Users, probs []problem) {
 	srcs, closeDirs, err := c.dir.sources()
 	closeDirs()
 	if err != nil {

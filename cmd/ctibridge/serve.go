@@ -52,6 +52,7 @@ type serveConfig struct {
 	recordAMI               string
 	recordMax               int64
 	trunks                  string
+	queueNumbers            string
 	reconcile               time.Duration
 	logFormat, logLevel     string
 	db                      string
@@ -118,6 +119,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.recordAMI, "record-ami", "", "directory to write the raw AMI stream to (secrets scrubbed), for replay")
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
+	s.str(&c.queueNumbers, "queue-numbers", "", "the numbers callers dial to reach queues whose app_queue name differs, as name=number,... (support=600); not needed on FreePBX")
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
 	directorySettings(s, &c.dir)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -157,6 +159,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseQueueNumbers reads --queue-numbers: name=number,... (support=600).
+func parseQueueNumbers(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range splitList(s) {
+		name, num, ok := strings.Cut(f, "=")
+		name, num = strings.TrimSpace(name), strings.TrimSpace(num)
+		if !ok || name == "" || num == "" || strings.Trim(num, "0123456789*#") != "" {
+			return nil, configError{fmt.Errorf("queue-numbers: %q is not name=number (support=600)", f)}
+		}
+		out[name] = num
+	}
+	return out, nil
 }
 
 // errConfig marks a configuration error: main exits with status 78
@@ -288,7 +304,11 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	rec := st.recorder
 
 	client := ami.NewClient(acfg)
-	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: st.Lookup,
+	queueNumbers, err := parseQueueNumbers(c.queueNumbers)
+	if err != nil {
+		return err
+	}
+	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
 		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
 	st.names.state.Store(eng)
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
