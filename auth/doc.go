@@ -11,9 +11,12 @@
 //
 // Every permission question goes through one function, Allowed(user,
 // action, endpoint), driven by the user's capabilities; what a user sees
-// of the live state is decided by View, built from the same rules. REST
-// and the WebSocket hub both use them, so they filter identically. The
-// hub learns of revocations through Service.OnRevoke.
+// of the live state is decided by View, built from the same rules: it
+// blanks the numbers and names a user may not see and shows channel names
+// and conversation ids by opaque names (OpaqueChannel, OpaqueConvID: a
+// keyed hash, random key per process). REST and the WebSocket hub both use
+// them, so they filter identically. The hub learns of revocations through
+// Service.OnRevoke.
 //
 // The package knows nothing of HTTP: it does not import net/http. Callers
 // translate its errors (ErrBadCredentials, *RateLimitError, ErrTokenUnknown,

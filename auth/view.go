@@ -1,5 +1,7 @@
 package auth
 
+import "slices"
+
 // View is what one user may see of the live state. REST and the WebSocket
 // hub pass every piece of pre-encoded state JSON through it, so both filter
 // the same way. It works on the JSON bytes the calls package encodes once
@@ -9,12 +11,21 @@ package auth
 // What is hidden (docs/design.md "Users and permissions": the numbers and
 // names in other people's calls):
 //   - in an extension or a trunk: every conversation's counterpartNum and
-//     counterpartName, unless Allowed(u, SeeCalls, owner);
+//     counterpartName, the spied extension and who parked it, unless
+//     Allowed(u, SeeCalls, owner); the conversation ids (the map keys and
+//     "id") are rewritten by OpaqueConvID, since channel names can hold
+//     numbers (Local/0612345678@from-internal-0000002a;1);
 //   - in a queue: the num and name of waiting callers, unless
-//     Allowed(u, SeeCalls, "");
-//   - in a parking space: the parked caller's num and name, likewise.
+//     Allowed(u, SeeCalls, ""); their channel (the map key and "channel")
+//     is rewritten by OpaqueChannel;
+//   - in a parking space: the parked caller's num and name, likewise, and
+//     its channel rewritten;
+//   - in a conference: the extenId and name of members whose calls u may
+//     not see (an outside caller's member entry carries its number).
 //
-// Presence (status, dnd, forwarding, registration) is never hidden.
+// Uniqueids (callId, linkedId, uniqueId, a transfer's id, a conference
+// member's id) are Asterisk's "<epoch>.<counter>": they name no one and are
+// kept. Presence (status, dnd, forwarding, registration) is never hidden.
 type View struct {
 	u *User
 }
@@ -26,6 +37,7 @@ func ViewOf(u *User) View { return View{u} }
 func (v View) Full() bool { return v.u != nil && v.u.viewKey == "" }
 
 // Key names the view: equal keys see equal bytes ("" hides nothing).
+// Conferences are the exception: Conference depends on the user itself.
 func (v View) Key() string {
 	if v.u == nil {
 		return "nobody"
@@ -33,13 +45,20 @@ func (v View) Key() string {
 	return v.u.viewKey
 }
 
+// SeesCalls reports whether the view shows the calls of owner (an
+// extension; "" for the calls no extension owns: trunks, queues' waiting
+// callers, parked callers) unredacted. Where it does not, the redacted
+// JSON depends on the entity's bytes only, never on the user: callers may
+// share it between views.
+func (v View) SeesCalls(owner string) bool { return Allowed(v.u, SeeCalls, owner) }
+
 // Extension returns the JSON of extension exten as the view shows it:
 // data itself when nothing is hidden, otherwise a redacted copy.
 func (v View) Extension(exten string, data []byte) []byte {
 	if Allowed(v.u, SeeCalls, exten) {
 		return data
 	}
-	return redact(data, isConvDetail)
+	return redact(data, convRule)
 }
 
 // Trunk returns a trunk's JSON as the view shows it.
@@ -47,7 +66,7 @@ func (v View) Trunk(data []byte) []byte {
 	if Allowed(v.u, SeeCalls, "") {
 		return data
 	}
-	return redact(data, isConvDetail)
+	return redact(data, convRule)
 }
 
 // Queue returns a queue's JSON as the view shows it.
@@ -55,7 +74,7 @@ func (v View) Queue(data []byte) []byte {
 	if Allowed(v.u, SeeCalls, "") {
 		return data
 	}
-	return redact(data, isWaitingCallerDetail)
+	return redact(data, waitingCallerRule)
 }
 
 // Parking returns a parking space's JSON as the view shows it.
@@ -63,7 +82,7 @@ func (v View) Parking(data []byte) []byte {
 	if Allowed(v.u, SeeCalls, "") {
 		return data
 	}
-	return redact(data, isParkedCallerDetail)
+	return redact(data, parkedCallerRule)
 }
 
 // Conversation returns a conversation's JSON (of owner's) as the view shows
@@ -72,39 +91,133 @@ func (v View) Conversation(owner string, data []byte) []byte {
 	if Allowed(v.u, SeeCalls, owner) {
 		return data
 	}
-	return redact(data, func(path []string, key string) bool {
-		return key == "counterpartNum" || key == "counterpartName" || isConvExtraDetail(path, key)
+	return redact(data, func(path []string, key string) act {
+		if len(path) == 0 {
+			return convField(key)
+		}
+		return convExtraRule(path, key)
 	})
 }
 
-func isConvDetail(path []string, key string) bool {
-	if len(path) < 2 || path[0] != "conversations" {
-		return false
+// Conference returns a conference room's JSON as the view shows it: the
+// members whose calls the user may not see keep their id, flags and join
+// time, with extenId and name blank. Unlike the other entities this
+// depends on the user, not only on the view key.
+func (v View) Conference(data []byte) []byte {
+	if Allowed(v.u, SeeCalls, "") {
+		return data
 	}
-	return key == "counterpartNum" || key == "counterpartName" || isConvExtraDetail(path[2:], key)
+	// First pass: which members (by key under "users") to hide.
+	var hidden []string
+	r := redactor{in: data, rule: func([]string, string) act { return keep },
+		seen: func(path []string, key string, raw []byte) {
+			if len(path) == 2 && path[0] == "users" && key == "extenId" {
+				x, ok := unquote(raw)
+				if !ok || x == "" || !Allowed(v.u, SeeCalls, x) {
+					hidden = append(hidden, path[1])
+				}
+			}
+		}}
+	if !r.value(nil, "", keep) {
+		return []byte("{}")
+	}
+	if len(hidden) == 0 {
+		return data
+	}
+	return redact(data, func(path []string, key string) act {
+		if len(path) == 2 && path[0] == "users" && (key == "extenId" || key == "name") && slices.Contains(hidden, path[1]) {
+			return blank
+		}
+		return keep
+	})
 }
 
-// isConvExtraDetail: inside a conversation, the spied extension and who
+// act is what the redactor does with a string: keep it, blank it or
+// rewrite it into its opaque form.
+type act uint8
+
+const (
+	keep act = iota
+	blank
+	opaqueConv // a conversation id, by OpaqueConvID
+	opaqueChan // a channel name, by OpaqueChannel
+)
+
+// keysOf is the pseudo-key a rule is asked about for the keys of the
+// object at path (a map of conversations or of waiting callers).
+const keysOf = "\x00keys"
+
+func convField(key string) act {
+	switch key {
+	case "counterpartNum", "counterpartName":
+		return blank
+	case "id":
+		return opaqueConv
+	}
+	return keep
+}
+
+// convRule: the conversations of an extension or a trunk.
+func convRule(path []string, key string) act {
+	if len(path) == 0 || path[0] != "conversations" {
+		return keep
+	}
+	switch len(path) {
+	case 1:
+		if key == keysOf {
+			return opaqueConv
+		}
+		return keep
+	case 2:
+		return convField(key)
+	}
+	return convExtraRule(path[2:], key)
+}
+
+// convExtraRule: inside a conversation, the spied extension and who
 // parked the call name the counterpart too.
-func isConvExtraDetail(path []string, key string) bool {
-	return len(path) == 1 && (path[0] == "spy" && key == "exten" || path[0] == "parked" && key == "by")
+func convExtraRule(path []string, key string) act {
+	if len(path) == 1 && (path[0] == "spy" && key == "exten" || path[0] == "parked" && key == "by") {
+		return blank
+	}
+	return keep
 }
 
-func isWaitingCallerDetail(path []string, key string) bool {
-	return (key == "num" || key == "name") && len(path) == 2 && path[0] == "waitingCallers"
+func waitingCallerRule(path []string, key string) act {
+	switch {
+	case len(path) == 1 && path[0] == "waitingCallers" && key == keysOf:
+		return opaqueChan
+	case len(path) == 2 && path[0] == "waitingCallers":
+		return callerField(key)
+	}
+	return keep
 }
 
-func isParkedCallerDetail(path []string, key string) bool {
-	return (key == "num" || key == "name") && len(path) == 1 && path[0] == "parkedCaller"
+func parkedCallerRule(path []string, key string) act {
+	if len(path) == 1 && path[0] == "parkedCaller" {
+		return callerField(key)
+	}
+	return keep
 }
 
-// redact copies a JSON object, replacing with "" every string value whose
-// key hide(path, key) selects; path is the keys of the enclosing objects
-// from the top (array levels are not named). Input that is not well-formed
-// JSON yields "{}" rather than leaking anything.
-func redact(data []byte, hide func(path []string, key string) bool) []byte {
-	r := redactor{in: data, out: make([]byte, 0, len(data)), hide: hide}
-	if !r.value(nil, "", false) {
+func callerField(key string) act {
+	switch key {
+	case "num", "name":
+		return blank
+	case "channel":
+		return opaqueChan
+	}
+	return keep
+}
+
+// redact copies a JSON object, rewriting every string value as rule(path,
+// key) says and the keys of an object at path as rule(path, keysOf) says;
+// path is the keys of the enclosing objects from the top (array levels are
+// not named). Input that is not well-formed JSON yields "{}" rather than
+// leaking anything.
+func redact(data []byte, rule func(path []string, key string) act) []byte {
+	r := redactor{in: data, out: make([]byte, 0, len(data)), rule: rule}
+	if !r.value(nil, "", keep) {
 		return []byte("{}")
 	}
 	return r.out
@@ -114,7 +227,10 @@ type redactor struct {
 	in   []byte
 	i    int
 	out  []byte
-	hide func([]string, string) bool
+	rule func([]string, string) act
+	// seen, when set, is told every string value with its place (raw,
+	// quotes included).
+	seen func(path []string, key string, raw []byte)
 	// nested is false until the top-level value has been entered.
 	nested bool
 }
@@ -150,60 +266,90 @@ func (r *redactor) str() ([]byte, bool) {
 	return nil, false
 }
 
-// value copies one value; blank replaces a string value with "".
-func (r *redactor) value(path []string, key string, blank bool) bool {
+// emit writes the raw string s (quotes included) as a says.
+func (r *redactor) emit(s []byte, a act) bool {
+	switch a {
+	case keep:
+		r.out = append(r.out, s...)
+		return true
+	case blank:
+		r.out = append(r.out, '"', '"')
+		return true
+	}
+	v, ok := unquote(s)
+	if !ok {
+		return false
+	}
+	r.out = append(r.out, '"')
+	if a == opaqueConv {
+		r.out = appendOpaqueConvID(r.out, v)
+	} else {
+		r.out = appendOpaqueChannel(r.out, v)
+	}
+	r.out = append(r.out, '"')
+	return true
+}
+
+// object copies the object starting at r.i; path leads to it.
+func (r *redactor) object(path []string) bool {
+	r.out = append(r.out, '{')
+	r.i++
+	keys := r.rule(path, keysOf)
+	first := true
+	for {
+		r.ws()
+		if r.i >= len(r.in) {
+			return false
+		}
+		if r.in[r.i] == '}' {
+			r.out = append(r.out, '}')
+			r.i++
+			return true
+		}
+		if !first {
+			if r.in[r.i] != ',' {
+				return false
+			}
+			r.out = append(r.out, ',')
+			r.i++
+			r.ws()
+		}
+		first = false
+		if r.i >= len(r.in) || r.in[r.i] != '"' {
+			return false
+		}
+		k, ok := r.str()
+		if !ok || !r.emit(k, keys) {
+			return false
+		}
+		r.ws()
+		if r.i >= len(r.in) || r.in[r.i] != ':' {
+			return false
+		}
+		r.out = append(r.out, ':')
+		r.i++
+		name := string(k[1 : len(k)-1])
+		if !r.value(path, name, r.rule(path, name)) {
+			return false
+		}
+	}
+}
+
+// value copies one value, the one of key in the object at path; a says
+// what becomes of it when it is a string.
+func (r *redactor) value(path []string, key string, a act) bool {
 	r.ws()
 	if r.i >= len(r.in) {
 		return false
 	}
 	switch c := r.in[r.i]; c {
 	case '{':
-		r.out = append(r.out, '{')
-		r.i++
 		var sub []string // the keys leading here; the top object has none
 		if r.nested {
 			sub = append(path[:len(path):len(path)], key)
 		}
 		r.nested = true
-		first := true
-		for {
-			r.ws()
-			if r.i >= len(r.in) {
-				return false
-			}
-			if r.in[r.i] == '}' {
-				r.out = append(r.out, '}')
-				r.i++
-				return true
-			}
-			if !first {
-				if r.in[r.i] != ',' {
-					return false
-				}
-				r.out = append(r.out, ',')
-				r.i++
-				r.ws()
-			}
-			first = false
-			if r.i >= len(r.in) || r.in[r.i] != '"' {
-				return false
-			}
-			k, ok := r.str()
-			if !ok {
-				return false
-			}
-			r.out = append(r.out, k...)
-			r.ws()
-			if r.i >= len(r.in) || r.in[r.i] != ':' {
-				return false
-			}
-			r.out = append(r.out, ':')
-			r.i++
-			name := string(k[1 : len(k)-1])
-			if !r.value(sub, name, r.hide(sub, name)) {
-				return false
-			}
-		}
+		return r.object(sub)
 	case '[':
 		r.out = append(r.out, '[')
 		r.i++
@@ -226,7 +372,7 @@ func (r *redactor) value(path []string, key string, blank bool) bool {
 				r.i++
 			}
 			first = false
-			if !r.value(path, key, blank) {
+			if !r.value(path, key, a) {
 				return false
 			}
 		}
@@ -235,12 +381,10 @@ func (r *redactor) value(path []string, key string, blank bool) bool {
 		if !ok {
 			return false
 		}
-		if blank {
-			r.out = append(r.out, '"', '"')
-		} else {
-			r.out = append(r.out, s...)
+		if r.seen != nil {
+			r.seen(path, key, s)
 		}
-		return true
+		return r.emit(s, a)
 	default:
 		// number, true, false, null
 		start := r.i

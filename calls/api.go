@@ -35,6 +35,12 @@ type Config struct {
 	// must not block: an in-memory phonebook index, not a database query.
 	// It returns "" when it knows no name.
 	NameLookup func(number string) string
+	// RingLookup, optional, names the caller of an extenRinging for the
+	// rung extension's users (their own contacts first, then the public
+	// ones): the event goes to them only, so it may carry what only they
+	// may see, while conversations, seen by many, use NameLookup. Same
+	// rules as NameLookup; without it extenRinging uses NameLookup.
+	RingLookup func(exten, number string) string
 	// Cellphones gives, by extension, the cellphone number of the user
 	// whose main extension it is: a forward to it is presence "cellphone".
 	Cellphones map[string]string

@@ -119,13 +119,19 @@ func (e *Engine) nameOf(num string) string {
 	return ""
 }
 
-// phonebookName is the phonebook's name for num (Config.NameLookup),
+// phonebookName is the phonebook's name for num as the users of
+// extension exten know it (Config.RingLookup, else Config.NameLookup),
 // whatever name the PBX gave: extenRinging carries both.
-func (e *Engine) phonebookName(num string) string {
-	if num == "" || e.cfg.NameLookup == nil {
+func (e *Engine) phonebookName(exten, num string) string {
+	switch {
+	case num == "":
 		return ""
+	case e.cfg.RingLookup != nil:
+		return e.cfg.RingLookup(exten, num)
+	case e.cfg.NameLookup != nil:
+		return e.cfg.NameLookup(num)
 	}
-	return e.cfg.NameLookup(num)
+	return ""
 }
 
 // convFor derives the conversation of one channel for its owner.

@@ -36,6 +36,10 @@
 //   - Publish ends a batch: it re-derives what the batch touched, encodes
 //     only entities whose value changed, appends one Change per changed
 //     entity to the Feed and stores a new Snapshot in an atomic pointer.
+//   - RefreshDurations, called by the link owner once a second, re-encodes
+//     the extensions and trunks holding an answered conversation so their
+//     "duration" is never more than about a second old, and stores a new
+//     snapshot; it appends nothing to the feed (durations.go).
 //   - SetLink, BeginResync, EndResync, BeginReconcile and Reconcile keep the
 //     state honest across reconnects and drift: channels not confirmed by
 //     CoreShowChannels are dropped, hung-up channels are never resurrected
@@ -77,7 +81,8 @@
 //
 // # Concurrency
 //
-// One goroutine owns the Engine and calls Apply, Publish, SetLink,
+// One goroutine owns the Engine and calls Apply, Publish,
+// RefreshDurations, SetLink,
 // BeginResync, EndResync, BeginReconcile, Reconcile and Stats. Snapshot and
 // Feed may be called from any goroutine; a Snapshot and the byte slices it
 // and the Feed hand out are immutable and may be kept and shared freely.

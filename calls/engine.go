@@ -54,6 +54,7 @@ type Engine struct {
 	ringing      []*channel // extension channels that started ringing
 
 	version uint64
+	durAt   int64 // ms of the last RefreshDurations that ran
 	pub     published
 	scratch []byte
 	changes []Change

@@ -161,7 +161,16 @@ func TestPublishCoalescesAndSeqGrows(t *testing.T) {
 func TestExtenRingingOnce(t *testing.T) {
 	rec := loadRecording(t, "queue_answered")
 	clk := &StreamClock{}
-	e := New(testConfig(clk.Now))
+	cfg := testConfig(clk.Now)
+	// 203's user has the caller among her own contacts; 204's does not.
+	cfg.NameLookup = func(num string) string { return map[string]string{"0612345678": "Rossi Srl"}[num] }
+	cfg.RingLookup = func(exten, num string) string {
+		if exten == "203" && num == "0612345678" {
+			return "Mario (203's own)"
+		}
+		return cfg.NameLookup(num)
+	}
+	e := New(cfg)
 	var rings []map[string]string
 	var last uint64
 	for _, m := range rec.msgs {
@@ -182,8 +191,8 @@ func TestExtenRingingOnce(t *testing.T) {
 	}
 	sort.Slice(rings, func(i, j int) bool { return rings[i]["exten"] < rings[j]["exten"] })
 	want := []map[string]string{
-		{"exten": "203", "callerNum": "0612345678", "callerName": "Mario Rossi", "queue": "support", "convid": "PJSIP/trunk-0000000a>PJSIP/203-0000000b"},
-		{"exten": "204", "callerNum": "0612345678", "callerName": "Mario Rossi", "queue": "support", "convid": "PJSIP/trunk-0000000a>PJSIP/204-0000000c"},
+		{"exten": "203", "callerNum": "0612345678", "callerName": "Mario Rossi", "queue": "support", "convid": "PJSIP/trunk-0000000a>PJSIP/203-0000000b", "phonebookName": "Mario (203's own)"},
+		{"exten": "204", "callerNum": "0612345678", "callerName": "Mario Rossi", "queue": "support", "convid": "PJSIP/trunk-0000000a>PJSIP/204-0000000c", "phonebookName": "Rossi Srl"},
 	}
 	if len(rings) != 2 {
 		t.Fatalf("extenRinging: %v", rings)

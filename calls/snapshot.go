@@ -11,7 +11,7 @@ import (
 // keep it; nothing in it is ever written after Publish returns it (byte
 // slices returned by its methods must not be modified by the caller).
 type Snapshot struct {
-	Version uint64    // increments on each Publish that changed something
+	Version uint64    // increments on each Publish that changed something, and on each RefreshDurations that re-encoded
 	Seq     uint64    // last Feed seq included
 	Link    LinkState // link state when published
 	Stale   bool      // Link is not live: the PBX state may be out of date
@@ -395,7 +395,7 @@ func (e *Engine) publish() *Snapshot {
 		b = append(b, `,"convid":`...)
 		b = appendString(b, cv.ID)
 		b = append(b, `,"phonebookName":`...)
-		b = appendString(b, e.phonebookName(cv.CounterpartNum))
+		b = appendString(b, e.phonebookName(c.owner, cv.CounterpartNum))
 		b = append(b, '}')
 		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
 	}

@@ -58,6 +58,10 @@ func (l *Link) Run(ctx context.Context) error {
 
 	r := &runner{l: l, ctx: ctx, wg: &wg, results: make(chan listResult), fu: l.newFollowups()}
 	defer r.fu.stop()
+	// Talk times: the engine re-encodes answered calls' durations at most
+	// once a second (calls.Engine.RefreshDurations).
+	durations := time.NewTicker(time.Second)
+	defer durations.Stop()
 	var tick <-chan time.Time
 	if l.cfg.ReconcileEvery > 0 {
 		t := time.NewTicker(l.cfg.ReconcileEvery)
@@ -101,6 +105,8 @@ func (l *Link) Run(ctx context.Context) error {
 			if r.up && !r.syncing {
 				r.start(false)
 			}
+		case <-durations.C:
+			l.eng.RefreshDurations()
 		case <-tick:
 			if r.up && !r.syncing && !r.reconciler && l.ready.Load() {
 				r.start(true)

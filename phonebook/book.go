@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,11 @@ type Config struct {
 	// through another replica is seen within OwnTTL. Default 2 s;
 	// negative: read them from the store on every search.
 	OwnTTL time.Duration
+	// Owners returns the users whose own (private and speed-dial)
+	// contacts the index keeps for Index.LookupFor: those a call can ring
+	// (users owning an extension). Read at each refresh; nil: none. At
+	// most maxOwnCached contacts per user are indexed.
+	Owners func() []string
 	// Log receives refresh failures. Default: discard.
 	Log *slog.Logger
 }
@@ -56,8 +62,9 @@ type Book struct {
 	gen atomic.Uint64
 	mem atomic.Pointer[memSearch]
 
-	mu    sync.Mutex // serialises refreshes; guards stamp
-	stamp string
+	mu     sync.Mutex // serialises refreshes; guards stamp and owners
+	stamp  string
+	owners []string // Config.Owners at the last refresh
 
 	ownMu sync.Mutex // guards own
 	own   map[string]*ownContacts
@@ -104,18 +111,55 @@ func (b *Book) Refresh(ctx context.Context) error {
 	}
 	// The stamp alone can miss a change made through the Book in the
 	// same millisecond as the previous one; the generation cannot.
-	if m := b.mem.Load(); st == b.stamp && m != nil && m.gen == gen {
+	var owners []string
+	if b.cfg.Owners != nil {
+		owners = b.cfg.Owners()
+	}
+	if m := b.mem.Load(); st == b.stamp && m != nil && m.gen == gen && slices.Equal(owners, b.owners) {
 		return nil
 	}
 	var cs []Contact
 	if err := b.store.Public(ctx, func(c Contact) error { cs = append(cs, c); return nil }); err != nil {
 		return err
 	}
+	if err := b.refreshOwn(ctx, owners); err != nil {
+		return err
+	}
+	b.owners = owners
 	b.idx.Set(cs)
 	b.mem.Store(newMemSearch(gen, cs, b.cfg.Normalizer))
 	b.stamp = st
 	return nil
 }
+
+// refreshOwn reloads the own contacts of owners (Config.Owners) into the
+// index.
+func (b *Book) refreshOwn(ctx context.Context, owners []string) error {
+	own, ok := b.store.(ownSearcher)
+	if !ok {
+		return nil
+	}
+	byUser := map[string][]Contact{}
+	for _, u := range owners {
+		if u == "" {
+			continue
+		}
+		cs, err := own.listOwn(ctx, u, maxOwnCached)
+		if err != nil {
+			return err
+		}
+		byUser[u] = cs
+	}
+	b.idx.SetPrivate(byUser)
+	return nil
+}
+
+// LookupFor is Index().LookupFor: user's own contacts first, then the
+// public ones; non-blocking.
+func (b *Book) LookupFor(user, number string) string { return b.idx.LookupFor(user, number) }
+
+// LookupOwn is Index().LookupOwn: user's own contacts only.
+func (b *Book) LookupOwn(user, number string) string { return b.idx.LookupOwn(user, number) }
 
 // Run refreshes the index now, after every change made through the Book,
 // and every RefreshEvery, until ctx ends. It returns ctx's error.

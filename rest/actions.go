@@ -218,6 +218,15 @@ func convOf(x calls.Extension, convid string) (c calls.Conversation, own, other 
 		return c, "", "", badRequest("convid is required")
 	}
 	c, ok := x.Conversations[convid]
+	if !ok && auth.IsOpaque(convid) {
+		// The id as a filtered view shows it (auth.OpaqueConvID).
+		for id, cv := range x.Conversations {
+			if auth.OpaqueConvID(id) == convid {
+				c, ok, convid = cv, true, id
+				break
+			}
+		}
+	}
 	if !ok {
 		return c, "", "", conflict("extension %s has no conversation %q", x.Exten, convid)
 	}

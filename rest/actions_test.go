@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
+	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/rest/internal/synth"
 )
 
@@ -25,6 +26,9 @@ func TestActionsSendExactAMI(t *testing.T) {
 		{"call", `{"number":"2005","endpointId":"2000"}`,
 			[]string{"Action: Originate\nChannel: PJSIP/2000\nContext: from-internal\nExten: 2005\nPriority: 1\nCallerID: 2000\nAccount: 2005\nTimeout: 30000\nAsync: true\n"}},
 		{"hangup", `{"convid":"` + conv2000 + `","endpointId":"2001"}`,
+			[]string{"Action: Hangup\nChannel: " + synth.Chan(1) + "\nCause: 16\n"}},
+		// The id as a filtered view shows it is accepted back.
+		{"hangup", `{"convid":"` + auth.OpaqueConvID(conv2000) + `","endpointId":"2001"}`,
 			[]string{"Action: Hangup\nChannel: " + synth.Chan(1) + "\nCause: 16\n"}},
 		{"blindtransfer", `{"convid":"` + conv2000 + `","endpointId":"2001","to":"2009"}`,
 			[]string{"Action: Redirect\nChannel: " + synth.Chan(0) + "\nContext: from-internal\nExten: 2009\nPriority: 1\n"}},

@@ -49,7 +49,7 @@ func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth
 		n++
 		b = appendJSONString(b, k)
 		b = append(b, ':')
-		b = append(b, s.ConferenceJSON(k)...)
+		b = append(b, auth.ViewOf(u).Conference(s.ConferenceJSON(k))...)
 	}
 	return h.write(w, r, vc, newEntry(append(b, '}')))
 }
@@ -63,7 +63,7 @@ func (h *handler) getConference(w http.ResponseWriter, r *http.Request, u *auth.
 		// call detail too.
 		return writeError(w, h.log, r, notFound("conference %q does not exist", id))
 	}
-	return h.write(w, r, vc, newEntry(vc.snap.ConferenceJSON(id)))
+	return h.write(w, r, vc, newEntry(auth.ViewOf(u).Conference(vc.snap.ConferenceJSON(id))))
 }
 
 type confOwnerReq struct {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ctibridge/ctibridge/ami/amitest"
+	"github.com/ctibridge/ctibridge/auth"
 )
 
 // replayUntil applies a recording of the real Asterisk 22 (calls/testdata)
@@ -175,6 +176,10 @@ func TestPickupQueueCaller(t *testing.T) {
 	wantSent(t, "pickup_qwaitcaller", f.post(t, "pickup_qwaitcaller", "root", body("2007"), 200),
 		"Action: Redirect\nChannel: "+ch+"\nContext: from-internal\nExten: 2007\nPriority: 1\n")
 	f.post(t, "pickup_qwaitcaller", "alice", body("2007"), 403)
+	// The channel as a filtered view shows it is accepted back.
+	opaque, _ := json.Marshal(map[string]string{"queue": "401", "channel": auth.OpaqueChannel(ch), "destId": "2007"})
+	wantSent(t, "pickup_qwaitcaller", f.post(t, "pickup_qwaitcaller", "root", string(opaque), 200),
+		"Action: Redirect\nChannel: "+ch+"\nContext: from-internal\nExten: 2007\nPriority: 1\n")
 	f.post(t, "pickup_qwaitcaller", "root", `{"queue":"401","channel":"PJSIP/none-1","destId":"2007"}`, 409)
 	f.post(t, "pickup_qwaitcaller", "root", `{"queue":"499","channel":"x","destId":"2007"}`, 404)
 }

@@ -128,6 +128,7 @@ func (h *handler) histServe(w http.ResponseWriter, r *http.Request, q history.Qu
 		if err != nil {
 			return writeError(w, h.log, r, storeError(err))
 		}
+		h.ownNames(q, p.Rows)
 		return writeJSON(w, http.StatusOK, p)
 	}
 	// Check the query before the 200 goes out; errors after it can
@@ -144,6 +145,9 @@ func (h *handler) histServe(w http.ResponseWriter, r *http.Request, q history.Qu
 	var names func(string) string
 	if h.cfg.Phonebook != nil {
 		names = h.cfg.Phonebook.Lookup
+		if own, ok := h.cfg.Phonebook.(ownNamer); ok && q.User != "" && q.User == q.Viewer {
+			names = func(n string) string { return own.LookupFor(q.Viewer, n) }
+		}
 	}
 	if err := history.ExportCSV(r.Context(), h.cfg.History, q, w, h.cfg.HistoryLocation, names, 0); err != nil {
 		h.log.Warn("history csv export cut short", "path", r.URL.Path, "err", err)
@@ -152,3 +156,31 @@ func (h *handler) histServe(w http.ResponseWriter, r *http.Request, q history.Qu
 }
 
 var errProbe = errors.New("probe")
+
+// ownNamer is a phonebook that knows each user's own contacts
+// (*phonebook.Book).
+type ownNamer interface {
+	LookupOwn(user, number string) string
+	LookupFor(user, number string) string
+}
+
+// ownNames names the numbers of a user's own history by her own contacts
+// (private, speed dial): they win over the public phonebook's names, not
+// over a caller ID name the PBX recorded. Other people's and the
+// switchboard's history keep the public names: private contacts are seen
+// by their owner only.
+func (h *handler) ownNames(q history.Query, rows []history.Call) {
+	own, ok := h.cfg.Phonebook.(ownNamer)
+	if !ok || q.User == "" || q.User != q.Viewer {
+		return
+	}
+	for i := range rows {
+		c := &rows[i]
+		if n := own.LookupOwn(q.Viewer, c.Src); n != "" && (c.CNAM == "" || c.CNAM == c.Src || c.CNAM == h.cfg.Phonebook.Lookup(c.Src)) {
+			c.CNAM = n
+		}
+		if n := own.LookupOwn(q.Viewer, c.Dst); n != "" {
+			c.DstCNAM = n
+		}
+	}
+}

@@ -151,31 +151,112 @@ func (h *handler) collection(vc *verCache, v auth.View, res resource) *entry {
 		return vc.full[res]
 	}
 	c.once[res].Do(func() {
-		c.coll[res] = newEntry(filterCollection(vc.snap, v, res))
+		c.coll[res] = newEntry(h.filterCollection(vc.snap, v, res))
 		h.metrics.encoded("view")
 	})
 	return c.coll[res]
 }
 
-// filterCollection assembles {"key":<entity as v sees it>,...} in key
-// order, as calls does.
-func filterCollection(s *calls.Snapshot, v auth.View, res resource) []byte {
-	var keys []string
-	var get func(string) []byte
+// redMemo remembers each entity's redacted JSON (as a user who may not see
+// its calls sees it) while its source bytes stay the same. The redaction
+// depends on the bytes only (auth.View.SeesCalls), and calls shares an
+// unchanged entity's bytes between snapshots, so one entry serves every
+// filtered view of every version: a new version (a change, or the
+// once-a-second duration refresh) costs one redaction per changed entity,
+// not one per entity and per view.
+type redMemo struct {
+	mu sync.Mutex
+	m  [numResources]map[string]memoEntry
+}
+
+type memoEntry struct {
+	src *byte // the source bytes' identity
+	n   int
+	red []byte
+}
+
+// redacted returns src (entity key of res) as nobody sees it.
+func (r *redMemo) redacted(res resource, key string, src []byte) []byte {
+	if len(src) == 0 {
+		return src
+	}
+	r.mu.Lock()
+	e, ok := r.m[res][key]
+	r.mu.Unlock()
+	if ok && e.src == &src[0] && e.n == len(src) {
+		return e.red
+	}
+	nobody := auth.ViewOf(nil)
+	var red []byte
 	switch res {
 	case resExtensions:
-		keys = sortedKeys(s.Extensions)
-		get = func(k string) []byte { return v.Extension(k, s.ExtensionJSON(k)) }
+		red = nobody.Extension(key, src)
 	case resQueues:
-		keys = sortedKeys(s.Queues)
-		get = func(k string) []byte { return v.Queue(s.QueueJSON(k)) }
+		red = nobody.Queue(src)
 	case resParkings:
-		keys = sortedKeys(s.Parkings)
-		get = func(k string) []byte { return v.Parking(s.ParkingJSON(k)) }
+		red = nobody.Parking(src)
 	case resTrunks:
-		keys = sortedKeys(s.Trunks)
-		get = func(k string) []byte { return v.Trunk(s.TrunkJSON(k)) }
+		red = nobody.Trunk(src)
 	}
+	r.mu.Lock()
+	if r.m[res] == nil {
+		r.m[res] = map[string]memoEntry{}
+	}
+	r.m[res][key] = memoEntry{src: &src[0], n: len(src), red: red}
+	r.mu.Unlock()
+	return red
+}
+
+// prune drops the entries of res whose entity is gone, when they have
+// piled up.
+func (r *redMemo) prune(res resource, live func(string) bool, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.m[res]) <= 2*n+64 {
+		return
+	}
+	for k := range r.m[res] {
+		if !live(k) {
+			delete(r.m[res], k)
+		}
+	}
+}
+
+// asSeen returns entity key of res (its JSON src) as v sees it: src, or
+// its shared redacted copy.
+func (h *handler) asSeen(v auth.View, res resource, key string, src []byte) []byte {
+	owner := ""
+	if res == resExtensions {
+		owner = key
+	}
+	if v.SeesCalls(owner) {
+		return src
+	}
+	return h.red.redacted(res, key, src)
+}
+
+// filterCollection assembles {"key":<entity as v sees it>,...} in key
+// order, as calls does.
+func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource) []byte {
+	var keys []string
+	var json func(string) []byte
+	var live func(string) bool
+	switch res {
+	case resExtensions:
+		keys, json = sortedKeys(s.Extensions), s.ExtensionJSON
+		live = func(k string) bool { _, ok := s.Extensions[k]; return ok }
+	case resQueues:
+		keys, json = sortedKeys(s.Queues), s.QueueJSON
+		live = func(k string) bool { _, ok := s.Queues[k]; return ok }
+	case resParkings:
+		keys, json = sortedKeys(s.Parkings), s.ParkingJSON
+		live = func(k string) bool { _, ok := s.Parkings[k]; return ok }
+	case resTrunks:
+		keys, json = sortedKeys(s.Trunks), s.TrunkJSON
+		live = func(k string) bool { _, ok := s.Trunks[k]; return ok }
+	}
+	defer h.red.prune(res, live, len(keys))
+	get := func(k string) []byte { return h.asSeen(v, res, k, json(k)) }
 	var b []byte
 	b = append(b, '{')
 	for i, k := range keys {
@@ -220,11 +301,12 @@ func (h *handler) single(vc *verCache, v auth.View, res resource, key string) *e
 	}
 	var body []byte
 	if res == resExtensions {
-		if body = vc.snap.ExtensionJSON(key); body != nil {
-			body = v.Extension(key, body)
-		}
-	} else if body = vc.snap.QueueJSON(key); body != nil {
-		body = v.Queue(body)
+		body = vc.snap.ExtensionJSON(key)
+	} else {
+		body = vc.snap.QueueJSON(key)
+	}
+	if body != nil {
+		body = h.asSeen(v, res, key, body)
 	}
 	if body == nil {
 		return nil // not cached: a client cannot grow the map with made-up names

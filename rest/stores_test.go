@@ -34,7 +34,8 @@ func storeFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	norm := phonebook.Normalizer{Country: "39", Trunk: "0", Intl: "00"}
-	book := phonebook.NewBook(phonebook.NewSQLite(db, norm), phonebook.Config{Normalizer: norm})
+	book := phonebook.NewBook(phonebook.NewSQLite(db, norm), phonebook.Config{Normalizer: norm,
+		Owners: func() []string { return []string{"alice", "bob"} }})
 	hs := history.NewSQLite(db, history.Config{NameLookup: book.Lookup, MaxWindow: 31 * 24 * time.Hour})
 	day := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	var cdrs []history.CDR
@@ -137,5 +138,58 @@ func TestHistoryRoutes(t *testing.T) {
 	r := f.do("GET", "/historycall/interval/user/alice/20260302/20260302/csv", "alice", "")
 	if ct := r.header.Get("Content-Type"); ct != "text/csv; charset=utf-8" || strings.Count(string(r.body), "\n") != 3 {
 		t.Errorf("csv: %s\n%s", ct, r.body)
+	}
+}
+
+// A user's own contacts name the numbers of her own history, for her
+// only; the public phonebook names them for everyone.
+func TestHistoryOwnContactNames(t *testing.T) {
+	f := storeFixture(t)
+	if r := f.do("POST", "/phonebook/create", "root", `{"name":"Rossi Srl","type":"public","workphone":"+39 0721 405516"}`); r.status != 200 {
+		t.Fatalf("public: %d %s", r.status, r.body)
+	}
+	if r := f.do("POST", "/phonebook/create", "alice", `{"name":"Mario (mine)","cellphone":"0039 721 405516"}`); r.status != 200 {
+		t.Fatalf("private: %d %s", r.status, r.body)
+	}
+	if err := f.h.cfg.Phonebook.(*phonebook.Book).Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A call from the number with no caller ID name, and one alice made.
+	at := time.Date(2026, 3, 2, 15, 0, 0, 0, time.UTC)
+	if err := f.h.cfg.History.Insert(context.Background(), []history.CDR{
+		{CallDate: at, Src: "0721405516", Dst: "2000", Disposition: "ANSWERED", UniqueID: "1772463600.1", LinkedID: "1772463600.1"},
+		{CallDate: at.Add(time.Minute), Src: "2000", Dst: "0721405516", Disposition: "ANSWERED", UniqueID: "1772463660.1", LinkedID: "1772463660.1"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	names := func(user, path string) []string {
+		r := f.do("GET", path, user, "")
+		var p history.Page
+		if err := json.Unmarshal(r.body, &p); r.status != 200 || err != nil {
+			t.Fatalf("%s as %s: %d %s", path, user, r.status, r.body)
+		}
+		var out []string
+		for _, c := range p.Rows {
+			switch {
+			case c.Src == "0721405516":
+				out = append(out, "from "+c.CNAM)
+			case c.Dst == "0721405516":
+				out = append(out, "to "+c.DstCNAM)
+			}
+		}
+		return out
+	}
+	// The first call's caller ID name (the PBX's) stays.
+	want := "[to Mario (mine) from Mario (mine) from =cmd|' /C calc'!A0]"
+	if got := fmt.Sprint(names("alice", "/historycall/interval/user/alice/20260301/20260302")); got != want {
+		t.Errorf("alice's own history: %s, want %s", got, want)
+	}
+	want = "[to Rossi Srl from Rossi Srl from =cmd|' /C calc'!A0]"
+	if got := fmt.Sprint(names("root", "/historycall/interval/user/alice/20260301/20260302")); got != want {
+		t.Errorf("alice's history read by root: %s, want %s (her private contact must not show)", got, want)
+	}
+	r := f.do("GET", "/historycall/interval/user/alice/20260301/20260302/csv", "alice", "")
+	if !strings.Contains(string(r.body), "Mario (mine)") {
+		t.Errorf("alice's own csv: %s", r.body)
 	}
 }

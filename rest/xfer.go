@@ -72,6 +72,15 @@ func planPickupQueueCaller(h *handler, u *auth.User, s *calls.Snapshot, req *que
 	if !ok {
 		return nil, notFound("queue %q does not exist", req.Queue)
 	}
+	if _, ok := q.WaitingCallers[req.Channel]; !ok && auth.IsOpaque(req.Channel) {
+		// The channel as a filtered view shows it (auth.OpaqueChannel).
+		for ch := range q.WaitingCallers {
+			if auth.OpaqueChannel(ch) == req.Channel {
+				req.Channel = ch
+				break
+			}
+		}
+	}
 	if _, ok := q.WaitingCallers[req.Channel]; !ok {
 		return nil, conflict("no caller %q waits in queue %s", req.Channel, q.Queue)
 	}

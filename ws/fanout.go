@@ -149,6 +149,14 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		if c.topics&(topicExtensions|topicMe) == 0 || !(c.seesUnowned || confMember(u, p.ch.Key, p.ch.Data)) {
 			return nil
 		}
+		if c.seesUnowned {
+			return p.full
+		}
+		// Members this user may not see are blanked per user (rooms are
+		// few and change seldom).
+		if red := auth.ViewOf(u).Conference(p.ch.Data); !sameBytes(red, p.ch.Data) {
+			return &frame{b: eventFrame(p.ch, red), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+		}
 		return p.full
 	default:
 		// A change type this hub does not know: only to those who see

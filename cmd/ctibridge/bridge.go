@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,9 +41,10 @@ type bridge struct {
 	eng       *calls.Engine
 	link      *link.Link
 	auth      *auth.Service
-	dirs      *directory.Set        // --dir-* directories; nil without any
-	closeDirs func()                // closes the directories' connections
-	setUsers  func(*auth.Users) int // a reload's users file, merged with dirs when there are
+	authNow   atomic.Pointer[auth.Service] // auth, for the stores' goroutines once it exists
+	dirs      *directory.Set               // --dir-* directories; nil without any
+	closeDirs func()                       // closes the directories' connections
+	setUsers  func(*auth.Users) int        // a reload's users file, merged with dirs when there are
 	hub       *ws.Hub
 	api       *httpserve.Server // REST, /ws and the panel on apiLn
 	apiLn     net.Listener
@@ -69,8 +71,19 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		acfg.Record = b.amiRec
 	}
 	// The stores: phonebook (caller names, contacts) and call history.
-	// Closed last of all.
-	if b.stores, err = openStores(ctx, c, log); err != nil {
+	// Closed last of all. The users whose own contacts name their callers
+	// are the users file's until the auth service exists, then the
+	// service's (replaced on reload, directories included).
+	usersNow := func() *auth.Users {
+		if a := b.authNow.Load(); a != nil {
+			return a.Users()
+		}
+		return users
+	}
+	if c.phoneCountry == "" {
+		log.Info("no --phone-country: a number written nationally (0721405516) and internationally (+39 0721 405516) are two numbers for the phonebook; set it (39 for Italy)")
+	}
+	if b.stores, err = openStores(ctx, c, usersNow, log); err != nil {
 		return nil, err
 	}
 	st := b.stores
@@ -82,7 +95,8 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		return nil, err
 	}
 	b.eng = calls.New(calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
-		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
+		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
+	st.names.state.Store(b.eng)
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
@@ -146,6 +160,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 func (b *bridge) openAuth(ctx context.Context, c serveConfig, users *auth.Users) error {
 	log, st := b.log, b.stores
 	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Log: log})
+	b.authNow.Store(b.auth)
 	dirs, closeDirs, err := openDirectories(ctx, c.dir, b.auth, users, log)
 	if err != nil {
 		return err

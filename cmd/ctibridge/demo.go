@@ -147,6 +147,9 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
 	bc.accessLogEvery = -1
 	bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
+	// Italy, NethCTI's installed base: 0721405516 and +39 0721 405516 are
+	// one number in the demo's phonebook.
+	bc.phoneCountry = "39"
 	wg.Go(func() {
 		names := map[string]string{}
 		for _, x := range exts {

@@ -93,7 +93,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
 	s.str(&c.db, "db", "", "phonebook and history database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
-	s.str(&c.phoneCountry, "phone-country", "", "home country calling code for number matching, digits only (39 for Italy)")
+	s.str(&c.phoneCountry, "phone-country", "", "home country calling code for number matching, digits only (39 for Italy, as the demo uses; unset, 0721405516 and +39 0721 405516 do not match)")
 	s.str(&c.phoneTrunk, "phone-trunk-prefix", "0", "national trunk prefix for number matching")
 	s.str(&c.phoneIntl, "phone-intl-prefix", "00", "international call prefix for number matching")
 	s.str(&c.phonebookURL, "phonebook-url", "", "use a remote NethCTI-compatible phonebook service instead of --db (comma-separated URLs, balanced)")

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/auth/authdb"
+	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
@@ -22,6 +24,8 @@ import (
 // --history-url: NethCTI-compatible services through pooled, balancing,
 // retrying clients).
 type stores struct {
+	book      *phonebook.Book // nil for a remote phonebook
+	names     *numberNames
 	phonebook rest.Phonebook
 	history   history.Store
 	recorder  *history.Recorder // nil for a remote history or --record-cdr=false
@@ -67,8 +71,12 @@ func (s *stores) status() string {
 
 // openStores opens what c asks for. Close it after everything using it
 // has stopped.
-func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores, err error) {
-	s := &stores{}
+//
+// users gives the users file in force: users owning an extension have
+// their own contacts indexed, so their calls' pop-ups (extenRinging) name
+// callers as they know them.
+func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, log *slog.Logger) (_ *stores, err error) {
+	s := &stores{names: &numberNames{users: users}}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -158,10 +166,12 @@ func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores
 		s.phonebook, lookup = r, r.Lookup
 		s.runs = append(s.runs, r.Run)
 	} else {
-		book = phonebook.NewBook(phonebook.NewSQL(s.gate.Conn(), norm), phonebook.Config{Normalizer: norm, Log: log.With("component", "phonebook")})
-		s.phonebook, lookup = book, book.Lookup
+		book = phonebook.NewBook(phonebook.NewSQL(s.gate.Conn(), norm), phonebook.Config{Normalizer: norm, Owners: s.names.owners,
+			Log: log.With("component", "phonebook")})
+		s.book, s.phonebook, lookup = book, book, book.Lookup
 		s.runs = append(s.runs, book.Run)
 	}
+	s.names.public, s.names.book = lookup, s.book
 
 	if c.historyURL != "" {
 		uc, err := remote(c.historyURL, "history")
@@ -171,7 +181,7 @@ func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores
 		s.history = history.NewRemote(uc, history.RemoteConfig{})
 		return s, nil // the remote service keeps its own CDRs
 	}
-	s.history = history.NewSQL(s.gate.Conn(), history.Config{NameLookup: lookup})
+	s.history = history.NewSQL(s.gate.Conn(), history.Config{NameLookup: s.names.name})
 	if c.recordCDR {
 		s.recorder, err = history.NewRecorder(s.history, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log})
 		if err != nil {
@@ -184,6 +194,60 @@ func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores
 // Lookup names a number from the phonebook without blocking: the engine's
 // caller names.
 func (s *stores) Lookup(number string) string { return s.phonebook.Lookup(number) }
+
+// numberNames names numbers for the engine and the history: the PBX's
+// name of an extension, the rung extension's user's own contacts, the
+// public phonebook. Every method is non-blocking and safe from any
+// goroutine.
+type numberNames struct {
+	users  func() *auth.Users
+	public func(string) string // the phonebook's public names; nil without one
+	book   *phonebook.Book     // own contacts; nil for a remote phonebook
+	state  atomic.Pointer[calls.Engine]
+}
+
+// owners lists the users owning an extension (phonebook.Config.Owners).
+func (n *numberNames) owners() []string {
+	var out []string
+	for _, u := range n.users().All() {
+		if len(u.Endpoints) > 0 {
+			out = append(out, u.Username)
+		}
+	}
+	return out
+}
+
+// name is history's name for a number (cnam without a caller ID name,
+// dst_cnam): the extension's name as the PBX (or the users file) gives it,
+// else the public phonebook's.
+func (n *numberNames) name(num string) string {
+	if e := n.state.Load(); e != nil && num != "" {
+		if x, ok := e.Snapshot().Extensions[num]; ok && x.Name != "" {
+			return x.Name
+		}
+	}
+	if n.public == nil {
+		return ""
+	}
+	return n.public(num)
+}
+
+// ring names the caller of extension exten for its user (the first in the
+// users file when several own it): her own contact, else the public one
+// (calls.Config.RingLookup).
+func (n *numberNames) ring(exten, num string) string {
+	if n.book != nil {
+		for _, u := range n.users().All() {
+			if u.Owns(exten) {
+				return n.book.LookupFor(u.Username, num)
+			}
+		}
+	}
+	if n.public == nil {
+		return ""
+	}
+	return n.public(num)
+}
 
 // Close releases the clients and the database, in reverse order.
 func (s *stores) Close() {

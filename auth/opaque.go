@@ -1,0 +1,88 @@
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"strconv"
+	"strings"
+)
+
+// Opaque names. A channel name can hold a number (a Local channel is named
+// after what was dialled, a trunk endpoint may be named after its DID), so
+// a view that hides a call's numbers shows its channels by a keyed hash:
+// the same channel has the same opaque name in every read, WebSocket frame
+// and conversation id of this process, so a client can still match a
+// conversation across updates and between its two parties, and actions
+// accept the opaque names back (rest resolves them against the snapshot).
+// The key is random per process, so the names cannot be inverted by
+// hashing guessed numbers, and they change when the bridge restarts (as
+// channels do not outlive the bridge's view of them anyway).
+
+// opaquePrefix starts every opaque channel name; no Asterisk channel
+// technology starts with it.
+const opaquePrefix = "~"
+
+var opaqueKey = func() (k [32]byte) {
+	rand.Read(k[:])
+	return k
+}()
+
+// OpaqueChannel is the opaque name of channel name ("" stays "").
+func OpaqueChannel(name string) string {
+	return string(appendOpaqueChannel(nil, name))
+}
+
+// OpaqueConvID is the opaque form of a conversation id "<caller
+// channel>><callee channel>": each side by OpaqueChannel, the ">" kept.
+func OpaqueConvID(id string) string {
+	return string(appendOpaqueConvID(nil, id))
+}
+
+// IsOpaque reports whether s is an opaque channel name or conversation id
+// (as a client may send it back in an action).
+func IsOpaque(s string) bool {
+	return strings.HasPrefix(s, opaquePrefix) || strings.HasPrefix(s, ">"+opaquePrefix)
+}
+
+func appendOpaqueConvID(b []byte, id string) []byte {
+	caller, callee, ok := strings.Cut(id, ">")
+	b = appendOpaqueChannel(b, caller)
+	if !ok {
+		return b
+	}
+	b = append(b, '>')
+	return appendOpaqueChannel(b, callee)
+}
+
+// appendOpaqueChannel appends "~" and 20 hex digits (80 bits of a keyed
+// SHA-256) of name; the hex digits need no JSON escaping.
+func appendOpaqueChannel(b []byte, name string) []byte {
+	if name == "" {
+		return b
+	}
+	h := sha256.New()
+	h.Write(opaqueKey[:])
+	h.Write([]byte(name))
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	b = append(b, opaquePrefix...)
+	const hex = "0123456789abcdef"
+	for _, c := range sum[:10] {
+		b = append(b, hex[c>>4], hex[c&0xf])
+	}
+	return b
+}
+
+// unquote decodes a raw JSON string (quotes included) as the calls
+// encoder writes it.
+func unquote(raw []byte) (string, bool) {
+	if len(raw) < 2 {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	if !strings.ContainsRune(string(in), '\\') {
+		return string(in), true
+	}
+	s, err := strconv.Unquote(string(raw))
+	return s, err == nil
+}

@@ -1,0 +1,71 @@
+package calls
+
+// Live durations. A conversation's JSON carries "duration", the talk time
+// in whole seconds when it was encoded; Publish encodes an entity only when
+// its value changes, so without more the duration of a call nobody touches
+// would freeze at its last state change. RefreshDurations re-encodes, at
+// most once a second, the extensions and trunks that hold an answered
+// conversation and stores a new snapshot with them; nothing goes to the
+// feed (clients tick from answeredAt, and a change per call and second
+// would flood every WebSocket client for no new fact).
+
+// durationEvery is the shortest time between two refreshes, in ms: a
+// little under a second, so a ticker's jitter cannot make a one-second
+// ticker skip a beat (a skipped beat would leave durations two seconds old).
+const durationEvery = 900
+
+// RefreshDurations re-encodes every extension and trunk with an answered
+// conversation when the last refresh is at least 0.9 s old, and stores
+// a new snapshot (Version+1, same Seq) when it re-encoded any. It appends
+// nothing to the feed. The link owner calls it about once a second; calls
+// closer together than that do nothing.
+func (e *Engine) RefreshDurations() *Snapshot {
+	prev := e.snap.Load()
+	now := e.nowMs()
+	if now-e.durAt < durationEvery && now >= e.durAt {
+		return prev
+	}
+	e.durAt = now
+	p := &e.pub
+	// Copy-on-write of the encodings only: the values do not change, so
+	// the entity maps stay shared with the previous snapshot.
+	n, trunks := 0, 0
+	for k := range p.withConvs {
+		v := p.exts[k]
+		if !anyAnswered(v.Conversations) {
+			continue
+		}
+		if n == 0 {
+			p.ext = cloneColl(p.ext)
+		}
+		p.ext.json[k] = appendExtension(make([]byte, 0, len(p.ext.json[k])+8), &v, now)
+		n++
+	}
+	for k, t := range p.trunks { // trunks are few
+		if !anyAnswered(t.Conversations) {
+			continue
+		}
+		if trunks == 0 {
+			p.trunk = cloneColl(p.trunk)
+		}
+		p.trunk.json[k] = appendTrunk(make([]byte, 0, len(p.trunk.json[k])+8), &t, now)
+		trunks++
+	}
+	n += trunks
+	if n == 0 {
+		return prev
+	}
+	e.version++
+	s := p.snapshot(e, prev.Seq, now)
+	e.snap.Store(s)
+	return s
+}
+
+func anyAnswered(m map[string]Conversation) bool {
+	for _, c := range m {
+		if c.AnsweredAt != 0 {
+			return true
+		}
+	}
+	return false
+}
