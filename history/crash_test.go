@@ -92,8 +92,8 @@ func TestCrashLosesNoCDR(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, n := sp.stats()
-			sp.close()
+			_, n := sp.Stats()
+			sp.Close()
 			pendingAtRestart = append(pendingAtRestart, n)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
