@@ -40,6 +40,11 @@ type RecorderConfig struct {
 	Location *time.Location
 	// Log receives outages and drops, rate-limited. Default: discard.
 	Log *slog.Logger
+	// OnTaken, optional, is called by Run's writer with each group of
+	// CDRs just fsynced to the spool (taken for good), in order. It must
+	// not block: it holds up the next group (webhook.Service.CDRs queues
+	// and returns). The slice must not be kept or modified.
+	OnTaken func([]CDR)
 }
 
 // RecorderStats counts what the recorder did.
@@ -338,6 +343,9 @@ func (r *Recorder) commit(buf *[]byte) {
 		r.spoolOut.OK()
 	}
 	if err == nil && fit > 0 {
+		if r.cfg.OnTaken != nil {
+			r.cfg.OnTaken(group[:fit])
+		}
 		if r.afterSync != nil {
 			r.afterSync(group[:fit])
 		}
