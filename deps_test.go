@@ -40,6 +40,7 @@ var rules = []rule{
 	{pkg: "phonebook", allowed: []string{"sqldb"}},
 	{pkg: "history", allowed: []string{"ami", "calls", "sqldb", "wal"}},
 	{pkg: "wal", stdOnly: true},
+	{pkg: "webhook", allowed: []string{"ami", "calls", "history", "sqldb", "upstream", "wal"}},
 	{pkg: "pbxsim", allowed: []string{"ami"}},
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
