@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/webhook"
 )
 
 // problem is one thing wrong with serve's configuration, located as
@@ -281,6 +282,11 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 		}
 	}
 	probs = append(probs, checkTLS(c, st)...)
+	if c.webhooks != "" {
+		if _, err := webhook.LoadFile(c.webhooks); err != nil {
+			add("webhooks", false, "see docs/webhooks.md", "%v", err)
+		}
+	}
 
 	users, _ = auth.NewUsers(nil)
 	if c.users == "" {

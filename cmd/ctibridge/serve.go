@@ -24,6 +24,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/rest"
@@ -70,6 +71,8 @@ type serveConfig struct {
 	wsSlowTimeout           time.Duration
 	wsAuthTimeout           time.Duration
 	trustedProxies          []netip.Prefix
+	webhooks                string
+	cdrTaken                func([]history.CDR) // not a setting: the webhooks' hook in the recorder
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -115,6 +118,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
+	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): signed call events POSTed to CRMs and scripts")
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s
@@ -261,6 +265,10 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 		defer rec.Close()
 		acfg.Record = rec
 	}
+	wh, err := loadWebhooks(&c)
+	if err != nil {
+		return err
+	}
 	// The stores: phonebook (caller names, contacts) and call history.
 	// Closed last of all.
 	st, err := openStores(ctx, c, log)
@@ -283,6 +291,10 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(link.NewCollector(lk, client), storeCollector{st})
+	if err := wh.start(c, eng, st.Lookup, reg, log); err != nil {
+		return err
+	}
+	defer wh.shutdown()
 	restMetrics := rest.NewMetrics()
 	if err := restMetrics.Register(reg); err != nil {
 		return err
@@ -416,6 +428,7 @@ func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names
 	<-clientDone
 	stopRec()
 	<-recDone
+	wh.shutdown()
 	return runErr
 }
 

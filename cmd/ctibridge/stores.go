@@ -151,7 +151,7 @@ func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores
 	}
 	s.history = history.NewSQL(s.gate.Conn(), history.Config{NameLookup: lookup})
 	if c.recordCDR {
-		s.recorder, err = history.NewRecorder(s.history, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log})
+		s.recorder, err = history.NewRecorder(s.history, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log, OnTaken: c.cdrTaken})
 		if err != nil {
 			return nil, err
 		}
