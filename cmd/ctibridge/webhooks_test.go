@@ -1,10 +1,20 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami/amitest"
+	"github.com/ctibridge/ctibridge/webhook"
 )
 
 // TestCheckConfigWebhooks: a webhooks file with mistakes fails
@@ -34,4 +44,63 @@ func TestCheckConfigWebhooks(t *testing.T) {
 	if out, err := checkConfig(t, env, "--config", cfg); err != nil {
 		t.Fatalf("err = %v\n%s", err, out)
 	}
+}
+
+// TestServeWebhooks: serve with --webhooks posts the signed cdr event of
+// a call's Cdr once the recorder took it, and counts it in /metrics. (The
+// call events from the engine's feed are proven in package webhook, with
+// the engine fed whole recordings.)
+func TestServeWebhooks(t *testing.T) {
+	const secret = "0123456789abcdef0123"
+	var mu sync.Mutex
+	var types []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(secret, r.Header.Get(webhook.HeaderSignature), r.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("POST %s: %v", body, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var e webhook.Event
+		json.Unmarshal(body, &e)
+		mu.Lock()
+		types = append(types, e.Extension+" "+e.Type)
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.URL+"/in\n    secret: "+secret+"\n")
+	srv := amitest.NewServer(t)
+	admin, api := freeAddr(t), freeAddr(t)
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": testUsersFile(t, t.TempDir())}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api,
+		"--data-dir", t.TempDir(), "--webhooks", hooks}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; logs:\n%s", what, logs.String())
+			}
+		}
+	}
+	waitUntil("ready", func() bool { code, _ := get(t, "http://"+admin+"/readyz"); return code == http.StatusOK })
+	for _, m := range amitest.ReadRecording(t, "../../ami/testdata/basic_call_caller_hangup.ami") {
+		if m.Event() == "Cdr" {
+			srv.Broadcast(m)
+		}
+	}
+	waitUntil("the cdr event", func() bool { mu.Lock(); defer mu.Unlock(); return len(types) == 1 && types[0] == " cdr" })
+	waitUntil("metrics", func() bool {
+		_, m := get(t, "http://"+admin+"/metrics")
+		return strings.Contains(m, `ctibridge_webhook_delivered_total{webhook="crm"} 1`) && strings.Contains(m, `ctibridge_webhook_queued{webhook="crm"} 0`)
+	})
 }
