@@ -116,9 +116,14 @@ func TestCrashLosesNoCDR(t *testing.T) {
 		readDone := make(chan struct{})
 		go func() {
 			defer close(readDone)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				line := sc.Text()
+			br := bufio.NewReader(stdout)
+			for {
+				// A line the kill cut short (no newline) is no ack.
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				line = strings.TrimSuffix(line, "\n")
 				if line == "started" {
 					close(started)
 					continue
