@@ -16,9 +16,7 @@ import (
 // none, then every method does nothing.
 type webhooks struct {
 	cfgs []webhook.Config
-	svc  *webhook.Service
-	stop context.CancelFunc
-	done chan struct{}
+	svc  *webhook.Service // set by open
 }
 
 // loadWebhooks reads c.webhooks, if set. Call it before openStores: it
@@ -32,15 +30,14 @@ func loadWebhooks(c *serveConfig) (*webhooks, error) {
 		return nil, configError{err}
 	}
 	w := &webhooks{cfgs: cfgs}
-	// Called by the recorder's Run, which starts after start.
+	// Called by the recorder's Run, which starts after open.
 	c.cdrTaken = func(cdrs []history.CDR) { w.svc.CDRs(cdrs) }
 	return w, nil
 }
 
-// start opens the webhooks' queues (<data-dir>/webhooks/<name>) and runs
-// them on a lifetime of their own: stop them after the recorder, so that
-// its last CDRs are queued.
-func (w *webhooks) start(c serveConfig, eng *calls.Engine, lookup func(string) string, reg prometheus.Registerer, log *slog.Logger) error {
+// open opens the webhooks' queues (<data-dir>/webhooks/<name>), resuming
+// what a previous process left, and registers their metrics.
+func (w *webhooks) open(c serveConfig, eng *calls.Engine, lookup func(string) string, reg prometheus.Registerer, log *slog.Logger) error {
 	if w == nil {
 		return nil
 	}
@@ -53,21 +50,23 @@ func (w *webhooks) start(c serveConfig, eng *calls.Engine, lookup func(string) s
 		return err
 	}
 	w.svc = svc
-	ctx, cancel := context.WithCancel(context.Background())
-	w.stop, w.done = cancel, make(chan struct{})
-	go func() {
-		defer close(w.done)
-		svc.Run(ctx)
-	}()
 	log.Info("webhooks", "count", len(w.cfgs), "file", c.webhooks)
 	return nil
 }
 
-// shutdown writes what is queued to disk and waits for the senders.
-func (w *webhooks) shutdown() {
-	if w == nil || w.stop == nil {
+// run delivers until ctx ends, then writes what is queued to disk. Give
+// it a lifetime of its own, stopped after the recorder's, so that the
+// recorder's last CDRs are queued.
+func (w *webhooks) run(ctx context.Context) {
+	if w == nil || w.svc == nil {
 		return
 	}
-	w.stop()
-	<-w.done
+	w.svc.Run(ctx)
+}
+
+// close closes the queues if run never did. Idempotent.
+func (w *webhooks) close() {
+	if w != nil && w.svc != nil {
+		w.svc.Close()
+	}
 }
