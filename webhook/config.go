@@ -126,7 +126,7 @@ func (c *Config) check() error {
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("url: %q is not an http(s) URL", c.URL)
 	}
-	if err := readFile(&c.Secret, c.SecretFile, "secret"); err != nil {
+	if err := readFile(&c.Secret, &c.SecretFile, "secret"); err != nil {
 		errs = append(errs, err)
 	} else if len(c.Secret) < 16 {
 		bad("secret: want at least 16 bytes (secret or secret_file)")
@@ -148,7 +148,7 @@ func (c *Config) check() error {
 		bad("max_queue_bytes: %d is below the minimum of 65536", c.MaxQueue)
 	}
 	a := &c.Auth
-	if err := readFile(&a.Token, a.TokenFile, "auth.token"); err != nil {
+	if err := readFile(&a.Token, &a.TokenFile, "auth.token"); err != nil {
 		errs = append(errs, err)
 	}
 	if o := a.OAuth2; o != nil {
@@ -165,18 +165,19 @@ func (c *Config) check() error {
 	return errors.Join(errs...)
 }
 
-// readFile sets *v from path (trimmed) when path is given.
-func readFile(v *string, path, what string) error {
-	if path == "" {
+// readFile sets *v from the file *path (trimmed) when one is named, and
+// forgets the name: checking again keeps what was read.
+func readFile(v, path *string, what string) error {
+	if *path == "" {
 		return nil
 	}
 	if *v != "" {
 		return fmt.Errorf("%s: both %s and %s_file set; choose one", what, what, what)
 	}
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(*path)
 	if err != nil {
 		return fmt.Errorf("%s_file: %w", what, err)
 	}
-	*v = strings.TrimSpace(string(b))
+	*v, *path = strings.TrimSpace(string(b)), ""
 	return nil
 }

@@ -85,6 +85,22 @@ func TestLoadFile(t *testing.T) {
 	if len(cfgs) != 2 || cfgs[0].Timeout != 3*time.Second || len(cfgs[0].Extensions) != 2 || cfgs[0].Auth.OAuth2.ClientID != "ctibridge" {
 		t.Fatalf("loaded %+v", cfgs)
 	}
+	// Files named in it are read once; New checks again.
+	tokenFile := write("token", "tok\n")
+	secretFile := write("secret", testSecret+"\n")
+	files := write("files.yaml", "webhooks:\n  - name: f\n    url: http://127.0.0.1:1/\n    secret_file: "+secretFile+"\n    auth: {token_file: "+tokenFile+"}\n")
+	cfgs, err = LoadFile(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfgs[0].Secret != testSecret || cfgs[0].Auth.Token != "tok" {
+		t.Fatalf("files not read: %+v", cfgs[0])
+	}
+	s, err := New(newPBX(t, nil).eng, cfgs, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("New after LoadFile: %v", err)
+	}
+	s.Close()
 	for name, tc := range map[string]struct{ body, want string }{
 		"unknown key": {"webhooks:\n  - name: a\n    urll: http://x/\n", "field urll not found"},
 		"not yaml":    {"webhooks: [", "webhook: "},
