@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -103,4 +104,92 @@ func TestServeWebhooks(t *testing.T) {
 		_, m := get(t, "http://"+admin+"/metrics")
 		return strings.Contains(m, `ctibridge_webhook_delivered_total{webhook="crm"} 1`) && strings.Contains(m, `ctibridge_webhook_queued{webhook="crm"} 0`)
 	})
+}
+
+// TestDemoWebhooks: the demo's simulated PBX places real SIP calls; a
+// receiver configured with --webhooks gets, signed, each call's ringing,
+// answered and hangup from the engine's state and its CDR, every id once.
+func TestDemoWebhooks(t *testing.T) {
+	const secret = "0123456789abcdef0123"
+	var mu sync.Mutex
+	byID := map[string]int{}
+	var events []webhook.Event
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(secret, r.Header.Get(webhook.HeaderSignature), r.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("POST %s: %v", body, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var e webhook.Event
+		json.Unmarshal(body, &e)
+		mu.Lock()
+		byID[e.ID]++
+		events = append(events, e)
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.URL+"\n    secret: "+secret+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	info := make(chan demoInfo, 1)
+	done := make(chan error, 1)
+	c := demoConfig{http: "127.0.0.1:0", admin: "127.0.0.1:0", sip: "127.0.0.1:0", ami: "127.0.0.1:0", phones: 4,
+		callEvery: 300 * time.Millisecond, talk: time.Second, ring: 200 * time.Millisecond, dataDir: t.TempDir(), webhooks: hooks}
+	go func() { done <- runDemo(ctx, c, slog.New(slog.DiscardHandler), func(d demoInfo) { info <- d }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("demo: %v", err)
+		}
+	}()
+	select {
+	case <-info:
+	case err := <-done:
+		t.Fatalf("demo stopped: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo did not start")
+	}
+	// A call complete at the receiver: ringing, answered and hangup of
+	// one channel, and a CDR.
+	complete := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		seen := map[string]map[string]bool{}
+		cdr := false
+		for _, e := range events {
+			if e.Type == webhook.TypeCDR {
+				cdr = true
+				continue
+			}
+			if seen[e.UniqueID] == nil {
+				seen[e.UniqueID] = map[string]bool{}
+			}
+			seen[e.UniqueID][e.Type] = true
+		}
+		for _, m := range seen {
+			if m["ringing"] && m["answered"] && m["hangup"] && cdr {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(30 * time.Second); !complete(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			mu.Lock()
+			t.Fatalf("no complete call at the receiver; events: %+v", events)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range byID {
+		if n > 1 {
+			t.Errorf("%s received %d times", id, n)
+		}
+	}
+	for _, e := range events {
+		if e.Type == webhook.TypeRinging && (e.Number == "" || e.Extension == "") {
+			t.Errorf("ringing without caller or extension: %+v", e)
+		}
+	}
+	t.Logf("%d events", len(events))
 }
