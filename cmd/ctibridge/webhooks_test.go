@@ -49,8 +49,8 @@ func TestCheckConfigWebhooks(t *testing.T) {
 
 // TestServeWebhooks: serve with --webhooks posts the signed cdr event of
 // a call's Cdr once the recorder took it, and counts it in /metrics. (The
-// call events from the engine's feed are proven in package webhook, with
-// the engine fed whole recordings.)
+// call events from the engine's feed: TestDemoWebhooks, and package
+// webhook with the engine fed whole recordings.)
 func TestServeWebhooks(t *testing.T) {
 	const secret = "0123456789abcdef0123"
 	var mu sync.Mutex
