@@ -92,8 +92,8 @@ func TestCrashLosesNoCDR(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, n := sp.stats()
-			sp.close()
+			_, n := sp.Stats()
+			sp.Close()
 			pendingAtRestart = append(pendingAtRestart, n)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
@@ -116,9 +116,14 @@ func TestCrashLosesNoCDR(t *testing.T) {
 		readDone := make(chan struct{})
 		go func() {
 			defer close(readDone)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				line := sc.Text()
+			br := bufio.NewReader(stdout)
+			for {
+				// A line the kill cut short (no newline) is no ack.
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				line = strings.TrimSuffix(line, "\n")
 				if line == "started" {
 					close(started)
 					continue

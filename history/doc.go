@@ -18,7 +18,7 @@
 //
 // A Recorder writes CDRs itself from the AMI Cdr events (cdr_manager):
 // Observe takes every AMI message without blocking; Run appends the CDRs
-// to a spool in the data directory with one fsync per group (group
+// to a spool (package wal) in the data directory with one fsync per group (group
 // commit), which is when a CDR counts as taken, and writes the spool to
 // the database in order and in batches, idempotent on (uniqueid,
 // sequence), so a replay after a crash, reconnects and replicas never

@@ -40,6 +40,11 @@ type RecorderConfig struct {
 	Location *time.Location
 	// Log receives outages and drops, rate-limited. Default: discard.
 	Log *slog.Logger
+	// OnTaken, optional, is called by Run's writer with each group of
+	// CDRs just fsynced to the spool (taken for good), in order. It must
+	// not block: it holds up the next group (webhook.Service.CDRs queues
+	// and returns). The slice must not be kept or modified.
+	OnTaken func([]CDR)
 }
 
 // RecorderStats counts what the recorder did.
@@ -245,7 +250,7 @@ func (r *Recorder) sweep(now time.Time) {
 
 // Stats returns the counters. Safe from any goroutine.
 func (r *Recorder) Stats() RecorderStats {
-	b, n := r.sp.stats()
+	b, n := r.sp.Stats()
 	return RecorderStats{Seen: r.seen.Load(), Written: r.written.Load(), Spooled: r.spooled.Load(),
 		Dropped: r.dropped.Load(), Rejected: r.rejected.Load(), Queued: r.queued.Load(), Pending: n, SpoolBytes: b,
 		SpoolMax: r.cfg.MaxSpool, StoreDown: r.storeDown.Load()}
@@ -257,7 +262,7 @@ func (r *Recorder) Stats() RecorderStats {
 // While the database fails, the spool is retried with backoff; a spool
 // left by a previous process is written first.
 func (r *Recorder) Run(ctx context.Context) error {
-	defer r.sp.close()
+	defer r.sp.Close()
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -299,12 +304,12 @@ func (r *Recorder) commit(buf *[]byte) {
 	b := (*buf)[:0]
 	// Only whole lines that fit under the bound; the rest is dropped. The
 	// spool keeps them in memory too, a batch per hot group.
-	free := r.sp.free()
+	free := r.sp.Free()
 	fit, first, firstByte := 0, 0, 0
 	var hot []hotGroup
 	cut := func() {
 		if fit > first {
-			hot = append(hot, hotGroup{start: int64(firstByte), end: int64(len(b)), cdrs: group[first:fit:fit]})
+			hot = append(hot, hotGroup{Start: int64(firstByte), End: int64(len(b)), Items: group[first:fit:fit]})
 			first, firstByte = fit, len(b)
 		}
 	}
@@ -322,7 +327,7 @@ func (r *Recorder) commit(buf *[]byte) {
 	*buf = b
 	var err error
 	if fit > 0 {
-		err = r.sp.append(b, fit, hot)
+		err = r.sp.Append(b, fit, hot)
 	}
 	r.queued.Add(-int64(len(group)))
 	switch {
@@ -338,6 +343,9 @@ func (r *Recorder) commit(buf *[]byte) {
 		r.spoolOut.OK()
 	}
 	if err == nil && fit > 0 {
+		if r.cfg.OnTaken != nil {
+			r.cfg.OnTaken(group[:fit])
+		}
 		if r.afterSync != nil {
 			r.afterSync(group[:fit])
 		}
@@ -390,7 +398,7 @@ var errStopping = errors.New("history: stopping")
 // drain writes the spool to the database, up to the end, or to the first
 // batch after stopBy when that is set.
 func (r *Recorder) drain(stopBy time.Time) error {
-	bad, err := r.sp.drain(r.cfg.Batch, func(cdrs []CDR) error {
+	bad, err := r.sp.Drain(r.cfg.Batch, func(cdrs []CDR) error {
 		if !stopBy.IsZero() && time.Now().After(stopBy) {
 			return errStopping
 		}

@@ -57,9 +57,9 @@ func BenchmarkRecorder(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "CDR/s")
-			if n := rec.sp.syncs.Load(); n > 0 {
+			if n, total := rec.sp.Syncs(); n > 0 {
 				b.ReportMetric(float64(b.N)/float64(n), "CDR/fsync")
-				b.ReportMetric(float64(rec.sp.syncNanos.Load())/float64(n)/1e3, "µs/fsync")
+				b.ReportMetric(float64(total.Microseconds())/float64(n), "µs/fsync")
 			}
 			if st := rec.Stats(); st.Dropped != 0 {
 				b.Fatalf("dropped: %+v", st)

@@ -37,6 +37,7 @@ type bridge struct {
 	hooks     *bridgeHooks  // nil for demo and tests
 	amiRec    *ami.Recorder // --record-ami; nil without it
 	stores    *stores       // phonebook, history, CDR recorder
+	webhooks  *webhooks     // --webhooks; nil without it
 	client    *ami.Client
 	eng       *calls.Engine
 	link      *link.Link
@@ -69,6 +70,9 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 			return nil, fmt.Errorf("--record-ami: %w", err)
 		}
 		acfg.Record = b.amiRec
+	}
+	if b.webhooks, err = loadWebhooks(&c); err != nil {
+		return nil, err
 	}
 	// The stores: phonebook (caller names, contacts) and call history.
 	// Closed last of all. The users whose own contacts name their callers
@@ -109,6 +113,9 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(link.NewCollector(b.link, b.client), storeCollector{st})
+	if err := b.webhooks.open(c, b.eng, st.Lookup, reg, log); err != nil {
+		return nil, err
+	}
 	restMetrics := rest.NewMetrics()
 	if err := restMetrics.Register(reg); err != nil {
 		return nil, err
@@ -237,6 +244,7 @@ func (b *bridge) close() {
 	if b.closeDirs != nil {
 		b.closeDirs()
 	}
+	b.webhooks.close()
 	if b.stores != nil {
 		b.stores.Close()
 	}
@@ -248,7 +256,8 @@ func (b *bridge) close() {
 // Run starts every component and serves until ctx is done or one of them
 // fails, then shuts down in order: REST listener, WebSocket clients (going
 // away), admin listener, everything on ctx (link, auth, stores, hooks),
-// AMI client (which logs off), history recorder (flushes). Each goroutine
+// AMI client (which logs off), history recorder (flushes), webhooks (queue
+// to disk). Each goroutine
 // below is started in this order and has an owner that waits for it.
 func (b *bridge) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -278,6 +287,8 @@ func (b *bridge) Run(ctx context.Context) error {
 			b.stores.recorder.Run(ctx)
 		}
 	})
+	// The webhooks outlive the recorder so that its last CDRs are queued.
+	whs := goOwn(b.webhooks.run)
 	wg.Go(func() {
 		if err := b.api.Serve(b.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("http: %w", err)
@@ -314,6 +325,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	wg.Wait()
 	client.stop()
 	rec.stop()
+	whs.stop()
 	return runErr
 }
 

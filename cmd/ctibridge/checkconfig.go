@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/webhook"
 )
 
 // problem is one thing wrong with serve's configuration, located as
@@ -288,6 +289,11 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 		add("queue-numbers", false, "name=number,..., like support=600", "%v", err)
 	}
 	probs = append(probs, checkTLS(c, st)...)
+	if c.webhooks != "" {
+		if _, err := webhook.LoadFile(c.webhooks); err != nil {
+			add("webhooks", false, "see docs/webhooks.md", "%v", err)
+		}
+	}
 	users, more := checkUsersAndDirs(c, add)
 	return users, append(probs, more...)
 }

@@ -24,6 +24,7 @@ type demoConfig struct {
 	ring                  time.Duration
 	dataDir               string
 	logLevel              string
+	webhooks              string
 }
 
 func demoSettings(c *demoConfig) *settings {
@@ -38,6 +39,7 @@ func demoSettings(c *demoConfig) *settings {
 	s.dur(&c.ring, "ring", 3*time.Second, "how long a simulated phone rings before it answers")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "embedded database and spool directory")
 	s.str(&c.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): the simulated calls' events POSTed to your receiver")
 	return s
 }
 
@@ -145,6 +147,7 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	serveSettings(&bc)
 	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
 	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
+	bc.webhooks = c.webhooks
 	bc.accessLogEvery = -1
 	bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
 	// Italy, NethCTI's installed base: 0721405516 and +39 0721 405516 are

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/httpserve"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/rest"
@@ -61,6 +62,8 @@ type serveConfig struct {
 	wsSlowTimeout           time.Duration
 	wsAuthTimeout           time.Duration
 	trustedProxies          []netip.Prefix
+	webhooks                string
+	cdrTaken                func([]history.CDR) // not a setting: the webhooks' hook in the recorder
 	wsOrigins               string
 	dir                     dirConfig
 }
@@ -110,6 +113,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
 	s.str(&c.queueNumbers, "queue-numbers", "", "the numbers callers dial to reach queues whose app_queue name differs, as name=number,... (support=600); not needed on FreePBX")
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
+	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): signed call events POSTed to CRMs and scripts")
 	directorySettings(s, &c.dir)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")

@@ -183,7 +183,7 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 	}
 	s.history = history.NewSQL(s.gate.Conn(), history.Config{NameLookup: s.names.name})
 	if c.recordCDR {
-		s.recorder, err = history.NewRecorder(s.history, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log})
+		s.recorder, err = history.NewRecorder(s.history, history.RecorderConfig{SpoolDir: filepath.Join(c.dataDir, "spool"), Log: log, OnTaken: c.cdrTaken})
 		if err != nil {
 			return nil, err
 		}

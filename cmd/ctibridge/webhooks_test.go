@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami/amitest"
+	"github.com/ctibridge/ctibridge/webhook"
+)
+
+// TestCheckConfigWebhooks: a webhooks file with mistakes fails
+// check-config (and so serve's start), naming each mistake; a good one
+// passes.
+func TestCheckConfigWebhooks(t *testing.T) {
+	dir := t.TempDir()
+	users := testUsersFile(t, dir)
+	hooks := filepath.Join(dir, "webhooks.yaml")
+	cfg := filepath.Join(dir, "ctibridge.yaml")
+	os.WriteFile(cfg, []byte("ami-user: ctibridge\nusers: "+users+"\ndata-dir: "+dir+"\nwebhooks: "+hooks+"\n"), 0o640)
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "s3cret"}
+
+	os.WriteFile(hooks, []byte("webhooks:\n  - name: crm\n    url: crm.example.com/hook\n    secret: short\n    events: [rang]\n"), 0o640)
+	out, err := checkConfig(t, env, "--config", cfg)
+	if err == nil {
+		t.Fatalf("no error; output:\n%s", out)
+	}
+	for _, want := range []string{`key "webhooks"`, `url: "crm.example.com/hook" is not an http(s) URL`,
+		"secret: want at least 16 bytes", `unknown event "rang"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	os.WriteFile(hooks, []byte("webhooks:\n  - name: crm\n    url: https://crm.example.com/hook\n    secret: 0123456789abcdef0123\n"), 0o640)
+	if out, err := checkConfig(t, env, "--config", cfg); err != nil {
+		t.Fatalf("err = %v\n%s", err, out)
+	}
+}
+
+// TestServeWebhooks: serve with --webhooks posts the signed cdr event of
+// a call's Cdr once the recorder took it, and counts it in /metrics. (The
+// call events from the engine's feed: TestDemoWebhooks, and package
+// webhook with the engine fed whole recordings.)
+func TestServeWebhooks(t *testing.T) {
+	const secret = "0123456789abcdef0123"
+	var mu sync.Mutex
+	var types []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(secret, r.Header.Get(webhook.HeaderSignature), r.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("POST %s: %v", body, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var e webhook.Event
+		json.Unmarshal(body, &e)
+		mu.Lock()
+		types = append(types, e.Extension+" "+e.Type)
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.URL+"/in\n    secret: "+secret+"\n")
+	srv := amitest.NewServer(t)
+	admin, api := freeAddr(t), freeAddr(t)
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": testUsersFile(t, t.TempDir())}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api,
+		"--data-dir", t.TempDir(), "--webhooks", hooks}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; logs:\n%s", what, logs.String())
+			}
+		}
+	}
+	waitUntil("ready", func() bool { code, _ := get(t, "http://"+admin+"/readyz"); return code == http.StatusOK })
+	for _, m := range amitest.ReadRecording(t, "../../ami/testdata/basic_call_caller_hangup.ami") {
+		if m.Event() == "Cdr" {
+			srv.Broadcast(m)
+		}
+	}
+	waitUntil("the cdr event", func() bool { mu.Lock(); defer mu.Unlock(); return len(types) == 1 && types[0] == " cdr" })
+	waitUntil("metrics", func() bool {
+		_, m := get(t, "http://"+admin+"/metrics")
+		return strings.Contains(m, `ctibridge_webhook_delivered_total{webhook="crm"} 1`) && strings.Contains(m, `ctibridge_webhook_queued{webhook="crm"} 0`)
+	})
+}
+
+// TestDemoWebhooks: the demo's simulated PBX places real SIP calls; a
+// receiver configured with --webhooks gets, signed, each call's ringing,
+// answered and hangup from the engine's state and its CDR, every id once.
+func TestDemoWebhooks(t *testing.T) {
+	const secret = "0123456789abcdef0123"
+	var mu sync.Mutex
+	byID := map[string]int{}
+	var events []webhook.Event
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(secret, r.Header.Get(webhook.HeaderSignature), r.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("POST %s: %v", body, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var e webhook.Event
+		json.Unmarshal(body, &e)
+		mu.Lock()
+		byID[e.ID]++
+		events = append(events, e)
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.URL+"\n    secret: "+secret+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	info := make(chan demoInfo, 1)
+	done := make(chan error, 1)
+	c := demoConfig{http: "127.0.0.1:0", admin: "127.0.0.1:0", sip: "127.0.0.1:0", ami: "127.0.0.1:0", phones: 4,
+		callEvery: 300 * time.Millisecond, talk: time.Second, ring: 200 * time.Millisecond, dataDir: t.TempDir(), webhooks: hooks}
+	go func() { done <- runDemo(ctx, c, slog.New(slog.DiscardHandler), func(d demoInfo) { info <- d }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("demo: %v", err)
+		}
+	}()
+	select {
+	case <-info:
+	case err := <-done:
+		t.Fatalf("demo stopped: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo did not start")
+	}
+	// A call complete at the receiver: ringing, answered and hangup of
+	// one channel, and a CDR.
+	complete := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		seen := map[string]map[string]bool{}
+		cdr := false
+		for _, e := range events {
+			if e.Type == webhook.TypeCDR {
+				cdr = true
+				continue
+			}
+			if seen[e.UniqueID] == nil {
+				seen[e.UniqueID] = map[string]bool{}
+			}
+			seen[e.UniqueID][e.Type] = true
+		}
+		for _, m := range seen {
+			if m["ringing"] && m["answered"] && m["hangup"] && cdr {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(30 * time.Second); !complete(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			mu.Lock()
+			t.Fatalf("no complete call at the receiver; events: %+v", events)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range byID {
+		if n > 1 {
+			t.Errorf("%s received %d times", id, n)
+		}
+	}
+	for _, e := range events {
+		if e.Type == webhook.TypeRinging && (e.Number == "" || e.Extension == "") {
+			t.Errorf("ringing without caller or extension: %+v", e)
+		}
+	}
+	t.Logf("%d events", len(events))
+}

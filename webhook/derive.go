@@ -1,0 +1,196 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// conv is what the tracker reads of a conversation: the fields of
+// calls.Conversation that events carry, with the JSON names of the feed.
+type conv struct {
+	LinkedID        string `json:"linkedId"`
+	UniqueID        string `json:"uniqueId"`
+	Connected       bool   `json:"connected"`
+	Direction       string `json:"direction"`
+	CounterpartNum  string `json:"counterpartNum"`
+	CounterpartName string `json:"counterpartName"`
+	AnsweredAt      int64  `json:"answeredAt"`
+	QueueID         string `json:"queueId"`
+	ThroughTrunk    bool   `json:"throughTrunk"`
+}
+
+// extUpdate is what the tracker decodes of an extenUpdate's JSON.
+type extUpdate struct {
+	Conversations map[string]conv `json:"conversations"`
+}
+
+// leg is a call of an extension the tracker follows: one channel
+// (uniqueid) of that extension, with the events already raised for it.
+type leg struct {
+	conv
+	rang     bool // the ringing event was raised
+	answered bool // the answered event was raised
+}
+
+// tracker turns the successive states of extensions into call events: a
+// channel appearing unconnected on an incoming call rings, its first
+// connection answers, its disappearance hangs up. It follows channels,
+// not conversation ids, so a conversation re-keyed by a transfer or a
+// queue is the same call. Owned by Service.Run's goroutine.
+type tracker struct {
+	legs   map[string]map[string]*leg // by extension, then uniqueid
+	lookup func(number string) string // phonebook name of a number; may be nil
+	scope  func(exten string) bool    // is the extension of interest to any webhook
+	seen   map[string]bool            // scratch for apply
+}
+
+func newTracker(lookup func(string) string, scope func(string) bool) *tracker {
+	return &tracker{legs: map[string]map[string]*leg{}, lookup: lookup, scope: scope, seen: map[string]bool{}}
+}
+
+// emptyConvs is how an extension without calls ends in the feed.
+var emptyConvs = []byte(`"conversations":{}}`)
+
+// change applies one feed change, calling emit for each event. Changes
+// other than extenUpdate, and those of extensions out of scope, cost a
+// comparison; an extension without calls before or after, a suffix
+// check.
+func (t *tracker) change(c *calls.Change, emit func(*Event)) error {
+	if c.Type != "extenUpdate" || !t.scope(c.Key) {
+		return nil
+	}
+	if len(t.legs[c.Key]) == 0 && bytes.HasSuffix(c.Data, emptyConvs) {
+		return nil
+	}
+	var x extUpdate
+	if err := json.Unmarshal(c.Data, &x); err != nil {
+		return fmt.Errorf("webhook: extension %s at seq %d: %w", c.Key, c.Seq, err)
+	}
+	t.apply(c.Key, x.Conversations, c.At, emit)
+	return nil
+}
+
+// seed takes the calls in progress in snap without raising events (a
+// start: whatever they did before, this process did not see).
+func (t *tracker) seed(snap *calls.Snapshot) {
+	for k, x := range snap.Extensions {
+		if t.scope(k) {
+			t.apply(k, fromModel(x.Conversations), snap.At, nil)
+		}
+	}
+}
+
+// resync brings the tracker to snap after a gap in the feed, raising the
+// events that the difference implies (calls gone hang up, new ones ring
+// or answer).
+func (t *tracker) resync(snap *calls.Snapshot, emit func(*Event)) {
+	for k := range t.legs {
+		if _, ok := snap.Extensions[k]; !ok {
+			t.apply(k, nil, snap.At, emit)
+		}
+	}
+	for k, x := range snap.Extensions {
+		if t.scope(k) {
+			t.apply(k, fromModel(x.Conversations), snap.At, emit)
+		}
+	}
+}
+
+func fromModel(m map[string]calls.Conversation) map[string]conv {
+	out := make(map[string]conv, len(m))
+	for id, c := range m {
+		out[id] = conv{LinkedID: c.LinkedID, UniqueID: c.UniqueID, Connected: c.Connected, Direction: c.Direction,
+			CounterpartNum: c.CounterpartNum, CounterpartName: c.CounterpartName, AnsweredAt: c.AnsweredAt,
+			QueueID: c.QueueID, ThroughTrunk: c.ThroughTrunk}
+	}
+	return out
+}
+
+// apply compares exten's conversations now (at ms) with the legs
+// followed; emit, when not nil, receives the events.
+func (t *tracker) apply(exten string, convs map[string]conv, ms int64, emit func(*Event)) {
+	legs := t.legs[exten]
+	clear(t.seen)
+	for id, c := range convs {
+		if c.UniqueID == "" {
+			continue
+		}
+		t.seen[c.UniqueID] = true
+		l := legs[c.UniqueID]
+		if l == nil {
+			if legs == nil {
+				legs = map[string]*leg{}
+				t.legs[exten] = legs
+			}
+			l = &leg{conv: c}
+			legs[c.UniqueID] = l
+			// Taken silently (seed): no ringing for it later either.
+			l.rang = emit == nil
+		}
+		// The latest counterpart and queue: a queue call connects with
+		// the agent who answered. Keys stay those of the first sight.
+		linked := l.LinkedID
+		l.conv = c
+		if linked != "" {
+			l.LinkedID = linked
+		}
+		// It rings once the caller's side is known: the engine shows a
+		// callee channel first (id ">callee") and links the caller's
+		// channel, its number and queue a moment later.
+		if !l.rang && !c.Connected && c.Direction == "in" && (c.CounterpartNum != "" || !strings.HasPrefix(id, ">")) {
+			l.rang = true
+			t.ringing(exten, l, ms, emit)
+		}
+		if c.Connected && !l.answered {
+			l.answered, l.rang = true, true
+			if emit != nil {
+				e := t.event(exten, l, TypeAnswered, ms)
+				emit(&e)
+			}
+		}
+	}
+	for id, l := range legs {
+		if t.seen[id] {
+			continue
+		}
+		delete(legs, id)
+		if emit != nil {
+			e := t.event(exten, l, TypeHangup, ms)
+			var talk int64
+			if l.answered && l.AnsweredAt > 0 && ms > l.AnsweredAt {
+				talk = (ms - l.AnsweredAt) / 1000
+			}
+			answered := l.answered
+			e.Answered, e.Duration = &answered, &talk
+			emit(&e)
+		}
+	}
+	if len(legs) == 0 {
+		delete(t.legs, exten)
+	}
+}
+
+// ringing raises the ringing event of l, with the phonebook's name.
+func (t *tracker) ringing(exten string, l *leg, ms int64, emit func(*Event)) {
+	e := t.event(exten, l, TypeRinging, ms)
+	if t.lookup != nil && l.CounterpartNum != "" {
+		if name := t.lookup(l.CounterpartNum); name != "" {
+			e.Phonebook = &Match{Name: name}
+		}
+	}
+	emit(&e)
+}
+
+// event is the common part of a call event about l.
+func (t *tracker) event(exten string, l *leg, typ string, ms int64) Event {
+	return Event{
+		ID:   l.LinkedID + ":" + l.UniqueID + ":" + typ,
+		Type: typ, At: stamp(ms), Extension: exten, LinkedID: l.LinkedID, UniqueID: l.UniqueID,
+		Direction: l.Direction, Number: l.CounterpartNum, Name: l.CounterpartName,
+		Queue: l.QueueID, Trunk: l.ThroughTrunk,
+	}
+}

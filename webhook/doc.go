@@ -1,0 +1,41 @@
+// Package webhook sends call events to configured HTTP receivers (CRMs,
+// scripts) as signed JSON POSTs: a call ringing at an extension (with the
+// phonebook's name for the caller and the queue it came through),
+// answered, hung up (with its talk time), and a CDR taken by the
+// recorder. docs/webhooks.md is the receiver's reference.
+//
+// The call events are derived from the engine's change feed, as the
+// screens see it: an extension's channel appearing unconnected on an
+// incoming call rings, its first connection answers, its disappearance
+// hangs up. The tracker follows channels (uniqueid), not conversation
+// ids, so a call re-keyed by a queue or a transfer is one call. At start
+// the calls in progress are taken silently; after a gap in the feed (the
+// reader fell behind the ring buffer) the difference with the current
+// snapshot is raised. CDR events come from history.RecorderConfig.OnTaken,
+// after the CDR is fsynced to the recorder's spool.
+//
+// Every event has an idempotency key, "<linkedid>:<uniqueid>:<type>" (a
+// CDR adds ":<sequence>"), in its "id" and the Idempotency-Key header.
+// The body is signed with HMAC-SHA256 over "<timestamp>.<body>" with the
+// webhook's secret (X-Ctibridge-Timestamp, X-Ctibridge-Signature), so a
+// receiver can check who sent it and refuse replays.
+//
+// Delivery is decoupled from the engine: the feed reader only appends to
+// each webhook's bounded memory queue (dropping, counted, when it is
+// full), a writer moves that queue to an on-disk queue (package wal) with
+// one fsync per group, and a sender POSTs the disk queue in order, one
+// event at a time, through an upstream.Client (pooled connections, a
+// static bearer token or OAuth2 client credentials). Failures (transport,
+// timeout, 5xx, 408, 425, 429) are retried with full-jitter backoff
+// without limit while the disk queue holds the events (bounded; new
+// events are dropped beyond it); other 4xx refuse the event for good. The
+// queue position moves after each 2xx, so what the receiver acknowledged
+// is not sent again, across restarts too; a crash between the 2xx and the
+// position write, or the loss of the position file, resends: delivery is
+// at least once, and the key makes it idempotent.
+//
+// The package does not read flags or the environment; LoadFile reads a
+// webhooks file. A Service's Run owns its goroutines (feed reader, and a
+// writer and a sender per webhook) and waits for them; CDRs and Stats are
+// safe from any goroutine.
+package webhook

@@ -1,0 +1,243 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
+)
+
+// State is where the events come from: the engine (*calls.Engine).
+type State interface {
+	Snapshot() *calls.Snapshot
+	Feed() *calls.Feed
+}
+
+// Options configures a Service. Dir is required.
+type Options struct {
+	// Dir holds one queue directory per webhook (<data-dir>/webhooks).
+	Dir string
+	// Lookup names a number from the phonebook without blocking (the
+	// ringing event's "phonebook"). Optional.
+	Lookup func(number string) string
+	// MaxMemory bounds the events of one webhook waiting in memory for
+	// the disk queue's fsync. Default 10000; beyond it events are dropped.
+	MaxMemory int
+	// Log receives outages and drops, rate-limited. Default: discard.
+	Log *slog.Logger
+}
+
+// Stats counts what one webhook did.
+type Stats struct {
+	Name      string
+	Delivered uint64 // events the receiver took (2xx)
+	Failed    uint64 // attempts that failed (transport error, timeout, 5xx, 408, 429), each retried
+	Dropped   uint64 // events lost: queue full, disk error, refused by the receiver (other 4xx)
+	Queued    int64  // events waiting, in memory and on disk
+}
+
+// Service sends the call events of the engine's feed and the recorder's
+// CDRs to the configured webhooks.
+type Service struct {
+	// Immutable after New.
+	state State
+	hooks []*hook
+	opts  Options
+	log   *slog.Logger
+
+	// Owned by Run's feed reader.
+	tr   *tracker
+	last uint64 // last feed seq read
+
+	started  chan struct{} // closed once the reader has taken the snapshot
+	running  atomic.Bool
+	feedBad  atomic.Uint64 // changes that could not be decoded
+	resyncs  atomic.Uint64 // gaps in the feed, closed from a snapshot
+	readSeq  atomic.Uint64 // last seq the reader has handled (tests, metrics)
+	stopOnce sync.Once
+}
+
+// New checks cfgs (Check) and opens every webhook's queue, resuming what
+// a previous process left in it.
+func New(state State, cfgs []Config, opts Options) (*Service, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("webhook: no queue directory")
+	}
+	if err := Check(cfgs); err != nil {
+		return nil, err
+	}
+	if opts.MaxMemory <= 0 {
+		opts.MaxMemory = 10000
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{state: state, opts: opts, log: log.With("component", "webhook"), started: make(chan struct{})}
+	for _, c := range cfgs {
+		if c.RetryMax <= 0 {
+			c.RetryMax = 30 * time.Second
+		}
+		if c.MaxQueue <= 0 {
+			c.MaxQueue = 64 << 20
+		}
+		h, err := newHook(c, opts.Dir, opts.MaxMemory, s.log)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.hooks = append(s.hooks, h)
+	}
+	s.tr = newTracker(opts.Lookup, s.inScope)
+	return s, nil
+}
+
+// inScope reports whether some webhook wants call events of exten.
+func (s *Service) inScope(exten string) bool {
+	for _, h := range s.hooks {
+		if h.wantsExten(exten) && (h.wantsType(TypeRinging) || h.wantsType(TypeAnswered) || h.wantsType(TypeHangup)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run reads the feed and delivers until ctx ends; then it stops reading,
+// writes what is queued in memory to the disk queues, lets a POST under
+// way finish, and returns. What is left is sent by the next process. It
+// closes the queues: a Service runs once.
+func (s *Service) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("webhook: Run called twice")
+	}
+	defer s.Close()
+	var senders, writers sync.WaitGroup
+	wctx, stopWriters := context.WithCancel(context.Background())
+	for _, h := range s.hooks {
+		senders.Go(func() { h.sender(ctx) })
+		writers.Go(func() { h.writer(wctx) })
+	}
+	s.read(ctx)
+	// The feed reader and the recorder (stopped before ctx ends) add no
+	// more: flush the memory queues.
+	stopWriters()
+	writers.Wait()
+	senders.Wait()
+	return nil
+}
+
+// read follows the feed until ctx ends. It never waits on anything but
+// the feed: events go to the webhooks' memory queues, which drop when
+// full.
+func (s *Service) read(ctx context.Context) {
+	feed := s.state.Feed()
+	snap := s.state.Snapshot()
+	s.tr.seed(snap)
+	s.last = snap.Seq
+	close(s.started)
+	for {
+		wake := feed.Wait() // before reading, so no append is missed
+		s.pump(feed)
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pump handles the changes after s.last; after a gap it resynchronises
+// from the current snapshot.
+func (s *Service) pump(feed *calls.Feed) {
+	cs, ok := feed.Since(s.last)
+	if !ok {
+		snap := s.state.Snapshot()
+		s.resyncs.Add(1)
+		s.log.Warn("webhook feed reader fell behind: resynchronised from a snapshot", "from_seq", s.last, "to_seq", snap.Seq)
+		s.tr.resync(snap, s.emit)
+		s.last = snap.Seq
+		s.readSeq.Store(s.last)
+		return
+	}
+	for i := range cs {
+		if err := s.tr.change(&cs[i], s.emit); err != nil {
+			s.feedBad.Add(1)
+			s.log.Error("webhook: undecodable change skipped", "err", err)
+		}
+		s.last = cs[i].Seq
+	}
+	s.readSeq.Store(s.last)
+}
+
+// emit encodes e once and queues it for every webhook that wants it.
+func (s *Service) emit(e *Event) {
+	var r record
+	for _, h := range s.hooks {
+		if !h.wantsType(e.Type) || !h.wantsExten(e.Extension) {
+			continue
+		}
+		if r.Body == nil {
+			b, err := json.Marshal(e)
+			if err != nil {
+				s.log.Error("webhook: event not encodable", "id", e.ID, "err", err)
+				return
+			}
+			r = record{ID: e.ID, Type: e.Type, Body: b}
+		}
+		h.enqueue(r)
+	}
+}
+
+// CDRs queues the cdr events of CDRs the recorder has taken
+// (history.RecorderConfig.OnTaken). It never blocks. Safe from any
+// goroutine.
+func (s *Service) CDRs(cdrs []history.CDR) {
+	ms := time.Now().UnixMilli()
+	for i := range cdrs {
+		c := &cdrs[i]
+		var r record
+		for _, h := range s.hooks {
+			if !h.wantsType(TypeCDR) || !h.wantsCDR(c.Src, c.Dst) {
+				continue
+			}
+			if r.Body == nil {
+				e := cdrEvent(c, ms)
+				b, err := json.Marshal(&e)
+				if err != nil {
+					s.log.Error("webhook: cdr not encodable", "id", e.ID, "err", err)
+					break
+				}
+				r = record{ID: e.ID, Type: e.Type, Body: b}
+			}
+			h.enqueue(r)
+		}
+	}
+}
+
+// Stats returns each webhook's counters, in configuration order. Safe
+// from any goroutine.
+func (s *Service) Stats() []Stats {
+	out := make([]Stats, len(s.hooks))
+	for i, h := range s.hooks {
+		out[i] = Stats{Name: h.cfg.Name, Delivered: h.delivered.Load(), Failed: h.failed.Load(),
+			Dropped: h.dropped.Load(), Queued: h.pending()}
+	}
+	return out
+}
+
+// Close closes the queues and the clients' idle connections; Run does it
+// when it returns. Idempotent.
+func (s *Service) Close() {
+	s.stopOnce.Do(func() {
+		for _, h := range s.hooks {
+			h.q.Close()
+			h.client.Close()
+		}
+	})
+}
