@@ -74,20 +74,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if b.webhooks, err = loadWebhooks(&c); err != nil {
 		return nil, err
 	}
-	// The stores: phonebook (caller names, contacts) and call history.
-	// Closed last of all. The users whose own contacts name their callers
-	// are the users file's until the auth service exists, then the
-	// service's (replaced on reload, directories included).
-	usersNow := func() *auth.Users {
-		if a := b.authNow.Load(); a != nil {
-			return a.Users()
-		}
-		return users
-	}
-	if c.phoneCountry == "" {
-		log.Info("no --phone-country: a number written nationally (0721405516) and internationally (+39 0721 405516) are two numbers for the phonebook; set it (39 for Italy)")
-	}
-	if b.stores, err = openStores(ctx, c, usersNow, log); err != nil {
+	if err := b.openStores(ctx, c, users); err != nil {
 		return nil, err
 	}
 	st := b.stores
@@ -158,6 +145,24 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		return nil, err
 	}
 	return b, nil
+}
+
+// openStores opens the stores: phonebook (caller names, contacts) and
+// call history, closed last of all. The users whose own contacts name
+// their callers are the users file's until the auth service exists, then
+// the service's (replaced on reload, directories included).
+func (b *bridge) openStores(ctx context.Context, c serveConfig, users *auth.Users) (err error) {
+	usersNow := func() *auth.Users {
+		if a := b.authNow.Load(); a != nil {
+			return a.Users()
+		}
+		return users
+	}
+	if c.phoneCountry == "" {
+		b.log.Info("no --phone-country: a number written nationally (0721405516) and internationally (+39 0721 405516) are two numbers for the phonebook; set it (39 for Italy)")
+	}
+	b.stores, err = openStores(ctx, c, usersNow, b.log)
+	return err
 }
 
 // openAuth builds the auth service on the stores' session store, the

@@ -83,17 +83,9 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 		}
 	}()
 	norm := phonebook.Normalizer{Country: c.phoneCountry, Trunk: c.phoneTrunk, Intl: c.phoneIntl}
-	var creds upstream.Credentials
-	switch {
-	case c.upstreamOAuthURL != "":
-		o, err := upstream.NewOAuth2(upstream.OAuth2Config{TokenURL: c.upstreamOAuthURL, ClientID: c.upstreamOAuthID,
-			ClientSecret: c.upstreamOAuthSecret, Scopes: splitList(c.upstreamOAuthScopes)})
-		if err != nil {
-			return nil, err
-		}
-		creds = o
-	case c.upstreamToken != "":
-		creds = upstream.StaticHeader("Authorization", "Bearer "+c.upstreamToken)
+	creds, err := upstreamCredentials(c)
+	if err != nil {
+		return nil, err
 	}
 	remote := func(urls, name string) (*upstream.Client, error) {
 		uc, err := upstream.New(upstream.Config{URLs: splitList(urls), Credentials: creds, Log: log.With("component", "upstream", "service", name)})
@@ -116,32 +108,10 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 	// need not answer yet: the gate connects and migrates it in the
 	// background, with backoff, and the stores answer ErrUnavailable
 	// (503) until then; the live state never waits for it.
-	var db *storeDB
-	var book *phonebook.Book
 	if c.phonebookURL == "" || c.historyURL == "" {
-		if db, err = openDB(ctx, c.db, c.dataDir); err != nil {
+		if err := s.openDB(ctx, c, log); err != nil {
 			return nil, err
 		}
-		s.closers = append(s.closers, db.Close)
-		s.gate = sqldb.NewGate(db.conn(), sqldb.GateConfig{
-			Prepare: func(ctx context.Context) error {
-				applied, err := db.migrate(ctx)
-				if err == nil {
-					log.Info("database ready", "db", db.desc, "migrations", applied)
-				}
-				return err
-			},
-			OnReady: func(ctx context.Context) {
-				if book != nil {
-					book.Refresh(ctx) // the caller names, at once
-				}
-				if s.dbReady != nil {
-					s.dbReady(ctx)
-				}
-			},
-			Log: log.With("component", "store", "db", db.desc),
-		})
-		s.runs = append(s.runs, s.gate.Run)
 	}
 
 	// Login sessions: in the database, with <data-dir>/sessions.json taking
@@ -166,7 +136,7 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 		s.phonebook, lookup = r, r.Lookup
 		s.runs = append(s.runs, r.Run)
 	} else {
-		book = phonebook.NewBook(phonebook.NewSQL(s.gate.Conn(), norm), phonebook.Config{Normalizer: norm, Owners: s.names.owners,
+		book := phonebook.NewBook(phonebook.NewSQL(s.gate.Conn(), norm), phonebook.Config{Normalizer: norm, Owners: s.names.owners,
 			Log: log.With("component", "phonebook")})
 		s.book, s.phonebook, lookup = book, book, book.Lookup
 		s.runs = append(s.runs, book.Run)
@@ -189,6 +159,50 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 		}
 	}
 	return s, nil
+}
+
+// upstreamCredentials are what the remote services are called with: an
+// OAuth2 client's tokens, a static bearer token, or none.
+func upstreamCredentials(c serveConfig) (upstream.Credentials, error) {
+	switch {
+	case c.upstreamOAuthURL != "":
+		return upstream.NewOAuth2(upstream.OAuth2Config{TokenURL: c.upstreamOAuthURL, ClientID: c.upstreamOAuthID,
+			ClientSecret: c.upstreamOAuthSecret, Scopes: splitList(c.upstreamOAuthScopes)})
+	case c.upstreamToken != "":
+		return upstream.StaticHeader("Authorization", "Bearer "+c.upstreamToken), nil
+	}
+	return nil, nil
+}
+
+// openDB opens the local database and its gate, which connects and
+// migrates it in the background; once it is ready the phonebook is read
+// and s.dbReady runs.
+func (s *stores) openDB(ctx context.Context, c serveConfig, log *slog.Logger) error {
+	db, err := openDB(ctx, c.db, c.dataDir)
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, db.Close)
+	s.gate = sqldb.NewGate(db.conn(), sqldb.GateConfig{
+		Prepare: func(ctx context.Context) error {
+			applied, err := db.migrate(ctx)
+			if err == nil {
+				log.Info("database ready", "db", db.desc, "migrations", applied)
+			}
+			return err
+		},
+		OnReady: func(ctx context.Context) {
+			if s.book != nil {
+				s.book.Refresh(ctx) // the caller names, at once
+			}
+			if s.dbReady != nil {
+				s.dbReady(ctx)
+			}
+		},
+		Log: log.With("component", "store", "db", db.desc),
+	})
+	s.runs = append(s.runs, s.gate.Run)
+	return nil
 }
 
 // Lookup names a number from the phonebook without blocking: the engine's
