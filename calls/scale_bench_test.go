@@ -146,8 +146,14 @@ func (s *scalePBX) stream(n int) []ami.Message {
 
 // BenchmarkApplyPublishAtScale streams call ends and starts into an engine
 // holding 5,000 extensions and 2,000 calls, with a Publish every 64 events
-// (a full read batch, as under load).
+// (a full read batch of the AMI reader, as under load) or every 512.
 func BenchmarkApplyPublishAtScale(b *testing.B) {
+	for _, batch := range []int{64, 512} {
+		b.Run("batch"+strconv.Itoa(batch), func(b *testing.B) { benchAtScale(b, batch) })
+	}
+}
+
+func benchAtScale(b *testing.B, batch int) {
 	e, s := scaleEngine(b, 5000, 2000)
 	msgs := s.stream(1 << 16) // pre-built: the benchmark measures the engine
 	b.ReportAllocs()
@@ -164,7 +170,7 @@ func BenchmarkApplyPublishAtScale(b *testing.B) {
 			cpu += cpuTime() - c
 			b.StartTimer()
 		}
-		if i%64 == 63 {
+		if i%batch == batch-1 {
 			e.Publish()
 		}
 	}
