@@ -104,7 +104,7 @@ func (e *Engine) markShowing() {
 		return
 	}
 	for k := range e.busyExt {
-		if showsAny(e.pub.exts[k].Conversations, e.renamedExts) {
+		if showsAny(e.pub.exts.cur.Get(k).Conversations, e.renamedExts) {
 			e.dirtyExt[k] = struct{}{}
 		}
 	}

@@ -13,7 +13,7 @@ func checkFull(t *testing.T, e *Engine, where string) {
 	t.Helper()
 	for k, x := range e.exts {
 		v := e.extView(x)
-		if old, ok := e.pub.exts[k]; !ok || !extEqual(&old, &v) {
+		if old, ok := e.pub.exts.cur.Lookup(k); !ok || !extEqual(&old, &v) {
 			t.Fatalf("%s: extension %s published %+v, derives %+v", where, k, old.Conversations, v.Conversations)
 		}
 	}

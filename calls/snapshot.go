@@ -18,18 +18,19 @@ type Snapshot struct {
 	Since   int64     // ms since the epoch when Link last changed
 	At      int64     // ms since the epoch of the Publish
 
-	Extensions map[string]Extension // by number
-	Queues     map[string]Queue     // by queue name
-	Parkings   map[string]Parking   // by space
-	Trunks     map[string]Trunk     // by trunk name
+	Extensions ExtensionMap       // by number
+	Queues     map[string]Queue   // by queue name
+	Parkings   map[string]Parking // by space
+	Trunks     map[string]Trunk   // by trunk name
 	// Conferences are the ConfBridge rooms in use, by room.
 	Conferences map[string]Conference
 
-	ext, queue, park, trunk, conf *coll
-	status                        []byte
-	state                         *lazy
-	cellphones                    map[string]string // Config.Cellphones, for PresenceJSON
-	presence                      *lazy
+	extAll                   *lazy // ExtensionsJSON
+	queue, park, trunk, conf *coll
+	status                   []byte
+	state                    *lazy
+	cellphones               map[string]string // Config.Cellphones, for PresenceJSON
+	presence                 *lazy
 }
 
 // coll is the encoded side of one collection: per-entity JSON and the
@@ -51,7 +52,7 @@ func (c *coll) bytes() []byte {
 }
 
 // ExtensionJSON is one extension's JSON, or nil when it does not exist.
-func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.ext.json[exten] }
+func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.Extensions.json(exten) }
 
 // QueueJSON is one queue's JSON, or nil.
 func (s *Snapshot) QueueJSON(name string) []byte { return s.queue.json[name] }
@@ -80,7 +81,10 @@ func (s *Snapshot) QueueName(id string) (name string, ok bool) {
 }
 
 // ExtensionsJSON is {"201":{...},...} in key order.
-func (s *Snapshot) ExtensionsJSON() []byte { return s.ext.bytes() }
+func (s *Snapshot) ExtensionsJSON() []byte {
+	s.extAll.once.Do(func() { s.extAll.b = s.Extensions.appendJSON(nil) })
+	return s.extAll.b
+}
 
 // QueuesJSON is {"support":{...},...} in key order.
 func (s *Snapshot) QueuesJSON() []byte { return s.queue.bytes() }
@@ -100,11 +104,11 @@ func (s *Snapshot) StatusJSON() []byte { return s.status }
 func (s *Snapshot) PresenceJSON() []byte {
 	s.presence.once.Do(func() {
 		b := []byte{'{'}
-		for i, k := range sortedKeys(s.Extensions) {
+		for i, k := range s.Extensions.Keys() {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			x := s.Extensions[k]
+			x := s.Extensions.Get(k)
 			b = appendString(b, k)
 			b = append(b, ':')
 			b = appendString(b, PresenceOf(&x, s.cellphones[k]))
@@ -139,28 +143,28 @@ func (s *Snapshot) StateJSON() []byte {
 // published is the engine's copy of what the last snapshot holds, updated
 // copy-on-write at Publish.
 type published struct {
-	exts   map[string]Extension
+	exts   extWriter
+	extAll *lazy // ExtensionsJSON of exts, shared until an extension changes
 	queues map[string]Queue
 	parks  map[string]Parking
 	trunks map[string]Trunk
 	confs  map[string]Conference
-	ext    *coll
 	queue  *coll
 	park   *coll
 	trunk  *coll
 	conf   *coll
 	// copied marks the maps already cloned during the running Publish.
-	extCopied, queueCopied, parkCopied, trunkCopied, confCopied bool
+	queueCopied, parkCopied, trunkCopied, confCopied bool
 }
 
 func newPublished() published {
 	return published{
-		exts:   map[string]Extension{},
+		exts:   newExtWriter(),
+		extAll: &lazy{},
 		queues: map[string]Queue{},
 		parks:  map[string]Parking{},
 		trunks: map[string]Trunk{},
 		confs:  map[string]Conference{},
-		ext:    &coll{json: map[string][]byte{}},
 		queue:  &coll{json: map[string][]byte{}},
 		park:   &coll{json: map[string][]byte{}},
 		trunk:  &coll{json: map[string][]byte{}},
@@ -176,12 +180,12 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 		Stale:       e.link != LinkLive,
 		Since:       e.linkSince,
 		At:          at,
-		Extensions:  p.exts,
+		Extensions:  p.exts.cur,
 		Queues:      p.queues,
 		Parkings:    p.parks,
 		Trunks:      p.trunks,
 		Conferences: p.confs,
-		ext:         p.ext,
+		extAll:      p.extAll,
 		queue:       p.queue,
 		park:        p.park,
 		trunk:       p.trunk,
@@ -196,10 +200,10 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 func cloneColl(c *coll) *coll { return &coll{json: maps.Clone(c.json)} }
 
 func (p *published) setExt(k string, v Extension, b []byte) {
-	if !p.extCopied {
-		p.exts, p.ext, p.extCopied = maps.Clone(p.exts), cloneColl(p.ext), true
+	if !p.exts.changed() {
+		p.extAll = &lazy{}
 	}
-	p.exts[k], p.ext.json[k] = v, b
+	p.exts.set(k, v, b)
 }
 
 func (p *published) setQueue(k string, v Queue, b []byte) {
@@ -332,7 +336,8 @@ func (e *Engine) publish() *Snapshot {
 	prev := e.snap.Load()
 	now := e.nowMs()
 	p := &e.pub
-	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false, false
+	p.exts.begin()
+	p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false
 	e.markDirtyOwners()
 	ch := e.publishExts(e.changes[:0], now)
 	ch = e.publishRinging(ch, now)
@@ -371,7 +376,7 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 			continue
 		}
 		v := e.extView(x)
-		if old, ok := p.exts[k]; ok && extEqual(&old, &v) {
+		if old, ok := p.exts.cur.Lookup(k); ok && extEqual(&old, &v) {
 			continue
 		}
 		b := appendExtension(nil, &v, now)

@@ -164,7 +164,7 @@ func filterCollection(s *calls.Snapshot, v auth.View, res resource) []byte {
 	var get func(string) []byte
 	switch res {
 	case resExtensions:
-		keys = sortedKeys(s.Extensions)
+		keys = s.Extensions.Keys()
 		get = func(k string) []byte { return v.Extension(k, s.ExtensionJSON(k)) }
 	case resQueues:
 		keys = sortedKeys(s.Queues)

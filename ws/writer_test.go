@@ -110,6 +110,11 @@ func TestFanoutPaced(t *testing.T) {
 	var s *calls.Snapshot
 	for i := range 400 {
 		s = e.apply(devState(fmt.Sprint(200+i), true))
+		if i%20 == 19 {
+			// Changes keep coming while the clients' budget runs: a
+			// Publish no longer takes long enough to space them.
+			time.Sleep(2 * time.Millisecond)
+		}
 	}
 	events := 0
 	for i, c := range cs {
