@@ -19,7 +19,8 @@ const (
 // sharing every part it did not change. The zero value is empty.
 type ExtensionMap struct {
 	root *extNodes
-	n    int
+	keys []string // sorted; shared, never written: a new extension makes a new slice
+	size int      // bytes of the extensions' JSON, to size ExtensionsJSON
 }
 
 type (
@@ -85,7 +86,7 @@ func (m ExtensionMap) Get(k string) Extension {
 }
 
 // Len is how many extensions there are.
-func (m ExtensionMap) Len() int { return m.n }
+func (m ExtensionMap) Len() int { return len(m.keys) }
 
 // All yields every extension, in no particular order.
 func (m ExtensionMap) All() iter.Seq2[string, Extension] {
@@ -100,17 +101,8 @@ func (m ExtensionMap) All() iter.Seq2[string, Extension] {
 	}
 }
 
-// Keys is every extension number, sorted.
-func (m ExtensionMap) Keys() []string {
-	keys := make([]string, 0, m.n)
-	for s := range m.shards {
-		for k := range s.vals {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
+// Keys is every extension number, sorted, in a slice of the caller's.
+func (m ExtensionMap) Keys() []string { return slices.Clone(m.keys) }
 
 // json is extension k's JSON, or nil.
 func (m ExtensionMap) json(k string) []byte {
@@ -122,8 +114,9 @@ func (m ExtensionMap) json(k string) []byte {
 
 // appendJSON appends {"201":{...},...} in key order.
 func (m ExtensionMap) appendJSON(b []byte) []byte {
+	b = slices.Grow(b, m.size+len(m.keys)*12+2)
 	b = append(b, '{')
-	for i, k := range m.Keys() {
+	for i, k := range m.keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -137,8 +130,9 @@ func (m ExtensionMap) appendJSON(b []byte) []byte {
 // extWriter is the engine's copy-on-write of the published ExtensionMap
 // during one Publish: what it copied in this Publish it may write in place.
 type extWriter struct {
-	cur    ExtensionMap
-	copied map[any]bool // the root, nodes and shards copied in this Publish
+	cur     ExtensionMap
+	copied  map[any]bool // the root, nodes and shards copied in this Publish
+	keysOwn bool         // cur.keys was copied in this Publish
 }
 
 func newExtWriter() extWriter {
@@ -146,7 +140,10 @@ func newExtWriter() extWriter {
 }
 
 // begin starts a Publish: what is published is shared from now on.
-func (w *extWriter) begin() { clear(w.copied) }
+func (w *extWriter) begin() {
+	clear(w.copied)
+	w.keysOwn = false
+}
 
 // changed reports whether set was called in this Publish.
 func (w *extWriter) changed() bool { return len(w.copied) > 0 }
@@ -180,7 +177,12 @@ func (w *extWriter) set(k string, v Extension, b []byte) {
 		w.copied[s] = true
 	}
 	if _, ok := s.vals[k]; !ok {
-		w.cur.n++
+		if !w.keysOwn { // the published slice is shared: copy it first
+			w.cur.keys, w.keysOwn = slices.Clone(w.cur.keys), true
+		}
+		i, _ := slices.BinarySearch(w.cur.keys, k)
+		w.cur.keys = slices.Insert(w.cur.keys, i, k)
 	}
+	w.cur.size += len(b) - len(s.json[k])
 	s.vals[k], s.json[k] = v, b
 }
