@@ -85,8 +85,10 @@ if [ -n "${SCALE:-}" ]; then
   ext5k_0=$(ext5k "$tmp/bench" 0)
   ext5k_200=$(ext5k "$tmp/bench" 200)
   base_ext5k_200=$(ext5k "$tmp/base-bench" 200)
-  e2e_at() { # binary rate clients
-    "$1" loadtest e2e -r "$2" -c "$3" -d "$E2E_D" -rest-rate -1 --json --max-missing -1 --max-ghosts -1 || true
+  e2e_at() { # binary rate clients: the report, or null when the run could not start
+    local r
+    r=$("$1" loadtest e2e -r "$2" -c "$3" -d "$E2E_D" -rest-rate -1 --json --max-missing -1 --max-ghosts -1) || true
+    echo "${r:-null}"
   }
   echo "scale: e2e 50 and 500 calls/s with 1,000 screens, 2 calls/s with 10,000..." >&2
   s50=$(e2e_at "$tmp/ctibridge" 50 1000)
@@ -123,5 +125,5 @@ jq -n --arg when "$(date -u +%FT%TZ)" --arg host "$(uname -n) $(nproc) CPUs" --a
 echo "wrote $out" >&2
 jq '{ratios, e2e_p99_ringing_ms: (.e2e | map_values(.latency_ms.p99)), e2e_missing: (.e2e | map_values(.counters.calls_missing)),
   scale: (if .scale == null then null else {rest_5000_ratio_to_bare: .scale.rest_5000_extensions.ratio_to_bare,
-    e2e_1000_screens_p99_ringing_ms: (.scale.e2e_1000_screens | map_values(.latency_ms.p99)),
-    e2e_10000_screens_p99_ringing_ms: .scale.e2e_10000_screens_2_calls_per_s.latency_ms.p99} end)}' "$out"
+    e2e_1000_screens_p99_ringing_ms: (.scale.e2e_1000_screens | map_values(.latency_ms?.p99)),
+    e2e_10000_screens_p99_ringing_ms: .scale.e2e_10000_screens_2_calls_per_s.latency_ms?.p99} end)}' "$out"
