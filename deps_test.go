@@ -34,7 +34,10 @@ var rules = []rule{
 	{pkg: "admin", allowed: []string{}},
 	{pkg: "panel", allowed: []string{}},
 	{pkg: "auth", allowed: []string{"ami", "calls"}},
+	{pkg: "auth/authdb", allowed: []string{"ami", "calls", "auth", "sqldb"}},
+	{pkg: "directory", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
+	{pkg: "httpserve", stdOnly: true},
 	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb"}},
 	{pkg: "sqldb", allowed: []string{}},
 	{pkg: "phonebook", allowed: []string{"sqldb"}},
@@ -43,7 +46,11 @@ var rules = []rule{
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp", "loadtest/internal/wsframe"}},
+	{pkg: "loadtest/internal/wsframe", stdOnly: true},
+	// A program measuring the hub in-process: the one load program that
+	// imports ws, and never rest.
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amitest", "pbxsim", "sipp"}},
 }
 
 type listed struct {

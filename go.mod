@@ -3,12 +3,19 @@ module github.com/ctibridge/ctibridge
 go 1.26.0
 
 require (
+	github.com/go-ldap/ldap/v3 v3.4.15
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/ivahaev/amigo v0.1.10
 	github.com/prometheus/client_golang v1.25.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
 
-require github.com/kylelemons/godebug v1.1.0 // indirect
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/Azure/go-ntlmssp v0.1.1 // indirect
+	github.com/go-asn1-ber/asn1-ber v1.5.8 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
+)
 
 require (
 	github.com/chromedp/cdproto v0.159.0

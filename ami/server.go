@@ -3,15 +3,10 @@ package ami
 import (
 	"bufio"
 	"context"
-	"crypto/md5"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +43,10 @@ type ServerConfig struct {
 	MaxGarbage int
 	// Reader sets the framing limits for what clients send.
 	Reader ReaderConfig
+	// Started is when the simulated PBX booted, for FullyBooted's Uptime
+	// and LastReload (a server never reloads). Default: when NewServer was
+	// called.
+	Started time.Time
 	// Trace, when set, is called with every frame a session receives, before
 	// it is handled, on that session's reading goroutine (tests record the
 	// actions a client sent with it).
@@ -104,6 +103,9 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	if cfg.MaxGarbage <= 0 {
 		cfg.MaxGarbage = DefaultMaxGarbage
+	}
+	if cfg.Started.IsZero() {
+		cfg.Started = time.Now()
 	}
 	log := cfg.Log
 	if log == nil {
@@ -245,17 +247,20 @@ func (srv *Server) Sessions() []*Session {
 	return out
 }
 
-// Broadcast sends m to every logged-in session that asked for events. It
-// never blocks: a session whose queue is full is disconnected.
+// Broadcast sends m to every logged-in session whose event mask (login's
+// Events header, the Events action) holds every class of m's Privilege
+// header, as Asterisk filters. It never blocks: a session whose queue is
+// full is disconnected.
 func (srv *Server) Broadcast(m Message) error {
 	b, err := AppendMessage(nil, m)
 	if err != nil {
 		return fmt.Errorf("ami: broadcast: %w", err)
 	}
+	class := eventClass(m.Get("Privilege"))
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	for s := range srv.sessions {
-		if s.loggedIn.Load() && s.events.Load() {
+		if mask := s.events.Load(); s.loggedIn.Load() && mask != 0 && mask&class == class {
 			s.enqueue(outFrame{b: b})
 		}
 	}
@@ -300,7 +305,7 @@ type Session struct {
 
 	closeOnce sync.Once
 	loggedIn  atomic.Bool
-	events    atomic.Bool
+	events    atomic.Uint32 // the classes of events sent (0: none)
 	user      atomic.Pointer[string]
 
 	// Owned by the reading goroutine.
@@ -325,7 +330,11 @@ func (s *Session) LoggedIn() bool { return s.loggedIn.Load() }
 // Only a Login handler replacing the built-in one needs it.
 func (s *Session) Authorize(user string, events bool) {
 	s.user.Store(&user)
-	s.events.Store(events)
+	var mask uint32
+	if events {
+		mask = allClasses
+	}
+	s.events.Store(mask)
 	s.loggedIn.Store(true)
 }
 
@@ -461,9 +470,12 @@ func (s *Session) readLoop() {
 
 // handle answers one frame and reports whether the session goes on.
 func (s *Session) handle(req Message) bool {
-	name := req.Action()
+	name := req.Get("Action") // any header may come first: amigo writes them in random order
 	if name == "" {
-		return true // not an action: Asterisk ignores it too
+		if req.Len() > 0 {
+			s.reply(req, []Message{errorResp("Missing action in request")})
+		}
+		return true
 	}
 	lname := strings.ToLower(name)
 	s.srv.mu.Lock()
@@ -485,6 +497,16 @@ func (s *Session) handle(req Message) bool {
 	case !s.loggedIn.Load():
 		// Asterisk's manager.c answers any other action before login so.
 		resp = []Message{errorResp("Permission denied")}
+	case lname == "events":
+		// manager.c's action_events: EventMask as at login; the answer
+		// says only whether some class is on.
+		mask := eventMask(req.Get("EventMask"))
+		s.events.Store(mask)
+		state := "Off"
+		if mask != 0 {
+			state = "On"
+		}
+		resp = []Message{NewMessage(Header{"Response", "Success"}, Header{"Events", state})}
 	case lname == "ping":
 		now := time.Now()
 		resp = []Message{NewMessage(Header{"Response", "Success"}, Header{"Ping", "Pong"},
@@ -522,47 +544,4 @@ func withActionID(m Message, id string) Message {
 		return m
 	}
 	return m.Insert(1, "ActionID", id)
-}
-
-func (s *Session) challengeResp(req Message) Message {
-	if !strings.EqualFold(req.Get("AuthType"), "md5") {
-		return errorResp("Must specify AuthType")
-	}
-	if s.challenge == "" {
-		s.challenge = strconv.FormatUint(uint64(rand.Uint32()), 10)
-	}
-	return NewMessage(Header{"Response", "Success"}, Header{"Challenge", s.challenge})
-}
-
-// login checks the credentials. A failure is answered and then the
-// connection is closed, as Asterisk does.
-func (s *Session) login(req Message) bool {
-	user := req.Get("Username")
-	secret, known := s.srv.cfg.Users[user]
-	ok := false
-	if known {
-		if strings.EqualFold(req.Get("AuthType"), "md5") {
-			if s.challenge != "" {
-				sum := md5.Sum([]byte(s.challenge + secret))
-				ok = subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(strings.ToLower(req.Get("Key")))) == 1
-			}
-		} else {
-			ok = subtle.ConstantTimeCompare([]byte(secret), []byte(req.Get("Secret"))) == 1
-		}
-	}
-	if !ok {
-		s.srv.loginFail.Add(1)
-		s.srv.log.Warn("ami login failed", "remote", s.nc.RemoteAddr().String(), "user", user)
-		s.reply(req, []Message{errorResp("Authentication failed")})
-		s.enqueue(outFrame{close: true})
-		return true
-	}
-	ev := req.Get("Events")
-	s.Authorize(user, !strings.EqualFold(ev, "off") && ev != "0" && !strings.EqualFold(ev, "no"))
-	s.reply(req, []Message{NewMessage(Header{"Response", "Success"}, Header{"Message", "Authentication accepted"})})
-	if s.events.Load() {
-		s.Send(NewMessage(Header{"Event", "FullyBooted"}, Header{"Privilege", "system,all"},
-			Header{"Uptime", "0"}, Header{"LastReload", "0"}, Header{"Status", "Fully Booted"}))
-	}
-	return true
 }

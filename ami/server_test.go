@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -201,4 +202,63 @@ func minInt(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// TestServerAsAsterisk: headers in any order, a frame without Action,
+// event classes at login and with the Events action, FullyBooted's uptime.
+func TestServerAsAsterisk(t *testing.T) {
+	srv := amitest.NewServerConfig(t, ami.ServerConfig{Started: time.Now().Add(-90 * time.Second)})
+	rc := dialRaw(t, srv.Addr())
+
+	rc.send(ami.NewMessage(ami.Header{Key: "ActionID", Value: "0"}, ami.Header{Key: "Foo", Value: "bar"}))
+	if m := rc.read(); m.Response() != "Error" || m.Get("Message") != "Missing action in request" || m.ActionID() != "0" {
+		t.Errorf("no action: %v", m)
+	}
+	rc.send(ami.NewMessage(ami.Header{Key: "Secret", Value: amitest.Secret}, ami.Header{Key: "Events", Value: "call,agent"},
+		ami.Header{Key: "ActionID", Value: "1"}, ami.Header{Key: "Action", Value: "Login"}, ami.Header{Key: "Username", Value: amitest.User}))
+	if m := rc.read(); m.Response() != "Success" || m.ActionID() != "1" {
+		t.Fatalf("login with Action last: %v", m)
+	}
+	// No FullyBooted: system is not asked for.
+	for _, p := range []string{"system,all", "call,all", "cdr,all", "agent,all"} {
+		srv.Broadcast(ami.NewMessage(ami.Header{Key: "Event", Value: "E"}, ami.Header{Key: "Privilege", Value: p}))
+	}
+	rc.send(ami.NewMessage(ami.Header{Key: "ActionID", Value: "2"}, ami.Header{Key: "Action", Value: "Ping"}))
+	var got []string
+	for {
+		m := rc.read()
+		if m.Response() != "" {
+			if m.Get("Ping") != "Pong" || m.ActionID() != "2" {
+				t.Errorf("ping: %v", m)
+			}
+			break
+		}
+		got = append(got, m.Get("Privilege"))
+	}
+	if strings.Join(got, " ") != "call,all agent,all" {
+		t.Errorf("with Events: call,agent got %q", got)
+	}
+
+	rc.send(ami.NewAction("Events", "ActionID", "3", "EventMask", "off"))
+	if m := rc.read(); m.Response() != "Success" || m.Get("Events") != "Off" {
+		t.Errorf("events off: %v", m)
+	}
+	srv.Broadcast(ami.NewMessage(ami.Header{Key: "Event", Value: "E"}, ami.Header{Key: "Privilege", Value: "call,all"}))
+	rc.send(ami.NewAction("Events", "ActionID", "4", "EventMask", "cdr"))
+	if m := rc.read(); m.Response() != "Success" || m.Get("Events") != "On" {
+		t.Errorf("events cdr: %v", m)
+	}
+	srv.Broadcast(ami.NewMessage(ami.Header{Key: "Event", Value: "E"}, ami.Header{Key: "Privilege", Value: "call,all"}))
+	srv.Broadcast(ami.NewMessage(ami.Header{Key: "Event", Value: "Cdr"}, ami.Header{Key: "Privilege", Value: "cdr,all"}))
+	if m := rc.read(); m.Event() != "Cdr" {
+		t.Errorf("after Events: cdr got %v", m)
+	}
+
+	rc2 := dialRaw(t, srv.Addr())
+	rc2.send(ami.NewAction("Login", "Username", amitest.User, "Secret", amitest.Secret, "Events", "system"))
+	rc2.read()
+	m := rc2.read()
+	if up, _ := strconv.Atoi(m.Get("Uptime")); m.Event() != "FullyBooted" || up < 90 || m.Get("LastReload") != m.Get("Uptime") {
+		t.Errorf("FullyBooted %v, want Uptime >= 90 and LastReload the same", m)
+	}
 }

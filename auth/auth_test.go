@@ -265,11 +265,11 @@ func TestTokens(t *testing.T) {
 	if _, _, err := ts.Check(tok); !errors.Is(err, ErrTokenExpired) {
 		t.Errorf("expired token: %v", err)
 	}
-	if n := ts.Sweep(time.Minute); n != 0 {
+	if n := len(ts.Sweep(time.Minute)); n != 0 {
 		t.Errorf("swept %d tokens within the grace", n)
 	}
 	clk.Add(2 * time.Minute)
-	if n := ts.Sweep(time.Minute); n != 1 || ts.Len() != 0 {
+	if n := len(ts.Sweep(time.Minute)); n != 1 || ts.Len() != 0 {
 		t.Errorf("swept %d, %d left", n, ts.Len())
 	}
 	if _, _, err := ts.Check(tok); !errors.Is(err, ErrTokenUnknown) {
@@ -363,17 +363,22 @@ func TestServiceLogin(t *testing.T) {
 	if _, err := s.Login("mallory", "secret", "192.0.2.2"); !errors.Is(err, ErrBadCredentials) {
 		t.Errorf("unknown user: %v", err)
 	}
-	// Per user: burst 2, so the third try for alice is refused, from any address.
+	// Per (user, address): burst 2, so the third try for alice from one
+	// address is refused; another address is not.
 	s.Login("alice", "wrong", "192.0.2.3")
-	_, err = s.Login("alice", "secret", "192.0.2.4")
+	s.Login("alice", "wrong", "192.0.2.3")
+	_, err = s.Login("alice", "secret", "192.0.2.3")
 	var rl *RateLimitError
-	if !errors.As(err, &rl) || rl.By != "user" || rl.RetryAfterSeconds() < 1 || rl.RetryAfterSeconds() > 60 {
+	if !errors.As(err, &rl) || rl.By != ByUserAddress || rl.RetryAfterSeconds() < 1 || rl.RetryAfterSeconds() > 60 {
 		t.Fatalf("third attempt: %v", err)
+	}
+	if _, err := s.Login("alice", "secret", "192.0.2.4"); err != nil {
+		t.Fatalf("from another address: %v", err)
 	}
 	// Per address: 192.0.2.1 has spent 2 of 4; two more, then refused.
 	s.Login("x", "y", "192.0.2.1")
 	s.Login("z", "y", "192.0.2.1:9")
-	if _, err := s.Login("bob", "secret", "192.0.2.1"); !errors.As(err, &rl) || rl.By != "ip" {
+	if _, err := s.Login("bob", "secret", "192.0.2.1"); !errors.As(err, &rl) || rl.By != ByIP {
 		t.Fatalf("fifth attempt from one address: %v", err)
 	}
 	clk.Add(time.Minute)

@@ -1,19 +1,25 @@
 // Package auth holds who may use ctibridge and what each one may see and do:
-// the users file (YAML, bcrypt password hashes, roles, owned endpoints,
-// groups, extra permissions), bearer tokens (256-bit random, kept only as
-// SHA-256 hashes, expiring, revoked on logout), the login rate limit (per
-// user and per client address), and the permission model (docs/design.md,
-// "Users and permissions").
+// the users file (YAML, bcrypt password hashes, roles or profiles of
+// capabilities, owned endpoints, groups, extra permissions: users.go,
+// profile.go), sessions (256-bit random access and refresh tokens kept
+// only as SHA-256 hashes, expiring, revoked on logout, by an admin or when
+// a reload changes or removes the user; kept across restarts through a
+// SessionStore: token.go, sessions.go, the SQL one in auth/authdb), the
+// login limits (per client address, per user and address, and a growing
+// per-name delay that never locks out a user's known address: guard.go),
+// and the permission model (docs/design.md, "Users and permissions").
 //
 // Every permission question goes through one function, Allowed(user,
-// action, endpoint); what a user sees of the live state is decided by
-// View, built from the same rules. REST and the WebSocket hub both use
-// them, so they filter identically.
+// action, endpoint), driven by the user's capabilities; what a user sees
+// of the live state is decided by View, built from the same rules. REST
+// and the WebSocket hub both use them, so they filter identically. The
+// hub learns of revocations through Service.OnRevoke.
 //
 // The package knows nothing of HTTP: it does not import net/http. Callers
 // translate its errors (ErrBadCredentials, *RateLimitError, ErrTokenUnknown,
 // ErrTokenExpired) into statuses or close codes.
 //
 // Concurrency: a Users value is immutable once parsed and safe to share.
-// Service, Tokens and Limiter are safe for concurrent use.
+// Service, Tokens, FileSessions and Limiter are safe for concurrent use;
+// OnRevoke callbacks run on the revoking goroutine, outside any lock.
 package auth

@@ -8,16 +8,23 @@ import (
 	"time"
 )
 
-// RateLimitError is returned by Service.Login when too many attempts were
-// made for the user name or from the client address. Callers answer 429
-// with a Retry-After of RetryAfter (rounded up to whole seconds).
+// RateLimitError is returned by Service.Login when an attempt is refused
+// before its password is checked (see guard). Callers answer 429 with a
+// Retry-After of RetryAfter (rounded up to whole seconds).
 type RateLimitError struct {
-	By         string // "user" or "ip"
+	By         string // ByIP, ByUserAddress or ByUser
 	RetryAfter time.Duration
 }
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("auth: too many login attempts for this %s; retry in %s", e.By, e.RetryAfter.Round(time.Second))
+	what := "from this address"
+	switch e.By {
+	case ByUserAddress:
+		what = "for this user name from this address"
+	case ByUser:
+		what = "for this user name from several addresses"
+	}
+	return fmt.Sprintf("auth: too many login attempts %s; retry in %s", what, e.RetryAfter.Round(time.Second))
 }
 
 // RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least 1.

@@ -60,3 +60,15 @@ func dummyHash(cost int) string {
 	dummyHashes.Store(cost, string(h))
 	return string(h)
 }
+
+// PasswordChecker checks a user's password somewhere else than the users
+// file: a directory (LDAP bind). CheckPassword returns nil,
+// ErrBadCredentials, or ErrDirectoryUnavailable when it cannot tell (the
+// directory is down and no recent login of that user is cached).
+type PasswordChecker interface {
+	CheckPassword(username, password string) error
+}
+
+// ErrDirectoryUnavailable: the user's directory cannot check passwords now
+// (callers answer 503); the login did not count as a failure.
+var ErrDirectoryUnavailable = errors.New("auth: the user directory is unavailable")

@@ -27,8 +27,11 @@ const (
 	SetCallForward            // change the endpoint's call forwarding
 	QueueMembership           // add, remove, pause or unpause the endpoint as a queue member
 	SwitchboardHistory        // read the whole switchboard's call history (endpoint ignored)
-	ManageUsers               // manage users (endpoint ignored)
+	ManageUsers               // manage users and everyone's sessions (endpoint ignored)
 	Conference                // manage the ConfBridge room named by the endpoint (its own conference): add, mute, kick, lock, end
+	PersonalHistory           // read one's own call history (endpoint ignored)
+	GroupHistory              // read the history of a user sharing a group (endpoint ignored; the caller checks the group)
+	PhonebookWrite            // write public phonebook contacts (endpoint ignored)
 )
 
 var actionNames = [...]string{
@@ -36,6 +39,7 @@ var actionNames = [...]string{
 	Pickup: "pickup", PickupParking: "pickup_parking", Record: "record", Spy: "spy", Intrude: "intrude",
 	SetDND: "dnd", SetCallForward: "call_forward", QueueMembership: "queue_member",
 	SwitchboardHistory: "switchboard_history", ManageUsers: "manage_users", Conference: "conference",
+	PersonalHistory: "personal_history", GroupHistory: "group_history", PhonebookWrite: "phonebook_write",
 }
 
 func (a Action) String() string {
@@ -54,49 +58,83 @@ func Actions() []Action {
 	return out
 }
 
+// scoped is the rule of an action on an endpoint: allowed anywhere with
+// the "any" capability, in the user's scope with the "own" one.
+func scoped(u *User, endpoint string, own, any Capability) bool {
+	if u.caps.Has(any) {
+		return true
+	}
+	return u.caps.Has(own) && endpoint != "" && u.scope[endpoint]
+}
+
+// actionCaps maps the actions that only need one capability in scope.
+var actionCaps = [...]Capability{
+	Call: CapCall, Transfer: CapTransfer, Park: CapPark, Pickup: CapPickup, Spy: CapSpy, Intrude: CapIntrude,
+	Conference: CapConference,
+}
+
 // Allowed is the one place that decides whether u may do a to endpoint
-// (docs/design.md "Users and permissions"):
+// (docs/design.md "Users and permissions"), from the user's capabilities
+// (its profile, see profile.go) and scope (its endpoints, plus with
+// CapGroupScope those of users sharing a group):
 //
-//   - admin: everything.
+//   - CapAdmin: everything.
 //   - everyone sees every endpoint's presence (not asked here).
-//   - SeeCalls: an endpoint in the user's scope (its own; for an operator
-//     also every endpoint of its groups); any endpoint with the
-//     operator_panel permission. For calls no extension owns (endpoint ""):
-//     operators and operator_panel holders.
-//   - acting: only on endpoints in the user's scope; a `user` additionally
-//     needs operator_panel to take parked calls (it cannot see who they
-//     are without it).
-//   - SwitchboardHistory: admin, or the switchboard_history permission.
-//   - ManageUsers: admin only.
+//   - SeeCalls: any endpoint with CapOperatorPanel; one in scope with
+//     CapSeeNumbers. For calls no extension owns (endpoint ""):
+//     CapSeeUnowned or CapOperatorPanel.
+//   - Call, Transfer, Park, Pickup, Spy, Intrude, Conference: the
+//     capability of that name, on an endpoint in scope.
+//   - Hangup, Record, SetDND, SetCallForward: *_any anywhere, *_own in
+//     scope. QueueMembership: CapQueueManager anywhere, CapQueueAgent in
+//     scope.
+//   - PickupParking: CapPickup in scope, and seeing who is parked
+//     (CapSeeUnowned or CapOperatorPanel).
+//   - SwitchboardHistory, PersonalHistory, GroupHistory, PhonebookWrite:
+//     the capability of that name. ManageUsers: CapAdmin only.
 //
-// A nil user may do nothing.
+// A nil user may do nothing. It does not allocate.
 func Allowed(u *User, a Action, endpoint string) bool {
 	if u == nil {
 		return false
 	}
-	if u.Role == RoleAdmin {
+	c := u.caps
+	if c.Has(CapAdmin) {
 		return true
 	}
 	switch a {
 	case SeeCalls:
-		if u.perms[PermOperatorPanel] {
+		if c.Has(CapOperatorPanel) {
 			return true
 		}
 		if endpoint == "" {
-			return u.Role == RoleOperator
+			return c.Has(CapSeeUnowned)
 		}
-		return u.scope[endpoint]
+		return c.Has(CapSeeNumbers) && u.scope[endpoint]
+	case Call, Transfer, Park, Pickup, Spy, Intrude, Conference:
+		return c.Has(actionCaps[a]) && endpoint != "" && u.scope[endpoint]
+	case Hangup:
+		return scoped(u, endpoint, CapHangupOwn, CapHangupAny)
+	case Record:
+		return scoped(u, endpoint, CapRecordOwn, CapRecordAny)
+	case SetDND:
+		return scoped(u, endpoint, CapDNDOwn, CapDNDAny)
+	case SetCallForward:
+		return scoped(u, endpoint, CapForwardOwn, CapForwardAny)
+	case QueueMembership:
+		return scoped(u, endpoint, CapQueueAgent, CapQueueManager)
+	case PickupParking:
+		return (c.Has(CapSeeUnowned) || c.Has(CapOperatorPanel)) && c.Has(CapPickup) && endpoint != "" && u.scope[endpoint]
 	case SwitchboardHistory:
-		return u.perms[PermSwitchboardHistory]
+		return c.Has(CapHistorySwitchboard)
+	case PersonalHistory:
+		return c.Has(CapHistoryPersonal)
+	case GroupHistory:
+		return c.Has(CapHistoryGroup)
+	case PhonebookWrite:
+		return c.Has(CapPhonebookWrite)
 	case ManageUsers:
 		return false
-	case Call, Hangup, Transfer, Park, Pickup, Record, Spy, Intrude, SetDND, SetCallForward, QueueMembership, Conference:
-		return endpoint != "" && u.scope[endpoint]
-	case PickupParking:
-		if u.Role == RoleUser && !u.perms[PermOperatorPanel] {
-			return false
-		}
-		return endpoint != "" && u.scope[endpoint]
 	}
 	return false
 }
@@ -105,18 +143,21 @@ func Allowed(u *User, a Action, endpoint string) bool {
 // the same bytes, so filtered encodings are cached per (version, key). ""
 // means everything, unfiltered.
 func viewKey(u *User) string {
-	if u.Role == RoleAdmin || u.perms[PermOperatorPanel] {
+	if u.caps.Has(CapAdmin) || u.caps.Has(CapOperatorPanel) {
 		return ""
+	}
+	prefix := "u:"
+	if u.caps.Has(CapSeeUnowned) {
+		prefix = "o:" // also sees calls no extension owns
+	}
+	if !u.caps.Has(CapSeeNumbers) {
+		return "p" + prefix // privacy: no numbers in any endpoint's calls
 	}
 	scope := make([]string, 0, len(u.scope))
 	for e := range u.scope {
 		scope = append(scope, e)
 	}
 	slices.Sort(scope)
-	prefix := "u:"
-	if u.Role == RoleOperator {
-		prefix = "o:" // also sees calls no extension owns
-	}
 	return prefix + strings.Join(scope, ",")
 }
 

@@ -52,18 +52,25 @@ func TestCheckUsersReportsEveryUser(t *testing.T) {
 	}
 }
 
-// TestServiceSetUsers: a reloaded users file takes effect at once; sessions
-// of users still there survive (with their new role), those of removed
-// users end.
+// TestServiceSetUsers: a reloaded users file takes effect at once; the
+// sessions of an unchanged user (a new display name aside) survive, those
+// of a user whose grants changed and of a removed user end, and their
+// watchers (open WebSockets) are told.
 func TestServiceSetUsers(t *testing.T) {
 	s := NewService(mustUsers(t), Config{})
-	alice, err := s.Login("alice", "secret", "192.0.2.1")
-	if err != nil {
-		t.Fatal(err)
+	login := func(name string) Session {
+		t.Helper()
+		sess, err := s.Login(name, "secret", "192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess
 	}
-	bob, err := s.Login("bob", "secret", "192.0.2.1")
-	if err != nil {
-		t.Fatal(err)
+	alice, bob, olga := login("alice"), login("bob"), login("olga")
+	told := map[string]bool{}
+	var mu sync.Mutex
+	for name, sess := range map[string]Session{"alice": alice, "bob": bob, "olga": olga} {
+		s.OnRevoke(sess.Token, func() { mu.Lock(); told[name] = true; mu.Unlock() })
 	}
 	h := testHash()
 	next, err := ParseUsers("users.yaml", []byte(`users:
@@ -71,6 +78,13 @@ func TestServiceSetUsers(t *testing.T) {
     password_hash: "`+h+`"
     role: operator
     endpoints: ["201"]
+    groups: ["reception"]
+  - username: olga
+    name: Olga the Operator
+    password_hash: "`+h+`"
+    role: operator
+    endpoints: ["203"]
+    groups: ["reception"]
   - username: zoe
     password_hash: "`+h+`"
 `))
@@ -83,32 +97,58 @@ func TestServiceSetUsers(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 200 {
-				if u, _, err := s.Authenticate(alice.Token); err != nil || (u.Role != RoleUser && u.Role != RoleOperator) {
+				if u, _, err := s.Authenticate(olga.Token); err != nil || u.Role != RoleOperator {
 					t.Errorf("during swap: %v, %v", u, err)
 					return
 				}
 			}
 		})
 	}
-	if n := s.SetUsers(next); n != 1 {
-		t.Errorf("revoked %d tokens, want bob's 1", n)
+	if n := s.SetUsers(next); n != 2 {
+		t.Errorf("revoked %d sessions, want alice's (role changed) and bob's (removed)", n)
 	}
 	wg.Wait()
 
-	if u, _, err := s.Authenticate(alice.Token); err != nil || u.Role != RoleOperator {
-		t.Errorf("alice after reload: %v, %v (want her session kept, as operator)", u, err)
+	if u, _, err := s.Authenticate(olga.Token); err != nil || u.Name != "Olga the Operator" {
+		t.Errorf("olga after reload: %v, %v (want her session kept, new name)", u, err)
 	}
-	if _, _, err := s.Authenticate(bob.Token); !errors.Is(err, ErrTokenUnknown) {
-		t.Errorf("bob after reload: %v, want ErrTokenUnknown", err)
+	for _, sess := range []Session{alice, bob} {
+		if _, _, err := s.Authenticate(sess.Token); !errors.Is(err, ErrTokenUnknown) {
+			t.Errorf("%s after reload: %v, want ErrTokenUnknown", sess.User.Username, err)
+		}
 	}
+	mu.Lock()
+	if !told["alice"] || !told["bob"] || told["olga"] {
+		t.Errorf("watchers told: %v", told)
+	}
+	mu.Unlock()
 	if _, err := s.Login("zoe", "secret", "192.0.2.2"); err != nil {
 		t.Errorf("new user zoe: %v", err)
 	}
-	if s.Users().Len() != 2 {
+	if s.Users().Len() != 3 {
 		t.Errorf("Users().Len() = %d", s.Users().Len())
 	}
 	s.SetUsers(nil)
-	if _, _, err := s.Authenticate(alice.Token); !errors.Is(err, ErrTokenUnknown) {
+	if _, _, err := s.Authenticate(olga.Token); !errors.Is(err, ErrTokenUnknown) {
 		t.Errorf("after SetUsers(nil): %v", err)
+	}
+}
+
+// TestReloadScopeChangeEndsSessions: when a colleague leaves an
+// operator's group, the operator's scope shrinks: her sessions end (an
+// open WebSocket would otherwise go on with the old scope).
+func TestReloadScopeChangeEndsSessions(t *testing.T) {
+	s := NewService(mustUsers(t), Config{})
+	olga, err := s.Login("olga", "secret", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := ParseUsers("users.yaml", []byte(strings.Replace(usersYAML(), `groups: ["reception"]`, `groups: ["sales"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetUsers(next)
+	if _, _, err := s.Authenticate(olga.Token); !errors.Is(err, ErrTokenUnknown) {
+		t.Errorf("olga after her colleague left the group: %v", err)
 	}
 }

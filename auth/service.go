@@ -3,7 +3,10 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,12 +15,32 @@ import (
 
 // Config configures a Service. The zero value is usable.
 type Config struct {
-	// TokenTTL is how long a token lives. Default 12 h.
+	// TokenTTL is how long an access token lives. Default 12 h.
 	TokenTTL time.Duration
-	// UserBurst login attempts per user name may be made at once, then one
-	// more every UserEvery. Defaults 5 and 1 minute.
+	// RefreshTTL is how long a refresh token lives. Default 30 days.
+	RefreshTTL time.Duration
+	// Store keeps the sessions across restarts (LoadSessions reads them
+	// back). Default none: sessions live in memory only.
+	Store SessionStore
+	// Log receives store failures. Default: discard.
+	Log *slog.Logger
+	// UserBurst login attempts per (user name, client address) may be made
+	// at once, then one more every UserEvery. Defaults 5 and 1 minute.
+	// UserEvery is also how fast a user name's failure score decays (one
+	// failure per UserEvery).
 	UserBurst int
 	UserEvery time.Duration
+	// DelayAfter failures of one user name (from all addresses, decaying)
+	// are free; past them every address not known for the name must wait
+	// DelayBase between tries, doubling per further failure up to
+	// DelayMax. Defaults 10, 1 s and 10 minutes. A name is never locked:
+	// the first try from an address and any try from a known one pass.
+	DelayAfter int
+	DelayBase  time.Duration
+	DelayMax   time.Duration
+	// KnownFor is how long an address the user logged in from stays known
+	// for her (exempt from the per-name delay). Default 30 days.
+	KnownFor time.Duration
 	// IPBurst login attempts per client address (per /64 for IPv6) may be
 	// made at once, then one more every IPEvery. Defaults 20 and 3 s.
 	IPBurst int
@@ -46,11 +69,19 @@ type Service struct {
 
 	// Immutable after NewService.
 	tokens     *Tokens
-	perUser    *Limiter
-	perIP      *Limiter
+	guard      *guard
 	sweepEvery time.Duration
 	cost       int // bcrypt cost of the users' hashes, for unknown users
+	store      SessionStore
+	log        *slog.Logger
+	loaded     atomic.Bool // the store's sessions were all read back
 }
+
+// ErrSessionsLoading: the token is not known yet, but the stored sessions
+// have not all been read back (the database is not ready): it may be one
+// of them. Callers answer 503 with a short Retry-After, not 401, so a
+// client is not logged out by a restart.
+var ErrSessionsLoading = errors.New("auth: sessions are still being restored")
 
 // NewService returns a service for users (nil: nobody can log in).
 func NewService(users *Users, cfg Config) *Service {
@@ -66,11 +97,29 @@ func NewService(users *Users, cfg Config) *Service {
 	if cfg.IPEvery <= 0 {
 		cfg.IPEvery = 3 * time.Second
 	}
+	if cfg.DelayAfter <= 0 {
+		cfg.DelayAfter = 10
+	}
+	if cfg.DelayBase <= 0 {
+		cfg.DelayBase = time.Second
+	}
+	if cfg.DelayMax <= 0 {
+		cfg.DelayMax = 10 * time.Minute
+	}
+	if cfg.KnownFor <= 0 {
+		cfg.KnownFor = 30 * 24 * time.Hour
+	}
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = time.Minute
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if users == nil {
 		users = &Users{byName: map[string]*User{}}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	cost := DefaultCost
 	if len(users.list) > 0 {
@@ -81,70 +130,134 @@ func NewService(users *Users, cfg Config) *Service {
 	s := &Service{
 		cost:       cost,
 		tokens:     NewTokens(cfg.TokenTTL, cfg.Now, cfg.Rand),
-		perUser:    NewLimiter(cfg.UserBurst, cfg.UserEvery, cfg.Now),
-		perIP:      NewLimiter(cfg.IPBurst, cfg.IPEvery, cfg.Now),
+		store:      cfg.Store,
+		log:        cfg.Log.With("component", "auth"),
+		guard:      newGuard(cfg),
 		sweepEvery: cfg.SweepEvery,
 	}
 	s.users.Store(users)
+	if cfg.RefreshTTL > 0 {
+		s.tokens.refreshTTL = cfg.RefreshTTL
+	}
 	return s
 }
 
 // Users returns the current user set.
 func (s *Service) Users() *Users { return s.users.Load() }
 
-// SetUsers replaces the user set (a reloaded users file) without touching
-// open sessions: a token stays valid while its user is still in the set,
-// with the role, endpoints and permissions of the new set from its next
-// request on; the tokens of users no longer in the set are revoked. It
-// returns the number of revoked tokens. nil means nobody.
+// SetUsers replaces the user set (a reloaded users file or directory).
+// Sessions of users no longer in the set, and of users whose password,
+// role, endpoints, groups or permissions changed, are revoked (their
+// WebSockets closed at once, through OnRevoke); the others go on, a
+// changed display name showing from the next request. It returns the
+// number of revoked sessions. nil means nobody.
 func (s *Service) SetUsers(users *Users) int {
 	if users == nil {
 		users = &Users{byName: map[string]*User{}}
 	}
 	old := s.users.Swap(users)
-	revoked := 0
+	var ids []string
 	for _, u := range old.list {
-		if _, ok := users.Lookup(u.Username); !ok {
-			revoked += s.tokens.RevokeUser(u.Username)
+		if nu, ok := users.Lookup(u.Username); !ok || !sameGrants(u, nu) {
+			ids = append(ids, s.tokens.revoke(func(se *session) bool { return se.rec.Username == u.Username })...)
 		}
 	}
-	return revoked
+	s.forget(ids)
+	return len(ids)
+}
+
+// sameGrants reports whether a and b (one user before and after a reload)
+// may log in with the same password and do and see the same things: her
+// own record, and also her scope, which a colleague's change of group or
+// endpoints alters (an open WebSocket keeps the user it authenticated).
+func sameGrants(a, b *User) bool {
+	return a.PasswordHash == b.PasswordHash && a.Role == b.Role && a.caps == b.caps && slices.Equal(a.Endpoints, b.Endpoints) &&
+		slices.Equal(a.Groups, b.Groups) && slices.Equal(a.Permissions, b.Permissions) && a.viewKey == b.viewKey &&
+		slices.Equal(a.Scope(), b.Scope())
 }
 
 // Tokens returns the token store.
 func (s *Service) Tokens() *Tokens { return s.tokens }
 
-// Session is a successful login.
+// Session is a successful login (or refresh).
 type Session struct {
-	Token     string
-	ExpiresAt time.Time
-	User      *User
+	ID               string // names the session for listing and revocation
+	Token            string
+	ExpiresAt        time.Time
+	RefreshToken     string
+	RefreshExpiresAt time.Time
+	User             *User
 }
 
-// Login checks a password and issues a token. clientAddr is the client's
-// IP address (with or without port) for the per-address limit. Errors:
-// *RateLimitError, ErrBadCredentials, or a failure to draw randomness.
+func sessionOf(is Issued, u *User) Session {
+	return Session{ID: is.Record.ID, Token: is.Token, ExpiresAt: is.Record.Expires,
+		RefreshToken: is.RefreshToken, RefreshExpiresAt: is.Record.RefreshExp, User: u}
+}
+
+// Login checks a password and issues a session. clientAddr is the
+// client's IP address (with or without port) for the limits (see guard).
+// Errors: *RateLimitError, ErrBadCredentials, or a failure to draw
+// randomness.
 func (s *Service) Login(username, password, clientAddr string) (Session, error) {
-	if ok, wait := s.perIP.Take(ipKey(clientAddr)); !ok {
-		return Session{}, &RateLimitError{By: "ip", RetryAfter: wait}
-	}
-	if ok, wait := s.perUser.Take(username); !ok {
-		return Session{}, &RateLimitError{By: "user", RetryAfter: wait}
+	ip := ipKey(clientAddr)
+	if rl := s.guard.admit(username, ip); rl != nil {
+		return Session{}, rl
 	}
 	u, ok := s.Users().Lookup(username)
 	if !ok {
 		checkPassword(dummyHash(s.cost), password) // same time as a wrong password
+		s.guard.failed(username)
 		return Session{}, ErrBadCredentials
 	}
-	if !checkPassword(u.PasswordHash, password) {
-		return Session{}, ErrBadCredentials
+	if err := s.verify(u, password); err != nil {
+		if errors.Is(err, ErrBadCredentials) {
+			s.guard.failed(username)
+		}
+		return Session{}, err
 	}
-	s.perUser.Reset(username)
-	tok, exp, err := s.tokens.Issue(u.Username)
+	s.guard.succeeded(username, ip)
+	is, err := s.tokens.IssueSession(u.Username, ip)
 	if err != nil {
 		return Session{}, err
 	}
-	return Session{Token: tok, ExpiresAt: exp, User: u}, nil
+	s.persist(is.Record)
+	return sessionOf(is, u), nil
+}
+
+// verify checks u's password: the users file's hash, or u's directory.
+func (s *Service) verify(u *User, password string) error {
+	if u.Checker != nil && u.PasswordHash == "" {
+		err := u.Checker.CheckPassword(u.Username, password)
+		if err != nil && !errors.Is(err, ErrDirectoryUnavailable) {
+			return ErrBadCredentials // whatever else the directory says, never an open door
+		}
+		return err
+	}
+	if !checkPassword(u.PasswordHash, password) {
+		return ErrBadCredentials
+	}
+	return nil
+}
+
+// Refresh spends a refresh token for a new session (new access and
+// refresh tokens); the old access token lives on until it expires.
+// Errors: ErrTokenUnknown (spent, revoked, never issued, or its user is
+// gone), ErrTokenExpired.
+func (s *Service) Refresh(refreshToken, clientAddr string) (Session, error) {
+	is, spent, err := s.tokens.Refresh(refreshToken, ipKey(clientAddr))
+	if spent.ID != "" {
+		s.persist(spent)
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	u, ok := s.Users().Lookup(is.Record.Username)
+	if !ok {
+		s.forget(s.tokens.revoke(func(se *session) bool { return se.rec.ID == is.Record.ID }))
+		return Session{}, ErrTokenUnknown
+	}
+	s.persist(is.Record)
+	return sessionOf(is, u), nil
 }
 
 // Authenticate returns the user a token belongs to and when the token
@@ -153,6 +266,9 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 func (s *Service) Authenticate(token string) (*User, time.Time, error) {
 	name, exp, err := s.tokens.Check(token)
 	if err != nil {
+		if err == ErrTokenUnknown && s.store != nil && !s.loaded.Load() {
+			return nil, exp, ErrSessionsLoading
+		}
 		return nil, exp, err
 	}
 	u, ok := s.Users().Lookup(name)
@@ -162,14 +278,120 @@ func (s *Service) Authenticate(token string) (*User, time.Time, error) {
 	return u, exp, nil
 }
 
-// Logout revokes a token; revoking an unknown token is not an error.
-func (s *Service) Logout(token string) { s.tokens.Revoke(token) }
+// OnRevoke calls f once when token's session is revoked (see
+// Tokens.OnRevoke); the WebSocket hub closes the client then.
+func (s *Service) OnRevoke(token string, f func()) (stop func()) { return s.tokens.OnRevoke(token, f) }
 
-// Sweep drops long-expired tokens and idle rate-limit buckets.
+// Logout revokes a token's session; revoking an unknown token is not an
+// error.
+func (s *Service) Logout(token string) {
+	h, ok := hashToken(token)
+	if !ok {
+		return
+	}
+	s.forget(s.tokens.revoke(func(se *session) bool { return se.rec.AccessHash == h }))
+}
+
+// SessionID names the session of an access token ("" if none).
+func (s *Service) SessionID(token string) string {
+	h, ok := hashToken(token)
+	if !ok {
+		return ""
+	}
+	s.tokens.mu.RLock()
+	defer s.tokens.mu.RUnlock()
+	if se := s.tokens.m[h]; se != nil {
+		return se.rec.ID
+	}
+	return ""
+}
+
+// Sessions lists the sessions of username ("" for everyone's), oldest
+// first.
+func (s *Service) Sessions(username string) []SessionRecord { return s.tokens.List(username) }
+
+// RevokeSession ends the session named id, if it belongs to username (""
+// for anyone's: an admin). It reports whether one was ended.
+func (s *Service) RevokeSession(id, username string) bool {
+	ids := s.tokens.revoke(func(se *session) bool {
+		return se.rec.ID == id && (username == "" || se.rec.Username == username)
+	})
+	s.forget(ids)
+	return len(ids) > 0
+}
+
+// RevokeUser ends every session of username and returns how many.
+func (s *Service) RevokeUser(username string) int {
+	ids := s.tokens.revoke(func(se *session) bool { return se.rec.Username == username })
+	s.forget(ids)
+	return len(ids)
+}
+
+// storeTimeout bounds one write of the session store.
+const storeTimeout = 3 * time.Second
+
+// persist writes records to the store. A failure is logged: the session
+// works in this process but will not survive a restart.
+func (s *Service) persist(recs ...SessionRecord) {
+	if s.store == nil {
+		return
+	}
+	for _, r := range recs {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		err := s.store.PutSession(ctx, r)
+		cancel()
+		if err != nil {
+			s.log.Warn("session not stored: it will not survive a restart", "session", r.ID, "user", r.Username, "err", err)
+		}
+	}
+}
+
+// forget removes sessions from the store.
+func (s *Service) forget(ids []string) {
+	if s.store == nil || len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.store.DeleteSessions(ctx, ids); err != nil {
+		s.log.Error("revoked sessions still in the store: they would come back after a restart", "sessions", ids, "err", err)
+	}
+}
+
+// LoadSessions reads the stored sessions back (at start, after a
+// restart; again when the database becomes ready) and returns how many
+// it added (sessions already held are kept as they are). Sessions of users not in the
+// current set are loaded too: Authenticate refuses them, and SetUsers
+// revokes them if the user stays away.
+func (s *Service) LoadSessions(ctx context.Context) (int, error) {
+	if s.store == nil {
+		return 0, nil
+	}
+	recs, err := s.store.LoadSessions(ctx)
+	n := 0
+	for _, r := range recs {
+		if r.Revoked || r.ID == "" {
+			continue
+		}
+		if s.tokens.add(r) {
+			n++
+			if r.ClientAddr != "" {
+				s.guard.remember(r.Username, r.ClientAddr, r.Created) // her usual address survives the restart
+			}
+		}
+	}
+	if err != nil {
+		return n, fmt.Errorf("auth: load sessions: %w", err)
+	}
+	s.loaded.Store(true)
+	return n, nil
+}
+
+// Sweep drops long-expired sessions (from the store too) and idle
+// rate-limit buckets.
 func (s *Service) Sweep() {
-	s.tokens.Sweep(expiredGrace)
-	s.perUser.Sweep()
-	s.perIP.Sweep()
+	s.forget(s.tokens.Sweep(expiredGrace))
+	s.guard.sweep()
 }
 
 // Run sweeps every Config.SweepEvery until ctx is done, then returns

@@ -1,18 +1,25 @@
 package auth
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
 
-// DefaultTokenTTL is how long a token lives when Config.TokenTTL is zero.
-const DefaultTokenTTL = 12 * time.Hour
+// DefaultTokenTTL is how long an access token lives when Config.TokenTTL
+// is zero; DefaultRefreshTTL likewise for a refresh token.
+const (
+	DefaultTokenTTL   = 12 * time.Hour
+	DefaultRefreshTTL = 30 * 24 * time.Hour
+)
 
 // tokenBytes is the entropy of a token: 256 bits.
 const tokenBytes = 32
@@ -29,28 +36,51 @@ var (
 )
 
 // tokenHash is what the store keeps instead of the token: leaking the
-// store's memory (a heap dump, a core file) leaks no usable token.
+// store's memory or its database leaks no usable token.
 type tokenHash [sha256.Size]byte
 
-type tokenEntry struct {
-	username string
-	expires  time.Time
+// SessionRecord is one login as stored: hashes only, never a token.
+type SessionRecord struct {
+	// ID names the session for listing and revocation; it is not a
+	// credential (the first 8 bytes of the access token's hash, in hex).
+	ID          string
+	Username    string
+	AccessHash  [sha256.Size]byte
+	RefreshHash [sha256.Size]byte // zero: no refresh token (used or none issued)
+	Created     time.Time
+	Expires     time.Time // of the access token
+	RefreshExp  time.Time // of the refresh token
+	ClientAddr  string    // the login's client address (rate-limit key)
+	// Revoked marks a tombstone: a revocation a store could not apply yet
+	// (Fallback). Never set on a live session.
+	Revoked bool `json:",omitempty"`
 }
 
-// Tokens stores bearer tokens hashed. Safe for concurrent use.
+type session struct {
+	rec      SessionRecord
+	watchers map[*watcher]struct{} // told when the session is revoked
+}
+
+type watcher struct{ f func() }
+
+// Tokens holds the sessions in memory, indexed by the hashes of their
+// access and refresh tokens. Safe for concurrent use.
 type Tokens struct {
 	// Immutable after NewTokens.
-	ttl  time.Duration
-	now  func() time.Time
-	rand io.Reader
+	ttl, refreshTTL time.Duration
+	now             func() time.Time
+	rand            io.Reader
 
-	mu sync.RWMutex // guards m
-	m  map[tokenHash]tokenEntry
+	mu      sync.RWMutex // guards m, refresh, byID
+	m       map[tokenHash]*session
+	refresh map[tokenHash]*session
+	byID    map[string]*session
 }
 
-// NewTokens returns an empty store issuing tokens valid for ttl (default
-// DefaultTokenTTL), reading time from now (default time.Now) and entropy
-// from rnd (default crypto/rand).
+// NewTokens returns an empty store issuing access tokens valid for ttl
+// (default DefaultTokenTTL) and refresh tokens valid for DefaultRefreshTTL,
+// reading time from now (default time.Now) and entropy from rnd (default
+// crypto/rand).
 func NewTokens(ttl time.Duration, now func() time.Time, rnd io.Reader) *Tokens {
 	if ttl <= 0 {
 		ttl = DefaultTokenTTL
@@ -61,7 +91,8 @@ func NewTokens(ttl time.Duration, now func() time.Time, rnd io.Reader) *Tokens {
 	if rnd == nil {
 		rnd = rand.Reader
 	}
-	return &Tokens{ttl: ttl, now: now, rand: rnd, m: map[tokenHash]tokenEntry{}}
+	return &Tokens{ttl: ttl, refreshTTL: DefaultRefreshTTL, now: now, rand: rnd,
+		m: map[tokenHash]*session{}, refresh: map[tokenHash]*session{}, byID: map[string]*session{}}
 }
 
 // hashToken hashes without allocating: the token is copied to a stack
@@ -75,19 +106,68 @@ func hashToken(token string) (tokenHash, bool) {
 	return sha256.Sum256(buf[:n]), true
 }
 
-// Issue makes a new token for username.
-func (t *Tokens) Issue(username string) (token string, expires time.Time, err error) {
+func (t *Tokens) newToken() (string, tokenHash, error) {
 	var raw [tokenBytes]byte
 	if _, err := io.ReadFull(t.rand, raw[:]); err != nil {
-		return "", time.Time{}, fmt.Errorf("auth: issue token: %w", err)
+		return "", tokenHash{}, fmt.Errorf("auth: issue token: %w", err)
 	}
-	token = base64.RawURLEncoding.EncodeToString(raw[:])
-	h, _ := hashToken(token)
-	expires = t.now().Add(t.ttl)
+	tok := base64.RawURLEncoding.EncodeToString(raw[:])
+	h, _ := hashToken(tok)
+	return tok, h, nil
+}
+
+// Issued is a new session's tokens and its stored record.
+type Issued struct {
+	Token, RefreshToken string
+	Record              SessionRecord
+}
+
+// IssueSession makes a new session (access and refresh token) for
+// username logging in from clientAddr.
+func (t *Tokens) IssueSession(username, clientAddr string) (Issued, error) {
+	return t.issue(username, clientAddr, true)
+}
+
+// Issue makes a new access token for username (a session without a
+// refresh token).
+func (t *Tokens) Issue(username string) (token string, expires time.Time, err error) {
+	is, err := t.issue(username, "", false)
+	return is.Token, is.Record.Expires, err
+}
+
+func (t *Tokens) issue(username, clientAddr string, withRefresh bool) (Issued, error) {
+	tok, h, err := t.newToken()
+	if err != nil {
+		return Issued{}, err
+	}
+	now := t.now()
+	is := Issued{Token: tok, Record: SessionRecord{ID: hex.EncodeToString(h[:8]), Username: username, AccessHash: h,
+		Created: now, Expires: now.Add(t.ttl), ClientAddr: clientAddr}}
+	if withRefresh {
+		if is.RefreshToken, is.Record.RefreshHash, err = t.newToken(); err != nil {
+			return Issued{}, err
+		}
+		is.Record.RefreshExp = now.Add(t.refreshTTL)
+	}
+	t.add(is.Record)
+	return is, nil
+}
+
+// add puts a record in the maps (a new session, or one loaded from the
+// store); a session already held is kept as it is (with its watchers).
+func (t *Tokens) add(rec SessionRecord) bool {
+	s := &session{rec: rec}
 	t.mu.Lock()
-	t.m[h] = tokenEntry{username: username, expires: expires}
-	t.mu.Unlock()
-	return token, expires, nil
+	defer t.mu.Unlock()
+	if _, ok := t.byID[rec.ID]; ok {
+		return false
+	}
+	t.m[rec.AccessHash] = s
+	if rec.RefreshHash != (tokenHash{}) {
+		t.refresh[rec.RefreshHash] = s
+	}
+	t.byID[rec.ID] = s
+	return true
 }
 
 // Check returns the user name a token was issued to and when it expires,
@@ -98,65 +178,176 @@ func (t *Tokens) Check(token string) (username string, expires time.Time, err er
 		return "", time.Time{}, ErrTokenUnknown
 	}
 	t.mu.RLock()
-	e, ok := t.m[h]
+	s, ok := t.m[h]
+	var name string
+	var exp time.Time
+	if ok {
+		name, exp = s.rec.Username, s.rec.Expires
+	}
 	t.mu.RUnlock()
 	if !ok {
 		return "", time.Time{}, ErrTokenUnknown
 	}
-	if !t.now().Before(e.expires) {
-		return "", e.expires, ErrTokenExpired
+	if !t.now().Before(exp) {
+		return "", exp, ErrTokenExpired
 	}
-	return e.username, e.expires, nil
+	return name, exp, nil
 }
 
-// Revoke forgets a token; it reports whether it existed.
+// Refresh spends a refresh token (once): the session it belongs to keeps
+// its access token until that expires, and a new session is issued. It
+// returns the new session and the spent one's record as it is now.
+// Errors: ErrTokenUnknown (never issued, already spent, revoked) and
+// ErrTokenExpired.
+func (t *Tokens) Refresh(refreshToken, clientAddr string) (Issued, SessionRecord, error) {
+	h, ok := hashToken(refreshToken)
+	if !ok {
+		return Issued{}, SessionRecord{}, ErrTokenUnknown
+	}
+	t.mu.Lock()
+	s, ok := t.refresh[h]
+	if !ok {
+		t.mu.Unlock()
+		return Issued{}, SessionRecord{}, ErrTokenUnknown
+	}
+	delete(t.refresh, h)
+	exp := s.rec.RefreshExp
+	s.rec.RefreshHash, s.rec.RefreshExp = tokenHash{}, time.Time{}
+	spent := s.rec
+	t.mu.Unlock()
+	if !t.now().Before(exp) {
+		return Issued{}, spent, ErrTokenExpired
+	}
+	is, err := t.IssueSession(spent.Username, clientAddr)
+	return is, spent, err
+}
+
+// OnRevoke calls f once, from the revoking goroutine, when token's session
+// is revoked (logout, an admin's revocation, its user removed or changed);
+// not when it merely expires. The returned function stops the watch. An
+// unknown token is reported at once.
+func (t *Tokens) OnRevoke(token string, f func()) (stop func()) {
+	h, _ := hashToken(token)
+	w := &watcher{f: f}
+	t.mu.Lock()
+	s, ok := t.m[h]
+	if ok {
+		if s.watchers == nil {
+			s.watchers = map[*watcher]struct{}{}
+		}
+		s.watchers[w] = struct{}{}
+	}
+	t.mu.Unlock()
+	if !ok {
+		f()
+		return func() {}
+	}
+	return func() {
+		t.mu.Lock()
+		delete(s.watchers, w)
+		t.mu.Unlock()
+	}
+}
+
+// removeLocked drops s from every index and returns its watchers.
+func (t *Tokens) removeLocked(s *session) []*watcher {
+	delete(t.m, s.rec.AccessHash)
+	if s.rec.RefreshHash != (tokenHash{}) {
+		delete(t.refresh, s.rec.RefreshHash)
+	}
+	delete(t.byID, s.rec.ID)
+	ws := make([]*watcher, 0, len(s.watchers))
+	for w := range s.watchers {
+		ws = append(ws, w)
+	}
+	s.watchers = nil
+	return ws
+}
+
+// revoke removes the sessions match selects and tells their watchers; it
+// returns the IDs removed.
+func (t *Tokens) revoke(match func(*session) bool) []string {
+	var ids []string
+	var tell []*watcher
+	t.mu.Lock()
+	for _, s := range t.byID {
+		if match(s) {
+			ids = append(ids, s.rec.ID)
+			tell = append(tell, t.removeLocked(s)...)
+		}
+	}
+	t.mu.Unlock()
+	for _, w := range tell {
+		w.f()
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Revoke ends the session of an access token; it reports whether it
+// existed.
 func (t *Tokens) Revoke(token string) bool {
 	h, ok := hashToken(token)
 	if !ok {
 		return false
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, ok = t.m[h]
-	delete(t.m, h)
-	return ok
+	return len(t.revoke(func(s *session) bool { return s.rec.AccessHash == h })) > 0
 }
 
-// RevokeUser forgets every token of username and returns how many.
+// RevokeID ends the session named id; it reports whether it existed.
+func (t *Tokens) RevokeID(id string) bool {
+	return len(t.revoke(func(s *session) bool { return s.rec.ID == id })) > 0
+}
+
+// RevokeUser ends every session of username and returns how many.
 func (t *Tokens) RevokeUser(username string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for h, e := range t.m {
-		if e.username == username {
-			delete(t.m, h)
-			n++
-		}
-	}
-	return n
+	return len(t.revoke(func(s *session) bool { return s.rec.Username == username }))
 }
 
-// Sweep forgets tokens that expired more than grace ago and returns how
-// many. Until swept, an expired token answers ErrTokenExpired rather than
+// Sweep forgets sessions whose access token expired more than grace ago
+// and whose refresh token is spent or expired, and returns their IDs.
+// Until swept, an expired token answers ErrTokenExpired rather than
 // ErrTokenUnknown, which lets clients tell "log in again" from "wrong
-// token".
-func (t *Tokens) Sweep(grace time.Duration) int {
-	cut := t.now().Add(-grace)
+// token". Watchers are not told: the WebSocket closes on expiry itself.
+func (t *Tokens) Sweep(grace time.Duration) []string {
+	now := t.now()
+	cut := now.Add(-grace)
+	var ids []string
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
-	for h, e := range t.m {
-		if e.expires.Before(cut) {
-			delete(t.m, h)
-			n++
+	for _, s := range t.byID {
+		if s.rec.Expires.Before(cut) && !now.Before(s.rec.RefreshExp) {
+			ids = append(ids, s.rec.ID)
+			t.removeLocked(s)
 		}
 	}
-	return n
+	return ids
 }
 
-// Len is the number of stored tokens, expired ones not yet swept included.
+// List returns the sessions of username ("" for everyone's), oldest
+// first.
+func (t *Tokens) List(username string) []SessionRecord {
+	t.mu.RLock()
+	out := make([]SessionRecord, 0, len(t.byID))
+	for _, s := range t.byID {
+		if username == "" || s.rec.Username == username {
+			out = append(out, s.rec)
+		}
+	}
+	t.mu.RUnlock()
+	slices.SortFunc(out, func(a, b SessionRecord) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Len is the number of stored sessions, expired ones not yet swept
+// included.
 func (t *Tokens) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.m)
+	return len(t.byID)
 }

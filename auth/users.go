@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -70,13 +71,28 @@ type User struct {
 	Groups       []string
 	Permissions  []string // extra permissions: PermOperatorPanel, ...
 	Cellphone    string   // the user's mobile number: presence "cellphone" forwards there
+	// Profile names the user's capability set; "" means the profile named
+	// after its role ("user", "operator", "admin"). With a profile, Role
+	// is derived from it.
+	Profile string
+	// Checker, when set and PasswordHash is empty, checks the password
+	// instead (a directory: an LDAP bind). ctibridge then stores none.
+	Checker PasswordChecker
+	// Source names where the user comes from: "" for the users file,
+	// otherwise the directory's name.
+	Source string
 
 	// Derived by NewUsers.
+	caps    Caps            // the profile's, plus what Permissions add
 	own     map[string]bool // Endpoints
 	scope   map[string]bool // endpoints it may act on (own, plus its groups' for an operator)
 	perms   map[string]bool
 	viewKey string
 }
+
+// Caps returns the user's capabilities: its profile's and its extra
+// permissions'.
+func (u *User) Caps() Caps { return u.caps }
 
 // Has reports whether the user was granted the extra permission p.
 func (u *User) Has(p string) bool { return u.perms[p] }
@@ -100,8 +116,17 @@ func (u *User) Scope() []string {
 
 // Users is an immutable set of users, safe to share between goroutines.
 type Users struct {
-	byName map[string]*User
-	list   []*User // in file order
+	byName   map[string]*User
+	list     []*User // in file order
+	profiles map[string]Caps
+}
+
+// Profiles returns the profiles users may be given (name → capabilities).
+func (us *Users) Profiles() map[string]Caps {
+	if us == nil || us.profiles == nil {
+		return DefaultProfiles()
+	}
+	return maps.Clone(us.profiles)
 }
 
 // Lookup returns the user named username.
@@ -199,23 +224,36 @@ func parseUsers(name string, data []byte) (*Users, []error) {
 		return one(&UsersError{File: name, Line: doc.Line, Msg: "want a mapping with a \"users:\" list"})
 	}
 	top := doc.Content[0]
-	var list *yaml.Node
+	var list, profNode *yaml.Node
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
-		if k.Value != "users" {
-			return one(&UsersError{File: name, Line: k.Line, Key: k.Value, Msg: "unknown key (want \"users\")"})
+		var dst **yaml.Node
+		switch k.Value {
+		case "users":
+			dst = &list
+		case "profiles":
+			dst = &profNode
+		default:
+			return one(&UsersError{File: name, Line: k.Line, Key: k.Value, Msg: "unknown key (want \"users\" or \"profiles\")"})
 		}
-		if list != nil {
-			return one(&UsersError{File: name, Line: k.Line, Key: "users", Msg: "given twice"})
+		if *dst != nil {
+			return one(&UsersError{File: name, Line: k.Line, Key: k.Value, Msg: "given twice"})
 		}
-		list = v
+		*dst = v
+	}
+	profiles := DefaultProfiles()
+	if profNode != nil {
+		var err error
+		if profiles, err = parseProfiles(name, profNode); err != nil {
+			return nil, []error{err}
+		}
 	}
 	if list == nil {
 		return one(&UsersError{File: name, Line: top.Line, Msg: "no \"users:\" list"})
 	}
 	if list.Kind != yaml.SequenceNode {
 		if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
-			us, err := NewUsers(nil) // "users:" with nothing: no users
+			us, err := NewUsersWithProfiles(nil, profiles) // "users:" with nothing: no users
 			if err != nil {
 				return nil, []error{err}
 			}
@@ -228,6 +266,10 @@ func parseUsers(name string, data []byte) (*Users, []error) {
 	var errs []error
 	for _, n := range list.Content {
 		u, err := parseUser(name, n)
+		if _, ok := profiles[u.Profile]; err == nil && u.Profile != "" && !ok {
+			err = &UsersError{File: name, Line: n.Line, User: u.Username, Key: "profile",
+				Msg: fmt.Sprintf("unknown profile %q (known: %s)", u.Profile, strings.Join(ProfileNames(profiles), ", "))}
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -243,7 +285,7 @@ func parseUsers(name string, data []byte) (*Users, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	us, err := NewUsers(users)
+	us, err := NewUsersWithProfiles(users, profiles)
 	if err != nil {
 		return one(&UsersError{File: name, Msg: err.Error()})
 	}
@@ -280,62 +322,23 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 			if v.Kind != yaml.ScalarNode {
 				return fail(v.Line, k.Value, "want a string")
 			}
-		case "name", "password_hash", "role", "cellphone":
+		case "name", "password_hash", "role", "cellphone", "profile":
 			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 				return fail(v.Line, k.Value, "want a string")
 			}
-			switch k.Value {
-			case "name":
-				u.Name = v.Value
-			case "cellphone":
-				if err := checkCellphone(v.Value); err != nil {
-					return fail(v.Line, k.Value, "%v", err)
-				}
-				u.Cellphone = v.Value
-			case "password_hash":
-				u.PasswordHash = v.Value
-				if err := checkHash(v.Value); err != nil {
-					return fail(v.Line, k.Value, "%v", err)
-				}
-			case "role":
-				role = v.Value
-				r, ok := ParseRole(v.Value)
-				if !ok {
-					return fail(v.Line, k.Value, "unknown role %q (want user, operator or admin)", v.Value)
-				}
-				u.Role = r
+			if err := u.setScalar(k.Value, v.Value, &role); err != nil {
+				return fail(v.Line, k.Value, "%v", err)
 			}
 		case "endpoints", "groups", "permissions":
 			vals, err := stringList(v)
+			if err == nil {
+				err = u.setList(k.Value, vals)
+			}
 			if err != nil {
 				return fail(v.Line, k.Value, "%v", err)
 			}
-			for _, s := range vals {
-				var err error
-				switch k.Value {
-				case "endpoints":
-					err = CheckEndpoint(s)
-				case "groups":
-					err = checkName(s)
-				case "permissions":
-					if !slices.Contains(knownPermissions, s) {
-						err = fmt.Errorf("unknown permission %q (known: %s)", s, strings.Join(knownPermissions, ", "))
-					}
-				}
-				if err != nil {
-					return fail(v.Line, k.Value, "%v", err)
-				}
-			}
-			switch k.Value {
-			case "endpoints":
-				u.Endpoints = vals
-			case "groups":
-				u.Groups = vals
-			case "permissions":
-				u.Permissions = vals
-			}
 		default:
-			return fail(k.Line, k.Value, "unknown key (known: username, name, password_hash, role, endpoints, groups, permissions, cellphone)")
+			return fail(k.Line, k.Value, "unknown key (known: username, name, password_hash, role, profile, endpoints, groups, permissions, cellphone)")
 		}
 	}
 	if u.PasswordHash == "" {
@@ -345,6 +348,76 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 		u.Role = RoleUser
 	}
 	return u, nil
+}
+
+// errRoleAndProfile: a user gives one or the other.
+var errRoleAndProfile = errors.New("give a role or a profile, not both (a profile sets the role)")
+
+// setScalar checks and sets one of a user's string keys; role records a
+// role given by name.
+func (u *User) setScalar(key, val string, role *string) error {
+	switch key {
+	case "name":
+		u.Name = val
+	case "cellphone":
+		if err := checkCellphone(val); err != nil {
+			return err
+		}
+		u.Cellphone = val
+	case "password_hash":
+		if err := checkHash(val); err != nil {
+			return err
+		}
+		u.PasswordHash = val
+	case "profile":
+		if *role != "" {
+			return errRoleAndProfile
+		}
+		if err := checkName(val); err != nil {
+			return err
+		}
+		u.Profile = val
+	case "role":
+		if u.Profile != "" {
+			return errRoleAndProfile
+		}
+		*role = val
+		r, ok := ParseRole(val)
+		if !ok {
+			return fmt.Errorf("unknown role %q (want user, operator or admin)", val)
+		}
+		u.Role = r
+	}
+	return nil
+}
+
+// setList checks and sets one of a user's list keys.
+func (u *User) setList(key string, vals []string) error {
+	for _, s := range vals {
+		var err error
+		switch key {
+		case "endpoints":
+			err = CheckEndpoint(s)
+		case "groups":
+			err = checkName(s)
+		case "permissions":
+			if !slices.Contains(knownPermissions, s) {
+				err = fmt.Errorf("unknown permission %q (known: %s)", s, strings.Join(knownPermissions, ", "))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	switch key {
+	case "endpoints":
+		u.Endpoints = vals
+	case "groups":
+		u.Groups = vals
+	case "permissions":
+		u.Permissions = vals
+	}
+	return nil
 }
 
 func stringList(v *yaml.Node) ([]string, error) {
@@ -366,6 +439,10 @@ func stringList(v *yaml.Node) ([]string, error) {
 
 // checkName accepts user and group names: 1 to 64 printable characters
 // without spaces.
+// CheckName reports whether s is a valid user, group or profile name;
+// directories skip entries whose names are not.
+func CheckName(s string) error { return checkName(s) }
+
 func checkName(s string) error {
 	if s == "" {
 		return errors.New("missing or empty")
@@ -420,12 +497,20 @@ func checkHash(h string) error {
 	return nil
 }
 
-// NewUsers checks users and derives what the permission checks need:
-// each user's own endpoints and, for an operator, every endpoint owned by
-// a user sharing one of its groups. It is what ParseUsers calls; `demo`
-// may call it with users it makes up.
-func NewUsers(list []User) (*Users, error) {
-	us := &Users{byName: make(map[string]*User, len(list))}
+// NewUsers is NewUsersWithProfiles with the default profiles.
+func NewUsers(list []User) (*Users, error) { return NewUsersWithProfiles(list, nil) }
+
+// NewUsersWithProfiles checks users and derives what the permission
+// checks need: each user's capabilities (its profile's, or its role's
+// default profile's, plus its extra permissions'), own endpoints and, with
+// CapGroupScope, every endpoint owned by a user sharing one of its groups.
+// profiles nil means DefaultProfiles. It is what ParseUsers calls; `demo`
+// and the directories call it with the users they make.
+func NewUsersWithProfiles(list []User, profiles map[string]Caps) (*Users, error) {
+	if profiles == nil {
+		profiles = DefaultProfiles()
+	}
+	us := &Users{byName: make(map[string]*User, len(list)), profiles: profiles}
 	groupEndpoints := map[string][]string{}
 	for i := range list {
 		u := list[i] // copy: the caller's slice is not retained
@@ -441,7 +526,17 @@ func NewUsers(list []User) (*Users, error) {
 		if u.Role > RoleAdmin {
 			return nil, fmt.Errorf("user %q: role: unknown role %d", u.Username, u.Role)
 		}
-		if err := checkHash(u.PasswordHash); err != nil {
+		prof := u.Profile
+		if prof == "" {
+			prof = u.Role.String()
+		}
+		caps, ok := profiles[prof]
+		if !ok {
+			return nil, fmt.Errorf("user %q: profile: unknown profile %q", u.Username, prof)
+		}
+		u.Role = roleOf(caps) // the role follows the capabilities
+		directoryChecked := u.Checker != nil && u.PasswordHash == ""
+		if err := checkHash(u.PasswordHash); err != nil && !directoryChecked {
 			return nil, fmt.Errorf("user %q: password_hash: %w", u.Username, err)
 		}
 		u.Endpoints = slices.Clone(u.Endpoints)
@@ -460,7 +555,9 @@ func NewUsers(list []User) (*Users, error) {
 				return nil, fmt.Errorf("user %q: permissions: unknown permission %q", u.Username, p)
 			}
 			u.perms[p] = true
+			caps |= permissionCaps[p]
 		}
+		u.caps = caps
 		for _, g := range u.Groups {
 			groupEndpoints[g] = append(groupEndpoints[g], u.Endpoints...)
 		}
@@ -473,7 +570,7 @@ func NewUsers(list []User) (*Users, error) {
 		for e := range u.own {
 			u.scope[e] = true
 		}
-		if u.Role == RoleOperator {
+		if u.caps.Has(CapGroupScope) {
 			for _, g := range u.Groups {
 				for _, e := range groupEndpoints[g] {
 					u.scope[e] = true

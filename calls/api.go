@@ -21,6 +21,12 @@ type Config struct {
 	// When empty, any PJSIP/SIP/IAX2 endpoint whose name is not all digits
 	// (and not a known extension) is taken for a trunk.
 	Trunks []string
+	// QueueNumbers gives the number callers dial to reach a queue, by
+	// app_queue name ("support" -> "600"), so that the queue answers to
+	// both from the first snapshot; otherwise the number is learnt when
+	// the first caller joins. Not needed on FreePBX, which names queues by
+	// their number.
+	QueueNumbers map[string]string
 	// Names gives display names of extensions by number, used until the PBX
 	// reports one. An extension listed here exists from the start (offline).
 	Names map[string]string

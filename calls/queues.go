@@ -32,6 +32,9 @@ func (e *Engine) ensureQueue(name string) *queueState {
 	q := e.queues[name]
 	if q == nil {
 		q = &queueState{name: strings.Clone(name), members: map[string]QueueMember{}, waiting: map[string]QueueCaller{}}
+		if n := e.cfg.QueueNumbers[name]; n != name && isDialString(n) {
+			q.number = n
+		}
 		e.queues[q.name] = q
 	}
 	e.dirtyQueue[q.name] = struct{}{}

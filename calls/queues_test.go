@@ -34,3 +34,23 @@ func TestIsDialString(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueNumbersConfigured: a number given in Config answers from the
+// first snapshot, before any caller joined.
+func TestQueueNumbersConfigured(t *testing.T) {
+	rec := loadRecording(t, "queue_dynamic_members") // QueueAdd creates it, a caller joins later
+	e := New(Config{Trunks: []string{"trunk"}, QueueNumbers: map[string]string{"support": "600", "other": "x"}})
+	for _, m := range rec.msgs {
+		if m.Event() == "QueueCallerJoin" {
+			break
+		}
+		e.Apply(m)
+	}
+	s := e.Publish()
+	if _, ok := s.Queues["support"]; !ok {
+		t.Fatal("no queue support before the caller joined")
+	}
+	if name, ok := s.QueueName("600"); !ok || name != "support" {
+		t.Errorf("QueueName(600) = %q, %v before any caller joined", name, ok)
+	}
+}

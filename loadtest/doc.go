@@ -5,15 +5,35 @@
 // (with SIPp or built-in sipgo phones) and times how long each call takes
 // to show on the WebSocket clients' screens.
 //
-// It talks to ctibridge only over the network: it never imports rest or
-// ws, so what it measures is what a client sees. Latencies go into a
-// log-linear Histogram (HdrHistogram's layout, about 1% precision), never
-// into a slice of every sample. Reports render as an autocannon-like table,
-// as JSON (the shape in docs/loadtest.md, "Common flags") and as a self-contained
-// HTML page with inline SVG plots.
+// RunChaos is the fault suite: it runs a real `ctibridge serve` child
+// process against pbxsim with SIPp traffic and breaks things. The AMI link
+// goes through a TCP proxy that kills it, goes half-open or sends a line
+// that never ends, while the bridge's REST state is judged against
+// pbxsim's channels; a throwaway PostgreSQL is down when serve starts and
+// serve is killed with -9, then the CDRs stored are counted against the
+// Cdr events the proxy handed to a bridge; one WebSocket client floods
+// subscribe while others measure their latency and serve's RSS is
+// sampled. Each figure is reported against issue 19's target; invariants
+// (no crash, no ghost call once converged, no CDR stored twice) are told
+// apart from targets, which hold only once the fixes have landed.
 //
-// Concurrency: RunHTTP, RunWS and RunE2E each own every goroutine they
-// start and return only after all have stopped, at the latest a grace
-// period after their configured duration. A Histogram is not safe for
-// concurrent use; a Report is immutable once returned.
+// It talks to ctibridge only over the network: it never imports rest or
+// ws, so what it measures is what a client sees (the fault suite also
+// signals the serve process it started and reads its RSS from /proc).
+// Latencies go into a log-linear Histogram (HdrHistogram's layout, about
+// 1% precision), never into a slice of every sample. Reports render as an
+// autocannon-like table, as JSON (the shape in docs/loadtest.md, "Common
+// flags") and as a self-contained HTML page with inline SVG plots.
+//
+// The programs beside it: loadtest/wsbench measures the WebSocket hub
+// alone (it runs ws in a server process of its own, so it imports ws; this
+// package does not), and bench/run.sh runs the standard suite with
+// rest/internal/bench as its REST server. loadtest/internal/wsframe reads
+// frame header fields for both.
+//
+// Concurrency: RunHTTP, RunWS, RunE2E and RunChaos each own every
+// goroutine (and child process) they start and return only after all
+// have stopped, at the latest a grace period after their configured
+// duration (RunChaos: after each of its phases, all bounded). A Histogram
+// is not safe for concurrent use; a Report is immutable once returned.
 package loadtest

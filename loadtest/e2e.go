@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ctibridge/ctibridge/pbxsim"
@@ -117,161 +115,26 @@ func (s *screen) add(at time.Time, raw []byte) {
 // ringing or connected counts in calls_missing; an extension still busy
 // on a client or in REST once every call has ended counts in ghost_calls.
 func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
-	if cfg.Rate <= 0 {
-		cfg.Rate = 10
+	cfg.setDefaults()
+	gen, notes, err := cfg.generator()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Duration <= 0 {
-		cfg.Duration = 10 * time.Second
-	}
-	if cfg.Ring <= 0 {
-		cfg.Ring = 100 * time.Millisecond
-	}
-	if cfg.Talk <= 0 {
-		cfg.Talk = time.Second
-	}
-	if cfg.Clients <= 0 {
-		cfg.Clients = 5
-	}
-	if cfg.RESTRate == 0 {
-		cfg.RESTRate = 20
-	}
-	if cfg.Settle <= 0 {
-		cfg.Settle = 2 * time.Second
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	if len(cfg.Callers) == 0 || len(cfg.Callers) != len(cfg.Callees) {
-		return nil, fmt.Errorf("loadtest: e2e: want as many callers as callees, at least one (got %d and %d)", len(cfg.Callers), len(cfg.Callees))
-	}
-	var notes []string
-	gen := cfg.Generator
-	if gen == "" {
-		gen = "sipp"
-		if _, err := sipp.LookPath(cfg.SIPpBinary); err != nil {
-			gen = "phones"
-			notes = append(notes, "SIPp is not installed (apt-get install sip-tester): the calls were placed by the built-in sipgo phones")
-		}
-	}
-	if gen != "sipp" && gen != "phones" {
-		return nil, fmt.Errorf("loadtest: e2e: unknown generator %q (sipp or phones)", gen)
-	}
-	notes = append(notes, fmt.Sprintf("calls placed by %s: %d pairs, ring %v, talk %v; %d WebSocket clients; REST reads at %.0f/s",
-		map[string]string{"sipp": "SIPp (register_invite_client.xml, INVITE and 200 OK times from its message trace)", "phones": "built-in sipgo phones"}[gen],
-		len(cfg.Callers), cfg.Ring, cfg.Talk, cfg.Clients, max(cfg.RESTRate, 0)))
-	if need := int(math.Ceil(cfg.Rate * (cfg.Ring + cfg.Talk + 300*time.Millisecond).Seconds())); need > len(cfg.Callers) {
-		notes = append(notes, fmt.Sprintf("only %d caller/callee pairs for %.0f calls/s lasting %v: calls wait for a free pair, so fewer are placed", len(cfg.Callers), cfg.Rate, cfg.Ring+cfg.Talk))
-	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
 
-	// The callees: built-in phones that ring, then answer.
-	phoneCtx, stopPhones := context.WithCancel(context.Background())
-	defer stopPhones()
-	var phoneWG sync.WaitGroup
-	defer phoneWG.Wait()
-	defer stopPhones()
-	newPhone := func(exten string, ring time.Duration) (*pbxsim.Phone, error) {
-		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: exten, Server: cfg.SIPAddr, Secret: cfg.Secret, RingTime: ring})
-		if err != nil {
-			return nil, err
-		}
-		phoneWG.Go(func() { ph.Run(phoneCtx) })
-		return ph, nil
+	phones, err := startE2EPhones(ctx, cfg, gen == "phones")
+	if err != nil {
+		return nil, err
 	}
-	register := func(phs map[string]*pbxsim.Phone) error {
-		var mu sync.Mutex
-		var errs []error
-		var rwg sync.WaitGroup
-		sem := make(chan struct{}, 32)
-		for x, ph := range phs {
-			rwg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				rctx, rc := context.WithTimeout(ctx, 5*time.Second)
-				defer rc()
-				if err := ph.Register(rctx, time.Hour); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("phone %s: %w", x, err))
-					mu.Unlock()
-				}
-			})
-		}
-		rwg.Wait()
-		return errors.Join(errs...)
-	}
-	callees := map[string]*pbxsim.Phone{}
-	for _, x := range cfg.Callees {
-		ph, err := newPhone(x, cfg.Ring)
-		if err != nil {
-			return nil, err
-		}
-		callees[x] = ph
-	}
-	callers := map[string]*pbxsim.Phone{}
-	if gen == "phones" {
-		for _, x := range cfg.Callers {
-			ph, err := newPhone(x, cfg.Ring)
-			if err != nil {
-				return nil, err
-			}
-			callers[x] = ph
-		}
-	}
-	all := map[string]*pbxsim.Phone{}
-	for k, v := range callees {
-		all[k] = v
-	}
-	for k, v := range callers {
-		all[k] = v
-	}
-	if err := register(all); err != nil {
-		return nil, fmt.Errorf("loadtest: e2e: register: %w", err)
-	}
+	defer phones.stop()
 
-	// The screens: WebSocket clients recording every extenUpdate.
-	screens := make([]*screen, cfg.Clients)
-	for i := range screens {
-		screens[i] = &screen{byExt: map[string][]observation{}}
-	}
-	var subscribed atomic.Int64
-	allIn := make(chan struct{})
 	total := cfg.Duration + cfg.Ring + cfg.Talk + cfg.Settle + 15*time.Second // bounded: the calls end first
-	wsCtx, stopWS := context.WithCancel(ctx)
-	defer stopWS()
-	var wsRep *Report
-	var wsErr error
-	wsDone := make(chan struct{})
-	go func() {
-		defer close(wsDone)
-		wsRep, wsErr = RunWS(wsCtx, WSConfig{URL: WSURL(cfg.HTTP), Token: cfg.Token, Clients: cfg.Clients, Duration: total,
-			OnEvent: func(c int, at time.Time, raw []byte) { screens[c].add(at, raw) },
-			OnSubscribed: func(int) {
-				if subscribed.Add(1) == int64(cfg.Clients) {
-					close(allIn)
-				}
-			}})
-	}()
-	select {
-	case <-allIn:
-	case <-wsDone:
-		if wsErr != nil {
-			return nil, wsErr
-		}
-		return nil, fmt.Errorf("loadtest: e2e: WebSocket clients could not subscribe: %v %v", wsRep.Errors, wsRep.FirstErrors)
-	case <-time.After(15 * time.Second):
-		stopWS()
-		<-wsDone
-		return nil, fmt.Errorf("loadtest: e2e: WebSocket clients not subscribed after 15 s (%d of %d)", subscribed.Load(), cfg.Clients)
-	case <-ctx.Done():
-		stopWS()
-		<-wsDone
-		return nil, ctx.Err()
+	ws, err := startScreens(ctx, cfg, total)
+	if err != nil {
+		return nil, err
 	}
+	defer ws.stop()
 
 	// REST reads during the run.
 	restCtx, stopREST := context.WithCancel(ctx)
@@ -292,7 +155,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	var genErr error
 	var sippRes sipp.Result
 	if gen == "phones" {
-		recs = placeWithPhones(ctx, cfg, callers)
+		recs = placeWithPhones(ctx, cfg, phones.callers)
 	} else {
 		recs, sippRes, genErr = placeWithSIPp(ctx, cfg)
 	}
@@ -305,8 +168,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	restGhosts, restErr := restGhostCount(ctx, cfg)
 	stopREST()
 	<-restDone
-	stopWS()
-	<-wsDone
+	ws.stop()
 	elapsed := time.Since(start)
 	if genErr != nil {
 		return nil, genErr
@@ -316,7 +178,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		Rate: cfg.Rate, Started: start, Elapsed: min(elapsed, cfg.Duration), Latency: &Histogram{}, Notes: notes,
 		Errors: map[string]uint64{}, FirstErrors: map[string]string{}, Counters: map[string]uint64{}}
 	connected := &Histogram{}
-	matchCalls(rep, connected, recs, screens, cfg)
+	matchCalls(rep, connected, recs, ws.screens, cfg)
 	if gen == "sipp" {
 		rep.Counters["sipp_successful"], rep.Counters["sipp_failed"] = uint64(sippRes.Successful), uint64(sippRes.Failed)
 		if sippRes.Errors != "" {
@@ -325,7 +187,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	}
 	rep.Extra = append(rep.Extra, Series{Name: "200 OK→connected", Latency: connected})
 	ghosts := uint64(0)
-	for _, s := range screens {
+	for _, s := range ws.screens {
 		ghosts = max(ghosts, ghostCount(s))
 	}
 	rep.Counters["ghost_calls"] = ghosts
@@ -334,22 +196,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		rep.Errors["rest:"+Kind(restErr)]++
 		rep.FirstErrors["rest:"+Kind(restErr)] = restErr.Error()
 	}
-	if wsRep != nil {
-		rep.Counters["clients_dropped"] = wsRep.Counters["clients_dropped"]
-		for k, v := range wsRep.Errors {
-			rep.Errors["ws:"+k] += v
-			rep.FirstErrors["ws:"+k] = wsRep.FirstErrors[k]
-		}
-		rep.Bytes = wsRep.Bytes
-	}
-	if restRep != nil {
-		rep.Extra = append(rep.Extra, Series{Name: "REST GET /astproxy/extensions", Latency: restRep.Latency, PerSecond: restRep.PerSecond})
-		rep.Non2xx = restRep.Non2xx
-		for k, v := range restRep.Errors {
-			rep.Errors["rest:"+k] += v
-			rep.FirstErrors["rest:"+k] = restRep.FirstErrors[k]
-		}
-	}
+	rep.addClients(ws.rep, restRep)
 	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / elapsed.Seconds()
 	if m1 := machineCPU(); mach0 != nil && m1 != nil {
 		rep.MachineCPU = m1.busySince(mach0)

@@ -1,7 +1,6 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/ctibridge/ctibridge/loadtest/internal/wsframe"
 )
 
 // WSConfig is one `loadtest ws` run against ctibridge's /ws
@@ -195,10 +196,10 @@ func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
 			r.errs.addKind(ErrNotJSON, fmt.Sprintf("not JSON: %q", trunc(raw)))
 			continue
 		}
-		switch op := stringField(raw, `"op":"`); op {
+		switch op := wsframe.StringField(raw, `"op":"`); op {
 		case "snapshot":
 			r.snapshots.Add(1)
-			last = UintField(raw, `"seq":`)
+			last = wsframe.UintField(raw, `"seq":`)
 			if !subscribed {
 				subscribed = true
 				r.connected.Add(1)
@@ -207,13 +208,13 @@ func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
 				}
 			}
 		case "event":
-			seq := UintField(raw, `"seq":`)
+			seq := wsframe.UintField(raw, `"seq":`)
 			if seq < last {
 				r.errs.addKind(ErrSeqBack, fmt.Sprintf("client %d: seq %d after %d", w.id, seq, last))
 			}
 			last = max(last, seq)
 			r.events.Add(1)
-			if pub := UintField(raw, `"at":`); pub > 0 {
+			if pub := wsframe.UintField(raw, `"at":`); pub > 0 {
 				w.record(time.Duration(now.UnixMicro()-int64(pub)*1000)*time.Microsecond, 200, uint64(len(raw)))
 			}
 			if r.cfg.OnEvent != nil {
@@ -258,39 +259,6 @@ func (r *wsRun) closeError(err error) {
 		return
 	}
 	r.errs.add(err)
-}
-
-// stringField finds "key":"value" near the start of a message.
-func stringField(b []byte, key string) string {
-	i := bytes.Index(b[:min(len(b), 200)], []byte(key))
-	if i < 0 {
-		return ""
-	}
-	v := b[i+len(key):]
-	j := bytes.IndexByte(v, '"')
-	if j < 0 {
-		return ""
-	}
-	return string(v[:j])
-}
-
-// UintField returns the unsigned number that follows key (such as
-// `"seq":`) in a WebSocket frame, or 0. It looks only at the first 200
-// bytes, where the hub puts op, seq, type and at, so it stays cheap on
-// large snapshots and events.
-func UintField(b []byte, key string) uint64 {
-	i := bytes.Index(b[:min(len(b), 200)], []byte(key))
-	if i < 0 {
-		return 0
-	}
-	var n uint64
-	for _, c := range b[i+len(key):] {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n
 }
 
 // WSURL turns an http(s) base into the ws(s) URL of /ws.

@@ -67,6 +67,7 @@ func (p *PBX) registerAMI() {
 	s.Handle("ExtensionState", p.actExtensionState)
 	s.Handle("DeviceStateList", p.actDeviceStateList)
 	s.Handle("PJSIPShowEndpoints", p.actPJSIPShowEndpoints)
+	s.Handle("PJSIPShowEndpoint", p.actPJSIPShowEndpoint)
 	s.Handle("PJSIPShowContacts", p.actPJSIPShowContacts)
 	s.Handle("QueueStatus", p.actQueueStatus)
 	s.Handle("ParkedCalls", p.actParkedCalls)
@@ -76,8 +77,15 @@ func (p *PBX) registerAMI() {
 	s.Handle("Hangup", p.actHangup)
 	s.Handle("Redirect", p.actRedirect)
 	s.Handle("BlindTransfer", p.actBlindTransfer)
+	s.Handle("Atxfer", p.actAtxfer)
+	s.Handle("MailboxCount", p.actMailboxCount)
+	s.Handle("MailboxStatus", p.actMailboxStatus)
+	s.Handle("VoicemailUsersList", p.actVoicemailUsersList)
 	s.Handle("Park", p.actPark)
 	s.Handle("QueuePause", p.actQueuePause)
+	s.Handle("QueueAdd", p.actQueueAdd)
+	s.Handle("QueueRemove", p.actQueueRemove)
+	s.Handle("QueueSummary", p.actQueueSummary)
 }
 
 // sortedChannels returns live channels in creation order. p.mu held.
@@ -136,6 +144,17 @@ func (p *PBX) actExtensionStateList(_ context.Context, _ *ami.Session, req ami.M
 func (p *PBX) actExtensionState(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if ext, ok := strings.CutPrefix(req.Get("Exten"), "*76"); ok {
+		dev := "Custom:DND" + ext
+		p.feat.mu.Lock()
+		state, set := p.feat.custom[dev]
+		p.feat.mu.Unlock()
+		if set {
+			st, txt := customExtStatus(state)
+			return []ami.Message{resp("Success", "Message", "Extension Status", "Exten", req.Get("Exten"),
+				"Context", p.cfg.Context, "Hint", dev, "Status", st, "StatusText", txt)}
+		}
+	}
 	e := p.exts[req.Get("Exten")]
 	if e == nil {
 		return []ami.Message{resp("Success", "Message", "Extension Status", "Exten", req.Get("Exten"),
@@ -159,6 +178,7 @@ func (p *PBX) actDeviceStateList(_ context.Context, _ *ami.Session, req ami.Mess
 		items = append(items, item("DeviceStateChange", "Device", parkDevice(s), "State", st))
 	}
 	items = append(items, p.customStates()...)
+	items = append(items, p.mwiStates()...)
 	return list(req, "Device State Changes will follow", "DeviceStateListComplete", items)
 }
 

@@ -58,10 +58,15 @@ func TestMalformedSIP(t *testing.T) {
 		{"INVITE without Contact", "INVITE sip:202@127.0.0.1 SIP/2.0\r\n" + fmt.Sprintf(via, 3) + "From: <sip:201@x>;tag=1\r\nTo: <sip:202@x>\r\nCall-ID: bad3\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n", "SIP/2.0 400"},
 		{"REGISTER unknown user", "REGISTER sip:127.0.0.1 SIP/2.0\r\n" + fmt.Sprintf(via, 4) + "From: <sip:999@x>;tag=1\r\nTo: <sip:999@x>\r\nCall-ID: bad4\r\nCSeq: 1 REGISTER\r\nContact: <sip:999@" + me + ">\r\nContent-Length: 0\r\n\r\n", "SIP/2.0 404"},
 		{"BYE outside a dialog", "BYE sip:202@127.0.0.1 SIP/2.0\r\n" + fmt.Sprintf(via, 5) + "From: <sip:201@x>;tag=1\r\nTo: <sip:202@x>;tag=2\r\nCall-ID: bad5\r\nCSeq: 2 BYE\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n", "SIP/2.0 481"},
+		{"INVITE with a bad SDP", "INVITE sip:202@127.0.0.1 SIP/2.0\r\n" + fmt.Sprintf(via, 7) + "From: <sip:201@x>;tag=1\r\nTo: <sip:202@x>\r\nCall-ID: bad7\r\nCSeq: 1 INVITE\r\nContact: <sip:201@" + me + ">\r\nContent-Type: application/sdp\r\nContent-Length: 9\r\n\r\nnot a sdp", "SIP/2.0 488"},
 		{"unknown method", "FOO sip:202@127.0.0.1 SIP/2.0\r\n" + fmt.Sprintf(via, 6) + "From: <sip:201@x>;tag=1\r\nTo: <sip:202@x>\r\nCall-ID: bad6\r\nCSeq: 1 FOO\r\nContent-Length: 0\r\n\r\n", "SIP/2.0 405"},
 	}
 	for _, c := range cases {
-		got := rawSIP(t, conn, to, c.msg, 700*time.Millisecond)
+		wait := 3 * time.Second // generous: a BYE waits 0.5 s for a racing dialog
+		if c.want == "" {
+			wait = 700 * time.Millisecond
+		}
+		got := rawSIP(t, conn, to, c.msg, wait)
 		if !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
 		}

@@ -56,11 +56,18 @@ type channel struct {
 	onHold            bool // hears music on hold (its peer put the call on hold)
 	parkSpace         int  // 701.. while parked
 	parkedAt          time.Time
-	parker            string // ParkerDialString
-	gone              bool   // Hangup emitted
-	byeRecv           bool   // its side ended the dialog (BYE received)
-	byeSent           bool   // we ended (or refused) its dialog
-	srvAnswered       bool   // our 2xx to its INVITE is sent
+	parker            string     // ParkerDialString
+	gone              bool       // Hangup emitted
+	byeRecv           bool       // its side ended the dialog (BYE received)
+	byeSent           bool       // we ended (or refused) its dialog
+	srvAnswered       bool       // our 2xx to its INVITE is sent
+	spies             []*channel // ChanSpy channels listening to this one
+	dialplan          bool       // runs a dialplan (an inbound caller, an originated channel), unlike a dialled one
+	partyA            bool       // owns the Cdr of its bridge with another dialplan channel (a retrieved parked call)
+	dialled, dialData string     // what its last Dial dialled and the Dial's data, for its Cdrs
+	dialler           *channel   // the channel whose Dial created this one (pickup)
+	cdrStart          time.Time  // when its current CDR began (zero: created), after a transfer
+	cdrParts          []cdrPart  // CDRs of its calls before a transfer, emitted with its last one
 
 	// SIP side: exactly one of srv (the caller's dialog, we are UAS), cli
 	// (a dialog we started, we are UAC) or neither (a channel without SIP).
@@ -71,6 +78,17 @@ type channel struct {
 	tcp       bool
 	dialogID  string
 	sdp       []byte // the session description this side offered or answered
+	sdpSent   []byte // the last one we sent it (offer, answer), for o= versioning
+}
+
+// cdrPart is a finished segment of a channel's call that Asterisk reports
+// as its own Cdr when the channel hangs up (a blind transfer splits the
+// caller's call in two, blind_transfer_redirect recording).
+type cdrPart struct {
+	destCh, data       string
+	start, answer, end time.Time
+	disposition        string // "" is ANSWERED
+	app                string // "" is Dial
 }
 
 // bridge is a basic (or parking) bridge.
@@ -81,6 +99,7 @@ type bridge struct {
 	creator string
 	name    string
 	chans   []*channel
+	hidden  int // channels in it that AMI does not show (a conference's announcer)
 }
 
 func newBridgeID() string {
@@ -139,7 +158,7 @@ func bridgeHeaders(hs []ami.Header, prefix string, b *bridge) []ami.Header {
 		ami.Header{Key: prefix + "BridgeTechnology", Value: b.tech},
 		ami.Header{Key: prefix + "BridgeCreator", Value: orUnknown(b.creator)},
 		ami.Header{Key: prefix + "BridgeName", Value: orUnknown(b.name)},
-		ami.Header{Key: prefix + "BridgeNumChannels", Value: strconv.Itoa(len(b.chans))},
+		ami.Header{Key: prefix + "BridgeNumChannels", Value: strconv.Itoa(len(b.chans) + b.hidden)},
 		ami.Header{Key: prefix + "BridgeVideoSourceMode", Value: "none"},
 	)
 }

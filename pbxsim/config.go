@@ -108,6 +108,9 @@ type Config struct {
 	// DefaultExpiry, MinExpiry and MaxExpiry bound REGISTER expiry.
 	// Defaults 3600 s, 60 s and 7200 s (Asterisk's aor defaults).
 	DefaultExpiry, MinExpiry, MaxExpiry time.Duration
+	// Mailboxes are the extensions with a voicemail box (default@<ext>):
+	// their unanswered or busy calls go to voicemail. Default none.
+	Mailboxes []string
 	// Log receives lifecycle logs. Default: discard.
 	Log *slog.Logger
 	// Now is the clock of Uniqueids, CDR times and expiries. Default time.Now.

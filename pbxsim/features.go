@@ -2,6 +2,7 @@ package pbxsim
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,6 +26,7 @@ func (p *PBX) registerFeatures() {
 	s.Handle("DBPut", p.actDBPut)
 	s.Handle("DBGet", p.actDBGet)
 	s.Handle("DBDel", p.actDBDel)
+	s.Handle("DBGetTree", p.actDBGetTree)
 	s.Handle("Setvar", p.actSetvar)
 	s.Handle("MixMonitor", p.actMixMonitor("MixMonitorStart"))
 	s.Handle("StopMixMonitor", p.actMixMonitor("MixMonitorStop"))
@@ -60,6 +62,33 @@ func (p *PBX) actDBGet(_ context.Context, _ *ami.Session, req ami.Message) []ami
 	}
 	return list(req, "Result will follow", "DBGetComplete",
 		[]ami.Message{item("DBGetResponse", "Family", req.Get("Family"), "Key", req.Get("Key"), "Val", v)})
+}
+
+// actDBGetTree lists the keys under Family (and Key, when given), or
+// the whole AstDB, in key order, each as its full path "/CF/201" as
+// Asterisk's main/db.c does; an empty tree is an empty list, not an error.
+func (p *PBX) actDBGetTree(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	prefix := ""
+	if f := req.Get("Family"); f != "" {
+		prefix = f + "/"
+		if k := req.Get("Key"); k != "" {
+			prefix += k
+		}
+	}
+	p.feat.mu.Lock()
+	keys := make([]string, 0, len(p.feat.db))
+	for k := range p.feat.db {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	items := make([]ami.Message, 0, len(keys))
+	for _, k := range keys {
+		items = append(items, item("DBGetTreeResponse", "Key", "/"+k, "Val", p.feat.db[k]))
+	}
+	p.feat.mu.Unlock()
+	return list(req, "Result will follow", "DBGetTreeComplete", items)
 }
 
 func (p *PBX) actDBDel(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -102,6 +131,13 @@ func (p *PBX) actSetvar(_ context.Context, _ *ami.Session, req ami.Message) []am
 		p.feat.mu.Lock()
 		p.feat.custom[dev] = state
 		p.feat.mu.Unlock()
+		if ext, ok := dndHint(dev); ok {
+			// FreePBX's *76<ext> hint follows its DND device (call_forward_astdb).
+			st, txt := customExtStatus(state)
+			p.emit(ami.NewMessage(append(ev("ExtensionStatus", "call,all", 7),
+				ami.Header{Key: "Exten", Value: "*76" + ext}, ami.Header{Key: "Context", Value: p.cfg.Context},
+				ami.Header{Key: "Hint", Value: dev}, ami.Header{Key: "Status", Value: st}, ami.Header{Key: "StatusText", Value: txt})...))
+		}
 		p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
 			ami.Header{Key: "Device", Value: dev}, ami.Header{Key: "State", Value: state})...))
 	}
@@ -142,4 +178,32 @@ func (p *PBX) actMixMonitor(event string) ami.HandlerFunc {
 		p.emit(ami.NewMessage(hs...))
 		return []ami.Message{resp("Success")}
 	}
+}
+
+// dndHint reports whether dev is FreePBX's DND device of an extension
+// (Custom:DND<ext>).
+func dndHint(dev string) (ext string, ok bool) {
+	if len(dev) > len("Custom:DND") && strings.EqualFold(dev[:len("Custom:DND")], "Custom:DND") {
+		return dev[len("Custom:DND"):], true
+	}
+	return "", false
+}
+
+// customExtStatus is the extension state of a hint on a custom device.
+func customExtStatus(state string) (status, text string) {
+	switch state {
+	case "NOT_INUSE":
+		return "0", "Idle"
+	case "INUSE":
+		return "1", "InUse"
+	case "BUSY":
+		return "2", "Busy"
+	case "UNAVAILABLE":
+		return "4", "Unavailable"
+	case "RINGING":
+		return "8", "Ringing"
+	case "ONHOLD":
+		return "16", "Hold"
+	}
+	return "-1", "Unknown"
 }

@@ -2,6 +2,7 @@ package pbxsim
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -105,5 +106,44 @@ func TestQueuePause(t *testing.T) {
 	var ae *ami.ActionError
 	if _, err := capt.cli.Do(ctx, ami.NewAction("QueuePause", "Interface", "PJSIP/299", "Paused", "true")); !errors.As(err, &ae) {
 		t.Errorf("pausing a non-member: %v", err)
+	}
+}
+
+// TestDBGetTree: the family's keys as full paths, in key order; CFB is not
+// part of CF; an empty tree is an empty list; every key with no family.
+func TestDBGetTree(t *testing.T) {
+	p := startPBX(t, Config{})
+	capt := startCapture(t, p.AMIAddr())
+	ctx := ctx5(t)
+	do := func(a ami.Message) (ami.Response, error) { return capt.cli.Do(ctx, a) }
+	for _, kv := range [][3]string{{"CF", "202", "0721405516"}, {"CF", "201", "202"}, {"CFB", "201", "203"}} {
+		if _, err := do(ami.NewAction("DBPut", "Family", kv[0], "Key", kv[1], "Val", kv[2])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree := func(hs ...string) []string {
+		r, err := do(ami.NewAction("DBGetTree", hs...))
+		if err != nil {
+			t.Fatalf("DBGetTree %v: %v", hs, err)
+		}
+		var out []string
+		for _, m := range r.Items {
+			if m.Event() == "DBGetTreeResponse" {
+				out = append(out, m.Get("Key")+"="+m.Get("Val"))
+			}
+		}
+		return out
+	}
+	if got := tree("Family", "CF"); !slices.Equal(got, []string{"/CF/201=202", "/CF/202=0721405516"}) {
+		t.Errorf("CF: %v", got)
+	}
+	if got := tree("Family", "CF", "Key", "201"); !slices.Equal(got, []string{"/CF/201=202"}) {
+		t.Errorf("CF/201: %v", got)
+	}
+	if got := tree("Family", "DND"); len(got) != 0 {
+		t.Errorf("DND: %v", got)
+	}
+	if got := tree(); len(got) != 3 {
+		t.Errorf("all: %v", got)
 	}
 }

@@ -173,3 +173,13 @@ func waitNoChannels(t testing.TB, p *PBX) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// settle waits until the capture holds as many Hangup and Cdr events as
+// the recording rec: the last events of a scenario may still be on their
+// way when its channels are gone.
+func (c *capture) settle(t testing.TB, rec []ami.Message) []ami.Message {
+	t.Helper()
+	return c.waitFor(t, "the last Hangup and Cdr events", func(m []ami.Message) bool {
+		return count(m, "Hangup") >= count(rec, "Hangup") && count(m, "Cdr") >= count(rec, "Cdr")
+	})
+}

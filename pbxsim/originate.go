@@ -17,6 +17,8 @@ type originateReq struct {
 	app, data       string
 	cidNum, cidName string
 	account         string
+	channelID       string // ChannelId: the Uniqueid asked for
+	async           bool   // the outcome goes out as OriginateResponse
 	timeout         time.Duration
 }
 
@@ -33,14 +35,27 @@ func parseCallerID(s string) (num, name string) {
 // once it answers, runs Exten in Context (a Dial to the second party) or
 // Application, as Asterisk does. With Async the response comes at once and
 // the outcome later as OriginateResponse; without, the response waits for
-// the outcome.
-func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-	tech, ep, ok := strings.Cut(req.Get("Channel"), "/")
-	if !ok || !strings.EqualFold(tech, "PJSIP") || ep == "" {
-		return errResp("Originate failed")
+// the outcome and no OriginateResponse is emitted (manager.c's
+// action_originate).
+func (p *PBX) actOriginate(_ context.Context, s *ami.Session, req ami.Message) []ami.Message {
+	name, timeout := req.Get("Channel"), req.Get("Timeout")
+	if name == "" {
+		return errResp("Channel not specified")
+	}
+	ms, err := strconv.Atoi(timeout)
+	if timeout != "" && err != nil {
+		return errResp("Invalid timeout")
+	}
+	tech, ep, ok := strings.Cut(name, "/")
+	if !ok {
+		return errResp("Invalid channel")
+	}
+	if !strings.EqualFold(tech, "PJSIP") || ep == "" {
+		return errResp("Originate failed") // pbxsim has PJSIP endpoints only
 	}
 	o := originateReq{actionID: req.Get("ActionID"), endpoint: ep, context: req.Get("Context"), exten: req.Get("Exten"),
-		app: req.Get("Application"), data: req.Get("Data"), account: req.Get("Account"), timeout: 30 * time.Second}
+		app: req.Get("Application"), data: req.Get("Data"), account: req.Get("Account"), timeout: 30 * time.Second,
+		channelID: req.Get("ChannelId"), async: astTrue(req.Get("Async"))}
 	if o.context == "" {
 		o.context = p.cfg.Context
 	}
@@ -48,17 +63,24 @@ func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) [
 		return errResp("Exten not specified")
 	}
 	o.cidNum, o.cidName = parseCallerID(req.Get("CallerID"))
-	if ms, err := strconv.Atoi(req.Get("Timeout")); err == nil && ms > 0 {
+	if ms > 0 {
 		o.timeout = time.Duration(ms) * time.Millisecond
 	}
-	runCtx := p.ctxRun()
-	if runCtx.Err() != nil {
+	runCtx, ok := p.track()
+	if !ok {
 		return errResp("Originate failed")
 	}
-	async := strings.EqualFold(req.Get("Async"), "true") || strings.EqualFold(req.Get("Async"), "yes") || req.Get("Async") == "1"
+	queued := resp("Success", "Message", "Originate successfully queued")
+	if o.async {
+		// The answer goes before the call starts, so that it always
+		// precedes the OriginateResponse, which carries the same ActionID.
+		if id, ok := req.Lookup("ActionID"); ok {
+			queued = queued.Insert(1, "ActionID", id)
+		}
+		s.Send(queued)
+	}
 	result := make(chan bool, 1)
 	c := p.newCall()
-	p.calls.Add(1)
 	go func() {
 		defer p.calls.Done()
 		stop := context.AfterFunc(runCtx, c.cancel)
@@ -66,13 +88,13 @@ func (p *PBX) actOriginate(_ context.Context, _ *ami.Session, req ami.Message) [
 		c.originate(o, result)
 		c.finish()
 	}()
-	if async {
-		return []ami.Message{resp("Success", "Message", "Originate successfully queued")}
+	if o.async {
+		return nil
 	}
 	select {
 	case ok := <-result:
 		if ok {
-			return []ami.Message{resp("Success", "Message", "Originate successfully queued")}
+			return []ami.Message{queued}
 		}
 	case <-time.After(o.timeout + 5*time.Second):
 	}
@@ -86,6 +108,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	e := p.exts[o.endpoint]
 	ch := p.newChannel(c, o.endpoint)
 	ch.linkedid = ch.uniqueid
+	ch.dialplan = true // once answered, it runs Exten or Application
 	ch.exten, ch.context = "s", o.context
 	ch.accountCode = o.account
 	ch.app, ch.appData = "AppDial2", "(Outgoing Line)"
@@ -98,23 +121,9 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	p.emit(chanEvent("NewConnectedLine", ch))
 	p.emit(dialEvent("DialBegin", nil, ch, "DialString", o.endpoint))
 	respond := func(ok bool, reason int) {
-		status := "Failure"
-		if ok {
-			status = "Success"
+		if o.async {
+			p.emit(o.response(ok, reason, ch))
 		}
-		name := ch.name
-		if !ok {
-			name = "PJSIP/" + o.endpoint
-		}
-		hs := ev("OriginateResponse", "call,all", 11)
-		if o.actionID != "" {
-			hs = append(hs, ami.Header{Key: "ActionID", Value: o.actionID})
-		}
-		hs = append(hs, ami.Header{Key: "Response", Value: status}, ami.Header{Key: "Channel", Value: name},
-			ami.Header{Key: "Context", Value: o.context}, ami.Header{Key: "Exten", Value: o.exten},
-			ami.Header{Key: "Reason", Value: strconv.Itoa(reason)}, ami.Header{Key: "Uniqueid", Value: ch.uniqueid},
-			ami.Header{Key: "CallerIDNum", Value: orUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: orUnknown(o.cidName)})
-		p.emit(ami.NewMessage(hs...))
 		result <- ok
 	}
 	fail := func(cause, tech, reason int) {
@@ -140,14 +149,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 			}
 			switch {
 			case ev.kind == evResponse && ev.res.IsProvisional():
-				p.mu.Lock()
-				if ch.state != stateRinging {
-					ch.state = stateRinging
-					p.emit(chanEvent("Newstate", ch))
-					p.updateDevice(ch.endpoint)
-					p.emit(dialEvent("DialState", nil, ch, "DialStatus", "RINGING"))
-				}
-				p.mu.Unlock()
+				c.originateRinging(ch)
 			case ev.kind == evResponse:
 				p.mu.Lock()
 				ch.state = stateUp
@@ -161,11 +163,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 					ch.exten, ch.priority = o.exten, 1
 				}
 				p.mu.Unlock()
-				if o.app != "" {
-					c.run2(c.answerLocal(ch, o.exten))
-					return
-				}
-				c.run(ch, o.exten)
+				c.originated(ch, o)
 				return
 			case ev.kind == evFail:
 				cause, tech, reason := 127, 0, 0
@@ -204,9 +202,77 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	}
 }
 
+// originateRinging: the first party's phone rings.
+func (c *call) originateRinging(ch *channel) {
+	p := c.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ch.state != stateRinging {
+		ch.state = stateRinging
+		p.emit(chanEvent("Newstate", ch))
+		p.updateDevice(ch.endpoint)
+		p.emit(dialEvent("DialState", nil, ch, "DialStatus", "RINGING"))
+	}
+}
+
+// originated runs what the Originate asked for on its answered channel
+// ch: Exten in Context, or Application.
+func (c *call) originated(ch *channel, o originateReq) {
+	switch {
+	case strings.EqualFold(o.app, "PickupChan"):
+		c.run2(c.pickup(ch, "", strings.SplitN(o.data, ",", 2)[0]))
+	case strings.EqualFold(o.app, "Pickup"):
+		ext, _, _ := strings.Cut(o.data, "@")
+		c.run2(c.pickup(ch, ext, ""))
+	case strings.EqualFold(o.app, "ChanSpy"):
+		c.run2(c.chanSpy(ch, o.data))
+	case o.app != "":
+		c.run2(c.answerLocal(ch, o.exten)) // any other application: answered, waiting
+	default:
+		c.run(ch, o.exten)
+	}
+}
+
+// response is the OriginateResponse of an async Originate, as
+// manager.c's fast_originate writes it: a failure names the channel asked
+// for and has no channel, so its Uniqueid is ChannelId or "<null>"; an
+// Application originate reports Application and Data instead of Context
+// and Exten.
+func (o originateReq) response(ok bool, reason int, ch *channel) ami.Message {
+	status, name, uid := "Success", ch.name, ch.uniqueid
+	if !ok {
+		status, name, uid = "Failure", "PJSIP/"+o.endpoint, o.channelID
+		if uid == "" {
+			uid = "<null>"
+		}
+	}
+	hs := ev("OriginateResponse", "call,all", 11)
+	if o.actionID != "" {
+		hs = append(hs, ami.Header{Key: "ActionID", Value: o.actionID})
+	}
+	hs = append(hs, ami.Header{Key: "Response", Value: status}, ami.Header{Key: "Channel", Value: name})
+	if o.app != "" {
+		hs = append(hs, ami.Header{Key: "Application", Value: o.app}, ami.Header{Key: "Data", Value: o.data})
+	} else {
+		hs = append(hs, ami.Header{Key: "Context", Value: o.context}, ami.Header{Key: "Exten", Value: o.exten})
+	}
+	hs = append(hs, ami.Header{Key: "Reason", Value: strconv.Itoa(reason)}, ami.Header{Key: "Uniqueid", Value: uid},
+		ami.Header{Key: "CallerIDNum", Value: orUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: orUnknown(o.cidName)})
+	return ami.NewMessage(hs...)
+}
+
 // run2 continues run after a step that returned a redirect.
 func (c *call) run2(a *channel, target string) {
 	if a != nil {
 		c.run(a, target)
 	}
+}
+
+// astTrue is Asterisk's ast_true: yes, true, y, t, 1 or on.
+func astTrue(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "yes", "true", "y", "t", "1", "on":
+		return true
+	}
+	return false
 }

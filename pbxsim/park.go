@@ -49,15 +49,8 @@ func (c *call) park(x, y *channel) (*channel, string) {
 			break
 		}
 	}
-	if space == 0 { // lot full: Asterisk refuses; pbxsim hangs up
-		c.sendBye(x, true)
-		if y != nil {
-			c.sendBye(y, true)
-			c.leave(y)
-			c.hangupChannel(y, 16, 0)
-		}
-		c.leave(x)
-		c.hangupChannel(x, 16, 0)
+	if space == 0 {
+		c.lotFull(x, y)
 		p.mu.Unlock()
 		return nil, ""
 	}
@@ -69,6 +62,9 @@ func (c *call) park(x, y *channel) (*channel, string) {
 	x.parker = ""
 	if y != nil {
 		x.parker = "PJSIP/" + y.endpoint
+	}
+	if x.dialplan && y != nil {
+		x.splitCdr(y, x.appData, x.parkedAt) // the call with y ends here (park_retrieve)
 	}
 	x.app, x.appData = "Park", ""
 	p.parked[space] = x
@@ -173,6 +169,7 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	r.app, r.appData = "ParkedCall", strconv.Itoa(space)
 	r.progressed = true
 	c.answer(r, x.sdp)
+	c.mediaTo(x, r.sdp) // the parked call was talking to the parker
 	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
 	p.emit(bridgeEvent("BridgeCreate", br, nil))
 	p.emit(p.parkedEvent("UnParkedCall", x, r))
@@ -189,7 +186,28 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	p.emit(chanEvent("NewConnectedLine", x))
 	p.emit(chanEvent("NewConnectedLine", r))
 	x.parkSpace = 0
+	if x.dialplan {
+		// The parked time is a Cdr of its own; x owns the Cdr of its call
+		// with the retriever.
+		now := p.cfg.Now()
+		x.cdrParts = append(x.cdrParts, cdrPart{app: "Park", data: parkLot + ":" + strconv.Itoa(space), start: cdrStartOf(x), answer: cdrStartOf(x), end: now})
+		x.cdrStart = now
+		x.partyA = true
+	}
 	p.stats.Answered++
 	p.mu.Unlock()
 	return c.talk(r, x, strconv.Itoa(space))
+}
+
+// lotFull: no free space. Asterisk refuses the Park; pbxsim hangs both up.
+// p.mu held.
+func (c *call) lotFull(x, y *channel) {
+	c.sendBye(x, true)
+	if y != nil {
+		c.sendBye(y, true)
+		c.leave(y)
+		c.hangupChannel(y, 16, 0)
+	}
+	c.leave(x)
+	c.hangupChannel(x, 16, 0)
 }

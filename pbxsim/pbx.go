@@ -58,19 +58,27 @@ type PBX struct {
 
 	runCtx  context.Context // set by Run before serving; ends when Run is asked to stop
 	runStop context.CancelFunc
-	calls   sync.WaitGroup // every call goroutine not owned by a sipgo handler
-	ran     atomic.Bool
+	// sipCtx bounds the SIP exchanges of calls (BYE, CANCEL, NOTIFY): at
+	// shutdown it ends shortGrace after the BYEs went out, so that phones
+	// that never answer do not hold Run up.
+	sipCtx    context.Context
+	sipCancel context.CancelFunc
+	calls     sync.WaitGroup // every call goroutine (see track)
+	ran       atomic.Bool
 
 	feat features // AstDB, custom device states: guarded by feat.mu
 
-	mu       sync.Mutex // guards everything below, and every channel's fields
-	exts     map[string]*ext
-	channels map[string]*channel // by name
-	dialogs  map[string]*channel // by sipgo dialog ID (Call-ID + local tag + remote tag)
-	parked   map[int]*channel    // parking space -> parkee
-	queue    *queueState
-	chanSeq  uint64 // next channel number
-	stats    Stats
+	mu        sync.Mutex // guards everything below, and every channel's fields
+	exts      map[string]*ext
+	channels  map[string]*channel // by name
+	dialogs   map[string]*channel // by sipgo dialog ID (Call-ID + local tag + remote tag)
+	parked    map[int]*channel    // parking space -> parkee
+	queue     *queueState
+	mailboxes map[string]*mailbox    // by extension
+	confs     map[string]*conference // live ConfBridge rooms by name
+	chanSeq   uint64                 // next channel number
+	localSeq  uint64                 // next Local channel pair number
+	stats     Stats
 }
 
 // Stats counts what the simulator did.
@@ -94,11 +102,17 @@ func New(cfg Config) (*PBX, error) {
 		auto: map[string]bool{}, names: map[string]string{},
 		exts: map[string]*ext{}, channels: map[string]*channel{},
 		dialogs: map[string]*channel{}, parked: map[int]*channel{},
-		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers),
+		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers, cfg.Now()),
 	}
+	p.sipCtx, p.sipCancel = context.WithCancel(context.Background())
 	rand32(p.nonceKey[:])
 	for _, n := range cfg.AutoAnswer {
 		p.auto[n] = true
+	}
+	p.confs = map[string]*conference{}
+	p.mailboxes = map[string]*mailbox{}
+	for _, n := range cfg.Mailboxes {
+		p.mailboxes[n] = &mailbox{num: n}
 	}
 	for _, e := range cfg.Extensions {
 		p.exts[e.Number] = &ext{num: e.Number, name: e.Name, chans: map[*channel]struct{}{}, dev: devUnavailable}
@@ -108,7 +122,8 @@ func New(cfg Config) (*PBX, error) {
 		return nil, err
 	}
 	host, port := p.sipHostPort()
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent("Asterisk PBX 22.10.1"), sipgo.WithUserAgentHostname(host))
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("Asterisk PBX 22.10.1"), sipgo.WithUserAgentHostname(host),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerUnhandledResponseHandler(p.unhandledResponse)))
 	if err != nil {
 		p.closeListeners()
 		return nil, fmt.Errorf("pbxsim: sip: %w", err)
@@ -125,10 +140,11 @@ func New(cfg Config) (*PBX, error) {
 	turi.UriParams.Add("transport", "tcp")
 	p.tcpDUA = &sipgo.DialogUA{Client: p.tcpCli, ContactHDR: sip.ContactHeader{Address: turi}}
 
-	p.amiSrv = ami.NewServer(ami.ServerConfig{Users: cfg.AMIUsers, Log: p.log})
+	p.amiSrv = ami.NewServer(ami.ServerConfig{Users: cfg.AMIUsers, Log: p.log, Started: p.started})
 	p.registerSIP()
 	p.registerAMI()
 	p.registerFeatures()
+	p.registerConfBridge()
 	return p, nil
 }
 
@@ -257,8 +273,14 @@ func (p *PBX) Run(ctx context.Context) error {
 	case err = <-errc:
 		err = fmt.Errorf("pbxsim: serve: %w", err)
 	}
-	// Hang up what is still up, politely, then close everything.
-	stop()
+	// Hang up what is still up, politely (BYE or CANCEL to each leg), then
+	// close everything; answers to our BYEs are awaited shutdownGrace.
+	p.mu.Lock()
+	stop() // under p.mu: track refuses new calls from here on
+	p.mu.Unlock()
+	grace := time.AfterFunc(shutdownGrace, p.sipCancel)
+	defer grace.Stop()
+	defer p.sipCancel()
 	done := make(chan struct{})
 	go func() { p.calls.Wait(); close(done) }()
 	select {
@@ -273,6 +295,23 @@ func (p *PBX) Run(ctx context.Context) error {
 	wg.Wait()
 	<-done
 	return err
+}
+
+// shutdownGrace is how long Run waits for the answers to the BYEs it
+// sends at shutdown.
+const shutdownGrace = 500 * time.Millisecond
+
+// track counts a call goroutine in p.calls, which Run waits for, and
+// returns the run context; ok is false once Run is stopping (or before
+// it runs): then the call must not start.
+func (p *PBX) track() (ctx context.Context, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runCtx == nil || p.runCtx.Err() != nil {
+		return nil, false
+	}
+	p.calls.Add(1)
+	return p.runCtx, true
 }
 
 // ctxRun is the run context, or a cancelled one before Run.
@@ -319,8 +358,8 @@ func (p *PBX) newChannel(c *call, endpoint string) *channel {
 // dropChannel forgets a hung-up channel. p.mu held.
 func (p *PBX) dropChannel(ch *channel) {
 	delete(p.channels, ch.name)
-	if ch.dialogID != "" {
-		delete(p.dialogs, ch.dialogID)
+	if ch.dialogID != "" && ch.srv == nil {
+		delete(p.dialogs, ch.dialogID) // a server dialog is forgotten by its queue (startSrvQueue)
 	}
 	if e := p.exts[ch.endpoint]; e != nil {
 		delete(e.chans, ch)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,7 @@ type Phone struct {
 	dua  *sipgo.DialogUA
 
 	mu       sync.Mutex
+	notifies []string // sipfrag bodies of the NOTIFYs received
 	incoming map[string]*sipgo.DialogServerSession
 	outgoing map[string]*sipgo.DialogClientSession
 	calls    chan *PhoneCall
@@ -91,6 +93,12 @@ func NewPhone(cfg PhoneConfig) (*Phone, error) {
 		}
 	})
 	srv.OnBye(ph.onBye)
+	srv.OnNotify(func(req *sip.Request, tx sip.ServerTransaction) {
+		ph.mu.Lock()
+		ph.notifies = append(ph.notifies, strings.TrimSpace(string(req.Body())))
+		ph.mu.Unlock()
+		tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
+	})
 	return ph, nil
 }
 
@@ -286,6 +294,42 @@ func (c *PhoneCall) Hold(ctx context.Context, hold bool) error {
 	ack.AppendHeader(sip.HeaderClone(req.CSeq()))
 	ack.CSeq().MethodName = sip.ACK
 	return c.cli.WriteRequest(ack)
+}
+
+// Notifies returns the bodies (sipfrags) of the NOTIFYs received so far.
+func (ph *Phone) Notifies() []string {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	return append([]string(nil), ph.notifies...)
+}
+
+// Transfer sends REFER (a blind transfer of the other party to number)
+// and returns the response's status code. The progress comes as NOTIFYs
+// (Notifies).
+func (c *PhoneCall) Transfer(ctx context.Context, number string) (int, error) {
+	target := c.ph.serverURI()
+	target.User = number
+	var uri sip.Uri
+	if c.cli != nil {
+		uri = c.cli.InviteResponse.Contact().Address
+	} else {
+		uri = c.srv.InviteRequest.Contact().Address
+	}
+	req := sip.NewRequest(sip.REFER, uri)
+	req.AppendHeader(sip.NewHeader("Refer-To", "<"+target.String()+">"))
+	req.AppendHeader(sip.NewHeader("Referred-By", "<sip:"+c.ph.cfg.Exten+"@"+target.HostPort()+">"))
+	req.AppendHeader(&c.ph.dua.ContactHDR)
+	var res *sip.Response
+	var err error
+	if c.cli != nil {
+		res, err = c.cli.Do(ctx, req)
+	} else {
+		res, err = c.srv.Do(ctx, req)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pbxsim: phone %s: refer: %w", c.ph.cfg.Exten, err)
+	}
+	return res.StatusCode, nil
 }
 
 // Done is closed when the call has ended.

@@ -3,6 +3,7 @@ package pbxsim
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -114,6 +115,10 @@ func stateOf(t testing.TB, msgs []ami.Message, names map[string]string, exts []s
 // readRecording reads ../ami/testdata/<name>.ami.
 func readRecording(t testing.TB, name string) []ami.Message {
 	t.Helper()
+	// The second set of recordings (features) is pbxsim's own testdata.
+	if _, err := os.Stat("testdata/" + name + ".ami"); err == nil {
+		return amitest.ReadRecording(t, "testdata/"+name+".ami")
+	}
 	return amitest.ReadRecording(t, "../ami/testdata/"+name+".ami")
 }
 
@@ -132,15 +137,19 @@ func upTo(msgs []ami.Message, ev string, n int) []ami.Message {
 }
 
 // channelEvents lists, per channel in order of appearance, the sequence of
-// channel event types, skipping the noise pbxsim does not emit.
+// channel event types, skipping the noise pbxsim does not emit and the
+// items of list answers (they carry an ActionID). Cdr is
+// left out too: cdr_manager posts it asynchronously, so Asterisk puts it
+// before or after the caller's last events from one call to the next
+// (queue_answered, queue_dynamic_members); cdrsOf compares Cdrs.
 func channelEvents(msgs []ami.Message) [][]string {
 	skip := map[string]bool{"VarSet": true, "Newexten": true, "RTCPSent": true, "RTCPReceived": true,
-		"NewAccountCode": true, "QueueMemberStatus": true}
+		"NewAccountCode": true, "QueueMemberStatus": true, "Cdr": true}
 	idx := map[string]int{}
 	var out [][]string
 	for _, m := range msgs {
 		ch := m.Get("Channel")
-		if ch == "" || m.Kind() != ami.KindEvent || skip[m.Event()] {
+		if ch == "" || m.Kind() != ami.KindEvent || skip[m.Event()] || m.ActionID() != "" {
 			continue
 		}
 		i, ok := idx[ch]
@@ -152,4 +161,55 @@ func channelEvents(msgs []ami.Message) [][]string {
 		out[i] = append(out[i], m.Event())
 	}
 	return out
+}
+
+// endpointEvents is channelEvents keyed by the channel's endpoint
+// (PJSIP/201-0000000a: 201), for calls whose channels Asterisk creates in
+// an order of its own (the members a queue rings).
+func endpointEvents(msgs []ami.Message) map[string][]string {
+	out := map[string][]string{}
+	seqs := channelEvents(msgs)
+	var order []string
+	for _, m := range msgs {
+		if ch := m.Get("Channel"); ch != "" && m.Kind() == ami.KindEvent && !slices.Contains(order, ch) {
+			if len(channelEvents([]ami.Message{m})) > 0 {
+				order = append(order, ch)
+			}
+		}
+	}
+	for i, ch := range order {
+		ep, _, _ := strings.Cut(strings.TrimPrefix(ch, "PJSIP/"), "-")
+		out[ep] = append(out[ep], seqs[i]...)
+	}
+	return out
+}
+
+// checkHeaders compares, for every event type both streams have, the
+// header names (in order) of its first occurrence: pbxsim must write
+// each event as Asterisk does. Events pbxsim leaves out are skipped.
+func checkHeaders(t *testing.T, rec, got []ami.Message) {
+	t.Helper()
+	first := func(msgs []ami.Message) map[string]string {
+		out := map[string]string{}
+		for _, m := range msgs {
+			if m.Kind() != ami.KindEvent || m.ActionID() != "" {
+				continue
+			}
+			if _, ok := out[m.Event()]; ok {
+				continue
+			}
+			var keys []string
+			for _, h := range m.Headers() {
+				keys = append(keys, h.Key)
+			}
+			out[m.Event()] = strings.Join(keys, ",")
+		}
+		return out
+	}
+	w, g := first(rec), first(got)
+	for ev, keys := range g {
+		if wk, ok := w[ev]; ok && wk != keys {
+			t.Errorf("%s headers differ:\nrecording: %s\npbxsim:    %s", ev, wk, keys)
+		}
+	}
 }

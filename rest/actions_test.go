@@ -228,44 +228,7 @@ func TestPermissionTable(t *testing.T) {
 		"olga":  {"2009", "2002", "", "2003"},
 		"root":  {"2000", "2002", "2001", "2003"},
 	}
-	convOf := func(x string) string {
-		for i := 0; i < 6; i++ {
-			if synth.Exten(i) == x {
-				a, b := i&^1, i|1
-				return synth.Chan(a) + ">" + synth.Chan(b)
-			}
-		}
-		return "PJSIP/" + x + "-1>PJSIP/2999-2"
-	}
-	bodies := map[string]func(ep, dest string) string{
-		"call":   func(ep, _ string) string { return `{"number":"2008","endpointId":"` + ep + `"}` },
-		"hangup": func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
-		"blindtransfer": func(ep, _ string) string {
-			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","to":"2008"}`
-		},
-		"atxfer": func(ep, _ string) string {
-			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","to":"2008"}`
-		},
-		"park":           func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
-		"pickup_conv":    func(ep, dest string) string { return `{"endpointId":"` + ep + `","destId":"` + dest + `"}` },
-		"pickup_parking": func(_, dest string) string { return `{"parking":"701","destId":"` + dest + `"}` },
-		"start_record":   func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
-		"stop_record":    func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
-		"mute_record":    func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
-		"unmute_record":  func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
-		"start_spy": func(ep, dest string) string {
-			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","destId":"` + dest + `"}`
-		},
-		"intrude": func(ep, dest string) string {
-			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","destId":"` + dest + `"}`
-		},
-		"dnd":                 func(ep, _ string) string { return `{"endpointId":"` + ep + `","activate":true}` },
-		"cfcall":              func(ep, _ string) string { return `{"endpointId":"` + ep + `","type":"busy","to":"2008"}` },
-		"queuemember_add":     func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"402"}` },
-		"queuemember_remove":  func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"401"}` },
-		"queuemember_pause":   func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"401"}` },
-		"queuemember_unpause": func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"401"}` },
-	}
+	bodies := actionBodies()
 	if len(bodies) != len(actions) {
 		t.Fatalf("table covers %d routes of %d", len(bodies), len(actions))
 	}
@@ -310,6 +273,51 @@ func TestPermissionTable(t *testing.T) {
 	if got := f.sent()[before].Get("Channel"); got != "PJSIP/2000" {
 		t.Errorf("called from %s", got)
 	}
+}
+
+// actionBodies gives, per action route, a request body acting on
+// endpoint ep (with dest the endpoint that picks up, listens or takes the
+// parked call) in the synth PBX.
+func actionBodies() map[string]func(ep, dest string) string {
+	convOf := func(x string) string {
+		for i := 0; i < 6; i++ {
+			if synth.Exten(i) == x {
+				a, b := i&^1, i|1
+				return synth.Chan(a) + ">" + synth.Chan(b)
+			}
+		}
+		return "PJSIP/" + x + "-1>PJSIP/2999-2"
+	}
+	bodies := map[string]func(ep, dest string) string{
+		"call":   func(ep, _ string) string { return `{"number":"2008","endpointId":"` + ep + `"}` },
+		"hangup": func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
+		"blindtransfer": func(ep, _ string) string {
+			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","to":"2008"}`
+		},
+		"atxfer": func(ep, _ string) string {
+			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","to":"2008"}`
+		},
+		"park":           func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
+		"pickup_conv":    func(ep, dest string) string { return `{"endpointId":"` + ep + `","destId":"` + dest + `"}` },
+		"pickup_parking": func(_, dest string) string { return `{"parking":"701","destId":"` + dest + `"}` },
+		"start_record":   func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
+		"stop_record":    func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
+		"mute_record":    func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
+		"unmute_record":  func(ep, _ string) string { return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `"}` },
+		"start_spy": func(ep, dest string) string {
+			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","destId":"` + dest + `"}`
+		},
+		"intrude": func(ep, dest string) string {
+			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","destId":"` + dest + `"}`
+		},
+		"dnd":                 func(ep, _ string) string { return `{"endpointId":"` + ep + `","activate":true}` },
+		"cfcall":              func(ep, _ string) string { return `{"endpointId":"` + ep + `","type":"busy","to":"2008"}` },
+		"queuemember_add":     func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"402"}` },
+		"queuemember_remove":  func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"401"}` },
+		"queuemember_pause":   func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"401"}` },
+		"queuemember_unpause": func(ep, _ string) string { return `{"endpointId":"` + ep + `","queueId":"401"}` },
+	}
+	return bodies
 }
 
 // noter records what start_record told the history recorder.

@@ -2,10 +2,9 @@
 // tokens, reads of the live PBX state, call actions turned into AMI
 // actions, the phonebook, call history and customer-card routes (over the
 // Phonebook, history.Store and Doer given in Config), and the OpenAPI
-// document; plus the HTTP server around it (timeouts, header limit,
-// HTTP/2 over TLS and h2c, certificate reload, graceful shutdown) and a
-// connection wrapper that makes HTTP/1.1 pipelining pay by coalescing the
-// responses to a pipelined batch into one socket write.
+// document. It is the API alone: the HTTP server in front of it (timeouts,
+// HTTP/2 and h2c, certificate reload, pipelined-response coalescing) is
+// package httpserve.
 //
 // Reads never encode JSON per request: they write the bytes the calls
 // engine encoded once per change, with ETag, gzip and per-permission
@@ -22,7 +21,7 @@
 // it keeps no data of its own: the stores do. It never locks the engine:
 // it reads snapshots.
 //
-// Concurrency: the handler and server are safe for concurrent use; the
+// Concurrency: the handler is safe for concurrent use; the
 // only shared mutable state is the per-version read cache, which is
 // replaced, never edited, when the snapshot changes.
 package rest

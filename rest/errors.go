@@ -73,6 +73,10 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "CR, LF or NUL in a parameter", Err: err}
 	case errors.As(err, &rl):
 		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_attempts", Message: rl.Error()[len("auth: "):], RetryAfter: rl.RetryAfterSeconds(), Err: err}
+	case errors.Is(err, auth.ErrSessionsLoading):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "sessions_loading", Message: "sessions are being restored after a restart: try again", RetryAfter: 1, Err: err}
+	case errors.Is(err, auth.ErrDirectoryUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "directory_down", Message: "the user directory is unavailable: try again later", RetryAfter: 30, Err: err}
 	case errors.Is(err, auth.ErrBadCredentials):
 		return &Error{Status: http.StatusUnauthorized, Code: "bad_credentials", Message: "wrong user name or password", Err: err}
 	case errors.Is(err, auth.ErrTokenExpired):

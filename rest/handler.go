@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -123,6 +124,10 @@ type handler struct {
 	cache      atomic.Pointer[verCache]
 	vmCounters atomic.Pointer[vmCounters] // voicemail/new_counters of the latest snapshot
 	logTick    atomic.Uint64
+
+	refusalMu    sync.Mutex // guards refusalAt, refusalQuiet
+	refusalAt    time.Time  // last "login refused" log line
+	refusalQuiet int        // refusals not logged since
 }
 
 // NewHandler returns the REST API handler.
@@ -271,6 +276,9 @@ func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 func (h *handler) register() {
 	h.handle("POST /auth/login", true, h.login)
 	h.handle("POST /auth/logout", false, h.logout)
+	h.handle("POST /auth/refresh", true, h.refresh)
+	h.handle("GET /auth/sessions", false, h.listSessions)
+	h.handle("POST /auth/sessions/revoke", false, h.revokeSessions)
 	h.handle("GET /user/me", false, h.me)
 
 	h.handle("GET /astproxy/status", false, h.getStatus)

@@ -62,17 +62,9 @@ func (h *handler) histUser(csv bool) endpoint {
 		if h.cfg.History == nil {
 			return writeError(w, h.log, r, errNoHistory)
 		}
-		name := r.PathValue("username")
-		if name != u.Username && !auth.Allowed(u, auth.SwitchboardHistory, "") {
-			return writeError(w, h.log, r, forbidden("you may read only your own call history"))
-		}
-		target := u
-		if name != u.Username {
-			t, ok := h.auth.Users().Lookup(name)
-			if !ok {
-				return writeError(w, h.log, r, notFound("no user %s", name))
-			}
-			target = t
+		target, err := h.historyOf(u, r.PathValue("username"))
+		if err != nil {
+			return writeError(w, h.log, r, err)
 		}
 		q, err := h.histQuery(r)
 		if err != nil {
@@ -85,6 +77,30 @@ func (h *handler) histUser(csv bool) endpoint {
 		}
 		return h.histServe(w, r, q, csv)
 	}
+}
+
+// historyOf is the user whose history u asks for, if u may read it: its
+// own with the history_personal capability, a user sharing a group with
+// history_group, anyone's with history_switchboard.
+func (h *handler) historyOf(u *auth.User, name string) (*auth.User, error) {
+	if name == u.Username {
+		if !auth.Allowed(u, auth.PersonalHistory, "") {
+			return nil, forbidden("your profile does not include reading your call history")
+		}
+		return u, nil
+	}
+	sw, grp := auth.Allowed(u, auth.SwitchboardHistory, ""), auth.Allowed(u, auth.GroupHistory, "")
+	if !sw && !grp {
+		return nil, forbidden("you may read only your own call history")
+	}
+	t, ok := h.auth.Users().Lookup(name)
+	if !ok || (!sw && !slices.ContainsFunc(u.Groups, func(g string) bool { return slices.Contains(t.Groups, g) })) {
+		if !sw {
+			return nil, forbidden("you may read the call history of your groups' users only")
+		}
+		return nil, notFound("no user %s", name)
+	}
+	return t, nil
 }
 
 func (h *handler) histSwitch(csv bool) endpoint {

@@ -14,6 +14,7 @@ type Metrics struct {
 	requests  *prometheus.CounterVec   // ctibridge_http_requests_total{route,code}
 	latency   *prometheus.HistogramVec // ctibridge_http_request_duration_seconds{route}
 	encodings *prometheus.CounterVec   // ctibridge_http_cache_encodings_total{kind}
+	refusals  *prometheus.CounterVec   // ctibridge_login_refusals_total{reason}
 }
 
 // NewMetrics makes the metrics, unregistered.
@@ -32,12 +33,16 @@ func NewMetrics() *Metrics {
 			Name: "ctibridge_http_cache_encodings_total",
 			Help: "Response bodies made for the read cache: gzip copies and filtered views, each once per state version.",
 		}, []string{"kind"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctibridge_login_refusals_total",
+			Help: "Refused logins, by reason: bad_credentials, or the limit that refused it (ip, user_address, user).",
+		}, []string{"reason"}),
 	}
 }
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.encodings} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.encodings, m.refusals} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -84,5 +89,11 @@ func (o *routeObs) observe(status int, d time.Duration) {
 func (m *Metrics) encoded(kind string) {
 	if m != nil {
 		m.encodings.WithLabelValues(kind).Inc()
+	}
+}
+
+func (m *Metrics) refused(reason string) {
+	if m != nil {
+		m.refusals.WithLabelValues(reason).Inc()
 	}
 }

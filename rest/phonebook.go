@@ -47,7 +47,7 @@ func (h *handler) registerPhonebook() {
 }
 
 func actor(u *auth.User) phonebook.Actor {
-	return phonebook.Actor{User: u.Username, Admin: u.Role == auth.RoleAdmin}
+	return phonebook.Actor{User: u.Username, Admin: auth.Allowed(u, auth.PhonebookWrite, "")}
 }
 
 // storeError maps phonebook and history errors to API errors.

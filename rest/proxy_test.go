@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -102,6 +103,52 @@ func TestLoginRateLimitBehindProxy(t *testing.T) {
 		}
 		if got := login("198.51.100.2"); got != want {
 			t.Errorf("trust=%v: another client: %d, want %d", trust, got, want)
+		}
+	}
+}
+
+// TestLoginGuessingFromTwentyAddresses: behind a trusted proxy, twenty
+// client addresses guess alice's password; she still logs in, from her
+// usual address and from a new one, and every refusal is counted.
+func TestLoginGuessingFromTwentyAddresses(t *testing.T) {
+	m := NewMetrics()
+	cfg := Config{Auth: auth.NewService(testUsers(t), auth.Config{}), Metrics: m,
+		State: engineState{synth.Engine(synth.Options{Extensions: 2})}, AccessLogEvery: -1}
+	cfg.TrustedProxies, _ = ParseTrustedProxies("127.0.0.1")
+	h, err := newHandler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func(client, password string) int {
+		r := httptest.NewRequest("POST", "/auth/login", strings.NewReader(`{"username":"alice","password":"`+password+`"}`))
+		r.RemoteAddr = "127.0.0.1:40000"
+		r.Header.Set("X-Forwarded-For", client)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if got := login("192.0.2.10", "secret"); got != http.StatusOK {
+		t.Fatalf("alice before the attack: %d", got)
+	}
+	codes := map[int]int{}
+	for round := range 15 {
+		for i := range 20 {
+			codes[login(fmt.Sprintf("198.51.100.%d", i+1), fmt.Sprintf("guess%d", round))]++
+		}
+	}
+	if codes[http.StatusTooManyRequests] == 0 || codes[http.StatusOK] != 0 {
+		t.Fatalf("attack answers: %v", codes)
+	}
+	t.Logf("300 guesses from 20 addresses answered %v", codes)
+	if got := login("192.0.2.10", "secret"); got != http.StatusOK {
+		t.Errorf("alice from her usual address during the attack: %d", got)
+	}
+	if got := login("203.0.113.5", "secret"); got != http.StatusOK {
+		t.Errorf("alice from a new address during the attack: %d", got)
+	}
+	for _, reason := range []string{"bad_credentials", auth.ByUserAddress, auth.ByUser} {
+		if counterValue(t, m, "ctibridge_login_refusals_total", reason) == 0 {
+			t.Errorf("no refusal counted as %s", reason)
 		}
 	}
 }

@@ -124,3 +124,68 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Error("docs/openapi.yaml differs from rest/openapi.yaml: cp rest/openapi.yaml docs/")
 	}
 }
+
+// TestSessionsRoutes: a login gives a refresh token, spent once for a new
+// session; a user lists and ends only her own sessions, an admin anyone's,
+// and an ended session's token stops at once.
+func TestSessionsRoutes(t *testing.T) {
+	f := newFixture(t, false, func(c *Config) {
+		c.Auth = auth.NewService(testUsers(t), auth.Config{TokenTTL: time.Hour})
+	})
+	var login loginJSON
+	r := f.do("POST", "/auth/login", "", `{"username":"alice","password":"secret"}`)
+	if err := json.Unmarshal(r.body, &login); err != nil || r.status != 200 || login.RefreshToken == "" || login.SessionID == "" {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	var next loginJSON
+	r = f.do("POST", "/auth/refresh", "", `{"refreshToken":"`+login.RefreshToken+`"}`)
+	if err := json.Unmarshal(r.body, &next); err != nil || r.status != 200 || next.Token == login.Token || next.User.Username != "alice" {
+		t.Fatalf("refresh: %d %s", r.status, r.body)
+	}
+	if r := f.do("POST", "/auth/refresh", "", `{"refreshToken":"`+login.RefreshToken+`"}`); r.status != 401 {
+		t.Errorf("second refresh: %d %s", r.status, r.body)
+	}
+	if r := f.do("POST", "/auth/refresh", "", `{}`); r.status != 400 {
+		t.Errorf("refresh without token: %d %s", r.status, r.body)
+	}
+	f.tokens["alice1"], f.tokens["alice2"] = login.Token, next.Token
+
+	var list []sessionJSON
+	r = f.do("GET", "/auth/sessions", "alice2", "")
+	if err := json.Unmarshal(r.body, &list); err != nil || r.status != 200 {
+		t.Fatalf("list: %d %s", r.status, r.body)
+	}
+	for _, s := range list {
+		if s.Username != "alice" {
+			t.Errorf("alice sees %s's session", s.Username)
+		}
+	}
+	if !slices.ContainsFunc(list, func(s sessionJSON) bool { return s.ID == next.SessionID && s.Current }) {
+		t.Errorf("current session not marked: %+v", list)
+	}
+	if r := f.do("GET", "/auth/sessions?username=bob", "alice2", ""); r.status != 403 {
+		t.Errorf("alice lists bob's: %d", r.status)
+	}
+	if r := f.do("POST", "/auth/sessions/revoke", "alice2", `{"username":"bob"}`); r.status != 403 {
+		t.Errorf("alice revokes bob's: %d", r.status)
+	}
+	if r := f.do("POST", "/auth/sessions/revoke", "alice2", `{"id":"`+login.SessionID+`","username":"alice"}`); r.status != 400 {
+		t.Errorf("both id and username: %d", r.status)
+	}
+	if r := f.do("POST", "/auth/sessions/revoke", "alice2", `{"id":"`+login.SessionID+`"}`); r.status != 200 {
+		t.Errorf("alice ends her first session: %d %s", r.status, r.body)
+	}
+	if r := f.do("GET", "/user/me", "alice1", ""); r.status != 401 {
+		t.Errorf("ended session's token: %d", r.status)
+	}
+	r = f.do("GET", "/auth/sessions", "root", "")
+	if err := json.Unmarshal(r.body, &list); err != nil || !slices.ContainsFunc(list, func(s sessionJSON) bool { return s.Username == "bob" }) {
+		t.Errorf("admin list: %s", r.body)
+	}
+	if r := f.do("POST", "/auth/sessions/revoke", "root", `{"username":"alice"}`); r.status != 200 || !strings.Contains(string(r.body), `"revoked":`) {
+		t.Errorf("admin revokes alice: %d %s", r.status, r.body)
+	}
+	if r := f.do("GET", "/user/me", "alice2", ""); r.status != 401 {
+		t.Errorf("alice after the admin's revocation: %d", r.status)
+	}
+}

@@ -23,8 +23,15 @@ need_pkg() {
 
 # SIP end-to-end tests drive the simulated PBX with real SIPp.
 need_pkg sipp sip-tester
+# pbxsim's hold/unhold and transfer tests drive two real softphones.
+need_pkg baresip baresip
 # The web panel is tested in real headless Chromium.
 need_pkg chromium chromium
+# Directory tests (directory/) start their own OpenLDAP slapd and MariaDB
+# server (mariadb-install-db into a temporary directory).
+need_pkg /usr/sbin/slapd slapd
+need_pkg ldapsearch ldap-utils
+need_pkg /usr/sbin/mariadbd mariadb-server
 # Store tests run against a real PostgreSQL: $CTIBRIDGE_TEST_DATABASE if set,
 # else a server on 127.0.0.1:5432 if one answers, else a throwaway cluster
 # the tests start from the installed binaries (initdb, pg_ctl).

@@ -41,6 +41,7 @@ type conn struct {
 	closing []byte // the close frame to send; once non-nil nothing more is queued, empty once sent
 	reason  string // why the connection ended (metrics label)
 	expiry  *time.Timer
+	unwatch func() // stops the revocation watch (revoke.go)
 	writing bool   // a flusher runs
 	ended   bool   // the reader is done: no flusher starts any more
 	sub     subReq // the latest subscribe not yet taken by the hub

@@ -2,7 +2,9 @@
 // /ws): a snapshot tagged with the feed's seq, then every change as a
 // seq-numbered event, filtered per client by the same permission view as
 // REST (auth.View), with resume from the engine's feed after a reconnect.
-// The protocol is in docs/websocket.md.
+// A client is closed with 4003 when its token expires and, when the
+// Authenticator is also a Revoker (auth.Service), at once when its session
+// is revoked (revoke.go). The protocol is in docs/websocket.md.
 //
 // How it goes fast: every change is encoded once per visibility (full or
 // redacted), as a complete WebSocket frame shared by all its recipients.

@@ -158,7 +158,9 @@ type Hub struct {
 	mu     sync.Mutex // guards conns and closed
 	conns  map[*conn]struct{}
 	closed bool
-	wg     sync.WaitGroup // one per upgraded connection
+
+	boxed penalties      // users closed for flooding, kept out a while
+	wg    sync.WaitGroup // one per upgraded connection
 
 	// Owned by Run.
 	clients []*conn

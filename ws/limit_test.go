@@ -1,7 +1,9 @@
 package ws
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -239,5 +241,60 @@ func TestFlood(t *testing.T) {
 				checkMirror(t, m, s, nil)
 			}
 		})
+	}
+}
+
+// TestFloodBoxesUser: a user closed for flooding who comes straight back
+// is closed again before she joins (no hello, no snapshot: a reconnect
+// loop costs the hub no snapshot), with the wait in the reason; other
+// users connect as usual.
+func TestFloodBoxesUser(t *testing.T) {
+	e := newFloodEnv(t)
+	fl := e.dial("bob")
+	expectOp(t, fl, "hello")
+	for range 10 * floodBurst {
+		if fl.WriteRaw([]byte(`{"op":"subscribe","topics":["extensions"]}`)) != nil {
+			break
+		}
+	}
+	fl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, err := fl.ReadRaw(); err != nil {
+			if code := CloseCode(err); code != CloseTooMany {
+				t.Fatalf("flooder closed with %d (%v)", code, err)
+			}
+			break
+		}
+	}
+	again := e.dial("bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := again.Next(ctx)
+	if err == nil || CloseCode(err) != CloseTooMany || !strings.Contains(err.Error(), "reconnect in") {
+		t.Fatalf("bob back at once: %+v, %v; want a 4008 close before hello", m, err)
+	}
+	other := e.dial("alice")
+	expectOp(t, other, "hello")
+}
+
+func TestPenaltyDoubles(t *testing.T) {
+	var p penalties
+	t0 := time.Unix(1e9, 0)
+	now := t0
+	for i, want := range []time.Duration{2, 4, 8, 16, 32, 64, 120, 120} {
+		if got := p.flooded("bob", now); got != want*time.Second {
+			t.Fatalf("flood close %d: boxed %v, want %v", i+1, got, want*time.Second)
+		}
+		if p.left("bob", now) == 0 || p.left("alice", now) != 0 {
+			t.Fatalf("flood close %d: bob left %v, alice %v", i+1, p.left("bob", now), p.left("alice", now))
+		}
+		now = now.Add(want*time.Second + time.Millisecond)
+		if p.left("bob", now) != 0 {
+			t.Fatalf("flood close %d: still boxed after it ended", i+1)
+		}
+	}
+	// An hour of good behaviour starts it over.
+	if got := p.flooded("bob", now.Add(2*time.Hour)); got != 2*time.Second {
+		t.Errorf("after an hour: boxed %v", got)
 	}
 }

@@ -81,6 +81,7 @@ func (c *conn) run(token string, hasToken bool) {
 		c.nc.Write(cf)
 	}
 	c.nc.Close()
+	c.unwatchRevoke()
 	c.mu.Lock()
 	if c.expiry != nil {
 		c.expiry.Stop()
@@ -147,6 +148,12 @@ const subscribeCost = 5
 func (c *conn) spend(cost float64) bool {
 	if c.budget.spend(c.h.now(), cost) {
 		return true
+	}
+	c.mu.Lock()
+	first := c.closing == nil
+	c.mu.Unlock()
+	if first && c.user != nil {
+		c.h.boxed.flooded(c.user.Username, time.Now())
 	}
 	c.closeWith(CloseTooMany, "too many messages: at most "+strconv.FormatFloat(c.h.cfg.ClientRate, 'g', 4, 64)+
 		" a second on average", "flood", false)
@@ -235,9 +242,15 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 		return false
 	}
 	c.user = u
+	if d := h.boxed.left(u.Username, time.Now()); d > 0 {
+		c.closeWith(CloseTooMany, boxedReason(d), "flood", false)
+		c.drain()
+		return false
+	}
 	c.full = auth.ViewOf(u).Full()
 	c.seesUnowned = auth.Allowed(u, auth.SeeCalls, "")
 	c.setExpiry(exp)
+	c.watchRevoke(token)
 	c.pushReply(h.helloFrame(u, exp), 0)
 	if !h.send(ctlMsg{kind: ctlJoin, c: c}) {
 		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
@@ -356,6 +369,7 @@ func (c *conn) renew(token string) {
 		return
 	}
 	c.setExpiry(exp)
+	c.watchRevoke(token)
 	b := newPayload(48)
 	b = append(b, `{"op":"renewed","expiresAt":`...)
 	b = appendInt(b, exp.UnixMilli())

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/rest"
 )
 
 // problem is one thing wrong with serve's configuration, located as
@@ -240,6 +241,9 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	if _, err := regexp.Compile(c.dialPattern); err != nil {
 		add("dial-pattern", false, "a Go regular expression (RE2), like "+strconv.Quote(`^[0-9*#+]{1,32}$`), "%v", err)
 	}
+	if _, err := rest.CheckOrigin(splitList(c.wsOrigins)); err != nil {
+		add("ws-origins", false, "https://host[:port], comma-separated, or *", "%v", err)
+	}
 	for _, v := range []struct{ name, val string }{{"context", c.context}, {"chan-tech", c.chanTech}, {"queue-interface", c.queueIface}} {
 		if strings.ContainsAny(v.val, "\r\n\x00") {
 			add(v.name, false, "", "contains CR, LF or NUL")
@@ -280,9 +284,35 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 			add(d.name, false, "a directory", "%s is not a directory", d.val)
 		}
 	}
+	if _, err := parseQueueNumbers(c.queueNumbers); err != nil {
+		add("queue-numbers", false, "name=number,..., like support=600", "%v", err)
+	}
 	probs = append(probs, checkTLS(c, st)...)
+	users, more := checkUsersAndDirs(c, add)
+	return users, append(probs, more...)
+}
+
+// checkUsersAndDirs checks the directories and the users file; a problem
+// of the directories' profiles is reported through add.
+func checkUsersAndDirs(c *serveConfig, add func(name string, warn bool, hint, format string, args ...any)) (users *auth.Users, probs []problem) {
+	srcs, closeDirs, err := c.dir.sources()
+	closeDirs()
+	if err != nil {
+		name, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "--"), ":")
+		add(name, false, "docs/operations.md, Directories", "%v", err)
+	}
 
 	users, _ = auth.NewUsers(nil)
+	if len(srcs) > 0 {
+		defer func() {
+			if err := c.dir.checkProfiles(users); err != nil {
+				add("ldap-group-profiles", false, "a profile of the users file's profiles: or user, operator, admin", "%v", err)
+			}
+		}()
+	}
+	if c.users == "" && len(srcs) > 0 {
+		return users, probs
+	}
 	if c.users == "" {
 		add("users", true, "write users with `ctibridge passwd` hashes (docs/operations.md)", "no users file: nobody can log in")
 		return users, probs
@@ -299,7 +329,8 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	if len(errs) > 0 {
 		return users, probs
 	}
-	if us.Len() == 0 {
+	users = us
+	if us.Len() == 0 && len(srcs) == 0 {
 		probs = append(probs, problem{where: c.users, key: `key "users"`, msg: "no users: nobody can log in",
 			hint: "add users with hashes from `ctibridge passwd`", warn: true})
 	}

@@ -78,3 +78,15 @@ func TestReadmeConfigTable(t *testing.T) {
 		}
 	}
 }
+
+func TestParseQueueNumbers(t *testing.T) {
+	got, err := parseQueueNumbers(" support=600, sales = 601 ")
+	if err != nil || len(got) != 2 || got["support"] != "600" || got["sales"] != "601" {
+		t.Errorf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"support", "support=", "=600", "support=6a0", "support=600\r\nAction: Logoff"} {
+		if _, err := parseQueueNumbers(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

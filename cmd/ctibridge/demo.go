@@ -94,14 +94,17 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	defer cancel()
 
 	var exts []pbxsim.Extension
+	var boxes []string // every phone has a voicemail box, as on FreePBX
 	for i := range int(c.phones) {
 		name := "Ext " + strconv.Itoa(201+i)
 		if i < len(demoPhoneNames) {
 			name = demoPhoneNames[i]
 		}
 		exts = append(exts, pbxsim.Extension{Number: strconv.Itoa(201 + i), Name: name})
+		boxes = append(boxes, strconv.Itoa(201+i))
 	}
-	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: c.sip, AMIAddr: c.ami, Extensions: exts, Log: log.With("component", "pbxsim")})
+	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: c.sip, AMIAddr: c.ami, Extensions: exts, Mailboxes: boxes,
+		Log: log.With("component", "pbxsim")})
 	if err != nil {
 		return err
 	}
@@ -143,6 +146,7 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
 	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
 	bc.accessLogEvery = -1
+	bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
 	wg.Go(func() {
 		names := map[string]string{}
 		for _, x := range exts {

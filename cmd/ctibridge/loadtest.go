@@ -23,6 +23,7 @@ const loadtestUsage = `Usage:
   ctibridge loadtest http URL [flags]   HTTP/1.1 load (closed loop, or open loop with -R)
   ctibridge loadtest ws URL [flags]     WebSocket clients subscribed to the live state
   ctibridge loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
+  ctibridge loadtest chaos [flags]      issue 19's fault suite: AMI faults, DB outage and kill -9, WebSocket flood
 
 Common flags: --json, --html FILE, --profile DIR (with --admin URL), --max-p99 DUR, ...
 Run 'ctibridge loadtest MODE -h' for a mode's flags. See docs/loadtest.md.
@@ -105,7 +106,7 @@ func parseWithURL(fs *flag.FlagSet, args []string) (string, error) {
 	return pos[0], nil
 }
 
-// runLoadtest is `ctibridge loadtest http|ws|e2e ...`.
+// runLoadtest is `ctibridge loadtest http|ws|e2e|chaos ...`.
 func runLoadtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, loadtestUsage)
@@ -118,6 +119,8 @@ func runLoadtest(ctx context.Context, args []string, getenv func(string) string,
 		return loadtestWS(ctx, args[1:], getenv, stdout, stderr)
 	case "e2e":
 		return loadtestE2E(ctx, args[1:], getenv, stdout, stderr)
+	case "chaos":
+		return loadtestChaos(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, loadtestUsage)
 		return nil

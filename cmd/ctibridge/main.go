@@ -41,6 +41,7 @@ Usage:
   ctibridge migrate [--db DSN]        apply the database migrations (serve does it at start too)
   ctibridge check-config [flags]      check serve's configuration and the files it names; report every problem
   ctibridge passwd                    print a bcrypt hash for the users file (reads the password from stdin)
+  ctibridge users import|list ...     add users from a CSV to the users file; list the users (file and directories)
   ctibridge version                   print the version
 `
 
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runMigrate(ctx, args[1:], getenv, stderr)
 	case "passwd":
 		return runPasswd(stdin, stdout, stderr)
+	case "users":
+		return runUsers(ctx, args[1:], getenv, stdout, stderr)
 	case "pbxsim":
 		return runPBXSim(ctx, args[1:], getenv, stderr)
 	case "version":

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // the embedded default store, pure Go
 
+	"github.com/ctibridge/ctibridge/auth/authdb"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/sqldb"
@@ -125,6 +126,7 @@ func (d *storeDB) migrate(ctx context.Context) ([]string, error) {
 	}{
 		{"phonebook", phonebook.MigratePostgres, phonebook.MigrateSQLite},
 		{"history", history.MigratePostgres, history.MigrateSQLite},
+		{"sessions", authdb.MigratePostgres, authdb.MigrateSQLite},
 	} {
 		var v []int
 		var err error

@@ -29,6 +29,7 @@ func runPBXSim(ctx context.Context, args []string, getenv func(string) string, s
 	exts := fs.String("extensions", env("EXTENSIONS", pbxsim.DefaultExtensions), "extension `range`s, e.g. 200-299 or 201,202")
 	auto := fs.String("auto-answer", env("AUTO_ANSWER", pbxsim.DefaultAutoAnswer), "numbers the simulator answers itself")
 	secret := fs.String("sip-secret", env("SIP_SECRET", ""), "digest password of every extension (default: none)")
+	boxes := fs.String("mailboxes", env("MAILBOXES", ""), "extension `range`s with a voicemail box: their unanswered calls go to voicemail (default: none)")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -44,6 +45,12 @@ func runPBXSim(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	var mailboxes []string
+	if *boxes != "" {
+		if mailboxes, err = pbxsim.ParseRange(*boxes); err != nil {
+			return err
+		}
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -52,7 +59,7 @@ func runPBXSim(ctx context.Context, args []string, getenv func(string) string, s
 	p, err := pbxsim.New(pbxsim.Config{
 		SIPAddr: *sipAddr, AMIAddr: *amiAddr,
 		AMIUsers:   map[string]string{*amiUser: *amiSecret},
-		Extensions: extensions, AutoAnswer: autoAnswer, SIPSecret: *secret, Log: log,
+		Extensions: extensions, AutoAnswer: autoAnswer, SIPSecret: *secret, Mailboxes: mailboxes, Log: log,
 	})
 	if err != nil {
 		return err

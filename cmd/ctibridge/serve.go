@@ -2,30 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/ctibridge/ctibridge/admin"
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
-	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/httpserve"
 	"github.com/ctibridge/ctibridge/link"
-	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/sdnotify"
 	"github.com/ctibridge/ctibridge/ws"
@@ -51,6 +41,7 @@ type serveConfig struct {
 	recordAMI               string
 	recordMax               int64
 	trunks                  string
+	queueNumbers            string
 	reconcile               time.Duration
 	logFormat, logLevel     string
 	db                      string
@@ -70,6 +61,8 @@ type serveConfig struct {
 	wsSlowTimeout           time.Duration
 	wsAuthTimeout           time.Duration
 	trustedProxies          []netip.Prefix
+	wsOrigins               string
+	dir                     dirConfig
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -80,22 +73,23 @@ func serveSettings(c *serveConfig) *settings {
 	s.boolean(&c.amiTLS, "ami-tls", false, "connect to the manager over TLS (Asterisk tlsenable)")
 	s.boolean(&c.amiMD5, "ami-md5", false, "log in with the MD5 challenge instead of sending the secret")
 	s.dur(&c.amiPing, "ami-ping", ami.DefaultPingInterval, "AMI keep-alive period: the state is marked stale when a Ping is 750ms late, the link dropped when one is 3s unanswered (0 disables)")
-	s.str(&c.http, "http", "127.0.0.1:8080", "REST and WebSocket listener")
+	s.str(&c.http, "http", httpserve.DefaultAddr, "REST and WebSocket listener")
 	s.str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")
 	s.str(&c.users, "users", "", "users file (YAML; see docs/rest.md); without it nobody can log in")
 	s.str(&c.tlsCert, "tls-cert", "", "PEM certificate: serve HTTPS (and HTTP/2) on --http")
 	s.str(&c.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	s.prefixes(&c.trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For is believed (comma-separated addresses or CIDRs), for the login rate limit")
-	s.dur(&c.tokenTTL, "token-ttl", 12*time.Hour, "lifetime of a login token")
+	s.dur(&c.tokenTTL, "token-ttl", auth.DefaultTokenTTL, "lifetime of a login token")
 	s.str(&c.dialPattern, "dial-pattern", rest.DefaultDialPattern, "regular expression every dialled number must match")
-	s.str(&c.context, "context", "from-internal", "dialplan context of originated calls, transfers and pickups")
-	s.str(&c.chanTech, "chan-tech", "PJSIP", "channel technology of the phones (PJSIP, SIP, IAX2)")
-	s.str(&c.queueIface, "queue-interface", "{tech}/{exten}", "queue member interface for queuemember_* ({tech}, {exten} replaced)")
-	s.integer(&c.wsReplay, "ws-replay", 10000, "WebSocket resume buffer: changes kept for clients that reconnect")
-	s.dur(&c.wsReplayAge, "ws-replay-age", time.Minute, "WebSocket resume buffer: the oldest change kept")
-	s.dur(&c.wsSlowTimeout, "ws-slow-timeout", 10*time.Second, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
-	s.dur(&c.wsAuthTimeout, "ws-auth-timeout", 5*time.Second, "time a WebSocket client has to authenticate")
-	s.dur(&c.actionTimeout, "action-timeout", 5*time.Second, "how long a call action waits for Asterisk's answer")
+	s.str(&c.context, "context", rest.DefaultContext, "dialplan context of originated calls, transfers and pickups")
+	s.str(&c.chanTech, "chan-tech", rest.DefaultChanTech, "channel technology of the phones (PJSIP, SIP, IAX2)")
+	s.str(&c.queueIface, "queue-interface", rest.DefaultQueueIface, "queue member interface for queuemember_* ({tech}, {exten} replaced)")
+	s.integer(&c.wsReplay, "ws-replay", ws.DefaultReplayMax, "WebSocket resume buffer: changes kept for clients that reconnect")
+	s.dur(&c.wsReplayAge, "ws-replay-age", ws.DefaultReplayMaxAge, "WebSocket resume buffer: the oldest change kept")
+	s.dur(&c.wsSlowTimeout, "ws-slow-timeout", ws.DefaultSlowTimeout, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
+	s.dur(&c.wsAuthTimeout, "ws-auth-timeout", ws.DefaultAuthTimeout, "time a WebSocket client has to authenticate")
+	s.str(&c.wsOrigins, "ws-origins", "", "other web origins whose pages may open the WebSocket (comma-separated, https://host[:port], or *); same origin and clients without Origin are always allowed")
+	s.dur(&c.actionTimeout, "action-timeout", rest.DefaultActionTimeout, "how long a call action waits for Asterisk's answer")
 	s.integer(&c.accessLogEvery, "access-log-every", 100, "log one request in N (errors always); negative turns it off")
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "spool, recordings and embedded database directory")
 	s.str(&c.db, "db", "", "phonebook and history database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
@@ -114,7 +108,9 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.recordAMI, "record-ami", "", "directory to write the raw AMI stream to (secrets scrubbed), for replay")
 	s.integer(&c.recordMax, "record-max-bytes", 100<<20, "size at which an AMI recording file is rotated")
 	s.str(&c.trunks, "trunks", "", "comma-separated endpoint names that are trunks (default: any non-numeric endpoint)")
+	s.str(&c.queueNumbers, "queue-numbers", "", "the numbers callers dial to reach queues whose app_queue name differs, as name=number,... (support=600); not needed on FreePBX")
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
+	directorySettings(s, &c.dir)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s
@@ -152,6 +148,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseQueueNumbers reads --queue-numbers: name=number,... (support=600).
+func parseQueueNumbers(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range splitList(s) {
+		name, num, ok := strings.Cut(f, "=")
+		name, num = strings.TrimSpace(name), strings.TrimSpace(num)
+		if !ok || name == "" || num == "" || strings.Trim(num, "0123456789*#") != "" {
+			return nil, configError{fmt.Errorf("queue-numbers: %q is not name=number (support=600)", f)}
+		}
+		out[name] = num
+	}
+	return out, nil
 }
 
 // errConfig marks a configuration error: main exits with status 78
@@ -225,12 +235,12 @@ type bridgeAddrs struct {
 	HTTP, Admin string
 }
 
-// runBridge wires and runs the bridge: AMI client, engine, link, REST,
-// admin, phonebook and history stores. started, when not nil, receives the
-// listen addresses once every listener is open. On ctx done it shuts down
-// in order: REST listener, WebSocket clients (going away), admin listener,
-// link (engine), AMI client (which logs off), history recorder (flushes),
-// database.
+// runBridge builds the bridge (newBridge, bridge.go: AMI client, engine,
+// link, REST, WebSocket, admin, phonebook and history stores) and runs it
+// (bridge.Run). started, when not nil, receives the listen addresses once
+// every listener is open. On ctx done it shuts down in order: REST
+// listener, WebSocket clients (going away), admin listener, link (engine),
+// AMI client (which logs off), history recorder (flushes), database.
 //
 // names gives extensions' display names by number (the PBX does not list
 // them); users' display names fill in for the endpoints they own.
@@ -240,183 +250,17 @@ func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 
 // runBridgeHooks is runBridge tied to systemd and SIGHUP through hooks.
 func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, started func(bridgeAddrs), hooks *bridgeHooks) error {
-	acfg := ami.Config{
-		Addr:     c.ami,
-		Username: c.amiUser,
-		Secret:   c.amiSecret,
-		MD5:      c.amiMD5,
-		Log:      log.With("component", "ami"),
-		// Same mapping: the user's 0 disables, the client's negative does.
-		PingInterval: reconcileSetting(c.amiPing),
-	}
-	if c.amiTLS {
-		host, _, _ := net.SplitHostPort(c.ami)
-		acfg.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-	}
-	if c.recordAMI != "" {
-		rec, err := ami.NewRotatingRecorder(c.recordAMI, c.recordMax, log.With("component", "recorder"))
-		if err != nil {
-			return fmt.Errorf("--record-ami: %w", err)
-		}
-		defer rec.Close()
-		acfg.Record = rec
-	}
-	// The stores: phonebook (caller names, contacts) and call history.
-	// Closed last of all.
-	st, err := openStores(ctx, c, log)
+	b, err := newBridge(ctx, c, users, names, log, hooks)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	rec := st.recorder
-
-	client := ami.NewClient(acfg)
-	eng := calls.New(calls.Config{Trunks: splitList(c.trunks), Names: endpointNames(users, names), NameLookup: st.Lookup,
-		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
-	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
-	if rec != nil {
-		lcfg.OnMessage = rec.Observe
-	}
-	lk := link.New(client, eng, lcfg)
-	authSvc := auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL})
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(link.NewCollector(lk, client), storeCollector{st})
-	restMetrics := rest.NewMetrics()
-	if err := restMetrics.Register(reg); err != nil {
-		return err
-	}
-	rcfg := rest.Config{
-		Auth: authSvc, State: eng, PBX: client, Refresh: lk, Metrics: restMetrics,
-		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
-		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
-		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
-		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
-	}
-	if rec != nil {
-		rcfg.Recordings = rec // never a nil pointer in the interface
-	}
-	api, err := rest.NewHandler(rcfg)
-	if err != nil {
-		return err
-	}
-	hub, err := ws.NewHub(eng, authSvc, ws.Config{
-		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
-		AuthTimeout: c.wsAuthTimeout, Registerer: reg, Log: log.With("component", "ws"),
-	})
-	if err != nil {
-		return err
-	}
-	// One listener: the web panel at / and /panel/, the WebSocket stream at
-	// /ws, the REST API for the rest.
-	ui := panel.Handler()
-	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", ui)
-	mux.Handle("GET /index.html", ui)
-	mux.Handle("/panel/", ui)
-	mux.Handle("GET /ws", hub)
-	mux.Handle("/", api)
-	apiSrv, err := rest.NewServer(rest.ServerConfig{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: log}, mux)
-	if err != nil {
-		return err
-	}
-	apiLn, err := apiSrv.Listen()
-	if err != nil {
-		return err
-	}
-	adminLn, err := net.Listen("tcp", c.admin)
-	if err != nil {
-		apiLn.Close()
-		return fmt.Errorf("admin listener: %w", err)
-	}
-	adminSrv := &http.Server{Handler: admin.NewHandler(reg, lk.Ready, st.status), ReadHeaderTimeout: 5 * time.Second}
-	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", apiLn.Addr().String(), "admin", adminLn.Addr().String())
+	defer b.close()
+	a := b.addrs()
+	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", a.HTTP, "admin", a.Admin)
 	if started != nil {
-		started(bridgeAddrs{HTTP: apiLn.Addr().String(), Admin: adminLn.Addr().String()})
+		started(a)
 	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	// The client has its own lifetime: it must outlive the link so that it
-	// can log off after everything else has stopped.
-	clientCtx, stopClient := context.WithCancel(context.Background())
-	defer stopClient()
-	clientDone := make(chan struct{})
-	go func() {
-		defer close(clientDone)
-		client.Run(clientCtx)
-	}()
-	wg.Go(func() {
-		if err := lk.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("link: %w", err)
-		}
-	})
-	wg.Go(func() { authSvc.Run(ctx) })
-	// The hub has its own lifetime: it must be running before the first
-	// upgrade and stop only after it has said going-away to its clients.
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	defer stopHub()
-	hubDone := make(chan struct{})
-	go func() {
-		defer close(hubDone)
-		hub.Run(hubCtx)
-	}()
-	wg.Go(func() { st.run(ctx) })
-	// The recorder outlives the link so that the last CDRs it saw are
-	// written (or spooled) before the database closes.
-	recCtx, stopRec := context.WithCancel(context.Background())
-	defer stopRec()
-	recDone := make(chan struct{})
-	go func() {
-		defer close(recDone)
-		if rec != nil {
-			rec.Run(recCtx)
-		}
-	}()
-	wg.Go(func() {
-		if err := apiSrv.Serve(apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("http: %w", err)
-		}
-	})
-	wg.Go(func() {
-		if err := adminSrv.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("admin: %w", err)
-		}
-	})
-
-	if hooks != nil {
-		wg.Go(func() { hooks.run(ctx, lk, authSvc, apiSrv, log) })
-	}
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-		log.Error("stopping", "err", runErr)
-	}
-	log.Info("shutting down")
-	if hooks != nil {
-		hooks.notify.Stopping("shutting down")
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	apiSrv.Shutdown(sctx)
-	// Shutdown does not touch hijacked connections: the hub tells its
-	// WebSocket clients itself that the server is going away.
-	hub.Close()
-	stopHub()
-	<-hubDone
-	adminSrv.Shutdown(sctx)
-	cancel()
-	wg.Wait()
-	stopClient()
-	<-clientDone
-	stopRec()
-	<-recDone
-	return runErr
+	return b.Run(ctx)
 }
 
 // endpointNames merges the extension names given with those of the users
@@ -459,7 +303,7 @@ func reconcileSetting(d time.Duration) time.Duration {
 // run sends READY=1 when the link is first ready and serves reloads until
 // ctx is done. A failed reload changes nothing and is logged; the service
 // goes on with what it had.
-func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Service, apiSrv *rest.Server, log *slog.Logger) {
+func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, setUsers func(*auth.Users) int, apiSrv *httpserve.Server, log *slog.Logger) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	ready := false
@@ -483,7 +327,7 @@ func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, authSvc *auth.Serv
 				log.Error("reload failed: keeping the running configuration", "err", err)
 			} else {
 				h.level.UnmarshalText([]byte(level))
-				revoked := authSvc.SetUsers(users)
+				revoked := setUsers(users)
 				log.Info("reloaded", "users", users.Len(), "revoked_tokens", revoked, "log_level", h.level.Level().String())
 			}
 			status := "serving"

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
@@ -189,6 +191,8 @@ func TestServe(t *testing.T) {
 		t.Fatalf("snapshot %+v, %v", snap, err)
 	}
 
+	checkOriginAndHeaders(t, wctx, api, login.Token)
+
 	cancel()
 	select {
 	case err := <-done:
@@ -235,5 +239,38 @@ func TestServeNeedsCredentials(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "--admin", freeAddr(t), "--data-dir", t.TempDir()}, func(string) string { return "" }, nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--ami-user") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// checkOriginAndHeaders: a page of another site cannot open the stream
+// (403 at the upgrade) while the panel's own origin can; the API and the
+// panel answer with the security headers (no HSTS over plain HTTP).
+func checkOriginAndHeaders(t *testing.T, ctx context.Context, api, token string) {
+	t.Helper()
+	hdr := func(origin string) http.Header {
+		return http.Header{"Origin": {origin}, "Authorization": {"Bearer " + token}}
+	}
+	if c, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+api+"/ws", hdr("https://evil.example")); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("WebSocket from a foreign origin: %v, %v; want 403", resp, err)
+	}
+	c, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+api+"/ws", hdr("http://"+api))
+	if err != nil {
+		t.Errorf("WebSocket from the same origin: %v", err)
+	} else {
+		c.Close()
+	}
+	for path, csp := range map[string]string{"/astproxy/extensions": "default-src 'none'; frame-ancestors 'none'", "/": "script-src 'self'"} {
+		resp, err := http.Get("http://" + api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), csp) ||
+			resp.Header.Get("Strict-Transport-Security") != "" {
+			t.Errorf("GET %s headers: %v", path, resp.Header)
+		}
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/auth/authdb"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
@@ -24,8 +27,12 @@ type stores struct {
 	recorder  *history.Recorder // nil for a remote history or --record-cdr=false
 	card      rest.Doer         // nil without --customer-card-url
 	gate      *sqldb.Gate       // the --db database; nil when nothing is kept locally
-	runs      []func(ctx context.Context) error
-	closers   []func()
+	sessions  auth.SessionStore // the database with a file fallback, or the file alone
+	// dbReady, when set before run, is called each time the database
+	// becomes ready (serve reads the stored sessions back then).
+	dbReady func(ctx context.Context)
+	runs    []func(ctx context.Context) error
+	closers []func()
 }
 
 // run runs the stores' background work (the gate, the phonebook's
@@ -120,10 +127,25 @@ func openStores(ctx context.Context, c serveConfig, log *slog.Logger) (_ *stores
 				if book != nil {
 					book.Refresh(ctx) // the caller names, at once
 				}
+				if s.dbReady != nil {
+					s.dbReady(ctx)
+				}
 			},
 			Log: log.With("component", "store", "db", db.desc),
 		})
 		s.runs = append(s.runs, s.gate.Run)
+	}
+
+	// Login sessions: in the database, with <data-dir>/sessions.json taking
+	// what the database cannot take (down, not migrated yet); in that file
+	// alone without a local database.
+	if err := os.MkdirAll(c.dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	file := auth.NewFileSessions(filepath.Join(c.dataDir, "sessions.json"))
+	s.sessions = file
+	if s.gate != nil {
+		s.sessions = auth.Fallback{Primary: authdb.New(s.gate.Conn()), Secondary: file}
 	}
 
 	var lookup func(string) string

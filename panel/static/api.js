@@ -1,13 +1,19 @@
 // REST client: the bearer token lives in sessionStorage (per tab, gone
 // with the tab; never a cookie), every call sends it in Authorization.
 
+import {plainError} from './errors.js';
+
 const KEY = 'ctibridge.token';
 
+// ApiError is a failed request; its message is already in plain words
+// (errors.js), the server's own text is kept in serverMessage for logs.
 export class ApiError extends Error {
-  constructor(status, code, message) {
-    super(message || code || `HTTP ${status}`);
+  constructor(status, code, serverMessage) {
+    super('');
     this.status = status;
     this.code = code;
+    this.serverMessage = serverMessage || '';
+    this.message = plainError(this);
   }
 }
 
@@ -39,7 +45,7 @@ export const api = {
         message = j.error?.message || '';
       } catch { /* not JSON */ }
       if (res.status === 401 && path !== '/auth/login') this.onUnauthorized();
-      throw new ApiError(res.status, code, message || `${method} ${path}: HTTP ${res.status}`);
+      throw new ApiError(res.status, code, message);
     }
     if (raw) return res;
     const text = await res.text();

@@ -2,94 +2,152 @@
 
 import {el, $, toast} from './util.js';
 import {api, ApiError} from './api.js';
+import {t, lang, LANGS, setLang, translatePage} from './i18n.js';
+import {prefs} from './prefs.js';
 import {Live} from './live.js';
 import {state, can, myEndpoints, nameOf} from './state.js';
 import {Grid} from './grid.js';
 import {CallsBar} from './calls.js';
+import {CardMenu} from './cardmenu.js';
+import {MyControls} from './mine.js';
 import {QueuesView} from './queues.js';
+import {TrunksView} from './trunks.js';
+import {ConfsView} from './confs.js';
 import {Phonebook} from './phonebook.js';
 import {History} from './history.js';
 import {Popup} from './popup.js';
+import {banner} from './banner.js';
 
-const views = ['ext', 'queues', 'phonebook', 'history'];
+const views = ['ext', 'queues', 'trunks', 'confs', 'phonebook', 'history'];
+// A directory this large opens in compact mode unless the user chose.
+const COMPACT_FROM = 60;
 
 const grid = new Grid($('#grid'), {
   nameOf: (exten, x) => nameOf(exten, x),
   onCall: (exten) => call(exten),
   onDropTransfer: (exten, d) => transfer(d, exten),
   onKeyTransfer: (exten) => {
-    const a = bar.active();
-    if (a) transfer({convid: a.conv.id, endpointId: a.endpoint}, exten);
-    else toast('No call to transfer', 'error');
+    const a = activeCall();
+    if (a) transfer(a, exten);
+    else toast(t('msg.noCall'), 'error');
   },
-  onCount: (n, total) => { $('#ext-count').textContent = n === total ? `${total} extensions` : `${n} of ${total} extensions`; },
+  onMenu: (exten, anchor) => menu.open(exten, anchor),
+  onCount: (n, total) => { $('#ext-count').textContent = n === total ? t('grid.count', {n: total}) : t('grid.countOf', {n, total}); },
 });
 const bar = new CallsBar($('#mycalls'));
-const queues = new QueuesView($('#queues'), $('#parkings'));
+const menu = new CardMenu({active: () => activeCall(), transfer: (d, to) => transfer(d, to), call: (n) => call(n)});
+const mine = new MyControls();
+const queues = new QueuesView($('#queues'), $('#parkings'), (n) => call(n));
+const trunks = new TrunksView($('#trunks'), (n) => call(n));
+const confs = new ConfsView($('#confs'));
+queues.name = 'queues';
+trunks.name = 'trunks';
+confs.name = 'confs';
 const phonebook = new Phonebook($('#view-phonebook'), (n) => call(n));
 const history = new History($('#view-history'), (n) => call(n));
 const popup = new Popup($('#popup'), (n) => { showView('history'); history.showNumber(n); });
 
-const live = new Live({
-  snapshot(m) {
-    state.exts = m.extensions || {};
-    if (m.queues) state.queues = m.queues;
-    if (m.parkings) state.parkings = m.parkings;
-    if (m.trunks) state.trunks = m.trunks;
-    if (m.pbx) state.pbx = m.pbx;
-    state.stale = !!m.stale;
-    grid.setAll(state.exts);
-    refreshGroups();
-    bar.render();
-    queues.render();
-    popup.update();
-    banner();
-    markPainted('ctib:grid');
-  },
-  event(m) {
-    const d = m.data;
-    switch (m.type) {
-      case 'extenUpdate':
-        state.exts[d.exten] = d;
-        grid.set(d);
-        if (myEndpoints().includes(d.exten)) bar.render();
-        popup.update();
-        queuesDirty();
-        break;
-      case 'extenRinging':
-        // Not for the first leg of our own click-to-call: the PBX rings
-        // our phone with our own number as the caller.
-        if (myEndpoints().includes(d.exten) && !myEndpoints().includes(d.callerNum)) popup.show(d);
-        break;
-      case 'queueUpdate':
-        state.queues[d.queue] = d;
-        queuesDirty();
-        refreshGroups();
-        break;
-      case 'queueMemberUpdate': {
-        const q = state.queues[d.queue];
-        if (q) {
-          q.members = q.members || {};
-          if (d.loggedIn === false && !d.name && !d.type) delete q.members[d.member];
-          else q.members[d.member] = {...q.members[d.member], ...d};
-          queuesDirty();
-        }
-        break;
-      }
-      case 'parkingUpdate':
-        state.parkings[d.parking] = d;
-        queuesDirty();
-        break;
-      case 'trunkUpdate':
-        state.trunks[d.name] = d;
-        break;
-      case 'pbxStatus':
-        state.pbx = d;
-        state.stale = d.pbx !== 'live';
-        banner();
-        break;
+function activeCall() {
+  const a = bar.active();
+  return a ? {convid: a.conv.id, endpointId: a.endpoint} : null;
+}
+
+// dirty re-renders a view at most once per frame, and only while it is
+// shown (showView renders it when it is opened).
+const pending = new Set();
+const shown = {queues: () => !$('#view-queues').hidden, trunks: () => !$('#view-trunks').hidden, confs: () => !$('#view-confs').hidden};
+function dirty(view) {
+  if (!shown[view.name]()) return;
+  if (!pending.size) {
+    requestAnimationFrame(() => {
+      const views = [...pending];
+      pending.clear();
+      for (const v of views) v.render();
+    });
+  }
+  pending.add(view);
+}
+
+function snapshot(m) {
+  state.exts = m.extensions || {};
+  if (m.queues) state.queues = m.queues;
+  if (m.parkings) state.parkings = m.parkings;
+  if (m.trunks) state.trunks = m.trunks;
+  if (m.presence) state.presence = m.presence;
+  if (m.pbx) state.pbx = m.pbx;
+  state.stale = !!m.stale;
+  if (prefs.compact === null) {
+    document.documentElement.classList.toggle('compact', Object.keys(state.exts).length >= COMPACT_FROM);
+    $('#pref-compact').checked = Object.keys(state.exts).length >= COMPACT_FROM;
+  }
+  grid.setAll(state.exts);
+  // A fresh snapshot (first, or after a resume that could not replay):
+  // the rooms are not in it, read them again.
+  if (!$('#tab-confs').hidden) confs.load().then(() => dirty(confs));
+  refreshGroups();
+  bar.render();
+  mine.render();
+  queues.render();
+  trunks.render();
+  popup.update();
+  banner();
+  markPainted('ctib:grid');
+}
+
+function onExtension(d) {
+  const before = state.exts[d.exten];
+  state.exts[d.exten] = d;
+  grid.set(d);
+  // Another card may name this extension: its redaction follows this one.
+  if (hidden(before) !== hidden(d)) grid.refresh();
+  if (myEndpoints().includes(d.exten)) { bar.render(); mine.render(); }
+  popup.update();
+  dirty(queues);
+}
+
+const hidden = (x) => Object.values(x?.conversations || {}).some((c) => !c.counterpartNum && !c.counterpartName);
+
+function event(m) {
+  const d = m.data;
+  switch (m.type) {
+    case 'extenUpdate': onExtension(d); break;
+    case 'extenRinging':
+      // Not for the first leg of our own click-to-call: the PBX rings
+      // our phone with our own number as the caller.
+      if (myEndpoints().includes(d.exten) && !myEndpoints().includes(d.callerNum)) popup.show(d);
+      break;
+    case 'queueUpdate':
+      state.queues[d.queue] = d;
+      dirty(queues);
+      refreshGroups();
+      break;
+    case 'queueMemberUpdate': {
+      const q = state.queues[d.queue];
+      if (!q) break;
+      q.members = q.members || {};
+      if (d.loggedIn === false && !d.name && !d.type) delete q.members[d.member];
+      else q.members[d.member] = {...q.members[d.member], ...d};
+      dirty(queues);
+      break;
     }
-  },
+    case 'parkingUpdate': state.parkings[d.parking] = d; dirty(queues); grid.refresh(); break;
+    case 'trunkUpdate': state.trunks[d.name] = d; dirty(trunks); break;
+    case 'conferenceUpdate': confs.apply(d); dirty(confs); break;
+    case 'userPresenceUpdate':
+      state.presence = {...state.presence, [d.exten]: d.status};
+      if (state.exts[d.exten]) grid.set(state.exts[d.exten]);
+      break;
+    case 'pbxStatus':
+      state.pbx = d;
+      state.stale = d.pbx !== 'live';
+      banner();
+      break;
+  }
+}
+
+const live = new Live({
+  snapshot,
+  event,
   status(s, attempt) {
     state.link = s;
     state.attempt = attempt || 0;
@@ -97,14 +155,6 @@ const live = new Live({
   },
   authFailed() { logout(true); },
 });
-
-// queuesDirty re-renders the queues view at most once per frame.
-let qPending = false;
-function queuesDirty() {
-  if (qPending) return;
-  qPending = true;
-  requestAnimationFrame(() => { qPending = false; queues.render(); });
-}
 
 // markPainted records when a render reached the screen (two frames
 // later), for the first-paint measurement in docs/panel.md.
@@ -114,25 +164,25 @@ function markPainted(name) {
   }));
 }
 
-function refreshGroups() {
+function refreshGroups(force) {
   const sel = $('#ext-group');
   const cur = sel.value;
   const groups = {mine: new Set(myEndpoints())};
-  const opts = [el('option', {value: 'all'}, 'Everyone')];
-  if (myEndpoints().length) opts.push(el('option', {value: 'mine'}, 'My extensions'));
+  const opts = [el('option', {value: 'all'}, t('group.all'))];
+  if (myEndpoints().length) opts.push(el('option', {value: 'mine'}, t('group.mine')));
   const qs = Object.values(state.queues);
   if (qs.length) {
-    opts.push(el('optgroup', {label: 'Queue members'}, ...qs.map((q) => {
+    opts.push(el('optgroup', {label: t('group.queues')}, ...qs.map((q) => {
       groups['queue:' + q.queue] = new Set(Object.keys(q.members || {}));
       return el('option', {value: 'queue:' + q.queue}, q.name || q.queue);
     })));
   }
-  opts.push(el('optgroup', {label: 'Status'},
-    el('option', {value: 'available'}, 'Available'),
-    el('option', {value: 'busy'}, 'Busy or ringing'),
-    el('option', {value: 'offline'}, 'Offline')));
+  opts.push(el('optgroup', {label: t('group.status')},
+    el('option', {value: 'available'}, t('group.available')),
+    el('option', {value: 'busy'}, t('group.busy')),
+    el('option', {value: 'offline'}, t('group.offline'))));
   const key = JSON.stringify(Object.entries(groups).map(([k, v]) => [k, [...v]]));
-  if (key !== refreshGroups.key) {
+  if (force || key !== refreshGroups.key) {
     refreshGroups.key = key;
     sel.replaceChildren(...opts);
     sel.value = [...sel.options].some((o) => o.value === cur) ? cur : 'all';
@@ -140,44 +190,25 @@ function refreshGroups() {
   }
 }
 
-function banner() {
-  const b = $('#banner');
-  let msg = '', kind = 'warn';
-  if (state.link === 'reconnecting') {
-    msg = `Connection to the server lost — reconnecting${state.attempt > 1 ? ` (attempt ${state.attempt})` : ''}… The state shown may be out of date.`;
-    kind = 'error';
-  } else if (state.pbx?.pbx === 'down') {
-    msg = 'PBX link down — the state shown may be out of date and calls cannot be controlled.';
-    kind = 'error';
-  } else if (state.pbx?.pbx === 'resyncing' || state.stale) {
-    msg = 'Resynchronising with the PBX…';
-  } else if (state.link === 'polling') {
-    msg = 'Live updates unavailable: refreshing every 2 seconds.';
-  }
-  b.textContent = msg;
-  b.className = 'banner ' + kind;
-  b.hidden = !msg;
-  b.dataset.state = msg ? (state.link === 'reconnecting' ? 'reconnecting' : state.pbx?.pbx === 'down' ? 'down' : state.link === 'polling' ? 'polling' : 'resyncing') : 'live';
-}
-
 async function call(number) {
-  if (!can('call')) { toast('You may not place calls', 'error'); return; }
+  if (!can('call')) { toast(t('err.mayNotCall'), 'error'); return; }
   const from = $('#dial-from').value || myEndpoints()[0];
-  if (!from && state.me.role !== 'admin') { toast('You have no phone to call from', 'error'); return; }
+  // Whoever has no phone (the admin, typically) cannot place a call.
+  if (!from) { toast(t('err.noPhone'), 'error'); return; }
   try {
-    await api.post('/astproxy/call', from ? {number, endpointId: from} : {number});
-    toast(`Calling ${number}${from ? ` from ${from}` : ''}… answer your phone.`);
+    await api.post('/astproxy/call', {number, endpointId: from});
+    toast(myEndpoints().length > 1 ? t('msg.callingFrom', {number, from}) : t('msg.calling', {number}));
   } catch (e) {
-    toast(`Call ${number}: ${e.message}`, 'error');
+    toast(t('msg.failed', {what: t('act.callBack', {number}), why: e.message}), 'error');
   }
 }
 
 async function transfer({convid, endpointId}, to) {
   try {
     await api.post('/astproxy/blindtransfer', {convid, endpointId, to});
-    toast(`Transferring to ${to}`);
+    toast(t('msg.transferring', {to}));
   } catch (e) {
-    toast(`Transfer to ${to}: ${e.message}`, 'error');
+    toast(t('msg.failed', {what: t('msg.transferring', {to}), why: e.message}), 'error');
   }
 }
 
@@ -190,19 +221,35 @@ function showView(name) {
     panel.hidden = !on;
   }
   if (name === 'history' && !history.loaded) { history.loaded = true; history.load(true); }
+  if (name === 'queues') queues.render();
+  if (name === 'trunks') trunks.render();
+  if (name === 'confs') confs.load().then(() => confs.render());
 }
 
 function setupTabs() {
   const tabs = views.map((v) => $('#tab-' + v));
-  tabs.forEach((t, i) => {
-    t.addEventListener('click', () => showView(views[i]));
-    t.addEventListener('keydown', (e) => {
+  tabs.forEach((tab, i) => {
+    tab.addEventListener('click', () => showView(views[i]));
+    tab.addEventListener('keydown', (e) => {
       let j = -1;
-      if (e.key === 'ArrowRight') j = (i + 1) % tabs.length;
-      if (e.key === 'ArrowLeft') j = (i + tabs.length - 1) % tabs.length;
+      const shown = (k) => !tabs[k].hidden;
+      if (e.key === 'ArrowRight') { j = i; do j = (j + 1) % tabs.length; while (!shown(j)); }
+      if (e.key === 'ArrowLeft') { j = i; do j = (j + tabs.length - 1) % tabs.length; while (!shown(j)); }
       if (j >= 0) { e.preventDefault(); showView(views[j]); tabs[j].focus(); }
     });
   });
+}
+
+// probe reads the server's API description (GET /openapi.yaml) for the
+// optional parts (conferences, presence): a server without them shows no
+// tab and is asked for no such topic, and no request ever answers 404.
+async function probe() {
+  let spec = '';
+  try { spec = await (await api.get('/openapi.yaml', {raw: true})).text(); } catch { /* an older bridge */ }
+  const has = (path) => spec.includes('\n  ' + path + ':');
+  const hasConfs = has('/astproxy/conferences') && await confs.load();
+  $('#tab-confs').hidden = !hasConfs;
+  live.topics(has('/user/presencelist') ? ['presence'] : []);
 }
 
 async function start() {
@@ -210,7 +257,7 @@ async function start() {
     state.me = await api.get('/user/me');
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) { showLogin(); return; }
-    showLogin(`The server cannot be reached: ${e.message}`);
+    showLogin(t('login.unreachable', {msg: e.message}));
     return;
   }
   $('#login-view').hidden = true;
@@ -220,9 +267,9 @@ async function start() {
   from.replaceChildren(...myEndpoints().map((e) => el('option', {value: e}, e)));
   $('#dial-from-wrap').hidden = myEndpoints().length < 2;
   $('#dial-form').hidden = !can('call');
-  $('#pb-new').hidden = false;
   history.loaded = false;
   showView('ext');
+  await probe();
   live.start();
   $('#ext-search').focus({preventScroll: true});
 }
@@ -238,6 +285,7 @@ function showLogin(msg = '') {
 async function logout(expired) {
   live.stop();
   popup.hide();
+  menu.close(false);
   if (!expired && api.token) {
     try { await api.post('/auth/logout'); } catch { /* logged out anyway */ }
   }
@@ -245,7 +293,34 @@ async function logout(expired) {
   state.me = null;
   state.exts = {};
   grid.setAll({});
-  showLogin(expired ? 'Your session ended: log in again.' : '');
+  showLogin(expired ? t('login.expired') : '');
+}
+
+// relabel redraws everything after a language switch.
+function relabel() {
+  translatePage();
+  refreshGroups(true);
+  grid.refresh();
+  grid.applyFilter();
+  bar.key = '';
+  bar.render();
+  mine.render();
+  for (const v of [queues, trunks, confs]) v.render();
+  banner();
+}
+
+function setupPrefs() {
+  const langSel = $('#pref-lang');
+  langSel.replaceChildren(...Object.entries(LANGS).map(([k, v]) => el('option', {value: k}, v)));
+  langSel.value = lang;
+  langSel.addEventListener('change', () => { setLang(langSel.value); relabel(); });
+  const theme = $('#pref-theme');
+  theme.value = prefs.theme;
+  theme.addEventListener('change', () => prefs.setTheme(theme.value));
+  const compact = $('#pref-compact');
+  compact.checked = !!prefs.compact;
+  compact.addEventListener('change', () => prefs.setCompact(compact.checked));
+  prefs.apply();
 }
 
 api.onUnauthorized = () => { if (state.me) logout(true); };
@@ -261,8 +336,7 @@ $('#login-form').addEventListener('submit', async (e) => {
     f.password.value = '';
     await start();
   } catch (err) {
-    $('#login-error').textContent = err.status === 401 ? 'Wrong user name or password.'
-      : err.status === 429 ? 'Too many attempts: wait a minute.' : err.message;
+    $('#login-error').textContent = err.status === 401 ? t('login.bad') : err.status === 429 ? t('login.slow') : err.message;
   } finally {
     f.submit.disabled = false;
   }
@@ -274,6 +348,18 @@ $('#dial-form').addEventListener('submit', (e) => {
   if (n) call(n);
 });
 $('#ext-search').addEventListener('input', (e) => grid.setFilter({text: e.target.value.trim().toLowerCase()}));
+// In the search box: ArrowDown or Enter goes to the first card found,
+// Escape clears the search.
+$('#ext-search').addEventListener('keydown', (e) => {
+  if (e.key === 'ArrowDown' || e.key === 'Enter') {
+    e.preventDefault();
+    grid.focusFirst();
+  } else if (e.key === 'Escape' && e.target.value) {
+    e.preventDefault();
+    e.target.value = '';
+    grid.setFilter({text: ''});
+  }
+});
 $('#ext-group').addEventListener('change', (e) => grid.setFilter({group: e.target.value}));
 document.addEventListener('keydown', (e) => {
   // "/" jumps to the search box, as in many web apps.
@@ -283,8 +369,10 @@ document.addEventListener('keydown', (e) => {
     $('#ext-search').focus();
   }
 });
+translatePage();
+setupPrefs();
 setupTabs();
-setInterval(() => { grid.tick(); bar.tick(); queues.tick(); }, 1000);
+setInterval(() => { grid.tick(); bar.tick(); queues.tick(); trunks.tick(); confs.tick(); }, 1000);
 
 if (api.token) start();
 else showLogin();

@@ -4,8 +4,9 @@
 
 import {el, fmtDuration, toast} from './util.js';
 import {api} from './api.js';
+import {t} from './i18n.js';
 import {state, can, myEndpoints} from './state.js';
-import {peerText, talkSeconds} from './grid.js';
+import {peerText, talkSeconds, convNote} from './describe.js';
 
 export class CallsBar {
   constructor(root) {
@@ -35,7 +36,8 @@ export class CallsBar {
     const calls = this.myCalls();
     // Rebuild only when the set of calls or their state changed: the
     // transfer box must keep its focus and text while durations tick.
-    const key = JSON.stringify(calls.map((c) => [c.endpoint, c.conv.id, c.conv.connected, c.conv.recording, peerText(c.conv), c.conv.direction]));
+    const key = JSON.stringify(calls.map((c) => [c.endpoint, c.conv.id, c.conv.connected, c.conv.recording, peerText(c.conv, c.endpoint),
+      c.conv.direction, c.conv.transfer, c.conv.parked, c.conv.spy, c.conv.inConference]));
     if (key === this.key) {
       calls.forEach((c, i) => { this.rows[i].conv = c.conv; });
       this.tick();
@@ -56,38 +58,32 @@ export class CallsBar {
 
   row({endpoint, conv}) {
     const dur = el('span', {class: 'dur'});
-    const peer = peerText(conv) || 'unknown';
-    const act = (path, extra, msg) => async () => {
+    const peer = peerText(conv, endpoint);
+    // act runs one action on this call; what names it in the message.
+    const act = (path, extra, what) => async () => {
       try {
         await api.post('/astproxy/' + path, {convid: conv.id, endpointId: endpoint, ...extra});
-        if (msg) toast(msg);
+        toast(t('msg.done', {what}));
       } catch (e) {
-        toast(`${path}: ${e.message}`, 'error');
+        toast(t('msg.failed', {what, why: e.message}), 'error');
       }
     };
-    const to = el('input', {type: 'text', inputmode: 'tel', class: 'xfer-to', 'data-role': 'to', placeholder: 'Number',
-      'aria-label': `Transfer ${peer} to number`, autocomplete: 'off'});
+    const to = el('input', {type: 'text', inputmode: 'tel', class: 'xfer-to', 'data-role': 'to', placeholder: t('h.number'),
+      'aria-label': t('msg.typeNumber'), autocomplete: 'off'});
     const xfer = (path) => async () => {
       const n = to.value.trim();
-      if (!n) { to.focus(); toast('Type the number to transfer to', 'error'); return; }
-      await act(path, {to: n}, `Transferring to ${n}`)();
+      if (!n) { to.focus(); toast(t('msg.typeNumber'), 'error'); return; }
+      await act(path, {to: n}, t(path === 'atxfer' ? 'msg.atxferTo' : 'msg.xferTo', {to: n}))();
     };
-    const recording = conv.recording === 'true' || conv.recording === 'mute';
+    const dir = conv.direction === 'in' ? 'in' : 'out';
+    const note = convNote(conv);
     const li = el('li', {class: 'call-row' + (conv.connected ? ' connected' : ' ringing'), 'data-convid': conv.id, draggable: can('transfer') ? 'true' : null},
-      el('span', {class: 'dir', 'aria-label': conv.direction === 'in' ? 'incoming' : 'outgoing', title: conv.direction === 'in' ? 'incoming' : 'outgoing'}, conv.direction === 'in' ? '←' : '→'),
+      el('span', {class: 'dir', 'aria-label': t('dir.' + dir), title: t('dir.' + dir)}, dir === 'in' ? '←' : '→'),
       el('span', {class: 'peer'}, peer),
-      el('span', {class: 'via'}, `on ${endpoint}`),
-      el('span', {class: 'state'}, conv.connected ? '' : 'ringing'),
+      el('span', {class: 'via'}, endpoint),
+      el('span', {class: 'state'}, note || (conv.connected ? '' : t('st.ringing'))),
       dur,
-      el('span', {class: 'call-actions'},
-        can('hangup') && el('button', {type: 'button', class: 'danger', 'data-role': 'hangup', onclick: act('hangup', {}, 'Hung up')}, 'Hang up'),
-        can('transfer') && conv.connected && to,
-        can('transfer') && conv.connected && el('button', {type: 'button', 'data-role': 'blind', onclick: xfer('blindtransfer')}, 'Transfer'),
-        can('transfer') && conv.connected && el('button', {type: 'button', 'data-role': 'atxfer', onclick: xfer('atxfer')}, 'Attended'),
-        can('park') && conv.connected && el('button', {type: 'button', 'data-role': 'park', onclick: act('park', {}, 'Parked')}, 'Park'),
-        can('record') && conv.connected && (recording
-          ? el('button', {type: 'button', 'data-role': 'stoprec', 'aria-pressed': 'true', onclick: act('stop_record', {}, 'Recording stopped')}, 'Stop recording')
-          : el('button', {type: 'button', 'data-role': 'rec', 'aria-pressed': 'false', onclick: act('start_record', {}, 'Recording')}, 'Record'))));
+      el('span', {class: 'call-actions'}, ...this.buttons(conv, act, xfer, to)));
     to.addEventListener('keydown', (e) => { if (e.key === 'Enter') xfer('blindtransfer')(); });
     li.addEventListener('dragstart', (e) => {
       e.dataTransfer.setData('application/x-ctibridge-call', JSON.stringify({convid: conv.id, endpointId: endpoint}));
@@ -95,6 +91,32 @@ export class CallsBar {
     });
     this.rows.push({dur, conv});
     return li;
+  }
+
+  // buttons are the actions on one of the user's own calls, each only
+  // when /user/me allows it.
+  buttons(conv, act, xfer, to) {
+    const b = (role, key, run, extra = {}) => el('button', {type: 'button', 'data-role': role, onclick: run, ...extra}, t(key));
+    const up = conv.connected;
+    const xf = conv.transfer;
+    const out = [can('hangup') && b('hangup', 'act.hangup', act('hangup', {}, t('act.hangup')), {class: 'danger'})];
+    if (xf?.state === 'consulting' && xf.role === 'transferer' && can('transfer')) {
+      out.push(b('complete', 'act.complete', act('atxfer_complete', {}, t('act.complete')), {class: 'primary'}),
+        b('cancel', 'act.cancel', act('atxfer_cancel', {}, t('act.cancel'))));
+      return out;
+    }
+    if (up && can('transfer')) {
+      out.push(to, b('blind', 'act.transfer', xfer('blindtransfer')), b('atxfer', 'act.atxfer', xfer('atxfer')));
+    }
+    if (up && can('park')) out.push(b('park', 'act.park', act('park', {}, t('act.park'))));
+    if (up && can('record')) {
+      const rec = conv.recording === 'true', muted = conv.recording === 'mute';
+      if (!rec && !muted) out.push(b('rec', 'act.record', act('start_record', {}, t('act.record')), {'aria-pressed': 'false'}));
+      if (rec) out.push(b('muterec', 'act.mute', act('mute_record', {}, t('act.mute'))));
+      if (muted) out.push(b('unmuterec', 'act.unmute', act('unmute_record', {}, t('act.unmute'))));
+      if (rec || muted) out.push(b('stoprec', 'act.stoprec', act('stop_record', {}, t('act.stoprec')), {'aria-pressed': 'true'}));
+    }
+    return out;
   }
 
   tick() {

@@ -1,47 +1,42 @@
 // The extensions grid: one card per extension, built once and updated in
-// place when that extension changes; durations tick locally once a second
-// on the cards that show a call.
+// place when that extension changes; durations and parking countdowns
+// tick locally once a second on the cards that show a call.
 
-import {el, clock, fmtDuration} from './util.js';
+import {el, fmtDuration} from './util.js';
+import {t} from './i18n.js';
+import {state} from './state.js';
+import {effectiveStatus, statusText, currentCall, talkSeconds, peerText, convNote} from './describe.js';
 
-export const STATUS_LABEL = {
-  online: 'Available', ringing: 'Ringing', busy: 'Busy', busy_ringing: 'Busy, ringing',
-  onhold: 'On hold', dnd: 'Do not disturb', offline: 'Offline',
-};
+const byNum = (a, b) => a.localeCompare(b, undefined, {numeric: true});
 
-// effectiveStatus folds the DND flag into the status an operator cares about.
-export function effectiveStatus(x) {
-  const s = x.status || 'offline';
-  if (x.dnd && s === 'online') return 'dnd';
-  return STATUS_LABEL[s] ? s : 'offline';
-}
+// VOICEMAIL is FreePBX's forward target for "to voicemail" (vmu201, *201).
+const VOICEMAIL = /^(vm[ubsi]|\*)\d+$/;
 
-// currentCall picks the conversation a card shows: a connected one first,
-// then the newest.
-export function currentCall(x) {
-  let best = null;
-  for (const c of Object.values(x.conversations || {})) {
-    if (!best || (c.connected && !best.connected) ||
-        (c.connected === best.connected && (c.startTime || 0) > (best.startTime || 0))) best = c;
+// indicators are the small badges of a card: DND, forwards, voicemail,
+// presence; each [class, short text, long text] and only when present.
+function indicators(x) {
+  const out = [];
+  if (x.dnd) out.push(['ind-dnd', t('ind.dnd'), t('ind.dnd.long')]);
+  for (const [k, key] of [['cf', 'ind.cf'], ['cfb', 'ind.cfb'], ['cfu', 'ind.cfu']]) {
+    if (!x[k]) continue;
+    // FreePBX's forward to voicemail ("vmu201", "*201") in words.
+    const to = VOICEMAIL.test(x[k]) ? t('ind.vmbox') : x[k];
+    out.push(['ind-cf', (k === 'cf' ? '→ ' : k === 'cfb' ? '→b ' : '→u ') + to, t(key, {to})]);
   }
-  return best;
-}
-
-// talkSeconds is a conversation's talk time now, from its answer time
-// (the server's clock, corrected) or, failing that, its duration.
-export function talkSeconds(c) {
-  if (c.answeredAt > 0) return (clock.now() - c.answeredAt) / 1000;
-  return c.duration || 0;
-}
-
-export function peerText(c) {
-  const name = c.counterpartName || '', num = c.counterpartNum || '';
-  if (name && num && name !== num) return `${name} (${num})`;
-  return name || num || '';
+  const rec = currentCall(x)?.recording;
+  if (rec === 'true') out.push(['ind-rec', t('ind.rec'), t('ind.rec.long')]);
+  if (rec === 'mute') out.push(['ind-rec', t('ind.recPaused'), t('ind.recPaused.long')]);
+  const vm = x.voicemail;
+  if (vm && vm.new > 0) out.push(['ind-vm', '✉ ' + vm.new, t('ind.vm', {n: vm.new})]);
+  const pres = state.presence?.[x.exten];
+  const shown = {dnd: x.dnd, callforward: x.cf, voicemail: VOICEMAIL.test(x.cf || ''), online: true};
+  if (pres && !shown[pres]) out.push(['ind-pres', t('pres.' + pres), t('pres.' + pres)]);
+  return out;
 }
 
 export class Grid {
-  // opts: onCall(exten), onDropTransfer(exten, data), nameOf(exten, x)
+  // opts: onCall(exten), onDropTransfer(exten, data), onKeyTransfer(exten),
+  // onMenu(exten, anchor), nameOf(exten, x), onCount(n, total)
   constructor(root, opts) {
     this.root = root;
     this.opts = opts;
@@ -51,14 +46,37 @@ export class Grid {
     this.groups = {}; // group value -> Set of extens (queues, mine)
     root.addEventListener('keydown', (e) => this.onKey(e));
     root.addEventListener('click', (e) => {
-      const b = e.target.closest('button.call-btn');
-      if (b) this.opts.onCall(b.closest('li').dataset.exten);
+      const b = e.target.closest('button');
+      if (!b) return;
+      const li = b.closest('li');
+      if (b.classList.contains('call-btn')) this.opts.onCall(li.dataset.exten);
+      if (b.classList.contains('menu-btn')) this.opts.onMenu(li.dataset.exten, b);
     });
+    this.setupDrop(root);
+    this.proto = el('li', {class: 'card', role: 'listitem', tabindex: '-1'},
+      el('div', {class: 'card-head'},
+        el('span', {class: 'dot', 'aria-hidden': 'true'}),
+        el('span', {class: 'name'})),
+      el('div', {class: 'card-sub'},
+        el('span', {class: 'num'}),
+        el('span', {class: 'card-state'}),
+        el('span', {class: 'inds'})),
+      el('div', {class: 'card-call'},
+        el('span', {class: 'dir'}), el('span', {class: 'peer'}), el('span', {class: 'dur'})),
+      el('div', {class: 'card-note'}),
+      el('span', {class: 'card-btns'},
+        el('button', {class: 'call-btn', type: 'button', tabindex: '-1'}),
+        el('button', {class: 'menu-btn', type: 'button', tabindex: '-1', 'aria-haspopup': 'menu'}, '⋯')));
+  }
+
+  setupDrop(root) {
+    const MIME = 'application/x-ctibridge-call';
     root.addEventListener('dragover', (e) => {
-      if (e.target.closest('li.card') && e.dataTransfer.types.includes('application/x-ctibridge-call')) {
+      const li = e.target.closest('li.card');
+      if (li && e.dataTransfer.types.includes(MIME)) {
         e.preventDefault();
         e.dataTransfer.dropEffect = 'move';
-        e.target.closest('li.card').classList.add('drop');
+        li.classList.add('drop');
       }
     });
     root.addEventListener('dragleave', (e) => e.target.closest('li.card')?.classList.remove('drop'));
@@ -66,50 +84,38 @@ export class Grid {
       const li = e.target.closest('li.card');
       if (!li) return;
       li.classList.remove('drop');
-      const data = e.dataTransfer.getData('application/x-ctibridge-call');
+      const data = e.dataTransfer.getData(MIME);
       if (data) {
         e.preventDefault();
         this.opts.onDropTransfer(li.dataset.exten, JSON.parse(data));
       }
     });
-    this.proto = el('li', {class: 'card', role: 'listitem', tabindex: '-1'},
-      el('div', {class: 'card-head'},
-        el('span', {class: 'dot', 'aria-hidden': 'true'}),
-        el('span', {class: 'name'})),
-      el('div', {class: 'card-sub'},
-        el('span', {class: 'num'}),
-        el('span', {class: 'card-state'})),
-      el('div', {class: 'card-call'},
-        el('span', {class: 'dir'}), el('span', {class: 'peer'}), el('span', {class: 'dur'})),
-      el('button', {class: 'call-btn', type: 'button', tabindex: '-1'}, 'Call'));
   }
 
   // setAll replaces every extension (a snapshot).
   setAll(exts) {
-    const keys = Object.keys(exts).sort((a, b) => a.localeCompare(b, undefined, {numeric: true}));
+    const keys = Object.keys(exts).sort(byNum);
     const frag = document.createDocumentFragment();
     const old = this.cards;
     this.cards = new Map();
     this.ticking.clear();
     for (const k of keys) {
-      let card = old.get(k);
-      if (!card) card = this.make(k);
+      const card = old.get(k) || this.make(k);
       this.cards.set(k, card);
       this.update(exts[k], card);
       frag.append(card.li);
     }
     this.root.replaceChildren(frag);
     this.applyFilter();
-    this.ensureFocusable();
   }
 
   make(exten) {
     const li = this.proto.cloneNode(true);
     li.dataset.exten = exten;
     const q = (s) => li.querySelector(s);
-    return {li, x: null, status: '', parts: {
-      name: q('.name'), num: q('.num'), state: q('.card-state'), call: q('.card-call'),
-      dir: q('.dir'), peer: q('.peer'), dur: q('.dur'), btn: q('.call-btn'),
+    return {li, x: null, status: '', sig: '', parts: {
+      name: q('.name'), num: q('.num'), state: q('.card-state'), inds: q('.inds'), call: q('.card-call'),
+      dir: q('.dir'), peer: q('.peer'), dur: q('.dur'), note: q('.card-note'), btn: q('.call-btn'), menu: q('.menu-btn'),
     }};
   }
 
@@ -119,19 +125,30 @@ export class Grid {
     if (!card) {
       card = this.make(x.exten);
       this.cards.set(x.exten, card);
-      const after = [...this.cards.keys()].sort((a, b) => a.localeCompare(b, undefined, {numeric: true}));
+      const after = [...this.cards.keys()].sort(byNum);
       const next = after[after.indexOf(x.exten) + 1];
       this.root.insertBefore(card.li, next ? this.cards.get(next).li : null);
       this.update(x, card);
       this.applyFilter();
-      this.ensureFocusable();
       return;
     }
     this.update(x, card);
     this.match(card);
   }
 
+  // refresh re-renders every card from its last data (language switch, or
+  // another card's redaction changed what this one may name).
+  refresh() {
+    for (const card of this.cards.values()) {
+      card.sig = '';
+      card.inds = null;
+      if (card.status) card.parts.state.textContent = statusText(card.status);
+      this.update(card.x, card);
+    }
+  }
+
   update(x, card) {
+    if (!x) return;
     const p = card.parts;
     card.x = x;
     const st = effectiveStatus(x);
@@ -143,37 +160,58 @@ export class Grid {
       card.li.classList.add('st-' + st);
       card.li.dataset.status = st;
       card.status = st;
-      p.state.textContent = STATUS_LABEL[st];
+      p.state.textContent = statusText(st);
     }
+    this.updateInds(x, card);
     const c = currentCall(x);
     card.conv = c;
+    if (card.li.classList.contains('in-call') !== !!c) card.li.classList.toggle('in-call', !!c);
+    let peer = '';
     if (c) {
+      peer = peerText(c, x.exten);
       p.call.hidden = false;
-      p.dir.textContent = c.direction === 'in' ? '←' : '→';
-      p.dir.title = c.direction === 'in' ? 'incoming' : 'outgoing';
+      const dir = c.direction === 'in' ? 'in' : 'out';
+      p.dir.textContent = dir === 'in' ? '←' : '→';
+      p.dir.title = t('dir.' + dir);
       p.dir.setAttribute('aria-label', p.dir.title);
-      p.peer.textContent = peerText(c) || (c.connected ? 'in a call' : '');
-      if (c.connected) {
-        this.ticking.add(card);
-        p.dur.textContent = fmtDuration(talkSeconds(c));
-      } else {
-        this.ticking.delete(card);
-        p.dur.textContent = '';
-      }
+      if (p.peer.textContent !== peer) p.peer.textContent = peer;
+      p.note.textContent = convNote(c);
+      p.note.hidden = !p.note.textContent;
+      if (c.connected || c.parked?.parking) this.ticking.add(card);
+      else this.ticking.delete(card);
+      p.dur.textContent = c.connected ? fmtDuration(talkSeconds(c)) : '';
     } else {
       p.call.hidden = true;
+      p.note.hidden = true;
       this.ticking.delete(card);
       p.peer.textContent = '';
       p.dur.textContent = '';
     }
-    const label = `Call ${name} ${x.exten}`;
-    if (p.btn.getAttribute('aria-label') !== label) p.btn.setAttribute('aria-label', label);
-    card.li.setAttribute('aria-label', `${name}, ${x.exten}, ${STATUS_LABEL[st]}${c ? ', ' + (peerText(c) || 'in a call') : ''}`);
+    const sig = name + '|' + peer + '|' + st + '|' + p.inds.textContent;
+    if (card.sig !== sig) {
+      card.sig = sig;
+      p.btn.textContent = t('card.call');
+      p.btn.setAttribute('aria-label', t('card.callLabel', {name, exten: x.exten}));
+      p.menu.setAttribute('aria-label', t('card.actionsLabel', {name, exten: x.exten}));
+      p.menu.title = t('card.actions');
+      const inds = [...p.inds.children].map((i) => i.title).join(', ');
+      card.li.setAttribute('aria-label', [name, x.exten, statusText(st), inds, peer].filter(Boolean).join(', '));
+    }
+  }
+
+  updateInds(x, card) {
+    const inds = indicators(x);
+    const key = inds.map((i) => i[1]).join('|');
+    if (card.inds === key) return;
+    card.inds = key;
+    card.parts.inds.replaceChildren(...inds.map(([cls, short, long]) => el('span', {class: 'ind ' + cls, title: long}, short)));
   }
 
   tick() {
     for (const card of this.ticking) {
-      card.parts.dur.textContent = fmtDuration(talkSeconds(card.conv));
+      const c = card.conv;
+      if (c.connected) card.parts.dur.textContent = fmtDuration(talkSeconds(c));
+      if (c.parked?.parking) card.parts.note.textContent = convNote(c);
     }
   }
 
@@ -188,14 +226,14 @@ export class Grid {
     const {text, group} = this.filter;
     let ok = true;
     if (group === 'available') ok = card.status === 'online';
-    else if (group === 'busy') ok = ['busy', 'busy_ringing', 'ringing', 'onhold'].includes(card.status);
+    else if (group === 'busy') ok = ['busy', 'busy_ringing', 'ringing', 'onhold', 'parked'].includes(card.status);
     else if (group === 'offline') ok = card.status === 'offline';
     else if (group !== 'all') ok = this.groups[group]?.has(card.li.dataset.exten) ?? false;
     if (ok && text) {
       const hay = (card.parts.name.textContent + ' ' + card.li.dataset.exten + ' ' + card.parts.peer.textContent).toLowerCase();
       ok = hay.includes(text);
     }
-    card.li.hidden = !ok;
+    if (card.li.hidden === ok) card.li.hidden = !ok;
     return ok;
   }
 
@@ -216,6 +254,15 @@ export class Grid {
     cur?.setAttribute('tabindex', '-1');
     const first = this.visibleCards()[0];
     first?.setAttribute('tabindex', '0');
+  }
+
+  // focusFirst moves the focus to the first card shown.
+  focusFirst() {
+    const first = this.visibleCards()[0];
+    if (!first) return;
+    this.root.querySelector('li.card[tabindex="0"]')?.setAttribute('tabindex', '-1');
+    first.setAttribute('tabindex', '0');
+    first.focus();
   }
 
   onKey(e) {
@@ -240,6 +287,10 @@ export class Grid {
       case 't': case 'T':
         e.preventDefault();
         this.opts.onKeyTransfer?.(li.dataset.exten);
+        return;
+      case 'm': case 'M': case 'ContextMenu':
+        e.preventDefault();
+        this.opts.onMenu(li.dataset.exten, li.querySelector('.menu-btn'));
         return;
       default: return;
     }

@@ -4,6 +4,7 @@
 import {el, $, fmtTime, fmtDuration, isoDay, ymd, toast} from './util.js';
 import {api, enc} from './api.js';
 import {state} from './state.js';
+import {t} from './i18n.js';
 
 const PAGE = 25;
 
@@ -52,7 +53,7 @@ export class History {
 
   async load(reset) {
     const f = this.form.elements;
-    if (!f.from.value || !f.to.value) { toast('Choose a time window', 'error'); return; }
+    if (!f.from.value || !f.to.value) { toast(t('h.window'), 'error'); return; }
     this.number = f.number.value.trim();
     if (reset) { this.cursors = []; this.cursor = ''; }
     this.table.setAttribute('aria-busy', 'true');
@@ -61,7 +62,7 @@ export class History {
       this.next = r.next || null;
       this.show(r.rows || [], r.count ?? 0);
     } catch (e) {
-      this.table.replaceChildren(el('p', {class: 'error'}, `History failed: ${e.message}`));
+      this.table.replaceChildren(el('p', {class: 'error'}, t('h.failed', {msg: e.message})));
     } finally {
       this.table.removeAttribute('aria-busy');
     }
@@ -83,15 +84,15 @@ export class History {
     const who = (num, name) => (name && name !== num ? `${name} (${num})` : num || '');
     const body = rows.map((h) => el('tr', null,
       el('td', null, fmtTime(h.time)),
-      el('td', null, h.direction),
+      el('td', null, {in: t('h.in'), out: t('h.out'), internal: t('h.internal')}[h.direction] || h.direction),
       el('td', null, who(h.src, h.cnam)),
       el('td', null, who(h.dst, h.dst_cnam)),
       el('td', null, h.disposition),
       el('td', {class: 'numeric'}, fmtDuration(h.billsec ?? h.duration ?? 0)),
-      el('td', null, other(h) && el('button', {type: 'button', class: 'link', 'aria-label': `Call ${other(h)}`, onclick: () => this.onCall(other(h))}, 'Call'))));
+      el('td', null, other(h) && el('button', {type: 'button', class: 'link', 'aria-label': t('h.callLabel', {number: other(h)}), onclick: () => this.onCall(other(h))}, t('h.call')))));
     this.table.replaceChildren(el('table', {class: 'table'},
-      el('caption', null, `${count} call${count === 1 ? '' : 's'} in the window${this.number ? `, showing those with ${this.number}` : ''}`),
-      el('thead', null, el('tr', null, ...['Time', 'Direction', 'From', 'To', 'Result', 'Talk', ''].map((h) => el('th', {scope: 'col'}, h)))),
+      el('caption', null, this.number ? t('h.captionWith', {count, number: this.number}) : t('h.caption', {count})),
+      el('thead', null, el('tr', null, ...['h.time', 'h.dir', 'h.from', 'h.to', 'h.result', 'h.talk', ''].map((h) => el('th', {scope: 'col'}, h && t(h))))),
       el('tbody', null, ...body)));
   }
 
@@ -106,6 +107,6 @@ export class History {
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10000);
-    } catch (e) { toast(`CSV: ${e.message}`, 'error'); }
+    } catch (e) { toast(t('msg.failed', {what: 'CSV', why: e.message}), 'error'); }
   }
 }

@@ -12,6 +12,9 @@ import {api} from './api.js';
 import {clock} from './util.js';
 
 const TOPICS = ['extensions', 'queues', 'parkings', 'trunks', 'me'];
+// The hub closes a connection that asks for a topic it does not know:
+// optional ones (presence) are added only once the server showed it has
+// them (app.js probes the REST routes).
 const PING_EVERY = 20000, PONG_WAIT = 10000;
 
 export class Live {
@@ -28,6 +31,9 @@ export class Live {
     this.polling = false;
     this.etags = {};
   }
+
+  // topics sets the optional topics to subscribe to besides TOPICS.
+  topics(extra) { this.extra = extra; }
 
   start() {
     this.stopped = false;
@@ -73,7 +79,7 @@ export class Live {
           this.everOpen = true;
           this.attempt = 0;
           if (this.polling) this.polling = false;
-          const sub = {op: 'subscribe', topics: TOPICS};
+          const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])]};
           if (this.seq !== null && this.epoch && m.epoch === this.epoch) {
             sub.since = this.seq;
             sub.epoch = this.epoch;

@@ -3,8 +3,9 @@
 import {el, $, toast} from './util.js';
 import {api, enc} from './api.js';
 import {state} from './state.js';
+import {t} from './i18n.js';
 
-const NUMBERS = [['workphone', 'work'], ['cellphone', 'mobile'], ['homephone', 'home']];
+const NUMBERS = [['workphone', 'pb.work'], ['cellphone', 'pb.mobile'], ['homephone', 'pb.home']];
 const FIELDS = ['name', 'company', 'workphone', 'cellphone', 'homephone', 'workemail', 'notes'];
 
 export class Phonebook {
@@ -34,7 +35,7 @@ export class Phonebook {
       const r = await api.get(`/phonebook/search/${enc(term)}?limit=50`);
       if (seq === this.seq) this.show(r.rows || [], r.count ?? 0, term);
     } catch (e) {
-      if (seq === this.seq) this.results.replaceChildren(el('p', {class: 'error'}, `Search failed: ${e.message}`));
+      if (seq === this.seq) this.results.replaceChildren(el('p', {class: 'error'}, t('pb.failed', {msg: e.message})));
     } finally {
       if (seq === this.seq) this.results.removeAttribute('aria-busy');
     }
@@ -42,28 +43,28 @@ export class Phonebook {
 
   show(rows, count, term) {
     if (!rows.length) {
-      this.results.replaceChildren(el('p', {class: 'muted'}, `No contact matches “${term}”.`));
+      this.results.replaceChildren(el('p', {class: 'muted'}, t('pb.none', {term})));
       return;
     }
     const mine = (c) => c.type === 'private' && c.owner_id === state.me?.username;
     const table = el('table', {class: 'table'},
-      el('caption', null, `${count} contact${count === 1 ? '' : 's'} matching “${term}”`),
-      el('thead', null, el('tr', null, ...['Name', 'Company', 'Numbers', 'Type', ''].map((h) => el('th', {scope: 'col'}, h)))),
+      el('caption', null, t('pb.count', {count, more: count > rows.length ? t('pb.more', {n: rows.length}) : ''})),
+      el('thead', null, el('tr', null, ...['pb.name', 'pb.company', 'pb.numbers', 'pb.type', ''].map((h) => el('th', {scope: 'col'}, h && t(h))))),
       el('tbody', null, ...rows.map((c) => el('tr', {'data-id': c.id},
         el('td', null, c.name || ''),
         el('td', null, c.company || ''),
-        el('td', {class: 'numbers'}, ...NUMBERS.filter(([k]) => c[k]).map(([k, label]) =>
-          el('button', {type: 'button', class: 'link call-number', 'aria-label': `Call ${c.name || ''} ${label} ${c[k]}`,
-            onclick: () => this.onCall(c[k])}, `${label}: ${c[k]}`))),
-        el('td', null, c.type || ''),
-        el('td', null, mine(c) && el('button', {type: 'button', onclick: () => this.edit(c)}, 'Edit'),
-          mine(c) && el('button', {type: 'button', class: 'danger', onclick: () => this.remove(c)}, 'Delete'))))));
+        el('td', {class: 'numbers'}, ...NUMBERS.filter(([k]) => c[k]).map(([k, key]) =>
+          el('button', {type: 'button', class: 'link call-number', 'aria-label': t('pb.callNum', {name: c.name || '', kind: t(key), num: c[k]}),
+            onclick: () => this.onCall(c[k])}, `${t(key)}: ${c[k]}`))),
+        el('td', null, c.type === 'private' ? t('pb.private') : c.type === 'public' ? t('pb.public') : (c.type || '')),
+        el('td', null, mine(c) && el('button', {type: 'button', onclick: () => this.edit(c)}, t('pb.edit')),
+          mine(c) && el('button', {type: 'button', class: 'danger', onclick: () => this.remove(c)}, t('pb.delete')))))));
     this.results.replaceChildren(table);
   }
 
   edit(c) {
     this.editing = c;
-    $('#contact-title').textContent = c ? 'Edit contact' : 'New private contact';
+    $('#contact-title').textContent = c ? t('c.editTitle') : t('c.newTitle');
     for (const f of FIELDS) this.cform.elements[f].value = c?.[f] || '';
     $('#contact-error').textContent = '';
     this.dialog.showModal();
@@ -73,14 +74,14 @@ export class Phonebook {
     const body = {type: 'private'};
     for (const f of FIELDS) body[f] = this.cform.elements[f].value.trim();
     if (!body.name && !body.company) {
-      $('#contact-error').textContent = 'A contact needs a name or a company.';
+      $('#contact-error').textContent = t('pb.needName');
       return;
     }
     try {
       if (this.editing) await api.post('/phonebook/modify_cticontact', {...this.editing, ...body, id: this.editing.id});
       else await api.post('/phonebook/create', body);
       this.dialog.close();
-      toast(this.editing ? 'Contact saved' : 'Contact added');
+      toast(t('pb.saved'));
       await this.search(this.form.elements.term.value.trim() || body.name || body.company);
     } catch (e) {
       $('#contact-error').textContent = e.message;
@@ -88,10 +89,10 @@ export class Phonebook {
   }
 
   async remove(c) {
-    if (!confirm(`Delete ${c.name || c.company}?`)) return;
+    if (!confirm(t('pb.confirmDelete', {name: c.name || c.company}))) return;
     try {
       await api.post('/phonebook/delete_cticontact', {id: c.id});
-      toast('Contact deleted');
+      toast(t('pb.deleted'));
       await this.search();
     } catch (e) { toast(e.message, 'error'); }
   }

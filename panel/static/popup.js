@@ -5,6 +5,7 @@
 import {el, $} from './util.js';
 import {api, enc} from './api.js';
 import {state} from './state.js';
+import {t} from './i18n.js';
 
 export class Popup {
   // onHistory(number)
@@ -21,9 +22,9 @@ export class Popup {
   show(d) {
     this.cur = d;
     const num = d.callerNum || '';
-    $('#popup-title', this.root).textContent = `Incoming call on ${d.exten}`;
-    $('#popup-caller', this.root).textContent = d.callerName && d.callerName !== num ? `${d.callerName} (${num})` : (num || d.callerName || 'unknown caller');
-    $('#popup-queue', this.root).textContent = d.queue ? `through queue ${d.queue}` : '';
+    $('#popup-title', this.root).textContent = t('pop.title', {exten: d.exten});
+    $('#popup-caller', this.root).textContent = d.callerName && d.callerName !== num ? `${d.callerName} (${num})` : (num || d.callerName || t('pop.unknown'));
+    $('#popup-queue', this.root).textContent = d.queue ? t('pop.queue', {queue: d.queue}) : '';
     const match = $('#popup-match', this.root);
     match.textContent = '';
     const contact = d.contact || d.phonebook || null;
@@ -47,7 +48,7 @@ export class Popup {
 
   showMatch(c) {
     const m = $('#popup-match', this.root);
-    m.replaceChildren(el('span', {class: 'muted'}, 'Phonebook: '), [c.name, c.company].filter(Boolean).join(' · ') || 'contact');
+    m.replaceChildren(el('span', {class: 'muted'}, t('pop.pb')), [c.name, c.company].filter(Boolean).join(' · ') || t('pop.contact'));
   }
 
   // update hides the pop-up when the rung extension no longer rings that call.

@@ -1,110 +1,149 @@
-// Queues (members: logged in, paused, in a call; waiting callers with
-// their waiting time) and parking lots (with pickup).
+// Queues (members: logged in, paused with reason, in a call, calls taken;
+// one's own login/logout and pause with a reason; waiting callers with
+// their waiting time) and parking lots (who parked, time to the timeout,
+// pickup).
 
-import {el, clock, fmtDuration, toast} from './util.js';
+import {el, clock, fmtDuration, toast, numberButton} from './util.js';
 import {api} from './api.js';
+import {t} from './i18n.js';
 import {state, can, myEndpoints, nameOf} from './state.js';
-import {STATUS_LABEL, effectiveStatus} from './grid.js';
+import {effectiveStatus, statusText} from './describe.js';
 
 const byNum = (a, b) => a.localeCompare(b, undefined, {numeric: true});
+const who = (name, num) => (name && num && name !== num ? `${name} (${num})` : (name || num || t('q.hiddenCaller')));
+
+// post runs an action and says how it went, a refusal in plain words.
+async function post(path, body, what) {
+  try {
+    await api.post('/astproxy/' + path, body);
+    toast(t('msg.done', {what}));
+    return true;
+  } catch (e) {
+    toast(t('msg.failed', {what, why: e.message}), 'error');
+    return false;
+  }
+}
 
 export class QueuesView {
-  constructor(qroot, proot) {
+  // onCall(number): click-to-call a waiting or parked caller's number.
+  constructor(qroot, proot, onCall) {
     this.qroot = qroot;
     this.proot = proot;
-    this.timers = []; // [span, since ms]
+    this.onCall = onCall;
+    this.timers = []; // [span, since ms, mode]
   }
 
   render() {
+    // Keep a half-typed pause reason across re-renders.
+    const typing = document.activeElement?.matches?.('.reason') ? document.activeElement : null;
+    const saved = typing ? [typing.dataset.queue, typing.value] : null;
     this.timers = [];
     this.renderQueues();
     this.renderParkings();
+    this.tick();
+    if (saved) {
+      const i = this.qroot.querySelector(`.reason[data-queue="${CSS.escape(saved[0])}"]`);
+      if (i) { i.value = saved[1]; i.focus(); }
+    }
   }
 
   renderQueues() {
     const names = Object.keys(state.queues).sort(byNum);
     if (!names.length) {
-      this.qroot.replaceChildren(el('p', {class: 'muted'}, 'No queues.'));
+      this.qroot.replaceChildren(el('p', {class: 'muted'}, t('q.none')));
       return;
     }
     this.qroot.replaceChildren(...names.map((n) => this.queue(state.queues[n])));
   }
 
+  memberRow(q, m) {
+    const x = state.exts[m.member];
+    const st = x ? effectiveStatus(x) : 'offline';
+    const flags = [];
+    if (!m.loggedIn) flags.push(t('q.loggedOut'));
+    if (m.paused) flags.push(m.pausedReason ? t('q.pausedWhy', {why: m.pausedReason}) : t('q.paused'));
+    if (['busy', 'busy_ringing', 'ringing', 'onhold', 'parked'].includes(st)) flags.push(statusText(st).toLowerCase());
+    const mine = myEndpoints().includes(m.member) && can('queue_member');
+    const body = {endpointId: m.member, queueId: q.queue};
+    const reason = mine && m.loggedIn && !m.paused && el('input', {class: 'reason', 'data-queue': q.queue, autocomplete: 'off',
+      placeholder: t('q.reasonPh'), 'aria-label': t('q.reason')});
+    const pause = () => post(m.paused ? 'queuemember_unpause' : 'queuemember_pause',
+      m.paused ? body : {...body, reason: (reason && reason.value.trim()) || undefined}, m.paused ? t('q.unpause') : t('q.pause'));
+    if (reason) reason.addEventListener('keydown', (e) => { if (e.key === 'Enter') pause(); });
+    return el('li', {class: 'member st-' + (m.paused ? 'paused' : st), 'data-member': m.member},
+      el('span', {class: 'dot', 'aria-hidden': 'true'}),
+      el('span', {class: 'name'}, m.name || nameOf(m.member)),
+      el('span', {class: 'num'}, m.member),
+      el('span', {class: 'flags'}, flags.join(', ') || t('q.available')),
+      el('span', {class: 'taken', title: t('q.callsTaken')}, t('q.calls', {n: m.callsTaken ?? 0})),
+      reason,
+      mine && m.loggedIn && el('button', {type: 'button', 'data-role': m.paused ? 'unpause' : 'pause', onclick: pause}, m.paused ? t('q.unpause') : t('q.pause')),
+      mine && m.type !== 'static' && el('button', {type: 'button', 'data-role': m.loggedIn ? 'qlogout' : 'qlogin',
+        onclick: () => post(m.loggedIn ? 'queuemember_remove' : 'queuemember_add', body, m.loggedIn ? t('q.logout') : t('q.login'))},
+      m.loggedIn ? t('q.logout') : t('q.login')));
+  }
+
   queue(q) {
     const members = Object.values(q.members || {}).sort((a, b) => byNum(a.member, b.member));
     const waiting = Object.values(q.waitingCallers || {}).sort((a, b) => (a.position || 0) - (b.position || 0));
-    const mine = new Set(myEndpoints());
-    const memberRow = (m) => {
-      const x = state.exts[m.member];
-      const st = x ? effectiveStatus(x) : 'offline';
-      const inCall = ['busy', 'busy_ringing', 'ringing', 'onhold'].includes(st);
-      const flags = [];
-      if (!m.loggedIn) flags.push('logged out');
-      if (m.paused) flags.push('paused' + (m.pausedReason ? ` (${m.pausedReason})` : ''));
-      if (inCall) flags.push(STATUS_LABEL[st].toLowerCase());
-      const canPause = can('queue_member') && mine.has(m.member) && m.loggedIn;
-      const pause = async () => {
-        try {
-          await api.post('/astproxy/' + (m.paused ? 'queuemember_unpause' : 'queuemember_pause'), {endpointId: m.member, queueId: q.queue});
-        } catch (e) { toast(e.message, 'error'); }
-      };
-      return el('li', {class: 'member st-' + (m.paused ? 'paused' : st)},
-        el('span', {class: 'dot', 'aria-hidden': 'true'}),
-        el('span', {class: 'name'}, m.name || nameOf(m.member)),
-        el('span', {class: 'num'}, m.member),
-        el('span', {class: 'flags'}, flags.join(', ') || 'available'),
-        el('span', {class: 'taken', title: 'calls taken'}, `${m.callsTaken ?? 0} calls`),
-        canPause && el('button', {type: 'button', onclick: pause}, m.paused ? 'Unpause' : 'Pause'));
-    };
     const waitRow = (w) => {
-      const t = el('span', {class: 'dur'});
-      this.timers.push([t, w.waitingSince]);
+      const span = el('span', {class: 'dur'});
+      this.timers.push([span, w.waitingSince, 'up']);
       return el('li', {class: 'waiting'},
         el('span', {class: 'pos'}, `#${w.position}`),
-        el('span', {class: 'peer'}, w.name && w.num ? `${w.name} (${w.num})` : (w.name || w.num || 'hidden caller')),
-        el('span', {class: 'muted'}, 'waiting'), t);
+        el('span', {class: 'peer'}, numberButton(who(w.name, w.num), w.num, this.onCall, t('act.callBack', {number: w.num}))),
+        el('span', {class: 'muted'}, t('q.waitingWord')), span);
     };
-    return el('section', {class: 'queue', 'aria-label': `Queue ${q.name || q.queue}`},
-      el('h3', null, q.name || q.queue, q.name && q.name !== q.queue ? el('span', {class: 'muted'}, ` ${q.queue}`) : null),
-      el('p', {class: 'qstats'}, `${waiting.length} waiting · ${q.completed ?? 0} answered · ${q.abandoned ?? 0} abandoned · hold ${fmtDuration(q.holdTime || 0)} · talk ${fmtDuration(q.talkTime || 0)}`),
-      el('h4', null, 'Waiting callers'),
-      waiting.length ? el('ol', {class: 'waiting-list'}, ...waiting.map(waitRow)) : el('p', {class: 'muted'}, 'Nobody waiting.'),
-      el('h4', null, 'Members'),
-      members.length ? el('ul', {class: 'member-list'}, ...members.map(memberRow)) : el('p', {class: 'muted'}, 'No members.'));
+    // Log in to a queue one is not a member of yet (dynamic members).
+    const absent = myEndpoints().filter((e) => !q.members?.[e]);
+    const label = q.name || q.queue;
+    return el('section', {class: 'queue', 'data-queue': q.queue, 'aria-label': t('q.label', {name: label})},
+      el('h3', null, label, q.name && q.name !== q.queue ? el('span', {class: 'muted'}, ` ${q.queue}`) : null),
+      el('p', {class: 'qstats'}, t('q.stats', {waiting: waiting.length, completed: q.completed ?? 0, abandoned: q.abandoned ?? 0,
+        hold: fmtDuration(q.holdTime || 0), talk: fmtDuration(q.talkTime || 0)})),
+      el('h4', null, t('q.waiting')),
+      waiting.length ? el('ol', {class: 'waiting-list'}, ...waiting.map(waitRow)) : el('p', {class: 'muted'}, t('q.nobody')),
+      el('h4', null, t('q.members')),
+      members.length ? el('ul', {class: 'member-list'}, ...members.map((m) => this.memberRow(q, m))) : el('p', {class: 'muted'}, t('q.noMembers')),
+      can('queue_member') && absent.length ? el('p', null, ...absent.map((e) => el('button', {type: 'button', 'data-role': 'qlogin',
+        onclick: () => post('queuemember_add', {endpointId: e, queueId: q.queue}, t('q.login'))}, `${t('q.login')} (${e})`))) : null);
   }
 
   renderParkings() {
     const spaces = Object.keys(state.parkings).sort(byNum);
     if (!spaces.length) {
-      this.proot.replaceChildren(el('p', {class: 'muted'}, 'No parked calls.'));
+      this.proot.replaceChildren(el('p', {class: 'muted'}, t('p.none')));
       return;
     }
     const dest = myEndpoints()[0];
     const rows = spaces.map((s) => {
       const p = state.parkings[s];
       const c = p.parkedCaller;
-      const t = el('span', {class: 'dur'});
-      if (c) this.timers.push([t, c.parkedAt]);
+      const since = el('span', {class: 'dur'});
+      const left = el('span', {class: 'left'});
+      if (c) {
+        this.timers.push([since, c.parkedAt, 'up']);
+        if (p.timeout > 0 && c.parkedAt) this.timers.push([left, c.parkedAt + p.timeout * 1000, 'down']);
+      }
       const pickup = async () => {
-        try {
-          await api.post('/astproxy/pickup_parking', {parking: p.parking, destId: dest});
-          toast(`Picking up the call parked on ${p.parking}`);
-        } catch (e) { toast(e.message, 'error'); }
+        if (await post('pickup_parking', {parking: p.parking, destId: dest}, t('p.pickup'))) toast(t('msg.pickingUp', {parking: p.parking}));
       };
-      return el('li', {class: 'parking' + (c ? ' taken' : '')},
+      return el('li', {class: 'parking' + (c ? ' taken' : ''), 'data-parking': p.parking},
         el('span', {class: 'space'}, p.name || p.parking),
-        c ? el('span', {class: 'peer'}, c.name && c.num ? `${c.name} (${c.num})` : (c.name || c.num || 'hidden caller')) : el('span', {class: 'muted'}, 'free'),
-        c ? el('span', {class: 'muted'}, c.parkedBy ? `parked by ${c.parkedBy}` : '') : null,
-        t,
-        c && can('pickup_parking') && dest && el('button', {type: 'button', onclick: pickup, 'aria-label': `Pick up the call parked on ${p.parking}`}, 'Pick up'));
+        c ? el('span', {class: 'peer'}, numberButton(who(c.name, c.num), c.num, this.onCall, t('act.callBack', {number: c.num}))) : el('span', {class: 'muted'}, t('p.free')),
+        c && c.parkedBy ? el('span', {class: 'muted'}, t('p.by', {by: nameOf(c.parkedBy)})) : null,
+        since, left,
+        c && can('pickup_parking') && dest && el('button', {type: 'button', 'data-role': 'pickup', onclick: pickup, 'aria-label': t('p.pickupLabel', {parking: p.parking})}, t('p.pickup')));
     });
     this.proot.replaceChildren(el('ul', {class: 'parking-list'}, ...rows));
   }
 
   tick() {
     const now = clock.now();
-    for (const [span, since] of this.timers) {
-      if (since) span.textContent = fmtDuration((now - since) / 1000);
+    for (const [span, at, mode] of this.timers) {
+      if (!at) continue;
+      if (mode === 'up') span.textContent = fmtDuration((now - at) / 1000);
+      else span.textContent = at > now ? t('p.left', {time: fmtDuration((at - now) / 1000)}) : t('p.back');
     }
   }
 }

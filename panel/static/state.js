@@ -6,7 +6,9 @@ export const state = {
   exts: {},            // exten -> Extension
   queues: {},          // name -> Queue
   parkings: {},        // space -> Parking
-  trunks: {},
+  trunks: {},          // name -> Trunk
+  confs: {},           // room -> Conference (GET astproxy/conferences, conferenceUpdate)
+  presence: null,      // exten -> presence, when the server has the presence topic
   pbx: {pbx: 'live'},  // {"pbx":"live|resyncing|down",...}
   stale: false,
   link: 'connecting',  // live | reconnecting | polling | connecting
@@ -17,6 +19,13 @@ export const state = {
 // /user/me "actions").
 export function can(action) {
   return !!state.me?.actions?.includes(action);
+}
+
+// inScope reports whether the user may act on endpoint exten (/user/me
+// "scope"; null means everything).
+export function inScope(exten) {
+  const s = state.me?.scope;
+  return s === null || s === undefined ? state.me?.role === 'admin' : s.includes(exten);
 }
 
 // myEndpoints are the extensions the user owns (calls bar, dial from).
@@ -31,5 +40,5 @@ export function nameOf(exten, x = state.exts[exten]) {
     const m = q.members?.[exten];
     if (m?.name) return m.name;
   }
-  return 'Ext ' + exten;
+  return exten;
 }

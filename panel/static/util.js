@@ -68,3 +68,10 @@ export function toast(msg, kind = 'info') {
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => { t.hidden = true; }, kind === 'error' ? 8000 : 4000);
 }
+
+// numberButton is a number shown as a button that calls it (click-to-call
+// from every number on screen); plain text when it may not be called.
+export function numberButton(text, number, onCall, label) {
+  if (!number || !onCall) return text;
+  return el('button', {type: 'button', class: 'link call-number', 'aria-label': label, onclick: () => onCall(number)}, text);
+}

@@ -1,12 +1,16 @@
-// Command bench serves the same JSON bytes three ways for wrk, so the REST
-// read path can be compared with a bare net/http handler in one sitting
-// (docs/http-pipelining.md). The fasthttp baseline lives in ./fasthttp, a
-// module of its own, so that the product never depends on fasthttp.
+// Command bench serves the same JSON bytes three ways for wrk and
+// `ctibridge loadtest http`, so the REST read path can be compared with a
+// bare net/http handler in one sitting (docs/http-pipelining.md). It is
+// the REST server half of bench/run.sh and rest/internal/bench/run.sh; it
+// stays under rest/internal because it uses rest/internal/synth, the
+// synthetic state of the REST benchmarks (docs/loadtest.md). The fasthttp
+// baseline lives in ./fasthttp, a module of its own, so that the product
+// never depends on fasthttp.
 //
 //	go run ./rest/internal/bench -mode ctibridge -ext 100 -addr 127.0.0.1:8081 -token-out /tmp/tok
 //	go run ./rest/internal/bench -mode bare -ext 100 -addr 127.0.0.1:8082 -body-out /tmp/ext100.json
 //
-// Modes: ctibridge (rest.NewHandler behind rest.NewServer, coalescing on
+// Modes: ctibridge (rest.NewHandler behind httpserve.New, coalescing on
 // unless -coalesce=false), bare (a handler writing the bytes with
 // Content-Type and Content-Length, behind a plain http.Server, or behind
 // the coalescing listener with -coalesce).
@@ -27,6 +31,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/httpserve"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/rest/internal/synth"
 )
@@ -81,10 +86,10 @@ func main() {
 			w.Write(body)
 		})
 		if *coalesce && explicitCoalesce {
-			ln = rest.NewCoalescingListener(ln)
+			ln = httpserve.NewCoalescingListener(ln)
 		}
 		fmt.Fprintf(os.Stderr, "bare: %d bytes on %s (coalesce %v)\n", len(body), ln.Addr(), *coalesce && explicitCoalesce)
-		srv := &http.Server{Handler: h, ConnState: rest.ConnStateHook(nil)}
+		srv := &http.Server{Handler: h, ConnState: httpserve.ConnStateHook(nil)}
 		log.Fatal(srv.Serve(ln))
 	case "ctibridge":
 		hash, _ := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
@@ -104,7 +109,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		srv, err := rest.NewServer(rest.ServerConfig{NoCoalesce: !*coalesce}, h)
+		srv, err := httpserve.New(httpserve.Config{NoCoalesce: !*coalesce}, h)
 		if err != nil {
 			log.Fatal(err)
 		}

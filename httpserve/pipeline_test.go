@@ -1,4 +1,4 @@
-package rest
+package httpserve
 
 import (
 	"bufio"
@@ -34,7 +34,7 @@ type countingConn struct {
 
 func (c countingConn) Write(p []byte) (int, error) { c.writes.Add(1); return c.Conn.Write(p) }
 
-// startServer serves h through NewServer with coalescing over a counting
+// startServer serves h through New with coalescing over a counting
 // listener and returns its address and write counter.
 func startServer(t *testing.T, h http.Handler) (string, *atomic.Int64) {
 	t.Helper()
@@ -43,7 +43,7 @@ func startServer(t *testing.T, h http.Handler) (string, *atomic.Int64) {
 		t.Fatal(err)
 	}
 	writes := new(atomic.Int64)
-	s, err := NewServer(ServerConfig{NoCoalesce: true}, h)
+	s, err := New(Config{NoCoalesce: true}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,13 +226,13 @@ func TestH2CPriorKnowledge(t *testing.T) {
 }
 
 func TestServerConfig(t *testing.T) {
-	if _, err := NewServer(ServerConfig{TLSCert: "x.pem"}, http.NotFoundHandler()); err == nil {
+	if _, err := New(Config{TLSCert: "x.pem"}, http.NotFoundHandler()); err == nil {
 		t.Error("cert without key accepted")
 	}
-	if _, err := NewServer(ServerConfig{TLSCert: "/nonexistent.pem", TLSKey: "/nonexistent.key"}, http.NotFoundHandler()); err == nil {
+	if _, err := New(Config{TLSCert: "/nonexistent.pem", TLSKey: "/nonexistent.key"}, http.NotFoundHandler()); err == nil {
 		t.Error("missing cert files accepted")
 	}
-	s, err := NewServer(ServerConfig{}, http.NotFoundHandler())
+	s, err := New(Config{}, http.NotFoundHandler())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package rest
+package httpserve
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ import (
 // socket per request. It starts that read right after clearing the read
 // deadline, which is how it is recognised: a 1-byte read while no read
 // deadline is set. (A server behind this listener must therefore have a
-// ReadTimeout or ReadHeaderTimeout, as NewServer always does, so that
+// ReadTimeout or ReadHeaderTimeout, as New always does, so that
 // reads of request headers and bodies always run under a deadline.) What is
 // given up is net/http cancelling a request's context when the client
 // hangs up while the handler runs; REST handlers are short, and an action
@@ -87,7 +87,7 @@ type coalescingListener struct {
 
 // NewCoalescingListener returns a listener whose connections hold response
 // bytes back until the server reads again (see pipeline.go). Serve it with
-// an http.Server whose ConnState calls ConnStateHook, as NewServer does.
+// an http.Server whose ConnState calls ConnStateHook, as New does.
 // Do not put it under TLS: wrap plain TCP only.
 func NewCoalescingListener(ln net.Listener) net.Listener { return coalescingListener{ln} }
 

@@ -1,4 +1,4 @@
-package rest
+package httpserve
 
 import (
 	"crypto/ecdsa"
@@ -51,7 +51,7 @@ func TestReloadTLS(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeTestCert(t, certFile, keyFile, 1)
-	s, err := NewServer(ServerConfig{Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile},
+	s, err := New(Config{Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile},
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestReloadTLS(t *testing.T) {
 }
 
 func TestReloadTLSWithoutTLS(t *testing.T) {
-	s, err := NewServer(ServerConfig{}, http.NotFoundHandler())
+	s, err := New(Config{}, http.NotFoundHandler())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package rest
+package httpserve
 
 import (
 	"context"
@@ -12,11 +12,14 @@ import (
 	"time"
 )
 
-// ServerConfig configures the HTTP server in front of NewHandler. The zero
-// value of every field means its default.
-type ServerConfig struct {
-	// Addr is the listen address for ListenAndServe. Default
-	// "127.0.0.1:8080".
+// DefaultAddr is the listen address when Config.Addr is empty.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Config configures the HTTP server in front of the bridge's handler. The
+// zero value of every field means its default.
+type Config struct {
+	// Addr is the listen address for Listen and ListenAndServe. Default
+	// DefaultAddr.
 	Addr string
 	// TLSCert and TLSKey are PEM files; when both are set the server speaks
 	// HTTPS with HTTP/2 (ALPN h2) and HTTP/1.1. Default: plain HTTP.
@@ -46,21 +49,22 @@ type ServerConfig struct {
 // Server is an http.Server set up for ctibridge: timeouts, header limit,
 // HTTP/1.1 with coalesced pipelined responses, h2c, HTTP/2 over TLS.
 type Server struct {
-	// Immutable after NewServer.
-	cfg ServerConfig
+	// Immutable after New.
+	cfg Config
 	srv *http.Server
 
 	cert atomic.Pointer[tls.Certificate] // served to new TLS handshakes
 }
 
-// NewServer returns a server for h (normally NewHandler's). Nothing listens
-// until Serve or ListenAndServe.
-func NewServer(cfg ServerConfig, h http.Handler) (*Server, error) {
+// New returns a server for h (in serve, the mux of the REST API, the
+// WebSocket hub and the panel). Nothing listens until Serve or
+// ListenAndServe.
+func New(cfg Config, h http.Handler) (*Server, error) {
 	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:8080"
+		cfg.Addr = DefaultAddr
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return nil, errors.New("rest: server: the TLS certificate and key go together: give both or neither")
+		return nil, errors.New("httpserve: the TLS certificate and key go together: give both or neither")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -117,7 +121,7 @@ func (s *Server) ReloadTLS() error {
 	}
 	cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
 	if err != nil {
-		return fmt.Errorf("rest: server: %w", err)
+		return fmt.Errorf("httpserve: %w", err)
 	}
 	s.cert.Store(&cert)
 	return nil
@@ -131,7 +135,7 @@ func (s *Server) HTTPServer() *http.Server { return s.srv }
 func (s *Server) Listen() (net.Listener, error) {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("rest: listen: %w", err)
+		return nil, fmt.Errorf("httpserve: listen: %w", err)
 	}
 	return ln, nil
 }

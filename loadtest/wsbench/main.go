@@ -6,10 +6,10 @@
 // messages delivered per second, the server's resident memory and the CPU
 // it used while measuring.
 //
-//	go run ./ws/wsbench -clients 1000 -rate 500 -duration 20s
-//	go run ./ws/wsbench -clients 10000 -rate 2 -duration 20s
-//	go run ./ws/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
-//	go run ./ws/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
+//	go run ./loadtest/wsbench -clients 1000 -rate 500 -duration 20s
+//	go run ./loadtest/wsbench -clients 10000 -rate 2 -duration 20s
+//	go run ./loadtest/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
+//	go run ./loadtest/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
 //
 // With -flood N, N more clients of the same user, each in a process of
 // its own (so that its sending takes no CPU from the measuring clients),
@@ -58,6 +58,7 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/loadtest"
+	"github.com/ctibridge/ctibridge/loadtest/internal/wsframe"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -191,50 +192,6 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 			eng.Publish()
 		}
 	}
-}
-
-// hist counts latencies in 1 ms buckets.
-type hist [10001]uint64
-
-func (h *hist) add(ms int64) {
-	h[min(max(ms, 0), int64(len(h)-1))]++
-}
-
-func (h *hist) merge(o *hist) {
-	for i := range h {
-		h[i] += o[i]
-	}
-}
-
-func (h *hist) quantile(q float64) int {
-	if q >= 1 {
-		for i := len(h) - 1; i > 0; i-- {
-			if h[i] > 0 {
-				return i
-			}
-		}
-		return 0
-	}
-	var total uint64
-	for _, n := range h {
-		total += n
-	}
-	want := uint64(q * float64(total))
-	var acc uint64
-	for i, n := range h {
-		acc += n
-		if acc > want {
-			return i
-		}
-	}
-	return len(h) - 1
-}
-
-func (h *hist) count() (n uint64) {
-	for _, c := range h {
-		n += c
-	}
-	return n
 }
 
 func rss(pid int) (cur, peak string) {
@@ -382,7 +339,7 @@ func (s *server) counters() (msgs, writes, paced, floods float64, ok bool) {
 type load struct {
 	measuring                      atomic.Bool
 	msgs, first0, last0, lost, odd atomic.Uint64
-	hists                          []*hist
+	hists                          []*loadtest.Histogram
 	conns                          []*ws.Client
 }
 
@@ -422,13 +379,13 @@ func (l *load) client(i int, url, token string, sem chan struct{}, ready chan<- 
 		if !l.measuring.Load() || !bytes.HasPrefix(raw, []byte(`{"op":"event"`)) {
 			continue
 		}
-		d := time.Now().UnixMilli() - int64(loadtest.UintField(raw, `"at":`))
+		d := time.Now().UnixMilli() - int64(wsframe.UintField(raw, `"at":`))
 		if d > 5000 && l.odd.Add(1) == 1 {
 			fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
 		}
-		l.hists[i].add(d)
+		l.hists[i].Record(time.Duration(d) * time.Millisecond)
 		if i == 0 {
-			seq := loadtest.UintField(raw, `"seq":`)
+			seq := wsframe.UintField(raw, `"seq":`)
 			if l.first0.Load() == 0 {
 				l.first0.Store(seq)
 			}
@@ -448,12 +405,12 @@ func runLoad(cfg loadConfig) error {
 	r0 := rssKB(srv.pid)
 	fmt.Printf("server pid %d at %s; RSS before clients %d kB; GOMAXPROCS %d\n", srv.pid, srv.url, r0, runtime.GOMAXPROCS(0))
 
-	l := &load{hists: make([]*hist, n), conns: make([]*ws.Client, n)}
+	l := &load{hists: make([]*loadtest.Histogram, n), conns: make([]*ws.Client, n)}
 	ready := make(chan error, n)
 	sem := make(chan struct{}, 64) // connect 64 at a time
 	start := time.Now()
 	for i := range n {
-		l.hists[i] = new(hist)
+		l.hists[i] = new(loadtest.Histogram)
 		go l.client(i, srv.url, srv.token, sem, ready)
 	}
 	for range n {
@@ -533,14 +490,17 @@ func watch(pid int, cfg loadConfig, stopFlood func()) (samples []int64, peak int
 }
 
 func (l *load) report(cfg loadConfig, el time.Duration) {
-	total := new(hist)
+	total := new(loadtest.Histogram)
 	for _, h := range l.hists {
-		total.merge(h)
+		total.Merge(h)
 	}
 	fmt.Printf("client 0 saw seqs %d..%d (%.0f changes/s made); clients lost while measuring: %d\n",
 		l.first0.Load(), l.last0.Load(), float64(l.last0.Load()-l.first0.Load())/el.Seconds(), l.lost.Load())
 	fmt.Printf("measured %v: %d events delivered (%.0f/s; %.0f changes/s x %d clients = %.0f expected)\n",
-		el.Round(time.Millisecond), total.count(), float64(l.msgs.Load())/el.Seconds(), cfg.rate, cfg.clients, cfg.rate*float64(cfg.clients))
+		el.Round(time.Millisecond), total.Count(), float64(l.msgs.Load())/el.Seconds(), cfg.rate, cfg.clients, cfg.rate*float64(cfg.clients))
 	fmt.Printf("change-to-client latency ms: p50 %d p90 %d p99 %d p99.9 %d max %d\n",
-		total.quantile(0.5), total.quantile(0.9), total.quantile(0.99), total.quantile(0.999), total.quantile(1))
+		ms(total.Quantile(0.5)), ms(total.Quantile(0.9)), ms(total.Quantile(0.99)), ms(total.Quantile(0.999)), ms(total.Max()))
 }
+
+// ms is d in whole milliseconds, as the report prints latencies.
+func ms(d time.Duration) int64 { return d.Milliseconds() }

@@ -1,0 +1,140 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestDistributedGuessingDoesNotLockOut: twenty addresses guessing alice's
+// password as fast as they are let do not keep alice out, from her usual
+// address nor (first try) from a new one; the attackers are slowed with a
+// growing delay instead.
+func TestDistributedGuessingDoesNotLockOut(t *testing.T) {
+	clk := newClock()
+	s := NewService(mustUsers(t), Config{Now: clk.Now})
+	if _, err := s.Login("alice", "secret", "192.0.2.1"); err != nil { // her usual address
+		t.Fatal(err)
+	}
+	refused := map[string]int{}
+	var lastDelay time.Duration
+	for round := range 30 {
+		for i := range 20 {
+			_, err := s.Login("alice", fmt.Sprintf("guess%d", round), fmt.Sprintf("198.51.100.%d", i+1))
+			var rl *RateLimitError
+			switch {
+			case errors.As(err, &rl):
+				refused[rl.By]++
+				if rl.By == ByUser {
+					lastDelay = max(lastDelay, rl.RetryAfter)
+				}
+			case !errors.Is(err, ErrBadCredentials):
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if _, err := s.Login("alice", "secret", "192.0.2.1"); err != nil {
+			t.Fatalf("round %d: alice from her usual address: %v", round, err)
+		}
+		clk.Add(10 * time.Second)
+	}
+	if refused[ByUser] == 0 || refused[ByUserAddress] == 0 || lastDelay < time.Minute {
+		t.Errorf("attackers not slowed: refused %v, longest delay %v", refused, lastDelay)
+	}
+	// A new address of hers: the first try passes however long the attack.
+	if _, err := s.Login("alice", "secret", "203.0.113.9"); err != nil {
+		t.Fatalf("alice from a new address: %v", err)
+	}
+	// Bob is unaffected.
+	if _, err := s.Login("bob", "secret", "192.0.2.77"); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+}
+
+func TestGuardDelayGrowsAndDecays(t *testing.T) {
+	clk := newClock()
+	g := newGuard(Config{IPBurst: 1000, IPEvery: time.Second, UserBurst: 1000, UserEvery: time.Minute,
+		DelayAfter: 3, DelayBase: time.Second, DelayMax: 8 * time.Second, KnownFor: time.Hour, Now: clk.Now})
+	for _, c := range []struct {
+		score float64
+		want  time.Duration
+	}{{0, 0}, {2.9, 0}, {3, time.Second}, {4.5, 2 * time.Second}, {6, 8 * time.Second}, {1e9, 8 * time.Second}} {
+		if got := g.delay(c.score); got != c.want {
+			t.Errorf("delay(%v) = %v, want %v", c.score, got, c.want)
+		}
+	}
+	for range 5 {
+		g.failed("carol")
+	}
+	if rl := g.admit("carol", "a"); rl != nil {
+		t.Fatalf("first try from a: %v", rl)
+	}
+	if rl := g.admit("carol", "a"); rl == nil || rl.By != ByUser || rl.RetryAfter != 4*time.Second {
+		t.Fatalf("second try from a: %v", rl)
+	}
+	if rl := g.admit("carol", "b"); rl != nil {
+		t.Fatalf("first try from b: %v", rl)
+	}
+	clk.Add(3 * time.Minute) // score 5 → 2: no more delay
+	if rl := g.admit("carol", "a"); rl != nil {
+		t.Fatalf("after decay: %v", rl)
+	}
+	clk.Add(time.Hour)
+	g.sweep()
+	if len(g.names) != 0 {
+		t.Errorf("%d names left after sweep", len(g.names))
+	}
+}
+
+func TestGuardKnownAddressExpires(t *testing.T) {
+	clk := newClock()
+	g := newGuard(Config{IPBurst: 1000, IPEvery: time.Second, UserBurst: 1000, UserEvery: time.Hour,
+		DelayAfter: 1, DelayBase: time.Minute, DelayMax: time.Hour, KnownFor: 24 * time.Hour, Now: clk.Now})
+	g.succeeded("dave", "home")
+	for range 10 {
+		g.failed("dave")
+	}
+	for range 3 {
+		if rl := g.admit("dave", "home"); rl != nil {
+			t.Fatalf("known address delayed: %v", rl)
+		}
+	}
+	clk.Add(25 * time.Hour)
+	for range 10 {
+		g.failed("dave")
+	}
+	g.admit("dave", "home")
+	if rl := g.admit("dave", "home"); rl == nil {
+		t.Fatal("address still known after KnownFor")
+	}
+}
+
+// TestKnownAddressSurvivesRestart: after a restart the address of a
+// stored session is known again, so a guessing attack from elsewhere does
+// not delay its user there.
+func TestKnownAddressSurvivesRestart(t *testing.T) {
+	store := NewFileSessions(t.TempDir() + "/s.json")
+	clk := newClock()
+	cfg := Config{Store: store, Now: clk.Now, DelayAfter: 1, DelayBase: time.Hour, DelayMax: time.Hour}
+	s1 := NewService(mustUsers(t), cfg)
+	if _, err := s1.Login("alice", "secret", "192.0.2.10"); err != nil {
+		t.Fatal(err)
+	}
+	s2 := NewService(mustUsers(t), cfg)
+	s2.LoadSessions(context.Background())
+	for i := range 5 {
+		s2.Login("alice", "guess", fmt.Sprintf("198.51.100.%d", i))
+	}
+	// A typo, then the right password: from an unknown address the second
+	// try would wait an hour.
+	if _, err := s2.Login("alice", "typo", "192.0.2.10"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("typo: %v", err)
+	}
+	if _, err := s2.Login("alice", "secret", "192.0.2.10"); err != nil {
+		t.Fatalf("alice from her address after the restart: %v", err)
+	}
+	if _, err := s2.Login("olga", "typo", "203.0.113.1"); err != nil && !errors.Is(err, ErrBadCredentials) {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ctibridge/ctibridge/admin"
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/directory"
+	"github.com/ctibridge/ctibridge/httpserve"
+	"github.com/ctibridge/ctibridge/link"
+	"github.com/ctibridge/ctibridge/panel"
+	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/ws"
+)
+
+// bridge is every component of a running ctibridge. newBridge builds them
+// all from the settings and opens the listeners, starting no goroutine;
+// Run starts them and, when its context ends, stops them in order; close
+// releases what newBridge opened.
+type bridge struct {
+	// Immutable after newBridge.
+	log       *slog.Logger
+	hooks     *bridgeHooks  // nil for demo and tests
+	amiRec    *ami.Recorder // --record-ami; nil without it
+	stores    *stores       // phonebook, history, CDR recorder
+	client    *ami.Client
+	eng       *calls.Engine
+	link      *link.Link
+	auth      *auth.Service
+	dirs      *directory.Set        // --dir-* directories; nil without any
+	closeDirs func()                // closes the directories' connections
+	setUsers  func(*auth.Users) int // a reload's users file, merged with dirs when there are
+	hub       *ws.Hub
+	api       *httpserve.Server // REST, /ws and the panel on apiLn
+	apiLn     net.Listener
+	admin     *http.Server // /healthz, /readyz, /metrics, pprof on adminLn
+	adminLn   net.Listener
+}
+
+// newBridge builds the bridge c describes. names gives extensions' display
+// names by number (the PBX does not list them); users' display names fill
+// in for the endpoints they own. On error nothing is left open.
+func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, hooks *bridgeHooks) (_ *bridge, err error) {
+	b := &bridge{log: log, hooks: hooks}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	acfg := amiConfig(c, log)
+	if c.recordAMI != "" {
+		b.amiRec, err = ami.NewRotatingRecorder(c.recordAMI, c.recordMax, log.With("component", "recorder"))
+		if err != nil {
+			return nil, fmt.Errorf("--record-ami: %w", err)
+		}
+		acfg.Record = b.amiRec
+	}
+	// The stores: phonebook (caller names, contacts) and call history.
+	// Closed last of all.
+	if b.stores, err = openStores(ctx, c, log); err != nil {
+		return nil, err
+	}
+	st := b.stores
+	rec := st.recorder
+
+	b.client = ami.NewClient(acfg)
+	queueNumbers, err := parseQueueNumbers(c.queueNumbers)
+	if err != nil {
+		return nil, err
+	}
+	b.eng = calls.New(calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
+		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
+	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
+	if rec != nil {
+		lcfg.OnMessage = rec.Observe
+	}
+	b.link = link.New(b.client, b.eng, lcfg)
+	if err := b.openAuth(ctx, c, users); err != nil {
+		return nil, err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(link.NewCollector(b.link, b.client), storeCollector{st})
+	restMetrics := rest.NewMetrics()
+	if err := restMetrics.Register(reg); err != nil {
+		return nil, err
+	}
+	rcfg := rest.Config{
+		Auth: b.auth, State: b.eng, PBX: b.client, Refresh: b.link, Metrics: restMetrics,
+		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
+		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
+		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
+		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
+	}
+	if rec != nil {
+		rcfg.Recordings = rec // never a nil pointer in the interface
+	}
+	api, err := rest.NewHandler(rcfg)
+	if err != nil {
+		return nil, err
+	}
+	checkOrigin, err := rest.CheckOrigin(splitList(c.wsOrigins))
+	if err != nil {
+		return nil, fmt.Errorf("--ws-origins: %w", err)
+	}
+	b.hub, err = ws.NewHub(b.eng, b.auth, ws.Config{
+		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
+		AuthTimeout: c.wsAuthTimeout, CheckOrigin: checkOrigin, Registerer: reg, Log: log.With("component", "ws"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// One listener: the web panel at / and /panel/, the WebSocket stream at
+	// /ws, the REST API for the rest.
+	ui := panel.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("GET /index.html", ui)
+	mux.Handle("/panel/", ui)
+	mux.Handle("GET /ws", b.hub)
+	mux.Handle("/", api)
+	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, b.link.Ready, st.status)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// openAuth builds the auth service on the stores' session store, the
+// directories (--dir-*) that add users to it, and the way a reload sets
+// the users file; it reads the stored sessions back now and each time the
+// database becomes ready.
+func (b *bridge) openAuth(ctx context.Context, c serveConfig, users *auth.Users) error {
+	log, st := b.log, b.stores
+	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Log: log})
+	dirs, closeDirs, err := openDirectories(ctx, c.dir, b.auth, users, log)
+	if err != nil {
+		return err
+	}
+	b.dirs, b.closeDirs = dirs, closeDirs
+	b.setUsers = b.auth.SetUsers
+	if dirs != nil {
+		b.setUsers = func(u *auth.Users) int {
+			n, err := dirs.SetFile(u)
+			if err != nil {
+				log.Error("users file and directories do not merge: keeping the running users", "err", err)
+			}
+			return n
+		}
+	}
+	// Stored sessions: now what can be read (the file; the database if it
+	// answers already), and the database's each time it becomes ready.
+	n, err := b.auth.LoadSessions(ctx)
+	log.Info("sessions restored", "sessions", n, "pending", err)
+	st.dbReady = func(ctx context.Context) {
+		n, err := b.auth.LoadSessions(ctx)
+		if err != nil {
+			log.Warn("sessions not read back from the database", "err", err)
+		}
+		log.Info("sessions restored from the database", "sessions", n)
+	}
+	return nil
+}
+
+// amiConfig is the AMI client's configuration from the settings.
+func amiConfig(c serveConfig, log *slog.Logger) ami.Config {
+	acfg := ami.Config{
+		Addr:     c.ami,
+		Username: c.amiUser,
+		Secret:   c.amiSecret,
+		MD5:      c.amiMD5,
+		Log:      log.With("component", "ami"),
+		// Same mapping: the user's 0 disables, the client's negative does.
+		PingInterval: reconcileSetting(c.amiPing),
+	}
+	if c.amiTLS {
+		host, _, _ := net.SplitHostPort(c.ami)
+		acfg.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	return acfg
+}
+
+// listen builds the two HTTP servers, for the API (REST, /ws, the panel)
+// and the admin handler, and opens their listeners. Nothing is served
+// until Run. On error no listener is left open.
+func (b *bridge) listen(c serveConfig, api, adminHandler http.Handler) (err error) {
+	if b.api, err = httpserve.New(httpserve.Config{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: b.log}, api); err != nil {
+		return err
+	}
+	if b.apiLn, err = b.api.Listen(); err != nil {
+		return err
+	}
+	if b.adminLn, err = net.Listen("tcp", c.admin); err != nil {
+		b.apiLn.Close()
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	b.admin = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 5 * time.Second}
+	return nil
+}
+
+// addrs tells where the bridge listens.
+func (b *bridge) addrs() bridgeAddrs {
+	return bridgeAddrs{HTTP: b.apiLn.Addr().String(), Admin: b.adminLn.Addr().String()}
+}
+
+// close releases what newBridge opened and Run does not: the directories,
+// the stores and the AMI recording. Call it after Run has returned.
+func (b *bridge) close() {
+	if b.closeDirs != nil {
+		b.closeDirs()
+	}
+	if b.stores != nil {
+		b.stores.Close()
+	}
+	if b.amiRec != nil {
+		b.amiRec.Close()
+	}
+}
+
+// Run starts every component and serves until ctx is done or one of them
+// fails, then shuts down in order: REST listener, WebSocket clients (going
+// away), admin listener, everything on ctx (link, auth, stores, hooks),
+// AMI client (which logs off), history recorder (flushes). Each goroutine
+// below is started in this order and has an owner that waits for it.
+func (b *bridge) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup // the goroutines that live as long as ctx
+	errc := make(chan error, 4)
+	// The client has its own lifetime: it must outlive the link so that it
+	// can log off after everything else has stopped.
+	client := goOwn(func(ctx context.Context) { b.client.Run(ctx) })
+	wg.Go(func() {
+		if err := b.link.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("link: %w", err)
+		}
+	})
+	wg.Go(func() { b.auth.Run(ctx) })
+	if b.dirs != nil {
+		wg.Go(func() { b.dirs.Run(ctx) })
+	}
+	// The hub has its own lifetime: it must be running before the first
+	// upgrade and stop only after it has said going-away to its clients.
+	hub := goOwn(func(ctx context.Context) { b.hub.Run(ctx) })
+	wg.Go(func() { b.stores.run(ctx) })
+	// The recorder outlives the link so that the last CDRs it saw are
+	// written (or spooled) before the database closes.
+	rec := goOwn(func(ctx context.Context) {
+		if b.stores.recorder != nil {
+			b.stores.recorder.Run(ctx)
+		}
+	})
+	wg.Go(func() {
+		if err := b.api.Serve(b.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := b.admin.Serve(b.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("admin: %w", err)
+		}
+	})
+	if b.hooks != nil {
+		wg.Go(func() { b.hooks.run(ctx, b.link, b.setUsers, b.api, b.log) })
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		b.log.Error("stopping", "err", runErr)
+	}
+	b.log.Info("shutting down")
+	if b.hooks != nil {
+		b.hooks.notify.Stopping("shutting down")
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	b.api.Shutdown(sctx)
+	// Shutdown does not touch hijacked connections: the hub tells its
+	// WebSocket clients itself that the server is going away.
+	b.hub.Close()
+	hub.stop()
+	b.admin.Shutdown(sctx)
+	cancel()
+	wg.Wait()
+	client.stop()
+	rec.stop()
+	return runErr
+}
+
+// ownLifetime is a goroutine with a context of its own, for a component
+// that must outlive Run's context (see Run).
+type ownLifetime struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// goOwn starts run on a goroutine with a fresh context.
+func goOwn(run func(ctx context.Context)) *ownLifetime {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &ownLifetime{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		run(ctx)
+	}()
+	return l
+}
+
+// stop cancels the goroutine's context and waits for it to return.
+func (l *ownLifetime) stop() {
+	l.cancel()
+	<-l.done
+}

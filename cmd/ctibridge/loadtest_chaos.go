@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ctibridge/ctibridge/loadtest"
+)
+
+// loadtestChaos is `ctibridge loadtest chaos`: issue 19's fault suite
+// against pbxsim, SIPp and this binary run as `serve` (docs/loadtest.md).
+func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg loadtest.ChaosConfig
+	var scenarios, faults, logLevel, strictTargets string
+	var serveArgs listFlag
+	var jsonOut, strict bool
+	var rssCapMB uint64
+	fs.StringVar(&cfg.Binary, "bin", "", "ctibridge binary to run as serve (default: this one)")
+	fs.Var(&serveArgs, "serve-arg", "extra argument for serve (repeatable: --serve-arg=--ws-slow-timeout --serve-arg=5s)")
+	fs.DurationVar(&cfg.AMIPing, "ami-ping", 0, "passed to serve as --ami-ping when it has that flag (0: serve's own default)")
+	fs.StringVar(&scenarios, "scenarios", "ami,db,ws", "scenarios to run, in order: ami, db, ws")
+	fs.Float64Var(&cfg.Rate, "r", 10, "SIPp calls per second")
+	fs.DurationVar(&cfg.Talk, "talk", 2*time.Second, "how long each call lasts")
+	fs.DurationVar(&cfg.AMIDuration, "ami-d", time.Minute, "ami: how long faults are injected")
+	fs.StringVar(&faults, "faults", "kill,halfopen,longline", "ami: faults injected in turn")
+	fs.DurationVar(&cfg.FaultMax, "fault-max", 30*time.Second, "ami: a fault not noticed after this is ended by cutting the link")
+	fs.DurationVar(&cfg.Settle, "settle", 3*time.Second, "ami: sampling after the bridge is live again, before the next fault")
+	fs.DurationVar(&cfg.SampleEvery, "sample-every", 100*time.Millisecond, "ami: period of the truth samples (20 ms during a fault)")
+	fs.DurationVar(&cfg.Grace, "grace", 500*time.Millisecond, "ami: how long pbxsim's truth must hold before a disagreeing sample counts")
+	fs.DurationVar(&cfg.DBDuration, "db-d", time.Minute, "db: how long calls are placed and serve is killed")
+	fs.DurationVar(&cfg.DBDown, "db-down", 10*time.Second, "db: how long the database is down after serve starts")
+	fs.DurationVar(&cfg.KillEvery, "kill-every", 10*time.Second, "db: mean time between two kill -9 of serve")
+	fs.DurationVar(&cfg.RestartDelay, "restart-delay", time.Second, "db: pause before serve is started again after it exited")
+	fs.IntVar(&cfg.WSClients, "ws-clients", 200, "ws: clients whose latency is measured")
+	fs.DurationVar(&cfg.WSDuration, "ws-d", 10*time.Second, "ws: length of each phase (without, then with the flood)")
+	fs.Uint64Var(&rssCapMB, "flood-rss-cap", 512, "ws: stop the flood when serve's RSS has grown this many MB")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "db: seed of the kill instants (0: random; the report prints it)")
+	fs.StringVar(&cfg.Dir, "dir", "", "work directory (serve's logs and data); default a temporary one, removed unless --keep")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory")
+	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	fs.BoolVar(&strict, "strict", false, "exit 1 when an issue target is missed, not only an invariant (--strict-targets ami,db,ws)")
+	fs.StringVar(&strictTargets, "strict-targets", "", "scenarios whose issue targets make the exit code 1 (comma-separated)")
+	fs.StringVar(&logLevel, "log-level", "warn", "log level of the suite's progress")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: ctibridge loadtest chaos [flags]\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("loadtest chaos: unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.Binary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("loadtest chaos: --bin: %w", err)
+		}
+		cfg.Binary = self
+	}
+	log, err := newLogger(stderr, "text", logLevel)
+	if err != nil {
+		return err
+	}
+	if strict {
+		strictTargets = "ami,db,ws"
+	}
+	for _, s := range splitList(strictTargets) {
+		if s != "ami" && s != "db" && s != "ws" {
+			return fmt.Errorf("loadtest chaos: --strict-targets: unknown scenario %q (ami, db, ws)", s)
+		}
+	}
+	cfg.ServeArgs, cfg.Scenarios, cfg.Faults = serveArgs, splitList(scenarios), splitList(faults)
+	cfg.FloodRSSCap, cfg.Log = rssCapMB<<20, log
+	rep, err := loadtest.RunChaos(ctx, cfg)
+	if rep != nil {
+		if jsonOut {
+			stdout.Write(rep.JSON())
+		} else {
+			rep.WriteText(stdout)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if failed := rep.Failed(splitList(strictTargets)...); len(failed) > 0 {
+		return errors.New("loadtest chaos: failed: " + strings.Join(failed, "; "))
+	}
+	return nil
+}

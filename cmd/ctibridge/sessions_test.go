@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami/amitest"
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/ws"
+)
+
+// startServe runs serve with the users file and data directory given
+// until the returned stop is called; it returns the API address.
+func startServe(t *testing.T, users, dataDir string, extra ...string) (api string, stop func()) {
+	t.Helper()
+	srv := amitest.NewServer(t)
+	admin := freeAddr(t)
+	api = freeAddr(t)
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
+	args := append([]string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--data-dir", dataDir}, extra...)
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := get(t, "http://"+admin+"/readyz"); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("never ready; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return api, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+}
+
+func postJSON(t *testing.T, url, token, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+func getAuth(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServeSessionsSurviveRestartAndRevocationClosesSocket: a token from
+// before a restart of serve (same data directory, embedded database) still
+// works after it, and so does its refresh token; an admin's revocation
+// stops the REST token and closes the user's open WebSocket with 4003
+// within a second.
+func TestServeSessionsSurviveRestartAndRevocationClosesSocket(t *testing.T) {
+	h, _ := auth.HashPassword("pw", 4)
+	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    password_hash: \""+h+"\"\n    endpoints: [\"201\"]\n"+
+		"  - username: root\n    password_hash: \""+h+"\"\n    role: admin\n")
+	dataDir := t.TempDir()
+
+	api, stop := startServe(t, users, dataDir)
+	var login struct {
+		Token, RefreshToken string
+	}
+	if code := postJSON(t, "http://"+api+"/auth/login", "", `{"username":"alice","password":"pw"}`, &login); code != 200 || login.Token == "" {
+		t.Fatalf("login: %d", code)
+	}
+	stop()
+
+	api, stop = startServe(t, users, dataDir)
+	defer stop()
+	if code := getAuth(t, "http://"+api+"/user/me", login.Token); code != 200 {
+		t.Fatalf("token after restart: %d, want 200", code)
+	}
+	var next struct{ Token string }
+	if code := postJSON(t, "http://"+api+"/auth/refresh", "", `{"refreshToken":"`+login.RefreshToken+`"}`, &next); code != 200 || next.Token == "" {
+		t.Fatalf("refresh after restart: %d", code)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	wc, err := ws.Dial(ctx, "ws://"+api+"/ws", login.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	if m, err := wc.Next(ctx); err != nil || m.Op != "hello" {
+		t.Fatalf("hello: %+v, %v", m, err)
+	}
+	var root struct{ Token string }
+	postJSON(t, "http://"+api+"/auth/login", "", `{"username":"root","password":"pw"}`, &root)
+	start := time.Now()
+	if code := postJSON(t, "http://"+api+"/auth/sessions/revoke", root.Token, `{"username":"alice"}`, nil); code != 200 {
+		t.Fatalf("revoke: %d", code)
+	}
+	for {
+		_, err := wc.Next(ctx)
+		if err == nil {
+			continue
+		}
+		if ws.CloseCode(err) != ws.CloseTokenExpired {
+			t.Fatalf("socket closed with %v, want 4003", err)
+		}
+		break
+	}
+	d := time.Since(start)
+	if d > time.Second {
+		t.Errorf("socket closed %v after the revocation, want within 1 s", d)
+	}
+	t.Logf("socket closed with 4003 %v after the revocation request was sent", d)
+	for _, tok := range []string{login.Token, next.Token} {
+		if code := getAuth(t, "http://"+api+"/user/me", tok); code != 401 {
+			t.Errorf("revoked token: %d, want 401", code)
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/sipp"
+)
+
+// cdrInFlight is how long before a kill -9 (or after it, until the proxy
+// sees the socket close) a Cdr handed to the bridge's socket is excused
+// from the lost count: it may still have been in the kernel's buffer,
+// unread. A CDR the bridge read and had not made durable is lost.
+const cdrInFlight = 20 * time.Millisecond
+
+// dbRun is the state of the db scenario.
+type dbRun struct {
+	cfg   ChaosConfig
+	pg    *pgCluster
+	proxy *amiProxy
+	serve *serveProc
+
+	witnessUp atomic.Bool
+
+	mu      sync.Mutex // guards the fields below
+	emitted map[string]time.Time
+	kills   []time.Time
+	dbUp    time.Time // when the database was started again
+}
+
+// runChaosDB starts serve on a PostgreSQL that is down, starts the
+// database after DBDown, kills serve with -9 at random instants while
+// SIPp places calls, then counts the CDRs in the database against the
+// Cdr events pbxsim emitted and the proxy handed to a bridge.
+func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand, rep *ChaosReport) error {
+	pg, err := startPG()
+	if err != nil {
+		return err
+	}
+	defer pg.remove()
+	defer pg.stop()
+	if err := pg.stop(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	pbx, err := startChaosPBX(ctx, cfg, &wg)
+	if err != nil {
+		return err
+	}
+	r := &dbRun{cfg: cfg, pg: pg, emitted: map[string]time.Time{}}
+	if r.proxy, err = newAMIProxy(pbx.pbx.AMIAddr()); err != nil {
+		return err
+	}
+	wg.Go(func() { r.proxy.run(ctx) })
+	wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
+	for start := time.Now(); !r.witnessUp.Load(); {
+		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
+			return fmt.Errorf("cannot log in to pbxsim's manager port")
+		}
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+	if r.serve, err = newServeProc(cfg, dir, r.proxy.addr(), "--db", pg.dsn()); err != nil {
+		return err
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	serveDone := make(chan struct{})
+	serveStart := time.Now()
+	go func() { defer close(serveDone); r.serve.run(serveCtx) }()
+	defer func() { stopServe(); <-serveDone }()
+
+	// The calls start once serve is connected to the manager port (at
+	// most 3 s or the outage: today's serve never is while the database
+	// is down), so that a serve that runs without its database is handed
+	// every Cdr.
+	for start := time.Now(); r.proxy.accepted() == 0 && time.Since(start) < min(3*time.Second, cfg.DBDown); {
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+	var res sipp.Result
+	var callErr error
+	callsDone := make(chan struct{})
+	go func() {
+		defer close(callsDone)
+		res, callErr = pbx.calls(ctx, cfg, cfg.DBDuration)
+	}()
+	readyDown := r.outage(ctx, serveStart)
+	r.killLoop(ctx, rng, callsDone)
+	<-callsDone
+	if callErr != nil {
+		return callErr
+	}
+	// Let the last records reach the database, then stop serve cleanly
+	// (it flushes on SIGTERM) and count.
+	r.serve.waitReady(ctx, 30*time.Second)
+	r.waitStored(ctx)
+	stopServe()
+	<-serveDone
+	return r.finish(ctx, rep, res, readyDown)
+}
+
+// outage keeps the database down for DBDown after serve's first start
+// and returns how long serve took to be ready meanwhile (-1: it was not).
+func (r *dbRun) outage(ctx context.Context, start time.Time) time.Duration {
+	ready := time.Duration(-1)
+	for time.Since(start) < r.cfg.DBDown && ctx.Err() == nil {
+		if ready < 0 && r.serve.ready(ctx) {
+			ready = time.Since(start)
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	if err := r.pg.start(); err != nil {
+		r.cfg.Log.Error("chaos: cannot restart PostgreSQL", "err", err)
+	}
+	r.mu.Lock()
+	r.dbUp = time.Now()
+	r.mu.Unlock()
+	return ready
+}
+
+// killLoop kills serve with -9 at random instants until the calls end.
+func (r *dbRun) killLoop(ctx context.Context, rng *rand.Rand, callsDone <-chan struct{}) {
+	for {
+		wait := time.Duration(float64(r.cfg.KillEvery) * (0.5 + rng.Float64()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-callsDone:
+			return
+		case <-time.After(wait):
+		}
+		// Between a death and the restart there is nothing to kill: the
+		// kill waits for the next serve.
+		for !r.serve.kill9() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-callsDone:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		r.mu.Lock()
+		r.kills = append(r.kills, time.Now())
+		r.mu.Unlock()
+		r.cfg.Log.Info("chaos: kill -9 serve")
+	}
+}
+
+// witness counts every Cdr event pbxsim emits, on its own manager
+// connection, whether or not a bridge is connected.
+func (r *dbRun) witness(ctx context.Context, addr string) {
+	c := ami.NewClient(ami.Config{Addr: addr, Username: "ctibridge", Secret: "ctibridge", PingInterval: -1})
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { <-done }()
+	for {
+		evs, err := c.Next(ctx)
+		if err != nil {
+			return
+		}
+		for _, ev := range evs {
+			if ev.Link == ami.LinkUp {
+				r.witnessUp.Store(true)
+			}
+			if ev.Msg.Event() == "Cdr" {
+				r.mu.Lock()
+				r.emitted[ev.Msg.Get("UniqueID")] = time.Now()
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// waitStored waits until the number of CDRs in the database has not
+// changed for 2 s (at most 30 s).
+func (r *dbRun) waitStored(ctx context.Context) {
+	last, since := -1, time.Now()
+	for start := time.Now(); time.Since(start) < 30*time.Second && ctx.Err() == nil; {
+		rows, err := r.pg.cdrRows(ctx)
+		if err == nil && len(rows) != last {
+			last, since = len(rows), time.Now()
+		}
+		if err == nil && time.Since(since) >= 2*time.Second {
+			return
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
+}
+
+// finish classifies every Cdr pbxsim emitted (handed to a bridge, in
+// flight at a kill, or emitted while no bridge was connected) and
+// compares with the rows in the database.
+func (r *dbRun) finish(ctx context.Context, rep *ChaosReport, res sipp.Result, readyDown time.Duration) error {
+	const sc = "db"
+	rows, err := r.pg.cdrRows(ctx)
+	if err != nil {
+		rep.note("db: cannot read the cdr table: %v", err)
+		rows = map[string]int{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]time.Time{}
+	for _, c := range r.proxy.cdrsSeen() {
+		if _, ok := seen[c.uniqueid]; !ok {
+			seen[c.uniqueid] = c.at
+		}
+	}
+	var delivered, inFlight, undelivered, undeliveredDown, lost int
+	for id, at := range r.emitted {
+		fwd, ok := seen[id]
+		switch {
+		case !ok:
+			undelivered++
+			if r.dbUp.IsZero() || at.Before(r.dbUp) {
+				undeliveredDown++
+			}
+		case r.nearKill(fwd):
+			inFlight++
+		default:
+			delivered++
+			if rows[id] == 0 {
+				lost++
+			}
+		}
+	}
+	doubled, stored := 0, 0
+	for _, n := range rows {
+		stored += n
+		if n > 1 {
+			doubled++
+		}
+	}
+	readyV := "ready after " + fmtDur(readyDown)
+	starts, exits := r.serve.stats()
+	if readyDown < 0 {
+		readyV = fmt.Sprintf("not ready (%d exits)", len(exits))
+	}
+	if len(exits) > 0 {
+		rep.note("db: serve exited %d times by itself; the first: %s", len(exits), exits[0])
+	}
+	rep.check(sc, "serve ready while the database is down", readyV, "ready", readyDown >= 0, false)
+	rep.check(sc, "CDRs handed to a bridge, not stored (lost)", fmt.Sprintf("%d of %d", lost, delivered), "0", lost == 0, false)
+	rep.check(sc, "CDRs stored twice", fmt.Sprint(doubled), "0", doubled == 0, true)
+	crashes, first := r.serve.crashes()
+	rep.check(sc, "serve crashes (panic, fatal error, race)", fmt.Sprint(crashes), "0", crashes == 0, true)
+	if first != "" {
+		rep.note("db: serve crashed: %s", first)
+	}
+	for k, v := range map[string]int{"calls_successful": res.Successful, "calls_failed": res.Failed, "cdr_emitted": len(r.emitted),
+		"cdr_handed_to_bridge": delivered, "cdr_in_flight_at_kill": inFlight, "cdr_emitted_without_bridge": undelivered,
+		"cdr_stored": stored, "kill9": len(r.kills), "serve_starts": starts} {
+		rep.count(sc, k, float64(v))
+	}
+	rep.check(sc, "CDRs emitted while no serve ran, DB down", fmt.Sprint(undeliveredDown), "0", undeliveredDown == 0, false)
+	return nil
+}
+
+// nearKill reports whether t is within cdrInFlight before a kill, or
+// within a second after it. r.mu held.
+func (r *dbRun) nearKill(t time.Time) bool {
+	for _, k := range r.kills {
+		if !t.Before(k.Add(-cdrInFlight)) && t.Before(k.Add(time.Second)) {
+			return true
+		}
+	}
+	return false
+}

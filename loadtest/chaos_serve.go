@@ -1,0 +1,285 @@
+package loadtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// serveProc runs `ctibridge serve` as a child process the way systemd
+// would (Restart=on-failure): when it exits, it is started again after
+// RestartDelay, until the context ends. Its standard error goes to
+// serve.log in the work directory, every start appended.
+type serveProc struct {
+	// Immutable after newServeProc.
+	bin     string
+	args    []string
+	http    string // REST root, http://127.0.0.1:port
+	admin   string // admin root
+	logPath string
+	delay   time.Duration
+
+	mu     sync.Mutex // guards the fields below
+	cmd    *exec.Cmd  // the running child, nil between runs
+	killed *exec.Cmd  // the child the suite last sent kill -9
+	starts int
+	exits  []string // how each run ended, other than by the suite's kill -9
+}
+
+// newServeProc prepares serve on free loopback ports with a users file
+// holding one admin (password "admin", hashed by the binary's own
+// `passwd`), a data directory under dir, and ami as its manager address.
+func newServeProc(cfg ChaosConfig, dir, ami string, extra ...string) (*serveProc, error) {
+	httpAddr, err := freeTCPAddr()
+	if err != nil {
+		return nil, err
+	}
+	adminAddr, err := freeTCPAddr()
+	if err != nil {
+		return nil, err
+	}
+	users, err := writeUsersFile(cfg.Binary, dir)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"serve", "--ami", ami, "--ami-user", "ctibridge", "--ami-secret", "ctibridge",
+		"--http", httpAddr, "--admin", adminAddr, "--users", users, "--data-dir", filepath.Join(dir, "data"),
+		"--access-log-every", "-1", "--log-level", "info"}
+	if cfg.AMIPing > 0 && serveHasFlag(cfg.Binary, "ami-ping") {
+		args = append(args, "--ami-ping", cfg.AMIPing.String())
+	}
+	args = append(append(args, extra...), cfg.ServeArgs...)
+	return &serveProc{bin: cfg.Binary, args: args, http: "http://" + httpAddr, admin: "http://" + adminAddr,
+		logPath: filepath.Join(dir, "serve.log"), delay: cfg.RestartDelay}, nil
+}
+
+// serveHasFlag reports whether `bin serve -h` lists --name, so that the
+// suite passes a fix's flag only to a binary that has it.
+func serveHasFlag(bin, name string) bool {
+	out, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
+	return bytes.Contains(out, []byte("-"+name+" "))
+}
+
+// writeUsersFile writes users.yaml with an admin whose password is
+// "admin", hashed by `bin passwd`, and a user "flooder" (same password,
+// an admin too, so it sees as much as the screens it competes with): the
+// ws scenario's attacker is a user of its own, as a real one would be.
+func writeUsersFile(bin, dir string) (string, error) {
+	cmd := exec.Command(bin, "passwd")
+	cmd.Stdin = strings.NewReader("admin\n")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s passwd: %w", bin, err)
+	}
+	path := filepath.Join(dir, "users.yaml")
+	hash := strings.TrimSpace(string(out))
+	body := fmt.Sprintf("users:\n  - username: admin\n    password_hash: %q\n    role: admin\n"+
+		"  - username: flooder\n    password_hash: %q\n    role: admin\n", hash, hash)
+	return path, os.WriteFile(path, []byte(body), 0o600)
+}
+
+func freeTCPAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// run starts serve and restarts it whenever it exits, until ctx ends;
+// then it stops the running child with SIGTERM (SIGKILL 10 s later) and
+// returns.
+func (s *serveProc) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			s.exit("cannot open its log: " + err.Error())
+			return
+		}
+		cmd := exec.Command(s.bin, s.args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		dieWithParent(cmd)
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			s.exit("did not start: " + err.Error())
+			return
+		}
+		s.mu.Lock()
+		s.cmd = cmd
+		s.starts++
+		s.mu.Unlock()
+		stop := context.AfterFunc(ctx, func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+		})
+		err = cmd.Wait()
+		stop()
+		logf.Close()
+		s.mu.Lock()
+		s.cmd = nil
+		killed := s.killed == cmd
+		s.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if !killed {
+			s.exit(fmt.Sprintf("%v: %s", err, lastLine(s.logTail())))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.delay):
+		}
+	}
+}
+
+func (s *serveProc) exit(how string) {
+	s.mu.Lock()
+	s.exits = append(s.exits, how)
+	s.mu.Unlock()
+}
+
+// kill9 sends SIGKILL to the running child; false when none runs.
+func (s *serveProc) kill9() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return false
+	}
+	if s.cmd.Process.Kill() != nil {
+		return false
+	}
+	s.killed = s.cmd
+	return true
+}
+
+// pid is the running child's process id, 0 when none runs.
+func (s *serveProc) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// stats returns how many times serve was started and how its runs ended
+// (other than by the suite's kill -9).
+func (s *serveProc) stats() (starts int, exits []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.starts, append([]string(nil), s.exits...)
+}
+
+// rss is the running child's resident set size in bytes (0 when none).
+func (s *serveProc) rss() uint64 {
+	pid := s.pid()
+	if pid == 0 {
+		return 0
+	}
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// ready reports whether /readyz answers 200.
+func (s *serveProc) ready(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.admin+"/readyz", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == 200
+}
+
+// waitReady polls /readyz until it answers 200, for at most d.
+func (s *serveProc) waitReady(ctx context.Context, d time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for {
+		if s.ready(ctx) {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > d {
+			return time.Since(start), fmt.Errorf("serve not ready (/readyz) after %v; its log: %s", d, s.logTail())
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// login logs in as the users file's admin.
+func (s *serveProc) login(ctx context.Context) (string, error) {
+	return Login(ctx, s.http, "admin", "admin", false)
+}
+
+// loginFlooder logs in as the ws scenario's attacker.
+func (s *serveProc) loginFlooder(ctx context.Context) (string, error) {
+	return Login(ctx, s.http, "flooder", "admin", false)
+}
+
+// crashes counts the Go runtime's crash reports in serve's log: panics,
+// fatal errors and data races (a -race build).
+func (s *serveProc) crashes() (int, string) {
+	b, _ := os.ReadFile(s.logPath)
+	n, first := 0, ""
+	for _, marker := range []string{"panic: ", "fatal error: ", "WARNING: DATA RACE"} {
+		for i := 0; ; {
+			j := bytes.Index(b[i:], []byte(marker))
+			if j < 0 {
+				break
+			}
+			if first == "" {
+				line, _, _ := bytes.Cut(b[i+j:], []byte("\n"))
+				first = string(line)
+			}
+			n++
+			i += j + len(marker)
+		}
+	}
+	return n, first
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// logTail is the end of serve's log, for error messages.
+func (s *serveProc) logTail() string {
+	b, _ := os.ReadFile(s.logPath)
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,113 @@
+// Actions on a colleague's card (the ⋯ button, M or the context-menu key
+// on a focused card): pick up a ringing call, hang up, listen, intrude,
+// park, record, transfer one's own call here. Each shows only when
+// /user/me allows it on that extension (actions and scope) and the call is
+// in a state where it makes sense; the PBX's refusals come back in plain
+// words (errors.js).
+
+import {el, toast} from './util.js';
+import {api} from './api.js';
+import {t} from './i18n.js';
+import {state, can, inScope, myEndpoints, nameOf} from './state.js';
+import {currentCall, peerNumber} from './describe.js';
+
+// cardActions lists [label, role, run] for extension exten, given the
+// user's active call (for "transfer my call here") and how to place a
+// call (for "call the other party").
+export function cardActions(exten, active, transfer, call) {
+  const x = state.exts[exten];
+  if (!x) return [];
+  const c = currentCall(x);
+  const mine = myEndpoints().includes(exten);
+  const dest = myEndpoints()[0];
+  const scope = inScope(exten);
+  const post = (path, body, done) => async () => {
+    try {
+      await api.post('/astproxy/' + path, body);
+      toast(t('msg.done', {what: done}));
+    } catch (e) {
+      toast(t('msg.failed', {what: done, why: e.message}), 'error');
+    }
+  };
+  const conv = c ? {convid: c.id, endpointId: exten} : null;
+  const out = [];
+  const add = (ok, key, role, run) => { if (ok) out.push([t(key), role, run]); };
+  const ringing = c && !c.connected && c.direction === 'in';
+  add(ringing && !mine && dest && can('pickup') && scope, 'act.pickup', 'pickup',
+    post('pickup_conv', {endpointId: exten, destId: dest}, t('act.pickup')));
+  add(c && can('hangup') && scope, 'act.hangup', 'hangup', post('hangup', conv, t('act.hangup')));
+  const talking = c && c.connected && !c.parked?.parking;
+  add(talking && !mine && dest && can('spy') && scope, 'act.spy', 'spy',
+    post('start_spy', {...conv, destId: dest}, t('act.spy')));
+  add(talking && !mine && dest && can('intrude') && scope, 'act.intrude', 'intrude',
+    post('intrude', {...conv, destId: dest}, t('act.intrude')));
+  add(talking && can('park') && scope, 'act.park', 'park', post('park', conv, t('act.park')));
+  if (talking && can('record') && scope) {
+    const rec = c.recording === 'true', muted = c.recording === 'mute';
+    if (!rec && !muted) add(true, 'act.record', 'rec', post('start_record', conv, t('act.record')));
+    if (rec) add(true, 'act.mute', 'muterec', post('mute_record', conv, t('act.mute')));
+    if (muted) add(true, 'act.unmute', 'unmuterec', post('unmute_record', conv, t('act.unmute')));
+    if (rec || muted) add(true, 'act.stoprec', 'stoprec', post('stop_record', conv, t('act.stoprec')));
+  }
+  add(active && !mine && can('transfer'), 'act.xferHere', 'xferhere', () => transfer(active, exten));
+  // DND for a colleague one may act for (one's own is in the top bar).
+  add(!mine && can('dnd') && scope && x.status !== 'offline', x.dnd ? 'act.dndOff' : 'act.dndOn', x.dnd ? 'dndoff' : 'dndon',
+    post('dnd', {endpointId: exten, activate: !x.dnd}, t(x.dnd ? 'act.dndOff' : 'act.dndOn')));
+  // Click-to-call the other party when the card shows its number.
+  const other = c ? peerNumber(c, exten) : '';
+  if (other && other !== exten && can('call') && dest) out.push([t('act.callBack', {number: other}), 'callpeer', () => call(other)]);
+  return out;
+}
+
+// CardMenu is the one pop-up menu of card actions.
+export class CardMenu {
+  // opts: active() -> {convid, endpointId} | null, transfer(data, to), call(number)
+  constructor(opts) {
+    this.opts = opts;
+    this.root = el('div', {id: 'card-menu', class: 'card-menu', role: 'menu', hidden: true});
+    document.body.append(this.root);
+    this.root.addEventListener('keydown', (e) => this.onKey(e));
+    document.addEventListener('pointerdown', (e) => {
+      if (!this.root.hidden && !this.root.contains(e.target) && !e.target.closest('.menu-btn')) this.close(false);
+    });
+  }
+
+  open(exten, anchor) {
+    const acts = cardActions(exten, this.opts.active(), this.opts.transfer, this.opts.call);
+    this.exten = exten;
+    this.anchor = anchor;
+    const title = el('p', {class: 'menu-title'}, `${nameOf(exten)} (${exten})`);
+    const items = acts.map(([label, role, run]) => el('button', {type: 'button', role: 'menuitem', tabindex: '-1', 'data-role': role,
+      onclick: () => { this.close(true); run(); }}, label));
+    this.root.replaceChildren(title, ...(items.length ? items : [el('p', {class: 'muted'}, t('act.none'))]),
+      el('button', {type: 'button', role: 'menuitem', tabindex: '-1', class: 'link', 'data-role': 'close', onclick: () => this.close(true)}, t('act.close')));
+    this.root.setAttribute('aria-label', t('card.actionsLabel', {name: nameOf(exten), exten}));
+    this.root.hidden = false;
+    const r = anchor.getBoundingClientRect();
+    const w = this.root.offsetWidth, h = this.root.offsetHeight;
+    this.root.style.left = Math.max(4, Math.min(innerWidth - w - 4, r.right - w)) + 'px';
+    this.root.style.top = Math.max(4, r.bottom + h + 4 > innerHeight ? r.top - h - 4 : r.bottom + 4) + 'px';
+    anchor.setAttribute('aria-expanded', 'true');
+    this.root.querySelector('[role="menuitem"]')?.focus();
+  }
+
+  close(refocus) {
+    if (this.root.hidden) return;
+    this.root.hidden = true;
+    this.anchor?.setAttribute('aria-expanded', 'false');
+    if (refocus) document.querySelector(`#grid li[data-exten="${CSS.escape(this.exten)}"]`)?.focus();
+  }
+
+  onKey(e) {
+    const items = [...this.root.querySelectorAll('[role="menuitem"]')];
+    const i = items.indexOf(document.activeElement);
+    if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); this.close(true); return; }
+    let j = -1;
+    if (e.key === 'ArrowDown') j = (i + 1) % items.length;
+    if (e.key === 'ArrowUp') j = (i + items.length - 1) % items.length;
+    if (e.key === 'Home') j = 0;
+    if (e.key === 'End') j = items.length - 1;
+    if (e.key === 'Tab') { e.preventDefault(); j = (i + (e.shiftKey ? items.length - 1 : 1)) % items.length; }
+    if (j >= 0) { e.preventDefault(); items[j].focus(); }
+  }
+}

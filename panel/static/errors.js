@@ -1,0 +1,48 @@
+// The one place where a failed request becomes words for the screen: the
+// server's codes and statuses (docs/rest.md, "Acting on calls") map to
+// plain sentences in the user's language; the server's own message, meant
+// for developers, never reaches the screen as is.
+
+import {t} from './i18n.js';
+
+// What Asterisk says when it refuses, as the bridge relays it ("the PBX
+// refused <Action>: <message>"), in plain words.
+const PBX_SAYS = [
+  [/invalid\/unknown command|unknown action|no such command/i, 'err.unsupported'],
+  [/no such channel|channel not found|channel .* does not exist|not found/i, 'err.noSuchChannel'],
+];
+
+// plainError is a sentence for an ApiError (or any error) from api.js.
+export function plainError(e) {
+  const status = e?.status ?? -1;
+  const code = e?.code || '';
+  const msg = e?.serverMessage || '';
+  switch (true) {
+    case status === 0: return t('err.network');
+    case status === 400 && /endpointId is required|owns 0 endpoints/.test(msg): return t('err.noPhone');
+    case status === 400: return t('err.badInput');
+    case status === 401: return t('err.session');
+    case status === 403: return t('err.mayNot');
+    case status === 404 && /^no such route/.test(msg): return t('err.unavailable');
+    case status === 404: return t('err.notFound');
+    case status === 409: return t('err.gone');
+    case status === 413: return t('err.tooBig');
+    case status === 429: return t('err.slow');
+    case status === 502 && code === 'pbx_connection_lost': return t('err.down');
+    case status === 502: return pbxRefused(msg);
+    case status === 503: return t('err.down');
+    case status === 504: return t('err.timeout');
+    case status >= 500: return t('err.server', {status});
+  }
+  return t('err.server', {status: e?.message || '?'});
+}
+
+function pbxRefused(msg) {
+  // "the PBX refused Originate: Channel not found": keep what Asterisk said.
+  const said = msg.replace(/^the PBX refused [A-Za-z]+:\s*/, '').trim();
+  for (const [re, key] of PBX_SAYS) if (re.test(said)) return t('err.refused', {why: t(key)});
+  if (!said || said === msg) return t('err.refusedUnknown');
+  // Asterisk's own sentence ("Originate failed"), without the action name
+  // and lower-cased as part of ours.
+  return t('err.refused', {why: said.charAt(0).toLowerCase() + said.slice(1)});
+}

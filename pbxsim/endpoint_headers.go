@@ -1,0 +1,71 @@
+package pbxsim
+
+// The header sets of res_pjsip's PJSIPShowEndpoint items, in Asterisk 22's
+// order, with the values of the recordings' phones (endpoint_details);
+// endpointDetail fills in what is the endpoint's own.
+
+// endpointDetailHeaders: EndpointDetail, ObjectName to ActiveChannels.
+var endpointDetailHeaders = [][2]string{
+	{"ObjectType", "endpoint"}, {"ObjectName", "201"}, {"RpidImmediate", "false"}, {"Webrtc", "no"},
+	{"Ignore183WithoutSdp", "false"}, {"SendAoc", "false"}, {"DeviceStateBusyAt", "0"},
+	{"T38UdptlMaxdatagram", "0"},
+	{"CodecPrefsIncomingAnswer", "prefer:pending, operation:intersect, keep:all, transcode:allow"},
+	{"SecurityNegotiation", "no"}, {"DtlsRekey", "0"}, {"RtpPortEnd", "0"}, {"NamedPickupGroup", ""},
+	{"DirectMediaMethod", "invite"}, {"SendRpid", "false"}, {"PickupGroup", ""},
+	{"SdpSession", "Asterisk"}, {"DtlsVerify", "No"}, {"MessageContext", ""}, {"Tenantid", ""},
+	{"Mailboxes", ""}, {"RecordOnFeature", "automixmon"}, {"DtlsPrivateKey", ""},
+	{"DtlsFingerprint", "SHA-256"}, {"OverlapContext", ""}, {"OutgoingCallOfferPref", "remote_merge"},
+	{"RtpPortStart", "0"}, {"FromDomain", ""}, {"TimersSessExpires", "1800"}, {"NamedCallGroup", ""},
+	{"DtlsCipher", ""}, {"MediaEncryptionOptimistic", "false"},
+	{"SuppressQ850ReasonHeaders", "false"}, {"Aors", "201"}, {"IdentifyBy", "username"},
+	{"CalleridPrivacy", "allowed_not_screened"}, {"MwiSubscribeReplacesUnsolicited", "no"},
+	{"CosAudio", "0"}, {"FollowEarlyMediaFork", "true"}, {"Context", "from-internal"},
+	{"RtpSymmetric", "false"}, {"Transport", "transport-udp"}, {"MohSuggest", "default"},
+	{"T38Udptl", "false"}, {"FaxDetect", "false"}, {"T38BindUdptlToMediaAddress", "false"},
+	{"TosVideo", "0"}, {"SrtpTag32", "false"}, {"ReferBlindProgress", "true"},
+	{"MaxAudioStreams", "1"}, {"Bundle", "false"}, {"UseAvpf", "false"}, {"CallGroup", ""},
+	{"SendConnectedLine", "no"}, {"FaxDetectTimeout", "0"}, {"SdpOwner", "-"}, {"ForceRport", "true"},
+	{"CalleridTag", ""}, {"RtpTimeoutHold", "0"}, {"SuppressMohOnSendonly", "false"},
+	{"UsePtime", "false"}, {"MediaAddress", "127.0.0.1"}, {"VoicemailExtension", ""},
+	{"RtpTimeout", "0"}, {"StirShaken", "no"}, {"SetVar", ""}, {"ContactAcl", ""},
+	{"PreferredCodecOnly", "false"}, {"GeolocOutgoingCallProfile", ""}, {"ForceAvp", "false"},
+	{"RecordOffFeature", "automixmon"}, {"FromUser", ""}, {"SendDiversion", "true"},
+	{"SendHistoryInfo", "false"}, {"T38UdptlIpv6", "false"}, {"ToneZone", ""}, {"Language", "en"},
+	{"AllowSubscribe", "false"}, {"RtpIpv6", "false"}, {"Callerid", "\"Alice Rossi\" <201>"},
+	{"MohPassthrough", "false"}, {"CosVideo", "0"}, {"DtlsAutoGenerateCert", "No"},
+	{"AsymmetricRtpCodec", "false"}, {"GeolocIncomingCallProfile", ""}, {"IceSupport", "false"},
+	{"AggregateMwi", "true"}, {"OneTouchRecording", "false"}, {"MwiFromUser", ""},
+	{"RedirectMethod", "user"}, {"Accountcode", ""},
+	{"CodecPrefsOutgoingAnswer", "prefer:pending, operation:intersect, keep:all, transcode:allow"},
+	{"Allow", "(ulaw|alaw)"}, {"RewriteContact", "false"}, {"UserEqPhone", "false"},
+	{"RtpEngine", "asterisk"}, {"FollowRedirectMethods", ""}, {"SubscribeContext", ""},
+	{"NotifyEarlyInuseRinging", "false"}, {"IncomingMwiMailbox", ""},
+	{"IncomingCallOfferPref", "local"}, {"AllowUnauthenticatedOptions", "false"}, {"Auth", ""},
+	{"DirectMediaGlareMitigation", "none"}, {"TrustIdInbound", "false"}, {"StirShakenProfile", ""},
+	{"BindRtpToMediaAddress", "true"}, {"DisableDirectMediaOnNat", "false"},
+	{"MediaEncryption", "no"}, {"MediaUseReceivedTransport", "false"}, {"AllowOverlap", "true"},
+	{"DtmfMode", "rfc4733"}, {"OutboundAuth", ""}, {"TosAudio", "0"}, {"DtlsCertFile", ""},
+	{"DtlsCaPath", ""}, {"DtlsSetup", "active"}, {"ConnectedLineMethod", "invite"},
+	{"G726NonStandard", "false"}, {"100rel", "yes"}, {"Timers", "no"}, {"DirectMedia", "false"},
+	{"Acl", ""}, {"TimersMinSe", "90"}, {"TrustIdOutbound", "false"}, {"SubMinExpiry", "0"},
+	{"RtcpMux", "false"}, {"MaxVideoStreams", "1"}, {"AcceptMultipleSdpAnswers", "false"},
+	{"CodecPrefsIncomingOffer", "prefer:pending, operation:intersect, keep:all, transcode:allow"},
+	{"CodecPrefsOutgoingOffer", "prefer:pending, operation:union, keep:all, transcode:allow"},
+	{"TrustConnectedLine", "yes"}, {"SendPai", "false"}, {"RtpKeepalive", "0"},
+	{"T38UdptlEc", "none"}, {"T38UdptlNat", "false"}, {"AllowTransfer", "true"}, {"DtlsCaFile", ""},
+	{"OutboundProxy", ""}, {"InbandProgress", "false"}, {"DeviceState", "Not in use"},
+	{"ActiveChannels", "0"},
+}
+
+// transportDetailHeaders: TransportDetail (transport-udp) up to EndpointName.
+var transportDetailHeaders = [][2]string{
+	{"ObjectType", "transport"}, {"ObjectName", "transport-udp"}, {"WebsocketWriteTimeout", "100"},
+	{"Cos", "0"}, {"TcpKeepaliveEnable", "false"}, {"Protocol", "udp"},
+	{"SymmetricTransport", "false"}, {"Domain", ""}, {"VerifyServer", "No"}, {"LocalNet", ""},
+	{"Bind", "127.0.0.1:5060"}, {"AllowWildcardCerts", "No"}, {"TcpKeepaliveIntervalTime", "1"},
+	{"AsyncOperations", "1"}, {"ExternalMediaAddress", ""}, {"Method", "unspecified"},
+	{"ExternalSignalingAddress", ""}, {"RequireClientCert", "No"}, {"TcpKeepaliveIdleTime", "30"},
+	{"Tos", "0"}, {"CaListPath", ""}, {"Cipher", ""}, {"CertFile", ""},
+	{"ExternalSignalingPort", "0"}, {"Password", ""}, {"AllowReload", "false"},
+	{"VerifyClient", "No"}, {"TcpKeepaliveProbeCount", "5"}, {"PrivKeyFile", ""}, {"CaListFile", ""},
+}

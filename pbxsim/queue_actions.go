@@ -1,0 +1,82 @@
+package pbxsim
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// actQueueStatus reports the queue: QueueParams, a QueueMember per member
+// and a QueueEntry per waiting caller, as app_queue does.
+func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
+		return list(req, "Queue status will follow", "QueueStatusComplete", nil)
+	}
+	q := p.queue
+	items := []ami.Message{withTrailingID(item("QueueParams", "Queue", p.cfg.Queue, "Max", "0", "Strategy", p.cfg.QueueStrategy,
+		"Calls", strconv.Itoa(len(q.waiting)), "Holdtime", strconv.Itoa(q.holdTime), "TalkTime", strconv.Itoa(q.talkTime),
+		"Completed", strconv.Itoa(q.completed), "Abandoned", strconv.Itoa(q.abandoned), "ServiceLevel", "0",
+		"ServicelevelPerf", "0.0", "ServicelevelPerf2", "0.0", "Weight", "0"), req)}
+	member := req.Get("Member")
+	for _, m := range q.members {
+		if member != "" && member != m.iface {
+			continue
+		}
+		name, status := p.memberNameStatus(m)
+		membership := "static"
+		if m.dynamic {
+			membership = "dynamic"
+		}
+		items = append(items, withTrailingID(item("QueueMember", "Queue", p.cfg.Queue, "Name", name, "Location", m.iface,
+			"StateInterface", "PJSIP/"+m.num, "Membership", membership, "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
+			"LastCall", strconv.FormatInt(m.lastCall, 10), "LastPause", strconv.FormatInt(m.lastPause, 10), "LoginTime", strconv.FormatInt(m.loginTime, 10),
+			"InCall", boolNum(m.inCall), "Status", status, "Paused", boolNum(m.paused), "PausedReason", m.reason, "Wrapuptime", "0"), req))
+	}
+	if member == "" {
+		now := p.cfg.Now()
+		for i, e := range q.waiting {
+			a := e.ch
+			items = append(items, withTrailingID(item("QueueEntry", "Queue", p.cfg.Queue, "Position", strconv.Itoa(i+1),
+				"Channel", a.name, "Uniqueid", a.uniqueid, "CallerIDNum", orUnknown(a.cidNum), "CallerIDName", orUnknown(a.cidName),
+				"ConnectedLineNum", orUnknown(a.conNum), "ConnectedLineName", orUnknown(a.conName),
+				"Wait", strconv.Itoa(int(now.Sub(e.joined)/time.Second)), "Priority", "0"), req))
+		}
+	}
+	return list(req, "Queue status will follow", "QueueStatusComplete", items)
+}
+
+// actQueuePause pauses or unpauses a member (in the given queue, or in
+// every queue when none is given), as app_queue's QueuePause does: the
+// member is not rung while paused, and QueueMemberPause reports it.
+func (p *PBX) actQueuePause(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	iface := req.Get("Interface")
+	if iface == "" {
+		return errResp("Need 'Interface' and 'Paused' actions.")
+	}
+	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
+		return errResp("Interface not found")
+	}
+	paused := astTrue(req.Get("Paused"))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.queue.members {
+		if m.iface != iface {
+			continue
+		}
+		m.paused, m.reason = paused, ""
+		if paused {
+			m.reason = req.Get("Reason")
+			m.lastPause = p.cfg.Now().Unix()
+		}
+		p.emit(p.memberEvent("QueueMemberPause", m))
+		if !paused {
+			return []ami.Message{resp("Success", "Message", "Interface unpaused successfully")}
+		}
+		return []ami.Message{resp("Success", "Message", "Interface paused successfully")}
+	}
+	return errResp("Interface not found")
+}
