@@ -228,7 +228,7 @@ func privacyReplay(t *testing.T, name string) {
 			"/user/presencelist", "/voicemail/new_counters"} {
 			get(p)
 		}
-		for k := range s.Extensions {
+		for _, k := range s.Extensions.Keys() {
 			get("/astproxy/extension/" + k)
 			get("/astproxy/dnd/" + k)
 		}

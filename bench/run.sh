@@ -8,6 +8,11 @@
 #
 #   bench/run.sh            # 10 s per HTTP run, 20 s per e2e run
 #   D=30s E2E_D=60s bench/run.sh
+#   SCALE=1 bench/run.sh    # also the call-centre scale runs (issue 18):
+#                           # REST reads of 5,000 extensions while the state
+#                           # changes, and e2e with 1,000 and 10,000 screens,
+#                           # each also against BASE (a git revision,
+#                           # default main) built in this sitting
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${D:-10s}
@@ -60,11 +65,54 @@ e10=$(e2e 10 5)
 e50=$(e2e 50 5)
 e100=$(e2e 100 5)
 
+scale=null
+if [ -n "${SCALE:-}" ]; then
+  # The baseline: the same runs against BASE, interleaved with this tree's,
+  # so the ratios hold on a shared machine.
+  base=${BASE:-main}
+  mkdir "$tmp/base"
+  git archive "$base" | tar -x -C "$tmp/base"
+  (cd "$tmp/base" && go build -o "$tmp/base-ctibridge" ./cmd/ctibridge && go build -o "$tmp/base-bench" ./rest/internal/bench)
+  ext5k() { # bench-binary churn: GET /astproxy/extensions of 5,000 extensions, 2,000 calls up
+    server "$1" -mode ctibridge -ext 5000 -incall 4000 -churn "$2" -addr 127.0.0.1:18083 -token-out "$tmp/tok5k"
+    ltj http http://127.0.0.1:18083/astproxy/extensions --token "$(cat "$tmp/tok5k")" -c 20 -d "$D"
+    stop
+  }
+  echo "scale: REST reads of 5,000 extensions, bare and at 0 and 200 changes/s..." >&2
+  server "$tmp/bench" -mode bare -body extensions -ext 5000 -incall 4000 -addr 127.0.0.1:18084
+  bare5k=$(ltj http http://127.0.0.1:18084/ -c 20 -d "$D")
+  stop
+  ext5k_0=$(ext5k "$tmp/bench" 0)
+  ext5k_200=$(ext5k "$tmp/bench" 200)
+  base_ext5k_200=$(ext5k "$tmp/base-bench" 200)
+  e2e_at() { # binary rate clients: the report, or null when the run could not start
+    local r
+    r=$("$1" loadtest e2e -r "$2" -c "$3" -d "$E2E_D" -rest-rate -1 --json --max-missing -1 --max-ghosts -1) || true
+    echo "${r:-null}"
+  }
+  echo "scale: e2e 50 and 500 calls/s with 1,000 screens, 2 calls/s with 10,000..." >&2
+  s50=$(e2e_at "$tmp/ctibridge" 50 1000)
+  base_s50=$(e2e_at "$tmp/base-ctibridge" 50 1000)
+  s500=$(e2e_at "$tmp/ctibridge" 500 1000)
+  base_s500=$(e2e_at "$tmp/base-ctibridge" 500 1000)
+  s10k=$(e2e_at "$tmp/ctibridge" 2 10000)
+  scale=$(jq -n --arg base "$base" --argjson bare5k "$bare5k" --argjson ext5k_0 "$ext5k_0" --argjson ext5k_200 "$ext5k_200" \
+    --argjson base_ext5k_200 "$base_ext5k_200" --argjson s50 "$s50" --argjson base_s50 "$base_s50" \
+    --argjson s500 "$s500" --argjson base_s500 "$base_s500" --argjson s10k "$s10k" '
+    {base: $base,
+     rest_5000_extensions: {bare: $bare5k, churn0: $ext5k_0, churn200: $ext5k_200, base_churn200: $base_ext5k_200,
+       ratio_to_bare: {churn0: ($ext5k_0.requests.per_second / $bare5k.requests.per_second),
+                       churn200: ($ext5k_200.requests.per_second / $bare5k.requests.per_second),
+                       base_churn200: ($base_ext5k_200.requests.per_second / $bare5k.requests.per_second)}},
+     e2e_1000_screens: {"50": $s50, base_50: $base_s50, "500": $s500, base_500: $base_s500},
+     e2e_10000_screens_2_calls_per_s: $s10k}')
+fi
+
 jq -n --arg when "$(date -u +%FT%TZ)" --arg host "$(uname -n) $(nproc) CPUs" --arg commit "$(git rev-parse --short HEAD)" \
   --argjson bare "$bare" --argjson bare_p10 "$bare_p10" --argjson bare_wrk "${bare_wrk:-null}" --argjson bare_wrk_p10 "${bare_wrk_p10:-null}" \
   --argjson rest_status "$rest_status" --argjson rest_ext "$rest_ext" --argjson rest_ext_p10 "$rest_ext_p10" \
   --argjson rest_status_wrk "${rest_status_wrk:-null}" \
-  --argjson ws "$ws" --argjson e10 "$e10" --argjson e50 "$e50" --argjson e100 "$e100" '
+  --argjson ws "$ws" --argjson e10 "$e10" --argjson e50 "$e50" --argjson e100 "$e100" --argjson scale "$scale" '
   {when: $when, host: $host, commit: $commit,
    baseline: {bare_nethttp: $bare, bare_nethttp_pipelined10: $bare_p10,
               wrk_bare_nethttp_rps: $bare_wrk, wrk_bare_nethttp_pipelined10_rps: $bare_wrk_p10},
@@ -73,6 +121,9 @@ jq -n --arg when "$(date -u +%FT%TZ)" --arg host "$(uname -n) $(nproc) CPUs" --a
             loadtest_to_wrk_bare: (if $bare_wrk == null then null else $bare.requests.per_second / $bare_wrk end),
             loadtest_to_wrk_bare_pipelined10: (if $bare_wrk_p10 == null then null else $bare_p10.requests.per_second / $bare_wrk_p10 end)},
    ws_fanout_500_clients_20_calls_per_s: $ws,
-   e2e: {"10": $e10, "50": $e50, "100": $e100}}' >"$out"
+   e2e: {"10": $e10, "50": $e50, "100": $e100}, scale: $scale}' >"$out"
 echo "wrote $out" >&2
-jq '{ratios, e2e_p99_ringing_ms: (.e2e | map_values(.latency_ms.p99)), e2e_missing: (.e2e | map_values(.counters.calls_missing))}' "$out"
+jq '{ratios, e2e_p99_ringing_ms: (.e2e | map_values(.latency_ms.p99)), e2e_missing: (.e2e | map_values(.counters.calls_missing)),
+  scale: (if .scale == null then null else {rest_5000_ratio_to_bare: .scale.rest_5000_extensions.ratio_to_bare,
+    e2e_1000_screens_p99_ringing_ms: (.scale.e2e_1000_screens | map_values(.latency_ms?.p99)),
+    e2e_10000_screens_p99_ringing_ms: .scale.e2e_10000_screens_2_calls_per_s.latency_ms?.p99} end)}' "$out"

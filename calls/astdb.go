@@ -195,7 +195,9 @@ func (e *Engine) setDB(fam, key, val string, create bool) {
 			return
 		}
 		if x.astName != val {
+			before := x.displayName()
 			x.astName = strings.Clone(val)
+			e.renamed(x, before)
 			e.dirtyExt[x.exten] = struct{}{}
 		}
 	}

@@ -47,7 +47,7 @@ func TestAstDBBadValuesIgnored(t *testing.T) {
 		e.Apply(m)
 	}
 	s := e.Publish()
-	x := s.Extensions["201"]
+	x := s.Extensions.Get("201")
 	if x.CF != "202" || x.CFB != "" || x.DND || x.Name != "" {
 		t.Errorf("bad values became state: %+v", x)
 	}
@@ -56,7 +56,7 @@ func TestAstDBBadValuesIgnored(t *testing.T) {
 	}
 	// FreePBX's own voicemail extensions are targets, not bad values.
 	e.Apply(ev("DBGetResponse", "Family", "CFU", "Key", "201", "Val", "vmu201"))
-	if x := e.Publish().Extensions["201"]; x.CFU != "vmu201" || e.Stats().BadValues != 7 {
+	if x := e.Publish().Extensions.Get("201"); x.CFU != "vmu201" || e.Stats().BadValues != 7 {
 		t.Errorf("vmu201: %+v", x)
 	}
 }
@@ -70,12 +70,12 @@ func TestDBGetTreeReplacesFamily(t *testing.T) {
 	tree := ami.NewAction("DBGetTree", "Family", "CF")
 	e.ApplyAnswer(tree, ami.Response{Items: []ami.Message{ev("DBGetTreeResponse", "Key", "/CF/201", "Val", "0721405516")}}, nil)
 	s := e.Publish()
-	if s.Extensions["201"].CF != "0721405516" || s.Extensions["202"].CF != "" {
-		t.Errorf("after the tree: 201 %q, 202 %q", s.Extensions["201"].CF, s.Extensions["202"].CF)
+	if s.Extensions.Get("201").CF != "0721405516" || s.Extensions.Get("202").CF != "" {
+		t.Errorf("after the tree: 201 %q, 202 %q", s.Extensions.Get("201").CF, s.Extensions.Get("202").CF)
 	}
 	e.ApplyAnswer(tree, ami.Response{}, &ami.ActionError{Action: "DBGetTree", Message: "Database entry not found"})
-	if s := e.Publish(); s.Extensions["201"].CF != "" {
-		t.Errorf("empty family: 201 %q", s.Extensions["201"].CF)
+	if s := e.Publish(); s.Extensions.Get("201").CF != "" {
+		t.Errorf("empty family: 201 %q", s.Extensions.Get("201").CF)
 	}
 }
 
@@ -114,7 +114,7 @@ func TestFollowupsAsked(t *testing.T) {
 		t.Errorf("pending: %s", got)
 	}
 	e.EndResync()
-	if v := e.Publish().Extensions["201"].Voicemail; v == nil || v.New != 3 || v.Old != 1 {
+	if v := e.Publish().Extensions.Get("201").Voicemail; v == nil || v.New != 3 || v.Old != 1 {
 		t.Errorf("voicemail %+v", v)
 	}
 }

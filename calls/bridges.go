@@ -48,9 +48,7 @@ func (e *Engine) joinBridge(c *channel, b *bridge) {
 	if c.bridge == b {
 		return
 	}
-	if c.bridge != nil {
-		c.bridge.remove(c)
-	}
+	e.leaveBridge(c)
 	c.bridge = b
 	b.members = append(b.members, c)
 	if !b.holding && len(b.members) > 1 {
@@ -77,8 +75,7 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 	if swap != "" {
 		// c replaces a Local half (optimisation): the half leaves the bridge.
 		if s := e.chans[swap]; s != nil && s.bridge == b {
-			b.remove(s)
-			s.bridge = nil
+			e.leaveBridge(s)
 			s.bridgeAt = e.resync.events
 			e.changed(s)
 		}

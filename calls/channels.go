@@ -53,6 +53,7 @@ type channel struct {
 
 	confirmed bool   // listed by the CoreShowChannels of the running resync
 	gone      bool   // hung up or dropped
+	touched   uint64 // Engine.touchGen of the batch that touched it (dirty.go)
 	rang      bool   // extenRinging already emitted
 	lastID    string // conversation id while it had a peer: kept when the peer leaves
 
@@ -120,17 +121,6 @@ func atoi(s string) int {
 	return n
 }
 
-// changed marks a channel's owner for re-evaluation at Publish.
-func (e *Engine) changed(c *channel) {
-	e.chansChanged = true
-	switch c.kind {
-	case ownerExt:
-		e.dirtyExt[c.owner] = struct{}{}
-	case ownerTrunk:
-		e.dirtyTrunk[c.owner] = struct{}{}
-	}
-}
-
 // newChannel creates a channel from the common channel headers of m.
 func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 	e.chanSeq++
@@ -186,8 +176,10 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
 		}
-		if known(c.callerName) && c.callerNum == ep {
+		if known(c.callerName) && c.callerNum == ep && x.pbxName != c.callerName {
+			before := x.displayName()
 			x.pbxName = c.callerName
+			e.renamed(x, before)
 		}
 		if ctx := m.Get("Context"); ctx != "" && x.context == "" {
 			x.context = ctx
@@ -211,10 +203,7 @@ func (e *Engine) dropChannel(c *channel) {
 	}
 	e.changed(c)
 	c.gone = true
-	if c.bridge != nil {
-		c.bridge.remove(c)
-		c.bridge = nil
-	}
+	e.leaveBridge(c)
 	delete(e.chans, c.uid)
 	if e.byName[c.name] == c {
 		delete(e.byName, c.name)

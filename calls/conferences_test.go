@@ -50,7 +50,7 @@ func TestConferenceEndedWhileDown(t *testing.T) {
 	if len(s.Conferences) != 0 || string(s.ConferencesJSON()) != "{}" {
 		t.Errorf("conferences after the resync: %s", s.ConferencesJSON())
 	}
-	if n := len(s.Extensions["201"].Conversations); n != 0 {
+	if n := len(s.Extensions.Get("201").Conversations); n != 0 {
 		t.Errorf("201 still has %d conversations", n)
 	}
 }
@@ -94,7 +94,7 @@ func TestConferenceResyncLists(t *testing.T) {
 	if got := confUsers(s, "1000"); len(got) != 2 || !got["201"] || !got["202"] {
 		t.Errorf("members %v, want 201 and 202", got)
 	}
-	for _, cv := range s.Extensions["203"].Conversations {
+	for _, cv := range s.Extensions.Get("203").Conversations {
 		if cv.InConference {
 			t.Errorf("203 still in conference: %+v", cv)
 		}

@@ -22,7 +22,7 @@ func TestDNDFromCustomDeviceState(t *testing.T) {
 	e.SetLink(LinkLive)
 	check := func(what, status string, dnd bool) {
 		t.Helper()
-		x, ok := e.Publish().Extensions["201"]
+		x, ok := e.Publish().Extensions.Lookup("201")
 		if !ok || x.Status != status || x.DND != dnd {
 			t.Errorf("%s: 201 = %q dnd %v, want %q dnd %v", what, x.Status, x.DND, status, dnd)
 		}

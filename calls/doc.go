@@ -94,8 +94,13 @@
 //
 // Events that change nothing shown (VarSet, Newexten, RTCP, Cdr ...) are
 // rejected without allocating. Publish re-derives the conversations of the
-// owners that have channels when any channel event arrived in the batch,
-// compares the result with the published value and encodes only what
-// differs; collection JSON is assembled lazily, once per snapshot that
-// changed it.
+// owners of the channels the batch changed and of the channels linked with
+// them (bridge, dial, Local pair, transfer, spy: dirty.go), whatever the
+// number of other calls up, compares the result with the published value
+// and encodes only what differs. Snapshot.Extensions is an ExtensionMap, a
+// tree of small shards shared between snapshots: a Publish copies the
+// shards it changes, not the map. Collection JSON is assembled lazily, once
+// per snapshot that changed it and was asked for it.
+// BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000
+// extensions and 2,000 calls up.
 package calls

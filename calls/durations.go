@@ -27,28 +27,24 @@ func (e *Engine) RefreshDurations() *Snapshot {
 	}
 	e.durAt = now
 	p := &e.pub
-	// Copy-on-write of the encodings only: the values do not change, so
-	// the entity maps stay shared with the previous snapshot.
+	// Copy-on-write, as Publish does: the values do not change, only
+	// their encodings; what the previous snapshot holds stays as it is.
+	p.exts.begin()
+	p.trunkCopied = false
 	n, trunks := 0, 0
-	for k := range p.withConvs {
-		v := p.exts[k]
-		if !anyAnswered(v.Conversations) {
+	for k := range e.busyExt { // the extensions that have channels
+		v, ok := p.exts.cur.Lookup(k)
+		if !ok || !anyAnswered(v.Conversations) {
 			continue
 		}
-		if n == 0 {
-			p.ext = cloneColl(p.ext)
-		}
-		p.ext.json[k] = appendExtension(make([]byte, 0, len(p.ext.json[k])+8), &v, now)
+		p.setExt(k, v, appendExtension(make([]byte, 0, len(p.exts.cur.json(k))+8), &v, now))
 		n++
 	}
 	for k, t := range p.trunks { // trunks are few
 		if !anyAnswered(t.Conversations) {
 			continue
 		}
-		if trunks == 0 {
-			p.trunk = cloneColl(p.trunk)
-		}
-		p.trunk.json[k] = appendTrunk(make([]byte, 0, len(p.trunk.json[k])+8), &t, now)
+		p.setTrunk(k, t, appendTrunk(make([]byte, 0, len(p.trunk.json[k])+8), &t, now))
 		trunks++
 	}
 	n += trunks

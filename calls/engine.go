@@ -43,15 +43,19 @@ type Engine struct {
 	reconMark     uint64 // first channel seq not judged by the pending Reconcile (BeginReconcile); 0 when not marked
 	lastReconMark uint64 // the same, set by the previous Reconcile or EndResync
 
-	// Dirty marks for the next Publish.
-	chansChanged bool
-	dirtyExt     map[string]struct{}
-	dirtyTrunk   map[string]struct{}
-	dirtyQueue   map[string]struct{}
-	dirtyMember  map[memberKey]struct{}
-	dirtyPark    map[string]struct{}
-	dirtyConf    map[string]struct{}
-	ringing      []*channel // extension channels that started ringing
+	// Dirty marks for the next Publish (dirty.go).
+	touched     []*channel // channels changed in the batch, and those linked with them
+	touchGen    uint64     // the batch's mark in channel.touched
+	rederiveAll bool       // re-derive every owner with channels
+	spiers      map[*channel]struct{}
+	renamedExts map[string]struct{} // extensions whose display name changed
+	dirtyExt    map[string]struct{}
+	dirtyTrunk  map[string]struct{}
+	dirtyQueue  map[string]struct{}
+	dirtyMember map[memberKey]struct{}
+	dirtyPark   map[string]struct{}
+	dirtyConf   map[string]struct{}
+	ringing     []*channel // extension channels that started ringing
 
 	version uint64
 	durAt   int64 // ms of the last RefreshDurations that ran
@@ -89,6 +93,9 @@ func newEngine(cfg Config) *Engine {
 		dirtyPark:   map[string]struct{}{},
 		presence:    map[string]string{},
 		dirtyConf:   map[string]struct{}{},
+		touchGen:    1,
+		spiers:      map[*channel]struct{}{},
+		renamedExts: map[string]struct{}{},
 		feed:        newFeed(cfg.FeedSize),
 	}
 	if e.now == nil {

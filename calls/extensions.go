@@ -310,7 +310,9 @@ func (e *Engine) onEndpoint(m ami.Message) {
 		if m.Event() == "EndpointDetail" {
 			x.detailed = true
 			if name := callerIDName(m.Get("Callerid")); name != x.epName && known(name) && validName(name) {
+				before := x.displayName()
 				x.epName = strings.Clone(name)
+				e.renamed(x, before)
 			}
 			for box := range strings.SplitSeq(m.Get("Mailboxes"), ",") {
 				e.askMailbox(strings.TrimSpace(box))

@@ -312,7 +312,7 @@ func TestQueueTalkTime(t *testing.T) {
 			t.Errorf("caller answeredAt = %d, want the agent's answer %d (PBX Answer() was %d)", cv.AnsweredAt, agentAnswer.UnixMilli(), pbxAnswer.UnixMilli())
 		}
 	}
-	for _, cv := range s.Extensions["203"].Conversations {
+	for _, cv := range s.Extensions.Get("203").Conversations {
 		if cv.AnsweredAt != agentAnswer.UnixMilli() {
 			t.Errorf("Carol answeredAt = %d, want %d", cv.AnsweredAt, agentAnswer.UnixMilli())
 		}
@@ -321,7 +321,7 @@ func TestQueueTalkTime(t *testing.T) {
 			t.Errorf("duration 5 s after answer = %d", d)
 		}
 	}
-	if len(s.Trunks["trunk"].Conversations) != 1 || len(s.Extensions["203"].Conversations) != 1 {
-		t.Fatalf("conversations: trunk %v, 203 %v", s.Trunks["trunk"].Conversations, s.Extensions["203"].Conversations)
+	if len(s.Trunks["trunk"].Conversations) != 1 || len(s.Extensions.Get("203").Conversations) != 1 {
+		t.Fatalf("conversations: trunk %v, 203 %v", s.Trunks["trunk"].Conversations, s.Extensions.Get("203").Conversations)
 	}
 }

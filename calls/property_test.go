@@ -63,7 +63,7 @@ func TestDisorderedRecordings(t *testing.T) {
 					e.Apply(m)
 				}
 				s := e.Publish()
-				for k, x := range s.Extensions {
+				for k, x := range s.Extensions.All() {
 					for id, cv := range x.Conversations {
 						if hungUp[cv.UniqueID] {
 							t.Errorf("extension %s keeps conversation %s of hung-up channel %s", k, id, cv.UniqueID)
@@ -116,8 +116,8 @@ func TestOutOfOrderCounted(t *testing.T) {
 	if st.Unknown == 0 {
 		t.Error("out-of-order events not counted")
 	}
-	if len(s.Extensions["202"].Conversations) != 0 || len(s.Extensions["201"].Conversations) != 0 {
-		t.Errorf("ghosts: %v %v", s.Extensions["201"].Conversations, s.Extensions["202"].Conversations)
+	if len(s.Extensions.Get("202").Conversations) != 0 || len(s.Extensions.Get("201").Conversations) != 0 {
+		t.Errorf("ghosts: %v %v", s.Extensions.Get("201").Conversations, s.Extensions.Get("202").Conversations)
 	}
 	// Garbage never panics.
 	for _, m := range []ami.Message{

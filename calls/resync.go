@@ -165,6 +165,7 @@ func (e *Engine) beginResync() {
 }
 
 func (e *Engine) endResync() {
+	e.rederiveAll = true // a resync may have rewritten anything
 	e.dropPending()
 	if e.resync.active {
 		e.resync.active = false
@@ -270,7 +271,9 @@ func (e *Engine) applyListedChannel(m ami.Message, guard bool) int {
 		}
 		if c.kind == ownerExt && known(c.callerName) {
 			if x := e.exts[c.owner]; x != nil && c.callerNum == c.owner {
+				before := x.displayName()
 				x.pbxName = strings.Clone(c.callerName)
+				e.renamed(x, before)
 			}
 		}
 		repairs++
@@ -285,8 +288,7 @@ func (e *Engine) applyListedChannel(m ami.Message, guard bool) int {
 	case guard && c.bridgeAt > e.resync.mark:
 		// A live bridge event since the list was asked for knows better.
 	case bid == "" && c.bridge != nil:
-		c.bridge.remove(c)
-		c.bridge = nil
+		e.leaveBridge(c)
 		e.changed(c)
 		repairs++
 	case bid != "" && (c.bridge == nil || c.bridge.id != bid):
@@ -356,6 +358,7 @@ func (e *Engine) beginReconcile() {
 }
 
 func (e *Engine) reconcile(items []ami.Message) int {
+	e.rederiveAll = true
 	// Only channels older than the list may be judged by it. BeginReconcile
 	// marks that moment exactly; without it, only channels that already
 	// existed at the previous Reconcile (or EndResync) are candidates, so a

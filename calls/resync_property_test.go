@@ -25,7 +25,7 @@ func stateOf(s *Snapshot) string {
 				c.Recording, c.InConference, c.ThroughQueue, c.QueueID, c.ThroughTrunk))
 		}
 	}
-	for k, x := range s.Extensions {
+	for k, x := range s.Extensions.All() {
 		// An extension the engine never heard of and an idle one are the
 		// same to a user (the model lists only hints it saw change).
 		if x.Status != "online" || len(x.Conversations) > 0 {

@@ -48,7 +48,7 @@ func ghostCall(t *testing.T, e *Engine) {
 
 func convIDs(s *Snapshot, exten string) []string {
 	var ids []string
-	for id := range s.Extensions[exten].Conversations {
+	for id := range s.Extensions.Get(exten).Conversations {
 		ids = append(ids, id)
 	}
 	return ids
@@ -74,7 +74,7 @@ func TestResyncDropsGhostKeepsRealCall(t *testing.T) {
 	e := New(testConfig(clk.Now))
 	e.SetLink(LinkLive)
 	ghostCall(t, e)
-	if s := e.Publish(); len(s.Extensions["201"].Conversations) != 1 || s.Stale || pbxStatus(t, s) != "live" {
+	if s := e.Publish(); len(s.Extensions.Get("201").Conversations) != 1 || s.Stale || pbxStatus(t, s) != "live" {
 		t.Fatalf("before: convs %v stale %v status %s", convIDs(s, "201"), s.Stale, s.StatusJSON())
 	}
 
@@ -116,7 +116,7 @@ func TestResyncDropsGhostKeepsRealCall(t *testing.T) {
 	if ids := convIDs(s, "201"); len(ids) != 1 || ids[0] != want {
 		t.Fatalf("201 conversations %v, want [%s]", ids, want)
 	}
-	cv := s.Extensions["201"].Conversations[want]
+	cv := s.Extensions.Get("201").Conversations[want]
 	if !cv.Connected || cv.Direction != "out" || cv.CounterpartNum != "202" || cv.CounterpartName != "Bob" {
 		t.Errorf("rebuilt conversation %+v", cv)
 	}
@@ -124,15 +124,15 @@ func TestResyncDropsGhostKeepsRealCall(t *testing.T) {
 	if cv.StartTime != clk.t.Add(-3*time.Second).UnixMilli() {
 		t.Errorf("startTime %d, want %d", cv.StartTime, clk.t.Add(-3*time.Second).UnixMilli())
 	}
-	b := s.Extensions["202"].Conversations[want]
+	b := s.Extensions.Get("202").Conversations[want]
 	if !b.Connected || b.Direction != "in" || b.CounterpartNum != "201" {
 		t.Errorf("Bob's side %+v", b)
 	}
-	if n := len(s.Extensions["204"].Conversations); n != 0 {
-		t.Errorf("hung-up 204 leg resurrected: %v", s.Extensions["204"].Conversations)
+	if n := len(s.Extensions.Get("204").Conversations); n != 0 {
+		t.Errorf("hung-up 204 leg resurrected: %v", s.Extensions.Get("204").Conversations)
 	}
-	if n := len(s.Extensions["203"].Conversations); n != 1 {
-		t.Errorf("203 ringing leg: %v", s.Extensions["203"].Conversations)
+	if n := len(s.Extensions.Get("203").Conversations); n != 1 {
+		t.Errorf("203 ringing leg: %v", s.Extensions.Get("203").Conversations)
 	}
 	if st := e.Stats(); st.DriftRepairs < 2 {
 		t.Errorf("DriftRepairs = %d, want >= 2 (two ghost channels)", st.DriftRepairs)
@@ -155,14 +155,14 @@ func TestResyncFromEmpty(t *testing.T) {
 	}
 	e.EndResync()
 	s := e.Publish()
-	cv, ok := s.Extensions["202"].Conversations["PJSIP/201-00000036>PJSIP/202-00000037"]
+	cv, ok := s.Extensions.Get("202").Conversations["PJSIP/201-00000036>PJSIP/202-00000037"]
 	if !ok || !cv.Connected || cv.Direction != "in" || cv.CounterpartNum != "201" || cv.AnsweredAt == 0 {
-		t.Fatalf("202 from lists only: %v", s.Extensions["202"].Conversations)
+		t.Fatalf("202 from lists only: %v", s.Extensions.Get("202").Conversations)
 	}
-	if s.Extensions["203"].Status != "ringing" || s.Extensions["201"].Status != "busy" {
-		t.Errorf("statuses: 201 %s 203 %s", s.Extensions["201"].Status, s.Extensions["203"].Status)
+	if s.Extensions.Get("203").Status != "ringing" || s.Extensions.Get("201").Status != "busy" {
+		t.Errorf("statuses: 201 %s 203 %s", s.Extensions.Get("201").Status, s.Extensions.Get("203").Status)
 	}
-	if _, ok := s.Extensions["trunk"]; ok {
+	if _, ok := s.Extensions.Lookup("trunk"); ok {
 		t.Error("the trunk endpoint became an extension")
 	}
 	if s.Trunks["trunk"].Status != "busy" {
@@ -199,7 +199,7 @@ func TestResyncDropsUnlistedQueueAndParking(t *testing.T) {
 	if _, ok := s.Parkings["701"]; !ok {
 		t.Error("a used space must stay listed, free")
 	}
-	for k, x := range s.Extensions {
+	for k, x := range s.Extensions.All() {
 		if len(x.Conversations) != 0 {
 			t.Errorf("%s: %v", k, x.Conversations)
 		}
@@ -252,10 +252,10 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("DriftRepairs %d, want %d", st.DriftRepairs, n)
 	}
 	s := e.Publish()
-	if _, ok := s.Extensions["201"].Conversations["PJSIP/201-00000036>PJSIP/202-00000037"]; !ok || len(s.Extensions["201"].Conversations) != 1 {
+	if _, ok := s.Extensions.Get("201").Conversations["PJSIP/201-00000036>PJSIP/202-00000037"]; !ok || len(s.Extensions.Get("201").Conversations) != 1 {
 		t.Errorf("201 after reconcile: %v", convIDs(s, "201"))
 	}
-	if len(s.Extensions["203"].Conversations) != 2 {
+	if len(s.Extensions.Get("203").Conversations) != 2 {
 		t.Errorf("203 (queue leg + the late call): %v", convIDs(s, "203"))
 	}
 	// A second reconcile with the same list finds nothing to repair but
@@ -299,7 +299,7 @@ func TestReconcileWithoutMark(t *testing.T) {
 	if n := e.Reconcile(nil); n != 2 {
 		t.Fatalf("second Reconcile repaired %d, want the ghost's 2 channels", n)
 	}
-	if s := e.Publish(); len(s.Extensions["201"].Conversations) != 0 {
+	if s := e.Publish(); len(s.Extensions.Get("201").Conversations) != 0 {
 		t.Errorf("ghost left: %v", convIDs(s, "201"))
 	}
 }

@@ -18,18 +18,19 @@ type Snapshot struct {
 	Since   int64     // ms since the epoch when Link last changed
 	At      int64     // ms since the epoch of the Publish
 
-	Extensions map[string]Extension // by number
-	Queues     map[string]Queue     // by queue name
-	Parkings   map[string]Parking   // by space
-	Trunks     map[string]Trunk     // by trunk name
+	Extensions ExtensionMap       // by number
+	Queues     map[string]Queue   // by queue name
+	Parkings   map[string]Parking // by space
+	Trunks     map[string]Trunk   // by trunk name
 	// Conferences are the ConfBridge rooms in use, by room.
 	Conferences map[string]Conference
 
-	ext, queue, park, trunk, conf *coll
-	status                        []byte
-	state                         *lazy
-	cellphones                    map[string]string // Config.Cellphones, for PresenceJSON
-	presence                      *lazy
+	extAll                   *lazy // ExtensionsJSON
+	queue, park, trunk, conf *coll
+	status                   []byte
+	state                    *lazy
+	cellphones               map[string]string // Config.Cellphones, for PresenceJSON
+	presence                 *lazy
 }
 
 // coll is the encoded side of one collection: per-entity JSON and the
@@ -51,7 +52,7 @@ func (c *coll) bytes() []byte {
 }
 
 // ExtensionJSON is one extension's JSON, or nil when it does not exist.
-func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.ext.json[exten] }
+func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.Extensions.json(exten) }
 
 // QueueJSON is one queue's JSON, or nil.
 func (s *Snapshot) QueueJSON(name string) []byte { return s.queue.json[name] }
@@ -80,7 +81,10 @@ func (s *Snapshot) QueueName(id string) (name string, ok bool) {
 }
 
 // ExtensionsJSON is {"201":{...},...} in key order.
-func (s *Snapshot) ExtensionsJSON() []byte { return s.ext.bytes() }
+func (s *Snapshot) ExtensionsJSON() []byte {
+	s.extAll.once.Do(func() { s.extAll.b = s.Extensions.appendJSON(nil) })
+	return s.extAll.b
+}
 
 // QueuesJSON is {"support":{...},...} in key order.
 func (s *Snapshot) QueuesJSON() []byte { return s.queue.bytes() }
@@ -100,11 +104,11 @@ func (s *Snapshot) StatusJSON() []byte { return s.status }
 func (s *Snapshot) PresenceJSON() []byte {
 	s.presence.once.Do(func() {
 		b := []byte{'{'}
-		for i, k := range sortedKeys(s.Extensions) {
+		for i, k := range s.Extensions.Keys() {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			x := s.Extensions[k]
+			x := s.Extensions.Get(k)
 			b = appendString(b, k)
 			b = append(b, ':')
 			b = appendString(b, PresenceOf(&x, s.cellphones[k]))
@@ -139,34 +143,32 @@ func (s *Snapshot) StateJSON() []byte {
 // published is the engine's copy of what the last snapshot holds, updated
 // copy-on-write at Publish.
 type published struct {
-	exts   map[string]Extension
+	exts   extWriter
+	extAll *lazy // ExtensionsJSON of exts, shared until an extension changes
 	queues map[string]Queue
 	parks  map[string]Parking
 	trunks map[string]Trunk
 	confs  map[string]Conference
-	ext    *coll
 	queue  *coll
 	park   *coll
 	trunk  *coll
 	conf   *coll
 	// copied marks the maps already cloned during the running Publish.
-	extCopied, queueCopied, parkCopied, trunkCopied, confCopied bool
-	withConvs                                                   map[string]bool // extensions whose published view has conversations
+	queueCopied, parkCopied, trunkCopied, confCopied bool
 }
 
 func newPublished() published {
 	return published{
-		exts:      map[string]Extension{},
-		queues:    map[string]Queue{},
-		parks:     map[string]Parking{},
-		trunks:    map[string]Trunk{},
-		confs:     map[string]Conference{},
-		ext:       &coll{json: map[string][]byte{}},
-		queue:     &coll{json: map[string][]byte{}},
-		park:      &coll{json: map[string][]byte{}},
-		trunk:     &coll{json: map[string][]byte{}},
-		conf:      &coll{json: map[string][]byte{}},
-		withConvs: map[string]bool{},
+		exts:   newExtWriter(),
+		extAll: &lazy{},
+		queues: map[string]Queue{},
+		parks:  map[string]Parking{},
+		trunks: map[string]Trunk{},
+		confs:  map[string]Conference{},
+		queue:  &coll{json: map[string][]byte{}},
+		park:   &coll{json: map[string][]byte{}},
+		trunk:  &coll{json: map[string][]byte{}},
+		conf:   &coll{json: map[string][]byte{}},
 	}
 }
 
@@ -178,12 +180,12 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 		Stale:       e.link != LinkLive,
 		Since:       e.linkSince,
 		At:          at,
-		Extensions:  p.exts,
+		Extensions:  p.exts.cur,
 		Queues:      p.queues,
 		Parkings:    p.parks,
 		Trunks:      p.trunks,
 		Conferences: p.confs,
-		ext:         p.ext,
+		extAll:      p.extAll,
 		queue:       p.queue,
 		park:        p.park,
 		trunk:       p.trunk,
@@ -198,15 +200,10 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 func cloneColl(c *coll) *coll { return &coll{json: maps.Clone(c.json)} }
 
 func (p *published) setExt(k string, v Extension, b []byte) {
-	if !p.extCopied {
-		p.exts, p.ext, p.extCopied = maps.Clone(p.exts), cloneColl(p.ext), true
+	if !p.exts.changed() {
+		p.extAll = &lazy{}
 	}
-	p.exts[k], p.ext.json[k] = v, b
-	if len(v.Conversations) > 0 {
-		p.withConvs[k] = true
-	} else {
-		delete(p.withConvs, k)
-	}
+	p.exts.set(k, v, b)
 }
 
 func (p *published) setQueue(k string, v Queue, b []byte) {
@@ -339,46 +336,62 @@ func (e *Engine) publish() *Snapshot {
 	prev := e.snap.Load()
 	now := e.nowMs()
 	p := &e.pub
-	p.extCopied, p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false, false
-	ch := e.changes[:0]
+	p.exts.begin()
+	p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false
+	e.markDirtyOwners()
+	ch := e.publishExts(e.changes[:0], now)
+	ch = e.publishRinging(ch, now)
+	ch = e.publishQueues(ch, prev, now)
+	ch = e.publishParks(ch, now)
+	ch = e.publishTrunks(ch, now)
+	ch = e.publishConfs(ch, now)
 
-	if e.chansChanged {
-		// A channel event can change the view of any party of the call, so
-		// every owner with channels is re-derived; unchanged views are
-		// compared, not re-encoded.
-		for k := range e.busyExt {
-			e.dirtyExt[k] = struct{}{}
-		}
-		for k := range p.withConvs {
-			e.dirtyExt[k] = struct{}{}
-		}
-		for k, t := range e.trunks { // trunks are few
-			if len(t.chans) > 0 || len(p.trunks[k].Conversations) > 0 {
-				e.dirtyTrunk[k] = struct{}{}
-			}
-		}
-		e.chansChanged = false
+	if len(ch) == 0 && !e.linkDirty {
+		e.changes = ch
+		return prev
 	}
+	e.version++
+	s := p.snapshot(e, 0, now)
+	if e.linkDirty {
+		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: now})
+		e.linkDirty = false
+	}
+	s.Seq = e.feed.append(ch)
+	e.changes = ch
+	clear(e.changes) // drop references to published bytes
+	e.snap.Store(s)
+	return s
+}
 
-	if len(e.dirtyExt) > 0 {
-		for _, k := range sortedSet(e.dirtyExt, cmpString) {
-			x := e.exts[k]
-			if x == nil {
-				continue
-			}
-			v := e.extView(x)
-			if old, ok := p.exts[k]; ok && extEqual(&old, &v) {
-				continue
-			}
-			b := appendExtension(nil, &v, now)
-			p.setExt(k, v, b)
-			// The presence change first: a batch's last seq stays the
-			// extension's (clients of topic "extensions" see it).
-			ch = e.presenceChange(ch, &v, now)
-			ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
-		}
-		clear(e.dirtyExt)
+// publishExts re-derives the dirty extensions; those whose view changed
+// are encoded and announced.
+func (e *Engine) publishExts(ch []Change, now int64) []Change {
+	if len(e.dirtyExt) == 0 {
+		return ch
 	}
+	p := &e.pub
+	for _, k := range sortedSet(e.dirtyExt, cmpString) {
+		x := e.exts[k]
+		if x == nil {
+			continue
+		}
+		v := e.extView(x)
+		if old, ok := p.exts.cur.Lookup(k); ok && extEqual(&old, &v) {
+			continue
+		}
+		b := appendExtension(nil, &v, now)
+		p.setExt(k, v, b)
+		// The presence change first: a batch's last seq stays the
+		// extension's (clients of topic "extensions" see it).
+		ch = e.presenceChange(ch, &v, now)
+		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
+	}
+	clear(e.dirtyExt)
+	return ch
+}
+
+// publishRinging announces the extension channels that started ringing.
+func (e *Engine) publishRinging(ch []Change, now int64) []Change {
 	for _, c := range e.ringing {
 		if c.gone {
 			continue
@@ -401,96 +414,91 @@ func (e *Engine) publish() *Snapshot {
 	}
 	clear(e.ringing)
 	e.ringing = e.ringing[:0]
+	return ch
+}
 
-	if len(e.dirtyQueue) > 0 || len(e.dirtyMember) > 0 {
-		for _, k := range sortedSet(e.dirtyQueue, cmpString) {
-			q := e.queues[k]
-			if q == nil {
-				continue
-			}
-			v := q.view()
-			if old, ok := p.queues[k]; ok && queueEqual(&old, &v) {
-				continue
-			}
-			b := appendQueue(nil, &v)
-			p.setQueue(k, v, b)
-			ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: b, At: now})
+// publishQueues encodes the queues and queue members that changed.
+func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change {
+	if len(e.dirtyQueue) == 0 && len(e.dirtyMember) == 0 {
+		return ch
+	}
+	p := &e.pub
+	for _, k := range sortedSet(e.dirtyQueue, cmpString) {
+		q := e.queues[k]
+		if q == nil {
+			continue
 		}
-		clear(e.dirtyQueue)
-		for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
-			if c := cmpString(a.queue, b.queue); c != 0 {
-				return c
-			}
-			return cmpString(a.member, b.member)
-		}) {
-			q := e.queues[k.queue]
-			if q == nil {
-				continue
-			}
-			mb, ok := q.members[k.member]
-			if old, had := prev.Queues[k.queue].Members[k.member]; ok && had && old == mb {
-				continue
-			}
-			if !ok {
-				// Removed: the member JSON logged out.
-				mb = QueueMember{Queue: q.name, Member: k.member}
-			}
-			ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
+		v := q.view()
+		if old, ok := p.queues[k]; ok && queueEqual(&old, &v) {
+			continue
 		}
-		clear(e.dirtyMember)
+		b := appendQueue(nil, &v)
+		p.setQueue(k, v, b)
+		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: b, At: now})
 	}
-
-	if len(e.dirtyPark) > 0 {
-		for _, k := range sortedSet(e.dirtyPark, cmpString) {
-			ps := e.parks[k]
-			if ps == nil {
-				continue
-			}
-			v := ps.view()
-			if old, ok := p.parks[k]; ok && parkingEqual(&old, &v) {
-				continue
-			}
-			b := appendParking(nil, &v)
-			p.setPark(k, v, b)
-			ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: b, At: now})
+	clear(e.dirtyQueue)
+	for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
+		if c := cmpString(a.queue, b.queue); c != 0 {
+			return c
 		}
-		clear(e.dirtyPark)
-	}
-
-	if len(e.dirtyTrunk) > 0 {
-		for _, k := range sortedSet(e.dirtyTrunk, cmpString) {
-			t := e.trunks[k]
-			if t == nil {
-				continue
-			}
-			v := e.trunkView(t)
-			if old, ok := p.trunks[k]; ok && trunkEqual(&old, &v) {
-				continue
-			}
-			b := appendTrunk(nil, &v, now)
-			p.setTrunk(k, v, b)
-			ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: b, At: now})
+		return cmpString(a.member, b.member)
+	}) {
+		q := e.queues[k.queue]
+		if q == nil {
+			continue
 		}
-		clear(e.dirtyTrunk)
+		mb, ok := q.members[k.member]
+		if old, had := prev.Queues[k.queue].Members[k.member]; ok && had && old == mb {
+			continue
+		}
+		if !ok {
+			// Removed: the member JSON logged out.
+			mb = QueueMember{Queue: q.name, Member: k.member}
+		}
+		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
 	}
+	clear(e.dirtyMember)
+	return ch
+}
 
-	ch = e.publishConfs(ch, now)
+// publishParks encodes the parking spaces that changed.
+func (e *Engine) publishParks(ch []Change, now int64) []Change {
+	p := &e.pub
+	for _, k := range sortedSet(e.dirtyPark, cmpString) {
+		ps := e.parks[k]
+		if ps == nil {
+			continue
+		}
+		v := ps.view()
+		if old, ok := p.parks[k]; ok && parkingEqual(&old, &v) {
+			continue
+		}
+		b := appendParking(nil, &v)
+		p.setPark(k, v, b)
+		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: b, At: now})
+	}
+	clear(e.dirtyPark)
+	return ch
+}
 
-	if len(ch) == 0 && !e.linkDirty {
-		e.changes = ch
-		return prev
+// publishTrunks re-derives the dirty trunks and encodes those that changed.
+func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
+	p := &e.pub
+	for _, k := range sortedSet(e.dirtyTrunk, cmpString) {
+		t := e.trunks[k]
+		if t == nil {
+			continue
+		}
+		v := e.trunkView(t)
+		if old, ok := p.trunks[k]; ok && trunkEqual(&old, &v) {
+			continue
+		}
+		b := appendTrunk(nil, &v, now)
+		p.setTrunk(k, v, b)
+		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: b, At: now})
 	}
-	e.version++
-	s := p.snapshot(e, 0, now)
-	if e.linkDirty {
-		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: now})
-		e.linkDirty = false
-	}
-	s.Seq = e.feed.append(ch)
-	e.changes = ch
-	clear(e.changes) // drop references to published bytes
-	e.snap.Store(s)
-	return s
+	clear(e.dirtyTrunk)
+	return ch
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

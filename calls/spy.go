@@ -61,6 +61,7 @@ func (e *Engine) onSpyEvent(m ami.Message, ev string) {
 	}
 	m2 := spyer.more()
 	m2.spyee = spyee
+	e.spiers[spyer] = struct{}{}
 	if m2.spyMode == "" {
 		m2.spyMode = "listen" // its Originate's options unknown (not ctibridge's, or before a restart)
 	}

@@ -50,10 +50,10 @@ func TestSpySession(t *testing.T) {
 		e.Apply(m)
 	}
 	s := e.Publish()
-	if n := len(s.Extensions["203"].Conversations); n != 1 {
+	if n := len(s.Extensions.Get("203").Conversations); n != 1 {
 		t.Fatalf("203 ringing for the spy session: %d conversations", n)
 	}
-	for _, cv := range s.Extensions["203"].Conversations {
+	for _, cv := range s.Extensions.Get("203").Conversations {
 		if cv.CounterpartNum != "201" || cv.Direction != "out" {
 			t.Errorf("203's ringing spy leg: %+v (want 201 as counterpart, out)", cv)
 		}
@@ -68,21 +68,21 @@ func TestSpySession(t *testing.T) {
 		e.Apply(m)
 	}
 	s = e.Publish()
-	for _, cv := range s.Extensions["203"].Conversations {
+	for _, cv := range s.Extensions.Get("203").Conversations {
 		if cv.Extras().Spy != (Spy{Exten: "201", Mode: "barge"}) || cv.CounterpartNum != "201" || !cv.Connected || cv.ID != spy+">"+alice {
 			t.Errorf("spy conversation: %+v", cv)
 		}
 	}
 	for _, x := range []string{"201", "202"} {
-		if !convsEqual(before.Extensions[x].Conversations, s.Extensions[x].Conversations) {
-			t.Errorf("%s's conversations changed: %v -> %v", x, before.Extensions[x].Conversations, s.Extensions[x].Conversations)
+		if !convsEqual(before.Extensions.Get(x).Conversations, s.Extensions.Get(x).Conversations) {
+			t.Errorf("%s's conversations changed: %v -> %v", x, before.Extensions.Get(x).Conversations, s.Extensions.Get(x).Conversations)
 		}
 	}
 	if b := string(s.ExtensionJSON("203")); !strings.Contains(b, `"spy":{"exten":"201","mode":"barge"}`) {
 		t.Errorf("203 JSON: %s", b)
 	}
 	e.Apply(amitest.Event("ChanSpyStop", "SpyerChannel", spy, "SpyerUniqueid", "1796028450.9", "SpyeeChannel", alice))
-	for _, cv := range e.Publish().Extensions["203"].Conversations {
+	for _, cv := range e.Publish().Extensions.Get("203").Conversations {
 		if cv.Extras().Spy != (Spy{}) {
 			t.Errorf("after ChanSpyStop: %+v", cv)
 		}

@@ -23,7 +23,7 @@ func TestAtxferCancelled(t *testing.T) {
 		clk.Observe(m)
 		e.Apply(m)
 	}
-	if n := len(e.Publish().Extensions["202"].Conversations); n != 2 {
+	if n := len(e.Publish().Extensions.Get("202").Conversations); n != 2 {
 		t.Fatalf("Bob consulting: %d conversations, want 2", n)
 	}
 	const (
@@ -47,15 +47,15 @@ func TestAtxferCancelled(t *testing.T) {
 	}
 	s := e.Publish()
 	want := Transfer{ID: bobUID, State: "cancelled", Role: "transferer"}
-	if cs := s.Extensions["202"].Conversations; len(cs) != 1 {
+	if cs := s.Extensions.Get("202").Conversations; len(cs) != 1 {
 		t.Fatalf("Bob after the cancel: %v", cs)
 	}
-	for _, cv := range s.Extensions["202"].Conversations {
+	for _, cv := range s.Extensions.Get("202").Conversations {
 		if cv.CounterpartNum != "201" || !cv.Connected || cv.Extras().Transfer != want {
 			t.Errorf("Bob's call after the cancel: %+v %+v", cv, cv.Extras())
 		}
 	}
-	for _, cv := range s.Extensions["201"].Conversations {
+	for _, cv := range s.Extensions.Get("201").Conversations {
 		if cv.CounterpartNum != "202" || cv.Extras().Transfer.State != "cancelled" {
 			t.Errorf("Alice after the cancel: %+v %+v", cv, cv.Extras())
 		}
@@ -67,7 +67,7 @@ func TestAtxferCancelled(t *testing.T) {
 	} {
 		e.Apply(m)
 	}
-	for _, cv := range e.Publish().Extensions["202"].Conversations {
+	for _, cv := range e.Publish().Extensions.Get("202").Conversations {
 		if tr := cv.Extras().Transfer; tr.ID != bobUID+"/2" || tr.State != "consulting" {
 			t.Errorf("second transfer: %+v", tr)
 		}

@@ -16,7 +16,7 @@ import (
 // sorted text (times aside).
 func convLines(s *calls.Snapshot) string {
 	var out []string
-	for k, x := range s.Extensions {
+	for k, x := range s.Extensions.All() {
 		for id, c := range x.Conversations {
 			out = append(out, fmt.Sprintf("%s %s connected=%v %s %s", k, id, c.Connected, c.Direction, c.CounterpartNum))
 		}

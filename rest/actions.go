@@ -181,7 +181,7 @@ func (h *handler) endpoint(u *auth.User, s *calls.Snapshot, a auth.Action, field
 	if !auth.Allowed(u, a, id) {
 		return calls.Extension{}, forbidden("%s may not %s on %s", u.Username, a, id)
 	}
-	x, ok := s.Extensions[id]
+	x, ok := s.Extensions.Lookup(id)
 	if !ok {
 		return calls.Extension{}, notFound("extension %q does not exist", id)
 	}

@@ -136,7 +136,7 @@ func planStartConf(h *handler, u *auth.User, s *calls.Snapshot, req *confOwnerRe
 	if req.AddEndpointID == id {
 		return nil, badRequest("addEndpointId is the conference's owner: use join_myconf")
 	}
-	if _, ok := s.Extensions[req.AddEndpointID]; !ok {
+	if _, ok := s.Extensions.Lookup(req.AddEndpointID); !ok {
 		return nil, notFound("extension %q does not exist", req.AddEndpointID)
 	}
 	c, _, err := h.confRoom(u, s, "endpointId", id)

@@ -47,7 +47,7 @@ func (h *handler) extensionOf(r *http.Request, field string) (calls.Extension, e
 	if err := auth.CheckEndpoint(id); err != nil {
 		return calls.Extension{}, badRequest("%s: %v", field, err)
 	}
-	x, ok := h.state.Snapshot().Extensions[id]
+	x, ok := h.state.Snapshot().Extensions.Lookup(id)
 	if !ok {
 		return calls.Extension{}, notFound("extension %q does not exist", id)
 	}
@@ -100,8 +100,8 @@ func (h *handler) getVoicemailCounters(w http.ResponseWriter, r *http.Request, _
 	c := h.vmCounters.Load()
 	if c == nil || c.snap != vc.snap {
 		b := []byte{'{'}
-		for _, k := range sortedKeys(vc.snap.Extensions) {
-			v := vc.snap.Extensions[k].Voicemail
+		for _, k := range vc.snap.Extensions.Keys() {
+			v := vc.snap.Extensions.Get(k).Voicemail
 			if v == nil {
 				continue
 			}
@@ -164,7 +164,7 @@ func (h *handler) getPresence(w http.ResponseWriter, r *http.Request, u *auth.Us
 		return writeError(w, h.log, r, err)
 	}
 	vc := h.current()
-	x, ok := vc.snap.Extensions[ext]
+	x, ok := vc.snap.Extensions.Lookup(ext)
 	if !ok {
 		return writeError(w, h.log, r, notFound("extension %q does not exist", ext))
 	}

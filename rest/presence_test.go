@@ -223,7 +223,7 @@ func TestPresenceOfMatchesEngine(t *testing.T) {
 			last = string(c.Data)
 		}
 	}
-	x := s.Extensions["201"]
+	x := s.Extensions.Get("201")
 	if want := `{"exten":"201","status":"` + calls.PresenceOf(&x, "333") + `"}`; last != want || !strings.Contains(last, "cellphone") {
 		t.Errorf("userPresenceUpdate %s, REST's presence %s", last, want)
 	}

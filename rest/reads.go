@@ -243,8 +243,8 @@ func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource)
 	var live func(string) bool
 	switch res {
 	case resExtensions:
-		keys, json = sortedKeys(s.Extensions), s.ExtensionJSON
-		live = func(k string) bool { _, ok := s.Extensions[k]; return ok }
+		keys, json = s.Extensions.Keys(), s.ExtensionJSON
+		live = func(k string) bool { _, ok := s.Extensions.Lookup(k); return ok }
 	case resQueues:
 		keys, json = sortedKeys(s.Queues), s.QueueJSON
 		live = func(k string) bool { _, ok := s.Queues[k]; return ok }

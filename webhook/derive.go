@@ -77,7 +77,7 @@ func (t *tracker) change(c *calls.Change, emit func(*Event)) error {
 // seed takes the calls in progress in snap without raising events (a
 // start: whatever they did before, this process did not see).
 func (t *tracker) seed(snap *calls.Snapshot) {
-	for k, x := range snap.Extensions {
+	for k, x := range snap.Extensions.All() {
 		if t.scope(k) {
 			t.apply(k, fromModel(x.Conversations), snap.At, nil)
 		}
@@ -89,11 +89,11 @@ func (t *tracker) seed(snap *calls.Snapshot) {
 // or answer).
 func (t *tracker) resync(snap *calls.Snapshot, emit func(*Event)) {
 	for k := range t.legs {
-		if _, ok := snap.Extensions[k]; !ok {
+		if _, ok := snap.Extensions.Lookup(k); !ok {
 			t.apply(k, nil, snap.At, emit)
 		}
 	}
-	for k, x := range snap.Extensions {
+	for k, x := range snap.Extensions.All() {
 		if t.scope(k) {
 			t.apply(k, fromModel(x.Conversations), snap.At, emit)
 		}

@@ -85,7 +85,7 @@ func TestFilterMatchesView(t *testing.T) {
 						return string(append(b, '}'))
 					}
 					for coll, want := range map[string]string{
-						"extensions": wantColl(sortedKeys(s.Extensions), func(k string) []byte { return v.Extension(k, s.ExtensionJSON(k)) }),
+						"extensions": wantColl(s.Extensions.Keys(), func(k string) []byte { return v.Extension(k, s.ExtensionJSON(k)) }),
 						"queues":     wantColl(sortedKeys(s.Queues), func(k string) []byte { return v.Queue(s.QueueJSON(k)) }),
 						"parkings":   wantColl(sortedKeys(s.Parkings), func(k string) []byte { return v.Parking(s.ParkingJSON(k)) }),
 						"trunks":     wantColl(sortedKeys(s.Trunks), func(k string) []byte { return v.Trunk(s.TrunkJSON(k)) }),

@@ -178,7 +178,7 @@ func checkMirror(t *testing.T, m *mirror, s *calls.Snapshot, u *auth.User) {
 	t.Helper()
 	v := auth.ViewOf(u)
 	want := map[string]map[string]string{"extensions": {}, "trunks": {}, "parkings": {}}
-	for k := range s.Extensions {
+	for k := range s.Extensions.All() {
 		data := s.ExtensionJSON(k)
 		if u != nil {
 			data = v.Extension(k, data)

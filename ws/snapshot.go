@@ -80,7 +80,7 @@ func (h *Hub) redacted(s *calls.Snapshot, k kind) *redColl {
 	var get func(string) []byte
 	switch k {
 	case kindExt:
-		keys, get = sortedKeys(s.Extensions), s.ExtensionJSON
+		keys, get = s.Extensions.Keys(), s.ExtensionJSON
 	case kindQueue:
 		keys, get = sortedKeys(s.Queues), s.QueueJSON
 	case kindPark:

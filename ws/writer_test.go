@@ -53,27 +53,36 @@ func TestIdleDeliveryImmediate(t *testing.T) {
 		t.Errorf("20 changes to an idle client took %d writes, want 20", got)
 	}
 
-	// A burst while a write is stuck: hold the socket, queue 100 changes
-	// (the flusher holds the first), release: two writes in all.
+	// A burst while a write is stuck: hold the socket, let the flusher
+	// take the first change (it blocks writing it), queue 99 more,
+	// release: two writes in all. The first is applied alone: an engine
+	// faster than the hub's wake-up would otherwise hand all 100 to the
+	// first write.
 	w0 = writes()
 	srv.nc.mu.Lock()
-	var last uint64
-	for i := range 100 {
+	waitConn := func(what string, cond func() bool) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			srv.mu.Lock()
+			ok := cond()
+			srv.mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				srv.nc.mu.Unlock()
+				t.Fatal(what)
+			}
+		}
+	}
+	last := e.apply(devState("300", true)).Seq
+	waitConn("the flusher never took the first change", func() bool { return srv.writing && srv.live == 0 })
+	for i := 1; i < 100; i++ {
 		last = e.apply(devState(fmt.Sprint(300+i), true)).Seq
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		srv.mu.Lock()
+	waitConn("the changes were never queued", func() bool {
 		n := len(srv.q)
-		all := n > 0 && srv.q[n-1] != nil && srv.q[n-1].seq == last
-		srv.mu.Unlock()
-		if all {
-			break
-		}
-		if time.Now().After(deadline) {
-			srv.nc.mu.Unlock()
-			t.Fatal("the changes were never queued")
-		}
-	}
+		return n > 0 && srv.q[n-1] != nil && srv.q[n-1].seq == last
+	})
 	srv.nc.mu.Unlock()
 	n0 := len(m.seqs)
 	m.readUntil(t, c, last)
@@ -110,6 +119,11 @@ func TestFanoutPaced(t *testing.T) {
 	var s *calls.Snapshot
 	for i := range 400 {
 		s = e.apply(devState(fmt.Sprint(200+i), true))
+		if i%20 == 19 {
+			// Changes keep coming while the clients' budget runs: a
+			// Publish no longer takes long enough to space them.
+			time.Sleep(2 * time.Millisecond)
+		}
 	}
 	events := 0
 	for i, c := range cs {

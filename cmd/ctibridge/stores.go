@@ -236,7 +236,7 @@ func (n *numberNames) owners() []string {
 // else the public phonebook's.
 func (n *numberNames) name(num string) string {
 	if e := n.state.Load(); e != nil && num != "" {
-		if x, ok := e.Snapshot().Extensions[num]; ok && x.Name != "" {
+		if x, ok := e.Snapshot().Extensions.Lookup(num); ok && x.Name != "" {
 			return x.Name
 		}
 	}

@@ -8,11 +8,11 @@ import (
 func TestEngine(t *testing.T) {
 	e := Engine(Options{Extensions: 100, InCall: 30})
 	s := e.Snapshot()
-	if len(s.Extensions) != 100 {
-		t.Fatalf("%d extensions", len(s.Extensions))
+	if s.Extensions.Len() != 100 {
+		t.Fatalf("%d extensions", s.Extensions.Len())
 	}
 	inCall := 0
-	for _, x := range s.Extensions {
+	for _, x := range s.Extensions.All() {
 		if len(x.Conversations) > 0 {
 			inCall++
 		}

@@ -1,0 +1,191 @@
+package calls
+
+import (
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// scalePBX generates the AMI events of a busy call centre: extensions
+// 2000, 2001, ... registered, and two-party internal calls between them
+// that start (Newchannel, DialBegin, ringing, answer, bridge) and end
+// (bridge leave, hangup), with the noise Asterisk sends around them.
+type scalePBX struct {
+	exts int
+	free []int      // idle extensions, oldest first
+	up   [][2]int   // calls up, oldest first
+	ids  []scaleIDs // per call in up
+	next int        // call counter: channel names and Uniqueids
+}
+
+type scaleIDs struct{ ca, cb, ua, ub, br string }
+
+func newScalePBX(exts int) *scalePBX {
+	s := &scalePBX{exts: exts}
+	for i := range exts {
+		s.free = append(s.free, i)
+	}
+	return s
+}
+
+func scaleEv(name string, kv ...string) ami.Message {
+	h := make([]ami.Header, 0, 1+len(kv)/2)
+	h = append(h, ami.Header{Key: "Event", Value: name})
+	for i := 0; i+1 < len(kv); i += 2 {
+		h = append(h, ami.Header{Key: kv[i], Value: kv[i+1]})
+	}
+	return ami.NewMessage(h...)
+}
+
+func scaleChanEv(name, ch, num, conn, exten, uid, linked string, state int, extra ...string) ami.Message {
+	kv := []string{"Channel", ch, "ChannelState", strconv.Itoa(state), "CallerIDNum", num, "CallerIDName", "User " + num,
+		"ConnectedLineNum", conn, "ConnectedLineName", "<unknown>", "Language", "en", "AccountCode", "",
+		"Context", "from-internal", "Exten", exten, "Priority", "1", "Uniqueid", uid, "Linkedid", linked}
+	return scaleEv(name, append(kv, extra...)...)
+}
+
+func scaleExten(i int) string { return strconv.Itoa(2000 + i) }
+
+// register returns the events that make every extension known, named and
+// idle, as a resync and its PJSIPShowEndpoint follow-ups do.
+func (s *scalePBX) register() []ami.Message {
+	var out []ami.Message
+	for i := range s.exts {
+		x := scaleExten(i)
+		out = append(out,
+			scaleEv("ExtensionStatus", "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"),
+			scaleEv("ContactStatus", "URI", "sip:"+x+"@10.0.0.1:5062", "ContactStatus", "Reachable", "AOR", x, "EndpointName", x),
+			scaleEv("EndpointDetail", "ObjectType", "endpoint", "ObjectName", x, "Context", "from-internal",
+				"Callerid", `"User `+x+`" <`+x+`>`, "DeviceState", "Not in use"),
+		)
+	}
+	return out
+}
+
+// start returns the events of one call between the two oldest idle
+// extensions, from the INVITE to both parties bridged.
+func (s *scalePBX) start() []ami.Message {
+	i, j := s.free[0], s.free[1]
+	s.free = s.free[2:]
+	s.next++
+	n := strconv.Itoa(s.next)
+	a, b := scaleExten(i), scaleExten(j)
+	id := scaleIDs{
+		ca: "PJSIP/" + a + "-" + n + "a", cb: "PJSIP/" + b + "-" + n + "b",
+		ua: "1796028439." + n + "1", ub: "1796028439." + n + "2", br: "bridge-" + n,
+	}
+	s.up, s.ids = append(s.up, [2]int{i, j}), append(s.ids, id)
+	return append([]ami.Message(nil),
+		scaleChanEv("Newchannel", id.ca, a, "<unknown>", b, id.ua, id.ua, 4),
+		scaleChanEv("VarSet", id.ca, a, "<unknown>", b, id.ua, id.ua, 4, "Variable", "SIPCALLID", "Value", n),
+		scaleChanEv("Newexten", id.ca, a, "<unknown>", b, id.ua, id.ua, 4, "Application", "Dial"),
+		scaleChanEv("Newchannel", id.cb, b, "<unknown>", "s", id.ub, id.ua, 0),
+		scaleChanEv("DialBegin", id.ca, a, "<unknown>", b, id.ua, id.ua, 4, "DestChannel", id.cb, "DestUniqueid", id.ub, "DialString", b),
+		scaleChanEv("Newstate", id.cb, b, a, b, id.ub, id.ua, 5),
+		scaleEv("ExtensionStatus", "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "8", "StatusText", "Ringing"),
+		scaleChanEv("Newstate", id.cb, b, a, b, id.ub, id.ua, 6),
+		scaleChanEv("DialEnd", id.ca, a, b, b, id.ua, id.ua, 4, "DestChannel", id.cb, "DestUniqueid", id.ub, "DialStatus", "ANSWER"),
+		scaleChanEv("Newstate", id.ca, a, b, b, id.ua, id.ua, 6),
+		scaleEv("BridgeCreate", "BridgeUniqueid", id.br, "BridgeType", "basic", "BridgeTechnology", "simple_bridge"),
+		scaleChanEv("BridgeEnter", id.cb, b, a, "", id.ub, id.ua, 6, "BridgeUniqueid", id.br),
+		scaleChanEv("BridgeEnter", id.ca, a, b, b, id.ua, id.ua, 6, "BridgeUniqueid", id.br),
+		scaleEv("ExtensionStatus", "Exten", a, "Context", "ext-local", "Hint", "PJSIP/"+a, "Status", "1", "StatusText", "InUse"),
+		scaleEv("ExtensionStatus", "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "1", "StatusText", "InUse"),
+	)
+}
+
+// end returns the events that hang up the oldest call.
+func (s *scalePBX) end() []ami.Message {
+	c, id := s.up[0], s.ids[0]
+	s.up, s.ids = s.up[1:], s.ids[1:]
+	s.free = append(s.free, c[0], c[1])
+	a, b := scaleExten(c[0]), scaleExten(c[1])
+	return append([]ami.Message(nil),
+		scaleChanEv("BridgeLeave", id.ca, a, b, b, id.ua, id.ua, 6, "BridgeUniqueid", id.br),
+		scaleChanEv("BridgeLeave", id.cb, b, a, "", id.ub, id.ua, 6, "BridgeUniqueid", id.br),
+		scaleEv("BridgeDestroy", "BridgeUniqueid", id.br),
+		scaleChanEv("Hangup", id.cb, b, a, "", id.ub, id.ua, 6, "Cause", "16"),
+		scaleChanEv("Hangup", id.ca, a, b, b, id.ua, id.ua, 6, "Cause", "16"),
+		scaleEv("ExtensionStatus", "Exten", a, "Context", "ext-local", "Hint", "PJSIP/"+a, "Status", "0", "StatusText", "Idle"),
+		scaleEv("ExtensionStatus", "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "0", "StatusText", "Idle"),
+	)
+}
+
+// scaleEngine is an engine holding exts registered extensions and calls
+// two-party calls up, and the generator that keeps it that way.
+func scaleEngine(tb testing.TB, exts, calls int) (*Engine, *scalePBX) {
+	tb.Helper()
+	now := time.Unix(1796028439, 0)
+	e := New(Config{Now: func() time.Time { return now }})
+	s := newScalePBX(exts)
+	for _, m := range s.register() {
+		e.Apply(m)
+	}
+	for range calls {
+		for _, m := range s.start() {
+			e.Apply(m)
+		}
+	}
+	e.Publish()
+	return e, s
+}
+
+// scaleStream is the endless event stream at a steady number of calls: the
+// oldest call ends, a new one starts.
+func (s *scalePBX) stream(n int) []ami.Message {
+	var out []ami.Message
+	for len(out) < n {
+		out = append(out, s.end()...)
+		out = append(out, s.start()...)
+	}
+	return out
+}
+
+// BenchmarkApplyPublishAtScale streams call ends and starts into an engine
+// holding 5,000 extensions and 2,000 calls, with a Publish every 64 events
+// (a full read batch of the AMI reader, as under load) or every 512.
+func BenchmarkApplyPublishAtScale(b *testing.B) {
+	for _, batch := range []int{64, 512} {
+		b.Run("batch"+strconv.Itoa(batch), func(b *testing.B) { benchAtScale(b, batch) })
+	}
+}
+
+func benchAtScale(b *testing.B, batch int) {
+	e, s := scaleEngine(b, 5000, 2000)
+	msgs := s.stream(1 << 16) // pre-built: the benchmark measures the engine
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	j := 0
+	for i := range b.N {
+		e.Apply(msgs[j])
+		if j++; j == len(msgs) {
+			b.StopTimer()
+			c := cpuTime()
+			msgs = s.stream(1 << 16)
+			j = 0
+			cpu += cpuTime() - c
+			b.StartTimer()
+		}
+		if i%batch == batch-1 {
+			e.Publish()
+		}
+	}
+	e.Publish()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(b.N)/(cpuTime()-cpu).Seconds(), "events/cpu-s")
+}
+
+// cpuTime is the CPU time the process used (user and system, GC included):
+// on a machine other work loads, events per CPU second is steadier than
+// per wall second.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
