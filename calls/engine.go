@@ -197,7 +197,15 @@ func (e *Engine) apply(m ami.Message) {
 		e.onConfEvent(m, ev)
 	case "CoreShowChannel":
 		e.onCoreShowChannel(m)
+	default:
+		e.applyState(m, ev)
+	}
+}
 
+// applyState applies the events about extensions, trunks, queues and
+// parking spaces; apply takes the channel events.
+func (e *Engine) applyState(m ami.Message, ev string) {
+	switch ev {
 	// Extensions and trunks.
 	case "ExtensionStatus":
 		e.onExtensionStatus(m)
