@@ -290,6 +290,31 @@ func (r *redactor) emit(s []byte, a act) bool {
 	return true
 }
 
+// item moves to the next member of the object or array that end closes:
+// it copies the comma before it, or the end itself (done); ok is false
+// when the input is not JSON.
+func (r *redactor) item(end byte, first *bool) (done, ok bool) {
+	r.ws()
+	if r.i >= len(r.in) {
+		return false, false
+	}
+	if r.in[r.i] == end {
+		r.out = append(r.out, end)
+		r.i++
+		return true, true
+	}
+	if !*first {
+		if r.in[r.i] != ',' {
+			return false, false
+		}
+		r.out = append(r.out, ',')
+		r.i++
+		r.ws()
+	}
+	*first = false
+	return false, true
+}
+
 // object copies the object starting at r.i; path leads to it.
 func (r *redactor) object(path []string) bool {
 	r.out = append(r.out, '{')
@@ -297,24 +322,9 @@ func (r *redactor) object(path []string) bool {
 	keys := r.rule(path, keysOf)
 	first := true
 	for {
-		r.ws()
-		if r.i >= len(r.in) {
-			return false
+		if done, ok := r.item('}', &first); done || !ok {
+			return ok
 		}
-		if r.in[r.i] == '}' {
-			r.out = append(r.out, '}')
-			r.i++
-			return true
-		}
-		if !first {
-			if r.in[r.i] != ',' {
-				return false
-			}
-			r.out = append(r.out, ',')
-			r.i++
-			r.ws()
-		}
-		first = false
 		if r.i >= len(r.in) || r.in[r.i] != '"' {
 			return false
 		}
@@ -355,23 +365,9 @@ func (r *redactor) value(path []string, key string, a act) bool {
 		r.i++
 		first := true
 		for {
-			r.ws()
-			if r.i >= len(r.in) {
-				return false
+			if done, ok := r.item(']', &first); done || !ok {
+				return ok
 			}
-			if r.in[r.i] == ']' {
-				r.out = append(r.out, ']')
-				r.i++
-				return true
-			}
-			if !first {
-				if r.in[r.i] != ',' {
-					return false
-				}
-				r.out = append(r.out, ',')
-				r.i++
-			}
-			first = false
 			if !r.value(path, key, a) {
 				return false
 			}
