@@ -213,6 +213,17 @@ func chanEndpoint(ch string) string {
 
 // convOf finds conversation convid of extension x and splits it into x's
 // own channel and the counterpart's ("" when none).
+// endpointConv checks that u may do a on endpoint (the endpointId field)
+// and finds its conversation convid: the endpoint, the conversation, and
+// the endpoint's own and the other party's channels.
+func (h *handler) endpointConv(u *auth.User, s *calls.Snapshot, a auth.Action, endpoint, convid string) (x calls.Extension, c calls.Conversation, own, other string, err error) {
+	if x, err = h.endpoint(u, s, a, "endpointId", endpoint); err != nil {
+		return x, c, "", "", err
+	}
+	c, own, other, err = convOf(x, convid)
+	return x, c, own, other, err
+}
+
 func convOf(x calls.Extension, convid string) (c calls.Conversation, own, other string, err error) {
 	if convid == "" {
 		return c, "", "", badRequest("convid is required")
@@ -265,11 +276,7 @@ func planCall(h *handler, u *auth.User, s *calls.Snapshot, req *callReq) ([]ami.
 }
 
 func planHangup(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
-	x, err := h.endpoint(u, s, auth.Hangup, "endpointId", req.EndpointID)
-	if err != nil {
-		return nil, err
-	}
-	_, own, _, err := convOf(x, req.ConvID)
+	_, _, own, _, err := h.endpointConv(u, s, auth.Hangup, req.EndpointID, req.ConvID)
 	if err != nil {
 		return nil, err
 	}
@@ -280,11 +287,7 @@ func planBlindTransfer(h *handler, u *auth.User, s *calls.Snapshot, req *convToR
 	if err := h.checkNumber("to", req.To); err != nil {
 		return nil, err
 	}
-	x, err := h.endpoint(u, s, auth.Transfer, "endpointId", req.EndpointID)
-	if err != nil {
-		return nil, err
-	}
-	_, _, other, err := convOf(x, req.ConvID)
+	_, _, _, other, err := h.endpointConv(u, s, auth.Transfer, req.EndpointID, req.ConvID)
 	if err != nil {
 		return nil, err
 	}
@@ -301,11 +304,7 @@ func planAtxfer(h *handler, u *auth.User, s *calls.Snapshot, req *convToReq) ([]
 	if err := h.checkNumber("to", req.To); err != nil {
 		return nil, err
 	}
-	x, err := h.endpoint(u, s, auth.Transfer, "endpointId", req.EndpointID)
-	if err != nil {
-		return nil, err
-	}
-	c, own, _, err := convOf(x, req.ConvID)
+	_, c, own, _, err := h.endpointConv(u, s, auth.Transfer, req.EndpointID, req.ConvID)
 	if err != nil {
 		return nil, err
 	}
@@ -316,11 +315,7 @@ func planAtxfer(h *handler, u *auth.User, s *calls.Snapshot, req *convToReq) ([]
 }
 
 func planPark(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
-	x, err := h.endpoint(u, s, auth.Park, "endpointId", req.EndpointID)
-	if err != nil {
-		return nil, err
-	}
-	c, own, other, err := convOf(x, req.ConvID)
+	_, c, own, other, err := h.endpointConv(u, s, auth.Park, req.EndpointID, req.ConvID)
 	if err != nil {
 		return nil, err
 	}
@@ -382,11 +377,7 @@ func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupP
 
 func planRecord(op string) func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
 	return func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
-		x, err := h.endpoint(u, s, auth.Record, "endpointId", req.EndpointID)
-		if err != nil {
-			return nil, err
-		}
-		c, own, _, err := convOf(x, req.ConvID)
+		x, c, own, _, err := h.endpointConv(u, s, auth.Record, req.EndpointID, req.ConvID)
 		if err != nil {
 			return nil, err
 		}

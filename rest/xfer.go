@@ -27,11 +27,7 @@ var callActions = []action{
 // transferer (the held one or the consult).
 func planAtxferEnd(complete bool) func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
 	return func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
-		x, err := h.endpoint(u, s, auth.Transfer, "endpointId", req.EndpointID)
-		if err != nil {
-			return nil, err
-		}
-		c, own, _, err := convOf(x, req.ConvID)
+		x, c, own, _, err := h.endpointConv(u, s, auth.Transfer, req.EndpointID, req.ConvID)
 		if err != nil {
 			return nil, err
 		}
