@@ -136,6 +136,7 @@ function event(m) {
     case 'userPresenceUpdate':
       state.presence = {...state.presence, [d.exten]: d.status};
       if (state.exts[d.exten]) grid.set(state.exts[d.exten]);
+      if (myEndpoints().includes(d.exten)) mine.render();
       break;
     case 'pbxStatus':
       state.pbx = d;
@@ -249,7 +250,9 @@ async function probe() {
   const has = (path) => spec.includes('\n  ' + path + ':');
   const hasConfs = has('/astproxy/conferences') && await confs.load();
   $('#tab-confs').hidden = !hasConfs;
-  live.topics(has('/user/presencelist') ? ['presence'] : []);
+  const hasPres = has('/user/presencelist');
+  live.topics(hasPres ? ['presence'] : []);
+  if (hasPres) await mine.loadPresence();
 }
 
 async function start() {

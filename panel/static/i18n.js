@@ -41,6 +41,8 @@ const S = {
   'me.cf': ['Forward to', 'Inoltra a'],
   'me.cf.set': ['Forward', 'Inoltra'],
   'me.cf.off': ['Stop forwarding', 'Togli inoltro'],
+  'me.pres': ['My presence', 'La mia presenza'],
+  'me.pres.set': ['Presence: {status}', 'Presenza: {status}'],
   'me.cf.number': ['Number to forward your calls to', 'Numero a cui inoltrare le chiamate'],
 
   // Extensions toolbar and grid.
@@ -120,6 +122,10 @@ const S = {
   'act.atxfer': ['Attended', 'Con consultazione'],
   'act.complete': ['Complete transfer', 'Completa trasferimento'],
   'act.cancel': ['Cancel transfer', 'Annulla trasferimento'],
+  'act.cfOn': ['Forward calls to…', 'Inoltra le chiamate a…'],
+  'act.cfOff': ['Stop forwarding', 'Togli inoltro'],
+  'act.cfTo': ['Forward {name} to {to}', 'Inoltro di {name} a {to}'],
+  'act.cfNumber': ['Forward the calls of {name} to', 'Inoltra le chiamate di {name} a'],
   'act.dndOn': ['Set do not disturb', 'Attiva non disturbare'],
   'act.dndOff': ['Clear do not disturb', 'Togli non disturbare'],
   'act.close': ['Close', 'Chiudi'],
@@ -184,6 +190,8 @@ const S = {
   'q.calls': ['{n} calls', '{n} chiamate'],
   'q.callsTaken': ['calls taken', 'chiamate prese'],
   'q.waitingWord': ['waiting', 'in attesa'],
+  'q.answer': ['Answer', 'Rispondi'],
+  'q.answerLabel': ['Answer {who} on my phone', 'Rispondi a {who} sul mio telefono'],
   'q.hiddenCaller': ['private number', 'numero riservato'],
   'q.pause': ['Pause', 'Pausa'],
   'q.unpause': ['Unpause', 'Riprendi'],
