@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 func TestBrowserMore(t *testing.T) {
@@ -21,6 +22,25 @@ func TestBrowserMore(t *testing.T) {
 	b.run("presence chooser", func(t *testing.T) { morePresence(t, e) })
 	b.run("forward a colleague's calls", func(t *testing.T) { moreForward(t, e) })
 	b.run("the banner does not move the page", func(t *testing.T) { moreBanner(t, e) })
+	b.run("group tabs by keyboard", func(t *testing.T) { moreGroupTabs(t, e) })
+}
+
+// moreGroupTabs: the group tabs (Everyone, My extensions, the support
+// queue) filter the grid; reached with Tab from the search box and moved
+// with the arrow keys; the Show selector follows.
+func moreGroupTabs(t *testing.T, e *demoEnv) {
+	b, wait := e.b, 5*time.Second
+	b.waitFor("group tabs", `document.querySelectorAll('#ext-gtabs [role="tab"]').length >= 3`, wait)
+	visible := `[...document.querySelectorAll('#grid li.card')].filter(c => !c.hidden && c.offsetParent).length`
+	b.do(chromedp.Focus(chromedp.CSS("#ext-search")), chromedp.KeyEvent("\t"))
+	b.waitFor("focus on the Everyone tab", `document.activeElement?.dataset.group === 'all'`, wait)
+	b.do(chromedp.KeyEvent(kb.ArrowRight))
+	b.waitFor("My extensions: only 203", `document.activeElement?.dataset.group === 'mine' && `+visible+` === 1 && document.querySelector('#ext-group').value === 'mine'`, wait)
+	b.do(chromedp.KeyEvent(kb.ArrowRight))
+	b.waitFor("the queue's members", `document.activeElement?.dataset.group?.startsWith('queue:') && `+visible+` >= 1 && `+visible+` < 8`, wait)
+	b.shot("group-tabs")
+	b.do(chromedp.KeyEvent(kb.Home))
+	b.waitFor("everyone again", `document.activeElement?.dataset.group === 'all' && `+visible+` === 8 && document.activeElement.getAttribute('aria-selected') === 'true'`, wait)
 }
 
 // TestBrowserConference: the admin (who may manage room 1000) mutes,

@@ -50,6 +50,7 @@ const S = {
   'search.ph': ['Name or number ( / )', 'Nome o numero ( / )'],
   'show': ['Show', 'Mostra'],
   'group.all': ['Everyone', 'Tutti'],
+  'group.tabs': ['Groups', 'Gruppi'],
   'group.mine': ['My extensions', 'I miei interni'],
   'group.queues': ['Queue members', 'Membri delle code'],
   'group.status': ['Status', 'Stato'],

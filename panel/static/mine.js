@@ -103,6 +103,8 @@ export class MyControls {
     this.dnd.classList.toggle('on', !!x.dnd);
     const cf = x.cf || '';
     if (cf) this.cf.value = cf;
+    // A forward just removed (here or by a presence choice) leaves the box empty.
+    else if (this.cf.disabled) this.cf.value = '';
     this.cf.disabled = !!cf;
     this.cfBtn.textContent = cf ? t('me.cf.off') : t('me.cf.set');
     this.cfBtn.setAttribute('aria-pressed', String(!!cf));
