@@ -217,10 +217,11 @@ func moreQueueAnswer(t *testing.T, e *demoEnv) {
 func morePresence(t *testing.T, e *demoEnv) {
 	b, wait := e.b, 10*time.Second
 	b.waitFor("the presence chooser", `!document.querySelector('#me-pres-wrap').hidden && document.querySelector('#me-pres').value === 'online'`, wait)
+	// The choice and its change event in one step, as a user's pick is:
+	// a live update in between would redraw the chooser.
 	choose := func(status string) {
 		b.clearToast()
-		b.do(chromedp.SetValue(chromedp.CSS("#me-pres"), status))
-		eval[bool](b, `document.querySelector('#me-pres').dispatchEvent(new Event('change')) || true`)
+		eval[bool](b, `(() => { const s = document.querySelector('#me-pres'); s.value = '`+status+`'; s.dispatchEvent(new Event('change')); return true })()`)
 	}
 	type presence struct{ Status string }
 	card := `#grid li[data-exten="203"]`
@@ -228,6 +229,7 @@ func morePresence(t *testing.T, e *demoEnv) {
 	if !b.refused(t, "/user/presence") {
 		pollREST(t, e.d.URL, e.token, "/user/presence", "presence dnd", func(p presence) bool { return p.Status == "dnd" })
 		b.waitFor("203's card says DND", `document.querySelector('`+card+` .ind-dnd')`, wait)
+		b.waitFor("the chooser says DND", `document.querySelector('#me-pres').value === 'dnd'`, wait)
 	}
 	choose("voicemail")
 	if !b.refused(t, "/user/presence") {

@@ -21,6 +21,8 @@ export class MyControls {
     this.pres = $('#me-pres');
     this.presList = [];
     this.pres.addEventListener('change', () => this.setPresence(this.pres.value));
+    // An update that came while the chooser had the focus shows on leaving it.
+    this.pres.addEventListener('blur', () => this.render());
   }
 
   // loadPresence reads the choices the user has (GET user/presencelist);
@@ -49,7 +51,9 @@ export class MyControls {
       toast(t('msg.done', {what}));
     } catch (e) {
       toast(t('msg.failed', {what, why: e.message}), 'error');
-      this.render();
+      // Back to what the PBX has (render leaves a focused chooser alone).
+      const x = state.exts[this.exten()];
+      if (x) this.pres.value = this.presence(x);
     }
   }
 
