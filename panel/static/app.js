@@ -17,6 +17,7 @@ import {Phonebook} from './phonebook.js';
 import {History} from './history.js';
 import {Popup} from './popup.js';
 import {banner} from './banner.js';
+import {GroupTabs} from './gtabs.js';
 
 const views = ['ext', 'queues', 'trunks', 'confs', 'phonebook', 'history'];
 // A directory this large opens in compact mode unless the user chose.
@@ -35,6 +36,7 @@ const grid = new Grid($('#grid'), {
   onCount: (n, total) => { $('#ext-count').textContent = n === total ? t('grid.count', {n: total}) : t('grid.countOf', {n, total}); },
 });
 const bar = new CallsBar($('#mycalls'));
+const gtabs = new GroupTabs($('#ext-gtabs'), (g) => pickGroup(g));
 const menu = new CardMenu({active: () => activeCall(), transfer: (d, to) => transfer(d, to), call: (n) => call(n)});
 const mine = new MyControls();
 const queues = new QueuesView($('#queues'), $('#parkings'), (n) => call(n));
@@ -136,6 +138,7 @@ function event(m) {
     case 'userPresenceUpdate':
       state.presence = {...state.presence, [d.exten]: d.status};
       if (state.exts[d.exten]) grid.set(state.exts[d.exten]);
+      if (myEndpoints().includes(d.exten)) mine.render();
       break;
     case 'pbxStatus':
       state.pbx = d;
@@ -187,7 +190,19 @@ function refreshGroups(force) {
     sel.replaceChildren(...opts);
     sel.value = [...sel.options].some((o) => o.value === cur) ? cur : 'all';
     grid.setGroups(groups);
+    // The same groups (not the statuses) as tabs.
+    const tabs = [['all', t('group.all')]];
+    if (myEndpoints().length) tabs.push(['mine', t('group.mine')]);
+    for (const q of qs) tabs.push(['queue:' + q.queue, q.name || q.queue]);
+    gtabs.render(tabs, sel.value);
   }
+}
+
+// pickGroup shows one group (a tab or the Show selector).
+function pickGroup(g) {
+  $('#ext-group').value = g;
+  gtabs.select(g);
+  grid.setFilter({group: g});
 }
 
 async function call(number) {
@@ -249,7 +264,9 @@ async function probe() {
   const has = (path) => spec.includes('\n  ' + path + ':');
   const hasConfs = has('/astproxy/conferences') && await confs.load();
   $('#tab-confs').hidden = !hasConfs;
-  live.topics(has('/user/presencelist') ? ['presence'] : []);
+  const hasPres = has('/user/presencelist');
+  live.topics(hasPres ? ['presence'] : []);
+  if (hasPres) await mine.loadPresence();
 }
 
 async function start() {
@@ -360,7 +377,7 @@ $('#ext-search').addEventListener('keydown', (e) => {
     grid.setFilter({text: ''});
   }
 });
-$('#ext-group').addEventListener('change', (e) => grid.setFilter({group: e.target.value}));
+$('#ext-group').addEventListener('change', (e) => pickGroup(e.target.value));
 document.addEventListener('keydown', (e) => {
   // "/" jumps to the search box, as in many web apps.
   if (e.key === '/' && !e.target.closest('input, textarea, select') && !$('#app').hidden) {

@@ -1,6 +1,6 @@
 // Actions on a colleague's card (the ⋯ button, M or the context-menu key
 // on a focused card): pick up a ringing call, hang up, listen, intrude,
-// park, record, transfer one's own call here. Each shows only when
+// park, record, transfer one's own call here, forward the colleague's calls. Each shows only when
 // /user/me allows it on that extension (actions and scope) and the call is
 // in a state where it makes sense; the PBX's refusals come back in plain
 // words (errors.js).
@@ -53,6 +53,11 @@ export function cardActions(exten, active, transfer, call) {
   // DND for a colleague one may act for (one's own is in the top bar).
   add(!mine && can('dnd') && scope && x.status !== 'offline', x.dnd ? 'act.dndOff' : 'act.dndOn', x.dnd ? 'dndoff' : 'dndon',
     post('dnd', {endpointId: exten, activate: !x.dnd}, t(x.dnd ? 'act.dndOff' : 'act.dndOn')));
+  // Forward a colleague's calls (the number is asked in the menu), or
+  // stop forwarding them.
+  const fwd = !mine && can('call_forward') && scope;
+  add(fwd && !x.cf, 'act.cfOn', 'cfon', null);
+  add(fwd && !!x.cf, 'act.cfOff', 'cfoff', post('cfcall', {endpointId: exten, type: 'unconditional'}, t('act.cfOff')));
   // Click-to-call the other party when the card shows its number.
   const other = c ? peerNumber(c, exten) : '';
   if (other && other !== exten && can('call') && dest) out.push([t('act.callBack', {number: other}), 'callpeer', () => call(other)]);
@@ -77,8 +82,9 @@ export class CardMenu {
     this.exten = exten;
     this.anchor = anchor;
     const title = el('p', {class: 'menu-title'}, `${nameOf(exten)} (${exten})`);
+    // An action without run asks for a number first (forward).
     const items = acts.map(([label, role, run]) => el('button', {type: 'button', role: 'menuitem', tabindex: '-1', 'data-role': role,
-      onclick: () => { this.close(true); run(); }}, label));
+      onclick: () => { if (!run) { this.askForward(exten); return; } this.close(true); run(); }}, label));
     this.root.replaceChildren(title, ...(items.length ? items : [el('p', {class: 'muted'}, t('act.none'))]),
       el('button', {type: 'button', role: 'menuitem', tabindex: '-1', class: 'link', 'data-role': 'close', onclick: () => this.close(true)}, t('act.close')));
     this.root.setAttribute('aria-label', t('card.actionsLabel', {name: nameOf(exten), exten}));
@@ -91,6 +97,30 @@ export class CardMenu {
     this.root.querySelector('[role="menuitem"]')?.focus();
   }
 
+  // askForward turns the menu into a one-field form: the number to
+  // forward exten's calls to (cfcall, unconditional).
+  askForward(exten) {
+    const input = el('input', {id: 'card-menu-cf', type: 'tel', inputmode: 'tel', autocomplete: 'off', placeholder: t('me.cf')});
+    const send = async () => {
+      const to = input.value.trim();
+      if (!to) { input.focus(); return; }
+      this.close(true);
+      const what = t('act.cfTo', {name: nameOf(exten), to});
+      try {
+        await api.post('/astproxy/cfcall', {endpointId: exten, type: 'unconditional', to});
+        toast(t('msg.done', {what}));
+      } catch (e) {
+        toast(t('msg.failed', {what, why: e.message}), 'error');
+      }
+    };
+    input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); send(); } });
+    this.root.replaceChildren(el('p', {class: 'menu-title'}, `${nameOf(exten)} (${exten})`),
+      el('label', {for: 'card-menu-cf'}, t('act.cfNumber', {name: nameOf(exten)})), input,
+      el('button', {type: 'button', role: 'menuitem', tabindex: '-1', 'data-role': 'cfsend', onclick: send}, t('me.cf.set')),
+      el('button', {type: 'button', role: 'menuitem', tabindex: '-1', class: 'link', 'data-role': 'close', onclick: () => this.close(true)}, t('act.close')));
+    input.focus();
+  }
+
   close(refocus) {
     if (this.root.hidden) return;
     this.root.hidden = true;
@@ -101,6 +131,8 @@ export class CardMenu {
   onKey(e) {
     const items = [...this.root.querySelectorAll('[role="menuitem"]')];
     const i = items.indexOf(document.activeElement);
+    // The forward number's field keeps its own keys (Home, End, arrows).
+    if (e.target.matches('input') && !['Escape', 'Tab'].includes(e.key)) return;
     if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); this.close(true); return; }
     let j = -1;
     if (e.key === 'ArrowDown') j = (i + 1) % items.length;

@@ -5,7 +5,7 @@
 import {el, clock, fmtDuration, toast} from './util.js';
 import {api} from './api.js';
 import {t} from './i18n.js';
-import {state, can, nameOf} from './state.js';
+import {state, can, inScope, nameOf} from './state.js';
 
 const byNum = (a, b) => a.localeCompare(b, undefined, {numeric: true});
 
@@ -55,7 +55,9 @@ export class ConfsView {
 
   room(c) {
     const users = Object.values(c.users || {}).sort((a, b) => (a.joinTime || 0) - (b.joinTime || 0));
-    const may = can('conference');
+    // Managing a room needs the permission on the room's name (admins;
+    // an operator for a room named after an extension of his groups).
+    const may = can('conference') && inScope(c.id);
     const member = (u) => {
       const d = el('span', {class: 'dur'});
       if (u.joinTime) this.durs.push([d, u.joinTime]);

@@ -85,14 +85,21 @@ export class QueuesView {
 
   queue(q) {
     const members = Object.values(q.members || {}).sort((a, b) => byNum(a.member, b.member));
-    const waiting = Object.values(q.waitingCallers || {}).sort((a, b) => (a.position || 0) - (b.position || 0));
+    // The waiting callers are keyed by their channel, which the answer
+    // (pickup_qwaitcaller) names.
+    const waiting = Object.entries(q.waitingCallers || {}).map(([ch, w]) => ({...w, channel: w.channel || ch}))
+      .sort((a, b) => (a.position || 0) - (b.position || 0));
+    const dest = myEndpoints()[0];
     const waitRow = (w) => {
       const span = el('span', {class: 'dur'});
       this.timers.push([span, w.waitingSince, 'up']);
-      return el('li', {class: 'waiting'},
+      const answer = () => post('pickup_qwaitcaller', {queue: q.queue, channel: w.channel, destId: dest}, t('q.answer'));
+      return el('li', {class: 'waiting', 'data-channel': w.channel},
         el('span', {class: 'pos'}, `#${w.position}`),
         el('span', {class: 'peer'}, numberButton(who(w.name, w.num), w.num, this.onCall, t('act.callBack', {number: w.num}))),
-        el('span', {class: 'muted'}, t('q.waitingWord')), span);
+        el('span', {class: 'muted'}, t('q.waitingWord')), span,
+        dest && can('pickup') && el('button', {type: 'button', 'data-role': 'qanswer', onclick: answer,
+          'aria-label': t('q.answerLabel', {who: who(w.name, w.num)})}, t('q.answer')));
     };
     // Log in to a queue one is not a member of yet (dynamic members).
     const absent = myEndpoints().filter((e) => !q.members?.[e]);
