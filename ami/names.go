@@ -180,4 +180,6 @@ const (
 	ActionConfbridgeKick      = "ConfbridgeKick"      // remove a user from a conference
 	ActionConfbridgeMute      = "ConfbridgeMute"      // mute a user
 	ActionConfbridgeUnmute    = "ConfbridgeUnmute"    // unmute a user
+	ActionConfbridgeLock      = "ConfbridgeLock"      // lock a conference: nobody else may join
+	ActionConfbridgeUnlock    = "ConfbridgeUnlock"    // unlock a conference
 )
