@@ -285,7 +285,8 @@ func (p *Model) Lists() [][]ami.Message {
 }
 
 // listActions are the actions Serve answers, in the order of Lists.
-var listActions = []string{"CoreShowChannels", "ExtensionStateList", "DeviceStateList", "ParkedCalls", "QueueStatus"}
+var listActions = []string{ami.ActionCoreShowChannels, ami.ActionExtensionStateList, ami.ActionDeviceStateList,
+	ami.ActionParkedCalls, ami.ActionQueueStatus}
 
 // Serve makes srv answer the list actions of a resync (CoreShowChannels,
 // ExtensionStateList, DeviceStateList, ParkedCalls, QueueStatus) from the
