@@ -173,9 +173,9 @@ func (c *Client) login(cn *conn, r *Reader) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ami: login: %w", err)
 	}
-	login := NewAction("Login", "Username", c.cfg.Username)
+	login := NewAction(ActionLogin, "Username", c.cfg.Username)
 	if c.cfg.MD5 {
-		resp, err := c.exchange(cn, r, NewAction("Challenge", "AuthType", "MD5"))
+		resp, err := c.exchange(cn, r, NewAction(ActionChallenge, "AuthType", "MD5"))
 		if err != nil {
 			return "", fmt.Errorf("ami: login: %w", err)
 		}

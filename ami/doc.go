@@ -30,6 +30,12 @@
 // writes raw streams to rotating files with secrets scrubbed. See
 // docs/ami.md for the design and measurements.
 //
+// names.go spells every event and action the project uses as an untyped
+// string constant (EventNewchannel, ActionOriginate, ...), the exact name
+// Asterisk 22 puts in the "Event" or "Action" header, so a switch over
+// m.Event() reads as one over literals and costs the same. TestEventNames
+// holds each event name against the recordings in testdata.
+//
 // Reader and Message values are not safe for concurrent mutation; a Message
 // returned by a Reader is never mutated afterwards and may be shared. Client,
 // Server, Session and Recorder methods are safe for concurrent use, except

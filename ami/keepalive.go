@@ -25,7 +25,7 @@ func (c *Client) keepAlive(ctx context.Context, cn *conn) {
 		case <-ctx.Done():
 			// Say goodbye, briefly: Asterisk answers and closes the socket.
 			lctx, cancel := context.WithTimeout(context.Background(), min(c.cfg.ActionTimeout, time.Second))
-			_, err := c.do(lctx, cn, NewAction("Logoff"))
+			_, err := c.do(lctx, cn, NewAction(ActionLogoff))
 			cancel()
 			c.log.Info("ami logged off", "err", err)
 			cn.fail(ErrConnectionLost)
@@ -60,7 +60,7 @@ func (c *Client) ping(cn *conn) bool {
 		c.push(Event{Link: LinkStalled}, true)
 	})
 	pctx, cancel := context.WithTimeout(context.Background(), c.cfg.PingTimeout)
-	_, err := c.do(pctx, cn, NewAction("Ping"))
+	_, err := c.do(pctx, cn, NewAction(ActionPing))
 	cancel()
 	late.Stop()
 	mu.Lock()

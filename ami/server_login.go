@@ -51,7 +51,7 @@ func (s *Session) login(req Message) bool {
 	s.reply(req, []Message{NewMessage(Header{"Response", "Success"}, Header{"Message", "Authentication accepted"})})
 	if s.events.Load()&classSystem != 0 {
 		up := secondsSince(time.Now(), s.srv.cfg.Started)
-		s.Send(NewMessage(Header{"Event", "FullyBooted"}, Header{"Privilege", "system,all"},
+		s.Send(NewMessage(Header{"Event", EventFullyBooted}, Header{"Privilege", "system,all"},
 			Header{"Uptime", up}, Header{"LastReload", up}, Header{"Status", "Fully Booted"}))
 	}
 	return true

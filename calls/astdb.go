@@ -37,7 +37,7 @@ const maxNameLen = 128
 func ForwardRefresh(exten string) []ami.Message {
 	out := make([]ami.Message, 0, len(stateFamilies))
 	for _, f := range stateFamilies {
-		out = append(out, ami.NewAction("DBGet", "Family", f, "Key", exten))
+		out = append(out, ami.NewAction(ami.ActionDBGet, "Family", f, "Key", exten))
 	}
 	return out
 }
@@ -57,21 +57,21 @@ func astdbRefreshFollowups(e *Engine) []ami.Message {
 // astdbNameFollowups read FreePBX's names (AMPUSER/<ext>/cidname).
 func astdbNameFollowups(e *Engine) []ami.Message {
 	var out []ami.Message
-	if e.missing("DBGetTree") {
+	if e.missing(ami.ActionDBGetTree) {
 		for _, k := range sortedKeys(e.exts) {
-			out = append(out, ami.NewAction("DBGet", "Family", famAMPUSER, "Key", k+"/cidname"))
+			out = append(out, ami.NewAction(ami.ActionDBGet, "Family", famAMPUSER, "Key", k+"/cidname"))
 		}
 		return out
 	}
-	return append(out, ami.NewAction("DBGetTree", "Family", famAMPUSER))
+	return append(out, ami.NewAction(ami.ActionDBGetTree, "Family", famAMPUSER))
 }
 
 // astdbStateFollowups read the forwards and DND.
 func astdbStateFollowups(e *Engine) []ami.Message {
 	var out []ami.Message
-	if !e.missing("DBGetTree") {
+	if !e.missing(ami.ActionDBGetTree) {
 		for _, f := range stateFamilies {
-			out = append(out, ami.NewAction("DBGetTree", "Family", f))
+			out = append(out, ami.NewAction(ami.ActionDBGetTree, "Family", f))
 		}
 	} else {
 		for _, k := range sortedKeys(e.exts) {
@@ -109,13 +109,13 @@ func onDBGetAnswer(e *Engine, action ami.Message, _ ami.Response, err error) {
 // by key.
 func onDBGetTreeAnswer(e *Engine, action ami.Message, resp ami.Response, err error) {
 	fam := action.Get("Family")
-	if e.missing("DBGetTree") {
+	if e.missing(ami.ActionDBGetTree) {
 		for _, k := range sortedKeys(e.exts) {
 			key := k
 			if fam == famAMPUSER {
 				key += "/cidname"
 			}
-			e.ask(ami.NewAction("DBGet", "Family", fam, "Key", key))
+			e.ask(ami.NewAction(ami.ActionDBGet, "Family", fam, "Key", key))
 		}
 		return
 	}

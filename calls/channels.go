@@ -332,7 +332,7 @@ func (e *Engine) onNewstate(m ami.Message, ev string) {
 		return
 	}
 	e.updateCommon(c, m)
-	if ev == "NewAccountCode" {
+	if ev == ami.EventNewAccountCode {
 		if v := m.Get("AccountCode"); v != c.get().account {
 			c.more().account = strings.Clone(v)
 		}
@@ -442,11 +442,11 @@ func (e *Engine) onMixMonitor(m ami.Message, ev string) {
 		return
 	}
 	switch ev {
-	case "MixMonitorStart":
+	case ami.EventMixMonitorStart:
 		c.recording = "true"
-	case "MixMonitorStop":
+	case ami.EventMixMonitorStop:
 		c.recording = "false"
-	case "MixMonitorMute":
+	case ami.EventMixMonitorMute:
 		if s := m.Get("State"); s == "1" || strings.EqualFold(s, "yes") || strings.EqualFold(s, "on") {
 			c.recording = "mute"
 		} else {
@@ -481,7 +481,7 @@ func (e *Engine) onPickup(m ami.Message) {
 // bridge, dial and connected line events around a transfer carry the
 // actual change.
 func (e *Engine) onTransfer(m ami.Message, ev string) {
-	if ev == "AttendedTransfer" {
+	if ev == ami.EventAttendedTransfer {
 		e.onAttendedTransfer(m)
 	}
 	e.touchTransferParties(m)

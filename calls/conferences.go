@@ -68,18 +68,18 @@ func yes(s string) bool { return strings.EqualFold(s, "yes") || s == "1" || stri
 func (e *Engine) onConfEvent(m ami.Message, ev string) {
 	id := m.Get("Conference")
 	switch ev {
-	case "ConfbridgeStart":
+	case ami.EventConfbridgeStart:
 		e.ensureConf(id)
 		return
-	case "ConfbridgeEnd":
+	case ami.EventConfbridgeEnd:
 		e.endConf(id)
 		return
-	case "ConfbridgeLock", "ConfbridgeUnlock":
+	case ami.EventConfbridgeLock, ami.EventConfbridgeUnlock:
 		if c := e.ensureConf(id); c != nil {
-			c.locked = ev == "ConfbridgeLock"
+			c.locked = ev == ami.EventConfbridgeLock
 		}
 		return
-	case "ConfbridgeListRooms":
+	case ami.EventConfbridgeListRooms:
 		if !e.resync.active && e.confs[id] == nil {
 			return // a late answer must not bring back a room that ended
 		}
@@ -89,7 +89,7 @@ func (e *Engine) onConfEvent(m ami.Message, ev string) {
 				c.listed, e.resync.roomsListed = true, true
 				// Its members, who may have joined while the link was
 				// down: answered before EndResync (follow-ups).
-				e.ask(ami.NewAction("ConfbridgeList", "Conference", id))
+				e.ask(ami.NewAction(ami.ActionConfbridgeList, "Conference", id))
 			}
 		}
 		return
@@ -99,12 +99,12 @@ func (e *Engine) onConfEvent(m ami.Message, ev string) {
 		return
 	}
 	switch ev {
-	case "ConfbridgeJoin":
+	case ami.EventConfbridgeJoin:
 		e.confJoin(m, ch, id)
-	case "ConfbridgeLeave":
+	case ami.EventConfbridgeLeave:
 		e.confLeave(ch)
 		e.onConfbridge(m, false)
-	case "ConfbridgeList":
+	case ami.EventConfbridgeList:
 		e.confJoin(m, ch, id)
 		if c := e.confs[id]; c != nil && e.resync.active {
 			if c.listedUsers == nil {
@@ -112,11 +112,11 @@ func (e *Engine) onConfEvent(m ami.Message, ev string) {
 			}
 			c.listedUsers[ch.uid] = true
 		}
-	case "ConfbridgeMute", "ConfbridgeUnmute":
+	case ami.EventConfbridgeMute, ami.EventConfbridgeUnmute:
 		if u := e.confUser(ch); u != nil {
-			u.Muted = ev == "ConfbridgeMute"
+			u.Muted = ev == ami.EventConfbridgeMute
 		}
-	case "ConfbridgeTalking":
+	case ami.EventConfbridgeTalking:
 		if u := e.confUser(ch); u != nil {
 			u.Talking = yes(m.Get("TalkingStatus"))
 		}
@@ -341,5 +341,5 @@ func confRefreshFollowups(e *Engine) []ami.Message {
 	if len(e.confs) == 0 {
 		return nil
 	}
-	return []ami.Message{ami.NewAction("ConfbridgeListRooms")}
+	return []ami.Message{ami.NewAction(ami.ActionConfbridgeListRooms)}
 }

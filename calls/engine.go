@@ -156,46 +156,46 @@ func (e *Engine) apply(m ami.Message) {
 	}
 	switch ev {
 	// Channels and conversations.
-	case "Newchannel":
+	case ami.EventNewchannel:
 		e.onNewchannel(m)
-	case "Newstate", "NewCallerid", "NewConnectedLine", "NewAccountCode":
+	case ami.EventNewstate, ami.EventNewCallerid, ami.EventNewConnectedLine, ami.EventNewAccountCode:
 		e.onNewstate(m, ev)
-	case "DialBegin":
+	case ami.EventDialBegin:
 		e.onDialBegin(m)
-	case "DialState":
+	case ami.EventDialState:
 		e.onDialState(m)
-	case "DialEnd":
+	case ami.EventDialEnd:
 		e.onDialEnd(m)
-	case "BridgeCreate":
+	case ami.EventBridgeCreate:
 		e.onBridgeCreate(m)
-	case "BridgeEnter":
+	case ami.EventBridgeEnter:
 		e.onBridgeEnter(m)
-	case "BridgeLeave":
+	case ami.EventBridgeLeave:
 		e.onBridgeLeave(m)
-	case "BridgeDestroy":
+	case ami.EventBridgeDestroy:
 		e.onBridgeDestroy(m)
-	case "BridgeMerge":
+	case ami.EventBridgeMerge:
 		e.onBridgeMerge(m)
-	case "Hangup":
+	case ami.EventHangup:
 		e.onHangup(m)
-	case "HangupRequest", "SoftHangupRequest":
+	case ami.EventHangupRequest, ami.EventSoftHangupRequest:
 		e.touchKnown(m)
-	case "Hold", "Unhold":
-		e.onHold(m, ev == "Hold")
-	case "MixMonitorStart", "MixMonitorStop", "MixMonitorMute":
+	case ami.EventHold, ami.EventUnhold:
+		e.onHold(m, ev == ami.EventHold)
+	case ami.EventMixMonitorStart, ami.EventMixMonitorStop, ami.EventMixMonitorMute:
 		e.onMixMonitor(m, ev)
-	case "Pickup":
+	case ami.EventPickup:
 		e.onPickup(m)
-	case "BlindTransfer", "AttendedTransfer":
+	case ami.EventBlindTransfer, ami.EventAttendedTransfer:
 		e.onTransfer(m, ev)
-	case "ChanSpyStart", "ChanSpyStop", "OriginateResponse":
+	case ami.EventChanSpyStart, ami.EventChanSpyStop, ami.EventOriginateResponse:
 		e.onSpyEvent(m, ev)
-	case "LocalBridge", "LocalOptimizationBegin", "LocalOptimizationEnd":
+	case ami.EventLocalBridge, ami.EventLocalOptimizationBegin, ami.EventLocalOptimizationEnd:
 		e.onLocal(m)
-	case "ConfbridgeStart", "ConfbridgeEnd", "ConfbridgeJoin", "ConfbridgeLeave", "ConfbridgeList", "ConfbridgeListRooms",
-		"ConfbridgeMute", "ConfbridgeUnmute", "ConfbridgeTalking", "ConfbridgeLock", "ConfbridgeUnlock":
+	case ami.EventConfbridgeStart, ami.EventConfbridgeEnd, ami.EventConfbridgeJoin, ami.EventConfbridgeLeave, ami.EventConfbridgeList, ami.EventConfbridgeListRooms,
+		ami.EventConfbridgeMute, ami.EventConfbridgeUnmute, ami.EventConfbridgeTalking, ami.EventConfbridgeLock, ami.EventConfbridgeUnlock:
 		e.onConfEvent(m, ev)
-	case "CoreShowChannel":
+	case ami.EventCoreShowChannel:
 		e.onCoreShowChannel(m)
 	default:
 		e.applyState(m, ev)
@@ -207,59 +207,59 @@ func (e *Engine) apply(m ami.Message) {
 func (e *Engine) applyState(m ami.Message, ev string) {
 	switch ev {
 	// Extensions and trunks.
-	case "ExtensionStatus":
+	case ami.EventExtensionStatus:
 		e.onExtensionStatus(m)
-	case "DeviceStateChange":
+	case ami.EventDeviceStateChange:
 		e.onDeviceStateChange(m)
-	case "ContactStatus", "ContactStatusDetail", "ContactList":
+	case ami.EventContactStatus, ami.EventContactStatusDetail, ami.EventContactList:
 		e.onContactStatus(m)
-	case "PeerStatus":
+	case ami.EventPeerStatus:
 		e.onPeerStatus(m)
-	case "EndpointList", "EndpointDetail":
+	case ami.EventEndpointList, ami.EventEndpointDetail:
 		e.onEndpoint(m)
-	case "Registry":
+	case ami.EventRegistry:
 		e.onRegistry(m)
-	case "DBGetResponse":
+	case ami.EventDBGetResponse:
 		e.onDBGetResponse(m)
-	case "DBGetTreeResponse":
+	case ami.EventDBGetTreeResponse:
 		e.onDBGetTreeResponse(m)
-	case "MessageWaiting":
+	case ami.EventMessageWaiting:
 		e.onMessageWaiting(m)
-	case "VoicemailUserEntry":
+	case ami.EventVoicemailUserEntry:
 		e.onVoicemailUserEntry(m)
 
 	// Queues.
-	case "QueueParams":
+	case ami.EventQueueParams:
 		e.onQueueParams(m)
-	case "QueueMember", "QueueMemberStatus", "QueueMemberAdded":
+	case ami.EventQueueMember, ami.EventQueueMemberStatus, ami.EventQueueMemberAdded:
 		e.onQueueMember(m)
-	case "QueueMemberRemoved":
+	case ami.EventQueueMemberRemoved:
 		e.onQueueMemberRemoved(m)
-	case "QueueMemberPause", "QueueMemberPaused":
+	case ami.EventQueueMemberPause, ami.EventQueueMemberPaused:
 		e.onQueueMemberPause(m)
-	case "QueueEntry":
+	case ami.EventQueueEntry:
 		e.onQueueEntry(m)
-	case "QueueCallerJoin":
+	case ami.EventQueueCallerJoin:
 		e.onQueueCallerJoin(m)
-	case "QueueCallerLeave":
+	case ami.EventQueueCallerLeave:
 		e.onQueueCallerLeave(m, false)
-	case "QueueCallerAbandon":
+	case ami.EventQueueCallerAbandon:
 		e.onQueueCallerLeave(m, true)
-	case "AgentCalled":
+	case ami.EventAgentCalled:
 		e.onAgentCalled(m)
-	case "AgentConnect":
+	case ami.EventAgentConnect:
 		e.onAgentConnect(m)
-	case "AgentComplete":
+	case ami.EventAgentComplete:
 		e.onAgentComplete(m)
 
 	// Parking.
-	case "ParkedCall":
+	case ami.EventParkedCall:
 		e.onParkedCall(m)
-	case "UnParkedCall", "ParkedCallGiveUp", "ParkedCallTimeOut":
+	case ami.EventUnParkedCall, ami.EventParkedCallGiveUp, ami.EventParkedCallTimeOut:
 		e.onUnparked(m)
-	case "ParkedCallSwap":
+	case ami.EventParkedCallSwap:
 		e.onParkedCallSwap(m)
-	case "Parkinglot":
+	case ami.EventParkinglot:
 		e.onParkinglot(m)
 	}
 	// Everything else (VarSet, Newexten, RTCP*, Cdr, DTMF*, MusicOnHold*,

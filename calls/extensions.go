@@ -228,9 +228,9 @@ func (e *Engine) onContactStatus(m ami.Message) {
 	switch e.classify(ep) {
 	case ownerExt:
 		x := e.ensureExt(ep)
-		if m.Event() == "ContactStatus" && allDigits(ep) {
+		if m.Event() == ami.EventContactStatus && allDigits(ep) {
 			// A phone (re)registered: its endpoint may have changed too.
-			e.ask(ami.NewAction("PJSIPShowEndpoint", "Endpoint", ep))
+			e.ask(ami.NewAction(ami.ActionPJSIPShowEndpoint, "Endpoint", ep))
 		}
 		if uri := m.Get("URI"); uri != "" {
 			h, p := splitURI(uri)
@@ -307,7 +307,7 @@ func (e *Engine) onEndpoint(m ami.Message) {
 		if ctx := m.Get("Context"); ctx != "" {
 			x.context = strings.Clone(ctx)
 		}
-		if m.Event() == "EndpointDetail" {
+		if m.Event() == ami.EventEndpointDetail {
 			x.detailed = true
 			if name := callerIDName(m.Get("Callerid")); name != x.epName && known(name) && validName(name) {
 				before := x.displayName()
@@ -319,7 +319,7 @@ func (e *Engine) onEndpoint(m ami.Message) {
 			}
 		} else if (e.resync.active || !x.detailed) && allDigits(ep) {
 			// Listed: its name and mailboxes are in the endpoint's details.
-			e.ask(ami.NewAction("PJSIPShowEndpoint", "Endpoint", ep))
+			e.ask(ami.NewAction(ami.ActionPJSIPShowEndpoint, "Endpoint", ep))
 		}
 		if c := m.Get("Contacts"); c != "" && x.ip == "" {
 			// "201/sip:201@127.0.0.1:5201,"
@@ -361,5 +361,5 @@ func endpointRefreshFollowups(e *Engine) []ami.Message {
 			x.detailed = false
 		}
 	}
-	return []ami.Message{ami.NewAction("PJSIPShowEndpoints")}
+	return []ami.Message{ami.NewAction(ami.ActionPJSIPShowEndpoints)}
 }

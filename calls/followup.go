@@ -57,9 +57,9 @@ type answerHandler func(e *Engine, action ami.Message, resp ami.Response, err er
 // answerHandlers by action name; actions without one only have their
 // items applied.
 var answerHandlers = map[string]answerHandler{
-	"DBGet":        onDBGetAnswer,
-	"DBGetTree":    onDBGetTreeAnswer,
-	"MailboxCount": onMailboxCountAnswer,
+	ami.ActionDBGet:        onDBGetAnswer,
+	ami.ActionDBGetTree:    onDBGetTreeAnswer,
+	ami.ActionMailboxCount: onMailboxCountAnswer,
 }
 
 // followState is the engine's bookkeeping of follow-ups.
@@ -164,12 +164,12 @@ func (e *Engine) markMissing(name, why string) {
 
 // missingEffect is what a user sees when the PBX lacks an action.
 var missingEffect = map[string]string{
-	"DBGetTree":          "call forwarding and DND are read key by key with DBGet",
-	"DBGet":              "call forwarding, DND and AstDB names are not shown",
-	"VoicemailUsersList": "voicemail counters are not shown until a MessageWaiting event",
-	"MailboxCount":       "voicemail counters come from MessageWaiting events only",
-	"PJSIPShowEndpoint":  "extension names come from the users file and calls only",
-	"Parkinglots":        "parking spaces appear when a call is parked",
+	ami.ActionDBGetTree:          "call forwarding and DND are read key by key with DBGet",
+	ami.ActionDBGet:              "call forwarding, DND and AstDB names are not shown",
+	ami.ActionVoicemailUsersList: "voicemail counters are not shown until a MessageWaiting event",
+	ami.ActionMailboxCount:       "voicemail counters come from MessageWaiting events only",
+	ami.ActionPJSIPShowEndpoint:  "extension names come from the users file and calls only",
+	ami.ActionParkinglots:        "parking spaces appear when a call is parked",
 }
 
 // Missing reports whether the PBX refused action since the last resync.

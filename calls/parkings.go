@@ -165,4 +165,6 @@ func (e *Engine) onParkinglot(m ami.Message) {
 // space shows, free, from the first snapshot (res_parking's Parkinglots
 // answers one Parkinglot item per lot with its StartSpace, StopSpace and
 // Timeout).
-func parkingLotFollowups(*Engine) []ami.Message { return []ami.Message{ami.NewAction("Parkinglots")} }
+func parkingLotFollowups(*Engine) []ami.Message {
+	return []ami.Message{ami.NewAction(ami.ActionParkinglots)}
+}

@@ -39,7 +39,7 @@ const maxPendingEvents = 8192
 // keepForList stashes m if it is about a channel the engine does not
 // know while a resync runs (see resyncState.pending).
 func (e *Engine) keepForList(m ami.Message, ev string) {
-	if ev == "Newchannel" || ev == "Hangup" || ev == "CoreShowChannel" || e.resync.npending >= maxPendingEvents {
+	if ev == ami.EventNewchannel || ev == ami.EventHangup || ev == ami.EventCoreShowChannel || e.resync.npending >= maxPendingEvents {
 		return
 	}
 	for _, p := range [...]string{"", "Dest"} {
@@ -373,7 +373,7 @@ func (e *Engine) reconcile(items []ami.Message) int {
 	listed := make(map[string]bool, len(items))
 	repairs := 0
 	for _, m := range items {
-		if m.Event() != "CoreShowChannel" {
+		if m.Event() != ami.EventCoreShowChannel {
 			continue
 		}
 		listed[m.Get("Uniqueid")] = true

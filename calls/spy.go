@@ -37,11 +37,11 @@ func spyMode(data string) string {
 
 // onSpyEvent handles ChanSpyStart, ChanSpyStop and OriginateResponse (ev).
 func (e *Engine) onSpyEvent(m ami.Message, ev string) {
-	if ev == "OriginateResponse" {
+	if ev == ami.EventOriginateResponse {
 		e.onOriginateResponse(m)
 		return
 	}
-	start := ev == "ChanSpyStart"
+	start := ev == ami.EventChanSpyStart
 	spyer := e.chanBy(m.Get("SpyerUniqueid"), m.Get("SpyerChannel"))
 	if spyer == nil {
 		e.stats.Unknown++

@@ -75,6 +75,6 @@ func (e *Engine) askMailbox(mailbox string) {
 		return
 	}
 	if x := e.mailboxExt(mailbox); x != nil && x.vm == nil {
-		e.ask(ami.NewAction("MailboxCount", "Mailbox", mailbox))
+		e.ask(ami.NewAction(ami.ActionMailboxCount, "Mailbox", mailbox))
 	}
 }

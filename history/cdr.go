@@ -43,7 +43,7 @@ type CDR struct {
 // replica, so (uniqueid, sequence) still identifies it. ok is false for
 // anything but a Cdr event with a UniqueID.
 func FromEvent(m ami.Message, loc *time.Location, linked func(uniqueid string) string) (CDR, bool) {
-	if m.Event() != "Cdr" {
+	if m.Event() != ami.EventCdr {
 		return CDR{}, false
 	}
 	c := CDR{

@@ -189,8 +189,8 @@ func (r *Recorder) Observe(m ami.Message) {
 	if m.Kind() != ami.KindEvent {
 		return
 	}
-	if m.Event() != "Cdr" {
-		if m.Event() == "VarSet" && m.Get("Variable") == "MIXMONITOR_FILENAME" {
+	if m.Event() != ami.EventCdr {
+		if m.Event() == ami.EventVarSet && m.Get("Variable") == "MIXMONITOR_FILENAME" {
 			r.NoteRecording(m.Get("Channel"), m.Get("Value"))
 		}
 		if u, l := m.Get("Uniqueid"), m.Get("Linkedid"); u != "" && l != "" {

@@ -48,14 +48,14 @@ type Config struct {
 // order they are sent (they are pipelined, so order only matters for logs).
 // An action the PBX refuses (a module not loaded) is skipped, not fatal.
 var resyncActions = []string{
-	"CoreShowChannels",
-	"ExtensionStateList",
-	"PJSIPShowEndpoints",
-	"PJSIPShowContacts",
-	"DeviceStateList",
-	"QueueStatus",
-	"ParkedCalls",
-	"ConfbridgeListRooms", // locked flags; rooms that ended while down disappear (the per-room ConfbridgeList are follow-ups)
+	ami.ActionCoreShowChannels,
+	ami.ActionExtensionStateList,
+	ami.ActionPJSIPShowEndpoints,
+	ami.ActionPJSIPShowContacts,
+	ami.ActionDeviceStateList,
+	ami.ActionQueueStatus,
+	ami.ActionParkedCalls,
+	ami.ActionConfbridgeListRooms, // locked flags; rooms that ended while down disappear (the per-room ConfbridgeList are follow-ups)
 }
 
 // Link connects a PBX to an engine. Create it with New and start it with Run.

@@ -151,13 +151,13 @@ func (r *runner) batch(evs []ami.Event) {
 			l.cfg.OnMessage(ev.Msg)
 		}
 		switch ev.Msg.Event() {
-		case "Shutdown":
+		case ami.EventShutdown:
 			// Asterisk is stopping or restarting: what we hold is
 			// about to be wrong. Stale until FullyBooted + resync.
 			r.restarting, r.live = true, false
 			l.ready.Store(false)
 			l.eng.SetLink(calls.LinkResyncing)
-		case "FullyBooted":
+		case ami.EventFullyBooted:
 			// A booted Asterisk sends it right after the login response,
 			// before the first resync can end; one still booting when we
 			// logged in (the fast reconnect makes that likely) sends it

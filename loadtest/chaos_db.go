@@ -170,7 +170,7 @@ func (r *dbRun) witness(ctx context.Context, addr string) {
 			if ev.Link == ami.LinkUp {
 				r.witnessUp.Store(true)
 			}
-			if ev.Msg.Event() == "Cdr" {
+			if ev.Msg.Event() == ami.EventCdr {
 				r.mu.Lock()
 				r.emitted[ev.Msg.Get("UniqueID")] = time.Now()
 				r.mu.Unlock()

@@ -172,7 +172,7 @@ func (p *amiProxy) readCdrs(r io.Reader) {
 		if err != nil {
 			return
 		}
-		if m.Event() == "Cdr" {
+		if m.Event() == ami.EventCdr {
 			p.mu.Lock()
 			p.cdrs = append(p.cdrs, cdrSeen{uniqueid: m.Get("UniqueID"), at: time.Now()})
 			p.mu.Unlock()

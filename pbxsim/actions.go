@@ -62,30 +62,30 @@ func withTrailingID(m ami.Message, req ami.Message) ami.Message {
 
 func (p *PBX) registerAMI() {
 	s := p.amiSrv
-	s.Handle("CoreShowChannels", p.actCoreShowChannels)
-	s.Handle("ExtensionStateList", p.actExtensionStateList)
-	s.Handle("ExtensionState", p.actExtensionState)
-	s.Handle("DeviceStateList", p.actDeviceStateList)
-	s.Handle("PJSIPShowEndpoints", p.actPJSIPShowEndpoints)
-	s.Handle("PJSIPShowEndpoint", p.actPJSIPShowEndpoint)
-	s.Handle("PJSIPShowContacts", p.actPJSIPShowContacts)
-	s.Handle("QueueStatus", p.actQueueStatus)
-	s.Handle("ParkedCalls", p.actParkedCalls)
-	s.Handle("Parkinglots", p.actParkinglots)
-	s.Handle("CoreStatus", p.actCoreStatus)
-	s.Handle("Originate", p.actOriginate)
-	s.Handle("Hangup", p.actHangup)
-	s.Handle("Redirect", p.actRedirect)
-	s.Handle("BlindTransfer", p.actBlindTransfer)
-	s.Handle("Atxfer", p.actAtxfer)
-	s.Handle("MailboxCount", p.actMailboxCount)
-	s.Handle("MailboxStatus", p.actMailboxStatus)
-	s.Handle("VoicemailUsersList", p.actVoicemailUsersList)
-	s.Handle("Park", p.actPark)
-	s.Handle("QueuePause", p.actQueuePause)
-	s.Handle("QueueAdd", p.actQueueAdd)
-	s.Handle("QueueRemove", p.actQueueRemove)
-	s.Handle("QueueSummary", p.actQueueSummary)
+	s.Handle(ami.ActionCoreShowChannels, p.actCoreShowChannels)
+	s.Handle(ami.ActionExtensionStateList, p.actExtensionStateList)
+	s.Handle(ami.ActionExtensionState, p.actExtensionState)
+	s.Handle(ami.ActionDeviceStateList, p.actDeviceStateList)
+	s.Handle(ami.ActionPJSIPShowEndpoints, p.actPJSIPShowEndpoints)
+	s.Handle(ami.ActionPJSIPShowEndpoint, p.actPJSIPShowEndpoint)
+	s.Handle(ami.ActionPJSIPShowContacts, p.actPJSIPShowContacts)
+	s.Handle(ami.ActionQueueStatus, p.actQueueStatus)
+	s.Handle(ami.ActionParkedCalls, p.actParkedCalls)
+	s.Handle(ami.ActionParkinglots, p.actParkinglots)
+	s.Handle(ami.ActionCoreStatus, p.actCoreStatus)
+	s.Handle(ami.ActionOriginate, p.actOriginate)
+	s.Handle(ami.ActionHangup, p.actHangup)
+	s.Handle(ami.ActionRedirect, p.actRedirect)
+	s.Handle(ami.ActionBlindTransfer, p.actBlindTransfer)
+	s.Handle(ami.ActionAtxfer, p.actAtxfer)
+	s.Handle(ami.ActionMailboxCount, p.actMailboxCount)
+	s.Handle(ami.ActionMailboxStatus, p.actMailboxStatus)
+	s.Handle(ami.ActionVoicemailUsersList, p.actVoicemailUsersList)
+	s.Handle(ami.ActionPark, p.actPark)
+	s.Handle(ami.ActionQueuePause, p.actQueuePause)
+	s.Handle(ami.ActionQueueAdd, p.actQueueAdd)
+	s.Handle(ami.ActionQueueRemove, p.actQueueRemove)
+	s.Handle(ami.ActionQueueSummary, p.actQueueSummary)
 }
 
 // sortedChannels returns live channels in creation order. p.mu held.
@@ -104,7 +104,7 @@ func (p *PBX) actCoreShowChannels(_ context.Context, _ *ami.Session, req ami.Mes
 	now := p.cfg.Now()
 	var items []ami.Message
 	for _, ch := range p.sortedChannels() {
-		hs := []ami.Header{{Key: "Event", Value: "CoreShowChannel"}}
+		hs := []ami.Header{{Key: "Event", Value: ami.EventCoreShowChannel}}
 		hs = chanHeaders(hs, "", ch)
 		bid := ""
 		if ch.bridge != nil {
@@ -114,7 +114,7 @@ func (p *PBX) actCoreShowChannels(_ context.Context, _ *ami.Session, req ami.Mes
 			ami.Header{Key: "Duration", Value: fmtDuration(now.Sub(ch.created))}, ami.Header{Key: "BridgeId", Value: bid})
 		items = append(items, ami.NewMessage(hs...))
 	}
-	return list(req, "Channels will follow", "CoreShowChannelsComplete", items)
+	return list(req, "Channels will follow", ami.EventCoreShowChannelsComplete, items)
 }
 
 func (p *PBX) sortedExts() []*ext {
@@ -136,9 +136,9 @@ func (p *PBX) actExtensionStateList(_ context.Context, _ *ami.Session, req ami.M
 	defer p.mu.Unlock()
 	var items []ami.Message
 	for _, e := range p.sortedExts() {
-		items = append(items, item("ExtensionStatus", p.extStatusKV(e)...))
+		items = append(items, item(ami.EventExtensionStatus, p.extStatusKV(e)...))
 	}
-	return list(req, "Extension Statuses will follow", "ExtensionStateListComplete", items)
+	return list(req, "Extension Statuses will follow", ami.EventExtensionStateListComplete, items)
 }
 
 func (p *PBX) actExtensionState(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -168,18 +168,18 @@ func (p *PBX) actDeviceStateList(_ context.Context, _ *ami.Session, req ami.Mess
 	defer p.mu.Unlock()
 	var items []ami.Message
 	for _, e := range p.sortedExts() {
-		items = append(items, item("DeviceStateChange", "Device", "PJSIP/"+e.num, "State", e.dev.device()))
+		items = append(items, item(ami.EventDeviceStateChange, "Device", "PJSIP/"+e.num, "State", e.dev.device()))
 	}
 	for s := parkFirst; s <= parkLast; s++ {
 		st := "NOT_INUSE"
 		if p.parked[s] != nil {
 			st = "INUSE"
 		}
-		items = append(items, item("DeviceStateChange", "Device", parkDevice(s), "State", st))
+		items = append(items, item(ami.EventDeviceStateChange, "Device", parkDevice(s), "State", st))
 	}
 	items = append(items, p.customStates()...)
 	items = append(items, p.mwiStates()...)
-	return list(req, "Device State Changes will follow", "DeviceStateListComplete", items)
+	return list(req, "Device State Changes will follow", ami.EventDeviceStateListComplete, items)
 }
 
 func (p *PBX) actPJSIPShowEndpoints(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -191,7 +191,7 @@ func (p *PBX) actPJSIPShowEndpoints(_ context.Context, _ *ami.Session, req ami.M
 		if e.contact != nil {
 			contacts = e.num + "/" + e.contact.uri.String() + ","
 		}
-		items = append(items, item("EndpointList", "ObjectType", "endpoint", "ObjectName", e.num, "Transport", "transport-udp",
+		items = append(items, item(ami.EventEndpointList, "ObjectType", "endpoint", "ObjectName", e.num, "Transport", "transport-udp",
 			"Aor", e.num, "Auths", "", "OutboundAuths", "", "Contacts", contacts, "DeviceState", e.dev.endpointState(),
 			"ActiveChannels", strconv.Itoa(len(e.chans))))
 	}
@@ -201,10 +201,10 @@ func (p *PBX) actPJSIPShowEndpoints(_ context.Context, _ *ami.Session, req ami.M
 			active++
 		}
 	}
-	items = append(items, item("EndpointList", "ObjectType", "endpoint", "ObjectName", p.cfg.Trunk, "Transport", "transport-udp",
+	items = append(items, item(ami.EventEndpointList, "ObjectType", "endpoint", "ObjectName", p.cfg.Trunk, "Transport", "transport-udp",
 		"Aor", p.cfg.Trunk, "Auths", "", "OutboundAuths", "", "Contacts", "", "DeviceState", "Not in use",
 		"ActiveChannels", strconv.Itoa(active)))
-	return list(req, "A listing of Endpoints follows, presented as EndpointList events", "EndpointListComplete", items)
+	return list(req, "A listing of Endpoints follows, presented as EndpointList events", ami.EventEndpointListComplete, items)
 }
 
 func (p *PBX) actPJSIPShowContacts(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -217,7 +217,7 @@ func (p *PBX) actPJSIPShowContacts(_ context.Context, _ *ami.Session, req ami.Me
 			continue
 		}
 		host, port, _ := strings.Cut(c.source, ":")
-		items = append(items, item("ContactList", "ObjectType", "contact", "ObjectName", e.num+";@"+c.callID,
+		items = append(items, item(ami.EventContactList, "ObjectType", "contact", "ObjectName", e.num+";@"+c.callID,
 			"ViaAddr", host, "QualifyTimeout", "3.000000", "CallId", c.callID, "RegServer", "", "PruneOnBoot", "false",
 			"Path", "", "Endpoint", e.num, "ViaPort", port, "AuthenticateQualify", "false", "Uri", c.uri.String(),
 			"QualifyFrequency", "0", "UserAgent", c.userAgent, "ExpirationTime", strconv.FormatInt(c.expires.Unix(), 10),
@@ -226,7 +226,7 @@ func (p *PBX) actPJSIPShowContacts(_ context.Context, _ *ami.Session, req ami.Me
 	if len(items) == 0 {
 		return errResp("No Contacts found")
 	}
-	return list(req, "A listing of Contacts follows, presented as ContactList events", "ContactListComplete", items)
+	return list(req, "A listing of Contacts follows, presented as ContactList events", ami.EventContactListComplete, items)
 }
 
 // queueMemberStatus is app_queue's member Status: the device state as
@@ -241,19 +241,19 @@ func (p *PBX) actParkedCalls(_ context.Context, _ *ami.Session, req ami.Message)
 	var items []ami.Message
 	for s := parkFirst; s <= parkLast; s++ {
 		if x := p.parked[s]; x != nil {
-			m := p.parkedEvent("ParkedCall", x, nil)
+			m := p.parkedEvent(ami.EventParkedCall, x, nil)
 			m = m.Del("Privilege") // list items carry no Privilege
 			items = append(items, withTrailingID(m, req))
 		}
 	}
 	n := strconv.Itoa(len(items))
-	return list(req, "Parked calls will follow", "ParkedCallsComplete", items, "Total", n)
+	return list(req, "Parked calls will follow", ami.EventParkedCallsComplete, items, "Total", n)
 }
 
 func (p *PBX) actParkinglots(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-	items := []ami.Message{item("Parkinglot", "Name", parkLot, "StartSpace", strconv.Itoa(parkFirst),
+	items := []ami.Message{item(ami.EventParkinglot, "Name", parkLot, "StartSpace", strconv.Itoa(parkFirst),
 		"StopSpace", strconv.Itoa(parkLast), "Timeout", strconv.Itoa(int(p.cfg.ParkingTimeout.Seconds())))}
-	return list(req, "Parking lots will follow", "ParkinglotsComplete", items)
+	return list(req, "Parking lots will follow", ami.EventParkinglotsComplete, items)
 }
 
 func (p *PBX) actCoreStatus(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {

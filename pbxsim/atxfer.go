@@ -97,14 +97,14 @@ func (c *call) atxfer(a, b, t *channel, exten, ctx, target, lastData string) (*c
 	c.q = nil
 	x := &consult{t: t, y: y, br1: t.bridge, exten: exten, started: p.cfg.Now()}
 	dtmf := func(d string) {
-		p.emit(chanEvent("DTMFEnd", t, "Digit", d, "DurationMs", "0", "Direction", "Received"))
+		p.emit(chanEvent(ami.EventDTMFEnd, t, "Digit", d, "DurationMs", "0", "Direction", "Received"))
 	}
 	dtmf("*")
 	dtmf("2")
-	p.emit(chanEvent("Hold", t)) // a feature's hold names no music class
+	p.emit(chanEvent(ami.EventHold, t)) // a feature's hold names no music class
 	y.onHold = true
 	p.updateDevice(y.endpoint)
-	p.emit(chanEvent("MusicOnHoldStart", y, "Class", "default"))
+	p.emit(chanEvent(ami.EventMusicOnHoldStart, y, "Class", "default"))
 	for _, d := range exten {
 		dtmf(string(d))
 	}
@@ -118,19 +118,19 @@ func (c *call) atxfer(a, b, t *channel, exten, ctx, target, lastData string) (*c
 	x.l1.linkedid, x.l2.linkedid = t.linkedid, t.linkedid
 	x.l2.state = stateRing
 	x.l2.cidNum, x.l2.cidName = t.cidNum, t.cidName
-	p.emit(chanEvent("Newchannel", x.l1))
-	p.emit(chanEvent("Newchannel", x.l2))
+	p.emit(chanEvent(ami.EventNewchannel, x.l1))
+	p.emit(chanEvent(ami.EventNewchannel, x.l2))
 	x.br2 = &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
-	p.emit(bridgeEvent("BridgeCreate", x.br2, nil))
-	p.emit(chanEvent("NewCallerid", x.l2, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
-	p.emit(localEvent("LocalBridge", x.l1, x.l2, "Context", ctx, "Exten", exten, "LocalOptimization", "Yes"))
+	p.emit(bridgeEvent(ami.EventBridgeCreate, x.br2, nil))
+	p.emit(chanEvent(ami.EventNewCallerid, x.l2, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
+	p.emit(localEvent(ami.EventLocalBridge, x.l1, x.l2, "Context", ctx, "Exten", exten, "LocalOptimization", "Yes"))
 	x.l1.conNum, x.l1.conName = t.cidNum, t.cidName
-	p.emit(chanEvent("NewConnectedLine", x.l1))
+	p.emit(chanEvent(ami.EventNewConnectedLine, x.l1))
 	c.enter(x.br2, x.l1)
 	c.leave(t)
 	c.enter(x.br2, t)
 	t.conNum, t.conName = exten, ""
-	p.emit(chanEvent("NewConnectedLine", t))
+	p.emit(chanEvent(ami.EventNewConnectedLine, t))
 	d := p.newChannel(c, exten)
 	d.linkedid = t.linkedid
 	d.exten = "s"
@@ -138,16 +138,16 @@ func (c *call) atxfer(a, b, t *channel, exten, ctx, target, lastData string) (*c
 	d.tcp = ct.tcp
 	d.dialler = x.l2
 	x.d = d
-	p.emit(chanEvent("Newchannel", d))
+	p.emit(chanEvent(ami.EventNewchannel, d))
 	x.l2.app, x.l2.appData = "Dial", "PJSIP/"+exten+","+fmt.Sprint(int(p.cfg.RingTimeout/time.Second))+",tT"
 	d.exten = exten
 	d.conNum, d.conName = x.l2.cidNum, x.l2.cidName
-	p.emit(chanEvent("NewConnectedLine", d))
-	p.emit(dialEvent("DialBegin", x.l2, d, "DialString", exten))
+	p.emit(chanEvent(ami.EventNewConnectedLine, d))
+	p.emit(dialEvent(ami.EventDialBegin, x.l2, d, "DialString", exten))
 	x.l2.conNum, x.l2.conName = d.cidNum, d.cidName
-	p.emit(chanEvent("NewConnectedLine", x.l2))
+	p.emit(chanEvent(ami.EventNewConnectedLine, x.l2))
 	t.conNum, t.conName = d.cidNum, d.cidName
-	p.emit(chanEvent("NewConnectedLine", t))
+	p.emit(chanEvent(ami.EventNewConnectedLine, t))
 	c.invite(d, ct, t.cidNum, t.cidName, t.sdp)
 	p.mu.Unlock()
 	return c.consultLoop(a, b, x, target, lastData)
@@ -199,14 +199,14 @@ func (c *call) consultRinging(x *consult) {
 		return
 	}
 	d.state = stateRinging
-	p.emit(chanEvent("Newstate", d))
+	p.emit(chanEvent(ami.EventNewstate, d))
 	p.updateDevice(d.endpoint)
 	l1.state = stateRinging
-	p.emit(chanEvent("Newstate", l1))
+	p.emit(chanEvent(ami.EventNewstate, l1))
 	l1.cidNum, l1.cidName = d.cidNum, d.cidName
-	p.emit(chanEvent("NewCallerid", l1, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
-	p.emit(dialEvent("DialState", l2, d, "DialStatus", "RINGING"))
-	p.emit(dialEvent("DialState", nil, l1, "DialStatus", "RINGING"))
+	p.emit(chanEvent(ami.EventNewCallerid, l1, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
+	p.emit(dialEvent(ami.EventDialState, l2, d, "DialStatus", "RINGING"))
+	p.emit(dialEvent(ami.EventDialState, nil, l1, "DialStatus", "RINGING"))
 }
 
 func (c *call) consultAnswered(x *consult, sdp []byte) {
@@ -216,17 +216,17 @@ func (c *call) consultAnswered(x *consult, sdp []byte) {
 	d, l1, l2 := x.d, x.l1, x.l2
 	x.up = true
 	d.state, d.answered, d.sdp = stateUp, p.cfg.Now(), sdp
-	p.emit(chanEvent("Newstate", d))
+	p.emit(chanEvent(ami.EventNewstate, d))
 	p.updateDevice(d.endpoint)
 	d.exten = ""
-	p.emit(dialEvent("DialEnd", l2, d, "DialStatus", "ANSWER"))
+	p.emit(dialEvent(ami.EventDialEnd, l2, d, "DialStatus", "ANSWER"))
 	l2.state, l2.answered = stateUp, d.answered
-	p.emit(chanEvent("Newstate", l2))
+	p.emit(chanEvent(ami.EventNewstate, l2))
 	x.br3 = &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
-	p.emit(bridgeEvent("BridgeCreate", x.br3, nil))
+	p.emit(bridgeEvent(ami.EventBridgeCreate, x.br3, nil))
 	l1.state, l1.answered = stateUp, d.answered
-	p.emit(chanEvent("Newstate", l1))
-	p.emit(dialEvent("DialEnd", nil, l1, "DialStatus", "ANSWER"))
+	p.emit(chanEvent(ami.EventNewstate, l1))
+	p.emit(dialEvent(ami.EventDialEnd, nil, l1, "DialStatus", "ANSWER"))
 	c.enter(x.br3, d)
 	c.enter(x.br3, l2)
 	c.mediaTo(x.t, sdp) // the transferer talks with the target
@@ -243,16 +243,16 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 		c.sendBye(t, true)
 	}
 	c.leave(t)
-	hs := ev("BridgeMerge", "call,all", 16)
+	hs := ev(ami.EventBridgeMerge, "call,all", 16)
 	hs = bridgeHeaders(hs, "To", x.br1)
 	hs = bridgeHeaders(hs, "From", x.br2)
 	p.emit(ami.NewMessage(hs...))
 	c.leave(l1)
 	c.enter(x.br1, l1)
 	y.onHold = false
-	p.emit(chanEvent("MusicOnHoldStop", y))
+	p.emit(chanEvent(ami.EventMusicOnHoldStop, y))
 	p.updateDevice(y.endpoint)
-	hs = ev("AttendedTransfer", "call,all", 100)
+	hs = ev(ami.EventAttendedTransfer, "call,all", 100)
 	hs = append(hs, ami.Header{Key: "Result", Value: "Success"})
 	hs = chanHeaders(hs, "OrigTransferer", t)
 	hs = bridgeHeaders(hs, "Orig", x.br1)
@@ -269,18 +269,18 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 		ami.Header{Key: "DestBridgeUniqueid", Value: x.br1.id})
 	p.emit(ami.NewMessage(hs...))
 	y.conNum, y.conName = d.cidNum, d.cidName
-	p.emit(chanEvent("NewConnectedLine", y))
+	p.emit(chanEvent(ami.EventNewConnectedLine, y))
 	if t.dialplan {
-		p.emit(chanEvent("SoftHangupRequest", t, "Cause", "16")) // its dialplan ends
+		p.emit(chanEvent(ami.EventSoftHangupRequest, t, "Cause", "16")) // its dialplan ends
 	}
 	l1.conNum, l1.conName = y.cidNum, y.cidName
-	p.emit(chanEvent("NewConnectedLine", l1))
-	p.emit(bridgeEvent("BridgeDestroy", x.br2, nil))
+	p.emit(chanEvent(ami.EventNewConnectedLine, l1))
+	p.emit(bridgeEvent(ami.EventBridgeDestroy, x.br2, nil))
 	now := p.cfg.Now()
 	c.transferCdrs(x, now)
 	c.hangupChannel(t, 16, 0)
 	d.conNum, d.conName = y.cidNum, y.cidName
-	p.emit(chanEvent("NewConnectedLine", d))
+	p.emit(chanEvent(ami.EventNewConnectedLine, d))
 	// The Local pair optimises away. A transferee that runs a dialplan
 	// (the caller) moves to the target's bridge; a called transferee stays
 	// and the target moves to it (attended_transfer_atxfer, atxfer_complete).
@@ -288,30 +288,30 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	if y.dialplan {
 		moved, into, from = y, x.br3, x.br1
 	}
-	p.emit(localEvent("LocalOptimizationBegin", l1, l2, append(chanKV("Source", moved), "DestUniqueId", l2.uniqueid, "Id", "0")...))
+	p.emit(localEvent(ami.EventLocalOptimizationBegin, l1, l2, append(chanKV("Source", moved), "DestUniqueId", l2.uniqueid, "Id", "0")...))
 	if moved == d {
 		c.leave(d)
 		c.leave(l1)
 		c.enterSwap(into, d, l1)
 		l2.cidNum, l2.cidName = y.cidNum, y.cidName
-		p.emit(chanEvent("NewCallerid", l2, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
-		p.emit(localEvent("LocalOptimizationEnd", l1, l2, "Success", "No", "Id", "0"))
+		p.emit(chanEvent(ami.EventNewCallerid, l2, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
+		p.emit(localEvent(ami.EventLocalOptimizationEnd, l1, l2, "Success", "No", "Id", "0"))
 		p.hangupRequest(l2, 16)
 		c.hangupChannel(l1, 16, 0)
 		c.leave(l2)
 	} else {
 		c.leave(y)
 		l2.cidNum, l2.cidName = y.cidNum, y.cidName
-		p.emit(chanEvent("NewCallerid", l2, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
+		p.emit(chanEvent(ami.EventNewCallerid, l2, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
 		c.leave(l2)
 		c.enterSwap(into, y, l2)
-		p.emit(localEvent("LocalOptimizationEnd", l1, l2, "Success", "No", "Id", "0"))
+		p.emit(localEvent(ami.EventLocalOptimizationEnd, l1, l2, "Success", "No", "Id", "0"))
 		c.leave(l1)
 		p.hangupRequest(l2, 16)
 		c.hangupChannel(l1, 16, 0)
 	}
-	p.emit(bridgeEvent("BridgeDestroy", from, nil))
-	p.emit(chanEvent("SoftHangupRequest", l2, "Cause", "16"))
+	p.emit(bridgeEvent(ami.EventBridgeDestroy, from, nil))
+	p.emit(chanEvent(ami.EventSoftHangupRequest, l2, "Cause", "16"))
 	c.hangupChannel(l2, 16, 0)
 	// The Local pair's own Cdrs: ;1 from the merge (bridged with a called
 	// transferee that stays, alone when the transferee moves), ;2's Dial.
@@ -383,7 +383,7 @@ func (c *call) consultDrop(x *consult) {
 		}
 		c.leave(x.d)
 		if x.l2 != nil {
-			p.emit(dialEvent("DialEnd", x.l2, x.d, "DialStatus", "CANCEL"))
+			p.emit(dialEvent(ami.EventDialEnd, x.l2, x.d, "DialStatus", "CANCEL"))
 		}
 		c.hangupChannel(x.d, 16, 0)
 	}
@@ -395,7 +395,7 @@ func (c *call) consultDrop(x *consult) {
 	}
 	for _, br := range []*bridge{x.br3, x.br2} {
 		if br != nil {
-			p.emit(bridgeEvent("BridgeDestroy", br, nil))
+			p.emit(bridgeEvent(ami.EventBridgeDestroy, br, nil))
 		}
 	}
 	x.br2, x.br3 = nil, nil
@@ -415,14 +415,14 @@ func (c *call) consultFailed(a, b *channel, x *consult, target, lastData string)
 		c.enter(x.br1, t)
 	}
 	if br2 != nil {
-		p.emit(bridgeEvent("BridgeDestroy", br2, nil))
+		p.emit(bridgeEvent(ami.EventBridgeDestroy, br2, nil))
 	}
 	t.conNum, t.conName = y.cidNum, y.cidName
-	p.emit(chanEvent("NewConnectedLine", t))
+	p.emit(chanEvent(ami.EventNewConnectedLine, t))
 	c.mediaTo(t, y.sdp) // back to the transferee
-	p.emit(chanEvent("Unhold", t))
+	p.emit(chanEvent(ami.EventUnhold, t))
 	y.onHold = false
-	p.emit(chanEvent("MusicOnHoldStop", y))
+	p.emit(chanEvent(ami.EventMusicOnHoldStop, y))
 	p.updateDevice(y.endpoint)
 	p.mu.Unlock()
 	return c.talk(a, b, target)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/emiago/sipgo/sip"
 )
 
@@ -202,9 +203,9 @@ func (c *call) answerLocal(a *channel, target string) (*channel, string) {
 					continue
 				}
 				p.mu.Lock()
-				p.emit(chanEvent("HangupRequest", a, "Cause", "16"))
+				p.emit(chanEvent(ami.EventHangupRequest, a, "Cause", "16"))
 				c.sendBye(a, e.kind != evBye)
-				p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16"))
+				p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
 				p.emitCdr(a, target, nil, "Wait", a.appData, "ANSWERED")
 				c.hangupChannel(a, 16, 0)
 				p.mu.Unlock()
@@ -245,7 +246,7 @@ func (c *call) answer(a *channel, body []byte) {
 	if a.state != stateUp {
 		a.state = stateUp
 		a.answered = p.cfg.Now()
-		p.emit(chanEvent("Newstate", a))
+		p.emit(chanEvent(ami.EventNewstate, a))
 		p.updateDevice(a.endpoint)
 	}
 	if a.srv != nil && !a.srvAnswered {

@@ -73,7 +73,7 @@ func (c *call) confBridge(a *channel) (*channel, string) {
 	cf := p.confs[confRoom]
 	if cf != nil && cf.locked {
 		// A locked room turns newcomers away.
-		p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16"))
+		p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
 		c.sendBye(a, true)
 		p.emitCdr(a, confNumber, nil, "ConfBridge", confData, "ANSWERED")
 		c.hangupChannel(a, 16, 0)
@@ -83,13 +83,13 @@ func (c *call) confBridge(a *channel) (*channel, string) {
 	if cf == nil {
 		cf = &conference{name: confRoom, br: &bridge{id: newBridgeID(), typ: "base", tech: "softmix", creator: "ConfBridge", name: confRoom}}
 		p.confs[confRoom] = cf
-		p.emit(bridgeEvent("BridgeCreate", cf.br, nil))
+		p.emit(bridgeEvent(ami.EventBridgeCreate, cf.br, nil))
 		cf.br.hidden = 1 // the room's announcer channel
-		p.emit(confEvent("ConfbridgeStart", cf, nil))
+		p.emit(confEvent(ami.EventConfbridgeStart, cf, nil))
 	}
 	c.enter(cf.br, a)
 	cf.users = append(cf.users, &confUser{ch: a})
-	p.emit(confEvent("ConfbridgeJoin", cf, a, "Admin", "No", "Muted", "No"))
+	p.emit(confEvent(ami.EventConfbridgeJoin, cf, a, "Admin", "No", "Muted", "No"))
 	p.mu.Unlock()
 
 	max := time.NewTimer(p.cfg.MaxCallDuration)
@@ -129,14 +129,14 @@ func (c *call) confLeave(cf *conference, a *channel, bye, kicked bool) {
 	defer p.mu.Unlock()
 	admin := []string{"Admin", "No"}
 	if kicked {
-		p.emit(confEvent("ConfbridgeLeave", cf, a, admin...))
+		p.emit(confEvent(ami.EventConfbridgeLeave, cf, a, admin...))
 	} else if !bye {
-		p.emit(chanEvent("HangupRequest", a))
+		p.emit(chanEvent(ami.EventHangupRequest, a))
 	}
 	c.leave(a)
-	p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16"))
+	p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
 	if !kicked {
-		p.emit(confEvent("ConfbridgeLeave", cf, a, admin...))
+		p.emit(confEvent(ami.EventConfbridgeLeave, cf, a, admin...))
 	}
 	for i, u := range cf.users {
 		if u.ch == a {
@@ -145,9 +145,9 @@ func (c *call) confLeave(cf *conference, a *channel, bye, kicked bool) {
 		}
 	}
 	if len(cf.users) == 0 {
-		p.emit(confEvent("ConfbridgeEnd", cf, nil))
+		p.emit(confEvent(ami.EventConfbridgeEnd, cf, nil))
 		cf.br.hidden = 0
-		p.emit(bridgeEvent("BridgeDestroy", cf.br, nil))
+		p.emit(bridgeEvent(ami.EventBridgeDestroy, cf.br, nil))
 		delete(p.confs, cf.name)
 	}
 	if bye {
@@ -175,10 +175,10 @@ func (p *PBX) actConfbridgeListRooms(_ context.Context, _ *ami.Session, req ami.
 	}
 	var items []ami.Message
 	for _, cf := range p.confs {
-		items = append(items, withLeadingID(item("ConfbridgeListRooms", "Conference", cf.name,
+		items = append(items, withLeadingID(item(ami.EventConfbridgeListRooms, "Conference", cf.name,
 			"Parties", strconv.Itoa(len(cf.users)), "Marked", "0", "Locked", yesNo(cf.locked), "Muted", "No"), req))
 	}
-	return list(req, "Confbridge conferences will follow", "ConfbridgeListRoomsComplete", items)
+	return list(req, "Confbridge conferences will follow", ami.EventConfbridgeListRoomsComplete, items)
 }
 
 func (p *PBX) actConfbridgeList(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -195,14 +195,14 @@ func (p *PBX) actConfbridgeList(_ context.Context, _ *ami.Session, req ami.Messa
 	now := p.cfg.Now()
 	var items []ami.Message
 	for _, u := range cf.users {
-		hs := []ami.Header{{Key: "Event", Value: "ConfbridgeList"}, {Key: "Conference", Value: cf.name},
+		hs := []ami.Header{{Key: "Event", Value: ami.EventConfbridgeList}, {Key: "Conference", Value: cf.name},
 			{Key: "Admin", Value: "No"}, {Key: "MarkedUser", Value: "No"}, {Key: "WaitMarked", Value: "No"},
 			{Key: "EndMarked", Value: "No"}, {Key: "EndMarkedAny", Value: "No"}, {Key: "Waiting", Value: "No"},
 			{Key: "Muted", Value: yesNo(u.muted)}, {Key: "Talking", Value: "No"},
 			{Key: "AnsweredTime", Value: strconv.Itoa(int(now.Sub(u.ch.answered) / time.Second))}}
 		items = append(items, withLeadingID(ami.NewMessage(chanHeaders(hs, "", u.ch)...), req))
 	}
-	return list(req, "Confbridge user list will follow", "ConfbridgeListComplete", items)
+	return list(req, "Confbridge user list will follow", ami.EventConfbridgeListComplete, items)
 }
 
 // confTarget checks Conference and Channel and finds the room. p.mu held
@@ -241,9 +241,9 @@ func (p *PBX) actConfbridgeMute(mute bool) ami.HandlerFunc {
 		if len(users) == 0 {
 			return errResp("No Channel by that name found in Conference.")
 		}
-		ev, msg := "ConfbridgeUnmute", "User unmuted"
+		ev, msg := ami.EventConfbridgeUnmute, "User unmuted"
 		if mute {
-			ev, msg = "ConfbridgeMute", "User muted"
+			ev, msg = ami.EventConfbridgeMute, "User muted"
 		}
 		for _, u := range users {
 			if u.muted != mute {
@@ -286,11 +286,11 @@ func (p *PBX) actConfbridgeLock(lock bool) ami.HandlerFunc {
 
 func (p *PBX) registerConfBridge() {
 	s := p.amiSrv
-	s.Handle("ConfbridgeListRooms", p.actConfbridgeListRooms)
-	s.Handle("ConfbridgeList", p.actConfbridgeList)
-	s.Handle("ConfbridgeMute", p.actConfbridgeMute(true))
-	s.Handle("ConfbridgeUnmute", p.actConfbridgeMute(false))
-	s.Handle("ConfbridgeKick", p.actConfbridgeKick)
-	s.Handle("ConfbridgeLock", p.actConfbridgeLock(true))
-	s.Handle("ConfbridgeUnlock", p.actConfbridgeLock(false))
+	s.Handle(ami.ActionConfbridgeListRooms, p.actConfbridgeListRooms)
+	s.Handle(ami.ActionConfbridgeList, p.actConfbridgeList)
+	s.Handle(ami.ActionConfbridgeMute, p.actConfbridgeMute(true))
+	s.Handle(ami.ActionConfbridgeUnmute, p.actConfbridgeMute(false))
+	s.Handle(ami.ActionConfbridgeKick, p.actConfbridgeKick)
+	s.Handle(ami.ActionConfbridgeLock, p.actConfbridgeLock(true))
+	s.Handle(ami.ActionConfbridgeUnlock, p.actConfbridgeLock(false))
 }

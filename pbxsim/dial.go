@@ -31,7 +31,7 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	b.accountCode = a.accountCode
 	b.app, b.appData = "AppDial", "(Outgoing Line)"
 	b.tcp = ct.tcp
-	p.emit(chanEvent("Newchannel", b))
+	p.emit(chanEvent(ami.EventNewchannel, b))
 	if a.context == "from-trunk" {
 		a.context = p.cfg.Context // Goto(from-internal,${EXTEN},1)
 	}
@@ -40,10 +40,10 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	a.dialled, a.dialData = target, a.appData
 	b.exten = target
 	b.conNum, b.conName = a.cidNum, a.cidName
-	p.emit(chanEvent("NewConnectedLine", b))
-	p.emit(dialEvent("DialBegin", a, b, "DialString", endpoint))
+	p.emit(chanEvent(ami.EventNewConnectedLine, b))
+	p.emit(dialEvent(ami.EventDialBegin, a, b, "DialString", endpoint))
 	a.conNum, a.conName = b.cidNum, b.cidName
-	p.emit(chanEvent("NewConnectedLine", a))
+	p.emit(chanEvent(ami.EventNewConnectedLine, a))
 	offer := a.sdp // the caller's media; one already up is re-INVITEd at the answer (mediaTo)
 	if len(offer) == 0 {
 		offer = p.sdp(p.chanSeq, false)
@@ -61,11 +61,11 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 				p.mu.Lock()
 				if b.state != stateRinging && b.state != stateUp {
 					b.state = stateRinging
-					p.emit(chanEvent("Newstate", b))
+					p.emit(chanEvent(ami.EventNewstate, b))
 					p.updateDevice(b.endpoint)
 					a.progressed = true
 					p.updateDevice(a.endpoint)
-					p.emit(dialEvent("DialState", a, b, "DialStatus", "RINGING"))
+					p.emit(dialEvent(ami.EventDialState, a, b, "DialStatus", "RINGING"))
 					if a.srv != nil && a.state != stateUp {
 						srv := a.srv
 						c.srvDo(a, func(context.Context) { srv.Respond(180, "Ringing", nil) })
@@ -209,13 +209,13 @@ func (c *call) dialFailed(a, b *channel, target string, cause, tech int) {
 	if cause == 19 && tech == 0 {
 		b.cancelCli() // ring timeout: CANCEL
 	} else {
-		p.emit(chanEvent("HangupRequest", b, append([]string{"Cause", strconv.Itoa(cause)}, techKV...)...))
+		p.emit(chanEvent(ami.EventHangupRequest, b, append([]string{"Cause", strconv.Itoa(cause)}, techKV...)...))
 	}
-	p.emit(dialEvent("DialEnd", a, b, "DialStatus", dialStatus(cause)))
+	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", dialStatus(cause)))
 	c.hangupChannel(b, cause, tech)
 	a.priority = 4
 	a.app, a.appData = "Hangup", ""
-	p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16")) // no TechCause: busy_486
+	p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16")) // no TechCause: busy_486
 	disp := "NO ANSWER"
 	switch cause {
 	case 17:
@@ -246,10 +246,10 @@ func (c *call) callerGone(a, b *channel, target string, why evKind) {
 	if tech != 0 {
 		kv = append(kv, "TechCause", strconv.Itoa(tech))
 	}
-	p.emit(chanEvent("HangupRequest", a, kv...))
-	p.emit(dialEvent("DialEnd", a, b, "DialStatus", "CANCEL"))
+	p.emit(chanEvent(ami.EventHangupRequest, a, kv...))
+	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", "CANCEL"))
 	kv[1] = "16"
-	p.emit(chanEvent("SoftHangupRequest", a, kv...))
+	p.emit(chanEvent(ami.EventSoftHangupRequest, a, kv...))
 	b.cancelCli()
 	bTech := 0
 	if why == evCancel {
@@ -272,10 +272,10 @@ func (c *call) bridgeCall(a, b *channel, target string, res *sip.Response) (*cha
 	b.state = stateUp
 	b.answered = p.cfg.Now()
 	b.sdp = res.Body()
-	p.emit(chanEvent("Newstate", b))
+	p.emit(chanEvent(ami.EventNewstate, b))
 	p.updateDevice(b.endpoint)
 	b.exten = ""
-	p.emit(dialEvent("DialEnd", a, b, "DialStatus", "ANSWER"))
+	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", "ANSWER"))
 	a.progressed = true
 	if a.state == stateUp {
 		c.mediaTo(a, b.sdp) // answered before: an Originate's first leg, a transferee
@@ -283,7 +283,7 @@ func (c *call) bridgeCall(a, b *channel, target string, res *sip.Response) (*cha
 	c.answer(a, b.sdp)
 	p.updateDevice(a.endpoint)
 	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
-	p.emit(bridgeEvent("BridgeCreate", br, nil))
+	p.emit(bridgeEvent(ami.EventBridgeCreate, br, nil))
 	c.enter(br, b)
 	c.enter(br, a)
 	p.mu.Unlock()
@@ -293,7 +293,7 @@ func (c *call) bridgeCall(a, b *channel, target string, res *sip.Response) (*cha
 func (c *call) enter(br *bridge, ch *channel) {
 	br.chans = append(br.chans, ch)
 	ch.bridge = br
-	c.p.emit(bridgeEvent("BridgeEnter", br, ch))
+	c.p.emit(bridgeEvent(ami.EventBridgeEnter, br, ch))
 }
 
 // enterSwap is enter for a channel that takes the place of a Local
@@ -301,7 +301,7 @@ func (c *call) enter(br *bridge, ch *channel) {
 func (c *call) enterSwap(br *bridge, ch, half *channel) {
 	br.chans = append(br.chans, ch)
 	ch.bridge = br
-	m := bridgeEvent("BridgeEnter", br, ch)
+	m := bridgeEvent(ami.EventBridgeEnter, br, ch)
 	c.p.emit(ami.NewMessage(append(m.Headers(), ami.Header{Key: "SwapUniqueid", Value: half.uniqueid})...))
 }
 
@@ -317,7 +317,7 @@ func (c *call) leave(ch *channel) {
 		}
 	}
 	ch.bridge = nil
-	c.p.emit(bridgeEvent("BridgeLeave", br, ch))
+	c.p.emit(bridgeEvent(ami.EventBridgeLeave, br, ch))
 }
 
 // talk runs while a (the dialling side) and b (the dialled side) are
@@ -363,7 +363,7 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				br := x.bridge
 				c.leave(x)
 				c.leave(y)
-				p.emit(bridgeEvent("BridgeDestroy", br, nil))
+				p.emit(bridgeEvent(ami.EventBridgeDestroy, br, nil))
 				c.sendBye(y, true)
 				if x == a {
 					// The caller goes on: this segment is a Cdr of its own,
@@ -387,15 +387,15 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				y := other(e.ch)
 				p.mu.Lock()
 				if e.kind == evHold && !y.onHold {
-					p.emit(chanEvent("Hold", e.ch, "MusicClass", "default"))
+					p.emit(chanEvent(ami.EventHold, e.ch, "MusicClass", "default"))
 					y.onHold = true
 					p.updateDevice(y.endpoint)
-					p.emit(chanEvent("MusicOnHoldStart", y, "Class", "default"))
+					p.emit(chanEvent(ami.EventMusicOnHoldStart, y, "Class", "default"))
 				} else if e.kind == evUnhold && y.onHold {
-					p.emit(chanEvent("Unhold", e.ch))
+					p.emit(chanEvent(ami.EventUnhold, e.ch))
 					y.onHold = false
 					p.updateDevice(y.endpoint)
-					p.emit(chanEvent("MusicOnHoldStop", y))
+					p.emit(chanEvent(ami.EventMusicOnHoldStop, y))
 				}
 				p.mu.Unlock()
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/emiago/sipgo/sip"
 )
 
@@ -74,7 +75,7 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 	c.startSrvQueue(a)
 	a.dialogID = dtx.ID
 	p.dialogs[a.dialogID] = a
-	p.emit(chanEvent("Newchannel", a))
+	p.emit(chanEvent(ami.EventNewchannel, a))
 	p.mu.Unlock()
 
 	if !tx.OnCancel(func(*sip.Request) { c.post(callEvent{kind: evCancel, ch: a}) }) {

@@ -38,7 +38,7 @@ func (p *PBX) actPJSIPShowEndpoint(_ context.Context, _ *ami.Session, req ami.Me
 	}
 	over := map[string]string{"ObjectName": name, "Aors": name, "Context": ctx, "Callerid": cid,
 		"DeviceState": state, "ActiveChannels": strconv.Itoa(active), "MediaAddress": host}
-	hs := []ami.Header{{Key: "Event", Value: "EndpointDetail"}}
+	hs := []ami.Header{{Key: "Event", Value: ami.EventEndpointDetail}}
 	for _, kv := range endpointDetailHeaders {
 		v, ok := over[kv[0]]
 		if !ok {
@@ -64,20 +64,20 @@ func (p *PBX) actPJSIPShowEndpoint(_ context.Context, _ *ami.Session, req ami.Me
 	if ct != nil {
 		contacts, n = name+"/"+ct.uri.String(), "1"
 	}
-	items = append(items, id(item("AorDetail", "ObjectType", "aor", "ObjectName", name,
+	items = append(items, id(item(ami.EventAorDetail, "ObjectType", "aor", "ObjectName", name,
 		"MinimumExpiration", strconv.Itoa(int(p.cfg.MinExpiry.Seconds())), "DefaultExpiration", strconv.Itoa(int(p.cfg.DefaultExpiry.Seconds())),
 		"QualifyTimeout", "3.000000", "Qualify2xxOnly", "false", "Mailboxes", "", "SupportPath", "false",
 		"RemoveUnavailable", "false", "VoicemailExtension", "", "MaxContacts", "1", "AuthenticateQualify", "false",
 		"Contacts", contacts, "MaximumExpiration", strconv.Itoa(int(p.cfg.MaxExpiry.Seconds())), "QualifyFrequency", "0",
 		"RemoveExisting", "true", "OutboundProxy", "", "TotalContacts", n, "ContactsRegistered", n, "EndpointName", name)))
 	if ct != nil {
-		items = append(items, id(item("ContactStatusDetail", "AOR", name, "URI", ct.uri.String(), "UserAgent", ct.userAgent,
+		items = append(items, id(item(ami.EventContactStatusDetail, "AOR", name, "URI", ct.uri.String(), "UserAgent", ct.userAgent,
 			"RegExpire", strconv.FormatInt(ct.expires.Unix(), 10), "ViaAddress", ct.source, "CallID", ct.callID,
 			"Status", "NonQualified", "RoundtripUsec", "N/A", "EndpointName", name, "ID", name+";@"+ct.callID,
 			"AuthenticateQualify", "0", "OutboundProxy", "", "Path", "", "QualifyFrequency", "0",
 			"QualifyTimeout", "3.000", "Qualify2xxOnly", "0")))
 	}
-	return list(req, "Following are Events for each object associated with the Endpoint", "EndpointDetailComplete", items)
+	return list(req, "Following are Events for each object associated with the Endpoint", ami.EventEndpointDetailComplete, items)
 }
 
 // withLeadingID puts the request's ActionID right after Event, where

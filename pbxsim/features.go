@@ -23,14 +23,14 @@ func (p *PBX) registerFeatures() {
 	p.feat.db = map[string]string{}
 	p.feat.custom = map[string]string{}
 	s := p.amiSrv
-	s.Handle("DBPut", p.actDBPut)
-	s.Handle("DBGet", p.actDBGet)
-	s.Handle("DBDel", p.actDBDel)
-	s.Handle("DBGetTree", p.actDBGetTree)
-	s.Handle("Setvar", p.actSetvar)
-	s.Handle("MixMonitor", p.actMixMonitor("MixMonitorStart"))
-	s.Handle("StopMixMonitor", p.actMixMonitor("MixMonitorStop"))
-	s.Handle("MixMonitorMute", p.actMixMonitor("MixMonitorMute"))
+	s.Handle(ami.ActionDBPut, p.actDBPut)
+	s.Handle(ami.ActionDBGet, p.actDBGet)
+	s.Handle(ami.ActionDBDel, p.actDBDel)
+	s.Handle(ami.ActionDBGetTree, p.actDBGetTree)
+	s.Handle(ami.ActionSetvar, p.actSetvar)
+	s.Handle(ami.ActionMixMonitor, p.actMixMonitor(ami.EventMixMonitorStart))
+	s.Handle(ami.ActionStopMixMonitor, p.actMixMonitor(ami.EventMixMonitorStop))
+	s.Handle(ami.ActionMixMonitorMute, p.actMixMonitor(ami.EventMixMonitorMute))
 }
 
 func dbKey(req ami.Message) (string, bool) {
@@ -60,8 +60,8 @@ func (p *PBX) actDBGet(_ context.Context, _ *ami.Session, req ami.Message) []ami
 	if !found {
 		return errResp("Database entry not found")
 	}
-	return list(req, "Result will follow", "DBGetComplete",
-		[]ami.Message{item("DBGetResponse", "Family", req.Get("Family"), "Key", req.Get("Key"), "Val", v)})
+	return list(req, "Result will follow", ami.EventDBGetComplete,
+		[]ami.Message{item(ami.EventDBGetResponse, "Family", req.Get("Family"), "Key", req.Get("Key"), "Val", v)})
 }
 
 // actDBGetTree lists the keys under Family (and Key, when given), or
@@ -85,10 +85,10 @@ func (p *PBX) actDBGetTree(_ context.Context, _ *ami.Session, req ami.Message) [
 	slices.Sort(keys)
 	items := make([]ami.Message, 0, len(keys))
 	for _, k := range keys {
-		items = append(items, item("DBGetTreeResponse", "Key", "/"+k, "Val", p.feat.db[k]))
+		items = append(items, item(ami.EventDBGetTreeResponse, "Key", "/"+k, "Val", p.feat.db[k]))
 	}
 	p.feat.mu.Unlock()
-	return list(req, "Result will follow", "DBGetTreeComplete", items)
+	return list(req, "Result will follow", ami.EventDBGetTreeComplete, items)
 }
 
 func (p *PBX) actDBDel(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -134,11 +134,11 @@ func (p *PBX) actSetvar(_ context.Context, _ *ami.Session, req ami.Message) []am
 		if ext, ok := dndHint(dev); ok {
 			// FreePBX's *76<ext> hint follows its DND device (call_forward_astdb).
 			st, txt := customExtStatus(state)
-			p.emit(ami.NewMessage(append(ev("ExtensionStatus", "call,all", 7),
+			p.emit(ami.NewMessage(append(ev(ami.EventExtensionStatus, "call,all", 7),
 				ami.Header{Key: "Exten", Value: "*76" + ext}, ami.Header{Key: "Context", Value: p.cfg.Context},
 				ami.Header{Key: "Hint", Value: dev}, ami.Header{Key: "Status", Value: st}, ami.Header{Key: "StatusText", Value: txt})...))
 		}
-		p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+		p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
 			ami.Header{Key: "Device", Value: dev}, ami.Header{Key: "State", Value: state})...))
 	}
 	return []ami.Message{resp("Success", "Message", "Variable Set")}
@@ -151,7 +151,7 @@ func (p *PBX) customStates() []ami.Message {
 	defer p.feat.mu.Unlock()
 	var items []ami.Message
 	for dev, st := range p.feat.custom {
-		items = append(items, item("DeviceStateChange", "Device", dev, "State", st))
+		items = append(items, item(ami.EventDeviceStateChange, "Device", dev, "State", st))
 	}
 	return items
 }
@@ -168,7 +168,7 @@ func (p *PBX) actMixMonitor(event string) ami.HandlerFunc {
 		}
 		hs := chanHeaders(ev(event, "call,all", 24), "", ch)
 		p.mu.Unlock()
-		if event == "MixMonitorMute" {
+		if event == ami.EventMixMonitorMute {
 			state := "0"
 			if v := req.Get("State"); v == "1" || strings.EqualFold(v, "true") {
 				state = "1"

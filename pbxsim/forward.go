@@ -1,6 +1,10 @@
 package pbxsim
 
-import "time"
+import (
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
 
 // Call forwarding and do-not-disturb as FreePBX keeps them in AstDB and
 // its dialplan honours them for a call to an extension: DND/<ext> = YES
@@ -75,7 +79,7 @@ func (c *call) busy(a *channel, target string) {
 	if a.context == "from-trunk" {
 		a.context = p.cfg.Context
 	}
-	p.emit(chanEvent("SoftHangupRequest", a, "Cause", "17"))
+	p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "17"))
 	c.hangupChannel(a, 17, 0)
 	p.cdrRecord(a, target, "", "Busy", "5", a.created, time.Time{}, p.cfg.Now(), "BUSY")
 }
@@ -94,6 +98,6 @@ func (c *call) dialFailedForward(a, b *channel, cause, tech int) {
 	p := c.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.emit(dialEvent("DialEnd", a, b, "DialStatus", dialStatus(cause)))
+	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", dialStatus(cause)))
 	c.hangupChannel(b, cause, tech)
 }

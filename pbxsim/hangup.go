@@ -27,7 +27,7 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		br = b.bridge
 	}
 	if qc != nil {
-		p.emit(chanEvent("HangupRequest", x)) // app_queue's hangup carries no Cause
+		p.emit(chanEvent(ami.EventHangupRequest, x)) // app_queue's hangup carries no Cause
 	} else {
 		p.hangupRequest(x, cause)
 	}
@@ -38,7 +38,7 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 	for _, ch := range []*channel{a, b} {
 		if ch.onHold {
 			ch.onHold = false
-			p.emit(chanEvent("MusicOnHoldStop", ch))
+			p.emit(chanEvent(ami.EventMusicOnHoldStop, ch))
 		}
 	}
 	if qc != nil {
@@ -52,14 +52,14 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		c.leave(a)
 		c.leave(b)
 		if br != nil {
-			p.emit(bridgeEvent("BridgeDestroy", br, nil))
+			p.emit(bridgeEvent(ami.EventBridgeDestroy, br, nil))
 		}
 		if a.dialplan {
-			p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause))) // its dialplan ends
+			p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", strconv.Itoa(cause))) // its dialplan ends
 		}
 		if b.dialplan {
 			// Hung up by the bridge's end, like a (park_retrieve).
-			p.emit(chanEvent("SoftHangupRequest", b, "Cause", strconv.Itoa(cause)))
+			p.emit(chanEvent(ami.EventSoftHangupRequest, b, "Cause", strconv.Itoa(cause)))
 		}
 		c.hangupChannel(b, cause, 0)
 	} else {
@@ -67,13 +67,13 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 		c.hangupChannel(b, cause, 0)
 		c.leave(a)
 		if br != nil {
-			p.emit(bridgeEvent("BridgeDestroy", br, nil))
+			p.emit(bridgeEvent(ami.EventBridgeDestroy, br, nil))
 		}
 		if qc != nil {
 			a.priority = 5 // NoOp(QUEUESTATUS), Hangup()
 		}
 		if a.dialplan {
-			p.emit(chanEvent("SoftHangupRequest", a, "Cause", strconv.Itoa(cause))) // its dialplan ends
+			p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", strconv.Itoa(cause))) // its dialplan ends
 		}
 	}
 	if qc == nil {
@@ -108,10 +108,10 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 // VoiceMail, Pickup or ParkedCall has none (the recordings). p.mu held.
 func (p *PBX) hangupRequest(x *channel, cause int) {
 	if x.app == "Dial" || x.app == "AppDial" {
-		p.emit(chanEvent("HangupRequest", x, "Cause", strconv.Itoa(cause)))
+		p.emit(chanEvent(ami.EventHangupRequest, x, "Cause", strconv.Itoa(cause)))
 		return
 	}
-	p.emit(chanEvent("HangupRequest", x))
+	p.emit(chanEvent(ami.EventHangupRequest, x))
 }
 
 // sendBye ends ch's SIP dialog from our side: BYE when answered, CANCEL
@@ -177,7 +177,7 @@ func (c *call) hangupChannel(ch *channel, cause, tech int) {
 	}
 	ch.gone = true
 	ch.spyeeGone()
-	p.emit(chanEvent("Hangup", ch, kv...))
+	p.emit(chanEvent(ami.EventHangup, ch, kv...))
 	p.dropChannel(ch)
 	ch.onHold = false
 	p.updateDevice(ch.endpoint)
@@ -249,7 +249,7 @@ func (p *PBX) cdrRecord(a *channel, dst, destCh, app, data string, start, at, no
 		answer = at.Format(layout)
 		billsec = int(now.Sub(at) / time.Second)
 	}
-	p.emit(ami.NewMessage(append(ev("Cdr", "cdr,all", 21),
+	p.emit(ami.NewMessage(append(ev(ami.EventCdr, "cdr,all", 21),
 		ami.Header{Key: "AccountCode", Value: a.accountCode},
 		ami.Header{Key: "Source", Value: a.cidNum},
 		ami.Header{Key: "Destination", Value: dst},
@@ -272,7 +272,7 @@ func (p *PBX) cdrRecord(a *channel, dst, destCh, app, data string, start, at, no
 
 // emitBlindTransfer reports the BlindTransfer action. p.mu held.
 func (p *PBX) emitBlindTransfer(transferer, transferee *channel, context, exten string) {
-	hs := ev("BlindTransfer", "call,all", 44)
+	hs := ev(ami.EventBlindTransfer, "call,all", 44)
 	hs = append(hs, ami.Header{Key: "Result", Value: "Success"})
 	hs = chanHeaders(hs, "Transferer", transferer)
 	hs = chanHeaders(hs, "Transferee", transferee)

@@ -112,14 +112,14 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	ch.exten, ch.context = "s", o.context
 	ch.accountCode = o.account
 	ch.app, ch.appData = "AppDial2", "(Outgoing Line)"
-	p.emit(chanEvent("Newchannel", ch))
+	p.emit(chanEvent(ami.EventNewchannel, ch))
 	num := o.cidNum
 	if num == "" {
 		num = o.endpoint
 	}
 	ch.conNum, ch.conName = num, o.cidName
-	p.emit(chanEvent("NewConnectedLine", ch))
-	p.emit(dialEvent("DialBegin", nil, ch, "DialString", o.endpoint))
+	p.emit(chanEvent(ami.EventNewConnectedLine, ch))
+	p.emit(dialEvent(ami.EventDialBegin, nil, ch, "DialString", o.endpoint))
 	respond := func(ok bool, reason int) {
 		if o.async {
 			p.emit(o.response(ok, reason, ch))
@@ -127,7 +127,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 		result <- ok
 	}
 	fail := func(cause, tech, reason int) {
-		p.emit(dialEvent("DialEnd", nil, ch, "DialStatus", dialStatus(cause)))
+		p.emit(dialEvent(ami.EventDialEnd, nil, ch, "DialStatus", dialStatus(cause)))
 		c.hangupChannel(ch, cause, tech)
 		respond(false, reason)
 	}
@@ -155,9 +155,9 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 				ch.state = stateUp
 				ch.answered = p.cfg.Now()
 				ch.sdp = ev.res.Body()
-				p.emit(chanEvent("Newstate", ch))
+				p.emit(chanEvent(ami.EventNewstate, ch))
 				respond(true, 4)
-				p.emit(dialEvent("DialEnd", nil, ch, "DialStatus", "ANSWER"))
+				p.emit(dialEvent(ami.EventDialEnd, nil, ch, "DialStatus", "ANSWER"))
 				p.updateDevice(ch.endpoint)
 				if o.app == "" {
 					ch.exten, ch.priority = o.exten, 1
@@ -209,9 +209,9 @@ func (c *call) originateRinging(ch *channel) {
 	defer p.mu.Unlock()
 	if ch.state != stateRinging {
 		ch.state = stateRinging
-		p.emit(chanEvent("Newstate", ch))
+		p.emit(chanEvent(ami.EventNewstate, ch))
 		p.updateDevice(ch.endpoint)
-		p.emit(dialEvent("DialState", nil, ch, "DialStatus", "RINGING"))
+		p.emit(dialEvent(ami.EventDialState, nil, ch, "DialStatus", "RINGING"))
 	}
 }
 
@@ -246,7 +246,7 @@ func (o originateReq) response(ok bool, reason int, ch *channel) ami.Message {
 			uid = "<null>"
 		}
 	}
-	hs := ev("OriginateResponse", "call,all", 11)
+	hs := ev(ami.EventOriginateResponse, "call,all", 11)
 	if o.actionID != "" {
 		hs = append(hs, ami.Header{Key: "ActionID", Value: o.actionID})
 	}

@@ -55,7 +55,7 @@ func (c *call) park(x, y *channel) (*channel, string) {
 		return nil, ""
 	}
 	pb := &bridge{id: newBridgeID(), typ: "parking", tech: "holding_bridge", creator: "Parking", name: parkLot}
-	p.emit(bridgeEvent("BridgeCreate", pb, nil))
+	p.emit(bridgeEvent(ami.EventBridgeCreate, pb, nil))
 	old := x.bridge
 	c.leave(x)
 	x.parkSpace, x.parkedAt = space, p.cfg.Now()
@@ -68,15 +68,15 @@ func (c *call) park(x, y *channel) (*channel, string) {
 	}
 	x.app, x.appData = "Park", ""
 	p.parked[space] = x
-	p.emit(p.parkedEvent("ParkedCall", x, nil))
-	p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+	p.emit(p.parkedEvent(ami.EventParkedCall, x, nil))
+	p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
 		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "INUSE"})...))
 	c.enter(pb, x)
-	p.emit(chanEvent("MusicOnHoldStart", x, "Class", "default"))
+	p.emit(chanEvent(ami.EventMusicOnHoldStart, x, "Class", "default"))
 	if y != nil {
 		c.leave(y)
 		if old != nil {
-			p.emit(bridgeEvent("BridgeDestroy", old, nil))
+			p.emit(bridgeEvent(ami.EventBridgeDestroy, old, nil))
 		}
 		c.sendBye(y, true)
 		c.hangupChannel(y, 16, 0)
@@ -90,13 +90,13 @@ func (c *call) park(x, y *channel) (*channel, string) {
 		defer p.mu.Unlock()
 		p.emit(p.parkedEvent(name, x, nil))
 		delete(p.parked, space)
-		p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+		p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
 			ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})...))
-		p.emit(chanEvent("MusicOnHoldStop", x))
+		p.emit(chanEvent(ami.EventMusicOnHoldStop, x))
 		br := x.bridge
 		c.leave(x)
 		if br != nil {
-			p.emit(bridgeEvent("BridgeDestroy", br, nil))
+			p.emit(bridgeEvent(ami.EventBridgeDestroy, br, nil))
 		}
 		if bye {
 			c.sendBye(x, true)
@@ -111,10 +111,10 @@ func (c *call) park(x, y *channel) (*channel, string) {
 			}
 			switch e.kind {
 			case evBye, evNoAck, evCancel:
-				unparkEnd("ParkedCallGiveUp", false)
+				unparkEnd(ami.EventParkedCallGiveUp, false)
 				return nil, ""
 			case evHangup:
-				unparkEnd("ParkedCallGiveUp", true)
+				unparkEnd(ami.EventParkedCallGiveUp, true)
 				return nil, ""
 			case evUnpark:
 				p.mu.Lock()
@@ -128,10 +128,10 @@ func (c *call) park(x, y *channel) (*channel, string) {
 				return nil, ""
 			}
 		case <-timeout.C:
-			unparkEnd("ParkedCallTimeOut", true)
+			unparkEnd(ami.EventParkedCallTimeOut, true)
 			return nil, ""
 		case <-c.ctx.Done():
-			unparkEnd("ParkedCallGiveUp", true)
+			unparkEnd(ami.EventParkedCallGiveUp, true)
 			return nil, ""
 		}
 	}
@@ -171,10 +171,10 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	c.answer(r, x.sdp)
 	c.mediaTo(x, r.sdp) // the parked call was talking to the parker
 	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
-	p.emit(bridgeEvent("BridgeCreate", br, nil))
-	p.emit(p.parkedEvent("UnParkedCall", x, r))
-	p.emit(chanEvent("MusicOnHoldStop", x))
-	p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+	p.emit(bridgeEvent(ami.EventBridgeCreate, br, nil))
+	p.emit(p.parkedEvent(ami.EventUnParkedCall, x, r))
+	p.emit(chanEvent(ami.EventMusicOnHoldStop, x))
+	p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
 		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})...))
 	// Asterisk keeps the lot's holding bridge alive; so does pbxsim (no
 	// BridgeDestroy for it here).
@@ -183,8 +183,8 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	c.enter(br, r)
 	x.conNum, x.conName = r.cidNum, r.cidName
 	r.conNum, r.conName = x.cidNum, x.cidName
-	p.emit(chanEvent("NewConnectedLine", x))
-	p.emit(chanEvent("NewConnectedLine", r))
+	p.emit(chanEvent(ami.EventNewConnectedLine, x))
+	p.emit(chanEvent(ami.EventNewConnectedLine, r))
 	x.parkSpace = 0
 	if x.dialplan {
 		// The parked time is a Cdr of its own; x owns the Cdr of its call

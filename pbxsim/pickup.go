@@ -55,7 +55,7 @@ func (c *call) pickup(d *channel, exten, chanName string) (*channel, string) {
 	}
 	if d.state != stateUp {
 		d.conNum, d.conName = a.cidNum, a.cidName
-		p.emit(chanEvent("NewConnectedLine", d))
+		p.emit(chanEvent(ami.EventNewConnectedLine, d))
 		d.progressed = true
 		c.answer(d, a.sdp)
 	}
@@ -80,7 +80,7 @@ func (c *call) pickup(d *channel, exten, chanName string) (*channel, string) {
 
 // pickupEvent is Pickup: picker d took ringing b.
 func pickupEvent(d, b *channel) ami.Message {
-	hs := ev("Pickup", "call,all", 40)
+	hs := ev(ami.EventPickup, "call,all", 40)
 	hs = chanHeaders(hs, "", d)
 	hs = chanHeaders(hs, "Target", b)
 	return ami.NewMessage(hs...)
@@ -102,11 +102,11 @@ func (c *call) pickedUp(a, b *channel, target string, e callEvent) (*channel, st
 	e.reply <- true
 	p.emit(pickupEvent(d, b))
 	a.conNum, a.conName = d.cidNum, d.cidName
-	p.emit(chanEvent("NewConnectedLine", a))
-	p.emit(chanEvent("SoftHangupRequest", b, "Cause", "16"))
+	p.emit(chanEvent(ami.EventNewConnectedLine, a))
+	p.emit(chanEvent(ami.EventSoftHangupRequest, b, "Cause", "16"))
 	b.cancelCli()
 	d.exten = ""
-	p.emit(dialEvent("DialEnd", a, d, "DialStatus", "ANSWER"))
+	p.emit(dialEvent(ami.EventDialEnd, a, d, "DialStatus", "ANSWER"))
 	d.exten = "**" + b.endpoint
 	a.progressed = true
 	c.answer(a, d.sdp)
@@ -121,7 +121,7 @@ func (c *call) pickedUp(a, b *channel, target string, e callEvent) (*channel, st
 	a.cdrStart = now
 	p.stats.Answered++
 	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
-	p.emit(bridgeEvent("BridgeCreate", br, nil))
+	p.emit(bridgeEvent(ami.EventBridgeCreate, br, nil))
 	c.enter(br, d)
 	c.enter(br, a)
 	p.mu.Unlock()

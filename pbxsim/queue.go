@@ -93,7 +93,7 @@ func (p *PBX) queueData() string {
 
 // queueMemberEvent is QueueMemberStatus for m. p.mu held.
 func (p *PBX) queueMemberEvent(m *queueMember) ami.Message {
-	return p.memberEvent("QueueMemberStatus", m)
+	return p.memberEvent(ami.EventQueueMemberStatus, m)
 }
 
 // memberEvent is QueueMemberStatus, QueueMemberPause, QueueMemberAdded
@@ -138,7 +138,7 @@ func boolNum(b bool) string {
 }
 
 func (p *PBX) queueDevice(state string) {
-	p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+	p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
 		ami.Header{Key: "Device", Value: "Queue:" + p.cfg.Queue}, ami.Header{Key: "State", Value: state})...))
 }
 
@@ -228,12 +228,12 @@ func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 	b.accountCode = a.accountCode
 	b.app, b.appData = "AppDial", "(Outgoing Line)"
 	b.tcp = ct.tcp
-	p.emit(chanEvent("Newchannel", b))
+	p.emit(chanEvent(ami.EventNewchannel, b))
 	// AgentCalled shows the member's channel as it will be once dialled.
 	snap := *b
 	snap.conNum, snap.conName, snap.exten = a.cidNum, a.cidName, target
-	p.emit(p.agentEvent("AgentCalled", a, &snap, m))
-	p.emit(dialEvent("DialBegin", a, b, "DialString", m.iface))
+	p.emit(p.agentEvent(ami.EventAgentCalled, a, &snap, m))
+	p.emit(dialEvent(ami.EventDialBegin, a, b, "DialString", m.iface))
 	b.conNum, b.conName, b.exten = a.cidNum, a.cidName, target
 	m.ringing = c
 	offer := a.sdp // the caller's media: the member talks to it directly
@@ -257,24 +257,24 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 	if b.state != stateUp { // a picker is up already
 		b.state = stateUp
 		b.answered = now
-		p.emit(chanEvent("Newstate", b))
+		p.emit(chanEvent(ami.EventNewstate, b))
 	}
 	b.sdp = answer
-	p.emit(dialEvent("DialEnd", a, b, "DialStatus", "ANSWER"))
+	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", "ANSWER"))
 	c.mediaTo(a, answer) // the caller was answered by Queue() itself
 	var others []*qleg
 	for _, o := range legs {
 		if o != l {
 			others = append(others, o)
-			p.emit(dialEvent("DialEnd", a, o.b, "DialStatus", "CANCEL"))
+			p.emit(dialEvent(ami.EventDialEnd, a, o.b, "DialStatus", "CANCEL"))
 		}
 	}
 	a.conNum, a.conName = b.cidNum, b.cidName
-	p.emit(chanEvent("NewConnectedLine", a))
+	p.emit(chanEvent(ami.EventNewConnectedLine, a))
 	for _, o := range others {
-		p.emit(dialEvent("DialEnd", a, o.b, "DialStatus", "CANCEL"))
+		p.emit(dialEvent(ami.EventDialEnd, a, o.b, "DialStatus", "CANCEL"))
 	}
-	p.emit(chanEvent("MusicOnHoldStop", a))
+	p.emit(chanEvent(ami.EventMusicOnHoldStop, a))
 	l.m.ringing = nil
 	p.updateDevice(b.endpoint)
 	for _, o := range others {
@@ -295,14 +295,14 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 	if len(q.waiting) == 0 {
 		p.queueDevice("NOT_INUSE")
 	}
-	p.emit(chanEvent("QueueCallerLeave", a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
+	p.emit(chanEvent(ami.EventQueueCallerLeave, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
 	hold := int(now.Sub(joined) / time.Second)
-	p.emit(p.agentEvent("AgentConnect", a, b, l.m, "HoldTime", strconv.Itoa(hold), "RingTime", strconv.Itoa(int(now.Sub(l.rang)/time.Second))))
+	p.emit(p.agentEvent(ami.EventAgentConnect, a, b, l.m, "HoldTime", strconv.Itoa(hold), "RingTime", strconv.Itoa(int(now.Sub(l.rang)/time.Second))))
 	q.holdTime = (q.holdTime*3 + hold) / 4
 	l.m.inCall = true
 	c.q = &queueConn{b: b, m: l.m, joined: joined, connected: now, cancelled: ended}
 	br := &bridge{id: newBridgeID(), typ: "basic", tech: "simple_bridge"}
-	p.emit(bridgeEvent("BridgeCreate", br, nil))
+	p.emit(bridgeEvent(ami.EventBridgeCreate, br, nil))
 	c.enter(br, b)
 	c.enter(br, a)
 	p.mu.Unlock()
@@ -322,7 +322,7 @@ func (c *call) agentComplete(a *channel, reason string) {
 	now := p.cfg.Now()
 	hold := int(qc.connected.Sub(qc.joined) / time.Second)
 	talk := int(now.Sub(qc.connected) / time.Second)
-	p.emit(p.agentEvent("AgentComplete", a, qc.b, qc.m, "HoldTime", strconv.Itoa(hold), "TalkTime", strconv.Itoa(talk), "Reason", reason))
+	p.emit(p.agentEvent(ami.EventAgentComplete, a, qc.b, qc.m, "HoldTime", strconv.Itoa(hold), "TalkTime", strconv.Itoa(talk), "Reason", reason))
 	q.completed++
 	q.talkTime = (q.talkTime*3 + talk) / 4
 	qc.m.callsTaken++

@@ -14,10 +14,10 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
-		return list(req, "Queue status will follow", "QueueStatusComplete", nil)
+		return list(req, "Queue status will follow", ami.EventQueueStatusComplete, nil)
 	}
 	q := p.queue
-	items := []ami.Message{withTrailingID(item("QueueParams", "Queue", p.cfg.Queue, "Max", "0", "Strategy", p.cfg.QueueStrategy,
+	items := []ami.Message{withTrailingID(item(ami.EventQueueParams, "Queue", p.cfg.Queue, "Max", "0", "Strategy", p.cfg.QueueStrategy,
 		"Calls", strconv.Itoa(len(q.waiting)), "Holdtime", strconv.Itoa(q.holdTime), "TalkTime", strconv.Itoa(q.talkTime),
 		"Completed", strconv.Itoa(q.completed), "Abandoned", strconv.Itoa(q.abandoned), "ServiceLevel", "0",
 		"ServicelevelPerf", "0.0", "ServicelevelPerf2", "0.0", "Weight", "0"), req)}
@@ -31,7 +31,7 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 		if m.dynamic {
 			membership = "dynamic"
 		}
-		items = append(items, withTrailingID(item("QueueMember", "Queue", p.cfg.Queue, "Name", name, "Location", m.iface,
+		items = append(items, withTrailingID(item(ami.EventQueueMember, "Queue", p.cfg.Queue, "Name", name, "Location", m.iface,
 			"StateInterface", "PJSIP/"+m.num, "Membership", membership, "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
 			"LastCall", strconv.FormatInt(m.lastCall, 10), "LastPause", strconv.FormatInt(m.lastPause, 10), "LoginTime", strconv.FormatInt(m.loginTime, 10),
 			"InCall", boolNum(m.inCall), "Status", status, "Paused", boolNum(m.paused), "PausedReason", m.reason, "Wrapuptime", "0"), req))
@@ -40,13 +40,13 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 		now := p.cfg.Now()
 		for i, e := range q.waiting {
 			a := e.ch
-			items = append(items, withTrailingID(item("QueueEntry", "Queue", p.cfg.Queue, "Position", strconv.Itoa(i+1),
+			items = append(items, withTrailingID(item(ami.EventQueueEntry, "Queue", p.cfg.Queue, "Position", strconv.Itoa(i+1),
 				"Channel", a.name, "Uniqueid", a.uniqueid, "CallerIDNum", orUnknown(a.cidNum), "CallerIDName", orUnknown(a.cidName),
 				"ConnectedLineNum", orUnknown(a.conNum), "ConnectedLineName", orUnknown(a.conName),
 				"Wait", strconv.Itoa(int(now.Sub(e.joined)/time.Second)), "Priority", "0"), req))
 		}
 	}
-	return list(req, "Queue status will follow", "QueueStatusComplete", items)
+	return list(req, "Queue status will follow", ami.EventQueueStatusComplete, items)
 }
 
 // actQueuePause pauses or unpauses a member (in the given queue, or in
@@ -72,7 +72,7 @@ func (p *PBX) actQueuePause(_ context.Context, _ *ami.Session, req ami.Message) 
 			m.reason = req.Get("Reason")
 			m.lastPause = p.cfg.Now().Unix()
 		}
-		p.emit(p.memberEvent("QueueMemberPause", m))
+		p.emit(p.memberEvent(ami.EventQueueMemberPause, m))
 		if !paused {
 			return []ami.Message{resp("Success", "Message", "Interface unpaused successfully")}
 		}

@@ -51,7 +51,7 @@ func (p *PBX) actQueueAdd(_ context.Context, _ *ami.Session, req ami.Message) []
 	}
 	q.members = append(q.members, m)
 	q.byNum[num] = m
-	p.emit(p.memberEvent("QueueMemberAdded", m))
+	p.emit(p.memberEvent(ami.EventQueueMemberAdded, m))
 	return []ami.Message{resp("Success", "Message", "Added interface to queue")}
 }
 
@@ -76,7 +76,7 @@ func (p *PBX) actQueueRemove(_ context.Context, _ *ami.Session, req ami.Message)
 		q.members = append(q.members[:i], q.members[i+1:]...)
 		delete(q.byNum, m.num)
 		q.rrNext = 0
-		p.emit(p.memberEvent("QueueMemberRemoved", m))
+		p.emit(p.memberEvent(ami.EventQueueMemberRemoved, m))
 		return []ami.Message{resp("Success", "Message", "Removed interface from queue")}
 	}
 	return errResp("Unable to remove interface: Not there")
@@ -89,7 +89,7 @@ func (p *PBX) actQueueSummary(_ context.Context, _ *ami.Session, req ami.Message
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if qn := req.Get("Queue"); qn != "" && qn != p.cfg.Queue {
-		return list(req, "Queue summary will follow", "QueueSummaryComplete", nil)
+		return list(req, "Queue summary will follow", ami.EventQueueSummaryComplete, nil)
 	}
 	q := p.queue
 	loggedIn, available := 0, 0
@@ -108,9 +108,9 @@ func (p *PBX) actQueueSummary(_ context.Context, _ *ami.Session, req ami.Message
 	for _, e := range q.waiting {
 		longest = max(longest, int(now.Sub(e.joined)/time.Second))
 	}
-	it := withTrailingID(item("QueueSummary", "Queue", p.cfg.Queue, "LoggedIn", strconv.Itoa(loggedIn),
+	it := withTrailingID(item(ami.EventQueueSummary, "Queue", p.cfg.Queue, "LoggedIn", strconv.Itoa(loggedIn),
 		"Available", strconv.Itoa(available), "Callers", strconv.Itoa(len(q.waiting)),
 		"HoldTime", strconv.Itoa(q.holdTime), "TalkTime", strconv.Itoa(q.talkTime),
 		"LongestHoldTime", strconv.Itoa(longest)), req)
-	return list(req, "Queue summary will follow", "QueueSummaryComplete", []ami.Message{it})
+	return list(req, "Queue summary will follow", ami.EventQueueSummaryComplete, []ami.Message{it})
 }

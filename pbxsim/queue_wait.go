@@ -3,6 +3,8 @@ package pbxsim
 import (
 	"strconv"
 	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
 )
 
 // queueWait is one caller waiting in Queue(): the member legs ringing for
@@ -38,8 +40,8 @@ func (c *call) queueJoin(a *channel, target string) *queueWait {
 	if len(q.waiting) == 1 {
 		p.queueDevice("RINGING")
 	}
-	p.emit(chanEvent("QueueCallerJoin", a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(ent.orig), "Count", strconv.Itoa(len(q.waiting))))
-	p.emit(chanEvent("MusicOnHoldStart", a, "Class", "default"))
+	p.emit(chanEvent(ami.EventQueueCallerJoin, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(ent.orig), "Count", strconv.Itoa(len(q.waiting))))
+	p.emit(chanEvent(ami.EventMusicOnHoldStart, a, "Class", "default"))
 	w := &queueWait{c: c, a: a, target: target, ent: ent}
 	w.ring()
 	return w
@@ -103,7 +105,7 @@ func (w *queueWait) leave() {
 	if len(q.waiting) == 0 {
 		p.queueDevice("NOT_INUSE")
 	}
-	p.emit(chanEvent("QueueCallerLeave", w.a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
+	p.emit(chanEvent(ami.EventQueueCallerLeave, w.a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
 }
 
 // event applies one call event; over reports that Queue() is done, with
@@ -117,9 +119,9 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 		b := l.b
 		if b.state != stateRinging && b.state != stateUp {
 			b.state = stateRinging
-			p.emit(chanEvent("Newstate", b))
-			p.emit(chanEvent("NewConnectedLine", b))
-			p.emit(dialEvent("DialState", a, b, "DialStatus", "RINGING"))
+			p.emit(chanEvent(ami.EventNewstate, b))
+			p.emit(chanEvent(ami.EventNewConnectedLine, b))
+			p.emit(dialEvent(ami.EventDialState, a, b, "DialStatus", "RINGING"))
 			p.updateDevice(b.endpoint)
 		}
 		p.mu.Unlock()
@@ -142,7 +144,7 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 			l.b.cancelCli()
 			cause, tech = 16, 0
 		}
-		p.emit(dialEvent("DialEnd", a, l.b, "DialStatus", dialStatus(cause)))
+		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", dialStatus(cause)))
 		c.hangupChannel(l.b, cause, tech)
 		w.dropLeg(l)
 		if len(w.legs) == 0 {
@@ -155,9 +157,9 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 	case e.kind == evRedirect && e.ch == a:
 		p.mu.Lock()
 		for _, l := range w.legs {
-			p.emit(dialEvent("DialEnd", a, l.b, "DialStatus", "CANCEL"))
+			p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", "CANCEL"))
 		}
-		p.emit(chanEvent("MusicOnHoldStop", a))
+		p.emit(chanEvent(ami.EventMusicOnHoldStop, a))
 		w.leave()
 		w.cancelLegs(0)
 		a.context, a.exten, a.priority = e.context, e.exten, 1
@@ -173,19 +175,19 @@ func (w *queueWait) abandon(bye bool) {
 	c, p, a, q := w.c, w.c.p, w.a, w.c.p.queue
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.emit(chanEvent("HangupRequest", a))
-	p.emit(chanEvent("MusicOnHoldStop", a))
+	p.emit(chanEvent(ami.EventHangupRequest, a))
+	p.emit(chanEvent(ami.EventMusicOnHoldStop, a))
 	for _, l := range w.legs {
-		p.emit(dialEvent("DialEnd", a, l.b, "DialStatus", "CANCEL"))
-		p.emit(dialEvent("DialEnd", a, l.b, "DialStatus", "CANCEL"))
+		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", "CANCEL"))
+		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", "CANCEL"))
 	}
 	hold := int(p.cfg.Now().Sub(w.ent.joined) / time.Second)
-	p.emit(chanEvent("QueueCallerAbandon", a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(q.position(a)),
+	p.emit(chanEvent(ami.EventQueueCallerAbandon, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(q.position(a)),
 		"OriginalPosition", strconv.Itoa(w.ent.orig), "HoldTime", strconv.Itoa(hold)))
 	q.abandoned++
 	w.leave()
 	w.cancelLegs(0)
-	p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16"))
+	p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
 	if bye {
 		c.sendBye(a, true)
 	}
@@ -201,8 +203,8 @@ func (w *queueWait) ringTimeout() {
 	defer p.mu.Unlock()
 	for _, l := range append([]*qleg(nil), w.legs...) {
 		ringMs := strconv.FormatInt(p.cfg.Now().Sub(l.rang).Milliseconds(), 10)
-		p.emit(p.agentEvent("AgentRingNoAnswer", a, l.b, l.m, "RingTime", ringMs))
-		p.emit(dialEvent("DialEnd", a, l.b, "DialStatus", "NOANSWER"))
+		p.emit(p.agentEvent(ami.EventAgentRingNoAnswer, a, l.b, l.m, "RingTime", ringMs))
+		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", "NOANSWER"))
 		l.b.cancelCli()
 		c.hangupChannel(l.b, 0, 0)
 		w.dropLeg(l)
@@ -216,15 +218,15 @@ func (w *queueWait) stop(timeout bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, l := range w.legs {
-		p.emit(dialEvent("DialEnd", a, l.b, "DialStatus", "CANCEL"))
+		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", "CANCEL"))
 	}
-	p.emit(chanEvent("MusicOnHoldStop", a))
+	p.emit(chanEvent(ami.EventMusicOnHoldStop, a))
 	w.leave()
 	w.cancelLegs(0)
 	if timeout {
 		a.priority = 5
 		a.app, a.appData = "Hangup", ""
-		p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16"))
+		p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
 	}
 	c.sendBye(a, true)
 	c.hangupChannel(a, 16, 0)
@@ -246,7 +248,7 @@ func (w *queueWait) pickedUp(l *qleg, e callEvent) (*channel, string) {
 	d.call = c
 	e.reply <- true
 	p.emit(pickupEvent(d, l.b))
-	p.emit(chanEvent("SoftHangupRequest", l.b, "Cause", "16"))
+	p.emit(chanEvent(ami.EventSoftHangupRequest, l.b, "Cause", "16"))
 	l.b.cancelCli()
 	c.hangupChannel(l.b, 26, 0)
 	w.dropLeg(l)

@@ -43,7 +43,7 @@ func (c *call) chanSpy(s *channel, data string) (*channel, string) {
 	spyee := p.spyTarget(spec)
 	if spyee != nil {
 		spyee.spies = append(spyee.spies, s)
-		p.emit(spyEvent("ChanSpyStart", s, spyee))
+		p.emit(spyEvent(ami.EventChanSpyStart, s, spyee))
 	}
 	p.mu.Unlock()
 
@@ -53,7 +53,7 @@ func (c *call) chanSpy(s *channel, data string) (*channel, string) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if spyee != nil {
-			p.emit(spyEvent("ChanSpyStop", s, spyee))
+			p.emit(spyEvent(ami.EventChanSpyStop, s, spyee))
 			spyee.dropSpy(s)
 		}
 		if bye {
@@ -73,7 +73,7 @@ func (c *call) chanSpy(s *channel, data string) (*channel, string) {
 					return end(true)
 				}
 				p.mu.Lock()
-				p.emit(spyEvent("ChanSpyStop", s, spyee))
+				p.emit(spyEvent(ami.EventChanSpyStop, s, spyee))
 				spyee = nil
 				p.mu.Unlock()
 			case e.kind == evBye || e.kind == evCancel || e.kind == evNoAck:

@@ -49,7 +49,7 @@ func (c *call) toVoicemail(a, b *channel, target string, cause, tech int) (*chan
 		b.cancelCli()
 		cause = 0
 	}
-	p.emit(dialEvent("DialEnd", a, b, "DialStatus", status))
+	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", status))
 	disp := "NO ANSWER"
 	if status == "BUSY" {
 		disp = "BUSY"
@@ -78,15 +78,15 @@ func (c *call) voicemail(a *channel, target string) (*channel, string) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if !byeA {
-			p.emit(chanEvent("HangupRequest", a))
+			p.emit(chanEvent(ami.EventHangupRequest, a))
 		}
 		m := p.mailboxOf(target)
 		m.new++
-		p.emit(chanEvent("MessageWaiting", a, "Mailbox", target+"@default", "Waiting", "1",
+		p.emit(chanEvent(ami.EventMessageWaiting, a, "Mailbox", target+"@default", "Waiting", "1",
 			"New", strconv.Itoa(m.new), "Old", strconv.Itoa(m.old)))
-		p.emit(chanEvent("SoftHangupRequest", a, "Cause", "16"))
+		p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
 		if m.new == 1 {
-			p.emit(ami.NewMessage(append(ev("DeviceStateChange", "call,all", 4),
+			p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
 				ami.Header{Key: "Device", Value: mwiDevice(target)}, ami.Header{Key: "State", Value: "INUSE"})...))
 		}
 		if byeA {
@@ -156,7 +156,7 @@ func (p *PBX) actVoicemailUsersList(_ context.Context, _ *ami.Session, req ami.M
 		if m == nil {
 			continue
 		}
-		items = append(items, withLeadingID(item("VoicemailUserEntry", "VMContext", "default", "VoiceMailbox", e.num,
+		items = append(items, withLeadingID(item(ami.EventVoicemailUserEntry, "VMContext", "default", "VoiceMailbox", e.num,
 			"Fullname", e.name, "Email", "(null)", "Pager", "", "ServerEmail", "asterisk", "FromString", "",
 			"MailCommand", "/usr/sbin/sendmail -t", "TimeZone", "", "Callback", "", "Dialout", "", "UniqueID", "",
 			"ExitContext", "", "SayDurationMinimum", "2", "SayEnvelope", "Yes", "SayCID", "No", "AttachMessage", "No",
@@ -164,7 +164,7 @@ func (p *PBX) actVoicemailUsersList(_ context.Context, _ *ami.Session, req ami.M
 			"CallOperator", "No", "MaxMessageCount", "100", "MaxMessageLength", strconv.Itoa(int(vmMaxMessage.Seconds())),
 			"NewMessageCount", strconv.Itoa(m.new), "OldMessageCount", strconv.Itoa(m.old)), req))
 	}
-	return list(req, "Voicemail user list will follow", "VoicemailUserEntryComplete", items)
+	return list(req, "Voicemail user list will follow", ami.EventVoicemailUserEntryComplete, items)
 }
 
 // mwiStates are DeviceStateList's MWI devices. p.mu held.
@@ -172,7 +172,7 @@ func (p *PBX) mwiStates() []ami.Message {
 	var out []ami.Message
 	for _, e := range p.sortedExts() {
 		if m := p.mailboxOf(e.num); m != nil {
-			out = append(out, item("DeviceStateChange", "Device", mwiDevice(e.num), "State", mwiState(m)))
+			out = append(out, item(ami.EventDeviceStateChange, "Device", mwiDevice(e.num), "State", mwiState(m)))
 		}
 	}
 	return out

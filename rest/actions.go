@@ -149,7 +149,7 @@ func (h *handler) noteRecordings(msgs []ami.Message) {
 		return
 	}
 	for _, m := range msgs {
-		if m.Action() == "MixMonitor" {
+		if m.Action() == ami.ActionMixMonitor {
 			h.cfg.Recordings.NoteRecording(m.Get("Channel"), m.Get("File"))
 		}
 	}
@@ -159,7 +159,7 @@ func (h *handler) noteRecordings(msgs []ami.Message) {
 // for.
 func harmless(m ami.Message, err error) bool {
 	var ae *ami.ActionError
-	return m.Action() == "DBDel" && errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Message), "not found")
+	return m.Action() == ami.ActionDBDel && errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Message), "not found")
 }
 
 // checkNumber validates a number or extension given by the client.
@@ -270,7 +270,7 @@ func planCall(h *handler, u *auth.User, s *calls.Snapshot, req *callReq) ([]ami.
 	// destination: the engine shows it on the first leg, which rings the
 	// user's own phone, instead of a call from the phone to itself. Pickup
 	// sets it to the caller picked up, spy to the extension spied on.
-	return []ami.Message{ami.NewAction("Originate",
+	return []ami.Message{ami.NewAction(ami.ActionOriginate,
 		"Channel", h.dev(id), "Context", h.cfg.Context, "Exten", req.Number, "Priority", "1",
 		"CallerID", id, "Account", req.Number, "Timeout", "30000", "Async", "true")}, nil
 }
@@ -280,7 +280,7 @@ func planHangup(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]am
 	if err != nil {
 		return nil, err
 	}
-	return []ami.Message{ami.NewAction("Hangup", "Channel", own, "Cause", "16")}, nil
+	return []ami.Message{ami.NewAction(ami.ActionHangup, "Channel", own, "Cause", "16")}, nil
 }
 
 func planBlindTransfer(h *handler, u *auth.User, s *calls.Snapshot, req *convToReq) ([]ami.Message, error) {
@@ -296,7 +296,7 @@ func planBlindTransfer(h *handler, u *auth.User, s *calls.Snapshot, req *convToR
 	}
 	// The other party is sent to the new destination (NethCTI's way);
 	// the endpoint's own leg hangs up when the bridge breaks.
-	return []ami.Message{ami.NewAction("Redirect",
+	return []ami.Message{ami.NewAction(ami.ActionRedirect,
 		"Channel", other, "Context", h.cfg.Context, "Exten", req.To, "Priority", "1")}, nil
 }
 
@@ -311,7 +311,7 @@ func planAtxfer(h *handler, u *auth.User, s *calls.Snapshot, req *convToReq) ([]
 	if !c.Connected {
 		return nil, conflict("conversation %q is not connected", req.ConvID)
 	}
-	return []ami.Message{ami.NewAction("Atxfer", "Channel", own, "Exten", req.To, "Context", h.cfg.Context)}, nil
+	return []ami.Message{ami.NewAction(ami.ActionAtxfer, "Channel", own, "Exten", req.To, "Context", h.cfg.Context)}, nil
 }
 
 func planPark(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
@@ -323,7 +323,7 @@ func planPark(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.
 		return nil, conflict("conversation %q has no connected party to park", req.ConvID)
 	}
 	// The other party is parked; it comes back to the endpoint on timeout.
-	return []ami.Message{ami.NewAction("Park", "Channel", other, "TimeoutChannel", own)}, nil
+	return []ami.Message{ami.NewAction(ami.ActionPark, "Channel", other, "TimeoutChannel", own)}, nil
 }
 
 func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConvReq) ([]ami.Message, error) {
@@ -349,7 +349,7 @@ func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConv
 	if !h.dial.MatchString(caller) {
 		caller = x.Exten
 	}
-	return []ami.Message{ami.NewAction("Originate",
+	return []ami.Message{ami.NewAction(ami.ActionOriginate,
 		"Channel", h.dev(req.DestID), "Application", "PickupChan", "Data", ringing,
 		"CallerID", req.DestID, "Account", caller, "Timeout", "30000", "Async", "true")}, nil
 }
@@ -370,7 +370,7 @@ func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupP
 	}
 	// Dialling the space retrieves the call (res_parking's parkedcalls
 	// context, included in the phones' context).
-	return []ami.Message{ami.NewAction("Originate",
+	return []ami.Message{ami.NewAction(ami.ActionOriginate,
 		"Channel", h.dev(req.DestID), "Context", h.cfg.Context, "Exten", req.Parking, "Priority", "1",
 		"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
 }
@@ -388,12 +388,12 @@ func planRecord(op string) func(h *handler, u *auth.User, s *calls.Snapshot, req
 				return nil, conflict("conversation %q is already being recorded", req.ConvID)
 			}
 			file := "ctibridge-" + h.cfg.Now().UTC().Format("20060102-150405") + "-" + x.Exten + "-" + safeFileChars(c.UniqueID) + ".wav"
-			return []ami.Message{ami.NewAction("MixMonitor", "Channel", own, "File", file)}, nil
+			return []ami.Message{ami.NewAction(ami.ActionMixMonitor, "Channel", own, "File", file)}, nil
 		case "stop":
 			if !recording {
 				return nil, conflict("conversation %q is not being recorded", req.ConvID)
 			}
-			return []ami.Message{ami.NewAction("StopMixMonitor", "Channel", own)}, nil
+			return []ami.Message{ami.NewAction(ami.ActionStopMixMonitor, "Channel", own)}, nil
 		}
 		if !recording {
 			return nil, conflict("conversation %q is not being recorded", req.ConvID)
@@ -402,7 +402,7 @@ func planRecord(op string) func(h *handler, u *auth.User, s *calls.Snapshot, req
 		if op == "unmute" {
 			state = "0"
 		}
-		return []ami.Message{ami.NewAction("MixMonitorMute", "Channel", own, "Direction", "both", "State", state)}, nil
+		return []ami.Message{ami.NewAction(ami.ActionMixMonitorMute, "Channel", own, "Direction", "both", "State", state)}, nil
 	}
 }
 
@@ -431,7 +431,7 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 		}
 		// ChanSpy(<channel>,<options>): q quiet, E leave when the spied
 		// channel hangs up, B barge (talk to both parties).
-		return []ami.Message{ami.NewAction("Originate",
+		return []ami.Message{ami.NewAction(ami.ActionOriginate,
 			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own+","+opts,
 			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil
 	}
@@ -494,7 +494,7 @@ func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot
 			if member {
 				return nil, conflict("%s is already a member of queue %s", x.Exten, q.Queue)
 			}
-			return []ami.Message{ami.NewAction("QueueAdd", "Queue", q.Queue, "Interface", iface,
+			return []ami.Message{ami.NewAction(ami.ActionQueueAdd, "Queue", q.Queue, "Interface", iface,
 				"Paused", "false", "MemberName", x.Name)}, nil
 		}
 		if !member {
@@ -502,14 +502,14 @@ func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot
 		}
 		switch op {
 		case "remove":
-			return []ami.Message{ami.NewAction("QueueRemove", "Queue", q.Queue, "Interface", iface)}, nil
+			return []ami.Message{ami.NewAction(ami.ActionQueueRemove, "Queue", q.Queue, "Interface", iface)}, nil
 		case "pause":
-			m := ami.NewAction("QueuePause", "Interface", iface, "Queue", q.Queue, "Paused", "true")
+			m := ami.NewAction(ami.ActionQueuePause, "Interface", iface, "Queue", q.Queue, "Paused", "true")
 			if req.Reason != "" {
 				m = m.Add("Reason", req.Reason)
 			}
 			return []ami.Message{m}, nil
 		}
-		return []ami.Message{ami.NewAction("QueuePause", "Interface", iface, "Queue", q.Queue, "Paused", "false")}, nil
+		return []ami.Message{ami.NewAction(ami.ActionQueuePause, "Interface", iface, "Queue", q.Queue, "Paused", "false")}, nil
 	}
 }

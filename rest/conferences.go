@@ -85,9 +85,9 @@ var confActions = []action{
 	act("start_conf", planStartConf),
 	act("join_myconf", planJoinMyConf),
 	act("end_conf", planEndConf),
-	act("mute_userconf", planConfUser("ConfbridgeMute")),
-	act("unmute_userconf", planConfUser("ConfbridgeUnmute")),
-	act("hangup_userconf", planConfUser("ConfbridgeKick")),
+	act("mute_userconf", planConfUser(ami.ActionConfbridgeMute)),
+	act("unmute_userconf", planConfUser(ami.ActionConfbridgeUnmute)),
+	act("hangup_userconf", planConfUser(ami.ActionConfbridgeKick)),
 	act("lock_conf", planLockConf),
 }
 
@@ -106,7 +106,7 @@ func (h *handler) confRoom(u *auth.User, s *calls.Snapshot, field, id string) (c
 
 // intoConf rings phone exten and, once answered, puts it into room.
 func (h *handler) intoConf(exten, room string) ami.Message {
-	return ami.NewAction("Originate",
+	return ami.NewAction(ami.ActionOriginate,
 		"Channel", h.dev(exten), "Application", "ConfBridge", "Data", room,
 		"CallerID", room, "Account", room, "Timeout", "30000", "Async", "true")
 }
@@ -190,7 +190,7 @@ func planEndConf(h *handler, u *auth.User, s *calls.Snapshot, req *confOwnerReq)
 	if !ok {
 		return nil, notFound("conference %q does not exist", id)
 	}
-	return []ami.Message{ami.NewAction("ConfbridgeKick", "Conference", id, "Channel", "all")}, nil
+	return []ami.Message{ami.NewAction(ami.ActionConfbridgeKick, "Conference", id, "Channel", "all")}, nil
 }
 
 func planConfUser(name string) func(h *handler, u *auth.User, s *calls.Snapshot, req *confUserReq) ([]ami.Message, error) {
@@ -207,9 +207,9 @@ func planConfUser(name string) func(h *handler, u *auth.User, s *calls.Snapshot,
 			return nil, notFound("conference %s has no user %q", req.ConfID, req.UserID)
 		}
 		switch {
-		case name == "ConfbridgeMute" && m.Muted:
+		case name == ami.ActionConfbridgeMute && m.Muted:
 			return nil, conflict("user %s is already muted", req.UserID)
-		case name == "ConfbridgeUnmute" && !m.Muted:
+		case name == ami.ActionConfbridgeUnmute && !m.Muted:
 			return nil, conflict("user %s is not muted", req.UserID)
 		}
 		return []ami.Message{ami.NewAction(name, "Conference", req.ConfID, "Channel", m.Channel)}, nil
@@ -229,9 +229,9 @@ func planLockConf(h *handler, u *auth.User, s *calls.Snapshot, req *confLockReq)
 	if !ok {
 		return nil, notFound("conference %q does not exist", req.ConfID)
 	}
-	name := "ConfbridgeUnlock"
+	name := ami.ActionConfbridgeUnlock
 	if *req.Lock {
-		name = "ConfbridgeLock"
+		name = ami.ActionConfbridgeLock
 	}
 	return []ami.Message{ami.NewAction(name, "Conference", req.ConfID)}, nil
 }

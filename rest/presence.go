@@ -228,20 +228,20 @@ func planPresence(h *handler, u *auth.User, s *calls.Snapshot, req *presenceReq)
 // the custom device state Custom:DND<ext> (BUSY when on), which its *76
 // feature code sets too: the PBX then emits DeviceStateChange.
 func dndActions(ext string, on bool) []ami.Message {
-	set, state := ami.NewAction("DBDel", "Family", "DND", "Key", ext), "NOT_INUSE"
+	set, state := ami.NewAction(ami.ActionDBDel, "Family", "DND", "Key", ext), "NOT_INUSE"
 	if on {
-		set, state = ami.NewAction("DBPut", "Family", "DND", "Key", ext, "Val", "YES"), "BUSY"
+		set, state = ami.NewAction(ami.ActionDBPut, "Family", "DND", "Key", ext, "Val", "YES"), "BUSY"
 	}
-	return []ami.Message{set, ami.NewAction("Setvar", "Variable", "DEVICE_STATE(Custom:DND"+ext+")", "Value", state)}
+	return []ami.Message{set, ami.NewAction(ami.ActionSetvar, "Variable", "DEVICE_STATE(Custom:DND"+ext+")", "Value", state)}
 }
 
 // cfActions sets the forward of AstDB family fam (CF, CFB, CFU) of ext to
 // to, or deletes it when to is "".
 func cfActions(fam, ext, to string) []ami.Message {
 	if to == "" {
-		return []ami.Message{ami.NewAction("DBDel", "Family", fam, "Key", ext)}
+		return []ami.Message{ami.NewAction(ami.ActionDBDel, "Family", fam, "Key", ext)}
 	}
-	return []ami.Message{ami.NewAction("DBPut", "Family", fam, "Key", ext, "Val", to)}
+	return []ami.Message{ami.NewAction(ami.ActionDBPut, "Family", fam, "Key", ext, "Val", to)}
 }
 
 // refreshAfter asks the link to read back the AstDB keys an action wrote,
@@ -254,14 +254,14 @@ func (h *handler) refreshAfter(msgs []ami.Message) {
 	var exts []string
 	for _, m := range msgs {
 		a := m.Action()
-		if a == "ConfbridgeLock" || a == "ConfbridgeUnlock" {
+		if a == ami.ActionConfbridgeLock || a == ami.ActionConfbridgeUnlock {
 			// No event says a room was locked: read the rooms back.
-			if !h.cfg.Refresh.Refresh(ami.NewAction("ConfbridgeListRooms")) {
+			if !h.cfg.Refresh.Refresh(ami.NewAction(ami.ActionConfbridgeListRooms)) {
 				h.log.Warn("refresh after an action dropped: the change shows at the next periodic refresh", "conference", m.Get("Conference"))
 			}
 			continue
 		}
-		if a != "DBPut" && a != "DBDel" {
+		if a != ami.ActionDBPut && a != ami.ActionDBDel {
 			continue
 		}
 		if k := m.Get("Key"); !slices.Contains(exts, k) {

@@ -36,7 +36,7 @@ func planAtxferEnd(complete bool) func(h *handler, u *auth.User, s *calls.Snapsh
 			return nil, conflict("conversation %q is not an attended transfer being consulted by %s", req.ConvID, x.Exten)
 		}
 		if complete {
-			return []ami.Message{ami.NewAction("Hangup", "Channel", own, "Cause", "16")}, nil
+			return []ami.Message{ami.NewAction(ami.ActionHangup, "Channel", own, "Cause", "16")}, nil
 		}
 		for id, cv := range x.Conversations {
 			if ct := cv.Extras().Transfer; ct.ID != t.ID || !ct.Consult {
@@ -49,7 +49,7 @@ func planAtxferEnd(complete bool) func(h *handler, u *auth.User, s *calls.Snapsh
 			if target == "" {
 				break
 			}
-			return []ami.Message{ami.NewAction("Hangup", "Channel", target, "Cause", "16")}, nil
+			return []ami.Message{ami.NewAction(ami.ActionHangup, "Channel", target, "Cause", "16")}, nil
 		}
 		return nil, conflict("the transfer of %q has no consult call to hang up", req.ConvID)
 	}
@@ -80,6 +80,6 @@ func planPickupQueueCaller(h *handler, u *auth.User, s *calls.Snapshot, req *que
 	if _, ok := q.WaitingCallers[req.Channel]; !ok {
 		return nil, conflict("no caller %q waits in queue %s", req.Channel, q.Queue)
 	}
-	return []ami.Message{ami.NewAction("Redirect",
+	return []ami.Message{ami.NewAction(ami.ActionRedirect,
 		"Channel", req.Channel, "Context", h.cfg.Context, "Exten", req.DestID, "Priority", "1")}, nil
 }

@@ -271,7 +271,7 @@ func (s *Server) Replay(data []byte, chunk int) {
 		s.t.Fatal("amitest: replay: no banner and login response in the recording")
 	}
 	resp, rest := data[nl+1:end+4], data[end+4:]
-	s.Handle("Login", func(_ context.Context, se *ami.Session, req ami.Message) []ami.Message {
+	s.Handle(ami.ActionLogin, func(_ context.Context, se *ami.Session, req ami.Message) []ami.Message {
 		if req.Get("Username") != User {
 			return []ami.Message{Response("Error", "Message", "Authentication failed")}
 		}

@@ -46,7 +46,7 @@ func (p *Model) Configure(msgs []ami.Message) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range msgs {
-		if m.Event() != "" && m.Event() != "QueueSummary" {
+		if m.Event() != "" && m.Event() != ami.EventQueueSummary {
 			p.queueSeen(m.Get("Queue"))
 		}
 	}
@@ -132,13 +132,13 @@ func (p *Model) Apply(m ami.Message) {
 	if m.ActionID() != "" {
 		// The recording's own list answers describe, not change; queue
 		// members are known only from them when nobody paused them.
-		if m.Event() == "QueueMember" {
+		if m.Event() == ami.EventQueueMember {
 			p.memberEvent(m, true)
 		}
 		return
 	}
 	switch ev := m.Event(); ev {
-	case "Newchannel":
+	case ami.EventNewchannel:
 		uid := m.Get("Uniqueid")
 		if uid == "" || p.chans[uid] != nil {
 			return
@@ -146,19 +146,19 @@ func (p *Model) Apply(m ami.Message) {
 		p.chans[uid] = &modelChan{hdr: map[string]string{}}
 		p.order = append(p.order, uid)
 		p.update(m, "")
-	case "Hangup":
+	case ami.EventHangup:
 		delete(p.chans, m.Get("Uniqueid"))
-	case "BridgeEnter":
+	case ami.EventBridgeEnter:
 		if c := p.update(m, ""); c != nil {
 			c.bridge = m.Get("BridgeUniqueid")
 		}
-	case "BridgeLeave":
+	case ami.EventBridgeLeave:
 		if c := p.update(m, ""); c != nil && c.bridge == m.Get("BridgeUniqueid") {
 			c.bridge = ""
 		}
-	case "DialBegin", "DialState", "DialEnd":
+	case ami.EventDialBegin, ami.EventDialState, ami.EventDialEnd:
 		src, dst := p.update(m, ""), p.update(m, "Dest")
-		if ev == "DialBegin" {
+		if ev == ami.EventDialBegin {
 			if src != nil && src.app == "" {
 				src.app = "Dial"
 			}
@@ -166,11 +166,11 @@ func (p *Model) Apply(m ami.Message) {
 				dst.app = "AppDial"
 			}
 		}
-	case "AgentCalled":
+	case ami.EventAgentCalled:
 		if c := p.update(m, "Dest"); c != nil {
 			c.app = "AppQueue"
 		}
-	case "QueueCallerJoin":
+	case ami.EventQueueCallerJoin:
 		if c := p.update(m, ""); c != nil {
 			c.app = "Queue"
 		}
@@ -180,36 +180,36 @@ func (p *Model) Apply(m ami.Message) {
 			p.waitOr = append(p.waitOr, k)
 		}
 		p.wait[k] = m
-	case "QueueCallerLeave", "QueueCallerAbandon":
+	case ami.EventQueueCallerLeave, ami.EventQueueCallerAbandon:
 		p.update(m, "")
 		delete(p.wait, m.Get("Queue")+"|"+m.Get("Channel"))
-	case "QueueMemberAdded", "QueueMemberStatus", "QueueMemberPause":
+	case ami.EventQueueMemberAdded, ami.EventQueueMemberStatus, ami.EventQueueMemberPause:
 		p.memberEvent(m, false)
-	case "QueueMemberRemoved":
+	case ami.EventQueueMemberRemoved:
 		iface := m.Get("StateInterface")
 		if iface == "" {
 			iface = m.Get("Interface")
 		}
 		delete(p.member, m.Get("Queue")+"|"+iface)
-	case "ExtensionStatus":
+	case ami.EventExtensionStatus:
 		k := m.Get("Exten") + "@" + m.Get("Context")
 		if _, ok := p.exts[k]; !ok {
 			p.extOrd = append(p.extOrd, k)
 		}
 		p.exts[k] = m
-	case "DeviceStateChange":
+	case ami.EventDeviceStateChange:
 		k := m.Get("Device")
 		if _, ok := p.devs[k]; !ok {
 			p.devOrd = append(p.devOrd, k)
 		}
 		p.devs[k] = m
-	case "ParkedCall":
+	case ami.EventParkedCall:
 		k := m.Get("ParkeeUniqueid")
 		if _, ok := p.parked[k]; !ok {
 			p.parkOr = append(p.parkOr, k)
 		}
 		p.parked[k] = m
-	case "UnParkedCall", "ParkedCallGiveUp", "ParkedCallTimeOut":
+	case ami.EventUnParkedCall, ami.EventParkedCallGiveUp, ami.EventParkedCallTimeOut:
 		delete(p.parked, m.Get("ParkeeUniqueid"))
 	default:
 		p.update(m, "")
@@ -242,50 +242,51 @@ func (p *Model) Lists() [][]ami.Message {
 			kv = append(kv, k, c.hdr[k])
 		}
 		kv = append(kv, "Application", c.app, "Duration", "00:00:01", "BridgeId", c.bridge)
-		chans = append(chans, item("CoreShowChannel", "csc", kv...))
+		chans = append(chans, item(ami.EventCoreShowChannel, "csc", kv...))
 	}
-	chans = append(chans, item("CoreShowChannelsComplete", "csc", "EventList", "Complete"))
+	chans = append(chans, item(ami.EventCoreShowChannelsComplete, "csc", "EventList", "Complete"))
 	for _, k := range p.extOrd {
 		exts = append(exts, relabel(p.exts[k], "esl"))
 	}
-	exts = append(exts, item("ExtensionStateListComplete", "esl", "EventList", "Complete"))
+	exts = append(exts, item(ami.EventExtensionStateListComplete, "esl", "EventList", "Complete"))
 	for _, k := range p.devOrd {
 		devs = append(devs, relabel(p.devs[k], "dsl"))
 	}
-	devs = append(devs, item("DeviceStateListComplete", "dsl", "EventList", "Complete"))
+	devs = append(devs, item(ami.EventDeviceStateListComplete, "dsl", "EventList", "Complete"))
 	for _, k := range p.parkOr {
 		if m, ok := p.parked[k]; ok {
 			parks = append(parks, relabel(m, "pc"))
 		}
 	}
-	parks = append(parks, item("ParkedCallsComplete", "pc", "EventList", "Complete"))
+	parks = append(parks, item(ami.EventParkedCallsComplete, "pc", "EventList", "Complete"))
 	var queues []ami.Message
 	for _, q := range p.queues {
-		queues = append(queues, item("QueueParams", "qs", "Queue", q))
+		queues = append(queues, item(ami.EventQueueParams, "qs", "Queue", q))
 		for _, k := range p.memOrd {
 			if mb := p.member[k]; mb != nil && mb["Queue"] == q {
 				var kv []string
 				for _, h := range queueMemberKeys {
 					kv = append(kv, h[0], mb[h[0]])
 				}
-				queues = append(queues, item("QueueMember", "qs", kv...))
+				queues = append(queues, item(ami.EventQueueMember, "qs", kv...))
 			}
 		}
 		pos := 0
 		for _, k := range p.waitOr {
 			if w, ok := p.wait[k]; ok && w.Get("Queue") == q {
 				pos++
-				queues = append(queues, item("QueueEntry", "qs", "Queue", q, "Position", fmt.Sprint(pos), "Channel", w.Get("Channel"),
+				queues = append(queues, item(ami.EventQueueEntry, "qs", "Queue", q, "Position", fmt.Sprint(pos), "Channel", w.Get("Channel"),
 					"Uniqueid", w.Get("Uniqueid"), "CallerIDNum", w.Get("CallerIDNum"), "CallerIDName", w.Get("CallerIDName"), "Wait", "0"))
 			}
 		}
 	}
-	queues = append(queues, item("QueueStatusComplete", "qs", "EventList", "Complete"))
+	queues = append(queues, item(ami.EventQueueStatusComplete, "qs", "EventList", "Complete"))
 	return [][]ami.Message{chans, exts, devs, parks, queues}
 }
 
 // listActions are the actions Serve answers, in the order of Lists.
-var listActions = []string{"CoreShowChannels", "ExtensionStateList", "DeviceStateList", "ParkedCalls", "QueueStatus"}
+var listActions = []string{ami.ActionCoreShowChannels, ami.ActionExtensionStateList, ami.ActionDeviceStateList,
+	ami.ActionParkedCalls, ami.ActionQueueStatus}
 
 // Serve makes srv answer the list actions of a resync (CoreShowChannels,
 // ExtensionStateList, DeviceStateList, ParkedCalls, QueueStatus) from the

@@ -188,7 +188,7 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 			if i/exts%2 == 0 {
 				st = "INUSE"
 			}
-			eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: "DeviceStateChange"}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%exts)}, {Key: "State", Value: st}}...))
+			eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: ami.EventDeviceStateChange}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%exts)}, {Key: "State", Value: st}}...))
 			eng.Publish()
 		}
 	}

@@ -69,8 +69,8 @@ func Events(o Options) []ami.Message {
 	for i := range o.Extensions {
 		x := Exten(i)
 		out = append(out,
-			ev("ExtensionStatus", "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"),
-			ev("ContactStatus", "URI", "sip:"+x+"@10.0.0."+strconv.Itoa(i%250+1)+":5062", "ContactStatus", "Reachable",
+			ev(ami.EventExtensionStatus, "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"),
+			ev(ami.EventContactStatus, "URI", "sip:"+x+"@10.0.0."+strconv.Itoa(i%250+1)+":5062", "ContactStatus", "Reachable",
 				"AOR", x, "EndpointName", x, "UserAgent", "SIPp"),
 		)
 	}
@@ -81,47 +81,47 @@ func Events(o Options) []ami.Message {
 		na, nb := "User "+a, "User "+b
 		br := "bridge-" + strconv.Itoa(i)
 		out = append(out,
-			channelEv("Newchannel", ca, a, na, "<unknown>", "<unknown>", b, ua, ua, 4),
-			channelEv("Newchannel", cb, b, nb, "<unknown>", "<unknown>", "s", ub, ua, 0),
-			channelEv("DialBegin", ca, a, na, "<unknown>", "<unknown>", b, ua, ua, 4,
+			channelEv(ami.EventNewchannel, ca, a, na, "<unknown>", "<unknown>", b, ua, ua, 4),
+			channelEv(ami.EventNewchannel, cb, b, nb, "<unknown>", "<unknown>", "s", ub, ua, 0),
+			channelEv(ami.EventDialBegin, ca, a, na, "<unknown>", "<unknown>", b, ua, ua, 4,
 				"DestChannel", cb, "DestChannelState", "0", "DestCallerIDNum", b, "DestCallerIDName", nb,
 				"DestConnectedLineNum", a, "DestConnectedLineName", na, "DestContext", "from-internal", "DestExten", b,
 				"DestUniqueid", ub, "DestLinkedid", ua, "DialString", b),
-			channelEv("Newstate", cb, b, nb, a, na, b, ub, ua, 6),
-			channelEv("DialEnd", ca, a, na, b, nb, b, ua, ua, 4,
+			channelEv(ami.EventNewstate, cb, b, nb, a, na, b, ub, ua, 6),
+			channelEv(ami.EventDialEnd, ca, a, na, b, nb, b, ua, ua, 4,
 				"DestChannel", cb, "DestChannelState", "6", "DestCallerIDNum", b, "DestCallerIDName", nb,
 				"DestUniqueid", ub, "DestLinkedid", ua, "DialStatus", "ANSWER"),
-			channelEv("Newstate", ca, a, na, b, nb, b, ua, ua, 6),
-			ev("BridgeCreate", "BridgeUniqueid", br, "BridgeType", "basic", "BridgeTechnology", "simple_bridge", "BridgeNumChannels", "0"),
-			channelEv("BridgeEnter", cb, b, nb, a, na, "", ub, ua, 6, "BridgeUniqueid", br, "BridgeNumChannels", "1"),
-			channelEv("BridgeEnter", ca, a, na, b, nb, b, ua, ua, 6, "BridgeUniqueid", br, "BridgeNumChannels", "2"),
-			ev("ExtensionStatus", "Exten", a, "Context", "ext-local", "Hint", "PJSIP/"+a, "Status", "1", "StatusText", "InUse"),
-			ev("ExtensionStatus", "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "1", "StatusText", "InUse"),
+			channelEv(ami.EventNewstate, ca, a, na, b, nb, b, ua, ua, 6),
+			ev(ami.EventBridgeCreate, "BridgeUniqueid", br, "BridgeType", "basic", "BridgeTechnology", "simple_bridge", "BridgeNumChannels", "0"),
+			channelEv(ami.EventBridgeEnter, cb, b, nb, a, na, "", ub, ua, 6, "BridgeUniqueid", br, "BridgeNumChannels", "1"),
+			channelEv(ami.EventBridgeEnter, ca, a, na, b, nb, b, ua, ua, 6, "BridgeUniqueid", br, "BridgeNumChannels", "2"),
+			ev(ami.EventExtensionStatus, "Exten", a, "Context", "ext-local", "Hint", "PJSIP/"+a, "Status", "1", "StatusText", "InUse"),
+			ev(ami.EventExtensionStatus, "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "1", "StatusText", "InUse"),
 		)
 	}
 	// A trunk with an inbound call ringing nobody yet, a queue caller and a
 	// parked caller.
 	out = append(out,
-		ev("ContactStatus", "URI", "sip:provider1@198.51.100.1:5060", "ContactStatus", "Reachable", "AOR", "provider1", "EndpointName", "provider1"),
-		channelEv("Newchannel", TrunkChan, TrunkCaller, "ACME Spa", "<unknown>", "<unknown>", "0721000000", "1796028500.1", "1796028500.1", 4),
-		channelEv("Newchannel", QueueChan, QueueNum, "Caller Q", "<unknown>", "<unknown>", "401", "1796028500.2", "1796028500.2", 6),
-		channelEv("Newchannel", ParkedChan, ParkedNum, "Caller P", "<unknown>", "<unknown>", "700", "1796028500.3", "1796028500.3", 6),
+		ev(ami.EventContactStatus, "URI", "sip:provider1@198.51.100.1:5060", "ContactStatus", "Reachable", "AOR", "provider1", "EndpointName", "provider1"),
+		channelEv(ami.EventNewchannel, TrunkChan, TrunkCaller, "ACME Spa", "<unknown>", "<unknown>", "0721000000", "1796028500.1", "1796028500.1", 4),
+		channelEv(ami.EventNewchannel, QueueChan, QueueNum, "Caller Q", "<unknown>", "<unknown>", "401", "1796028500.2", "1796028500.2", 6),
+		channelEv(ami.EventNewchannel, ParkedChan, ParkedNum, "Caller P", "<unknown>", "<unknown>", "700", "1796028500.3", "1796028500.3", 6),
 	)
 	for _, q := range []string{"401", "402"} {
-		out = append(out, ev("QueueParams", "Queue", q, "Max", "0", "Strategy", "ringall", "Calls", "0", "Holdtime", "12",
+		out = append(out, ev(ami.EventQueueParams, "Queue", q, "Max", "0", "Strategy", "ringall", "Calls", "0", "Holdtime", "12",
 			"TalkTime", "95", "Completed", "7", "Abandoned", "1"))
 		for i := 0; i < min(4, o.Extensions); i++ {
 			x := Exten(i)
-			out = append(out, ev("QueueMember", "Queue", q, "MemberName", "User "+x, "Interface", "PJSIP/"+x,
+			out = append(out, ev(ami.EventQueueMember, "Queue", q, "MemberName", "User "+x, "Interface", "PJSIP/"+x,
 				"StateInterface", "PJSIP/"+x, "Membership", "dynamic", "Penalty", "0", "CallsTaken", "3",
 				"LastCall", "1796028000", "InCall", "0", "Status", "1", "Paused", "0", "PausedReason", ""))
 		}
 	}
 	out = append(out,
-		ev("QueueCallerJoin", "Queue", "401", "Position", "1", "Count", "1", "Channel", QueueChan, "CallerIDNum", QueueNum,
+		ev(ami.EventQueueCallerJoin, "Queue", "401", "Position", "1", "Count", "1", "Channel", QueueChan, "CallerIDNum", QueueNum,
 			"CallerIDName", "Caller Q", "Uniqueid", "1796028500.2", "Linkedid", "1796028500.2"),
-		ev("Parkinglot", "Name", "default", "StartSpace", "701", "StopSpace", "710", "Timeout", "45"),
-		ev("ParkedCall", "ParkeeChannel", ParkedChan, "ParkeeCallerIDNum", ParkedNum, "ParkeeCallerIDName", "Caller P",
+		ev(ami.EventParkinglot, "Name", "default", "StartSpace", "701", "StopSpace", "710", "Timeout", "45"),
+		ev(ami.EventParkedCall, "ParkeeChannel", ParkedChan, "ParkeeCallerIDNum", ParkedNum, "ParkeeCallerIDName", "Caller P",
 			"ParkeeUniqueid", "1796028500.3", "ParkingSpace", "701", "ParkingLot", "default", "ParkingTimeout", "45",
 			"ParkingDuration", "3", "ParkerDialString", "PJSIP/"+Exten(0)),
 	)
@@ -155,7 +155,7 @@ func Churn(o Options, i int) ami.Message {
 	idle := max(1, o.Extensions-o.InCall)
 	x := Exten(o.InCall + i%idle)
 	if (i/idle)%2 == 0 {
-		return ev("ExtensionStatus", "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "8", "StatusText", "Ringing")
+		return ev(ami.EventExtensionStatus, "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "8", "StatusText", "Ringing")
 	}
-	return ev("ExtensionStatus", "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle")
+	return ev(ami.EventExtensionStatus, "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle")
 }
