@@ -20,20 +20,18 @@ type (
 //go:embed migrations
 var migrations embed.FS
 
-// component names this package's rows in the shared migrations table.
-const component = "phonebook"
-
-// migrationLock serialises concurrent starts on PostgreSQL.
-const migrationLock = 7242001
+// schema lists this package's rows as phonebook in the shared migrations
+// table; its lock number serialises concurrent starts on PostgreSQL.
+var schema = sqldb.Schema{FS: migrations, Component: "phonebook", Lock: 7242001}
 
 // MigratePostgres applies the embedded PostgreSQL migrations not applied
 // yet, each in its own transaction, under an advisory lock so replicas
 // starting together apply them once. It returns the versions applied.
 func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
-	return sqldb.Migrate(ctx, sqldb.Pgx(pool), migrations, "migrations/postgres", component, migrationLock)
+	return schema.MigratePostgres(ctx, pool)
 }
 
 // MigrateSQLite applies the embedded SQLite migrations not applied yet.
 func MigrateSQLite(ctx context.Context, db *sql.DB) ([]int, error) {
-	return sqldb.Migrate(ctx, sqldb.SQL(db), migrations, "migrations/sqlite", component, migrationLock)
+	return schema.MigrateSQLite(ctx, db)
 }

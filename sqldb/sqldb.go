@@ -219,6 +219,28 @@ func Migrate(ctx context.Context, c Conn, fsys fs.FS, dir, component string, loc
 	return applied, nil
 }
 
+// Schema is one component's embedded, versioned migrations: the files
+// under migrations/postgres and migrations/sqlite of FS, listed under
+// Component in the shared migrations table and applied on PostgreSQL
+// under the advisory lock Lock (one number per component).
+type Schema struct {
+	FS        fs.FS
+	Component string
+	Lock      int64
+}
+
+// MigratePostgres applies the PostgreSQL migrations not applied yet, each
+// in its own transaction, under the advisory lock so replicas starting
+// together apply them once. It returns the versions applied.
+func (s Schema) MigratePostgres(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
+	return Migrate(ctx, Pgx(pool), s.FS, "migrations/postgres", s.Component, s.Lock)
+}
+
+// MigrateSQLite applies the SQLite migrations not applied yet.
+func (s Schema) MigrateSQLite(ctx context.Context, db *sql.DB) ([]int, error) {
+	return Migrate(ctx, SQL(db), s.FS, "migrations/sqlite", s.Component, s.Lock)
+}
+
 // Pool returns the pgx pool under c, or nil when c is not PostgreSQL: for
 // what only pgx does, such as COPY.
 func Pool(c Conn) *pgxpool.Pool {
