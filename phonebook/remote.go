@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ctibridge/ctibridge/upstream"
 )
 
 // Doer sends a request whose URL holds only a path and a query to the
@@ -120,16 +122,7 @@ func (r *Remote) call(ctx context.Context, user, method, path string, body io.Re
 // remoteError turns an error answer ({"error":{"code","message"}}) into
 // this package's errors.
 func remoteError(resp *http.Response) error {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	msg := string(b)
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
-	}
+	msg := upstream.ErrorMessage(resp)
 	switch resp.StatusCode {
 	case http.StatusNotFound:
 		return ErrNotFound
