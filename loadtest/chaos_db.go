@@ -47,21 +47,18 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	if err := pg.stop(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	pbx, err := startChaosPBX(ctx, cfg, &wg)
+	ctx, sc, err := newChaosScene(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	defer sc.close()
+	pbx := sc.pbx
 	r := &dbRun{cfg: cfg, pg: pg, emitted: map[string]time.Time{}}
 	if r.proxy, err = newAMIProxy(pbx.pbx.AMIAddr()); err != nil {
 		return err
 	}
-	wg.Go(func() { r.proxy.run(ctx) })
-	wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
+	sc.wg.Go(func() { r.proxy.run(ctx) })
+	sc.wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
 	for start := time.Now(); !r.witnessUp.Load(); {
 		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
 			return fmt.Errorf("cannot log in to pbxsim's manager port")
