@@ -8,6 +8,8 @@
 // CTIBRIDGE_TEST_PG_THROWAWAY=1 skips the first two and always starts a
 // throwaway cluster, so that path is exercised too.
 //
+// SQLite and Pool open a store's database, migrated, for one test.
+//
 // It is imported by tests only. Packages that use Postgres must call Main
 // from their TestMain so that a throwaway cluster is stopped.
 package dbtest
@@ -15,19 +17,24 @@ package dbtest
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite"
 
 	"github.com/ctibridge/ctibridge/dbtest/pgcluster"
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // Environment variables read by this package.
@@ -223,4 +230,44 @@ func Describe() string {
 		return strings.TrimSpace(u.Host + u.Path)
 	}
 	return "(keyword/value DSN)"
+}
+
+// SQLite opens a SQLite file in the test's temporary directory with the
+// settings the stores use (WAL, a busy timeout, transactions that take
+// the write lock at once), applies schema's migrations and closes the
+// database when the test ends.
+func SQLite(t testing.TB, schema sqldb.Schema) *sql.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), schema.Component+".db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := schema.MigrateSQLite(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Pool opens a pgx pool on dsn (adjusted by configure, when not nil),
+// applies schema's migrations and closes the pool when the test ends.
+func Pool(t testing.TB, dsn string, schema sqldb.Schema, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := schema.MigratePostgres(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
 }
