@@ -271,3 +271,17 @@ func Pool(t testing.TB, dsn string, schema sqldb.Schema, configure func(*pgxpool
 	}
 	return pool
 }
+
+// WaitFor polls cond every 10 ms and fails the test when it has not held
+// within 30 s (a database coming back, a spool drained); what names the
+// condition in the failure.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctibridge/ctibridge/dbtest"
 )
 
 // Environment of the crash child (TestCrashChild run by TestCrashLosesNoCDR).
@@ -159,7 +161,7 @@ func TestCrashLosesNoCDR(t *testing.T) {
 
 	// The last restart: drain what the last kill left.
 	rec, stop := startRecorder(t, db, spool, 0)
-	waitUntil(t, "the spool to drain", func() bool { st := rec.Stats(); return st.Pending == 0 && !st.StoreDown })
+	dbtest.WaitFor(t, "the spool to drain", func() bool { st := rec.Stats(); return st.Pending == 0 && !st.StoreDown })
 	stop()
 
 	rs, done, err := db.c.Query(context.Background(), `SELECT uniqueid, count(*) FROM cdr GROUP BY uniqueid`)
