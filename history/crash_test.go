@@ -78,7 +78,7 @@ func TestCrashChild(t *testing.T) {
 // left, then drains it: every CDR the killed processes had acknowledged
 // (fsynced) is in the database, exactly once.
 func TestCrashLosesNoCDR(t *testing.T) {
-	dsn := dbtestPostgres(t)
+	dsn := dbtest.Postgres(t)
 	db := NewPostgres(openPostgres(t, dsn), Config{})
 	spool := t.TempDir()
 	acked := map[string]bool{}

@@ -26,5 +26,3 @@ func openSQLite(t testing.TB) *sql.DB { return dbtest.SQLite(t, schema) }
 func openPostgres(t testing.TB, dsn string) *pgxpool.Pool {
 	return dbtest.Pool(t, dsn, schema, func(cfg *pgxpool.Config) { cfg.MaxConns = 8 })
 }
-
-func dbtestPostgres(t testing.TB) string { return dbtest.Postgres(t) }

@@ -175,7 +175,7 @@ func TestFromEvent(t *testing.T) {
 // invalid UTF-8, numbers past int32) are cleaned when the event is read,
 // not refused.
 func TestRecorderSetsAsideRefusedCDR(t *testing.T) {
-	s := NewPostgres(openPostgres(t, dbtestPostgres(t)), Config{})
+	s := NewPostgres(openPostgres(t, dbtest.Postgres(t)), Config{})
 	dir := t.TempDir()
 	rec, stop := startRecorder(t, s, dir, 0)
 	defer stop()
