@@ -34,17 +34,13 @@ func TestSpoolUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var ids []string
-	if _, err := s.Drain(7, func(cdrs []CDR) error {
-		for _, c := range cdrs {
-			ids = append(ids, c.UniqueID)
-		}
-		return nil
-	}); err != nil {
+	var got []CDR
+	if _, err := s.Drain(7, func(cdrs []CDR) error { got = append(got, cdrs...); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"u.2", "u.3", "u.4"}; !slices.Equal(ids, want) {
-		t.Fatalf("drained %v, want %v", ids, want)
+	want := []CDR{{UniqueID: "u.2"}, {UniqueID: "u.3"}, {UniqueID: "u.4"}}
+	if !slices.EqualFunc(got, want, func(a, b CDR) bool { return a.UniqueID == b.UniqueID }) {
+		t.Fatalf("drained %+v, want the CDRs u.2 to u.4", got)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cdr.spool")); !os.IsNotExist(err) {
 		t.Fatalf("the old spool is still there: %v", err)
