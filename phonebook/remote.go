@@ -174,23 +174,23 @@ func (r *Remote) LookupContacts(ctx context.Context, a Actor, number string) ([]
 
 // Create is Book.Create on the remote.
 func (r *Remote) Create(ctx context.Context, a Actor, c Contact) (Contact, error) {
-	body, err := jsonBody(c)
-	if err != nil {
-		return Contact{}, err
-	}
-	var out Contact
-	err = r.call(ctx, a.User, http.MethodPost, "/phonebook/create", body, "application/json", &out)
-	return out, err
+	return r.postContact(ctx, a, "/phonebook/create", c)
 }
 
 // Modify is Book.Modify on the remote.
 func (r *Remote) Modify(ctx context.Context, a Actor, c Contact) (Contact, error) {
+	return r.postContact(ctx, a, "/phonebook/modify_cticontact", c)
+}
+
+// postContact posts c as JSON to path and returns the contact the remote
+// answered with.
+func (r *Remote) postContact(ctx context.Context, a Actor, path string, c Contact) (Contact, error) {
 	body, err := jsonBody(c)
 	if err != nil {
 		return Contact{}, err
 	}
 	var out Contact
-	err = r.call(ctx, a.User, http.MethodPost, "/phonebook/modify_cticontact", body, "application/json", &out)
+	err = r.call(ctx, a.User, http.MethodPost, path, body, "application/json", &out)
 	return out, err
 }
 
