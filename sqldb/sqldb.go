@@ -74,14 +74,7 @@ func (c pgConn) Query(ctx context.Context, q string, args ...any) (Rows, func(),
 }
 
 func (c pgConn) QueryRow(ctx context.Context, q string, args ...any) func(dest ...any) error {
-	row := c.q().QueryRow(ctx, q, args...)
-	return func(dest ...any) error {
-		err := row.Scan(dest...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNoRows
-		}
-		return classify(err)
-	}
+	return scanRow(c.q().QueryRow(ctx, q, args...).Scan, pgx.ErrNoRows)
 }
 
 func (c pgConn) InTx(ctx context.Context, fn func(Conn) error) error {
@@ -130,10 +123,15 @@ func (c sqlConn) Query(ctx context.Context, q string, args ...any) (Rows, func()
 }
 
 func (c sqlConn) QueryRow(ctx context.Context, q string, args ...any) func(dest ...any) error {
-	row := c.r().QueryRowContext(ctx, q, args...)
+	return scanRow(c.r().QueryRowContext(ctx, q, args...).Scan, sql.ErrNoRows)
+}
+
+// scanRow is a driver's row scan as Conn.QueryRow returns it: the
+// driver's noRows error becomes ErrNoRows, an outage ErrUnavailable.
+func scanRow(scan func(dest ...any) error, noRows error) func(dest ...any) error {
 	return func(dest ...any) error {
-		err := row.Scan(dest...)
-		if errors.Is(err, sql.ErrNoRows) {
+		err := scan(dest...)
+		if errors.Is(err, noRows) {
 			return ErrNoRows
 		}
 		return classify(err)
