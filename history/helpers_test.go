@@ -21,8 +21,8 @@ var backends = []backend{
 	{"postgres", func(t testing.TB, cfg Config) *SQLStore { return NewPostgres(openPostgres(t, dbtest.Postgres(t)), cfg) }},
 }
 
-func openSQLite(t testing.TB) *sql.DB { return dbtest.SQLite(t, schema) }
+func openSQLite(t testing.TB) *sql.DB { return dbtest.SQLite(t, Schema) }
 
 func openPostgres(t testing.TB, dsn string) *pgxpool.Pool {
-	return dbtest.Pool(t, dsn, schema, func(cfg *pgxpool.Config) { cfg.MaxConns = 8 })
+	return dbtest.Pool(t, dsn, Schema, func(cfg *pgxpool.Config) { cfg.MaxConns = 8 })
 }

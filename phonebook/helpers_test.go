@@ -24,7 +24,7 @@ var backends = []backend{
 	{"postgres", func(t testing.TB) Store { return NewPostgres(openPostgres(t), italy) }},
 }
 
-func openSQLite(t testing.TB) *sql.DB { return dbtest.SQLite(t, schema) }
+func openSQLite(t testing.TB) *sql.DB { return dbtest.SQLite(t, Schema) }
 
 func openPostgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
@@ -32,7 +32,7 @@ func openPostgres(t testing.TB) *pgxpool.Pool {
 }
 
 func openPostgresDSN(t testing.TB, dsn string) *pgxpool.Pool {
-	return dbtest.Pool(t, dsn, schema, func(cfg *pgxpool.Config) {
+	return dbtest.Pool(t, dsn, Schema, func(cfg *pgxpool.Config) {
 		cfg.MaxConns = 16
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	})
