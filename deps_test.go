@@ -38,21 +38,22 @@ var rules = []rule{
 	{pkg: "directory", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "httpserve", stdOnly: true},
-	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb", "wal"}},
+	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb", "upstream", "wal"}},
 	{pkg: "sqldb", allowed: []string{}},
-	{pkg: "phonebook", allowed: []string{"sqldb"}},
-	{pkg: "history", allowed: []string{"ami", "calls", "sqldb", "wal"}},
+	{pkg: "dbtest/pgcluster", stdOnly: true},
+	{pkg: "phonebook", allowed: []string{"sqldb", "upstream"}},
+	{pkg: "history", allowed: []string{"ami", "calls", "sqldb", "upstream", "wal"}},
 	{pkg: "wal", stdOnly: true},
 	{pkg: "webhook", allowed: []string{"ami", "calls", "history", "sqldb", "upstream", "wal"}},
 	{pkg: "pbxsim", allowed: []string{"ami"}},
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "pbxsim", "sipp", "loadtest/internal/wsframe"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "dbtest/pgcluster", "pbxsim", "sipp", "loadtest/internal/wsframe"}},
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
 	// A program measuring the hub in-process: the one load program that
 	// imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amitest", "pbxsim", "sipp"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amitest", "dbtest/pgcluster", "pbxsim", "sipp"}},
 }
 
 type listed struct {

@@ -8,6 +8,8 @@
 // CTIBRIDGE_TEST_PG_THROWAWAY=1 skips the first two and always starts a
 // throwaway cluster, so that path is exercised too.
 //
+// SQLite and Pool open a store's database, migrated, for one test.
+//
 // It is imported by tests only. Packages that use Postgres must call Main
 // from their TestMain so that a throwaway cluster is stopped.
 package dbtest
@@ -15,23 +17,24 @@ package dbtest
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite"
+
+	"github.com/ctibridge/ctibridge/dbtest/pgcluster"
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // Environment variables read by this package.
@@ -181,123 +184,23 @@ func withParam(dsn, key, value string) string {
 }
 
 // Cluster is a throwaway PostgreSQL cluster in a temporary directory.
-type Cluster struct {
-	bin  string // directory of initdb, pg_ctl
-	dir  string // parent: data/ and the socket live here
-	port int
-	as   string // user to run the binaries as ("" for the current one)
-}
+type Cluster = pgcluster.Cluster
 
 // StartCluster initialises and starts a cluster from the newest
-// /usr/lib/postgresql/*/bin (or PATH). As root it runs the binaries as
-// the postgres user, since initdb refuses to run as root.
+// /usr/lib/postgresql/*/bin (or PATH), with durability off for speed
+// (fsync, synchronous_commit, full_page_writes).
 func StartCluster() (*Cluster, error) {
-	bin, err := findBin()
+	c, err := pgcluster.Start(pgcluster.Config{
+		Settings: []string{"fsync=off", "synchronous_commit=off", "full_page_writes=off"},
+	})
+	if errors.Is(err, pgcluster.ErrNoBinaries) {
+		return nil, errors.New("dbtest: no PostgreSQL server found (set " + EnvDatabase +
+			", run one on 127.0.0.1:5432, or install the Debian package postgresql so initdb and pg_ctl exist)")
+	}
 	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "ctibridge-pg-")
-	if err != nil {
-		return nil, err
-	}
-	c := &Cluster{bin: bin, dir: dir}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, errors.New("dbtest: running as root and there is no postgres user to run initdb as")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chmod(dir, 0o755); err == nil {
-			err = os.Chown(dir, uid, gid)
-		}
-		c.as = "postgres"
-	}
-	if c.port, err = freePort(); err != nil {
-		c.Remove()
-		return nil, err
-	}
-	if out, err := c.run("initdb", "-D", c.data(), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
-		c.Remove()
-		return nil, fmt.Errorf("dbtest: initdb: %w\n%s", err, out)
-	}
-	if err := c.Start(); err != nil {
-		c.Remove()
-		return nil, err
+		return nil, fmt.Errorf("dbtest: %w", err)
 	}
 	return c, nil
-}
-
-func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
-
-// DSN is the cluster's postgres database as the postgres superuser.
-func (c *Cluster) DSN() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", c.port)
-}
-
-// Start starts (or restarts) the server and waits until it accepts
-// connections.
-func (c *Cluster) Start() error {
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", c.port, c.dir)
-	if out, err := c.run("pg_ctl", "-D", c.data(), "-o", opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "30", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
-		return fmt.Errorf("dbtest: pg_ctl start: %w\n%s\n%s", err, out, log)
-	}
-	return nil
-}
-
-// Stop stops the server (fast mode: connections are closed at once).
-func (c *Cluster) Stop() error {
-	if out, err := c.run("pg_ctl", "-D", c.data(), "-m", "fast", "-w", "stop"); err != nil {
-		return fmt.Errorf("dbtest: pg_ctl stop: %w\n%s", err, out)
-	}
-	return nil
-}
-
-// Remove deletes the cluster's directory; Stop it first.
-func (c *Cluster) Remove() { os.RemoveAll(c.dir) }
-
-func (c *Cluster) run(prog string, args ...string) ([]byte, error) {
-	path := filepath.Join(c.bin, prog)
-	var cmd *exec.Cmd
-	if c.as != "" {
-		cmd = exec.Command("runuser", append([]string{"-u", c.as, "--", path}, args...)...)
-	} else {
-		cmd = exec.Command(path, args...)
-	}
-	cmd.Dir = c.dir
-	return cmd.CombinedOutput()
-}
-
-// findBin returns the directory holding initdb and pg_ctl.
-func findBin() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
-	}
-	if p, err := exec.LookPath("initdb"); err == nil {
-		return filepath.Dir(p), nil
-	}
-	return "", errors.New("dbtest: no PostgreSQL server found (set " + EnvDatabase +
-		", run one on 127.0.0.1:5432, or install the Debian package postgresql so initdb and pg_ctl exist)")
-}
-
-func version(binDir string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return v
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // NewCluster starts a throwaway cluster for one test (one the test may
@@ -327,4 +230,58 @@ func Describe() string {
 		return strings.TrimSpace(u.Host + u.Path)
 	}
 	return "(keyword/value DSN)"
+}
+
+// SQLite opens a SQLite file in the test's temporary directory with the
+// settings the stores use (WAL, a busy timeout, transactions that take
+// the write lock at once), applies schema's migrations and closes the
+// database when the test ends.
+func SQLite(t testing.TB, schema sqldb.Schema) *sql.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), schema.Component+".db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := schema.MigrateSQLite(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Pool opens a pgx pool on dsn (adjusted by configure, when not nil),
+// applies schema's migrations and closes the pool when the test ends.
+func Pool(t testing.TB, dsn string, schema sqldb.Schema, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := schema.MigratePostgres(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+// WaitFor polls cond every 10 ms and fails the test when it has not held
+// within 30 s (a database coming back, a spool drained); what names the
+// condition in the failure.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctibridge/ctibridge/dbtest"
 	"github.com/ctibridge/ctibridge/sqldb"
 	"github.com/jackc/pgx/v5"
 )
@@ -44,7 +45,7 @@ func postgresDSN(b *testing.B) string {
 	if dsn := os.Getenv("CTIBRIDGE_BENCH_DATABASE"); dsn != "" {
 		return dsn // a database kept between runs (the 5M rows take minutes)
 	}
-	return dbtestPostgres(b)
+	return dbtest.Postgres(b)
 }
 
 // seed5M fills cdr with rows CDRs over 2025 by COPY, unless it already

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctibridge/ctibridge/dbtest"
 )
 
 // Environment of the crash child (TestCrashChild run by TestCrashLosesNoCDR).
@@ -76,7 +78,7 @@ func TestCrashChild(t *testing.T) {
 // left, then drains it: every CDR the killed processes had acknowledged
 // (fsynced) is in the database, exactly once.
 func TestCrashLosesNoCDR(t *testing.T) {
-	dsn := dbtestPostgres(t)
+	dsn := dbtest.Postgres(t)
 	db := NewPostgres(openPostgres(t, dsn), Config{})
 	spool := t.TempDir()
 	acked := map[string]bool{}
@@ -159,7 +161,7 @@ func TestCrashLosesNoCDR(t *testing.T) {
 
 	// The last restart: drain what the last kill left.
 	rec, stop := startRecorder(t, db, spool, 0)
-	waitUntil(t, "the spool to drain", func() bool { st := rec.Stats(); return st.Pending == 0 && !st.StoreDown })
+	dbtest.WaitFor(t, "the spool to drain", func() bool { st := rec.Stats(); return st.Pending == 0 && !st.StoreDown })
 	stop()
 
 	rs, done, err := db.c.Query(context.Background(), `SELECT uniqueid, count(*) FROM cdr GROUP BY uniqueid`)

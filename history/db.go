@@ -3,37 +3,19 @@ package history
 // The queries run on PostgreSQL and SQLite alike through sqldb.
 
 import (
-	"context"
-	"database/sql"
 	"embed"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctibridge/ctibridge/sqldb"
 )
 
-type (
-	conn = sqldb.Conn
-	rows = sqldb.Rows
-)
+type conn = sqldb.Conn
 
 //go:embed migrations
 var migrations embed.FS
 
-// component names this package's rows in the shared migrations table.
-const component = "history"
-
-// migrationLock serialises concurrent starts on PostgreSQL.
-const migrationLock = 7242002
-
-// MigratePostgres applies the embedded PostgreSQL migrations not applied
-// yet, each in its own transaction, under an advisory lock so replicas
-// starting together apply them once. It returns the versions applied.
-func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
-	return sqldb.Migrate(ctx, sqldb.Pgx(pool), migrations, "migrations/postgres", component, migrationLock)
-}
-
-// MigrateSQLite applies the embedded SQLite migrations not applied yet.
-func MigrateSQLite(ctx context.Context, db *sql.DB) ([]int, error) {
-	return sqldb.Migrate(ctx, sqldb.SQL(db), migrations, "migrations/sqlite", component, migrationLock)
-}
+// Schema is the package's embedded, versioned schema:
+// Schema.MigratePostgres and Schema.MigrateSQLite apply the migrations not
+// applied yet and return their versions. Its rows in the shared migrations
+// table are named "history"; its lock number serialises concurrent starts on
+// PostgreSQL.
+var Schema = sqldb.Schema{FS: migrations, Component: "history", Lock: 7242002}

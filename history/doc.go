@@ -9,8 +9,8 @@
 // can read the PBX's own CDR database. Store has two implementations
 // sharing one set of queries and one conformance suite: NewPostgres over
 // a pgxpool.Pool and NewSQLite over an embedded SQLite file (pure Go
-// modernc.org/sqlite), the zero-setup default. MigratePostgres and
-// MigrateSQLite apply the embedded, versioned schema; NewSQL takes any
+// modernc.org/sqlite), the zero-setup default. Schema.MigratePostgres
+// and Schema.MigrateSQLite apply the embedded, versioned schema; NewSQL takes any
 // sqldb.Conn, such as a sqldb.Gate's, which answers sqldb.ErrUnavailable
 // until the database is reachable and migrated. NewRemote reads
 // a NethCTI-compatible REST history service instead, through a Doer

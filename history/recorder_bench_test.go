@@ -24,6 +24,28 @@ func recordedCdr(t testing.TB) ami.Message {
 	return ami.Message{}
 }
 
+// runRecorder runs a Recorder over s (with afterSync hooked in, when not
+// nil) until the benchmark ends, and returns it with b.N Cdr events for
+// it, each with its own UniqueID.
+func runRecorder(b *testing.B, s Store, afterSync func([]CDR)) (*Recorder, []ami.Message) {
+	b.Helper()
+	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: b.TempDir(), Location: time.UTC})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec.afterSync = afterSync
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { rec.Run(ctx) })
+	b.Cleanup(func() { cancel(); wg.Wait() })
+	m := recordedCdr(b)
+	events := make([]ami.Message, b.N)
+	for i := range events {
+		events[i] = m.Set("UniqueID", "1796028439."+strconv.Itoa(i))
+	}
+	return rec, events
+}
+
 // BenchmarkRecorder measures the whole CDR path: Observe of real Cdr
 // events (each with its own UniqueID) until the Recorder has written
 // them all to PostgreSQL, in the Recorder's batches. One op is one CDR.
@@ -32,20 +54,7 @@ func recordedCdr(t testing.TB) ami.Message {
 func BenchmarkRecorder(b *testing.B) {
 	for _, bk := range backends {
 		b.Run(bk.name, func(b *testing.B) {
-			s := bk.open(b, Config{})
-			rec, err := NewRecorder(s, RecorderConfig{SpoolDir: b.TempDir(), Location: time.UTC})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { rec.Run(ctx) })
-			defer func() { cancel(); wg.Wait() }()
-			m := recordedCdr(b)
-			events := make([]ami.Message, b.N)
-			for i := range events {
-				events[i] = m.Set("UniqueID", "1796028439."+strconv.Itoa(i))
-			}
+			rec, events := runRecorder(b, bk.open(b, Config{}), nil)
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := time.Now()
@@ -75,22 +84,8 @@ func BenchmarkRecorder(b *testing.B) {
 //
 //	go test -run '^$' -bench RecorderAck -benchtime 2000x ./history/
 func BenchmarkRecorderAck(b *testing.B) {
-	s := NewSQLite(openSQLite(b), Config{})
-	rec, err := NewRecorder(s, RecorderConfig{SpoolDir: b.TempDir(), Location: time.UTC})
-	if err != nil {
-		b.Fatal(err)
-	}
 	acked := make(chan struct{}, 1)
-	rec.afterSync = func([]CDR) { acked <- struct{}{} }
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { rec.Run(ctx) })
-	defer func() { cancel(); wg.Wait() }()
-	m := recordedCdr(b)
-	events := make([]ami.Message, b.N)
-	for i := range events {
-		events[i] = m.Set("UniqueID", "1796028439."+strconv.Itoa(i))
-	}
+	rec, events := runRecorder(b, NewSQLite(openSQLite(b), Config{}), func([]CDR) { acked <- struct{}{} })
 	b.ReportAllocs()
 	b.ResetTimer()
 	for _, e := range events {

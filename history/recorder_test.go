@@ -41,17 +41,6 @@ func startRecorder(t *testing.T, s Store, dir string, max int64) (*Recorder, fun
 	return rec, func() { cancel(); wg.Wait() }
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // legsInOrder returns the uniqueids stored, in insertion (id) order.
 func legsInOrder(t *testing.T, s *SQLStore) []string {
 	t.Helper()
@@ -92,7 +81,7 @@ func TestRecorderSurvivesDatabaseOutage(t *testing.T) {
 	for i := range 200 {
 		rec.Observe(cdrEvent(i))
 	}
-	waitUntil(t, "the first 200 rows", func() bool { return rec.Stats().Written == 200 })
+	dbtest.WaitFor(t, "the first 200 rows", func() bool { return rec.Stats().Written == 200 })
 	if err := cluster.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +91,11 @@ func TestRecorderSurvivesDatabaseOutage(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // several batches, several failed attempts
 		}
 	}
-	waitUntil(t, "spooling", func() bool { st := rec.Stats(); return st.Spooled == 500 && st.Pending == 300 && st.StoreDown })
+	dbtest.WaitFor(t, "spooling", func() bool { st := rec.Stats(); return st.Spooled == 500 && st.Pending == 300 && st.StoreDown })
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the spool to drain", func() bool { st := rec.Stats(); return st.Pending == 0 && st.Written == 500 })
+	dbtest.WaitFor(t, "the spool to drain", func() bool { st := rec.Stats(); return st.Pending == 0 && st.Written == 500 })
 	checkOrder(t, legsInOrder(t, s), 500)
 	if st := rec.Stats(); st.Dropped != 0 {
 		t.Fatalf("stats %+v", st)
@@ -146,7 +135,7 @@ func TestRecorderSpoolResumesAfterRestart(t *testing.T) {
 	for i := 100; i < 150; i++ {
 		rec.Observe(cdrEvent(i))
 	}
-	waitUntil(t, "the spool to drain", func() bool { return rec.Stats().Written == 150 })
+	dbtest.WaitFor(t, "the spool to drain", func() bool { return rec.Stats().Written == 150 })
 	stop()
 	checkOrder(t, legsInOrder(t, s.SQLStore), 150)
 
@@ -156,7 +145,7 @@ func TestRecorderSpoolResumesAfterRestart(t *testing.T) {
 	for i := range 50 {
 		rec.Observe(cdrEvent(1000 + i))
 	}
-	waitUntil(t, "drops", func() bool { st := rec.Stats(); return st.Dropped > 0 && st.Dropped+st.Spooled == 50 })
+	dbtest.WaitFor(t, "drops", func() bool { st := rec.Stats(); return st.Dropped > 0 && st.Dropped+st.Spooled == 50 })
 	stop()
 }
 
@@ -186,7 +175,7 @@ func TestFromEvent(t *testing.T) {
 // invalid UTF-8, numbers past int32) are cleaned when the event is read,
 // not refused.
 func TestRecorderSetsAsideRefusedCDR(t *testing.T) {
-	s := NewPostgres(openPostgres(t, dbtestPostgres(t)), Config{})
+	s := NewPostgres(openPostgres(t, dbtest.Postgres(t)), Config{})
 	dir := t.TempDir()
 	rec, stop := startRecorder(t, s, dir, 0)
 	defer stop()
@@ -202,7 +191,7 @@ func TestRecorderSetsAsideRefusedCDR(t *testing.T) {
 	for i := 7; i < 12; i++ {
 		rec.Observe(cdrEvent(i))
 	}
-	waitUntil(t, "the good CDRs written and the bad one set aside", func() bool {
+	dbtest.WaitFor(t, "the good CDRs written and the bad one set aside", func() bool {
 		st := rec.Stats()
 		return st.Rejected == 1 && st.Pending == 0 && !st.StoreDown
 	})
@@ -248,7 +237,7 @@ func TestRecordingFile(t *testing.T) {
 			defer stop()
 			c.note(rec)
 			replay(t, "../ami/testdata/basic_call_caller_hangup.ami", rec.Observe)
-			waitUntil(t, "the CDR", func() bool { return rec.Stats().Written == 1 })
+			dbtest.WaitFor(t, "the CDR", func() bool { return rec.Stats().Written == 1 })
 			calls := all(t, s, Query{From: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
 			if len(calls) != 1 {
 				t.Fatalf("%d calls", len(calls))

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/ctibridge/ctibridge/upstream"
 )
 
 // Doer sends a request whose URL holds only a path and a query to the
@@ -96,16 +98,7 @@ func (r *Remote) get(ctx context.Context, q Query, csv bool) (*http.Response, er
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	msg := string(b)
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
-	}
+	msg := upstream.ErrorMessage(resp)
 	if resp.StatusCode == http.StatusBadRequest {
 		return nil, &InvalidError{msg}
 	}

@@ -130,13 +130,13 @@ type SQLStore struct {
 	cfg Config
 }
 
-// NewPostgres returns a Store over pool; MigratePostgres must have run
+// NewPostgres returns a Store over pool; Schema.MigratePostgres must have run
 // (or the pool's search_path names the PBX's cdr table, read only).
 func NewPostgres(pool *pgxpool.Pool, cfg Config) *SQLStore {
 	return &SQLStore{c: sqldb.Pgx(pool), cfg: defaults(cfg)}
 }
 
-// NewSQLite returns a Store over db; MigrateSQLite must have run.
+// NewSQLite returns a Store over db; Schema.MigrateSQLite must have run.
 func NewSQLite(db *sql.DB, cfg Config) *SQLStore {
 	return &SQLStore{c: sqldb.SQL(db), cfg: defaults(cfg)}
 }

@@ -324,6 +324,50 @@ func startChaosPBX(ctx context.Context, cfg ChaosConfig, wg *sync.WaitGroup) (_ 
 	return c, nil
 }
 
+// chaosScene is what a scenario runs in: pbxsim and the goroutines the
+// scenario starts in wg, all under one context that close cancels before
+// it waits for them.
+type chaosScene struct {
+	pbx    *chaosPBX
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+// newChaosScene starts pbxsim under a context of its own and returns that
+// context; the caller defers close.
+func newChaosScene(ctx context.Context, cfg ChaosConfig) (context.Context, *chaosScene, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	sc := &chaosScene{cancel: cancel}
+	pbx, err := startChaosPBX(ctx, cfg, &sc.wg)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	sc.pbx = pbx
+	return ctx, sc, nil
+}
+
+// close stops the scene's goroutines (pbxsim's among them) and waits for
+// them.
+func (sc *chaosScene) close() {
+	sc.cancel()
+	sc.wg.Wait()
+}
+
+// serve starts `ctibridge serve` with its AMI link to amiAddr, running in
+// the scene until ctx ends, and waits until it is ready.
+func (sc *chaosScene) serve(ctx context.Context, cfg ChaosConfig, dir, amiAddr string) (*serveProc, error) {
+	srv, err := newServeProc(cfg, dir, amiAddr)
+	if err != nil {
+		return nil, err
+	}
+	sc.wg.Go(func() { srv.run(ctx) })
+	if _, err := srv.waitReady(ctx, 30*time.Second); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
 // calls places SIPp calls at cfg.Rate for d through pbxsim and returns
 // SIPp's result once every call has ended.
 func (c *chaosPBX) calls(ctx context.Context, cfg ChaosConfig, d time.Duration) (sipp.Result, error) {

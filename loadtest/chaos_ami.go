@@ -54,34 +54,27 @@ type faultResult struct {
 // faults in turn, and judges the bridge's REST state against pbxsim's
 // channels all along.
 func runChaosAMI(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosReport) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	pbx, err := startChaosPBX(ctx, cfg, &wg)
+	ctx, sc, err := newChaosScene(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	defer sc.close()
+	pbx := sc.pbx
 	proxy, err := newAMIProxy(pbx.pbx.AMIAddr())
 	if err != nil {
 		return err
 	}
-	wg.Go(func() { proxy.run(ctx) })
-	srv, err := newServeProc(cfg, dir, proxy.addr())
+	sc.wg.Go(func() { proxy.run(ctx) })
+	srv, err := sc.serve(ctx, cfg, dir, proxy.addr())
 	if err != nil {
-		return err
-	}
-	wg.Go(func() { srv.run(ctx) })
-	if _, err := srv.waitReady(ctx, 30*time.Second); err != nil {
 		return err
 	}
 	r := &amiRun{cfg: cfg, pbx: pbx, proxy: proxy, serve: srv, truth: newTruth(pbx.busy)}
 	if r.token, err = srv.login(ctx); err != nil {
 		return err
 	}
-	wg.Go(func() { r.truth.run(ctx) })
-	wg.Go(func() { r.sample(ctx) })
+	sc.wg.Go(func() { r.truth.run(ctx) })
+	sc.wg.Go(func() { r.sample(ctx) })
 
 	warm := min(2*time.Second, cfg.AMIDuration/2)
 	var res sipp.Result

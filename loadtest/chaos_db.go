@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/dbtest/pgcluster"
 	"github.com/ctibridge/ctibridge/sipp"
 )
 
@@ -21,7 +22,7 @@ const cdrInFlight = 20 * time.Millisecond
 // dbRun is the state of the db scenario.
 type dbRun struct {
 	cfg   ChaosConfig
-	pg    *pgCluster
+	pg    *pgcluster.Cluster
 	proxy *amiProxy
 	serve *serveProc
 
@@ -38,37 +39,34 @@ type dbRun struct {
 // SIPp places calls, then counts the CDRs in the database against the
 // Cdr events pbxsim emitted and the proxy handed to a bridge.
 func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand, rep *ChaosReport) error {
-	pg, err := startPG()
+	pg, err := pgcluster.Start(pgcluster.Config{Prefix: "ctibridge-chaos-pg-"})
 	if err != nil {
 		return err
 	}
-	defer pg.remove()
-	defer pg.stop()
-	if err := pg.stop(); err != nil {
+	defer pg.Remove()
+	defer pg.Stop()
+	if err := pg.Stop(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	pbx, err := startChaosPBX(ctx, cfg, &wg)
+	ctx, sc, err := newChaosScene(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	defer sc.close()
+	pbx := sc.pbx
 	r := &dbRun{cfg: cfg, pg: pg, emitted: map[string]time.Time{}}
 	if r.proxy, err = newAMIProxy(pbx.pbx.AMIAddr()); err != nil {
 		return err
 	}
-	wg.Go(func() { r.proxy.run(ctx) })
-	wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
+	sc.wg.Go(func() { r.proxy.run(ctx) })
+	sc.wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
 	for start := time.Now(); !r.witnessUp.Load(); {
 		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
 			return fmt.Errorf("cannot log in to pbxsim's manager port")
 		}
 		sleepCtx(ctx, 20*time.Millisecond)
 	}
-	if r.serve, err = newServeProc(cfg, dir, r.proxy.addr(), "--db", pg.dsn()); err != nil {
+	if r.serve, err = newServeProc(cfg, dir, r.proxy.addr(), "--db", pg.DSN()); err != nil {
 		return err
 	}
 	serveCtx, stopServe := context.WithCancel(ctx)
@@ -116,7 +114,7 @@ func (r *dbRun) outage(ctx context.Context, start time.Time) time.Duration {
 		}
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
-	if err := r.pg.start(); err != nil {
+	if err := r.pg.Start(); err != nil {
 		r.cfg.Log.Error("chaos: cannot restart PostgreSQL", "err", err)
 	}
 	r.mu.Lock()
@@ -184,7 +182,7 @@ func (r *dbRun) witness(ctx context.Context, addr string) {
 func (r *dbRun) waitStored(ctx context.Context) {
 	last, since := -1, time.Now()
 	for start := time.Now(); time.Since(start) < 30*time.Second && ctx.Err() == nil; {
-		rows, err := r.pg.cdrRows(ctx)
+		rows, err := cdrRows(ctx, r.pg.DSN())
 		if err == nil && len(rows) != last {
 			last, since = len(rows), time.Now()
 		}
@@ -200,7 +198,7 @@ func (r *dbRun) waitStored(ctx context.Context) {
 // compares with the rows in the database.
 func (r *dbRun) finish(ctx context.Context, rep *ChaosReport, res sipp.Result, readyDown time.Duration) error {
 	const sc = "db"
-	rows, err := r.pg.cdrRows(ctx)
+	rows, err := cdrRows(ctx, r.pg.DSN())
 	if err != nil {
 		rep.note("db: cannot read the cdr table: %v", err)
 		rows = map[string]int{}

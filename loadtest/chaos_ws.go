@@ -27,32 +27,25 @@ const (
 // comes and goes on a shared machine weighs less. serve's RSS is sampled
 // all along and the flood stops early at FloodRSSCap.
 func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosReport) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	pbx, err := startChaosPBX(ctx, cfg, &wg)
+	ctx, sc, err := newChaosScene(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	srv, err := newServeProc(cfg, dir, pbx.pbx.AMIAddr())
+	defer sc.close()
+	pbx := sc.pbx
+	srv, err := sc.serve(ctx, cfg, dir, pbx.pbx.AMIAddr())
 	if err != nil {
-		return err
-	}
-	wg.Go(func() { srv.run(ctx) })
-	if _, err := srv.waitReady(ctx, 30*time.Second); err != nil {
 		return err
 	}
 	token, err := srv.login(ctx)
 	if err != nil {
 		return err
 	}
-	wg.Go(func() { pbx.calls(ctx, cfg, 3*cfg.WSDuration+10*time.Second) })
+	sc.wg.Go(func() { pbx.calls(ctx, cfg, 3*cfg.WSDuration+10*time.Second) })
 	sleepCtx(ctx, min(3*time.Second, cfg.WSDuration)) // calls under way
 
 	var peak atomic.Uint64
-	wg.Go(func() { sampleRSS(ctx, srv, &peak) })
+	sc.wg.Go(func() { sampleRSS(ctx, srv, &peak) })
 	wsCfg := WSConfig{URL: WSURL(srv.http), Token: token, Clients: cfg.WSClients, Duration: cfg.WSDuration}
 	base, err := RunWS(ctx, wsCfg)
 	if err != nil {

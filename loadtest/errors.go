@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sort"
 	"sync"
 	"syscall"
 )
@@ -112,13 +111,4 @@ func (c *errorCounts) total() (t uint64) {
 		t += v
 	}
 	return t
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

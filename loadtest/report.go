@@ -3,6 +3,7 @@ package loadtest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -225,7 +226,7 @@ func (t Targets) Check(r *Report) []string {
 	if t.MaxNon2xx >= 0 && r.Non2xx > uint64(t.MaxNon2xx) {
 		miss = append(miss, fmt.Sprintf("%d non-2xx responses > %d", r.Non2xx, t.MaxNon2xx))
 	}
-	for _, k := range sortedKeys(t.MaxCounter) {
+	for _, k := range slices.Sorted(maps.Keys(t.MaxCounter)) {
 		if r.Counters[k] > t.MaxCounter[k] {
 			miss = append(miss, fmt.Sprintf("%s %d > %d", k, r.Counters[k], t.MaxCounter[k]))
 		}

@@ -3,6 +3,8 @@ package loadtest
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -119,12 +121,12 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "; machine CPUs %.0f%% busy", r.MachineCPU*100)
 	}
 	fmt.Fprintln(w)
-	for _, k := range sortedKeys(r.Counters) {
+	for _, k := range slices.Sorted(maps.Keys(r.Counters)) {
 		fmt.Fprintf(w, "%s: %d\n", k, r.Counters[k])
 	}
 	if n := r.ErrorCount(); n > 0 {
 		fmt.Fprintf(w, "%d errors:\n", n)
-		for _, k := range sortedKeys(r.Errors) {
+		for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
 			fmt.Fprintf(w, "  %-20s %8d   first: %s\n", k, r.Errors[k], r.FirstErrors[k])
 		}
 	}

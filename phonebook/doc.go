@@ -5,9 +5,9 @@
 // implementations sharing one set of queries and one conformance suite:
 // NewPostgres over a pgxpool.Pool (production, and what replicas share)
 // and NewSQLite over an embedded SQLite file (database/sql with the pure
-// Go modernc.org/sqlite driver), the zero-setup default. Migrate applies
-// the embedded, versioned schema; both constructors expect it applied.
-// NewSQL takes any sqldb.Conn instead, such as a sqldb.Gate's, which
+// Go modernc.org/sqlite driver), the zero-setup default.
+// Schema.MigratePostgres and Schema.MigrateSQLite apply the embedded,
+// versioned schema; both constructors expect it applied. NewSQL takes any sqldb.Conn instead, such as a sqldb.Gate's, which
 // answers sqldb.ErrUnavailable until the database is reachable and
 // migrated (serve starts without its database).
 // NewRemote forwards to a remote, NethCTI-compatible REST phonebook

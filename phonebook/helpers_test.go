@@ -1,13 +1,10 @@
 package phonebook
 
 import (
-	"context"
 	"database/sql"
-	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	_ "modernc.org/sqlite"
 
 	"github.com/ctibridge/ctibridge/dbtest"
 )
@@ -27,19 +24,7 @@ var backends = []backend{
 	{"postgres", func(t testing.TB) Store { return NewPostgres(openPostgres(t), italy) }},
 }
 
-func openSQLite(t testing.TB) *sql.DB {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "pb.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := MigrateSQLite(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
+func openSQLite(t testing.TB) *sql.DB { return dbtest.SQLite(t, Schema) }
 
 func openPostgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
@@ -47,20 +32,8 @@ func openPostgres(t testing.TB) *pgxpool.Pool {
 }
 
 func openPostgresDSN(t testing.TB, dsn string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 16
-	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := MigratePostgres(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return dbtest.Pool(t, dsn, Schema, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = 16
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	})
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ctibridge/ctibridge/upstream"
 )
 
 // Doer sends a request whose URL holds only a path and a query to the
@@ -120,16 +122,7 @@ func (r *Remote) call(ctx context.Context, user, method, path string, body io.Re
 // remoteError turns an error answer ({"error":{"code","message"}}) into
 // this package's errors.
 func remoteError(resp *http.Response) error {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	msg := string(b)
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
-	}
+	msg := upstream.ErrorMessage(resp)
 	switch resp.StatusCode {
 	case http.StatusNotFound:
 		return ErrNotFound
@@ -181,23 +174,23 @@ func (r *Remote) LookupContacts(ctx context.Context, a Actor, number string) ([]
 
 // Create is Book.Create on the remote.
 func (r *Remote) Create(ctx context.Context, a Actor, c Contact) (Contact, error) {
-	body, err := jsonBody(c)
-	if err != nil {
-		return Contact{}, err
-	}
-	var out Contact
-	err = r.call(ctx, a.User, http.MethodPost, "/phonebook/create", body, "application/json", &out)
-	return out, err
+	return r.postContact(ctx, a, "/phonebook/create", c)
 }
 
 // Modify is Book.Modify on the remote.
 func (r *Remote) Modify(ctx context.Context, a Actor, c Contact) (Contact, error) {
+	return r.postContact(ctx, a, "/phonebook/modify_cticontact", c)
+}
+
+// postContact posts c as JSON to path and returns the contact the remote
+// answered with.
+func (r *Remote) postContact(ctx context.Context, a Actor, path string, c Contact) (Contact, error) {
 	body, err := jsonBody(c)
 	if err != nil {
 		return Contact{}, err
 	}
 	var out Contact
-	err = r.call(ctx, a.User, http.MethodPost, "/phonebook/modify_cticontact", body, "application/json", &out)
+	err = r.call(ctx, a.User, http.MethodPost, path, body, "application/json", &out)
 	return out, err
 }
 

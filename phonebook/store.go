@@ -47,14 +47,14 @@ type SQLStore struct {
 	now  func() time.Time
 }
 
-// NewPostgres returns a Store over pool; MigratePostgres must have run.
+// NewPostgres returns a Store over pool; Schema.MigratePostgres must have run.
 // n normalises numbers when they are stored and searched.
 func NewPostgres(pool *pgxpool.Pool, n Normalizer) *SQLStore {
 	return &SQLStore{c: sqldb.Pgx(pool), norm: n, now: time.Now}
 }
 
 // NewSQLite returns a Store over db (modernc.org/sqlite; open it with
-// busy_timeout, WAL and _txlock=immediate); MigrateSQLite must have run.
+// busy_timeout, WAL and _txlock=immediate); Schema.MigrateSQLite must have run.
 func NewSQLite(db *sql.DB, n Normalizer) *SQLStore {
 	return &SQLStore{c: sqldb.SQL(db), norm: n, now: time.Now}
 }

@@ -56,10 +56,10 @@ func TestStoreUnavailable(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	gate := sqldb.NewGate(sqldb.SQL(db), sqldb.GateConfig{
 		Prepare: func(ctx context.Context) error {
-			if _, err := phonebook.MigrateSQLite(ctx, db); err != nil {
+			if _, err := phonebook.Schema.MigrateSQLite(ctx, db); err != nil {
 				return err
 			}
-			_, err := history.MigrateSQLite(ctx, db)
+			_, err := history.Schema.MigrateSQLite(ctx, db)
 			return err
 		},
 		CheckEvery: 20 * time.Millisecond,

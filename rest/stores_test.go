@@ -27,10 +27,10 @@ func storeFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	if _, err := phonebook.MigrateSQLite(ctx, db); err != nil {
+	if _, err := phonebook.Schema.MigrateSQLite(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := history.MigrateSQLite(ctx, db); err != nil {
+	if _, err := history.Schema.MigrateSQLite(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	norm := phonebook.Normalizer{Country: "39", Trunk: "0", Intl: "00"}

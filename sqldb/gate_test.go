@@ -18,17 +18,6 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // syncBuf is a log sink safe for the gate's goroutine and the test.
 type syncBuf struct {
 	mu sync.Mutex
@@ -93,7 +82,7 @@ func TestGateOutage(t *testing.T) {
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the gate to prepare the database", g.Up)
+	dbtest.WaitFor(t, "the gate to prepare the database", g.Up)
 	if _, err := gc.Exec(ctx, `INSERT INTO gate_probe VALUES (1)`); err != nil {
 		t.Fatalf("once up: %v", err)
 	}
@@ -104,7 +93,7 @@ func TestGateOutage(t *testing.T) {
 	if !sqldb.IsUnavailable(err) {
 		t.Fatalf("after the server stopped: %v, want ErrUnavailable", err)
 	}
-	waitFor(t, "Up to turn false", func() bool { return !g.Up() })
+	dbtest.WaitFor(t, "Up to turn false", func() bool { return !g.Up() })
 	// Known down: answered at once, without trying the server.
 	if _, err := gc.Exec(ctx, `SELECT 1`); !sqldb.IsUnavailable(err) || !strings.Contains(err.Error(), "checking again") {
 		t.Fatalf("while known down: %v", err)
@@ -112,7 +101,7 @@ func TestGateOutage(t *testing.T) {
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the gate to see the database back", g.Up)
+	dbtest.WaitFor(t, "the gate to see the database back", g.Up)
 	if prepared != 1 || onReady != 1 {
 		t.Errorf("Prepare ran %d times, OnReady %d, want once each", prepared, onReady)
 	}

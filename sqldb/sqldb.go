@@ -74,14 +74,7 @@ func (c pgConn) Query(ctx context.Context, q string, args ...any) (Rows, func(),
 }
 
 func (c pgConn) QueryRow(ctx context.Context, q string, args ...any) func(dest ...any) error {
-	row := c.q().QueryRow(ctx, q, args...)
-	return func(dest ...any) error {
-		err := row.Scan(dest...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNoRows
-		}
-		return classify(err)
-	}
+	return scanRow(c.q().QueryRow(ctx, q, args...).Scan, pgx.ErrNoRows)
 }
 
 func (c pgConn) InTx(ctx context.Context, fn func(Conn) error) error {
@@ -130,10 +123,15 @@ func (c sqlConn) Query(ctx context.Context, q string, args ...any) (Rows, func()
 }
 
 func (c sqlConn) QueryRow(ctx context.Context, q string, args ...any) func(dest ...any) error {
-	row := c.r().QueryRowContext(ctx, q, args...)
+	return scanRow(c.r().QueryRowContext(ctx, q, args...).Scan, sql.ErrNoRows)
+}
+
+// scanRow is a driver's row scan as Conn.QueryRow returns it: the
+// driver's noRows error becomes ErrNoRows, an outage ErrUnavailable.
+func scanRow(scan func(dest ...any) error, noRows error) func(dest ...any) error {
 	return func(dest ...any) error {
-		err := row.Scan(dest...)
-		if errors.Is(err, sql.ErrNoRows) {
+		err := scan(dest...)
+		if errors.Is(err, noRows) {
 			return ErrNoRows
 		}
 		return classify(err)
@@ -217,6 +215,28 @@ func Migrate(ctx context.Context, c Conn, fsys fs.FS, dir, component string, loc
 		}
 	}
 	return applied, nil
+}
+
+// Schema is one component's embedded, versioned migrations: the files
+// under migrations/postgres and migrations/sqlite of FS, listed under
+// Component in the shared migrations table and applied on PostgreSQL
+// under the advisory lock Lock (one number per component).
+type Schema struct {
+	FS        fs.FS
+	Component string
+	Lock      int64
+}
+
+// MigratePostgres applies the PostgreSQL migrations not applied yet, each
+// in its own transaction, under the advisory lock so replicas starting
+// together apply them once. It returns the versions applied.
+func (s Schema) MigratePostgres(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
+	return Migrate(ctx, Pgx(pool), s.FS, "migrations/postgres", s.Component, s.Lock)
+}
+
+// MigrateSQLite applies the SQLite migrations not applied yet.
+func (s Schema) MigrateSQLite(ctx context.Context, db *sql.DB) ([]int, error) {
+	return Migrate(ctx, SQL(db), s.FS, "migrations/sqlite", s.Component, s.Lock)
 }
 
 // Pool returns the pgx pool under c, or nil when c is not PostgreSQL: for

@@ -23,7 +23,8 @@
 // expires, and fetched again after a 401).
 //
 // The package knows nothing of phonebooks or history: those packages
-// declare the small Doer interface that *Client satisfies. It uses the
+// declare the small Doer interface that *Client satisfies, and read the
+// message of an error answer with ErrorMessage. It uses the
 // standard library only. A Client is safe for concurrent use; Close
 // releases idle connections.
 package upstream

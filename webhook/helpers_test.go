@@ -215,7 +215,7 @@ func newPBX(t *testing.T, onTaken func([]history.CDR)) *pbx {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		if _, err := history.MigrateSQLite(context.Background(), db); err != nil {
+		if _, err := history.Schema.MigrateSQLite(context.Background(), db); err != nil {
 			t.Fatal(err)
 		}
 		p.rec, err = history.NewRecorder(history.NewSQLite(db, history.Config{}),

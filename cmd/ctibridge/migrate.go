@@ -124,8 +124,8 @@ func (d *storeDB) migrate(ctx context.Context) ([]string, error) {
 		pg   func(context.Context, *pgxpool.Pool) ([]int, error)
 		lite func(context.Context, *sql.DB) ([]int, error)
 	}{
-		{"phonebook", phonebook.MigratePostgres, phonebook.MigrateSQLite},
-		{"history", history.MigratePostgres, history.MigrateSQLite},
+		{"phonebook", phonebook.Schema.MigratePostgres, phonebook.Schema.MigrateSQLite},
+		{"history", history.Schema.MigratePostgres, history.Schema.MigrateSQLite},
 		{"sessions", authdb.MigratePostgres, authdb.MigrateSQLite},
 	} {
 		var v []int
