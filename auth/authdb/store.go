@@ -17,21 +17,10 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// component names this package's rows in the shared migrations table.
-const component = "sessions"
-
-// migrationLock serialises concurrent starts on PostgreSQL.
-const migrationLock = 7242003
-
-// MigratePostgres applies the PostgreSQL migrations not applied yet.
-func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
-	return sqldb.Migrate(ctx, sqldb.Pgx(pool), migrations, "migrations/postgres", component, migrationLock)
-}
-
-// MigrateSQLite applies the SQLite migrations not applied yet.
-func MigrateSQLite(ctx context.Context, db *sql.DB) ([]int, error) {
-	return sqldb.Migrate(ctx, sqldb.SQL(db), migrations, "migrations/sqlite", component, migrationLock)
-}
+// Schema is the session table's migrations (sqldb.Schema): their rows in
+// the shared migrations table are named "sessions"; the lock number
+// serialises concurrent starts on PostgreSQL.
+var Schema = sqldb.Schema{FS: migrations, Component: "sessions", Lock: 7242003}
 
 // Store is the session table. Safe for concurrent use.
 type Store struct {

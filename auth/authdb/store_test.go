@@ -25,7 +25,7 @@ func backends(t *testing.T) map[string]func(t *testing.T) *Store {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-			if _, err := MigrateSQLite(context.Background(), db); err != nil {
+			if _, err := Schema.MigrateSQLite(context.Background(), db); err != nil {
 				t.Fatal(err)
 			}
 			return NewSQLite(db)
@@ -36,7 +36,7 @@ func backends(t *testing.T) map[string]func(t *testing.T) *Store {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			if _, err := MigratePostgres(context.Background(), pool); err != nil {
+			if _, err := Schema.MigratePostgres(context.Background(), pool); err != nil {
 				t.Fatal(err)
 			}
 			return NewPostgres(pool)

@@ -126,7 +126,7 @@ func (d *storeDB) migrate(ctx context.Context) ([]string, error) {
 	}{
 		{"phonebook", phonebook.Schema.MigratePostgres, phonebook.Schema.MigrateSQLite},
 		{"history", history.Schema.MigratePostgres, history.Schema.MigrateSQLite},
-		{"sessions", authdb.MigratePostgres, authdb.MigrateSQLite},
+		{"sessions", authdb.Schema.MigratePostgres, authdb.Schema.MigrateSQLite},
 	} {
 		var v []int
 		var err error
