@@ -295,7 +295,19 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 // sleep waits before retry i (1, 2, ...): random in [0, Backoff<<(i-1)),
 // at most 1 s.
 func (c *Client) sleep(ctx context.Context, i int) error {
-	limit := min(c.cfg.Backoff<<(i-1), time.Second)
+	return SleepBackoff(ctx, c.cfg.Backoff, time.Second, i)
+}
+
+// SleepBackoff waits before retry number n (1, 2, ...): a random time up
+// to base doubled n-1 times, at most limit (full jitter), or until ctx
+// ends (its error).
+func SleepBackoff(ctx context.Context, base, limit time.Duration, n int) error {
+	if n < 1 {
+		n = 1
+	}
+	if n <= 30 && base<<(n-1) > 0 {
+		limit = min(base<<(n-1), limit)
+	}
 	t := time.NewTimer(rand.N(limit) + 1)
 	defer t.Stop()
 	select {

@@ -404,3 +404,22 @@ func TestOAuth2(t *testing.T) {
 		t.Fatalf("bad client secret: %v", err)
 	}
 }
+
+// TestSleepBackoff: the wait is bounded by base<<(n-1) and by limit, even
+// for a retry count whose shift would overflow, and ends with ctx.
+func TestSleepBackoff(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 40, 100} {
+		start := time.Now()
+		if err := SleepBackoff(context.Background(), time.Millisecond, 5*time.Millisecond, n); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second { // far above 5 ms: only a wrong bound takes this long
+			t.Errorf("n=%d waited %v", n, d)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := SleepBackoff(ctx, time.Hour, time.Hour, 3); err == nil {
+		t.Error("a cancelled context did not end the wait")
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -135,18 +134,7 @@ func (h *hook) deliver(ctx, pctx context.Context, r record) error {
 // sleep waits before attempt n (1, 2, ...): random in [0, 250ms<<(n-1)),
 // at most Config.RetryMax.
 func (h *hook) sleep(ctx context.Context, n int) error {
-	limit := h.cfg.RetryMax
-	if n < 20 {
-		limit = min(250*time.Millisecond<<(n-1), limit)
-	}
-	t := time.NewTimer(rand.N(limit) + 1)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return upstream.SleepBackoff(ctx, 250*time.Millisecond, h.cfg.RetryMax, n)
 }
 
 // post sends r once and returns the status. The attempt also ends by
