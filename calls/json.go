@@ -14,6 +14,11 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// AppendJSONString appends s as a JSON string, as every JSON the engine
+// writes does: the one string encoder of REST's and the WebSocket's
+// hand-written JSON too.
+func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
+
 // appendString appends s as a JSON string, escaping like encoding/json
 // (control characters, quote, backslash, U+2028/U+2029, invalid UTF-8 as
 // U+FFFD) minus its HTML escaping.

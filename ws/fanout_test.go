@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -86,9 +87,9 @@ func TestFilterMatchesView(t *testing.T) {
 					}
 					for coll, want := range map[string]string{
 						"extensions": wantColl(s.Extensions.Keys(), func(k string) []byte { return v.Extension(k, s.ExtensionJSON(k)) }),
-						"queues":     wantColl(sortedKeys(s.Queues), func(k string) []byte { return v.Queue(s.QueueJSON(k)) }),
-						"parkings":   wantColl(sortedKeys(s.Parkings), func(k string) []byte { return v.Parking(s.ParkingJSON(k)) }),
-						"trunks":     wantColl(sortedKeys(s.Trunks), func(k string) []byte { return v.Trunk(s.TrunkJSON(k)) }),
+						"queues":     wantColl(slices.Sorted(maps.Keys(s.Queues)), func(k string) []byte { return v.Queue(s.QueueJSON(k)) }),
+						"parkings":   wantColl(slices.Sorted(maps.Keys(s.Parkings)), func(k string) []byte { return v.Parking(s.ParkingJSON(k)) }),
+						"trunks":     wantColl(slices.Sorted(maps.Keys(s.Trunks)), func(k string) []byte { return v.Trunk(s.TrunkJSON(k)) }),
 					} {
 						if string(snap[coll]) != want {
 							t.Fatalf("%s snapshot %s:\n got %s\nwant %s", name, coll, snap[coll], want)

@@ -146,23 +146,8 @@ func eventFrame(c *calls.Change, data []byte) []byte {
 	return finish(b, opText)
 }
 
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
-}
+// appendString appends s as a JSON string (calls' encoder).
+func appendString(b []byte, s string) []byte { return calls.AppendJSONString(b, s) }
 
 func appendStrings(b []byte, ss []string) []byte {
 	b = append(b, '[')

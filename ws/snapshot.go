@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -82,11 +83,11 @@ func (h *Hub) redacted(s *calls.Snapshot, k kind) *redColl {
 	case kindExt:
 		keys, get = s.Extensions.Keys(), s.ExtensionJSON
 	case kindQueue:
-		keys, get = sortedKeys(s.Queues), s.QueueJSON
+		keys, get = slices.Sorted(maps.Keys(s.Queues)), s.QueueJSON
 	case kindPark:
-		keys, get = sortedKeys(s.Parkings), s.ParkingJSON
+		keys, get = slices.Sorted(maps.Keys(s.Parkings)), s.ParkingJSON
 	case kindTrunk:
-		keys, get = sortedKeys(s.Trunks), s.TrunkJSON
+		keys, get = slices.Sorted(maps.Keys(s.Trunks)), s.TrunkJSON
 	}
 	old := h.memo[k]
 	next := make(map[string]memo, len(keys))
@@ -115,15 +116,6 @@ func (h *Hub) redacted(s *calls.Snapshot, k kind) *redColl {
 	h.memo[k] = next
 	h.vc.colls[k] = rc
 	return rc
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // snapshotFrame encodes
