@@ -114,15 +114,19 @@ func (m ExtensionMap) json(k string) []byte {
 }
 
 // extPiece is how many extensions one piece of the collection JSON holds
-// (5,000 extensions: 40 pieces of about 70 KB).
-const extPiece = 128
+// (5,000 extensions with 2,000 calls up: 5 pieces of about 560 KB). Each
+// piece costs a REST response one more write system call, measured at
+// about 15 µs on loopback: 128 (40 pieces) made a read of 5,000
+// extensions a third dearer in CPU than one contiguous body, 1,024 about
+// a tenth (docs/loadtest.md).
+const extPiece = 1024
 
 // extPieces is an ExtensionMap's collection JSON, {"201":{...},...} in key
-// order, cut into pieces: "{", one piece per extPiece keys (each after the
-// first starting with its comma), "}". A reader writes the pieces one
+// order, cut into pieces of extPiece keys: the first piece starts with
+// "{", the others with their comma, the last ends with "}". A reader writes the pieces one
 // after the other; a change re-encodes the piece holding it and shares
 // the others with the pieces made before (base), so the first read after a
-// change copies about 70 KB, not the whole collection.
+// change copies one piece, not the whole collection.
 type extPieces struct {
 	once  sync.Once
 	m     ExtensionMap
@@ -141,16 +145,18 @@ func (p *extPieces) get() [][]byte {
 		if p.base != nil {
 			old = p.base.get()
 		}
-		parts := make([][]byte, 0, n+2)
-		parts = append(parts, openBrace)
+		if n == 0 {
+			p.parts = [][]byte{[]byte("{}")}
+		} else {
+			p.parts = make([][]byte, n)
+		}
 		for c := range n {
 			if old != nil && !p.changed(c) {
-				parts = append(parts, old[c+1])
+				p.parts[c] = old[c]
 				continue
 			}
-			parts = append(parts, p.m.appendPiece(nil, keys[c*extPiece:min((c+1)*extPiece, len(keys))], c == 0))
+			p.parts[c] = p.m.appendPiece(keys[c*extPiece:min((c+1)*extPiece, len(keys))], c == 0, c == n-1)
 		}
-		p.parts = append(parts, closeBrace)
 		p.base, p.dirty = nil, nil // no chain of old versions
 		p.done.Store(true)
 	})
@@ -161,23 +167,27 @@ func (p *extPieces) changed(c int) bool {
 	return c/64 < len(p.dirty) && p.dirty[c/64]&(1<<(c%64)) != 0
 }
 
-var openBrace, closeBrace = []byte{'{'}, []byte{'}'}
-
-// appendPiece appends "201":{...},"202":{...} for keys, after a comma
-// unless first.
-func (m ExtensionMap) appendPiece(b []byte, keys []string, first bool) []byte {
-	n := 0
+// appendPiece encodes "201":{...},"202":{...} for keys, after "{" if
+// first or else a comma, and before "}" if last.
+func (m ExtensionMap) appendPiece(keys []string, first, last bool) []byte {
+	n := 1
 	for _, k := range keys {
 		n += len(k) + 4 + len(m.json(k))
 	}
-	b = slices.Grow(b, n)
+	b := make([]byte, 0, n)
 	for i, k := range keys {
-		if i > 0 || !first {
+		switch {
+		case i > 0 || !first:
 			b = append(b, ',')
+		default:
+			b = append(b, '{')
 		}
 		b = appendString(b, k)
 		b = append(b, ':')
 		b = append(b, m.json(k)...)
+	}
+	if last {
+		b = append(b, '}')
 	}
 	return b
 }

@@ -24,7 +24,7 @@ func refExtensionsJSON(s *Snapshot) []byte {
 // collection, read or not between Publishes, and that a Publish changing a
 // few extensions shares every other piece with the last assembled ones.
 func TestExtensionsPartsReuse(t *testing.T) {
-	e, pbx := scaleEngine(t, 1000, 200)
+	e, pbx := scaleEngine(t, 3*extPiece+100, 200)
 	prev := e.Snapshot().ExtensionsParts()
 	for round := range 40 {
 		for _, m := range pbx.stream(8) {
