@@ -115,10 +115,10 @@ func (m ExtensionMap) json(k string) []byte {
 
 // extPiece is how many extensions one piece of the collection JSON holds
 // (5,000 extensions with 2,000 calls up: 5 pieces of about 560 KB). Each
-// piece costs a REST response one more write system call, measured at
-// about 15 µs on loopback: 128 (40 pieces) made a read of 5,000
-// extensions a third dearer in CPU than one contiguous body, 1,024 about
-// a tenth (docs/loadtest.md).
+// piece is one more write system call per REST response: with 128 (40
+// pieces) a read of 5,000 extensions with no change cost 0.63-0.73 ms of
+// CPU against 0.45-0.56 for one contiguous body, with 1,024 0.51-0.58
+// (docs/loadtest.md).
 const extPiece = 1024
 
 // extPieces is an ExtensionMap's collection JSON, {"201":{...},...} in key
