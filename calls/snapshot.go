@@ -25,7 +25,8 @@ type Snapshot struct {
 	// Conferences are the ConfBridge rooms in use, by room.
 	Conferences map[string]Conference
 
-	extAll                   *lazy // ExtensionsJSON
+	extParts                 *extPieces // ExtensionsParts
+	extAll                   *lazy      // ExtensionsJSON
 	queue, park, trunk, conf *coll
 	status                   []byte
 	state                    *lazy
@@ -82,9 +83,16 @@ func (s *Snapshot) QueueName(id string) (name string, ok bool) {
 
 // ExtensionsJSON is {"201":{...},...} in key order.
 func (s *Snapshot) ExtensionsJSON() []byte {
-	s.extAll.once.Do(func() { s.extAll.b = s.Extensions.appendJSON(nil) })
+	s.extAll.once.Do(func() { s.extAll.b = joinPieces(s.ExtensionsParts()) })
 	return s.extAll.b
 }
+
+// ExtensionsParts is ExtensionsJSON in pieces, to be written one after
+// the other: a change re-encodes the piece holding the extension, and the
+// other pieces are the same slices as in the snapshots before it, so a
+// reader may remember what it made of a piece by its first byte's address
+// and length.
+func (s *Snapshot) ExtensionsParts() [][]byte { return s.extParts.get() }
 
 // QueuesJSON is {"support":{...},...} in key order.
 func (s *Snapshot) QueuesJSON() []byte { return s.queue.bytes() }
@@ -185,6 +193,7 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 		Parkings:    p.parks,
 		Trunks:      p.trunks,
 		Conferences: p.confs,
+		extParts:    p.exts.published(),
 		extAll:      p.extAll,
 		queue:       p.queue,
 		park:        p.park,
