@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
@@ -38,7 +40,7 @@ func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth
 	}
 	b := []byte{'{'}
 	n := 0
-	for _, k := range sortedKeys(s.Conferences) {
+	for _, k := range slices.Sorted(maps.Keys(s.Conferences)) {
 		c := s.Conferences[k]
 		if !confSees(u, &c) {
 			continue
@@ -47,7 +49,7 @@ func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth
 			b = append(b, ',')
 		}
 		n++
-		b = appendJSONString(b, k)
+		b = calls.AppendJSONString(b, k)
 		b = append(b, ':')
 		b = append(b, auth.ViewOf(u).Conference(s.ConferenceJSON(k))...)
 	}

@@ -108,7 +108,7 @@ func (h *handler) getVoicemailCounters(w http.ResponseWriter, r *http.Request, _
 			if len(b) > 1 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = calls.AppendJSONString(b, k)
 			b = append(b, `:{"newMessageCount":`...)
 			b = appendInt(b, v.New)
 			b = append(b, '}')

@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"compress/gzip"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -262,13 +263,13 @@ func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource)
 		keys, json = s.Extensions.Keys(), s.ExtensionJSON
 		live = func(k string) bool { _, ok := s.Extensions.Lookup(k); return ok }
 	case resQueues:
-		keys, json = sortedKeys(s.Queues), s.QueueJSON
+		keys, json = slices.Sorted(maps.Keys(s.Queues)), s.QueueJSON
 		live = func(k string) bool { _, ok := s.Queues[k]; return ok }
 	case resParkings:
-		keys, json = sortedKeys(s.Parkings), s.ParkingJSON
+		keys, json = slices.Sorted(maps.Keys(s.Parkings)), s.ParkingJSON
 		live = func(k string) bool { _, ok := s.Parkings[k]; return ok }
 	case resTrunks:
-		keys, json = sortedKeys(s.Trunks), s.TrunkJSON
+		keys, json = slices.Sorted(maps.Keys(s.Trunks)), s.TrunkJSON
 		live = func(k string) bool { _, ok := s.Trunks[k]; return ok }
 	}
 	defer h.red.prune(res, live, len(keys))
@@ -279,20 +280,11 @@ func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource)
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = calls.AppendJSONString(b, k)
 		b = append(b, ':')
 		b = append(b, get(k)...)
 	}
 	return append(b, '}')
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // single returns one extension or queue as v sees it, or nil when it does
@@ -520,7 +512,7 @@ func (h *handler) getConversations(w http.ResponseWriter, r *http.Request, u *au
 				b = append(b, ',')
 			}
 			n++
-			b = appendJSONString(b, x)
+			b = calls.AppendJSONString(b, x)
 			b = append(b, ':')
 			b = append(b, data[i+len(convsKey):len(data)-1]...)
 		}
@@ -529,22 +521,4 @@ func (h *handler) getConversations(w http.ResponseWriter, r *http.Request, u *au
 	}
 	vc.mu.Unlock()
 	return h.write(w, r, vc, e)
-}
-
-// appendJSONString appends s as a JSON string (keys of the collections:
-// extension numbers, queue names).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
