@@ -31,9 +31,10 @@ func TestLoadtestE2EShort(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			// A client a little behind sees only the latest state of an
-			// extension (ws coalesces), so a 50 ms ring could go unseen on a
-			// loaded -race machine and count as a missing call: ring 400 ms.
-			args := []string{"e2e", "--generator", gen, "-r", "10", "-d", "2s", "--ring", "400ms", "--talk", "300ms", "-c", "2", "--json",
+			// extension (ws coalesces), so a short ring or talk could go
+			// unseen on a loaded -race machine and count as a missing call
+			// (a 300 ms talk did, about one run in ten): ring 400 ms, talk 1 s.
+			args := []string{"e2e", "--generator", gen, "-r", "10", "-d", "2s", "--ring", "400ms", "--talk", "1s", "-c", "2", "--json",
 				"--html", filepath.Join(dir, "r.html")}
 			if gen == "phones" {
 				args = append(args, "--profile", filepath.Join(dir, "prof"))
