@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +76,15 @@ type Service struct {
 	store      SessionStore
 	log        *slog.Logger
 	loaded     atomic.Bool // the store's sessions were all read back
+
+	revokedMu sync.Mutex
+	revoked   map[string]time.Time // sessions ended in this process, by id: a read-back never revives them
 }
+
+// revokedKeep is how long an ended session's id is remembered: longer
+// than any token lives, so a store that missed the deletion cannot bring
+// it back.
+const revokedKeep = 30 * 24 * time.Hour
 
 // ErrSessionsLoading: the token is not known yet, but the stored sessions
 // have not all been read back (the database is not ready): it may be one
@@ -348,7 +357,23 @@ func (s *Service) persist(recs ...SessionRecord) {
 
 // forget removes sessions from the store.
 func (s *Service) forget(ids []string) {
-	if s.store == nil || len(ids) == 0 {
+	if len(ids) == 0 {
+		return
+	}
+	s.revokedMu.Lock()
+	if s.revoked == nil {
+		s.revoked = map[string]time.Time{}
+	}
+	now := time.Now()
+	gone := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		s.revoked[id] = now
+		gone[id] = true
+	}
+	s.revokedMu.Unlock()
+	// A read-back that took the lock first may have added one again.
+	s.tokens.revoke(func(se *session) bool { return gone[se.rec.ID] })
+	if s.store == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -369,8 +394,12 @@ func (s *Service) LoadSessions(ctx context.Context) (int, error) {
 	}
 	recs, err := s.store.LoadSessions(ctx)
 	n := 0
+	s.revokedMu.Lock()
+	defer s.revokedMu.Unlock()
 	for _, r := range recs {
-		if r.Revoked || r.ID == "" {
+		// A session ended while the store was being read (or that the
+		// store failed to delete) stays ended.
+		if _, gone := s.revoked[r.ID]; r.Revoked || r.ID == "" || gone {
 			continue
 		}
 		if s.tokens.add(r) {
@@ -392,6 +421,13 @@ func (s *Service) LoadSessions(ctx context.Context) (int, error) {
 func (s *Service) Sweep() {
 	s.forget(s.tokens.Sweep(expiredGrace))
 	s.guard.sweep()
+	s.revokedMu.Lock()
+	for id, at := range s.revoked {
+		if time.Since(at) > revokedKeep {
+			delete(s.revoked, id)
+		}
+	}
+	s.revokedMu.Unlock()
 }
 
 // Run sweeps every Config.SweepEvery until ctx is done, then returns

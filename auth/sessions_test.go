@@ -146,3 +146,30 @@ func TestUnknownTokenWhileSessionsLoad(t *testing.T) {
 		t.Errorf("Authenticate allocates %v times", n)
 	}
 }
+
+// TestReadBackNeverRevives: a session revoked while the stored sessions
+// were still being read back (the database answering late after a
+// restart), or whose deletion the store missed, stays revoked when the
+// read-back lands.
+func TestReadBackNeverRevives(t *testing.T) {
+	store := NewFileSessions(filepath.Join(t.TempDir(), "sessions.json"))
+	clk := newClock()
+	s := NewService(mustUsers(t), Config{Store: store, Now: clk.Now})
+	alice, err := s.Login("alice", "secret", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := store.LoadSessions(context.Background()) // what a slow read-back got before the revocation
+	if !s.RevokeSession(alice.ID, "") {
+		t.Fatal("RevokeSession")
+	}
+	for _, r := range recs {
+		store.PutSession(context.Background(), r) // the store missed the deletion
+	}
+	if n, err := s.LoadSessions(context.Background()); err != nil || n != 0 {
+		t.Errorf("LoadSessions added %d (%v), want 0", n, err)
+	}
+	if _, _, err := s.Authenticate(alice.Token); !errors.Is(err, ErrTokenUnknown) {
+		t.Errorf("revoked session back after a read-back: %v", err)
+	}
+}

@@ -98,7 +98,15 @@ func TestServeSessionsSurviveRestartAndRevocationClosesSocket(t *testing.T) {
 
 	api, stop = startServe(t, users, dataDir)
 	defer stop()
-	if code := getAuth(t, "http://"+api+"/user/me", login.Token); code != 200 {
+	// Until the database has given the sessions back, an unknown token
+	// gets 503 sessions_loading (retry), never 401: then 200.
+	code := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if code = getAuth(t, "http://"+api+"/user/me", login.Token); code != 503 {
+			break
+		}
+	}
+	if code != 200 {
 		t.Fatalf("token after restart: %d, want 200", code)
 	}
 	var next struct{ Token string }
