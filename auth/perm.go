@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"iter"
 	"slices"
 	"strings"
 )
@@ -165,3 +166,20 @@ func viewKey(u *User) string {
 // operator_panel permission); otherwise users with equal keys see exactly
 // the same filtered state.
 func (u *User) ViewKey() string { return u.viewKey }
+
+// SeesConference reports whether u may see conference room, whose members
+// are on the extensions members yields: who sees calls no extension owns,
+// who may see the calls of the extension the room is named by, or of one
+// of its members. REST (from the model) and the WebSocket (from a
+// change's JSON) decide with it.
+func SeesConference(u *User, room string, members iter.Seq[string]) bool {
+	if Allowed(u, SeeCalls, "") || Allowed(u, SeeCalls, room) {
+		return true
+	}
+	for x := range members {
+		if x != "" && Allowed(u, SeeCalls, x) {
+			return true
+		}
+	}
+	return false
+}

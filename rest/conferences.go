@@ -21,15 +21,13 @@ import (
 // confSees reports whether u may see room c: who sees calls no extension
 // owns, the room's owner, and who may see one of its members' calls.
 func confSees(u *auth.User, c *calls.Conference) bool {
-	if auth.Allowed(u, auth.SeeCalls, "") || auth.Allowed(u, auth.SeeCalls, c.ID) {
-		return true
-	}
-	for _, m := range c.Users {
-		if m.ExtenID != "" && auth.Allowed(u, auth.SeeCalls, m.ExtenID) {
-			return true
+	return auth.SeesConference(u, c.ID, func(yield func(string) bool) {
+		for _, m := range c.Users {
+			if !yield(m.ExtenID) {
+				return
+			}
 		}
-	}
-	return false
+	})
 }
 
 func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth.User) int {

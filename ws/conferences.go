@@ -13,25 +13,21 @@ import (
 
 var extenIDKey = []byte(`"extenId":"`)
 
-// confMember reports whether u may see room (its JSON data): the room is
-// named by, or has a member on, an extension u may see calls of.
+// confMember reports whether u may see room (its JSON data), by
+// auth.SeesConference over the members' extenId values.
 func confMember(u *auth.User, room string, data []byte) bool {
-	if auth.Allowed(u, auth.SeeCalls, room) {
-		return true
-	}
-	for {
-		i := bytes.Index(data, extenIDKey)
-		if i < 0 {
-			return false
+	return auth.SeesConference(u, room, func(yield func(string) bool) {
+		for {
+			i := bytes.Index(data, extenIDKey)
+			if i < 0 {
+				return
+			}
+			data = data[i+len(extenIDKey):]
+			j := bytes.IndexByte(data, '"')
+			if j < 0 || !yield(string(data[:j])) {
+				return
+			}
+			data = data[j:]
 		}
-		data = data[i+len(extenIDKey):]
-		j := bytes.IndexByte(data, '"')
-		if j < 0 {
-			return false
-		}
-		if auth.Allowed(u, auth.SeeCalls, string(data[:j])) {
-			return true
-		}
-		data = data[j:]
-	}
+	})
 }
