@@ -172,6 +172,7 @@ type Hub struct {
 	latest  []int
 	vc      verCache
 	memo    [numKinds]map[string]memo
+	writers *writers // direct writes of the fan-out (direct.go)
 }
 
 // NewHub returns a hub over the engine's state, authenticating with a.
@@ -248,6 +249,7 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 	for k := range h.memo {
 		h.memo[k] = map[string]memo{}
 	}
+	h.writers = newWriters(h)
 	return h, nil
 }
 
@@ -293,6 +295,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	defer close(h.done)
 	defer h.goAway()
+	h.writers.start()
 	feed := h.state.Feed()
 	h.last = feed.LastSeq()
 	tick := time.NewTicker(h.cfg.PingInterval)
