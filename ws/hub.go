@@ -136,8 +136,10 @@ var topicNames = map[string]uint8{
 // Concurrency: ServeHTTP, Close and Run may be called from any goroutine.
 // One goroutine (Run) reads the feed and queues frames; every client has
 // its own reader goroutine, started by ServeHTTP and waited for by Close,
-// and a flusher goroutine while something is queued for it. Run never
-// blocks on a client, and the engine never blocks on Run.
+// and a flusher goroutine while a write to it waits for its socket; the
+// fan-out's writes go through GOMAXPROCS writer goroutines (direct.go)
+// that Run starts. Run never blocks on a client, and the engine never
+// blocks on Run.
 type Hub struct {
 	// Immutable after NewHub.
 	cfg   Config

@@ -12,7 +12,9 @@ import (
 )
 
 // Writing: a client's frames go out as soon as its socket is free. The
-// first frame queued to an idle client starts a flusher goroutine, which
+// fan-out's go through the writer goroutines (direct.go) when the socket
+// takes them at once; otherwise, and for replies, snapshots and closes,
+// the first frame queued to an idle client starts a flusher goroutine, which
 // takes everything queued and writes it in one writev; frames queued
 // while that write is in flight (or while the flusher waits for a CPU)
 // coalesce in the queue and go out together in the next write, and the
