@@ -4,12 +4,17 @@
 // second, connects -clients clients that subscribe to the extensions, and
 // reports change-to-client latency (engine publish to client read), the
 // messages delivered per second, the server's resident memory and the CPU
-// it used while measuring.
+// it used while measuring. The clients are read through epoll by a few
+// goroutines (wsframe.Readers, screens.go), so the tool costs little
+// next to the server; it reports its own CPU too. -floor replaces the
+// hub by a bare loop writing each change to every socket (floor.go): the
+// least any server can do, measured by the same clients.
 //
 //	go run ./loadtest/wsbench -clients 1000 -rate 500 -duration 20s
 //	go run ./loadtest/wsbench -clients 10000 -rate 2 -duration 20s
 //	go run ./loadtest/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
 //	go run ./loadtest/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
+//	go run ./loadtest/wsbench -clients 10000 -rate 2 -exts 5000 -floor # the floor
 //
 // With -flood N, N more clients of the same user, each in a process of
 // its own (so that its sending takes no CPU from the measuring clients),
