@@ -246,14 +246,18 @@ func (h *Hub) fanout(cs []calls.Change) {
 		}
 		over := c.live > h.cfg.MaxPending
 		if n > 0 && !over {
-			c.kick()
+			h.queue(c)
 			kicks++
 		}
 		c.mu.Unlock()
 		if over {
 			h.resync(c)
 		}
+		if h.writers.n >= dispatchEvery {
+			h.writers.dispatch()
+		}
 	}
+	h.writers.dispatch()
 	if coalesced > 0 {
 		h.m.coalesced.Add(float64(coalesced))
 	}
@@ -272,8 +276,12 @@ func (h *Hub) pingAll() {
 		c.mu.Lock()
 		if c.closing == nil {
 			c.push(f)
-			c.kick()
+			h.queue(c)
 		}
 		c.mu.Unlock()
+		if h.writers.n >= dispatchEvery {
+			h.writers.dispatch()
+		}
 	}
+	h.writers.dispatch()
 }
