@@ -37,14 +37,14 @@ func (e *Engine) RefreshDurations() *Snapshot {
 		if !ok || !anyAnswered(v.Conversations) {
 			continue
 		}
-		p.setExt(k, v, appendExtension(make([]byte, 0, len(p.exts.cur.json(k))+8), &v, now))
+		p.setExt(k, newEnt(v, now, e.cfg.Opaque, appendExtension, p.exts.cur.ent(k).size()+8))
 		n++
 	}
 	for k, t := range p.trunks { // trunks are few
 		if !anyAnswered(t.Conversations) {
 			continue
 		}
-		p.setTrunk(k, t, appendTrunk(make([]byte, 0, len(p.trunk.json[k])+8), &t, now))
+		p.setTrunk(k, newEnt(t, now, e.cfg.Opaque, appendTrunk, p.trunk.ents[k].size()+8))
 		trunks++
 	}
 	n += trunks
