@@ -32,9 +32,9 @@ type Snapshot struct {
 	trunk      *coll[Trunk]
 	conf       *coll[Conference]
 	status     []byte
-	state                    *lazy
-	cellphones               map[string]string // Config.Cellphones, for PresenceJSON
-	presence                 *lazy
+	state      *lazy
+	cellphones map[string]string // Config.Cellphones, for PresenceJSON
+	presence   *lazy
 }
 
 // coll is the encoded side of one collection: its entities and the
@@ -86,10 +86,16 @@ func (s *Snapshot) QueueJSON(name string) []byte { return s.QueueJSONAs(name, Fu
 func (s *Snapshot) QueueJSONAs(name string, c Class) []byte { return s.queue.ents[name].json(c) }
 
 // ParkingJSON is one parking space's JSON, or nil.
-func (s *Snapshot) ParkingJSON(space string) []byte { return s.park.ents[space].json(Full) }
+func (s *Snapshot) ParkingJSON(space string) []byte { return s.ParkingJSONAs(space, Full) }
+
+// ParkingJSONAs is one parking space's JSON in class c, or nil.
+func (s *Snapshot) ParkingJSONAs(space string, c Class) []byte { return s.park.ents[space].json(c) }
 
 // TrunkJSON is one trunk's JSON, or nil.
-func (s *Snapshot) TrunkJSON(name string) []byte { return s.trunk.ents[name].json(Full) }
+func (s *Snapshot) TrunkJSON(name string) []byte { return s.TrunkJSONAs(name, Full) }
+
+// TrunkJSONAs is one trunk's JSON in class c, or nil.
+func (s *Snapshot) TrunkJSONAs(name string, c Class) []byte { return s.trunk.ents[name].json(c) }
 
 // QueueName resolves a queue's identity: its app_queue name, or the number
 // callers dial to reach it. ok is false when neither names a queue.

@@ -170,8 +170,6 @@ type Hub struct {
 	pace    bucket // client wake-ups (Config.WriteRate)
 	seen    map[entKey]struct{}
 	latest  []int
-	vc      verCache
-	memo    [numKinds]map[string]memo
 }
 
 // NewHub returns a hub over the engine's state, authenticating with a.
@@ -244,9 +242,6 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 			http.Error(w, reason.Error(), status)
 		},
-	}
-	for k := range h.memo {
-		h.memo[k] = map[string]memo{}
 	}
 	return h, nil
 }

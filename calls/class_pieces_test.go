@@ -1,0 +1,85 @@
+package calls
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// testOpaquer marks channel names visibly (the real one is auth's keyed
+// hash).
+type testOpaquer struct{}
+
+func (testOpaquer) AppendChannel(b []byte, name string) []byte {
+	if name == "" {
+		return b
+	}
+	return append(append(b, "~op-"...), strconv.Itoa(len(name))...)
+}
+
+// TestExtensionsForAcrossChanges: the collection a filtered reader gets
+// (the hidden pieces cut around the extensions it sees in full) is, after
+// each of a series of changes, new extensions included, exactly each
+// extension's JSON in the class the reader has, in key order; pieces
+// reused from an earlier snapshot keep their offsets right.
+func TestExtensionsForAcrossChanges(t *testing.T) {
+	names := map[string]string{}
+	for i := range 2500 {
+		names[strconv.Itoa(10000+2*i)] = "X"
+	}
+	now := time.UnixMilli(1796028600000)
+	e := New(Config{Names: names, Opaque: testOpaquer{}, Now: func() time.Time { return now }})
+	s := e.Publish()
+	ev := func(kv ...string) ami.Message {
+		h := make([]ami.Header, 0, len(kv)/2)
+		for i := 0; i < len(kv); i += 2 {
+			h = append(h, ami.Header{Key: kv[i], Value: kv[i+1]})
+		}
+		return ami.NewMessage(h...)
+	}
+	fulls := [][]string{nil, {"10000"}, {"10002", "12046", "12048", "14998"}, {"14998", "10000", "10000"}, {"99999"}}
+	for step := range 12 {
+		for _, full := range fulls {
+			want := []byte{'{'}
+			sees := map[string]bool{}
+			for _, k := range full {
+				sees[k] = true
+			}
+			for i, k := range s.Extensions.Keys() {
+				if i > 0 {
+					want = append(want, ',')
+				}
+				c := NumbersHidden
+				if sees[k] {
+					c = Full
+				}
+				want = appendString(want, k)
+				want = append(want, ':')
+				want = append(want, s.ExtensionJSONAs(k, c)...)
+			}
+			want = append(want, '}')
+			if got := joinPieces(s.ExtensionsFor(full)); string(got) != string(want) {
+				t.Fatalf("step %d, full %v: collection differs (%d bytes, want %d)", step, full, len(got), len(want))
+			}
+		}
+		if got := joinPieces(s.ExtensionsParts()); !slices.Equal(got, s.ExtensionsJSON()) {
+			t.Fatalf("step %d: full pieces differ", step)
+		}
+		// One change per step, in a different piece each time; every
+		// third step a new extension moves the keys after it.
+		x := strconv.Itoa(10000 + 2*((step*700)%2500))
+		if step%3 == 2 {
+			x = fmt.Sprint(10001 + 2*step*300)
+		}
+		e.Apply(ev("Event", "ExtensionStatus", "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", strconv.Itoa(8*(step%2)), "StatusText", "x"))
+		now = now.Add(time.Second)
+		s = e.Publish()
+	}
+	if s.Extensions.Len() <= 2500 {
+		t.Fatalf("no extension was added (%d)", s.Extensions.Len())
+	}
+}
