@@ -75,23 +75,22 @@ func (e enc) secret(b []byte, s string) []byte {
 
 // channel appends a channel name as a JSON string, by its opaque name
 // when the class hides numbers.
-func (e enc) channel(b []byte, name string) []byte {
-	if !e.hide {
-		return appendString(b, name)
-	}
-	b = append(b, '"')
-	b = appendOpaqueChannel(b, e.op, name)
-	return append(b, '"')
-}
+func (e enc) channel(b []byte, name string) []byte { return e.opaqued(b, name, false) }
 
 // convID appends a conversation id as a JSON string, opaque when the
 // class hides numbers.
-func (e enc) convID(b []byte, id string) []byte {
+func (e enc) convID(b []byte, id string) []byte { return e.opaqued(b, id, true) }
+
+func (e enc) opaqued(b []byte, s string, conv bool) []byte {
 	if !e.hide {
-		return appendString(b, id)
+		return appendString(b, s)
 	}
 	b = append(b, '"')
-	b = AppendOpaqueConvID(b, e.op, id)
+	if conv {
+		b = AppendOpaqueConvID(b, e.op, s)
+	} else {
+		b = appendOpaqueChannel(b, e.op, s)
+	}
 	return append(b, '"')
 }
 

@@ -6,8 +6,10 @@
 // Authenticator is also a Revoker (auth.Service), at once when its session
 // is revoked (revoke.go). The protocol is in docs/websocket.md.
 //
-// How it goes fast: every change is encoded once per visibility (full or
-// redacted), as a complete WebSocket frame shared by all its recipients.
+// How it goes fast: every change is framed once per visibility class (the
+// engine's bytes of calls.Full or calls.NumbersHidden: Change.JSON), as a
+// complete WebSocket frame shared by all its recipients; snapshots are
+// the engine's collection bytes of the client's class (snapshot.go).
 // A client's frames go out as soon as its socket is free: the first frame
 // queued to an idle client starts a flusher goroutine that writes
 // everything queued in one writev, again while more was queued during

@@ -44,7 +44,6 @@ const (
 	kindStatus
 	kindPresence
 	kindConf
-	numKinds
 )
 
 func kindOf(typ string) kind {
