@@ -83,3 +83,42 @@ func TestExtensionsForAcrossChanges(t *testing.T) {
 		t.Fatalf("no extension was added (%d)", s.Extensions.Len())
 	}
 }
+
+// TestHiddenClassIsLazy: Publish makes no NumbersHidden bytes; the first
+// reader that asks makes them once, and the feed's change, the snapshot
+// and the next snapshots (while the entity is unchanged) share them.
+func TestHiddenClassIsLazy(t *testing.T) {
+	e := New(Config{Names: map[string]string{"201": "A", "202": "B"}, Opaque: testOpaquer{}})
+	s := e.Publish()
+	for _, k := range s.Extensions.Keys() {
+		if x := s.Extensions.ent(k); x.hid != nil || x.full == nil {
+			t.Fatalf("%s: hidden bytes made at Publish", k)
+		}
+	}
+	cs, _ := e.Feed().Since(0)
+	var ch *Change
+	for i := range cs {
+		if cs[i].Type == "extenUpdate" && cs[i].Key == "201" {
+			ch = &cs[i]
+		}
+	}
+	if ch == nil {
+		t.Fatal("no extenUpdate for 201")
+	}
+	h := ch.JSON(NumbersHidden)
+	if h == nil || &h[0] != &s.ExtensionJSONAs("201", NumbersHidden)[0] {
+		t.Fatal("the change and the snapshot do not share the hidden bytes")
+	}
+	e.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "ExtensionStatus"}, ami.Header{Key: "Exten", Value: "202"},
+		ami.Header{Key: "Context", Value: "ext-local"}, ami.Header{Key: "Hint", Value: "PJSIP/202"}, ami.Header{Key: "Status", Value: "8"}, ami.Header{Key: "StatusText", Value: "Ringing"}))
+	s2 := e.Publish()
+	if s2 == s {
+		t.Fatal("nothing published")
+	}
+	if &s2.ExtensionJSONAs("201", NumbersHidden)[0] != &h[0] {
+		t.Error("an unchanged extension's hidden bytes were made again")
+	}
+	if s2.Extensions.ent("202").hid != nil {
+		t.Error("the changed extension's hidden bytes were made at Publish")
+	}
+}
