@@ -426,10 +426,11 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 			continue
 		}
 		v := e.extView(x)
-		if old, ok := p.exts.cur.Lookup(k); ok && extEqual(&old, &v) {
+		old := p.exts.cur.ent(k)
+		if old != nil && extEqual(&old.v, &v) {
 			continue
 		}
-		xe := newEnt(v, now, e.cfg.Opaque, appendExtension, p.exts.cur.ent(k).size())
+		xe := newEnt(v, now, e.cfg.Opaque, appendExtension, old.size())
 		p.setExt(k, xe)
 		// The presence change first: a batch's last seq stays the
 		// extension's (clients of topic "extensions" see it).
