@@ -3,6 +3,7 @@ package calls
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Visibility classes (docs/design.md "Users and permissions"). Every
@@ -108,6 +109,37 @@ type ent[V any] struct {
 	op     Opaquer
 	once   sync.Once
 	hid    []byte
+	feed   *feedRef[V] // the handle of the entity's latest Change
+}
+
+// feedRef is how a feed Change reaches its entity's NumbersHidden JSON.
+// The engine cuts it when the entity changes again, so the feed (10,000
+// changes by default) keeps no superseded entity value alive, only its
+// full bytes: retaining them cost every Publish garbage-collector work.
+// A reader finding it cut skips the change for a filtered client: a newer
+// change of the same entity follows in the feed.
+type feedRef[V any] struct{ p atomic.Pointer[ent[V]] }
+
+func (r *feedRef[V]) json(c Class) []byte { return r.p.Load().json(c) }
+
+// announce is the handle x's Change carries; it cuts old's (the value x
+// replaces, nil for a new entity).
+func (x *ent[V]) announce(old *ent[V]) classed {
+	if old != nil && old.feed != nil {
+		old.feed.p.Store(nil)
+	}
+	x.feed = &feedRef[V]{}
+	x.feed.p.Store(x)
+	return x.feed
+}
+
+// refreshed is x, re-encoded by a duration refresh as y: y inherits x's
+// handle, which still leads to the entity as its Change announced it.
+func (x *ent[V]) refreshed(y *ent[V]) *ent[V] {
+	if x != nil {
+		y.feed = x.feed
+	}
+	return y
 }
 
 // newEnt encodes v in full; hint is the expected size.

@@ -122,3 +122,46 @@ func TestHiddenClassIsLazy(t *testing.T) {
 		t.Error("the changed extension's hidden bytes were made at Publish")
 	}
 }
+
+// TestSupersededChangeLetsGo: a feed change keeps its entity reachable
+// only while it is the entity's latest (a duration refresh does not count
+// as a change); once the entity changes again, the older change's hidden
+// JSON is nil (readers skip it for the newer one) and the feed no longer
+// holds the old value.
+func TestSupersededChangeLetsGo(t *testing.T) {
+	now := time.UnixMilli(1796028600000)
+	e := New(Config{Names: map[string]string{"201": "A"}, Opaque: testOpaquer{}, Now: func() time.Time { return now }})
+	e.Publish()
+	status := func(s string) {
+		e.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "ExtensionStatus"}, ami.Header{Key: "Exten", Value: "201"},
+			ami.Header{Key: "Context", Value: "ext-local"}, ami.Header{Key: "Hint", Value: "PJSIP/201"}, ami.Header{Key: "Status", Value: s}, ami.Header{Key: "StatusText", Value: "x"}))
+		now = now.Add(time.Second)
+		e.Publish()
+	}
+	last := func() Change {
+		cs, _ := e.Feed().Since(0)
+		for i := len(cs) - 1; i >= 0; i-- {
+			if cs[i].Type == "extenUpdate" {
+				return cs[i]
+			}
+		}
+		t.Fatal("no extenUpdate")
+		return Change{}
+	}
+	status("8")
+	first := last()
+	if first.JSON(NumbersHidden) == nil {
+		t.Fatal("the latest change has no hidden JSON")
+	}
+	e.RefreshDurations()
+	if first.JSON(NumbersHidden) == nil {
+		t.Fatal("a duration refresh cut the latest change")
+	}
+	status("0")
+	if got := first.JSON(NumbersHidden); got != nil {
+		t.Errorf("superseded change still reaches its entity: %s", got)
+	}
+	if second := last(); second.JSON(NumbersHidden) == nil || string(second.JSON(Full)) != string(second.Data) {
+		t.Error("the newer change lost its JSON")
+	}
+}

@@ -111,9 +111,11 @@
 // tree of small shards shared between snapshots: a Publish copies the
 // shards it changes, not the map. Collection JSON is assembled lazily, once
 // per class and snapshot that changed it and was asked for it; a changed
-// entity costs one allocation more than its JSON (its ent: value, bytes
-// and the hidden class's sync.Once), and nothing more while no reader asks
-// for the hidden class; the extensions' is
+// entity costs two allocations besides its JSON (its ent: value, bytes
+// and the hidden class's sync.Once; and the handle its feed Change holds,
+// cut when the entity changes again so the feed retains no superseded
+// values), fewer than the two maps per shard it replaced, and nothing
+// more while no reader asks for the hidden class; the extensions' is
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
 // re-encoding its piece only, so REST writes the pieces as they are.
 // BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000

@@ -14,10 +14,11 @@ type Change struct {
 }
 
 // JSON is the change's JSON in class c: Data, or the same entity with
-// the numbers hidden (made at most once, and shared with the snapshot).
-// Changes with nothing to hide (presence, queue members, pbxStatus,
-// extenRinging: only for the rung extension's owners) are Data in every
-// class.
+// the numbers hidden (made at most once, and shared with the snapshot),
+// or nil when the entity has changed since (a newer change of it follows
+// in the feed: skip this one). Changes with nothing to hide (presence,
+// queue members, pbxStatus, extenRinging: only for the rung extension's
+// owners) are Data in every class.
 func (c *Change) JSON(cl Class) []byte {
 	if c.ent == nil || cl == Full {
 		return c.Data

@@ -435,7 +435,7 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		// The presence change first: a batch's last seq stays the
 		// extension's (clients of topic "extensions" see it).
 		ch = e.presenceChange(ch, &xe.v, now)
-		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: xe.full, At: now, ent: xe})
+		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: xe.full, At: now, ent: xe.announce(old)})
 	}
 	clear(e.dirtyExt)
 	return ch
@@ -483,9 +483,10 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if old, ok := p.queues[k]; ok && queueEqual(&old, &v) {
 			continue
 		}
-		x := newEnt(v, now, e.cfg.Opaque, appendQueue, p.queue.ents[k].size())
+		old := p.queue.ents[k]
+		x := newEnt(v, now, e.cfg.Opaque, appendQueue, old.size())
 		p.setQueue(k, x)
-		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x})
+		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	clear(e.dirtyQueue)
 	for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
@@ -524,9 +525,10 @@ func (e *Engine) publishParks(ch []Change, now int64) []Change {
 		if old, ok := p.parks[k]; ok && parkingEqual(&old, &v) {
 			continue
 		}
-		x := newEnt(v, now, e.cfg.Opaque, appendParking, p.park.ents[k].size())
+		old := p.park.ents[k]
+		x := newEnt(v, now, e.cfg.Opaque, appendParking, old.size())
 		p.setPark(k, x)
-		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: x.full, At: now, ent: x})
+		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	clear(e.dirtyPark)
 	return ch
@@ -544,9 +546,10 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 		if old, ok := p.trunks[k]; ok && trunkEqual(&old, &v) {
 			continue
 		}
-		x := newEnt(v, now, e.cfg.Opaque, appendTrunk, p.trunk.ents[k].size())
+		old := p.trunk.ents[k]
+		x := newEnt(v, now, e.cfg.Opaque, appendTrunk, old.size())
 		p.setTrunk(k, x)
-		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: x.full, At: now, ent: x})
+		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	clear(e.dirtyTrunk)
 	return ch

@@ -170,7 +170,11 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		return p.full
 	}
 	if p.red == nil {
-		if hid := p.ch.JSON(calls.NumbersHidden); sameBytes(hid, p.ch.Data) {
+		hid := p.ch.JSON(calls.NumbersHidden)
+		if hid == nil {
+			return nil // superseded: the entity's newer change follows
+		}
+		if sameBytes(hid, p.ch.Data) {
 			p.red = p.full
 		} else {
 			p.red = &frame{b: eventFrame(p.ch, hid), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
