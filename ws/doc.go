@@ -6,10 +6,12 @@
 // Authenticator is also a Revoker (auth.Service), at once when its session
 // is revoked (revoke.go). The protocol is in docs/websocket.md.
 //
-// How it goes fast: every change is encoded once per visibility (full or
-// redacted), as a complete WebSocket frame shared by all its recipients.
+// How it goes fast: every change is framed once per visibility class (the
+// engine's bytes of calls.Full or calls.NumbersHidden: Change.JSON), as a
+// complete WebSocket frame shared by all its recipients; snapshots are
+// the engine's collection bytes of the client's class (snapshot.go).
 // A client's frames go out as soon as its socket is free. The fan-out
-// hands the clients it queued to to GOMAXPROCS writer goroutines, each
+// hands the clients it queued to GOMAXPROCS writer goroutines, each
 // owning a share of the clients, which write each one's queue with one
 // non-blocking write system call (direct.go): no goroutine, timer or
 // buffer per client per change. What a socket does not take at once, a

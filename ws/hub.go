@@ -172,8 +172,6 @@ type Hub struct {
 	pace    bucket // client wake-ups (Config.WriteRate)
 	seen    map[entKey]struct{}
 	latest  []int
-	vc      verCache
-	memo    [numKinds]map[string]memo
 	writers *writers // direct writes of the fan-out (direct.go)
 }
 
@@ -247,9 +245,6 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 			http.Error(w, reason.Error(), status)
 		},
-	}
-	for k := range h.memo {
-		h.memo[k] = map[string]memo{}
 	}
 	h.writers = newWriters(h)
 	return h, nil

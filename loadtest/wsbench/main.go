@@ -141,7 +141,7 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 	for i := range exts {
 		names[strconv.Itoa(1000+i)] = fmt.Sprintf("Agent Number %d", i)
 	}
-	eng := calls.New(calls.Config{Names: names})
+	eng := calls.New(calls.Config{Names: names, Opaque: auth.Opaquer{}})
 	eng.SetLink(calls.LinkResyncing)
 	eng.EndResync()
 	eng.Publish()
