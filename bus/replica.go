@@ -1,8 +1,13 @@
 package bus
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -299,3 +304,21 @@ func (r *Replica) RefreshDurations() *calls.Snapshot {
 
 // Stats is the engine's.
 func (r *Replica) Stats() calls.Stats { return r.eng.Stats() }
+
+// EngineFingerprint names what of an engine configuration must be the
+// same on every node for a replay to reach the same state: trunks, queue
+// numbers, names, cellphones and the feed size.
+func EngineFingerprint(cfg calls.Config) string {
+	h := sha256.New()
+	put := func(kv map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(kv)) {
+			fmt.Fprintf(h, "%q=%q;", k, kv[k])
+		}
+		h.Write([]byte{0})
+	}
+	fmt.Fprintf(h, "%q;%d;", cfg.Trunks, cfg.FeedSize)
+	put(cfg.QueueNumbers)
+	put(cfg.Names)
+	put(cfg.Cellphones)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
