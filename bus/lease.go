@@ -15,8 +15,10 @@ import (
 // the revision it last wrote; a candidate that sees the revision stand
 // still for ttl takes it with a compare-and-set on the revision it saw, so
 // one candidate at most wins, and a leader whose rewrite fails on the
-// revision has been replaced. A leader that cannot rewrite for ttl (NATS
-// out of reach) steps down too: a candidate may have taken over.
+// revision has been replaced. A leader that cannot rewrite (NATS out of
+// reach, a JetStream election) keeps trying: should a candidate take over
+// meanwhile, the leader's next rewrite or publish is refused on the
+// revision or the stream's last seq, and it steps down then.
 type lease struct {
 	kv   jetstream.KeyValue
 	key  string
@@ -28,7 +30,7 @@ type lease struct {
 
 // contend runs until ctx ends: it sends on won once this node holds the
 // lease, then keeps it, sending on lost when it cannot.
-func (l *lease) contend(ctx context.Context, won chan<- uint64, lost chan<- error) {
+func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)) {
 	tick := time.NewTicker(l.ttl / 6)
 	defer tick.Stop()
 	var seen uint64
@@ -48,6 +50,10 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost chan<- erro
 				l.rev = rev
 			}
 		case err != nil:
+			// NATS out of reach or electing: the leader may be renewing
+			// fine elsewhere. Count the stand-still from when it is seen
+			// again, so a cluster election does not depose a live leader.
+			since = time.Now()
 		case e.Revision() != seen:
 			seen, since = e.Revision(), time.Now()
 		case time.Since(since) >= l.ttl:
@@ -63,10 +69,9 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost chan<- erro
 }
 
 // keep renews the lease every ttl/3 until ctx ends or it is lost.
-func (l *lease) keep(ctx context.Context, lost chan<- error) {
+func (l *lease) keep(ctx context.Context, lost func(error)) {
 	tick := time.NewTicker(l.ttl / 3)
 	defer tick.Stop()
-	ok := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,13 +83,15 @@ func (l *lease) keep(ctx context.Context, lost chan<- error) {
 		cancel()
 		switch {
 		case err == nil:
-			l.rev, ok = rev, time.Now()
+			l.rev = rev
 		case isWrongSeq(err):
-			lost <- errors.New("the lease was taken by another node")
+			if l.ownWrite(ctx) {
+				continue
+			}
+			lost(errors.New("the lease was taken by another node"))
 			return
-		case time.Since(ok) >= l.ttl:
-			lost <- errors.New("the lease could not be renewed for " + l.ttl.String() + ": " + err.Error())
-			return
+		default:
+			l.log.Warn("lease not renewed, retrying", "err", err)
 		}
 	}
 }
@@ -98,4 +105,18 @@ func (l *lease) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
+}
+
+// ownWrite reports whether the lease still names this node after a
+// rewrite was refused on the revision: a rewrite whose answer was lost
+// (a timeout) moved the revision itself. It adopts that revision.
+func (l *lease) ownWrite(ctx context.Context) bool {
+	c, cancel := context.WithTimeout(ctx, l.ttl/3)
+	defer cancel()
+	e, err := l.kv.Get(c, l.key)
+	if err != nil || string(e.Value()) != l.node {
+		return false
+	}
+	l.rev = e.Revision()
+	return true
 }

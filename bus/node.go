@@ -86,6 +86,7 @@ type Node struct {
 	pubSeq   uint64        // last seq this leader published (link goroutine)
 	pubCount uint64
 	deposed  chan error
+	ctx      context.Context // Run's, set before any goroutine starts
 }
 
 // Open connects to NATS, creates the PBX's stream and buckets if they do
@@ -206,12 +207,14 @@ func (n *Node) sharedKey(ctx context.Context, replicas int) (k [32]byte, err err
 		return k, err
 	}
 	rand.Read(k[:])
-	if _, err := kv.Create(ctx, "opaque", k[:]); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return k, fmt.Errorf("bus: store the opaque-name key: %w", err)
-	}
-	e, err := kv.Get(ctx, "opaque")
+	e, err := retried(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+		if _, err := kv.Create(ctx, "opaque", k[:]); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, err
+		}
+		return kv.Get(ctx, "opaque")
+	})
 	if err != nil {
-		return k, fmt.Errorf("bus: read the opaque-name key: %w", err)
+		return k, fmt.Errorf("bus: the opaque-name key in ctibridge_keys: %w", err)
 	}
 	if len(e.Value()) != len(k) {
 		return k, fmt.Errorf("bus: the opaque-name key in ctibridge_keys is %d bytes, want %d", len(e.Value()), len(k))

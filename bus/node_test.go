@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,8 @@ type testNode struct {
 	n      *Node
 	served *Replica
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run returned
+	err    error         // Run's error, once done
 }
 
 func (tn *testNode) kill() {
@@ -43,10 +45,20 @@ func (tn *testNode) kill() {
 	<-tn.done
 }
 
+func (tn *testNode) stopped() bool {
+	select {
+	case <-tn.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func startNode(t *testing.T, url, name, amiAddr string, ttl time.Duration) *testNode {
 	ecfg := calls.Config{FeedSize: 100000}
-	tn := &testNode{served: NewReplica(ecfg), done: make(chan error, 1)}
-	cfg := Config{URL: url, PBX: "pbx1", Node: name, Served: tn.served, Fingerprint: EngineFingerprint(ecfg), LeaseTTL: ttl}
+	tn := &testNode{served: NewReplica(ecfg), done: make(chan struct{})}
+	cfg := Config{URL: url, PBX: "pbx1", Node: name, Served: tn.served, Fingerprint: EngineFingerprint(ecfg), LeaseTTL: ttl,
+		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", name)}
 	if amiAddr != "" {
 		client := ami.NewClient(ami.Config{Addr: amiAddr, Username: "ctibridge", Secret: "ctibridge"})
 		primary := NewReplica(ecfg)
@@ -67,13 +79,21 @@ func startNode(t *testing.T, url, name, amiAddr string, ttl time.Duration) *test
 		t.Fatal(err)
 	}
 	tn.n, tn.cancel = n, cancel
-	go func() { tn.done <- n.Run(ctx) }()
+	go func() { tn.err = n.Run(ctx); close(tn.done) }()
 	t.Cleanup(func() {
 		cancel()
 		<-tn.done
 		n.Close()
 	})
 	return tn
+}
+
+// testLog sends a node's log lines to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {

@@ -27,6 +27,7 @@ type stored struct {
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	n.ctx = ctx
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	msgs := make(chan stored, 256)
@@ -42,7 +43,7 @@ func (n *Node) Run(ctx context.Context) error {
 		l = &lease{kv: kv, key: n.cfg.PBX, node: n.cfg.Node, ttl: n.cfg.LeaseTTL, log: n.log}
 		wg.Go(func() {
 			defer l.release()
-			l.contend(ctx, won, n.deposed)
+			l.contend(ctx, won, n.depose)
 		})
 	}
 	var target uint64 // stream seq to reach before leading; 0 when not taking over
@@ -78,26 +79,47 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // follow consumes the stream from the message after the last applied one,
-// in order; the ordered consumer recreates itself across server losses.
+// in order, until ctx ends. The ordered consumer recreates itself when it
+// notices a gap; a watchdog restarts it from the last applied message when
+// the stream is ahead and nothing was applied for two checks (a consumer
+// left on a NATS server that died is not always noticed: seen with
+// nats-server 2.9.10).
 func (n *Node) follow(ctx context.Context, out chan<- stored) error {
-	cons, err := n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: n.applied.Load() + 1})
+	for ctx.Err() == nil {
+		if err := n.consume(ctx, out); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// consume runs one ordered consumer until ctx ends or the watchdog stops it.
+func (n *Node) consume(ctx context.Context, out chan<- stored) error {
+	cons, err := retried(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: n.applied.Load() + 1})
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
 	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
 	go func() {
-		<-ctx.Done()
+		n.watch(wctx)
 		it.Stop()
 	}()
 	for {
 		m, err := it.Next()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return ctx.Err()
+				return nil
 			}
 			n.log.Warn("following the stream", "err", err)
 			continue
@@ -109,8 +131,36 @@ func (n *Node) follow(ctx context.Context, out chan<- stored) error {
 		select {
 		case out <- stored{seq: md.Sequence.Stream, data: m.Data()}:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil
 		}
+	}
+}
+
+// watch returns when ctx ends, or when the stream is ahead of what was
+// applied and nothing was applied between two checks.
+func (n *Node) watch(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, behind := n.applied.Load(), 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := n.stream.Info(c)
+		cancel()
+		now := n.applied.Load()
+		if err == nil && info.State.LastSeq > now && now == last {
+			if behind++; behind >= 2 {
+				n.log.Warn("the stream is ahead and nothing comes: restarting the consumer", "applied", now, "stream_seq", info.State.LastSeq)
+				return
+			}
+		} else {
+			behind = 0
+		}
+		last = now
 	}
 }
 
@@ -173,13 +223,15 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 }
 
 // publish stores one message, fenced: it expects the stream's last seq
-// to be this leader's last. A lost ack is retried with the same message
-// id (JetStream's duplicate window answers it) for up to the lease TTL;
-// a wrong last seq means another node leads.
+// to be this leader's last. A failed publish (no ack: NATS out of reach,
+// a JetStream election) is retried with the same message id, so one that
+// was stored after all is answered by JetStream's duplicate window; a
+// wrong last seq means another node leads. It gives up only when Run
+// ends.
 func (n *Node) publish(data []byte) error {
 	n.pubCount++
 	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubCount, 10)
-	deadline := time.Now().Add(n.cfg.LeaseTTL)
+	warned := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		ack, err := n.js.Publish(ctx, n.subject, data, jetstream.WithExpectLastSequence(n.pubSeq), jetstream.WithMsgID(id))
@@ -190,8 +242,11 @@ func (n *Node) publish(data []byte) error {
 			return nil
 		case isWrongSeq(err):
 			return fmt.Errorf("publish fenced off (stream moved past seq %d): %w", n.pubSeq, err)
-		case time.Now().After(deadline):
+		case n.ctx.Err() != nil:
 			return fmt.Errorf("publish: %w", err)
+		case !warned:
+			warned = true
+			n.log.Warn("publish failed, retrying", "err", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ type Server struct {
 	Name    string
 	Port    int // client port on 127.0.0.1
 	cluster int // route port, 0 without a cluster
+	monitor int // HTTP monitoring port (/healthz)
 	args    []string
 	dir     string
 	t       testing.TB
@@ -87,8 +89,8 @@ func freePort(t testing.TB) int {
 // Start runs one JetStream server.
 func Start(t testing.TB) *Server {
 	Need(t)
-	s := &Server{Name: "n1", Port: freePort(t), dir: t.TempDir(), t: t}
-	s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-js", "-sd", s.dir, "-n", s.Name}
+	s := &Server{Name: "n1", Port: freePort(t), monitor: freePort(t), dir: t.TempDir(), t: t}
+	s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor), "-js", "-sd", s.dir, "-n", s.Name}
 	s.start()
 	s.waitPort()
 	return s
@@ -99,14 +101,14 @@ func Cluster(t testing.TB, n int) []*Server {
 	Need(t)
 	ss := make([]*Server, n)
 	for i := range ss {
-		ss[i] = &Server{Name: "n" + strconv.Itoa(i+1), Port: freePort(t), cluster: freePort(t), dir: t.TempDir(), t: t}
+		ss[i] = &Server{Name: "n" + strconv.Itoa(i+1), Port: freePort(t), cluster: freePort(t), monitor: freePort(t), dir: t.TempDir(), t: t}
 	}
 	var routes []string
 	for _, s := range ss {
 		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(s.cluster))
 	}
 	for _, s := range ss {
-		s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-js", "-sd", s.dir, "-n", s.Name,
+		s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor), "-js", "-sd", s.dir, "-n", s.Name,
 			"--cluster_name", "ctibridge-test", "--cluster", "nats://127.0.0.1:" + strconv.Itoa(s.cluster),
 			"--routes", strings.Join(routes, ",")}
 		s.start()
@@ -131,17 +133,22 @@ func (s *Server) start() {
 	s.t.Cleanup(func() { s.Kill() })
 }
 
+// waitPort waits until the server answers /healthz (JetStream included:
+// in a cluster, once its meta group has a leader and it is current).
 func (s *Server) waitPort() {
-	deadline := time.Now().Add(15 * time.Second)
+	url := "http://127.0.0.1:" + strconv.Itoa(s.monitor) + "/healthz"
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(s.Port), time.Second)
+		resp, err := http.Get(url)
 		if err == nil {
-			c.Close()
-			return
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
-	s.t.Fatalf("nats-server %s did not listen: %s", s.Name, s.Logs())
+	s.t.Fatalf("nats-server %s not healthy: %s", s.Name, s.Logs())
 }
 
 // Kill ends the server with SIGKILL (no goodbye to the cluster) and waits
