@@ -93,8 +93,8 @@ type Node struct {
 // not exist, and reads (or writes, the first node to come) the stream's
 // genesis and the shared opaque-name key.
 func Open(ctx context.Context, cfg Config) (*Node, error) {
-	if !pbxName.MatchString(cfg.PBX) {
-		return nil, fmt.Errorf("bus: PBX name %q: letters, digits, '-' and '_' only", cfg.PBX)
+	if err := CheckName(cfg.PBX); err != nil {
+		return nil, err
 	}
 	if cfg.Served == nil || (cfg.Primary != nil) != (cfg.Lead != nil) {
 		return nil, errors.New("bus: Served is required, and Primary and Lead go together")
@@ -258,3 +258,11 @@ func (n *Node) Leading() bool { return n.leading.Load() }
 
 // Close closes the NATS connection. Call it after Run has returned.
 func (n *Node) Close() { n.nc.Close() }
+
+// CheckName says why a PBX name cannot name a stream, or nil.
+func CheckName(pbx string) error {
+	if !pbxName.MatchString(pbx) {
+		return fmt.Errorf("bus: PBX name %q: letters, digits, '-' and '_' only, 1 to 64", pbx)
+	}
+	return nil
+}

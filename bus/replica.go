@@ -307,7 +307,7 @@ func (r *Replica) Stats() calls.Stats { return r.eng.Stats() }
 
 // EngineFingerprint names what of an engine configuration must be the
 // same on every node for a replay to reach the same state: trunks, queue
-// numbers, names, cellphones and the feed size.
+// numbers, names and cellphones.
 func EngineFingerprint(cfg calls.Config) string {
 	h := sha256.New()
 	put := func(kv map[string]string) {
@@ -316,7 +316,7 @@ func EngineFingerprint(cfg calls.Config) string {
 		}
 		h.Write([]byte{0})
 	}
-	fmt.Fprintf(h, "%q;%d;", cfg.Trunks, cfg.FeedSize)
+	fmt.Fprintf(h, "%q;", cfg.Trunks)
 	put(cfg.QueueNumbers)
 	put(cfg.Names)
 	put(cfg.Cellphones)

@@ -32,6 +32,7 @@ need_pkg chromium chromium
 need_pkg /usr/sbin/slapd slapd
 need_pkg ldapsearch ldap-utils
 need_pkg /usr/sbin/mariadbd mariadb-server
+need_pkg /usr/sbin/nats-server nats-server   # the bus tests (bus/natstest) start their own servers
 # Store tests run against a real PostgreSQL: $CTIBRIDGE_TEST_DATABASE if set,
 # else a server on 127.0.0.1:5432 if one answers, else a throwaway cluster
 # the tests start from the installed binaries (initdb, pg_ctl).
