@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/ctibridge/ctibridge/ami"
 )
@@ -121,12 +122,28 @@ func (d *decoder) count(min int) int {
 	return int(n)
 }
 
+// view is string without the copy: the header strings only live until
+// ami.NewMessage has copied them into the message's own text.
+func (d *decoder) view() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail("string of %d bytes, %d left", n, len(d.b))
+		return ""
+	}
+	if n == 0 {
+		return ""
+	}
+	s := unsafe.String(&d.b[0], int(n))
+	d.b = d.b[n:]
+	return s
+}
+
 func (d *decoder) message() ami.Message {
 	n := d.count(2)
 	hs := d.hs[:0]
 	for range n {
-		k := d.string()
-		v := d.string()
+		k := d.view()
+		v := d.view()
 		hs = append(hs, ami.Header{Key: k, Value: v})
 	}
 	d.hs = hs
