@@ -141,3 +141,32 @@ func TestBusBridgeAndEdge(t *testing.T) {
 		t.Errorf("call from another's endpoint on the edge: %d, want 403", code)
 	}
 }
+
+// TestCheckConfigBus: check-config names bad bus settings; an edge needs
+// no manager credentials but needs --bus.
+func TestCheckConfigBus(t *testing.T) {
+	out, err := checkConfig(t, nil, "--bus-edge=true", "--bus-pbx", "main pbx")
+	if err == nil {
+		t.Fatalf("no error:\n%s", out)
+	}
+	for _, want := range []string{`error: --bus-edge: an edge needs --bus`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ami-user") || strings.Contains(out, "ami-secret") {
+		t.Errorf("an edge was asked for manager credentials:\n%s", out)
+	}
+	out, err = checkConfig(t, nil, "--bus-edge=true", "--bus", "http://n1:4222,nats://n2:4222", "--bus-pbx", "main pbx")
+	if err == nil {
+		t.Fatalf("no error:\n%s", out)
+	}
+	for _, want := range []string{`error: --bus: "http://n1:4222" is not a NATS server URL`, `error: --bus-pbx: bus: PBX name "main pbx"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222, tls://n2:4222"); err != nil {
+		t.Errorf("a good edge configuration: %v\n%s", err, out)
+	}
+}
