@@ -6,13 +6,16 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/bus/natstest"
+	"github.com/ctibridge/ctibridge/dbtest"
 	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
@@ -21,6 +24,7 @@ type busNode struct {
 	api, admin string
 	logs       *syncBuffer
 	done       chan error
+	stop       func() // cancels and waits (once)
 }
 
 func startBusNode(t *testing.T, args []string, env map[string]string) *busNode {
@@ -28,12 +32,13 @@ func startBusNode(t *testing.T, args []string, env map[string]string) *busNode {
 	args = append(args, "--http", n.api, "--admin", n.admin, "--data-dir", t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { n.done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, n.logs) }()
-	t.Cleanup(func() {
+	n.stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-n.done; err != nil {
 			t.Errorf("%v: %v\n%s", args[:2], err, n.logs)
 		}
 	})
+	t.Cleanup(n.stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if code, _ := get(t, "http://"+n.admin+"/readyz"); code == http.StatusOK {
@@ -86,30 +91,92 @@ func (n *busNode) epoch(t *testing.T, token string) string {
 	return hello.Epoch
 }
 
+// TestBusCDRsOnce: two bridges on the bus share a PostgreSQL; each keeps
+// an AMI session of its own for CDRs. Calls end while A leads, A stops,
+// more calls end while B takes over and leads: the cdr table holds each
+// call once.
+func TestBusCDRsOnce(t *testing.T) {
+	srv := natstest.Start(t)
+	_, dsn := dbtest.NewCluster(t)
+	sim, ph := startSimPhone(t, "201")
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "ctibridge"}
+	args := func(node string) []string {
+		return []string{"serve", "--bus", srv.URL(), "--bus-node", node, "--ami", sim.AMIAddr(), "--ami-user", "ctibridge", "--db", dsn}
+	}
+	a := startBusNode(t, args("bridge-a"), env)
+	b := startBusNode(t, args("bridge-b"), env)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	calls := 0
+	call := func() {
+		c, err := ph.Call(ctx, "601")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		c.Hangup(ctx)
+		calls++
+	}
+	for range 3 {
+		call()
+	}
+	a.stop()
+	for range 3 {
+		call() // during and after B's takeover
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows, distinct int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT uniqueid) FROM cdr`).Scan(&rows, &distinct); err == nil && rows >= calls {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d CDR rows after %d calls\n%s", rows, calls, b.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // a late duplicate would show now
+	conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT uniqueid) FROM cdr`).Scan(&rows, &distinct)
+	if rows != calls || distinct != calls {
+		t.Errorf("%d rows, %d distinct uniqueids in cdr after %d calls; want %d", rows, distinct, calls, calls)
+	}
+}
+
+// startSimPhone starts pbxsim and a registered SIP phone on it.
+func startSimPhone(t *testing.T, exten string) (*pbxsim.PBX, *pbxsim.Phone) {
+	sim, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Go(func() { sim.Run(ctx) })
+	ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: exten, Server: sim.SIPAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { ph.Run(ctx) })
+	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer rcancel()
+	if err := ph.Register(rctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return sim, ph
+}
+
 // TestBusBridgeAndEdge: `ctibridge serve --bus` against pbxsim and
 // `ctibridge edge` on one NATS server. Both become ready, say the same
 // epoch, serve the same extensions; a click-to-call made on the edge
 // reaches the PBX through the bridge and the call shows on the edge.
 func TestBusBridgeAndEdge(t *testing.T) {
 	srv := natstest.Start(t)
-	sim, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, scancel := context.WithCancel(context.Background())
-	simDone := make(chan struct{})
-	go func() { sim.Run(sctx); close(simDone) }()
-	defer func() { scancel(); <-simDone }()
-	ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: "201", Server: sim.SIPAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ph.Run(sctx)
-	rctx, rcancel := context.WithTimeout(sctx, 5*time.Second)
-	defer rcancel()
-	if err := ph.Register(rctx, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	sim, _ := startSimPhone(t, "201")
 
 	hash, _ := auth.HashPassword("alice-pw", 4)
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
