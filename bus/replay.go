@@ -21,6 +21,9 @@ func (r *Replica) Replay(data []byte) error {
 	}
 	// First pass: check the whole message and collect the lookups' answers
 	// (an op's lookups are recorded after it).
+	// An op's lookups are in its own message: none outlives it.
+	defer clear(r.names)
+	defer clear(r.rings)
 	if err := r.scan(d); err != nil {
 		return err
 	}
