@@ -83,28 +83,9 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	st := b.stores
 	rec := st.recorder
 
-	if !c.bus.edge {
-		b.client = ami.NewClient(acfg)
-	}
-	queueNumbers, err := parseQueueNumbers(c.queueNumbers)
-	if err != nil {
+	if err := b.openEngine(ctx, c, users, names, acfg); err != nil {
 		return nil, err
 	}
-	ecfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
-		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")}
-	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
-	if rec != nil {
-		lcfg.OnMessage = rec.Observe
-	}
-	if c.bus.url != "" {
-		if err := b.openBus(ctx, c, ecfg, lcfg, acfg, rec); err != nil {
-			return nil, err
-		}
-	} else {
-		b.eng = calls.New(ecfg)
-		b.link = link.New(b.client, b.eng, lcfg)
-	}
-	st.names.state.Store(b.eng)
 	if err := b.openAuth(ctx, c, users); err != nil {
 		return nil, err
 	}
@@ -164,6 +145,35 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		return nil, err
 	}
 	return b, nil
+}
+
+// openEngine builds the AMI client (none on an edge), the engine and the
+// link, or, on the bus, the node and its replicas (bus.go).
+func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, acfg ami.Config) error {
+	st, rec, log := b.stores, b.stores.recorder, b.log
+	if !c.bus.edge {
+		b.client = ami.NewClient(acfg)
+	}
+	queueNumbers, err := parseQueueNumbers(c.queueNumbers)
+	if err != nil {
+		return err
+	}
+	ecfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
+		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")}
+	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
+	if rec != nil {
+		lcfg.OnMessage = rec.Observe
+	}
+	if c.bus.url != "" {
+		if err := b.openBus(ctx, c, ecfg, lcfg, acfg, rec); err != nil {
+			return err
+		}
+	} else {
+		b.eng = calls.New(ecfg)
+		b.link = link.New(b.client, b.eng, lcfg)
+	}
+	st.names.state.Store(b.eng)
+	return nil
 }
 
 // openStores opens the stores: phonebook (caller names, contacts) and
