@@ -73,18 +73,16 @@ func (d *decoder) lookup(op byte) {
 // args skips an op's arguments.
 func (d *decoder) args(op byte) {
 	switch op {
-	case opApply:
+	case opApply, opReconcileItem:
 		d.message()
 	case opSetLink, opFollowups:
 		d.byte()
-	case opReconcile:
-		d.messages()
 	case opApplyAnswer:
 		d.message()
 		d.message()
 		d.messages()
 		d.answerErr()
-	case opPublish, opBeginResync, opEndResync, opBeginReconcile, opRefresh:
+	case opPublish, opBeginResync, opEndResync, opBeginReconcile, opRefresh, opReconcile:
 	default:
 		d.fail("unknown op %d", op)
 	}
@@ -121,8 +119,11 @@ func (r *Replica) apply(op byte, d *decoder) {
 		e.EndResync()
 	case opBeginReconcile:
 		e.BeginReconcile()
+	case opReconcileItem:
+		r.items = append(r.items, d.message())
 	case opReconcile:
-		e.Reconcile(d.messages())
+		e.Reconcile(r.items)
+		r.items = nil
 	case opFollowups:
 		e.Followups(calls.FollowupKind(d.byte()))
 	case opApplyAnswer:

@@ -24,12 +24,13 @@ const (
 	opBeginResync    = 4  // -
 	opEndResync      = 5  // -
 	opBeginReconcile = 6  // -
-	opReconcile      = 7  // messages
+	opReconcile      = 7  // - (with the items of the opReconcileItem before it)
 	opFollowups      = 8  // kind byte
 	opApplyAnswer    = 9  // action, response, items, error
 	opRefresh        = 10 // -
 	opName           = 11 // number, name: what Config.NameLookup answered (no time)
 	opRing           = 12 // exten, number, name: what Config.RingLookup answered (no time)
+	opReconcileItem  = 13 // message: one CoreShowChannel item of the next opReconcile
 )
 
 // Errors of an answer, as ApplyAnswer is given them.
@@ -70,6 +71,7 @@ type Replica struct {
 	// Replaying.
 	names map[string][]string
 	rings map[string][]string
+	items []ami.Message // opReconcileItem since the last opReconcile
 }
 
 // NewReplica returns a replica over a new engine built from cfg; cfg.Now,
@@ -233,12 +235,18 @@ func (r *Replica) BeginReconcile() {
 	}
 }
 
-// Reconcile records and applies it.
+// Reconcile records its items one op each (so that a list of thousands
+// of channels can be split between messages), then applies it.
 func (r *Replica) Reconcile(items []ami.Message) int {
+	for _, m := range items {
+		if !r.begin(opReconcileItem) {
+			return 0
+		}
+		r.buf = appendMessage(r.buf, m)
+	}
 	if !r.begin(opReconcile) {
 		return 0
 	}
-	r.buf = appendMessages(r.buf, items)
 	return r.eng.Reconcile(items)
 }
 

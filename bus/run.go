@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ctibridge/ctibridge/calls"
@@ -242,6 +243,8 @@ func (n *Node) publish(data []byte) error {
 			return nil
 		case isWrongSeq(err):
 			return fmt.Errorf("publish fenced off (stream moved past seq %d): %w", n.pubSeq, err)
+		case errors.Is(err, nats.ErrMaxPayload):
+			return fmt.Errorf("publish: a message of %d bytes (one op larger than the NATS max_payload): %w", len(data), err)
 		case n.ctx.Err() != nil:
 			return fmt.Errorf("publish: %w", err)
 		case !warned:
