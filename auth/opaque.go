@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ctibridge/ctibridge/calls"
 )
@@ -15,7 +16,8 @@ import (
 // and conversation id of this process, so a client can still match a
 // conversation across updates and between its two parties, and actions
 // accept the opaque names back (rest resolves them against the snapshot).
-// The key is random per process, so the names cannot be inverted by
+// The key is random per process (or shared by the nodes of one PBX:
+// SetOpaqueKey), so the names cannot be inverted by
 // hashing guessed numbers, and they change when the bridge restarts (as
 // channels do not outlive the bridge's view of them anyway).
 
@@ -23,10 +25,18 @@ import (
 // technology starts with it.
 const opaquePrefix = "~"
 
-var opaqueKey = func() (k [32]byte) {
+var opaqueKey atomic.Pointer[[32]byte]
+
+func init() {
+	var k [32]byte
 	rand.Read(k[:])
-	return k
-}()
+	opaqueKey.Store(&k)
+}
+
+// SetOpaqueKey replaces the random per-process key: nodes serving the same
+// PBX (package bus) share one, so that an opaque id a client got from one
+// of them means the same channel on the others. Call it before serving.
+func SetOpaqueKey(k [32]byte) { opaqueKey.Store(&k) }
 
 // Opaquer writes opaque channel names; it is the calls.Opaquer the engine
 // encodes the NumbersHidden class with (cmd/ctibridge sets
@@ -60,7 +70,7 @@ func appendOpaqueChannel(b []byte, name string) []byte {
 		return b
 	}
 	h := sha256.New()
-	h.Write(opaqueKey[:])
+	h.Write(opaqueKey.Load()[:])
 	h.Write([]byte(name))
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])

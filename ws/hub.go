@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -98,6 +99,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Log receives lifecycle lines and dropped clients. Default: discard.
 	Log *slog.Logger
+	// Epoch names the seq space instead of a random one: nodes that serve
+	// the same feed (package bus: the same stream generation) give it the
+	// same epoch, so a client resumes on any of them. Default: random.
+	Epoch string
 }
 
 // Close codes sent to clients (docs/websocket.md "Closing").
@@ -227,7 +232,7 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 	}
 	h := &Hub{
 		cfg: cfg, state: state, auth: a, log: log.With("component", "ws"), m: m,
-		epoch: hex.EncodeToString(e[:]), start: time.Now(),
+		epoch: cmp.Or(cfg.Epoch, hex.EncodeToString(e[:])), start: time.Now(),
 		ctl: make(chan ctlMsg, 1024), quit: make(chan struct{}), done: make(chan struct{}),
 		conns: map[*conn]struct{}{}, ents: map[entKey]uint32{}, seen: map[entKey]struct{}{},
 	}
