@@ -18,6 +18,9 @@ type Conference struct {
 	ID     string
 	Locked bool
 	Users  map[string]ConfUser // by ConfUser.ID
+	// PBX names the PBX of a named site (Multi); "" for the default PBX,
+	// whose JSON has no "pbx" key.
+	PBX string
 }
 
 // ConfUser is a member of a conference.
@@ -282,7 +285,8 @@ func appendConference(b []byte, c *Conference) []byte {
 		b = appendIntField(b, "joinTime", u.JoinTime)
 		b = append(b, '}')
 	}
-	return append(b, '}', '}')
+	b = append(b, '}')
+	return append(appendPBX(b, c.PBX), '}')
 }
 
 // publishConfs encodes the rooms changed since the last Publish; a room

@@ -132,7 +132,7 @@ func appendConversation(b []byte, c *Conversation, nowMs int64) []byte {
 	b = appendStrField(b, "queueId", c.QueueID)
 	b = append(b, ',')
 	b = appendBoolField(b, "throughTrunk", c.ThroughTrunk)
-	return append(appendConvExtras(b, c), '}')
+	return append(appendPBX(appendConvExtras(b, c), c.PBX), '}')
 }
 
 // appendConvExtras writes the optional objects of a conversation, each
@@ -220,7 +220,7 @@ func appendExtension(b []byte, x *Extension, nowMs int64) []byte {
 		b = append(b, '}', ',')
 	}
 	b = appendConversations(b, x.Conversations, nowMs)
-	return append(b, '}')
+	return append(appendPBX(b, x.PBX), '}')
 }
 
 func appendTrunk(b []byte, t *Trunk, nowMs int64) []byte {
@@ -234,7 +234,7 @@ func appendTrunk(b []byte, t *Trunk, nowMs int64) []byte {
 	b = appendStrField(b, "chanType", t.ChanType)
 	b = append(b, ',')
 	b = appendConversations(b, t.Conversations, nowMs)
-	return append(b, '}')
+	return append(appendPBX(b, t.PBX), '}')
 }
 
 func appendMemberFields(b []byte, m *QueueMember) []byte {
@@ -320,7 +320,7 @@ func appendQueue(b []byte, q *Queue) []byte {
 	b = appendIntField(b, "holdTime", int64(q.HoldTime))
 	b = append(b, ',')
 	b = appendIntField(b, "talkTime", int64(q.TalkTime))
-	return append(b, '}')
+	return append(appendPBX(b, q.PBX), '}')
 }
 
 func appendParking(b []byte, p *Parking) []byte {
@@ -347,7 +347,17 @@ func appendParking(b []byte, p *Parking) []byte {
 		b = appendStrField(b, "parkedBy", c.ParkedBy)
 		b = append(b, '}')
 	}
-	return append(b, '}')
+	return append(appendPBX(b, p.PBX), '}')
+}
+
+// appendPBX writes ,"pbx":"site2" last in an object of a named PBX, and
+// nothing for the default PBX: its JSON stays as it was.
+func appendPBX(b []byte, pbx string) []byte {
+	if pbx == "" {
+		return b
+	}
+	b = append(b, ',')
+	return appendStrField(b, "pbx", pbx)
 }
 
 func appendStatus(b []byte, link LinkState, version uint64, since int64) []byte {
