@@ -470,12 +470,19 @@ func checkCellphone(s string) error {
 // CheckEndpoint accepts an endpoint (extension) name: 1 to 64 characters
 // from [0-9A-Za-z_.+*#-]. It is what may safely be put in a channel name or
 // an AstDB key.
+//
+// An endpoint of a named PBX is qualified "site2:201" (ForPBX): a name of
+// a-z 0-9 - _ starting with a letter, a colon, the endpoint.
 func CheckEndpoint(s string) error {
 	if s == "" {
 		return errors.New("empty endpoint")
 	}
 	if len(s) > 64 {
 		return errors.New("endpoint longer than 64 bytes")
+	}
+	if pbx, local, ok := strings.Cut(s, ":"); ok && pbx != "" && pbx[0] >= 'a' && pbx[0] <= 'z' &&
+		strings.Trim(pbx, "abcdefghijklmnopqrstuvwxyz0123456789-_") == "" && local != "" {
+		s = local // then checked as any endpoint; any other colon is refused below
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -261,7 +262,7 @@ func appendMultiStatus(b []byte, s *Snapshot) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, cmpOr(st.Name, DefaultPBXName))
+		b = appendString(b, cmp.Or(st.Name, DefaultPBXName))
 		b = append(b, `:{`...)
 		b = appendStrField(b, "pbx", st.Link.String())
 		b = append(b, ',')
@@ -271,13 +272,6 @@ func appendMultiStatus(b []byte, s *Snapshot) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}', '}')
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func sameBytes(a, b []byte) bool {

@@ -168,7 +168,7 @@ func (h *handler) collection(vc *verCache, v auth.View, res resource) *entry {
 		return vc.full[res]
 	}
 	c.once[res].Do(func() {
-		c.coll[res] = newEntry(h.filterCollection(vc.snap, v, res))
+		c.coll[res] = newEntry(h.filterCollection(vc.snap, v, res, nil))
 		h.metrics.encoded("view")
 	})
 	return c.coll[res]
@@ -253,8 +253,8 @@ func (h *handler) asSeen(v auth.View, res resource, key string, src []byte) []by
 }
 
 // filterCollection assembles {"key":<entity as v sees it>,...} in key
-// order, as calls does.
-func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource) []byte {
+// order, as calls does; with keep, only the keys it keeps (?pbx=).
+func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource, keep func(string) bool) []byte {
 	var keys []string
 	var json func(string) []byte
 	var live func(string) bool
@@ -274,6 +274,9 @@ func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource)
 	}
 	defer h.red.prune(res, live, len(keys))
 	get := func(k string) []byte { return h.asSeen(v, res, k, json(k)) }
+	if keep != nil {
+		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !keep(k) })
+	}
 	var b []byte
 	b = append(b, '{')
 	for i, k := range keys {

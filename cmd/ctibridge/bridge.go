@@ -41,6 +41,7 @@ type bridge struct {
 	client    *ami.Client
 	eng       *calls.Engine
 	link      *link.Link
+	sites     *sites // --pbx; nil without it
 	auth      *auth.Service
 	authNow   atomic.Pointer[auth.Service] // auth, for the stores' goroutines once it exists
 	dirs      *directory.Set               // --dir-* directories; nil without any
@@ -85,14 +86,25 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err != nil {
 		return nil, err
 	}
-	b.eng = calls.New(calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
-		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
+	ecfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
+		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")}
+	b.eng = calls.New(ecfg)
 	st.names.state.Store(b.eng)
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
 	}
 	b.link = link.New(b.client, b.eng, lcfg)
+	if b.sites, err = newSites(c, b.eng, ecfg, lcfg, log); err != nil {
+		return nil, fmt.Errorf("--pbx: %w", err)
+	}
+	var state interface {
+		rest.State
+		ws.State
+	} = b.eng
+	if b.sites != nil {
+		state = b.sites.multi
+	}
 	if err := b.openAuth(ctx, c, users); err != nil {
 		return nil, err
 	}
@@ -108,7 +120,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		return nil, err
 	}
 	rcfg := rest.Config{
-		Auth: b.auth, State: b.eng, PBX: b.client, Refresh: b.link, Metrics: restMetrics,
+		Auth: b.auth, State: state, PBX: b.client, Sites: b.sites.restSites(), Refresh: b.link, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
@@ -125,7 +137,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err != nil {
 		return nil, fmt.Errorf("--ws-origins: %w", err)
 	}
-	b.hub, err = ws.NewHub(b.eng, b.auth, ws.Config{
+	b.hub, err = ws.NewHub(state, b.auth, ws.Config{
 		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
 		AuthTimeout: c.wsAuthTimeout, CheckOrigin: checkOrigin, Registerer: reg, Log: log.With("component", "ws"),
 	})
@@ -141,7 +153,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", b.hub)
 	mux.Handle("/", api)
-	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, b.link.Ready, st.status)); err != nil {
+	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, func() bool { return b.link.Ready() && b.sites.ready() }, st.status)); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -268,7 +280,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup // the goroutines that live as long as ctx
-	errc := make(chan error, 4)
+	errc := make(chan error, 4+b.sites.len())
 	// The client has its own lifetime: it must outlive the link so that it
 	// can log off after everything else has stopped.
 	client := goOwn(func(ctx context.Context) { b.client.Run(ctx) })
@@ -277,6 +289,7 @@ func (b *bridge) Run(ctx context.Context) error {
 			errc <- fmt.Errorf("link: %w", err)
 		}
 	})
+	stopSites := b.sites.goLinks(ctx, &wg, errc)
 	wg.Go(func() { b.auth.Run(ctx) })
 	if b.dirs != nil {
 		wg.Go(func() { b.dirs.Run(ctx) })
@@ -328,6 +341,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	b.admin.Shutdown(sctx)
 	cancel()
 	wg.Wait()
+	stopSites()
 	client.stop()
 	rec.stop()
 	whs.stop()

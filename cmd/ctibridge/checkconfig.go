@@ -295,7 +295,17 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 		}
 	}
 	users, more := checkUsersAndDirs(c, add)
-	return users, append(probs, more...)
+	probs = append(probs, more...)
+	if specs, err := parsePBXs(*c); err != nil {
+		add("pbx", false, "NAME=host:port, repeatable; NAME in a-z 0-9 - _ (docs/operations.md \"Several PBXs\")", "%v", err)
+	} else if users != nil {
+		add2 := func(u, e string) {
+			probs = append(probs, problem{where: c.users, key: fmt.Sprintf("user %q: key \"endpoints\"", u),
+				msg: fmt.Sprintf("endpoint %q names PBX %q, which --pbx does not give", e, strings.SplitN(e, ":", 2)[0]), hint: "add --pbx NAME=host:port, or fix the endpoint"})
+		}
+		checkUserPBXs(specs, users, add2)
+	}
+	return users, probs
 }
 
 // checkUsersAndDirs checks the directories and the users file; a problem
