@@ -3,6 +3,7 @@ package rest
 import (
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
@@ -130,6 +131,9 @@ func (h *handler) resolveConv(s *calls.Snapshot, endpoint, convid string) string
 // PBX only ("default" for the PBX of --ami); without it, next.
 func (h *handler) byPBX(res resource, next endpoint) endpoint {
 	return func(w http.ResponseWriter, r *http.Request, u *auth.User) int {
+		if !strings.Contains(r.URL.RawQuery, "pbx=") { // no allocation on the fast path
+			return next(w, r, u)
+		}
 		name, ok := r.URL.Query()["pbx"]
 		if !ok {
 			return next(w, r, u)

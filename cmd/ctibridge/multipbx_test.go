@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/pbxsim"
+	"github.com/ctibridge/ctibridge/ws"
+)
+
+// simSite is one simulated PBX with its phones 201 and 202 registered.
+type simSite struct {
+	pbx    *pbxsim.PBX
+	phones map[string]*pbxsim.Phone
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+func startSimSite(t *testing.T) *simSite {
+	t.Helper()
+	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0",
+		Extensions: []pbxsim.Extension{{Number: "201", Name: "Alice"}, {Number: "202", Name: "Bob"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &simSite{pbx: pbx, phones: map[string]*pbxsim.Phone{}, stop: cancel, done: make(chan struct{})}
+	pctx, pcancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { pcancel(); s.halt() })
+	go func() { defer close(s.done); pbx.Run(ctx) }()
+	for _, x := range []string{"201", "202"} {
+		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: x, Server: pbx.SIPAddr(), RingTime: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ph.Run(pctx)
+		rctx, rcancel := context.WithTimeout(pctx, 5*time.Second)
+		err = ph.Register(rctx, time.Hour)
+		rcancel()
+		if err != nil {
+			t.Fatalf("phone %s: %v", x, err)
+		}
+		s.phones[x] = ph
+	}
+	return s
+}
+
+// halt stops the simulated PBX: its AMI connections drop.
+func (s *simSite) halt() {
+	s.stop()
+	<-s.done
+}
+
+type apiClient struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func login(t *testing.T, base, user, pass string) *apiClient {
+	t.Helper()
+	resp, err := http.Post(base+"/auth/login", "application/json", strings.NewReader(`{"username":"`+user+`","password":"`+pass+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l struct{ Token string }
+	json.NewDecoder(resp.Body).Decode(&l)
+	if resp.StatusCode != http.StatusOK || l.Token == "" {
+		t.Fatalf("login %s: %d", user, resp.StatusCode)
+	}
+	return &apiClient{t: t, base: base, token: l.Token}
+}
+
+func (c *apiClient) do(method, path, body string) (int, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+type restConv struct {
+	ID, Owner, PBX string
+	Connected      bool
+}
+
+type restExtension struct {
+	Exten, Status, PBX string
+	Conversations      map[string]restConv
+}
+
+func (c *apiClient) extensions(query string) map[string]restExtension {
+	c.t.Helper()
+	code, body := c.do("GET", "/astproxy/extensions"+query, "")
+	if code != http.StatusOK {
+		c.t.Fatalf("GET extensions%s: %d %s", query, code, body)
+	}
+	var m map[string]restExtension
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		c.t.Fatal(err)
+	}
+	return m
+}
+
+func (c *apiClient) waitExtensions(what string, cond func(map[string]restExtension) bool) map[string]restExtension {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		m := c.extensions("")
+		if cond(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("never %s: %+v", what, m)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+type pbxStatus struct {
+	PBX  string
+	PBXs map[string]struct {
+		PBX   string
+		Stale bool
+	}
+}
+
+func (c *apiClient) status() pbxStatus {
+	c.t.Helper()
+	_, body := c.do("GET", "/astproxy/status", "")
+	var st pbxStatus
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		c.t.Fatalf("status %s: %v", body, err)
+	}
+	return st
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestTwoPBXs runs serve against two simulated PBXs, the default one and
+// site2 (--pbx), with real SIP phones on each, and checks over HTTP and
+// the WebSocket: both PBXs' extensions with their ids, a call on site2
+// shown on site2's extension only, the ?pbx= filter, actions reaching
+// the PBX their ids name and refused on another PBX's phone, and a
+// site2 link drop that leaves the default PBX live.
+func TestTwoPBXs(t *testing.T) {
+	a, b := startSimSite(t), startSimSite(t)
+	hash, err := auth.HashPassword("pw", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := writeFile(t, "users.yaml", "users:\n"+
+		"  - {username: admin, role: admin, password_hash: \""+hash+"\"}\n"+
+		"  - {username: alice, password_hash: \""+hash+"\", endpoints: [\"201\"]}\n"+
+		"  - {username: sam, password_hash: \""+hash+"\", endpoints: [\"site2:201\"]}\n")
+	admin, api := freeAddr(t), freeAddr(t)
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": pbxsim.DefaultAMISecret, "CTIBRIDGE_USERS": users}
+	args := []string{"serve", "--ami", a.pbx.AMIAddr(), "--pbx", "site2=" + b.pbx.AMIAddr(), "--ami-user", pbxsim.DefaultAMIUser,
+		"--admin", admin, "--http", api, "--data-dir", t.TempDir(), "--access-log-every", "-1"}
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for code, _ := get(t, "http://"+admin+"/readyz"); code != http.StatusOK; code, _ = get(t, "http://"+admin+"/readyz") {
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	base := "http://" + api
+	ad, sam, alice := login(t, base, "admin", "pw"), login(t, base, "sam", "pw"), login(t, base, "alice", "pw")
+
+	// Both PBXs, each id once, site2's marked.
+	exts := ad.waitExtensions("both PBXs listed", func(m map[string]restExtension) bool { return len(m) == 4 })
+	if got := keys(exts); !slices.Equal(got, []string{"201", "202", "site2:201", "site2:202"}) {
+		t.Fatalf("extensions %v", got)
+	}
+	if x := exts["site2:201"]; x.Exten != "site2:201" || x.PBX != "site2" || exts["201"].PBX != "" {
+		t.Fatalf("site2:201 %+v, 201 %+v", x, exts["201"])
+	}
+	if got := keys(ad.extensions("?pbx=site2")); !slices.Equal(got, []string{"site2:201", "site2:202"}) {
+		t.Errorf("?pbx=site2: %v", got)
+	}
+	if got := keys(ad.extensions("?pbx=default")); !slices.Equal(got, []string{"201", "202"}) {
+		t.Errorf("?pbx=default: %v", got)
+	}
+	if code, _ := ad.do("GET", "/astproxy/extensions?pbx=site9", ""); code != http.StatusNotFound {
+		t.Errorf("?pbx=site9: %d, want 404", code)
+	}
+	st := ad.status()
+	if st.PBX != "live" || st.PBXs["default"].PBX != "live" || st.PBXs["site2"].PBX != "live" {
+		t.Fatalf("status %+v", st)
+	}
+
+	// A WebSocket client sees both PBXs and site2's call as site2's.
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	wc, err := ws.Dial(wctx, "ws://"+api+"/ws", ad.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	if m, err := wc.Next(wctx); err != nil || m.Op != "hello" {
+		t.Fatalf("hello: %+v %v", m, err)
+	}
+	if err := wc.Subscribe("extensions"); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := wc.Next(wctx); err != nil || !strings.Contains(string(snap.Extensions), `"site2:202":{"exten":"site2:202"`) {
+		t.Fatalf("snapshot %s %v", snap.Extensions, err)
+	}
+
+	// A call on site2, phone to phone: on site2's extensions only.
+	call, err := b.phones["201"].Call(wctx, "202")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exts = ad.waitExtensions("site2's call shown", func(m map[string]restExtension) bool {
+		return len(m["site2:201"].Conversations) == 1 && len(m["site2:202"].Conversations) == 1
+	})
+	if len(exts["201"].Conversations)+len(exts["202"].Conversations) != 0 {
+		t.Fatalf("site2's call shows on the default PBX: %+v", exts)
+	}
+	var convid string
+	for id, cv := range exts["site2:201"].Conversations {
+		if !strings.HasPrefix(id, "site2:") || cv.Owner != "site2:201" || cv.PBX != "site2" {
+			t.Fatalf("conversation %s %+v", id, cv)
+		}
+		convid = id
+	}
+	for {
+		m, err := wc.Next(wctx)
+		if err != nil {
+			t.Fatalf("no WebSocket event for site2:201: %v", err)
+		}
+		if m.Op == "event" && m.Type == "extenUpdate" && strings.Contains(string(m.Data), `"exten":"site2:201"`) && strings.Contains(string(m.Data), `"pbx":"site2"`) {
+			break
+		}
+	}
+
+	// Actions: sam acts on site2's 201, not on the default's; alice not on
+	// site2's.
+	if code, body := alice.do("POST", "/astproxy/hangup", `{"endpointId":"site2:201","convid":"`+convid+`"}`); code != http.StatusForbidden {
+		t.Errorf("alice hangs up site2:201: %d %s, want 403", code, body)
+	}
+	if code, body := sam.do("POST", "/astproxy/call", `{"number":"202","endpointId":"201"}`); code != http.StatusForbidden {
+		t.Errorf("sam calls from the default PBX's 201: %d %s, want 403", code, body)
+	}
+	if code, body := sam.do("POST", "/astproxy/blindtransfer", `{"endpointId":"site2:201","convid":"`+convid+`","to":"site2:202"}`); code != http.StatusBadRequest {
+		t.Errorf("a number with a PBX in it: %d %s, want 400", code, body)
+	}
+	if code, body := sam.do("POST", "/astproxy/hangup", `{"endpointId":"site2:201","convid":"`+convid+`"}`); code != http.StatusOK {
+		t.Fatalf("sam hangs up site2:201: %d %s", code, body)
+	}
+	select {
+	case <-call.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hangup did not reach site2's phone")
+	}
+	ad.waitExtensions("site2's call gone", func(m map[string]restExtension) bool { return len(m["site2:201"].Conversations) == 0 })
+	// Originate on site2 through sam's own phone (endpointId omitted).
+	if code, body := sam.do("POST", "/astproxy/call", `{"number":"202"}`); code != http.StatusOK {
+		t.Fatalf("sam calls 202 on site2: %d %s", code, body)
+	}
+	ad.waitExtensions("site2's originated call", func(m map[string]restExtension) bool {
+		return len(m["site2:201"].Conversations) == 1 && len(m["201"].Conversations) == 0
+	})
+	if len(b.pbx.Channels()) == 0 || len(a.pbx.Channels()) != 0 {
+		t.Fatalf("channels: site2 %v, default %v", b.pbx.Channels(), a.pbx.Channels())
+	}
+
+	// site2's link drops: site2 down and stale, the default PBX live.
+	b.halt()
+	deadline = time.Now().Add(15 * time.Second)
+	for st = ad.status(); st.PBXs["site2"].PBX != "down"; st = ad.status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("site2 never down: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.PBX != "down" || !st.PBXs["site2"].Stale || st.PBXs["default"].PBX != "live" || st.PBXs["default"].Stale {
+		t.Fatalf("status after site2 dropped %+v", st)
+	}
+	if code, _ := get(t, "http://"+admin+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("readyz with site2 down: %d, want 503", code)
+	}
+	if code, body := ad.do("POST", "/astproxy/call", `{"number":"202","endpointId":"201"}`); code != http.StatusOK {
+		t.Errorf("a call on the default PBX while site2 is down: %d %s", code, body)
+	}
+	if code, body := sam.do("POST", "/astproxy/call", `{"number":"202"}`); code != http.StatusServiceUnavailable {
+		t.Errorf("a call on site2 while it is down: %d %s, want 503", code, body)
+	}
+}
