@@ -121,6 +121,7 @@ type handler struct {
 	state   State
 	pbx     PBX
 	sites   map[string]Site // Config.Sites by name
+	byPBXs  pbxCache        // ?pbx= collections of the latest version
 	dial    *regexp.Regexp
 	metrics *Metrics
 	mux     *http.ServeMux

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
@@ -146,7 +147,39 @@ func (h *handler) byPBX(res resource, next endpoint) endpoint {
 			pbx = name[0]
 		}
 		vc := h.current()
-		keep := func(k string) bool { p, _ := calls.SplitID(k, h.known); return p == pbx }
-		return h.write(w, r, vc, newEntry(h.filterCollection(vc.snap, auth.ViewOf(u), res, keep)))
+		v := auth.ViewOf(u)
+		e := h.byPBXs.get(vc.snap.Version, pbxCacheKey{res, pbx, v.Key()}, func() *entry {
+			keep := func(k string) bool { p, _ := calls.SplitID(k, h.known); return p == pbx }
+			return newEntry(h.filterCollection(vc.snap, v, res, keep))
+		})
+		return h.write(w, r, vc, e)
 	}
+}
+
+// pbxCache keeps the ?pbx= collections of one snapshot version, by
+// resource, PBX and view, so that a poller's read costs what any other
+// read costs: the first after a change makes the body.
+type pbxCache struct {
+	mu  sync.Mutex
+	ver uint64
+	m   map[pbxCacheKey]*entry
+}
+
+type pbxCacheKey struct {
+	res       resource
+	pbx, view string
+}
+
+func (c *pbxCache) get(ver uint64, k pbxCacheKey, make func() *entry) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.ver != ver {
+		c.m, c.ver = map[pbxCacheKey]*entry{}, ver
+	}
+	e := c.m[k]
+	if e == nil {
+		e = make()
+		c.m[k] = e
+	}
+	return e
 }
