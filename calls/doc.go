@@ -36,6 +36,11 @@
 //   - Publish ends a batch: it re-derives what the batch touched, encodes
 //     only entities whose value changed, appends one Change per changed
 //     entity to the Feed and stores a new Snapshot in an atomic pointer.
+//   - Multi (multi.go) merges several engines, one per PBX, into one
+//     combined Snapshot and Feed: the default PBX's ids and bytes as they
+//     are, a named PBX's ids qualified "site2:201" (QualifyID, SplitID)
+//     and its objects marked "pbx":"site2". Sync diffs an engine's latest
+//     snapshot against the one merged before, so it costs what changed.
 //   - RefreshDurations, called by the link owner once a second, re-encodes
 //     the extensions and trunks holding an answered conversation so their
 //     "duration" is never more than about a second old, and stores a new
