@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/pbxsim"
+	"github.com/ctibridge/ctibridge/sipp"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -159,11 +160,15 @@ func keys[V any](m map[string]V) []string {
 
 // TestTwoPBXs runs serve against two simulated PBXs, the default one and
 // site2 (--pbx), with real SIP phones on each, and checks over HTTP and
-// the WebSocket: both PBXs' extensions with their ids, a call on site2
-// shown on site2's extension only, the ?pbx= filter, actions reaching
+// the WebSocket: both PBXs' extensions with their ids, calls on site2
+// (phone to phone, and from SIPp through its trunk) shown on site2's
+// entities only, the ?pbx= filter, actions reaching
 // the PBX their ids name and refused on another PBX's phone, and a
 // site2 link drop that leaves the default PBX live.
 func TestTwoPBXs(t *testing.T) {
+	if _, err := sipp.LookPath(""); err != nil {
+		t.Skipf("sipp is not installed (Debian: sip-tester; scripts/test.sh installs it): %v", err)
+	}
 	a, b := startSimSite(t), startSimSite(t)
 	hash, err := auth.HashPassword("pw", 4)
 	if err != nil {
@@ -268,6 +273,35 @@ func TestTwoPBXs(t *testing.T) {
 		if m.Op == "event" && m.Type == "extenUpdate" && strings.Contains(string(m.Data), `"exten":"site2:201"`) && strings.Contains(string(m.Data), `"pbx":"site2"`) {
 			break
 		}
+	}
+
+	// A SIPp caller (no registration: it comes in on site2's trunk) calls
+	// site2's 202: on site2's 202 and trunk only.
+	sippDone := make(chan sipp.Result, 1)
+	go func() {
+		r, err := sipp.Run(wctx, sipp.Options{Scenario: "uac.xml", Remote: b.pbx.SIPAddr(), Service: "202",
+			Calls: 1, Duration: 2 * time.Second, Timeout: 15 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		sippDone <- r
+	}()
+	exts = ad.waitExtensions("SIPp's call on site2:202", func(m map[string]restExtension) bool {
+		for _, cv := range m["site2:202"].Conversations {
+			if cv.Connected && strings.HasPrefix(cv.ID, "site2:PJSIP/trunk-") {
+				return true
+			}
+		}
+		return false
+	})
+	if len(exts["202"].Conversations) != 0 {
+		t.Errorf("SIPp's call on site2 shows on the default PBX's 202: %+v", exts["202"])
+	}
+	if code, body := ad.do("GET", "/astproxy/trunks?pbx=site2", ""); code != http.StatusOK || !strings.Contains(body, `"site2:trunk":{"name":"site2:trunk"`) {
+		t.Errorf("site2's trunks: %d %s", code, body)
+	}
+	if r := <-sippDone; r.Successful != 1 {
+		t.Fatalf("SIPp: %+v", r)
 	}
 
 	// Actions: sam acts on site2's 201, not on the default's; alice not on
