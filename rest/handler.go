@@ -302,10 +302,10 @@ func (h *handler) register() {
 
 	h.handle("GET /astproxy/status", false, h.getStatus)
 	h.handle("GET /astproxy/extensions", false, h.byPBX(resExtensions, h.getExtensions))
-	h.handle("GET /astproxy/extension/{exten}", false, h.getExtension)
+	h.handle("GET /astproxy/extension/{exten}", false, h.seenID("exten", h.getExtension))
 	h.handle("GET /astproxy/conversations", false, h.getConversations)
 	h.handle("GET /astproxy/queues", false, h.byPBX(resQueues, h.getQueues))
-	h.handle("GET /astproxy/queue/{queue}", false, h.getQueue)
+	h.handle("GET /astproxy/queue/{queue}", false, h.seenID("queue", h.getQueue))
 	h.handle("GET /astproxy/parkings", false, h.byPBX(resParkings, h.getParkings))
 	h.handle("GET /astproxy/trunks", false, h.byPBX(resTrunks, h.getTrunks))
 	h.handle("GET /astproxy/conferences", false, h.getConferences)

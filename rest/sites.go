@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"cmp"
 	"net/http"
 	"reflect"
 	"strings"
@@ -92,6 +93,9 @@ func (h *handler) route(u *auth.User, req any, ids []int, conv int) (target, err
 			endpoint = id
 		}
 	}
+	if !u.SeesPBX(name) {
+		return def, forbidden("%s may not act on PBX %s", u.Username, cmp.Or(name, calls.DefaultPBXName))
+	}
 	if name == "" {
 		return def, nil
 	}
@@ -129,30 +133,48 @@ func (h *handler) resolveConv(s *calls.Snapshot, endpoint, convid string) string
 }
 
 // byPBX serves a collection read with ?pbx=NAME as the entities of that
-// PBX only ("default" for the PBX of --ami); without it, next.
+// PBX only ("default" for the PBX of --ami), and to a user limited to
+// some PBXs (auth.User.PBXs) the entities of those only; otherwise next.
 func (h *handler) byPBX(res resource, next endpoint) endpoint {
 	return func(w http.ResponseWriter, r *http.Request, u *auth.User) int {
-		if !strings.Contains(r.URL.RawQuery, "pbx=") { // no allocation on the fast path
+		// No allocation on the fast path: no ?pbx=, no limit.
+		asked := strings.Contains(r.URL.RawQuery, "pbx=")
+		if !asked && !u.PBXLimited() {
 			return next(w, r, u)
 		}
-		name, ok := r.URL.Query()["pbx"]
-		if !ok {
+		pbx, only := "", "*"
+		if name, ok := r.URL.Query()["pbx"]; ok {
+			if len(name) != 1 || name[0] != calls.DefaultPBXName && !h.known(name[0]) || !u.SeesPBX(name[0]) {
+				return writeError(w, h.log, r, notFound("no PBX named %q (known: %s and the named ones in GET /astproxy/status)", name, calls.DefaultPBXName))
+			}
+			if only = name[0]; only != calls.DefaultPBXName {
+				pbx = only
+			}
+		} else if !u.PBXLimited() {
 			return next(w, r, u)
-		}
-		pbx := ""
-		if len(name) != 1 || name[0] != calls.DefaultPBXName && !h.known(name[0]) {
-			return writeError(w, h.log, r, notFound("no PBX named %q (known: %s and the named ones in GET /astproxy/status)", name, calls.DefaultPBXName))
-		}
-		if name[0] != calls.DefaultPBXName {
-			pbx = name[0]
 		}
 		vc := h.current()
 		v := auth.ViewOf(u)
-		e := h.byPBXs.get(vc.snap.Version, pbxCacheKey{res, pbx, v.Key()}, func() *entry {
-			keep := func(k string) bool { p, _ := calls.SplitID(k, h.known); return p == pbx }
+		key := pbxCacheKey{res, only + "|" + strings.Join(u.PBXs, ","), v.Key()}
+		e := h.byPBXs.get(vc.snap.Version, key, func() *entry {
+			keep := func(k string) bool {
+				p, _ := calls.SplitID(k, h.known)
+				return (only == "*" || p == pbx) && u.SeesPBX(p)
+			}
 			return newEntry(h.filterCollection(vc.snap, v, res, keep))
 		})
 		return h.write(w, r, vc, e)
+	}
+}
+
+// seenID answers 404 for an entity (path value param) of a PBX the user
+// does not see, as for one that does not exist; otherwise next.
+func (h *handler) seenID(param string, next endpoint) endpoint {
+	return func(w http.ResponseWriter, r *http.Request, u *auth.User) int {
+		if id := r.PathValue(param); !u.SeesID(id) {
+			return writeError(w, h.log, r, notFound("%q does not exist", id))
+		}
+		return next(w, r, u)
 	}
 }
 

@@ -138,7 +138,9 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	t := c.topics
 	if t&topicExtensions != 0 {
 		p.str(`,"extensions":`)
-		if c.full {
+		if c.user.PBXLimited() {
+			p.big(pbxColl(c, s, kindExt))
+		} else if c.full {
 			p.big(s.ExtensionsJSON())
 		} else {
 			h.spliceExtensions(&p, c, s)
@@ -149,7 +151,9 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 			return
 		}
 		p.str(name)
-		if c.seesUnowned {
+		if c.user.PBXLimited() {
+			p.big(pbxColl(c, s, k))
+		} else if c.seesUnowned {
 			p.big(all())
 		} else {
 			p.big(h.redacted(s, k).b)
@@ -160,7 +164,11 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	coll(topicTrunks, `,"trunks":`, kindTrunk, s.TrunksJSON)
 	if t&topicPresence != 0 {
 		p.str(`,"presence":`)
-		p.big(s.PresenceJSON())
+		if c.user.PBXLimited() {
+			p.big(pbxColl(c, s, kindPresence))
+		} else {
+			p.big(s.PresenceJSON())
+		}
 	}
 	if t&topicMe != 0 {
 		u := c.user

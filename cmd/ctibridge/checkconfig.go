@@ -299,11 +299,10 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	if specs, err := parsePBXs(*c); err != nil {
 		add("pbx", false, "NAME=host:port, repeatable; NAME in a-z 0-9 - _ (docs/operations.md \"Several PBXs\")", "%v", err)
 	} else if users != nil {
-		add2 := func(u, e string) {
-			probs = append(probs, problem{where: c.users, key: fmt.Sprintf("user %q: key \"endpoints\"", u),
-				msg: fmt.Sprintf("endpoint %q names PBX %q, which --pbx does not give", e, strings.SplitN(e, ":", 2)[0]), hint: "add --pbx NAME=host:port, or fix the endpoint"})
-		}
-		checkUserPBXs(specs, users, add2)
+		checkUserPBXs(specs, users, func(u, key, pbx string) {
+			probs = append(probs, problem{where: c.users, key: fmt.Sprintf("user %q: key %q", u, key),
+				msg: fmt.Sprintf("PBX %q is not given by --pbx", pbx), hint: "add --pbx " + pbx + "=host:port, or fix the user"})
+		})
 	}
 	return users, probs
 }

@@ -82,17 +82,23 @@ func knownKeys(n *yaml.Node, keys ...string) error {
 	return nil
 }
 
-// checkUserPBXs reports each user endpoint qualified with a PBX name that
-// specs do not give (a user of a PBX that is not followed).
-func checkUserPBXs(specs []pbxSpec, users *auth.Users, bad func(user, endpoint string)) {
-	known := map[string]bool{}
+// checkUserPBXs reports each user endpoint qualified with a PBX name,
+// and each name in a user's pbxs, that specs do not give (a PBX that is
+// not followed).
+func checkUserPBXs(specs []pbxSpec, users *auth.Users, bad func(user, key, pbx string)) {
+	known := map[string]bool{calls.DefaultPBXName: true}
 	for _, s := range specs {
 		known[s.name] = true
 	}
 	for _, u := range users.All() {
 		for _, e := range u.Endpoints {
 			if pbx, _, ok := strings.Cut(e, string(calls.PBXSep)); ok && !known[pbx] {
-				bad(u.Username, e)
+				bad(u.Username, "endpoints", pbx)
+			}
+		}
+		for _, pbx := range u.PBXs {
+			if !known[pbx] {
+				bad(u.Username, "pbxs", pbx)
 			}
 		}
 	}

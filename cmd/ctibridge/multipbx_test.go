@@ -177,7 +177,8 @@ func TestTwoPBXs(t *testing.T) {
 	users := writeFile(t, "users.yaml", "users:\n"+
 		"  - {username: admin, role: admin, password_hash: \""+hash+"\"}\n"+
 		"  - {username: alice, password_hash: \""+hash+"\", endpoints: [\"201\"]}\n"+
-		"  - {username: sam, password_hash: \""+hash+"\", endpoints: [\"site2:201\"]}\n")
+		"  - {username: sam, password_hash: \""+hash+"\", endpoints: [\"site2:201\"]}\n"+
+		"  - {username: rita, role: admin, pbxs: [site2], password_hash: \""+hash+"\"}\n")
 	admin, api := freeAddr(t), freeAddr(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": pbxsim.DefaultAMISecret, "CTIBRIDGE_USERS": users}
 	args := []string{"serve", "--ami", a.pbx.AMIAddr(), "--pbx", "site2=" + b.pbx.AMIAddr(), "--ami-user", pbxsim.DefaultAMIUser,
@@ -205,7 +206,7 @@ func TestTwoPBXs(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	base := "http://" + api
-	ad, sam, alice := login(t, base, "admin", "pw"), login(t, base, "sam", "pw"), login(t, base, "alice", "pw")
+	ad, sam, alice, rita := login(t, base, "admin", "pw"), login(t, base, "sam", "pw"), login(t, base, "alice", "pw"), login(t, base, "rita", "pw")
 
 	// Both PBXs, each id once, site2's marked.
 	exts := ad.waitExtensions("both PBXs listed", func(m map[string]restExtension) bool { return len(m) == 4 })
@@ -224,6 +225,37 @@ func TestTwoPBXs(t *testing.T) {
 	if code, _ := ad.do("GET", "/astproxy/extensions?pbx=site9", ""); code != http.StatusNotFound {
 		t.Errorf("?pbx=site9: %d, want 404", code)
 	}
+	// rita, an admin limited to site2, sees nothing of the default PBX.
+	if got := keys(rita.extensions("")); !slices.Equal(got, []string{"site2:201", "site2:202"}) {
+		t.Errorf("rita's extensions: %v", got)
+	}
+	for _, path := range []string{"/astproxy/extension/201", "/astproxy/extensions?pbx=default", "/astproxy/queue/support"} {
+		if code, body := rita.do("GET", path, ""); code != http.StatusNotFound {
+			t.Errorf("rita GET %s: %d %s, want 404", path, code, body)
+		}
+	}
+	if code, body := rita.do("GET", "/astproxy/queues", ""); code != http.StatusOK || strings.Contains(body, `{"support":`) || !strings.Contains(body, `"site2:support":`) {
+		t.Errorf("rita's queues: %d %s", code, body)
+	}
+	if code, body := rita.do("POST", "/astproxy/call", `{"number":"202","endpointId":"201"}`); code != http.StatusForbidden {
+		t.Errorf("rita calls on the default PBX: %d %s, want 403", code, body)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	rc, err := ws.Dial(rctx, "ws://"+api+"/ws", rita.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	rc.Next(rctx) // hello
+	if err := rc.Subscribe("extensions", "queues", "presence"); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := rc.Next(rctx); err != nil || !strings.Contains(string(snap.Extensions), `"site2:201"`) ||
+		strings.Contains(string(snap.Extensions), `"201":`) || strings.Contains(string(snap.Queues), `"support":`) {
+		t.Fatalf("rita's snapshot %s %s %v", snap.Extensions, snap.Queues, err)
+	}
+
 	st := ad.status()
 	if st.PBX != "live" || st.PBXs["default"].PBX != "live" || st.PBXs["site2"].PBX != "live" {
 		t.Fatalf("status %+v", st)
@@ -274,6 +306,15 @@ func TestTwoPBXs(t *testing.T) {
 			break
 		}
 	}
+	// A call on the default PBX, which rita must not be told of.
+	dcall, err := a.phones["201"].Call(wctx, "202")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.waitExtensions("the default PBX's call", func(m map[string]restExtension) bool { return len(m["201"].Conversations) == 1 })
+	dcall.Hangup(wctx)
+	ad.waitExtensions("the default PBX's call gone", func(m map[string]restExtension) bool { return len(m["201"].Conversations) == 0 })
+
 
 	// A SIPp caller (no registration: it comes in on site2's trunk) calls
 	// site2's 202: on site2's 202 and trunk only.
@@ -296,6 +337,19 @@ func TestTwoPBXs(t *testing.T) {
 	})
 	if len(exts["202"].Conversations) != 0 {
 		t.Errorf("SIPp's call on site2 shows on the default PBX's 202: %+v", exts["202"])
+	}
+	// rita got none of the default PBX's call, and site2's SIPp call.
+	for {
+		m, err := rc.Next(rctx)
+		if err != nil {
+			t.Fatalf("rita: %v", err)
+		}
+		if m.Op == "event" && m.Type != "pbxStatus" && !strings.Contains(string(m.Data), `"site2:`) {
+			t.Fatalf("rita got the default PBX's %s: %s", m.Type, m.Data)
+		}
+		if m.Op == "event" && m.Type == "extenUpdate" && strings.Contains(string(m.Data), `"exten":"site2:202"`) && strings.Contains(string(m.Data), "trunk") {
+			break
+		}
 	}
 	if code, body := ad.do("GET", "/astproxy/trunks?pbx=site2", ""); code != http.StatusOK || !strings.Contains(body, `"site2:trunk":{"name":"site2:trunk"`) {
 		t.Errorf("site2's trunks: %d %s", code, body)
@@ -355,5 +409,46 @@ func TestTwoPBXs(t *testing.T) {
 	}
 	if code, body := sam.do("POST", "/astproxy/call", `{"number":"202"}`); code != http.StatusServiceUnavailable {
 		t.Errorf("a call on site2 while it is down: %d %s, want 503", code, body)
+	}
+}
+
+// TestCheckConfigPBXs: check-config names each problem of --pbx and of
+// the pbxs section, and users of PBXs that are not followed.
+func TestCheckConfigPBXs(t *testing.T) {
+	dir := t.TempDir()
+	hash, _ := auth.HashPassword("pw", 4)
+	users := writeFile(t, "users.yaml", "users:\n  - {username: sam, password_hash: \""+hash+"\", endpoints: [\"site3:201\"], pbxs: [rome]}\n")
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "s", "CTIBRIDGE_AMI_USER": "u", "CTIBRIDGE_DATA_DIR": dir}
+	for _, c := range []struct {
+		pbx, want string
+	}{
+		{"site2=127.0.0.1:5038,site2=127.0.0.1:5039", `PBX "site2" given twice`},
+		{"site2=nohost", `PBX "site2"`},
+		{"site:2=127.0.0.1:5038", `PBX name "site:2"`},
+		{"default=127.0.0.1:5038", `reserved`},
+		{"site2", `want NAME=host:port`},
+	} {
+		out, err := checkConfig(t, env, "--pbx", c.pbx)
+		if err == nil || !strings.Contains(out, c.want) || !strings.Contains(out, "--pbx") {
+			t.Errorf("--pbx %s: %v\n%s\nwant %q", c.pbx, err, out, c.want)
+		}
+	}
+	cfg := writeFile(t, "ctibridge.yaml", "pbx: site2=127.0.0.1:5038\npbxs:\n  site2: {ami-user: x}\n  site9: {ami-secret: y}\n")
+	if out, err := checkConfig(t, env, "--config", cfg); err == nil || !strings.Contains(out, `PBX "site9" is not given by --pbx`) {
+		t.Errorf("pbxs naming an unknown PBX: %v\n%s", err, out)
+	}
+	cfg = writeFile(t, "bad.yaml", "pbxs:\n  site2: {ami-usr: x}\n")
+	if out, err := checkConfig(t, env, "--config", cfg, "--pbx", "site2=127.0.0.1:5038"); err == nil || !strings.Contains(out, `unknown key "ami-usr"`) {
+		t.Errorf("a misspelt key in pbxs: %v\n%s", err, out)
+	}
+	out, err := checkConfig(t, map[string]string{"CTIBRIDGE_AMI_SECRET": "s", "CTIBRIDGE_AMI_USER": "u", "CTIBRIDGE_DATA_DIR": dir, "CTIBRIDGE_USERS": users},
+		"--pbx", "site2=127.0.0.1:5038")
+	if err == nil || !strings.Contains(out, `user "sam": key "endpoints"`) || !strings.Contains(out, `PBX "site3" is not given`) ||
+		!strings.Contains(out, `user "sam": key "pbxs"`) || !strings.Contains(out, `PBX "rome" is not given`) {
+		t.Errorf("users of unknown PBXs: %v\n%s", err, out)
+	}
+	cfg = writeFile(t, "good.yaml", "pbx: site2=127.0.0.1:5038\npbxs:\n  site2: {ami-user: x, ami-tls: true}\n")
+	if out, err := checkConfig(t, env, "--config", cfg); err != nil {
+		t.Errorf("a good config: %v\n%s", err, out)
 	}
 }
