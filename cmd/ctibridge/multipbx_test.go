@@ -315,7 +315,6 @@ func TestTwoPBXs(t *testing.T) {
 	dcall.Hangup(wctx)
 	ad.waitExtensions("the default PBX's call gone", func(m map[string]restExtension) bool { return len(m["201"].Conversations) == 0 })
 
-
 	// A SIPp caller (no registration: it comes in on site2's trunk) calls
 	// site2's 202: on site2's 202 and trunk only.
 	sippDone := make(chan sipp.Result, 1)
