@@ -101,7 +101,6 @@ type Source interface {
 type Multi struct {
 	mu      sync.Mutex // held while merging
 	srcs    []*multiSrc
-	byName  map[string]*multiSrc
 	pub     published
 	version uint64
 	changes []Change
@@ -120,12 +119,11 @@ type multiSrc struct {
 // PBX, at most one). feedSize is the combined feed's (0: DefaultFeedSize).
 // The first Snapshot holds what the sources held when it was called.
 func NewMulti(feedSize int, names []string, srcs []Source) *Multi {
-	m := &Multi{byName: map[string]*multiSrc{}, pub: newPublished(), feed: newFeed(feedSize)}
+	m := &Multi{pub: newPublished(), feed: newFeed(feedSize)}
 	empty := &Snapshot{queue: &coll{}, park: &coll{}, trunk: &coll{}, conf: &coll{}}
 	for i, s := range srcs {
 		ms := &multiSrc{name: names[i], src: s, last: empty}
 		m.srcs = append(m.srcs, ms)
-		m.byName[ms.name] = ms
 	}
 	m.snap.Store(m.snapshot(0, 0))
 	for i := range m.srcs {
@@ -139,31 +137,6 @@ func (m *Multi) Snapshot() *Snapshot { return m.snap.Load() }
 
 // Feed is the combined feed.
 func (m *Multi) Feed() *Feed { return m.feed }
-
-// Names are the PBXs' names, in the order given to NewMulti.
-func (m *Multi) Names() []string {
-	out := make([]string, len(m.srcs))
-	for i, s := range m.srcs {
-		out[i] = s.name
-	}
-	return out
-}
-
-// Source is the engine of PBX name, and whether there is one.
-func (m *Multi) Source(name string) (Source, bool) {
-	s, ok := m.byName[name]
-	if !ok {
-		return nil, false
-	}
-	return s.src, true
-}
-
-// Known reports whether name names a PBX of m other than the default: the
-// known function of SplitID.
-func (m *Multi) Known(name string) bool {
-	s, ok := m.byName[name]
-	return ok && s.name != ""
-}
 
 // Sync merges what PBX i (the i-th source) published since the last Sync
 // of it, and returns the combined snapshot.
@@ -226,6 +199,9 @@ func (m *Multi) snapshot(seq uint64, at int64) *Snapshot {
 		c := src.last
 		st := PBXState{Name: src.name, Link: c.Link, Stale: c.Stale || c.Link != LinkLive, Since: c.Since}
 		s.PBXs = append(s.PBXs, st)
+		if src.name == "" {
+			s.cellphones = c.cellphones // the default PBX's presence as it is
+		}
 		if worse(st.Link, s.Link) {
 			s.Link = st.Link
 		}

@@ -74,10 +74,12 @@ func (h *handler) route(u *auth.User, req any, ids []int, conv int) (target, err
 		return def, nil
 	}
 	v := reflect.ValueOf(req).Elem()
-	if len(ids) > 0 && v.Field(ids[0]).String() == "" && len(u.Endpoints) == 1 && v.Type().Field(ids[0]).Tag.Get("json") == "endpointId" {
-		v.Field(ids[0]).SetString(u.Endpoints[0]) // the user's only endpoint, as ownEndpoint does
-	}
 	name, first, endpoint := "", "", ""
+	if len(u.Endpoints) == 1 {
+		// Where an omitted endpointId is the user's only endpoint
+		// (ownEndpoint), that endpoint's PBX.
+		name, _ = calls.SplitID(u.Endpoints[0], h.known)
+	}
 	for _, i := range ids {
 		id := v.Field(i).String()
 		if id == "" {

@@ -192,7 +192,7 @@ func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Con
 		slcfg := lcfg
 		slcfg.Log = l.With("component", "link")
 		if lcfg.OnMessage != nil {
-			slcfg.OnMessage = qualifyCDRs(sp.name, lcfg.OnMessage)
+			slcfg.OnMessage = qualifyCDRs(sp.name, s.eng, lcfg.OnMessage)
 		}
 		s.link = link.New(s.client, s.eng, slcfg)
 		ss.list = append(ss.list, s)
@@ -207,11 +207,25 @@ func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Con
 // their Uniqueid and Linkedid qualified ("site2:1796028439.12"): the
 // recorder's key is (uniqueid, sequence), and two PBXs' Uniqueids may be
 // equal; the qualified ids also say which PBX a history row comes from.
-func qualifyCDRs(pbx string, observe func(ami.Message)) func(ami.Message) {
+// A CDR's source and destination are qualified when they are one of the
+// PBX's extensions (eng's), as the users' endpoints are: a user's
+// personal history matches them, so 201 of the default PBX does not see
+// the calls of site2:201, and site2:201's user does.
+func qualifyCDRs(pbx string, eng *calls.Engine, observe func(ami.Message)) func(ami.Message) {
 	return func(m ami.Message) {
-		for _, k := range []string{"UniqueID", "LinkedID", "Uniqueid", "Linkedid"} {
+		for _, k := range []string{"UniqueID", "LinkedID"} { // header names are case-insensitive: Uniqueid too
 			if v, ok := m.Lookup(k); ok && v != "" {
 				m = m.Set(k, calls.QualifyID(pbx, v))
+			}
+		}
+		if m.Event() == ami.EventCdr {
+			exts := eng.Snapshot().Extensions
+			for _, k := range []string{"Source", "Destination"} {
+				if v := m.Get(k); v != "" {
+					if _, ok := exts.Lookup(v); ok {
+						m = m.Set(k, calls.QualifyID(pbx, v))
+					}
+				}
 			}
 		}
 		observe(m)
