@@ -108,7 +108,7 @@ func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
 // checks this against auth.ViewOf(user) for every kind of user.
 func (h *Hub) frameFor(c *conn, p *prep) *frame {
 	u := c.user
-	if u.PBXLimited() && !seesPBX(c, p) {
+	if c.pbxLimited() && !seesPBX(c, p) {
 		return nil
 	}
 	var sees bool

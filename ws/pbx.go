@@ -1,6 +1,8 @@
 package ws
 
 import (
+	"cmp"
+	"errors"
 	"maps"
 	"slices"
 
@@ -8,15 +10,48 @@ import (
 	"github.com/ctibridge/ctibridge/calls"
 )
 
-// A user limited to some PBXs (auth.User.PBXs, when several PBXs are
-// followed: docs/operations.md "Several PBXs") gets nothing of the others:
-// their entities are left out of its snapshots (pbxColl) and their changes
-// are not sent (frameFor, through seesPBX). The link status, which names
+// When several PBXs are followed (docs/operations.md "Several PBXs"), a
+// client subscribed to some PBXs ("pbxs" in its subscribe), or whose user
+// is limited to some (auth.User.PBXs), gets nothing of the others: their
+// entities are left out of its snapshots (pbxColl) and their changes are
+// not sent (frameFor, through seesPBX). The link status, which names
 // every PBX's link, is sent to all.
+
+// pbxLimited reports whether c gets only some PBXs.
+func (c *conn) pbxLimited() bool { return c.pbxs != nil || c.user.PBXLimited() }
+
+// seesID reports whether c gets the entity of a combined id ("site2:201").
+func (c *conn) seesID(id string) bool {
+	if !c.user.SeesID(id) {
+		return false
+	}
+	if c.pbxs == nil {
+		return true
+	}
+	pbx, _ := calls.SplitID(id, func(n string) bool { return calls.CheckPBXName(n) == nil })
+	return slices.Contains(c.pbxs, cmp.Or(pbx, calls.DefaultPBXName))
+}
 
 // seesPBX reports whether c gets change p as far as PBXs go.
 func seesPBX(c *conn, p *prep) bool {
-	return p.kind == kindStatus || c.user.SeesID(p.ch.Key)
+	return p.kind == kindStatus || c.seesID(p.ch.Key)
+}
+
+// checkPBXs accepts a subscribe's pbxs: PBX names or "default", at most
+// 64 of them. Nil (not given) is all; an empty list is an error.
+func checkPBXs(pbxs []string) error {
+	if pbxs == nil {
+		return nil
+	}
+	if len(pbxs) == 0 || len(pbxs) > 64 {
+		return errors.New("pbxs: 1 to 64 PBX names (or leave it out for all)")
+	}
+	for _, n := range pbxs {
+		if n != calls.DefaultPBXName && calls.CheckPBXName(n) != nil {
+			return errors.New("pbxs: " + quote(n) + " is not a PBX name")
+		}
+	}
+	return nil
 }
 
 // pbxColl is collection k of s as c sees it: the entities of the PBXs it
@@ -46,7 +81,7 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 	}
 	b := []byte{'{'}
 	for _, x := range keys {
-		if !u.SeesID(x) {
+		if !c.seesID(x) {
 			continue
 		}
 		if len(b) > 1 {

@@ -138,7 +138,7 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	t := c.topics
 	if t&topicExtensions != 0 {
 		p.str(`,"extensions":`)
-		if c.user.PBXLimited() {
+		if c.pbxLimited() {
 			p.big(pbxColl(c, s, kindExt))
 		} else if c.full {
 			p.big(s.ExtensionsJSON())
@@ -151,7 +151,7 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 			return
 		}
 		p.str(name)
-		if c.user.PBXLimited() {
+		if c.pbxLimited() {
 			p.big(pbxColl(c, s, k))
 		} else if c.seesUnowned {
 			p.big(all())
@@ -164,7 +164,7 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	coll(topicTrunks, `,"trunks":`, kindTrunk, s.TrunksJSON)
 	if t&topicPresence != 0 {
 		p.str(`,"presence":`)
-		if c.user.PBXLimited() {
+		if c.pbxLimited() {
 			p.big(pbxColl(c, s, kindPresence))
 		} else {
 			p.big(s.PresenceJSON())

@@ -257,6 +257,19 @@ func TestTwoPBXs(t *testing.T) {
 		strings.Contains(string(snap.Extensions), `"201":`) || strings.Contains(string(snap.Queues), `"support":`) {
 		t.Fatalf("rita's snapshot %s %s %v", snap.Extensions, snap.Queues, err)
 	}
+	// An admin's WebSocket subscribed to site2 only: the same.
+	oc, err := ws.Dial(rctx, "ws://"+api+"/ws", ad.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	oc.Next(rctx) // hello
+	if err := oc.SubscribePBXs([]string{"site2"}, "extensions"); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := oc.Next(rctx); err != nil || !strings.Contains(string(snap.Extensions), `"site2:201"`) || strings.Contains(string(snap.Extensions), `"201":`) {
+		t.Fatalf("site2's snapshot %s %v", snap.Extensions, err)
+	}
 
 	st := ad.status()
 	if st.PBX != "live" || st.PBXs["default"].PBX != "live" || st.PBXs["site2"].PBX != "live" {
@@ -339,17 +352,20 @@ func TestTwoPBXs(t *testing.T) {
 	if len(exts["202"].Conversations) != 0 {
 		t.Errorf("SIPp's call on site2 shows on the default PBX's 202: %+v", exts["202"])
 	}
-	// rita got none of the default PBX's call, and site2's SIPp call.
-	for {
-		m, err := rc.Next(rctx)
-		if err != nil {
-			t.Fatalf("rita: %v", err)
-		}
-		if m.Op == "event" && m.Type != "pbxStatus" && !strings.Contains(string(m.Data), `"site2:`) {
-			t.Fatalf("rita got the default PBX's %s: %s", m.Type, m.Data)
-		}
-		if m.Op == "event" && m.Type == "extenUpdate" && strings.Contains(string(m.Data), `"exten":"site2:202"`) && strings.Contains(string(m.Data), "trunk") {
-			break
+	// rita and the site2 subscription got none of the default PBX's
+	// call, and site2's SIPp call.
+	for who, c := range map[string]*ws.Client{"rita": rc, "site2's subscription": oc} {
+		for {
+			m, err := c.Next(rctx)
+			if err != nil {
+				t.Fatalf("%s: %v", who, err)
+			}
+			if m.Op == "event" && m.Type != "pbxStatus" && !strings.Contains(string(m.Data), `"site2:`) {
+				t.Fatalf("%s got the default PBX's %s: %s", who, m.Type, m.Data)
+			}
+			if m.Op == "event" && m.Type == "extenUpdate" && strings.Contains(string(m.Data), `"exten":"site2:202"`) && strings.Contains(string(m.Data), "trunk") {
+				break
+			}
 		}
 	}
 	if code, body := ad.do("GET", "/astproxy/trunks?pbx=site2", ""); code != http.StatusOK || !strings.Contains(body, `"site2:trunk":{"name":"site2:trunk"`) {
