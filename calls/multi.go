@@ -122,7 +122,8 @@ func NewMulti(feedSize int, names []string, srcs []Source) *Multi {
 	m := &Multi{pub: newPublished(), feed: newFeed(feedSize)}
 	empty := &Snapshot{queue: &coll{}, park: &coll{}, trunk: &coll{}, conf: &coll{}}
 	for i, s := range srcs {
-		ms := &multiSrc{name: names[i], src: s, last: empty}
+		// Notifications from before the Multi are not news.
+		ms := &multiSrc{name: names[i], src: s, last: empty, seq: s.Snapshot().Seq}
 		m.srcs = append(m.srcs, ms)
 	}
 	m.snap.Store(m.snapshot(0, 0))
@@ -152,8 +153,13 @@ func (m *Multi) Sync(i int) *Snapshot {
 	old := src.last
 	src.last = cur
 	var events []Change
-	if cur.Seq != src.seq {
+	if cur.Seq > src.seq {
 		events, _ = src.src.Feed().Since(src.seq) // gone: only notifications are lost
+		// The feed may already hold the next publish's changes, whose
+		// snapshot is not stored yet: they are the next Sync's.
+		for len(events) > 0 && events[len(events)-1].Seq > cur.Seq {
+			events = events[:len(events)-1]
+		}
 		src.seq = cur.Seq
 	}
 	p := &m.pub

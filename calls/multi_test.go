@@ -227,3 +227,33 @@ func TestSplitID(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiFeedAheadOfSnapshot: an engine appends to its feed just before
+// it stores the snapshot; a Sync in between must leave those changes to
+// the next Sync, not send them twice.
+func TestMultiFeedAheadOfSnapshot(t *testing.T) {
+	now := time.Unix(1796028439, 0)
+	p := newTwoPBXs(func() time.Time { return now })
+	seq := p.m.Feed().LastSeq()
+	p.b.SetLink(LinkDown)
+	p.b.Publish()
+	ring := `{"exten":"201","callerNum":"202","callerName":"","queue":"","convid":"PJSIP/202-1>PJSIP/201-2","phonebookName":""}`
+	p.b.feed.append([]Change{{Type: "extenRinging", Key: "201", Data: []byte(ring), At: now.UnixMilli()}})
+	p.m.Sync(1) // sees the down snapshot; the ringing is past it
+	p.b.SetLink(LinkLive)
+	p.b.Publish()
+	p.m.Sync(1)
+	cs, _ := p.m.Feed().Since(seq)
+	n := 0
+	for _, c := range cs {
+		if c.Type == "extenRinging" {
+			n++
+			if c.Key != "site2:201" || !strings.Contains(string(c.Data), `"convid":"site2:PJSIP/202-1>PJSIP/201-2"`) || !strings.HasSuffix(string(c.Data), `,"pbx":"site2"}`) {
+				t.Errorf("ringing %s %s", c.Key, c.Data)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d extenRinging in the combined feed, want 1: %+v", n, cs)
+	}
+}
