@@ -3,8 +3,9 @@ package auth
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"strconv"
 	"strings"
+
+	"github.com/ctibridge/ctibridge/calls"
 )
 
 // Opaque names. A channel name can hold a number (a Local channel is named
@@ -27,6 +28,14 @@ var opaqueKey = func() (k [32]byte) {
 	return k
 }()
 
+// Opaquer writes opaque channel names; it is the calls.Opaquer the engine
+// encodes the NumbersHidden class with (cmd/ctibridge sets
+// calls.Config.Opaque to it).
+type Opaquer struct{}
+
+// AppendChannel appends the opaque name of channel name.
+func (Opaquer) AppendChannel(b []byte, name string) []byte { return appendOpaqueChannel(b, name) }
+
 // OpaqueChannel is the opaque name of channel name ("" stays "").
 func OpaqueChannel(name string) string {
 	return string(appendOpaqueChannel(nil, name))
@@ -35,23 +44,13 @@ func OpaqueChannel(name string) string {
 // OpaqueConvID is the opaque form of a conversation id "<caller
 // channel>><callee channel>": each side by OpaqueChannel, the ">" kept.
 func OpaqueConvID(id string) string {
-	return string(appendOpaqueConvID(nil, id))
+	return string(calls.AppendOpaqueConvID(nil, Opaquer{}, id))
 }
 
 // IsOpaque reports whether s is an opaque channel name or conversation id
 // (as a client may send it back in an action).
 func IsOpaque(s string) bool {
 	return strings.HasPrefix(s, opaquePrefix) || strings.HasPrefix(s, ">"+opaquePrefix)
-}
-
-func appendOpaqueConvID(b []byte, id string) []byte {
-	caller, callee, ok := strings.Cut(id, ">")
-	b = appendOpaqueChannel(b, caller)
-	if !ok {
-		return b
-	}
-	b = append(b, '>')
-	return appendOpaqueChannel(b, callee)
 }
 
 // appendOpaqueChannel appends "~" and 20 hex digits (80 bits of a keyed
@@ -71,18 +70,4 @@ func appendOpaqueChannel(b []byte, name string) []byte {
 		b = append(b, hex[c>>4], hex[c&0xf])
 	}
 	return b
-}
-
-// unquote decodes a raw JSON string (quotes included) as the calls
-// encoder writes it.
-func unquote(raw []byte) (string, bool) {
-	if len(raw) < 2 {
-		return "", false
-	}
-	in := raw[1 : len(raw)-1]
-	if !strings.ContainsRune(string(in), '\\') {
-		return string(in), true
-	}
-	s, err := strconv.Unquote(string(raw))
-	return s, err == nil
 }

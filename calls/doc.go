@@ -36,11 +36,24 @@
 //   - Publish ends a batch: it re-derives what the batch touched, encodes
 //     only entities whose value changed, appends one Change per changed
 //     entity to the Feed and stores a new Snapshot in an atomic pointer.
+//   - Every entity is encoded once per visibility class (Class, class.go):
+//     Full at Publish, NumbersHidden (the other party's numbers and names
+//     blank, channel names and conversation ids by Config.Opaque's opaque
+//     names) at most once, on first need, field by field in the same
+//     encoders (json.go). The Snapshot and the Feed's Change hand out
+//     either (ExtensionJSONAs, QueuesJSONAs, Change.JSON, ...), the
+//     extensions collection for a reader who sees some extensions in full
+//     as the hidden pieces cut around those (ExtensionsFor), a room for a
+//     reader who sees some members (ConferenceJSONFor). Readers (rest, ws)
+//     pick bytes; none parses or rewrites JSON.
 //   - Multi (multi.go) merges several engines, one per PBX, into one
 //     combined Snapshot and Feed: the default PBX's ids and bytes as they
-//     are, a named PBX's ids qualified "site2:201" (QualifyID, SplitID)
-//     and its objects marked "pbx":"site2". Sync diffs an engine's latest
-//     snapshot against the one merged before, so it costs what changed.
+//     are (its entities' NumbersHidden bytes are the engine's own), a
+//     named PBX's ids qualified "site2:201" (QualifyID, SplitID) and its
+//     objects marked "pbx":"site2" in both classes (its NumbersHidden
+//     bytes are made lazily from the qualified value, conversation ids
+//     opaque as the combined ids). Sync diffs an engine's latest snapshot
+//     against the one merged before, so it costs what changed.
 //   - RefreshDurations, called by the link owner once a second, re-encodes
 //     the extensions and trunks holding an answered conversation so their
 //     "duration" is never more than about a second old, and stores a new
@@ -105,7 +118,12 @@
 // and encodes only what differs. Snapshot.Extensions is an ExtensionMap, a
 // tree of small shards shared between snapshots: a Publish copies the
 // shards it changes, not the map. Collection JSON is assembled lazily, once
-// per snapshot that changed it and was asked for it; the extensions' is
+// per class and snapshot that changed it and was asked for it; a changed
+// entity costs two allocations besides its JSON (its ent: value, bytes
+// and the hidden class's sync.Once; and the handle its feed Change holds,
+// cut when the entity changes again so the feed retains no superseded
+// values), fewer than the two maps per shard it replaced, and nothing
+// more while no reader asks for the hidden class; the extensions' is
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
 // re-encoding its piece only, so REST writes the pieces as they are.
 // BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000

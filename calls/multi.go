@@ -120,7 +120,7 @@ type multiSrc struct {
 // The first Snapshot holds what the sources held when it was called.
 func NewMulti(feedSize int, names []string, srcs []Source) *Multi {
 	m := &Multi{pub: newPublished(), feed: newFeed(feedSize)}
-	empty := &Snapshot{queue: &coll{}, park: &coll{}, trunk: &coll{}, conf: &coll{}}
+	empty := &Snapshot{queue: newColl[Queue](), park: newColl[Parking](), trunk: newColl[Trunk](), conf: newColl[Conference]()}
 	for i, s := range srcs {
 		// Notifications from before the Multi are not news.
 		ms := &multiSrc{name: names[i], src: s, last: empty, seq: s.Snapshot().Seq}
@@ -169,11 +169,7 @@ func (m *Multi) Sync(i int) *Snapshot {
 	ch = src.events(ch, events, cur, "userPresenceUpdate")
 	ch = m.mergeExts(ch, src, old, cur)
 	ch = src.events(ch, events, cur, "extenRinging")
-	ch = m.mergeColl(ch, src, old, cur, "queueUpdate")
-	ch = src.events(ch, events, cur, "queueMemberUpdate")
-	ch = m.mergeColl(ch, src, old, cur, "parkingUpdate")
-	ch = m.mergeColl(ch, src, old, cur, "trunkUpdate")
-	ch = m.mergeColl(ch, src, old, cur, "conferenceUpdate")
+	ch = m.mergeColls(ch, src, events, old, cur)
 	statusChanged := old.Link != cur.Link || old.Since != cur.Since
 	if len(ch) == 0 && !statusChanged && !p.exts.changed() && !p.trunkCopied {
 		m.changes = ch
@@ -256,11 +252,8 @@ func appendMultiStatus(b []byte, s *Snapshot) []byte {
 	return append(b, '}', '}')
 }
 
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// mergeExts takes the extensions whose bytes changed between old and cur.
+// mergeExts takes the extensions the engine re-encoded between old and
+// cur (a new entity: the same pointer is the same bytes).
 func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Change {
 	o, c := old.Extensions.root, cur.Extensions.root
 	if o == c || c == nil {
@@ -283,27 +276,40 @@ func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Chan
 			if cs == nil || cs == os {
 				continue
 			}
-			for k, b := range cs.json {
-				if os == nil || !sameBytes(os.json[k], b) {
+			for k, x := range cs.ents {
+				if os == nil || os.ents[k] != x {
 					keys = append(keys, k)
 				}
 			}
 		}
 	}
 	slices.Sort(keys)
+	p := &m.pub
 	for _, k := range keys {
-		v, b := cur.Extensions.Get(k), cur.Extensions.json(k)
 		qk := QualifyID(src.name, k)
-		if src.name != "" {
-			v = src.qualifyExt(v)
-			b = appendExtension(make([]byte, 0, len(b)+len(src.name)*8+16), &v, cur.At)
+		was := p.exts.cur.ent(qk)
+		x := wrap(src, cur.Extensions.ent(k), src.qualifyExt, appendExtension)
+		if durationOnly(old, cur, k) {
+			p.setExt(qk, was.refreshed(x)) // no feed change, as in the engine
+			continue
 		}
-		m.pub.setExt(qk, v, b)
-		if !durationOnly(old, cur, k) {
-			ch = append(ch, Change{Type: "extenUpdate", Key: qk, Data: b, At: cur.At})
-		}
+		p.setExt(qk, x)
+		ch = append(ch, Change{Type: "extenUpdate", Key: qk, Data: x.full, At: cur.At, ent: x.announce(was)})
 	}
 	return ch
+}
+
+// wrap is the engine's entity x as the combined state holds it: for the
+// default PBX its value and bytes as they are (the NumbersHidden ones
+// shared through from), for a named PBX the qualified value encoded anew,
+// in full now and, on first need, in NumbersHidden by the engine's
+// Opaquer: qualified ids, opaque conversation ids and blank numbers as
+// the default PBX's. The Multi owns it (its feed handle is the Multi's).
+func wrap[V any](src *multiSrc, x *ent[V], qualify func(V) V, encode encoder[V]) *ent[V] {
+	if src.name == "" {
+		return &ent[V]{v: x.v, full: x.full, at: x.at, encode: encode, op: x.op, from: x}
+	}
+	return newEnt(qualify(x.v), x.at, x.op, encode, len(x.full)+len(src.name)*8+16)
 }
 
 // durationOnly reports whether extension k changed only by a duration
@@ -317,82 +323,138 @@ func durationOnly(old, cur *Snapshot, k string) bool {
 	return extEqual(&a, &b)
 }
 
-// mergeColl takes the queues, parkings, trunks or conferences whose bytes
-// changed between old and cur (conferences may be removed).
-func (m *Multi) mergeColl(ch []Change, src *multiSrc, old, cur *Snapshot, typ string) []Change {
-	o, c := collOf(old, typ), collOf(cur, typ)
+// collMerge is how Sync merges one collection of type V.
+type collMerge[V any] struct {
+	typ     string
+	of      func(*Snapshot) *coll[V]
+	mine    func() *coll[V]           // the Multi's, as being published
+	set     func(k string, x *ent[V]) // x nil: removed (conferences)
+	qualify func(V) V
+	encode  encoder[V]
+	refresh func(k string) bool // a duration refresh only; nil: none
+	gone    func(k string) V    // the value announcing a removal; nil: none
+}
+
+// mergeColl takes the entities of a collection the engine re-encoded
+// between old and cur, and those it removed when cm.gone says how to
+// announce it.
+func mergeColl[V any](ch []Change, src *multiSrc, old, cur *Snapshot, cm collMerge[V]) []Change {
+	o, c := cm.of(old), cm.of(cur)
 	if o == c || c == nil {
 		return ch
 	}
 	var keys []string
-	for k, b := range c.json {
-		if !sameBytes(o.json[k], b) {
+	for k, x := range c.ents {
+		if o.ents[k] != x {
 			keys = append(keys, k)
 		}
 	}
-	for k := range o.json {
-		if _, ok := c.json[k]; !ok {
-			keys = append(keys, k)
+	if cm.gone != nil {
+		for k := range o.ents {
+			if _, ok := c.ents[k]; !ok {
+				keys = append(keys, k)
+			}
 		}
 	}
 	slices.Sort(keys)
-	p := &m.pub
 	for _, k := range keys {
 		qk := QualifyID(src.name, k)
-		b, gone := c.json[k], false
-		switch typ {
-		case "queueUpdate":
-			v := src.qualifyQueue(cur.Queues[k])
-			b = src.encode(b, func(b []byte) []byte { return appendQueue(b, &v) })
-			p.setQueue(qk, v, b)
-		case "parkingUpdate":
-			v := src.qualifyParking(cur.Parkings[k])
-			b = src.encode(b, func(b []byte) []byte { return appendParking(b, &v) })
-			p.setPark(qk, v, b)
-		case "trunkUpdate":
-			v := src.qualifyTrunk(cur.Trunks[k])
-			b = src.encode(b, func(b []byte) []byte { return appendTrunk(b, &v, cur.At) })
-			p.setTrunk(qk, v, b)
-			if was, ok := old.Trunks[k]; ok && trunkEqual(&was, ptr(cur.Trunks[k])) {
-				continue // a duration refresh: no feed change, as in the engine
+		was := cm.mine().ents[qk]
+		var x *ent[V]
+		if y := c.ents[k]; y != nil {
+			x = wrap(src, y, cm.qualify, cm.encode)
+			if cm.refresh != nil && cm.refresh(k) {
+				cm.set(qk, was.refreshed(x)) // no feed change, as in the engine
+				continue
 			}
-		case "conferenceUpdate":
-			v, ok := cur.Conferences[k]
-			if gone = !ok; gone {
-				v = Conference{ID: k}
-			}
-			v = src.qualifyConf(v, cur)
-			b = src.encode(b, func(b []byte) []byte { return appendConference(b, &v) })
-			if gone {
-				p.setConf(qk, nil, nil)
-			} else {
-				p.setConf(qk, &v, b)
-			}
+			cm.set(qk, x)
+		} else {
+			x = newEnt(cm.qualify(cm.gone(k)), cur.At, o.ents[k].op, cm.encode, 32)
+			cm.set(qk, nil)
 		}
-		ch = append(ch, Change{Type: typ, Key: qk, Data: b, At: cur.At})
+		var cl classed = x // a conferenceUpdate carries its room (Change.Conference)
+		if cm.gone == nil {
+			cl = x.announce(was)
+		}
+		ch = append(ch, Change{Type: cm.typ, Key: qk, Data: x.full, At: cur.At, ent: cl})
 	}
 	return ch
 }
 
-func ptr[T any](v T) *T { return &v }
-
-func collOf(s *Snapshot, typ string) *coll {
-	switch typ {
-	case "queueUpdate":
-		return s.queue
-	case "parkingUpdate":
-		return s.park
-	case "trunkUpdate":
-		return s.trunk
-	}
-	return s.conf
+// mergeColls merges the queues (then the engine's queueMemberUpdate
+// notifications), parkings, trunks and conferences.
+func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur *Snapshot) []Change {
+	p := &m.pub
+	ch = mergeColl(ch, src, old, cur, collMerge[Queue]{typ: "queueUpdate",
+		of: func(s *Snapshot) *coll[Queue] { return s.queue }, mine: func() *coll[Queue] { return p.queue },
+		set: p.setQueue, qualify: src.qualifyQueue, encode: appendQueue})
+	ch = src.events(ch, events, cur, "queueMemberUpdate")
+	ch = mergeColl(ch, src, old, cur, collMerge[Parking]{typ: "parkingUpdate",
+		of: func(s *Snapshot) *coll[Parking] { return s.park }, mine: func() *coll[Parking] { return p.park },
+		set: p.setPark, qualify: src.qualifyParking, encode: appendParking})
+	ch = mergeColl(ch, src, old, cur, collMerge[Trunk]{typ: "trunkUpdate",
+		of: func(s *Snapshot) *coll[Trunk] { return s.trunk }, mine: func() *coll[Trunk] { return p.trunk },
+		set: p.setTrunk, qualify: src.qualifyTrunk, encode: appendTrunk,
+		refresh: func(k string) bool {
+			was, ok := old.Trunks[k]
+			now := cur.Trunks[k]
+			return ok && trunkEqual(&was, &now)
+		}})
+	return mergeColl(ch, src, old, cur, collMerge[Conference]{typ: "conferenceUpdate",
+		of: func(s *Snapshot) *coll[Conference] { return s.conf }, mine: func() *coll[Conference] { return p.conf },
+		set:     p.setConf,
+		qualify: func(v Conference) Conference { return src.qualifyConf(v, cur) },
+		encode:  appendConference,
+		gone:    func(k string) Conference { return Conference{ID: k} }})
 }
 
-// encode is b for the default PBX, the qualified value's encoding for a
-// named one.
-func (src *multiSrc) encode(b []byte, enc func([]byte) []byte) []byte {
-	if src.name == "" && b != nil {
-		return b
+// Collection names a collection for Snapshot.CollectionWhere.
+type Collection uint8
+
+const (
+	CollExtensions Collection = iota
+	CollQueues
+	CollParkings
+	CollTrunks
+)
+
+// CollectionWhere is collection c's JSON, {"key":{...},...} in key order,
+// of the entities keep keeps, each in the class class gives for its key:
+// a part of the combined state (a ?pbx= read, a reader limited to some
+// PBXs) as a filtered reader sees the whole. The entities' bytes are
+// picked, never rewritten; the result is made per call, for the caller to
+// keep.
+func (s *Snapshot) CollectionWhere(c Collection, keep func(key string) bool, class func(key string) Class) []byte {
+	switch c {
+	case CollExtensions:
+		return appendWhere(s.Extensions.keys, s.Extensions.ent, keep, class)
+	case CollQueues:
+		return collWhere(s.queue, keep, class)
+	case CollParkings:
+		return collWhere(s.park, keep, class)
+	case CollTrunks:
+		return collWhere(s.trunk, keep, class)
 	}
-	return enc(make([]byte, 0, len(b)+64))
+	return []byte("{}")
+}
+
+func collWhere[V any](c *coll[V], keep func(string) bool, class func(string) Class) []byte {
+	return appendWhere(sortedKeys(c.ents), func(k string) *ent[V] { return c.ents[k] }, keep, class)
+}
+
+func appendWhere[V any](keys []string, get func(string) *ent[V], keep func(string) bool, class func(string) Class) []byte {
+	b := append(make([]byte, 0, 4096), '{')
+	n := 0
+	for _, k := range keys {
+		if !keep(k) {
+			continue
+		}
+		if n++; n > 1 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = append(b, get(k).json(class(k))...)
+	}
+	return append(b, '}')
 }

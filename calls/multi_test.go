@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,9 @@ type twoPBXs struct {
 }
 
 func newTwoPBXs(now func() time.Time) *twoPBXs {
-	a, b := New(testConfig(now)), New(testConfig(now))
+	cfg := testConfig(now)
+	cfg.Opaque = testOpaquer{}
+	a, b := New(cfg), New(cfg)
 	a.SetLink(LinkLive)
 	b.SetLink(LinkLive)
 	a.Publish()
@@ -44,7 +47,7 @@ func unqualify(t *testing.T, v any, parent string) any {
 			if k == "pbx" && x == "site2" {
 				continue
 			}
-			if (parent == "conversations" || parent == "members") && !strings.HasPrefix(k, "site2:") {
+			if (parent == "conversations" || parent == "members") && !strings.HasPrefix(k, "site2:") && !strings.Contains(k, "~op") {
 				t.Errorf("%s key %q not qualified", parent, k)
 			}
 			if s, ok := x.(string); ok && qualified[k] && s != "" && !strings.HasPrefix(s, "site2:") {
@@ -79,13 +82,17 @@ func (p *twoPBXs) checkCombined(t *testing.T, label string) {
 	type pair struct {
 		one func(*Snapshot, string) []byte
 		all func(*Snapshot) []byte
+		as  func(*Snapshot, string, Class) []byte
+	}
+	hidConf := func(s *Snapshot, k string, _ Class) []byte {
+		return s.ConferenceJSONFor(k, func(string) bool { return false })
 	}
 	for name, f := range map[string]pair{
-		"extensions":  {(*Snapshot).ExtensionJSON, (*Snapshot).ExtensionsJSON},
-		"queues":      {(*Snapshot).QueueJSON, (*Snapshot).QueuesJSON},
-		"parkings":    {(*Snapshot).ParkingJSON, (*Snapshot).ParkingsJSON},
-		"trunks":      {(*Snapshot).TrunkJSON, (*Snapshot).TrunksJSON},
-		"conferences": {(*Snapshot).ConferenceJSON, (*Snapshot).ConferencesJSON},
+		"extensions":  {(*Snapshot).ExtensionJSON, (*Snapshot).ExtensionsJSON, (*Snapshot).ExtensionJSONAs},
+		"queues":      {(*Snapshot).QueueJSON, (*Snapshot).QueuesJSON, (*Snapshot).QueueJSONAs},
+		"parkings":    {(*Snapshot).ParkingJSON, (*Snapshot).ParkingsJSON, (*Snapshot).ParkingJSONAs},
+		"trunks":      {(*Snapshot).TrunkJSON, (*Snapshot).TrunksJSON, (*Snapshot).TrunkJSONAs},
+		"conferences": {(*Snapshot).ConferenceJSON, (*Snapshot).ConferencesJSON, hidConf},
 	} {
 		all := decodeJSON(t, f.all(a)).(map[string]any)
 		comb := decodeJSON(t, f.all(s)).(map[string]any)
@@ -103,7 +110,39 @@ func (p *twoPBXs) checkCombined(t *testing.T, label string) {
 			if got, want := unqualify(t, decodeJSON(t, q), name), decodeJSON(t, f.one(a, k)); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s: %s site2:%s is not site2's %s qualified:\n got %s\nwant %s", label, name, k, k, q, f.one(a, k))
 			}
+			p.checkHidden(t, label+": "+name+" "+k, f.as(s, k, NumbersHidden), f.as(a, k, NumbersHidden), f.as(s, "site2:"+k, NumbersHidden), name != "conferences")
 		}
+	}
+}
+
+// opaqueRE matches testOpaquer's names: the length they carry differs
+// between a bare and a qualified channel name.
+var opaqueRE = regexp.MustCompile(`~op-[0-9]+`)
+
+// checkHidden holds an entity's NumbersHidden bytes in the combined
+// snapshot against the engine's: the default PBX's the engine's own (the
+// same bytes, not a copy, when shared is true), site2's the engine's
+// hidden bytes qualified, with "pbx" and opaque conversation ids and
+// channels (never a number the engine's hidden class blanks).
+func (p *twoPBXs) checkHidden(t *testing.T, label string, def, eng, site2 []byte, shared bool) {
+	t.Helper()
+	if !bytes.Equal(def, eng) {
+		t.Fatalf("%s: default PBX's hidden bytes changed:\n got %s\nwant %s", label, def, eng)
+	}
+	if shared && len(def) > 0 && &def[0] != &eng[0] {
+		t.Fatalf("%s: default PBX's hidden bytes made again, not the engine's", label)
+	}
+	if !bytes.Contains(site2, []byte(`"pbx":"site2"`)) {
+		t.Fatalf("%s: site2's hidden bytes have no pbx: %s", label, site2)
+	}
+	mask := func(b []byte) []byte { return opaqueRE.ReplaceAll(b, []byte("~op")) }
+	// A conversation id with no caller channel (">PJSIP/202-…") is
+	// qualified "site2:>PJSIP/202-…": its caller side is "site2:", whose
+	// opaque name testOpaquer writes ~op-6 (auth.OpaqueConvID of the
+	// combined id, as rest resolves it).
+	site2 = bytes.ReplaceAll(site2, []byte(`"~op-6>`), []byte(`">`))
+	if got, want := unqualify(t, decodeJSON(t, mask(site2)), ""), decodeJSON(t, mask(eng)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: site2's hidden bytes are not the engine's qualified:\n got %s\nwant %s", label, site2, eng)
 	}
 }
 
@@ -164,6 +203,12 @@ func TestMultiMatchesEngines(t *testing.T) {
 				for _, c := range cm {
 					if c.Type != "pbxStatus" && strings.HasPrefix(c.Key, "site2:") && !bytes.Contains(c.Data, []byte(`"pbx":"site2"`)) && c.Type != "queueMemberUpdate" {
 						t.Fatalf("after #%d: %s %s has no pbx: %s", i, c.Type, c.Key, c.Data)
+					}
+					// A change still current leads to the snapshot's hidden bytes.
+					if s := p.m.Snapshot(); c.Type == "extenUpdate" && bytes.Equal(c.Data, s.ExtensionJSON(c.Key)) {
+						if got, want := c.JSON(NumbersHidden), s.ExtensionJSONAs(c.Key, NumbersHidden); !bytes.Equal(got, want) {
+							t.Fatalf("after #%d: %s's hidden change %s, the snapshot's %s", i, c.Key, got, want)
+						}
 					}
 				}
 			}

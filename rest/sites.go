@@ -3,6 +3,7 @@ package rest
 import (
 	"cmp"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -145,11 +146,11 @@ func (h *handler) byPBX(res resource, next endpoint) endpoint {
 			return next(w, r, u)
 		}
 		pbx, only := "", "*"
-		if name, ok := r.URL.Query()["pbx"]; ok {
-			if len(name) != 1 || name[0] != calls.DefaultPBXName && !h.known(name[0]) || !u.SeesPBX(name[0]) {
+		if name, n := pbxParam(r.URL.RawQuery); n > 0 {
+			if n != 1 || name != calls.DefaultPBXName && !h.known(name) || !u.SeesPBX(name) {
 				return writeError(w, h.log, r, notFound("no PBX named %q (known: %s and the named ones in GET /astproxy/status)", name, calls.DefaultPBXName))
 			}
-			if only = name[0]; only != calls.DefaultPBXName {
+			if only = name; only != calls.DefaultPBXName {
 				pbx = only
 			}
 		} else if !u.PBXLimited() {
@@ -157,16 +158,35 @@ func (h *handler) byPBX(res resource, next endpoint) endpoint {
 		}
 		vc := h.current()
 		v := auth.ViewOf(u)
-		key := pbxCacheKey{res, only + "|" + strings.Join(u.PBXs, ","), v.Key()}
+		key := pbxCacheKey{res, only, strings.Join(u.PBXs, ","), v.Key()}
 		e := h.byPBXs.get(vc.snap.Version, key, func() *entry {
 			keep := func(k string) bool {
 				p, _ := calls.SplitID(k, h.known)
 				return (only == "*" || p == pbx) && u.SeesPBX(p)
 			}
-			return newEntry(h.filterCollection(vc.snap, v, res, keep))
+			return newEntry(pbxCollection(vc.snap, v, res, keep))
 		})
 		return h.write(w, r, vc, e)
 	}
+}
+
+// pbxCollection is collection res of s with the entities keep keeps,
+// each in the class v shows it in (auth.View.Class: an extension by its
+// own, the others by the calls no extension owns), so a filtered user's
+// ?pbx= read blanks what the same user's whole-collection read blanks.
+// The bytes are the engine's, picked (calls.Snapshot.CollectionWhere);
+// the caller caches the body per snapshot version.
+func pbxCollection(s *calls.Snapshot, v auth.View, res resource, keep func(string) bool) []byte {
+	class := func(string) calls.Class { return v.Class("") }
+	if res == resExtensions {
+		class = v.Class
+	}
+	return s.CollectionWhere(collOf[res], keep, class)
+}
+
+var collOf = [...]calls.Collection{
+	resExtensions: calls.CollExtensions, resQueues: calls.CollQueues,
+	resParkings: calls.CollParkings, resTrunks: calls.CollTrunks,
 }
 
 // seenID answers 404 for an entity (path value param) of a PBX the user
@@ -190,8 +210,27 @@ type pbxCache struct {
 }
 
 type pbxCacheKey struct {
-	res       resource
-	pbx, view string
+	res             resource
+	pbx, pbxs, view string // ?pbx= ("*": none), the user's PBXs, the view
+}
+
+// pbxParam is the value of the query's pbx parameter and how many there
+// are, read without allocating (url.Values would, on every request).
+// PBX names need no escaping; an escaped value is unescaped.
+func pbxParam(raw string) (name string, n int) {
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		if k, val, _ := strings.Cut(kv, "="); k == "pbx" {
+			name, n = val, n+1
+		}
+	}
+	if strings.ContainsAny(name, "%+") {
+		if u, err := url.QueryUnescape(name); err == nil {
+			name = u
+		}
+	}
+	return name, n
 }
 
 func (c *pbxCache) get(ver uint64, k pbxCacheKey, make func() *entry) *entry {

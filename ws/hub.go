@@ -136,8 +136,10 @@ var topicNames = map[string]uint8{
 // Concurrency: ServeHTTP, Close and Run may be called from any goroutine.
 // One goroutine (Run) reads the feed and queues frames; every client has
 // its own reader goroutine, started by ServeHTTP and waited for by Close,
-// and a flusher goroutine while something is queued for it. Run never
-// blocks on a client, and the engine never blocks on Run.
+// and a flusher goroutine while a write to it waits for its socket; the
+// fan-out's writes go through GOMAXPROCS writer goroutines (direct.go)
+// that Run starts. Run never blocks on a client, and the engine never
+// blocks on Run.
 type Hub struct {
 	// Immutable after NewHub.
 	cfg   Config
@@ -170,8 +172,7 @@ type Hub struct {
 	pace    bucket // client wake-ups (Config.WriteRate)
 	seen    map[entKey]struct{}
 	latest  []int
-	vc      verCache
-	memo    [numKinds]map[string]memo
+	writers *writers // direct writes of the fan-out (direct.go)
 }
 
 // NewHub returns a hub over the engine's state, authenticating with a.
@@ -245,9 +246,7 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 			http.Error(w, reason.Error(), status)
 		},
 	}
-	for k := range h.memo {
-		h.memo[k] = map[string]memo{}
-	}
+	h.writers = newWriters(h)
 	return h, nil
 }
 
@@ -293,6 +292,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	defer close(h.done)
 	defer h.goAway()
+	h.writers.start()
 	feed := h.state.Feed()
 	h.last = feed.LastSeq()
 	tick := time.NewTicker(h.cfg.PingInterval)

@@ -3,7 +3,6 @@ package ws
 import (
 	"cmp"
 	"errors"
-	"maps"
 	"slices"
 
 	"github.com/ctibridge/ctibridge/auth"
@@ -55,41 +54,37 @@ func checkPBXs(pbxs []string) error {
 }
 
 // pbxColl is collection k of s as c sees it: the entities of the PBXs it
-// sees, each redacted as its view wants. Made per client and snapshot:
-// limited users are few and snapshots rare (connect, resync).
+// sees, each in the class its view shows it in (as for a client not
+// limited: an extension by its own, the others by the calls no extension
+// owns), the engine's bytes picked (calls.Snapshot.CollectionWhere). Made
+// per client and snapshot: limited users are few and snapshots rare
+// (connect, resync).
 func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
-	u := c.user
-	v := auth.ViewOf(u)
-	var keys []string
-	var get func(string) []byte
+	v := auth.ViewOf(c.user)
+	unowned := func(string) calls.Class { return v.Class("") }
 	switch k {
 	case kindExt:
-		keys = s.Extensions.Keys()
-		get = func(x string) []byte { return v.Extension(x, s.ExtensionJSON(x)) }
+		return s.CollectionWhere(calls.CollExtensions, c.seesID, v.Class)
 	case kindQueue:
-		keys, get = slices.Sorted(maps.Keys(s.Queues)), func(x string) []byte { return v.Queue(s.QueueJSON(x)) }
+		return s.CollectionWhere(calls.CollQueues, c.seesID, unowned)
 	case kindPark:
-		keys, get = slices.Sorted(maps.Keys(s.Parkings)), func(x string) []byte { return v.Parking(s.ParkingJSON(x)) }
+		return s.CollectionWhere(calls.CollParkings, c.seesID, unowned)
 	case kindTrunk:
-		keys, get = slices.Sorted(maps.Keys(s.Trunks)), func(x string) []byte { return v.Trunk(s.TrunkJSON(x)) }
-	case kindPresence:
-		keys = s.Extensions.Keys()
-		get = func(x string) []byte {
-			ext := s.Extensions.Get(x)
-			return appendString(nil, calls.PresenceOf(&ext, ""))
-		}
+		return s.CollectionWhere(calls.CollTrunks, c.seesID, unowned)
 	}
+	// kindPresence: never hidden.
 	b := []byte{'{'}
-	for _, x := range keys {
+	for _, x := range s.Extensions.Keys() {
 		if !c.seesID(x) {
 			continue
 		}
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
+		ext := s.Extensions.Get(x)
 		b = appendString(b, x)
 		b = append(b, ':')
-		b = append(b, get(x)...)
+		b = appendString(b, calls.PresenceOf(&ext, ""))
 	}
 	return append(b, '}')
 }

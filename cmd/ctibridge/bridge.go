@@ -86,8 +86,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err != nil {
 		return nil, err
 	}
-	ecfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
-		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")}
+	ecfg := engineConfig(c, users, names, queueNumbers, st, log)
 	b.eng = calls.New(ecfg)
 	st.names.state.Store(b.eng)
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
@@ -370,4 +369,16 @@ func goOwn(run func(ctx context.Context)) *ownLifetime {
 func (l *ownLifetime) stop() {
 	l.cancel()
 	<-l.done
+}
+
+// engineConfig is the calls engine's configuration: the PBX's names, the
+// stores' name lookups, and auth's opaque channel names for the users
+// who may not see numbers (calls.Class NumbersHidden).
+func engineConfig(c serveConfig, users *auth.Users, names, queueNumbers map[string]string, st *stores, log *slog.Logger) calls.Config {
+	cfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names),
+		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Opaque: auth.Opaquer{}, Log: log.With("component", "calls")}
+	if st != nil {
+		cfg.NameLookup, cfg.RingLookup = st.Lookup, st.names.ring
+	}
+	return cfg
 }

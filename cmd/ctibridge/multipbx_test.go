@@ -96,8 +96,8 @@ func (c *apiClient) do(method, path, body string) (int, string) {
 }
 
 type restConv struct {
-	ID, Owner, PBX string
-	Connected      bool
+	ID, Owner, PBX, CounterpartNum string
+	Connected                      bool
 }
 
 type restExtension struct {
@@ -180,7 +180,8 @@ func TestTwoPBXs(t *testing.T) {
 		"  - {username: admin, role: admin, password_hash: \""+hash+"\"}\n"+
 		"  - {username: alice, password_hash: \""+hash+"\", endpoints: [\"201\"]}\n"+
 		"  - {username: sam, password_hash: \""+hash+"\", endpoints: [\"site2:201\"]}\n"+
-		"  - {username: rita, role: admin, pbxs: [site2], password_hash: \""+hash+"\"}\n")
+		"  - {username: rita, role: admin, pbxs: [site2], password_hash: \""+hash+"\"}\n"+
+		"  - {username: paul, pbxs: [site2], password_hash: \""+hash+"\"}\n")
 	admin, api := freeAddr(t), freeAddr(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": pbxsim.DefaultAMISecret, "CTIBRIDGE_USERS": users}
 	args := []string{"serve", "--ami", a.pbx.AMIAddr(), "--pbx", "site2=" + b.pbx.AMIAddr(), "--ami-user", pbxsim.DefaultAMIUser,
@@ -294,6 +295,18 @@ func TestTwoPBXs(t *testing.T) {
 		t.Fatalf("snapshot %s %v", snap.Extensions, err)
 	}
 
+	// alice may not see site2's calls: her WebSocket gets them hidden.
+	ac, err := ws.Dial(wctx, "ws://"+api+"/ws", alice.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	ac.Next(wctx) // hello
+	if err := ac.Subscribe("extensions"); err != nil {
+		t.Fatal(err)
+	}
+	ac.Next(wctx) // snapshot
+
 	// A call on site2, phone to phone: on site2's extensions only.
 	call, err := b.phones["201"].Call(wctx, "202")
 	if err != nil {
@@ -321,6 +334,46 @@ func TestTwoPBXs(t *testing.T) {
 			break
 		}
 	}
+	// Users who may not see site2's calls (alice, and paul, limited to
+	// site2) get them with the counterpart's number blank and the ids
+	// opaque, by REST (whole, ?pbx=, limited) and WebSocket (events, and a
+	// limited client's snapshot); the admin sees the number.
+	if cv := onlyConv(t, "admin", exts["site2:201"]); cv.CounterpartNum == "" {
+		t.Fatalf("the admin sees no number in site2's call: %+v", cv)
+	}
+	paul := login(t, base, "paul", "pw")
+	for who, m := range map[string]map[string]restExtension{
+		"alice": alice.extensions(""), "alice ?pbx=site2": alice.extensions("?pbx=site2"),
+		"paul": paul.extensions(""), "paul ?pbx=site2": paul.extensions("?pbx=site2"),
+	} {
+		hiddenSite2Call(t, who, m["site2:201"])
+	}
+	for {
+		m, err := ac.Next(wctx)
+		if err != nil {
+			t.Fatalf("alice: no event of site2:201's call: %v", err)
+		}
+		var x restExtension
+		if m.Op == "event" && m.Type == "extenUpdate" && json.Unmarshal(m.Data, &x) == nil && x.Exten == "site2:201" && len(x.Conversations) > 0 {
+			hiddenSite2Call(t, "alice's WebSocket", x)
+			break
+		}
+	}
+	pc, err := ws.Dial(wctx, "ws://"+api+"/ws", paul.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	pc.Next(wctx) // hello
+	if err := pc.Subscribe("extensions"); err != nil {
+		t.Fatal(err)
+	}
+	var pm map[string]restExtension
+	if snap, err := pc.Next(wctx); err != nil || json.Unmarshal(snap.Extensions, &pm) != nil {
+		t.Fatalf("paul's snapshot %s %v", snap.Extensions, err)
+	}
+	hiddenSite2Call(t, "paul's WebSocket snapshot", pm["site2:201"])
+
 	// A call on the default PBX, which rita must not be told of.
 	dcall, err := a.phones["201"].Call(wctx, "202")
 	if err != nil {
@@ -426,6 +479,29 @@ func TestTwoPBXs(t *testing.T) {
 	}
 	if code, body := sam.do("POST", "/astproxy/call", `{"number":"202"}`); code != http.StatusServiceUnavailable {
 		t.Errorf("a call on site2 while it is down: %d %s, want 503", code, body)
+	}
+}
+
+// onlyConv is x's one conversation.
+func onlyConv(t *testing.T, who string, x restExtension) restConv {
+	t.Helper()
+	if len(x.Conversations) != 1 {
+		t.Fatalf("%s: %s has %d conversations, want 1: %+v", who, x.Exten, len(x.Conversations), x)
+	}
+	for _, cv := range x.Conversations {
+		return cv
+	}
+	return restConv{}
+}
+
+// hiddenSite2Call checks site2:201's call as a user who may not see its
+// calls gets it: site2's, its conversation id opaque (key and id), the
+// counterpart's number blank.
+func hiddenSite2Call(t *testing.T, who string, x restExtension) {
+	t.Helper()
+	cv := onlyConv(t, who, x)
+	if x.PBX != "site2" || cv.PBX != "site2" || cv.Owner != "site2:201" || cv.CounterpartNum != "" || !auth.IsOpaque(cv.ID) || x.Conversations[cv.ID] != cv {
+		t.Fatalf("%s sees site2:201 %+v: want its call site2's, the id opaque, the number blank", who, x)
 	}
 }
 
