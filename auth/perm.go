@@ -170,9 +170,13 @@ func (u *User) ViewKey() string { return u.viewKey }
 // SeesConference reports whether u may see conference room, whose members
 // are on the extensions members yields: who sees calls no extension owns,
 // who may see the calls of the extension the room is named by, or of one
-// of its members. REST (from the model) and the WebSocket (from a
-// change's JSON) decide with it.
+// of its members; never a room of a PBX the user is not limited to
+// (User.PBXs). REST (from the model) and the WebSocket (from a change's
+// JSON) decide with it.
 func SeesConference(u *User, room string, members iter.Seq[string]) bool {
+	if !u.SeesID(room) {
+		return false // a PBX the user is not limited to (User.PBXs)
+	}
 	if Allowed(u, SeeCalls, "") || Allowed(u, SeeCalls, room) {
 		return true
 	}

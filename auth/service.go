@@ -181,7 +181,7 @@ func (s *Service) SetUsers(users *Users) int {
 // endpoints alters (an open WebSocket keeps the user it authenticated).
 func sameGrants(a, b *User) bool {
 	return a.PasswordHash == b.PasswordHash && a.Role == b.Role && a.caps == b.caps && slices.Equal(a.Endpoints, b.Endpoints) &&
-		slices.Equal(a.Groups, b.Groups) && slices.Equal(a.Permissions, b.Permissions) && a.viewKey == b.viewKey &&
+		slices.Equal(a.Groups, b.Groups) && slices.Equal(a.Permissions, b.Permissions) && slices.Equal(a.PBXs, b.PBXs) && a.viewKey == b.viewKey &&
 		slices.Equal(a.Scope(), b.Scope())
 }
 

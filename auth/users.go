@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ctibridge/ctibridge/calls"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -71,6 +73,9 @@ type User struct {
 	Groups       []string
 	Permissions  []string // extra permissions: PermOperatorPanel, ...
 	Cellphone    string   // the user's mobile number: presence "cellphone" forwards there
+	// PBXs, when set, are the only PBXs the user sees and acts on, when
+	// several are followed ("default" is the PBX of --ami); empty: all.
+	PBXs []string
 	// Profile names the user's capability set; "" means the profile named
 	// after its role ("user", "operator", "admin"). With a profile, Role
 	// is derived from it.
@@ -329,7 +334,7 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 			if err := u.setScalar(k.Value, v.Value, &role); err != nil {
 				return fail(v.Line, k.Value, "%v", err)
 			}
-		case "endpoints", "groups", "permissions":
+		case "endpoints", "groups", "permissions", "pbxs":
 			vals, err := stringList(v)
 			if err == nil {
 				err = u.setList(k.Value, vals)
@@ -338,7 +343,7 @@ func parseUser(file string, n *yaml.Node) (User, error) {
 				return fail(v.Line, k.Value, "%v", err)
 			}
 		default:
-			return fail(k.Line, k.Value, "unknown key (known: username, name, password_hash, role, profile, endpoints, groups, permissions, cellphone)")
+			return fail(k.Line, k.Value, "unknown key (known: username, name, password_hash, role, profile, endpoints, groups, permissions, cellphone, pbxs)")
 		}
 	}
 	if u.PasswordHash == "" {
@@ -400,6 +405,8 @@ func (u *User) setList(key string, vals []string) error {
 			err = CheckEndpoint(s)
 		case "groups":
 			err = checkName(s)
+		case "pbxs":
+			err = checkPBX(s)
 		case "permissions":
 			if !slices.Contains(knownPermissions, s) {
 				err = fmt.Errorf("unknown permission %q (known: %s)", s, strings.Join(knownPermissions, ", "))
@@ -416,6 +423,8 @@ func (u *User) setList(key string, vals []string) error {
 		u.Groups = vals
 	case "permissions":
 		u.Permissions = vals
+	case "pbxs":
+		u.PBXs = vals
 	}
 	return nil
 }
@@ -470,12 +479,18 @@ func checkCellphone(s string) error {
 // CheckEndpoint accepts an endpoint (extension) name: 1 to 64 characters
 // from [0-9A-Za-z_.+*#-]. It is what may safely be put in a channel name or
 // an AstDB key.
+//
+// An endpoint of a named PBX is qualified "site2:201" (ForPBX): a name of
+// a-z 0-9 - _ starting with a letter, a colon, the endpoint.
 func CheckEndpoint(s string) error {
 	if s == "" {
 		return errors.New("empty endpoint")
 	}
 	if len(s) > 64 {
 		return errors.New("endpoint longer than 64 bytes")
+	}
+	if pbx, local, ok := strings.Cut(s, string(calls.PBXSep)); ok && calls.CheckPBXName(pbx) == nil && local != "" {
+		s = local // then checked as any endpoint; any other colon is refused below
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -110,6 +110,9 @@ type ent[V any] struct {
 	once   sync.Once
 	hid    []byte
 	feed   *feedRef[V] // the handle of the entity's latest Change
+	// from is the engine's entity whose value and bytes these are (Multi,
+	// the default PBX): its NumbersHidden JSON is shared, not made again.
+	from *ent[V]
 }
 
 // feedRef is how a feed Change reaches its entity's NumbersHidden JSON.
@@ -156,6 +159,9 @@ func (x *ent[V]) json(c Class) []byte {
 	}
 	if c == Full {
 		return x.full
+	}
+	if x.from != nil {
+		return x.from.json(c)
 	}
 	x.once.Do(func() { x.hid = x.encode(make([]byte, 0, len(x.full)), &x.v, x.at, enc{hide: true, op: x.op}) })
 	return x.hid

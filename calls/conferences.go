@@ -18,6 +18,9 @@ type Conference struct {
 	ID     string
 	Locked bool
 	Users  map[string]ConfUser // by ConfUser.ID
+	// PBX names the PBX of a named site (Multi); "" for the default PBX,
+	// whose JSON has no "pbx" key.
+	PBX string
 }
 
 // ConfUser is a member of a conference.
@@ -294,7 +297,8 @@ func appendConferenceFor(b []byte, c *Conference, e enc, sees func(exten string)
 		b = appendIntField(b, "joinTime", u.JoinTime)
 		b = append(b, '}')
 	}
-	return append(b, '}', '}')
+	b = append(b, '}')
+	return append(appendPBX(b, c.PBX), '}')
 }
 
 func memberSeen(u *ConfUser, sees func(string) bool) bool {

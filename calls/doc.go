@@ -46,6 +46,14 @@
 //     as the hidden pieces cut around those (ExtensionsFor), a room for a
 //     reader who sees some members (ConferenceJSONFor). Readers (rest, ws)
 //     pick bytes; none parses or rewrites JSON.
+//   - Multi (multi.go) merges several engines, one per PBX, into one
+//     combined Snapshot and Feed: the default PBX's ids and bytes as they
+//     are (its entities' NumbersHidden bytes are the engine's own), a
+//     named PBX's ids qualified "site2:201" (QualifyID, SplitID) and its
+//     objects marked "pbx":"site2" in both classes (its NumbersHidden
+//     bytes are made lazily from the qualified value, conversation ids
+//     opaque as the combined ids). Sync diffs an engine's latest snapshot
+//     against the one merged before, so it costs what changed.
 //   - RefreshDurations, called by the link owner once a second, re-encodes
 //     the extensions and trunks holding an answered conversation so their
 //     "duration" is never more than about a second old, and stores a new

@@ -132,7 +132,7 @@ func appendConversation(b []byte, c *Conversation, nowMs int64, e enc) []byte {
 	b = appendStrField(b, "queueId", c.QueueID)
 	b = append(b, ',')
 	b = appendBoolField(b, "throughTrunk", c.ThroughTrunk)
-	return append(appendConvExtras(b, c, e), '}')
+	return append(appendPBX(appendConvExtras(b, c, e), c.PBX), '}')
 }
 
 // appendConvExtras writes the optional objects of a conversation, each
@@ -220,7 +220,7 @@ func appendExtension(b []byte, x *Extension, nowMs int64, e enc) []byte {
 		b = append(b, '}', ',')
 	}
 	b = appendConversations(appendKey(b, "conversations"), x.Conversations, nowMs, e)
-	return append(b, '}')
+	return append(appendPBX(b, x.PBX), '}')
 }
 
 func appendTrunk(b []byte, t *Trunk, nowMs int64, e enc) []byte {
@@ -234,7 +234,7 @@ func appendTrunk(b []byte, t *Trunk, nowMs int64, e enc) []byte {
 	b = appendStrField(b, "chanType", t.ChanType)
 	b = append(b, ',')
 	b = appendConversations(appendKey(b, "conversations"), t.Conversations, nowMs, e)
-	return append(b, '}')
+	return append(appendPBX(b, t.PBX), '}')
 }
 
 func appendMemberFields(b []byte, m *QueueMember) []byte {
@@ -321,7 +321,7 @@ func appendQueue(b []byte, q *Queue, _ int64, e enc) []byte {
 	b = appendIntField(b, "holdTime", int64(q.HoldTime))
 	b = append(b, ',')
 	b = appendIntField(b, "talkTime", int64(q.TalkTime))
-	return append(b, '}')
+	return append(appendPBX(b, q.PBX), '}')
 }
 
 // appendParking writes a parking space; at is unused.
@@ -349,7 +349,17 @@ func appendParking(b []byte, p *Parking, _ int64, e enc) []byte {
 		b = appendStrField(b, "parkedBy", c.ParkedBy)
 		b = append(b, '}')
 	}
-	return append(b, '}')
+	return append(appendPBX(b, p.PBX), '}')
+}
+
+// appendPBX writes ,"pbx":"site2" last in an object of a named PBX, and
+// nothing for the default PBX: its JSON stays as it was.
+func appendPBX(b []byte, pbx string) []byte {
+	if pbx == "" {
+		return b
+	}
+	b = append(b, ',')
+	return appendStrField(b, "pbx", pbx)
 }
 
 func appendStatus(b []byte, link LinkState, version uint64, since int64) []byte {

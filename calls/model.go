@@ -19,6 +19,9 @@ type Extension struct {
 	Context       string
 	Voicemail     *Voicemail              // nil when the PBX reports no mailbox for it
 	Conversations map[string]Conversation // by Conversation.ID
+	// PBX names the PBX of a named site (Multi); "" for the default PBX,
+	// whose JSON has no "pbx" key.
+	PBX string
 }
 
 // Conversation is one call leg of an extension or trunk, seen from its owner.
@@ -42,6 +45,9 @@ type Conversation struct {
 	// Extra is nil unless the conversation takes part in an attended
 	// transfer, is parked or is a spy session: rare, so kept out of line.
 	Extra *ConvExtra
+	// PBX names the PBX of a named site (Multi); "" for the default PBX,
+	// whose JSON has no "pbx" key.
+	PBX string
 }
 
 // ConvExtra holds what only some conversations carry; each part is zero
@@ -89,6 +95,9 @@ type Queue struct {
 	Abandoned      int
 	HoldTime       int // seconds, Asterisk's running average
 	TalkTime       int // seconds, Asterisk's running average
+	// PBX names the PBX of a named site (Multi); "" for the default PBX,
+	// whose JSON has no "pbx" key.
+	PBX string
 }
 
 // QueueMember is an agent of a queue.
@@ -119,6 +128,9 @@ type Parking struct {
 	Name         string
 	Timeout      int // seconds
 	ParkedCaller *ParkedCaller
+	// PBX names the PBX of a named site (Multi); "" for the default PBX,
+	// whose JSON has no "pbx" key.
+	PBX string
 }
 
 // ParkedCaller is who waits in a parking space.
@@ -137,6 +149,9 @@ type Trunk struct {
 	Registration  string // registered | unregistered | rejected | unmonitored
 	ChanType      string
 	Conversations map[string]Conversation
+	// PBX names the PBX of a named site (Multi); "" for the default PBX,
+	// whose JSON has no "pbx" key.
+	PBX string
 }
 
 func convsEqual(a, b map[string]Conversation) bool {

@@ -24,6 +24,9 @@ type Snapshot struct {
 	Trunks     map[string]Trunk   // by trunk name
 	// Conferences are the ConfBridge rooms in use, by room.
 	Conferences map[string]Conference
+	// PBXs is each PBX's link when several are followed (Multi), in the
+	// order they were configured; nil with one PBX.
+	PBXs []PBXState
 
 	extParts   [numClasses]*extPieces // ExtensionsParts, ExtensionsFor
 	extAll     *lazy                  // ExtensionsJSON

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -20,17 +21,24 @@ import (
 // action is one action route.
 type action struct {
 	name string
-	run  func(h *handler, w http.ResponseWriter, r *http.Request, u *auth.User) ([]ami.Message, error)
+	run  func(h *handler, w http.ResponseWriter, r *http.Request, u *auth.User) ([]ami.Message, target, error)
 }
 
 // act binds a request type to an action's planner.
+// With several PBXs, the request's ids say which PBX it goes to (route).
 func act[T any](name string, plan func(h *handler, u *auth.User, s *calls.Snapshot, req *T) ([]ami.Message, error)) action {
-	return action{name: name, run: func(h *handler, w http.ResponseWriter, r *http.Request, u *auth.User) ([]ami.Message, error) {
+	ids, conv := idFields(reflect.TypeFor[T]())
+	return action{name: name, run: func(h *handler, w http.ResponseWriter, r *http.Request, u *auth.User) ([]ami.Message, target, error) {
 		var req T
 		if err := decode(w, r, &req); err != nil {
-			return nil, err
+			return nil, target{}, err
 		}
-		return plan(h, u, h.state.Snapshot(), &req)
+		t, err := h.route(u, &req, ids, conv)
+		if err != nil {
+			return nil, t, err
+		}
+		msgs, err := plan(h, t.user, t.snap, &req)
+		return msgs, t, err
 	}}
 }
 
@@ -108,11 +116,11 @@ var actions = []action{
 // action returns the route handler of a.
 func (h *handler) action(a action) endpoint {
 	return func(w http.ResponseWriter, r *http.Request, u *auth.User) int {
-		msgs, err := a.run(h, w, r, u)
+		msgs, t, err := a.run(h, w, r, u)
 		if err != nil {
 			return writeError(w, h.log, r, err)
 		}
-		if h.pbx == nil {
+		if t.pbx == nil {
 			return writeError(w, h.log, r, ami.ErrNotConnected)
 		}
 		for _, m := range msgs {
@@ -124,13 +132,13 @@ func (h *handler) action(a action) endpoint {
 		}
 		for _, m := range msgs {
 			ctx, cancel := context.WithTimeout(r.Context(), h.cfg.ActionTimeout)
-			_, err := h.pbx.Do(ctx, m)
+			_, err := t.pbx.Do(ctx, m)
 			cancel()
 			if err != nil && !harmless(m, err) {
 				return writeError(w, h.log, r, err)
 			}
 		}
-		h.refreshAfter(msgs)
+		h.refreshAfter(t.refresh, msgs)
 		h.noteRecordings(msgs)
 		return writeJSON(w, http.StatusOK, struct{}{})
 	}

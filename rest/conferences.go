@@ -27,7 +27,7 @@ func confSees(u *auth.User, c *calls.Conference) bool {
 func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth.User) int {
 	vc := h.current()
 	s := vc.snap
-	if auth.ViewOf(u).Full() {
+	if auth.ViewOf(u).Full() && !u.PBXLimited() {
 		return h.write(w, r, vc, newEntry(s.ConferencesJSON()))
 	}
 	b := []byte{'{'}

@@ -25,7 +25,13 @@
 // it keeps no data of its own: the stores do. It never locks the engine:
 // it reads snapshots.
 //
+// Several PBXs (sites.go): with Config.Sites, State is the combined state
+// (calls.Multi); the collections take ?pbx= and leave out the PBXs a user
+// is not limited to (auth.User.PBXs), each entity's bytes of the user's
+// class picked (calls.Snapshot.CollectionWhere); an action is planned against the
+// engine of the PBX its ids name and sent through that PBX's client.
+//
 // Concurrency: the handler is safe for concurrent use; the
-// only shared mutable state is the per-version read cache, which is
-// replaced, never edited, when the snapshot changes.
+// only shared mutable state is the per-version read caches (the ?pbx=
+// one too), replaced, never edited, when the snapshot changes.
 package rest

@@ -50,6 +50,10 @@ type Config struct {
 	Auth  *auth.Service
 	State State
 	PBX   PBX
+	// Sites are the named PBXs when several are followed in one process;
+	// State is then the combined state (calls.Multi) and PBX the default
+	// PBX's client (sites.go).
+	Sites []Site
 
 	// DialPattern is the regular expression every number or extension
 	// given to an action must match (it becomes an AMI header). Default
@@ -116,6 +120,8 @@ type handler struct {
 	auth    *auth.Service
 	state   State
 	pbx     PBX
+	sites   map[string]Site // Config.Sites by name
+	byPBXs  pbxCache        // ?pbx= collections of the latest version
 	dial    *regexp.Regexp
 	metrics *Metrics
 	mux     *http.ServeMux
@@ -180,6 +186,18 @@ func newHandler(cfg Config) (*handler, error) {
 	h := &handler{
 		cfg: cfg, log: log.With("component", "rest"), auth: cfg.Auth, state: cfg.State, pbx: cfg.PBX,
 		dial: dial, metrics: cfg.Metrics, mux: http.NewServeMux(),
+	}
+	for _, s := range cfg.Sites {
+		if err := calls.CheckPBXName(s.Name); err != nil {
+			return nil, errors.New("rest: site: " + err.Error())
+		}
+		if _, dup := h.sites[s.Name]; dup || s.State == nil || s.PBX == nil {
+			return nil, errors.New("rest: site " + s.Name + " twice, or without State or PBX")
+		}
+		if h.sites == nil {
+			h.sites = map[string]Site{}
+		}
+		h.sites[s.Name] = s
 	}
 	h.register()
 	h.mux.HandleFunc("/", h.notFound)
@@ -282,13 +300,13 @@ func (h *handler) register() {
 	h.handle("GET /user/me", false, h.me)
 
 	h.handle("GET /astproxy/status", false, h.getStatus)
-	h.handle("GET /astproxy/extensions", false, h.getExtensions)
-	h.handle("GET /astproxy/extension/{exten}", false, h.getExtension)
+	h.handle("GET /astproxy/extensions", false, h.byPBX(resExtensions, h.getExtensions))
+	h.handle("GET /astproxy/extension/{exten}", false, h.seenID("exten", h.getExtension))
 	h.handle("GET /astproxy/conversations", false, h.getConversations)
-	h.handle("GET /astproxy/queues", false, h.getQueues)
-	h.handle("GET /astproxy/queue/{queue}", false, h.getQueue)
-	h.handle("GET /astproxy/parkings", false, h.getParkings)
-	h.handle("GET /astproxy/trunks", false, h.getTrunks)
+	h.handle("GET /astproxy/queues", false, h.byPBX(resQueues, h.getQueues))
+	h.handle("GET /astproxy/queue/{queue}", false, h.seenID("queue", h.getQueue))
+	h.handle("GET /astproxy/parkings", false, h.byPBX(resParkings, h.getParkings))
+	h.handle("GET /astproxy/trunks", false, h.byPBX(resTrunks, h.getTrunks))
 	h.handle("GET /astproxy/conferences", false, h.getConferences)
 	h.handle("GET /astproxy/conference/{endpoint}", false, h.getConference)
 

@@ -247,8 +247,8 @@ func cfActions(fam, ext, to string) []ami.Message {
 // refreshAfter asks the link to read back the AstDB keys an action wrote,
 // so every screen shows the change without waiting for the periodic
 // refresh (AstDB raises no event).
-func (h *handler) refreshAfter(msgs []ami.Message) {
-	if h.cfg.Refresh == nil {
+func (h *handler) refreshAfter(ref Refresher, msgs []ami.Message) {
+	if ref == nil {
 		return
 	}
 	var exts []string
@@ -256,7 +256,7 @@ func (h *handler) refreshAfter(msgs []ami.Message) {
 		a := m.Action()
 		if a == ami.ActionConfbridgeLock || a == ami.ActionConfbridgeUnlock {
 			// No event says a room was locked: read the rooms back.
-			if !h.cfg.Refresh.Refresh(ami.NewAction(ami.ActionConfbridgeListRooms)) {
+			if !ref.Refresh(ami.NewAction(ami.ActionConfbridgeListRooms)) {
 				h.log.Warn("refresh after an action dropped: the change shows at the next periodic refresh", "conference", m.Get("Conference"))
 			}
 			continue
@@ -269,7 +269,7 @@ func (h *handler) refreshAfter(msgs []ami.Message) {
 		}
 	}
 	for _, x := range exts {
-		if !h.cfg.Refresh.Refresh(calls.ForwardRefresh(x)...) {
+		if !ref.Refresh(calls.ForwardRefresh(x)...) {
 			h.log.Warn("refresh after an action dropped: the change shows at the next periodic refresh", "extension", x)
 		}
 	}

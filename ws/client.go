@@ -131,6 +131,12 @@ func (c *Client) Subscribe(topics ...string) error {
 	return c.send(map[string]any{"op": "subscribe", "topics": topics})
 }
 
+// SubscribePBXs is Subscribe limited to some PBXs ("default" for the PBX
+// of --ami), when several are followed.
+func (c *Client) SubscribePBXs(pbxs []string, topics ...string) error {
+	return c.send(map[string]any{"op": "subscribe", "topics": topics, "pbxs": pbxs})
+}
+
 // Resume subscribes asking for the events after seq since (the last one
 // applied) of the server epoch epoch; the server replays them after a
 // "resumed" message, or sends a snapshot when it no longer can.

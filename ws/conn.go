@@ -28,6 +28,7 @@ type conn struct {
 	// Owned by the hub goroutine.
 	slot       int // index in Hub.clients, -1 when not there
 	topics     uint8
+	pbxs       []string // the PBXs subscribed to (pbx.go); nil: all the user sees
 	subscribed bool
 	base       uint64 // changes up to this seq are in what was sent
 
@@ -57,6 +58,7 @@ type conn struct {
 // subReq is a client's subscribe: topics, and where to resume from.
 type subReq struct {
 	topics uint8
+	pbxs   []string
 	since  uint64
 	resume bool
 }

@@ -46,6 +46,12 @@
 // AMI actions (clients use REST for those), and it does not compress
 // (permessage-deflate would cost a compression per client per message).
 //
+// Several PBXs (pbx.go): a subscribe may name the PBXs it wants ("pbxs"),
+// and a user may be limited to some (auth.User.PBXs); the others'
+// entities are left out of the client's snapshots and events; what is
+// left is in the client's class, as for any client (the snapshot's
+// collections picked by calls.Snapshot.CollectionWhere).
+//
 // Concurrency: one goroutine (Hub.Run) reads the feed and queues frames;
 // it never blocks on a client. Each connection has a reader goroutine,
 // which ServeHTTP starts once the connection is upgraded (so that

@@ -108,6 +108,9 @@ func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
 // per class for every kind of user.
 func (h *Hub) frameFor(c *conn, p *prep) *frame {
 	u := c.user
+	if c.pbxLimited() && !seesPBX(c, p) {
+		return nil
+	}
 	var sees bool
 	switch p.kind {
 	case kindExt:

@@ -407,7 +407,7 @@ func (h *Hub) handle(m ctlMsg) {
 		if c.slot < 0 {
 			return // left already
 		}
-		c.topics = req.topics
+		c.topics, c.pbxs = req.topics, req.pbxs
 		c.subscribed = true
 		if req.resume && h.resume(c, req.since) {
 			return

@@ -165,6 +165,7 @@ type clientMsg struct {
 	Op     string   `json:"op"`
 	Token  string   `json:"token"`
 	Topics []string `json:"topics"`
+	PBXs   []string `json:"pbxs"`
 	Since  *uint64  `json:"since"`
 	Epoch  string   `json:"epoch"`
 }
@@ -325,7 +326,11 @@ func (c *conn) handle(m clientMsg) {
 			c.closeWith(CloseProtocolError, "no topics (known: extensions, queues, parkings, trunks, me, presence)", "protocol", false)
 			return
 		}
-		req := subReq{topics: topics}
+		if err := checkPBXs(m.PBXs); err != nil {
+			c.closeWith(CloseProtocolError, err.Error(), "protocol", false)
+			return
+		}
+		req := subReq{topics: topics, pbxs: m.PBXs}
 		if m.Since != nil && m.Epoch == h.epoch {
 			req.since, req.resume = *m.Since, true
 		}

@@ -70,7 +70,9 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	v := auth.ViewOf(c.user)
 	if t&topicExtensions != 0 {
 		p.str(`,"extensions":`)
-		if c.full {
+		if c.pbxLimited() {
+			p.big(pbxColl(c, s, kindExt))
+		} else if c.full {
 			p.big(s.ExtensionsJSON())
 		} else {
 			for _, part := range s.ExtensionsFor(v.FullExtensions()) {
@@ -82,18 +84,27 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	if c.seesUnowned {
 		cls = calls.Full
 	}
-	coll := func(bit uint8, name string, all func(calls.Class) []byte) {
-		if t&bit != 0 {
-			p.str(name)
+	coll := func(bit uint8, name string, k kind, all func(calls.Class) []byte) {
+		if t&bit == 0 {
+			return
+		}
+		p.str(name)
+		if c.pbxLimited() {
+			p.big(pbxColl(c, s, k))
+		} else {
 			p.big(all(cls))
 		}
 	}
-	coll(topicQueues, `,"queues":`, s.QueuesJSONAs)
-	coll(topicParkings, `,"parkings":`, s.ParkingsJSONAs)
-	coll(topicTrunks, `,"trunks":`, s.TrunksJSONAs)
+	coll(topicQueues, `,"queues":`, kindQueue, s.QueuesJSONAs)
+	coll(topicParkings, `,"parkings":`, kindPark, s.ParkingsJSONAs)
+	coll(topicTrunks, `,"trunks":`, kindTrunk, s.TrunksJSONAs)
 	if t&topicPresence != 0 {
 		p.str(`,"presence":`)
-		p.big(s.PresenceJSON())
+		if c.pbxLimited() {
+			p.big(pbxColl(c, s, kindPresence))
+		} else {
+			p.big(s.PresenceJSON())
+		}
 	}
 	if t&topicMe != 0 {
 		u := c.user

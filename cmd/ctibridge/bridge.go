@@ -40,10 +40,11 @@ type bridge struct {
 	stores    *stores       // phonebook, history, CDR recorder
 	webhooks  *webhooks     // --webhooks; nil without it
 	client    *ami.Client   // nil on an edge (--bus-edge)
-	eng       *calls.Engine // what clients read: on the bus, the served replica's
+	eng       *calls.Engine // the default PBX's; on the bus, the served replica's
 	link      *link.Link    // nil on an edge
 	bus       *bus.Node     // --bus; nil without it (bus.go)
 	cdrClient *ami.Client   // --bus bridge with a CDR recorder: its own AMI session (bus.go)
+	sites     *sites        // --pbx (not with --bus); nil without it
 	auth      *auth.Service
 	authNow   atomic.Pointer[auth.Service] // auth, for the stores' goroutines once it exists
 	dirs      *directory.Set               // --dir-* directories; nil without any
@@ -86,6 +87,13 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err := b.openEngine(ctx, c, users, names, acfg); err != nil {
 		return nil, err
 	}
+	var state interface {
+		rest.State
+		ws.State
+	} = b.eng
+	if b.sites != nil {
+		state = b.sites.multi
+	}
 	if err := b.openAuth(ctx, c, users); err != nil {
 		return nil, err
 	}
@@ -104,7 +112,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		return nil, err
 	}
 	rcfg := rest.Config{
-		Auth: b.auth, State: b.eng, PBX: b.client, Refresh: b.link, Metrics: restMetrics,
+		Auth: b.auth, State: state, PBX: b.client, Sites: b.sites.restSites(), Refresh: b.link, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
@@ -124,7 +132,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err != nil {
 		return nil, fmt.Errorf("--ws-origins: %w", err)
 	}
-	b.hub, err = ws.NewHub(b.eng, b.auth, ws.Config{
+	b.hub, err = ws.NewHub(state, b.auth, ws.Config{
 		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
 		AuthTimeout: c.wsAuthTimeout, CheckOrigin: checkOrigin, Registerer: reg, Log: log.With("component", "ws"),
 		Epoch: b.busEpoch(),
@@ -141,7 +149,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", b.hub)
 	mux.Handle("/", api)
-	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, b.ready, st.status)); err != nil {
+	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, func() bool { return b.ready() && b.sites.ready() }, st.status)); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -164,12 +172,18 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 		lcfg.OnMessage = rec.Observe
 	}
 	if c.bus.url != "" {
+		if specs, _ := parsePBXs(c); len(specs) > 0 {
+			return errors.New("--pbx cannot be combined with --bus yet: run one bus node per PBX (--bus-pbx)")
+		}
 		if err := b.openBus(ctx, c, ecfg, lcfg, acfg, rec); err != nil {
 			return err
 		}
 	} else {
 		b.eng = calls.New(ecfg)
 		b.link = link.New(b.client, b.eng, lcfg)
+		if b.sites, err = newSites(c, b.eng, ecfg, lcfg, log); err != nil {
+			return fmt.Errorf("--pbx: %w", err)
+		}
 	}
 	st.names.state.Store(b.eng)
 	return nil
@@ -297,7 +311,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup // the goroutines that live as long as ctx
-	errc := make(chan error, 4)
+	errc := make(chan error, 4+b.sites.len())
 	// The client has its own lifetime: it must outlive the link so that it
 	// can log off after everything else has stopped.
 	// On the bus (--bus), the node runs instead: it follows the PBX's op
@@ -314,6 +328,7 @@ func (b *bridge) Run(ctx context.Context) error {
 			}
 		})
 	}
+	stopSites := b.sites.goLinks(ctx, &wg, errc)
 	wg.Go(func() { b.auth.Run(ctx) })
 	if b.dirs != nil {
 		wg.Go(func() { b.dirs.Run(ctx) })
@@ -365,6 +380,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	b.admin.Shutdown(sctx)
 	cancel()
 	wg.Wait()
+	stopSites()
 	stopClient()
 	rec.stop()
 	whs.stop()

@@ -236,4 +236,9 @@ func TestCheckConfigBus(t *testing.T) {
 	if out, err := checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222, tls://n2:4222"); err != nil {
 		t.Errorf("a good edge configuration: %v\n%s", err, out)
 	}
+	// Several PBXs in one process and the bus do not go together yet.
+	out, err = checkConfig(t, nil, "--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039")
+	if want := "--pbx cannot be combined with --bus"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("--pbx with --bus: %v, output lacks %q:\n%s", err, want, out)
+	}
 }

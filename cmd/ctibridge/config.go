@@ -26,12 +26,18 @@ type setting struct {
 	usage string
 	set   func(string) error
 	src   string // where the value came from: "FILE:LINE", "CTIBRIDGE_X", "--x"; "" for the default
+	// repeat: the flag may be given several times, its values joined by
+	// commas (--pbx); such a setting has no default.
+	repeat bool
 }
 
 // settings collects the settings of one command.
 type settings struct {
 	list []*setting
 	file string // the config file parse read, if any
+	// sections are the file's keys that hold a mapping, not a setting
+	// (pbxs: per-PBX credentials), each with its reader.
+	sections map[string]func(*yaml.Node) error
 }
 
 func (s *settings) str(p *string, name, def, usage string) {
@@ -116,7 +122,19 @@ func (s *settings) parseAll(cmd string, args []string, getenv func(string) strin
 	for _, st := range s.list {
 		v := new(string)
 		given[st.name] = v
-		fs.StringVar(v, st.name, st.def, fmt.Sprintf("%s (env %s)", st.usage, envName(st.name)))
+		usage := fmt.Sprintf("%s (env %s)", st.usage, envName(st.name))
+		if st.repeat {
+			*v = st.def
+			fs.Func(st.name, usage+"; repeatable", func(x string) error {
+				if *v != "" { // a repeat setting has no default
+					x = *v + "," + x
+				}
+				*v = x
+				return nil
+			})
+			continue
+		}
+		fs.StringVar(v, st.name, st.def, usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		return []error{err}
@@ -202,6 +220,12 @@ func (s *settings) loadFile(path string, byName map[string]*setting) []error {
 		bad := func(unknown bool, err error, format string, args ...any) {
 			errs = append(errs, &settingError{text: fmt.Sprintf("config %s:%d: ", path, node.Line) + fmt.Sprintf(format, args...),
 				err: err, key: k, file: path, line: node.Line, unknown: unknown})
+		}
+		if read := s.sections[k]; read != nil {
+			if err := read(&node); err != nil {
+				bad(false, err, "key %q: %v", k, err)
+			}
+			continue
 		}
 		st := byName[strings.ReplaceAll(k, "_", "-")]
 		if st == nil {

@@ -24,6 +24,8 @@ import (
 // serveConfig is everything `ctibridge serve` reads from flags, env and file.
 type serveConfig struct {
 	ami, amiUser, amiSecret string
+	pbx                     string              // --pbx: the named PBXs, NAME=host:port,...
+	pbxCreds                map[string]pbxCreds // the config file's pbxs section
 	amiTLS, amiMD5          bool
 	amiPing                 time.Duration
 	admin                   string
@@ -75,6 +77,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.amiSecret, "ami-secret", "", "manager secret (required; prefer the env var or the file to a flag)")
 	s.boolean(&c.amiTLS, "ami-tls", false, "connect to the manager over TLS (Asterisk tlsenable)")
 	s.boolean(&c.amiMD5, "ami-md5", false, "log in with the MD5 challenge instead of sending the secret")
+	pbxSettings(s, c)
 	s.dur(&c.amiPing, "ami-ping", ami.DefaultPingInterval, "AMI keep-alive period: the state is marked stale when a Ping is 750ms late, the link dropped when one is 3s unanswered (0 disables)")
 	s.str(&c.http, "http", httpserve.DefaultAddr, "REST and WebSocket listener")
 	s.str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")

@@ -1,0 +1,176 @@
+package calls
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+)
+
+// How a named PBX's entities and notifications are qualified in the
+// combined state (multi.go): every id that names one of its entities
+// (extension, conversation, owner, queue, queue member, parking space,
+// trunk, conference, a conference member's extension) becomes
+// "site2:<id>", and every object gets "pbx":"site2". Numbers that are
+// dialled (counterpartNum, a waiting or parked caller's num) and channel
+// names outside conversation ids stay as the PBX gives them.
+
+func (src *multiSrc) q(id string) string { return QualifyID(src.name, id) }
+
+func (src *multiSrc) qualifyConvs(m map[string]Conversation) map[string]Conversation {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]Conversation, len(m))
+	for _, c := range m {
+		c.ID, c.Owner, c.QueueID, c.PBX = src.q(c.ID), src.q(c.Owner), src.q(c.QueueID), src.name
+		if c.Extra != nil {
+			x := *c.Extra
+			x.Parked.Parking, x.Parked.By, x.Spy.Exten = src.q(x.Parked.Parking), src.q(x.Parked.By), src.q(x.Spy.Exten)
+			c.Extra = &x
+		}
+		out[c.ID] = c
+	}
+	return out
+}
+
+func (src *multiSrc) qualifyExt(v Extension) Extension {
+	v.Exten, v.PBX, v.Conversations = src.q(v.Exten), src.name, src.qualifyConvs(v.Conversations)
+	return v
+}
+
+func (src *multiSrc) qualifyTrunk(v Trunk) Trunk {
+	if src.name == "" {
+		return v
+	}
+	v.Name, v.PBX, v.Conversations = src.q(v.Name), src.name, src.qualifyConvs(v.Conversations)
+	return v
+}
+
+func (src *multiSrc) qualifyMember(mb QueueMember) QueueMember {
+	mb.Queue, mb.Member = src.q(mb.Queue), src.q(mb.Member)
+	return mb
+}
+
+func (src *multiSrc) qualifyQueue(v Queue) Queue {
+	if src.name == "" {
+		return v
+	}
+	v.Queue, v.PBX = src.q(v.Queue), src.name
+	members := make(map[string]QueueMember, len(v.Members))
+	for _, mb := range v.Members {
+		mb = src.qualifyMember(mb)
+		members[mb.Member] = mb
+	}
+	v.Members, v.WaitingCallers = members, maps.Clone(v.WaitingCallers)
+	return v
+}
+
+func (src *multiSrc) qualifyParking(v Parking) Parking {
+	if src.name == "" {
+		return v
+	}
+	v.Parking, v.PBX = src.q(v.Parking), src.name
+	if v.ParkedCaller != nil {
+		c := *v.ParkedCaller
+		c.ParkedBy = src.q(c.ParkedBy)
+		v.ParkedCaller = &c
+	}
+	return v
+}
+
+// qualifyConf qualifies a room; a member's extenId only when it is one of
+// the PBX's extensions (it may be an outside caller's number).
+func (src *multiSrc) qualifyConf(v Conference, cur *Snapshot) Conference {
+	if src.name == "" {
+		return v
+	}
+	v.ID, v.PBX = src.q(v.ID), src.name
+	users := make(map[string]ConfUser, len(v.Users))
+	for k, u := range v.Users {
+		if _, ok := cur.Extensions.Lookup(u.ExtenID); ok {
+			u.ExtenID = src.q(u.ExtenID)
+		}
+		users[k] = u
+	}
+	v.Users = users
+	return v
+}
+
+// events appends the engine's notifications of type typ, qualified for a
+// named PBX.
+func (src *multiSrc) events(ch, events []Change, cur *Snapshot, typ string) []Change {
+	for _, e := range events {
+		if e.Type != typ {
+			continue
+		}
+		if src.name != "" {
+			var ok bool
+			if e, ok = src.qualifyEvent(e, cur); !ok {
+				continue
+			}
+		}
+		e.Seq = 0
+		ch = append(ch, e)
+	}
+	return ch
+}
+
+// ringing is the extenRinging payload (publishRinging).
+type ringing struct {
+	Exten         string `json:"exten"`
+	CallerNum     string `json:"callerNum"`
+	CallerName    string `json:"callerName"`
+	Queue         string `json:"queue"`
+	Convid        string `json:"convid"`
+	PhonebookName string `json:"phonebookName"`
+}
+
+func (src *multiSrc) qualifyEvent(e Change, cur *Snapshot) (Change, bool) {
+	switch e.Type {
+	case "userPresenceUpdate":
+		var v struct{ Exten, Status string }
+		if json.Unmarshal(e.Data, &v) != nil {
+			return e, false
+		}
+		e.Key = src.q(v.Exten)
+		b := append([]byte(nil), `{"exten":`...)
+		b = appendString(b, e.Key)
+		b = append(b, `,"status":`...)
+		b = appendString(b, v.Status)
+		e.Data = append(appendPBX(b, src.name), '}')
+	case "extenRinging":
+		var v ringing
+		if json.Unmarshal(e.Data, &v) != nil {
+			return e, false
+		}
+		e.Key = src.q(v.Exten)
+		b := append([]byte(nil), `{"exten":`...)
+		b = appendString(b, e.Key)
+		b = append(b, `,"callerNum":`...)
+		b = appendString(b, v.CallerNum)
+		b = append(b, `,"callerName":`...)
+		b = appendString(b, v.CallerName)
+		b = append(b, `,"queue":`...)
+		b = appendString(b, src.q(v.Queue))
+		b = append(b, `,"convid":`...)
+		b = appendString(b, src.q(v.Convid))
+		b = append(b, `,"phonebookName":`...)
+		b = appendString(b, v.PhonebookName)
+		e.Data = append(appendPBX(b, src.name), '}')
+	case "queueMemberUpdate":
+		i := strings.LastIndexByte(e.Key, '/')
+		if i < 0 {
+			return e, false
+		}
+		queue, member := e.Key[:i], e.Key[i+1:]
+		mb, ok := cur.Queues[queue].Members[member]
+		if !ok {
+			mb = QueueMember{Queue: queue, Member: member} // logged out
+		}
+		mb = src.qualifyMember(mb)
+		e.Key, e.Data = mb.Queue+"/"+mb.Member, appendMemberUpdate(nil, &mb)
+	default:
+		e.Key = src.q(e.Key)
+	}
+	return e, true
+}

@@ -1,0 +1,90 @@
+package ws
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// When several PBXs are followed (docs/operations.md "Several PBXs"), a
+// client subscribed to some PBXs ("pbxs" in its subscribe), or whose user
+// is limited to some (auth.User.PBXs), gets nothing of the others: their
+// entities are left out of its snapshots (pbxColl) and their changes are
+// not sent (frameFor, through seesPBX). The link status, which names
+// every PBX's link, is sent to all.
+
+// pbxLimited reports whether c gets only some PBXs.
+func (c *conn) pbxLimited() bool { return c.pbxs != nil || c.user.PBXLimited() }
+
+// seesID reports whether c gets the entity of a combined id ("site2:201").
+func (c *conn) seesID(id string) bool {
+	if !c.user.SeesID(id) {
+		return false
+	}
+	if c.pbxs == nil {
+		return true
+	}
+	pbx, _ := calls.SplitID(id, func(n string) bool { return calls.CheckPBXName(n) == nil })
+	return slices.Contains(c.pbxs, cmp.Or(pbx, calls.DefaultPBXName))
+}
+
+// seesPBX reports whether c gets change p as far as PBXs go.
+func seesPBX(c *conn, p *prep) bool {
+	return p.kind == kindStatus || c.seesID(p.ch.Key)
+}
+
+// checkPBXs accepts a subscribe's pbxs: PBX names or "default", at most
+// 64 of them. Nil (not given) is all; an empty list is an error.
+func checkPBXs(pbxs []string) error {
+	if pbxs == nil {
+		return nil
+	}
+	if len(pbxs) == 0 || len(pbxs) > 64 {
+		return errors.New("pbxs: 1 to 64 PBX names (or leave it out for all)")
+	}
+	for _, n := range pbxs {
+		if n != calls.DefaultPBXName && calls.CheckPBXName(n) != nil {
+			return errors.New("pbxs: " + quote(n) + " is not a PBX name")
+		}
+	}
+	return nil
+}
+
+// pbxColl is collection k of s as c sees it: the entities of the PBXs it
+// sees, each in the class its view shows it in (as for a client not
+// limited: an extension by its own, the others by the calls no extension
+// owns), the engine's bytes picked (calls.Snapshot.CollectionWhere). Made
+// per client and snapshot: limited users are few and snapshots rare
+// (connect, resync).
+func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
+	v := auth.ViewOf(c.user)
+	unowned := func(string) calls.Class { return v.Class("") }
+	switch k {
+	case kindExt:
+		return s.CollectionWhere(calls.CollExtensions, c.seesID, v.Class)
+	case kindQueue:
+		return s.CollectionWhere(calls.CollQueues, c.seesID, unowned)
+	case kindPark:
+		return s.CollectionWhere(calls.CollParkings, c.seesID, unowned)
+	case kindTrunk:
+		return s.CollectionWhere(calls.CollTrunks, c.seesID, unowned)
+	}
+	// kindPresence: never hidden.
+	b := []byte{'{'}
+	for _, x := range s.Extensions.Keys() {
+		if !c.seesID(x) {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		ext := s.Extensions.Get(x)
+		b = appendString(b, x)
+		b = append(b, ':')
+		b = appendString(b, calls.PresenceOf(&ext, ""))
+	}
+	return append(b, '}')
+}
