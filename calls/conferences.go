@@ -311,7 +311,7 @@ func (e *Engine) publishConfs(ch []Change, now int64) []Change {
 		p.setConf(k, &v, b)
 		ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: b, At: now})
 	}
-	clear(e.dirtyConf)
+	resetSet(&e.dirtyConf)
 	return ch
 }
 

@@ -2,7 +2,6 @@ package calls
 
 import (
 	"iter"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,14 +23,58 @@ type ExtensionMap struct {
 	keys []string // sorted; shared, never written: a new extension makes a new slice
 }
 
+// The tree's nodes and shards carry the generation of the writer's
+// Publish that copied them: one of the running Publish is the writer's to
+// change in place, any other is shared with a published map.
 type (
-	extNodes  [extFan]*extLeaves
-	extLeaves [extFan]*extShard
+	extNodes struct {
+		gen uint64
+		n   [extFan]*extLeaves
+	}
+	extLeaves struct {
+		gen uint64
+		s   [extFan]*extShard
+	}
 )
 
+// An extShard holds a few extensions (5,000 in 1,024 shards: about 5),
+// sorted by number. A slice, not a map: copying it for a change is one
+// allocation and a copy of a few pointers, and a search of a handful of
+// keys costs less than hashing.
 type extShard struct {
-	vals map[string]Extension
-	json map[string][]byte
+	gen uint64
+	e   []extEntry
+}
+
+type extEntry struct {
+	k string
+	v *Extension // never written once published
+	b []byte
+}
+
+// find is the index of k in s, or where it would go, and whether it is there.
+func (s *extShard) find(k string) (int, bool) {
+	lo, hi := 0, len(s.e)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.e[m].k < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(s.e) && s.e[lo].k == k
+}
+
+// get is the entry of k, or nil.
+func (s *extShard) get(k string) *extEntry {
+	if s == nil {
+		return nil
+	}
+	if i, ok := s.find(k); ok {
+		return &s.e[i]
+	}
+	return nil
 }
 
 func shardOf(k string) int {
@@ -48,8 +91,8 @@ func (m ExtensionMap) shard(k string) *extShard {
 		return nil
 	}
 	i := shardOf(k)
-	if n := m.root[i/extFan]; n != nil {
-		return n[i%extFan]
+	if n := m.root.n[i/extFan]; n != nil {
+		return n.s[i%extFan]
 	}
 	return nil
 }
@@ -59,11 +102,11 @@ func (m ExtensionMap) shards(yield func(*extShard) bool) {
 	if m.root == nil {
 		return
 	}
-	for _, n := range m.root {
+	for _, n := range m.root.n {
 		if n == nil {
 			continue
 		}
-		for _, s := range n {
+		for _, s := range n.s {
 			if s != nil && !yield(s) {
 				return
 			}
@@ -73,11 +116,18 @@ func (m ExtensionMap) shards(yield func(*extShard) bool) {
 
 // Lookup is the extension numbered k, and whether it exists.
 func (m ExtensionMap) Lookup(k string) (Extension, bool) {
-	if s := m.shard(k); s != nil {
-		x, ok := s.vals[k]
-		return x, ok
+	if x := m.ptr(k); x != nil {
+		return *x, true
 	}
 	return Extension{}, false
+}
+
+// ptr is the extension numbered k, or nil; it must not be written.
+func (m ExtensionMap) ptr(k string) *Extension {
+	if en := m.shard(k).get(k); en != nil {
+		return en.v
+	}
+	return nil
 }
 
 // Get is the extension numbered k, or the zero Extension.
@@ -93,8 +143,8 @@ func (m ExtensionMap) Len() int { return len(m.keys) }
 func (m ExtensionMap) All() iter.Seq2[string, Extension] {
 	return func(yield func(string, Extension) bool) {
 		for s := range m.shards {
-			for k, x := range s.vals {
-				if !yield(k, x) {
+			for _, en := range s.e {
+				if !yield(en.k, *en.v) {
 					return
 				}
 			}
@@ -107,8 +157,8 @@ func (m ExtensionMap) Keys() []string { return slices.Clone(m.keys) }
 
 // json is extension k's JSON, or nil.
 func (m ExtensionMap) json(k string) []byte {
-	if s := m.shard(k); s != nil {
-		return s.json[k]
+	if en := m.shard(k).get(k); en != nil {
+		return en.b
 	}
 	return nil
 }
@@ -206,11 +256,13 @@ func joinPieces(parts [][]byte) []byte {
 }
 
 // extWriter is the engine's copy-on-write of the published ExtensionMap
-// during one Publish: what it copied in this Publish it may write in place.
+// during one Publish: what it copied in this Publish (a node or shard of
+// generation gen) it may write in place.
 type extWriter struct {
 	cur     ExtensionMap
-	copied  map[any]bool // the root, nodes and shards copied in this Publish
-	keysOwn bool         // cur.keys was copied in this Publish
+	gen     uint64 // this Publish's; 0 is never one
+	changes bool   // set was called in this Publish
+	keysOwn bool   // cur.keys was copied in this Publish
 
 	pieces *extPieces // cur's collection JSON, as published
 	base   *extPieces // the latest assembled pieces, or nil
@@ -218,7 +270,7 @@ type extWriter struct {
 }
 
 func newExtWriter() extWriter {
-	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, copied: map[any]bool{}}
+	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, gen: 1}
 	w.pieces = &extPieces{m: w.cur}
 	return w
 }
@@ -227,8 +279,8 @@ func newExtWriter() extWriter {
 // a reader assembled the published pieces, they become the base the next
 // ones reuse.
 func (w *extWriter) begin() {
-	clear(w.copied)
-	w.keysOwn = false
+	w.gen++
+	w.changes, w.keysOwn = false, false
 	if w.pieces.done.Load() && w.pieces != w.base {
 		w.base = w.pieces
 		clear(w.dirty)
@@ -245,43 +297,45 @@ func (w *extWriter) published() *extPieces {
 }
 
 // changed reports whether set was called in this Publish.
-func (w *extWriter) changed() bool { return len(w.copied) > 0 }
+func (w *extWriter) changed() bool { return w.changes }
 
 // set stores extension k's view and JSON, copying the root, the node and
 // the shard on its path first if they are still shared with a published
-// map.
-func (w *extWriter) set(k string, v Extension, b []byte) {
-	if !w.copied[w.cur.root] {
+// map. v is kept: the caller must not write it afterwards.
+func (w *extWriter) set(k string, v *Extension, b []byte) {
+	w.changes = true
+	if w.cur.root.gen != w.gen {
 		r := *w.cur.root
+		r.gen = w.gen
 		w.cur.root = &r
-		w.copied[&r] = true
 	}
 	i := shardOf(k)
-	n := w.cur.root[i/extFan]
-	if n == nil || !w.copied[n] {
-		c := &extLeaves{}
+	n := w.cur.root.n[i/extFan]
+	if n == nil || n.gen != w.gen {
+		c := &extLeaves{gen: w.gen}
 		if n != nil {
-			*c = *n
+			c.s = n.s
 		}
-		n, w.cur.root[i/extFan] = c, c
-		w.copied[n] = true
+		n, w.cur.root.n[i/extFan] = c, c
 	}
-	s := n[i%extFan]
-	if s == nil || !w.copied[s] {
-		c := &extShard{vals: map[string]Extension{}, json: map[string][]byte{}}
+	s := n.s[i%extFan]
+	if s == nil || s.gen != w.gen {
+		c := &extShard{gen: w.gen}
 		if s != nil {
-			c.vals, c.json = maps.Clone(s.vals), maps.Clone(s.json)
+			c.e = make([]extEntry, len(s.e), len(s.e)+1)
+			copy(c.e, s.e)
 		}
-		s, n[i%extFan] = c, c
-		w.copied[s] = true
+		s, n.s[i%extFan] = c, c
 	}
-	if _, ok := s.vals[k]; !ok {
+	j, ok := s.find(k)
+	if !ok {
 		if !w.keysOwn { // the published slice is shared: copy it first
 			w.cur.keys, w.keysOwn = slices.Clone(w.cur.keys), true
 		}
 		i, _ := slices.BinarySearch(w.cur.keys, k)
 		w.cur.keys = slices.Insert(w.cur.keys, i, k)
 		w.base = nil // the keys after it moved to other pieces
+		s.e = slices.Insert(s.e, j, extEntry{k: k})
 	} else if w.base != nil {
 		i, _ := slices.BinarySearch(w.cur.keys, k)
 		c := i / extPiece
@@ -290,5 +344,5 @@ func (w *extWriter) set(k string, v Extension, b []byte) {
 		}
 		w.dirty[c/64] |= 1 << (c % 64)
 	}
-	s.vals[k], s.json[k] = v, b
+	s.e[j].v, s.e[j].b = v, b
 }

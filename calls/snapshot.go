@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -212,7 +213,7 @@ func (p *published) setExt(k string, v Extension, b []byte) {
 	if !p.exts.changed() {
 		p.extAll = &lazy{}
 	}
-	p.exts.set(k, v, b)
+	p.exts.set(k, &v, b)
 }
 
 func (p *published) setQueue(k string, v Queue, b []byte) {
@@ -379,23 +380,28 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		return ch
 	}
 	p := &e.pub
-	for _, k := range sortedSet(e.dirtyExt, cmpString) {
+	e.extKeys = appendSorted(e.extKeys[:0], e.dirtyExt)
+	for _, k := range e.extKeys {
 		x := e.exts[k]
 		if x == nil {
 			continue
 		}
 		v := e.extView(x)
-		if old, ok := p.exts.cur.Lookup(k); ok && extEqual(&old, &v) {
+		if old := p.exts.cur.ptr(k); old != nil && extEqual(old, &v) {
 			continue
 		}
-		b := appendExtension(nil, &v, now)
+		// Encoded in a buffer kept across Publishes, then copied at its
+		// size: one allocation, no growing.
+		e.scratch = appendExtension(e.scratch[:0], &v, now)
+		b := bytes.Clone(e.scratch)
 		p.setExt(k, v, b)
 		// The presence change first: a batch's last seq stays the
 		// extension's (clients of topic "extensions" see it).
 		ch = e.presenceChange(ch, &v, now)
 		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
 	}
-	clear(e.dirtyExt)
+	resetSet(&e.dirtyExt)
+	clear(e.extKeys) // keep no key alive
 	return ch
 }
 
@@ -445,7 +451,7 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		p.setQueue(k, v, b)
 		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: b, At: now})
 	}
-	clear(e.dirtyQueue)
+	resetSet(&e.dirtyQueue)
 	for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
 		if c := cmpString(a.queue, b.queue); c != 0 {
 			return c
@@ -466,7 +472,7 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		}
 		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
 	}
-	clear(e.dirtyMember)
+	resetSet(&e.dirtyMember)
 	return ch
 }
 
@@ -486,7 +492,7 @@ func (e *Engine) publishParks(ch []Change, now int64) []Change {
 		p.setPark(k, v, b)
 		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: b, At: now})
 	}
-	clear(e.dirtyPark)
+	resetSet(&e.dirtyPark)
 	return ch
 }
 
@@ -506,7 +512,7 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 		p.setTrunk(k, v, b)
 		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: b, At: now})
 	}
-	clear(e.dirtyTrunk)
+	resetSet(&e.dirtyTrunk)
 	return ch
 }
 
