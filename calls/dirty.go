@@ -100,13 +100,14 @@ func (e *Engine) renamed(x *extState, before string) {
 }
 
 // markShowing marks the owners whose published conversations show a
-// renamed extension's number.
+// renamed extension's number: extensions from the published map's index
+// of the numbers shown (extWriter.shows), trunks (a few) by a scan.
 func (e *Engine) markShowing() {
 	if len(e.renamedExts) == 0 {
 		return
 	}
-	for k := range e.busyExt {
-		if x := e.pub.exts.cur.ptr(k); x != nil && showsAny(x.Conversations, e.renamedExts) {
+	for n := range e.renamedExts {
+		for k := range e.pub.exts.showing(n) {
 			e.dirtyExt[k] = struct{}{}
 		}
 	}

@@ -264,13 +264,19 @@ type extWriter struct {
 	changes bool   // set was called in this Publish
 	keysOwn bool   // cur.keys was copied in this Publish
 
+	// shows indexes cur by the numbers its conversations show: counterpart
+	// number -> extension -> how many of its conversations show it. A
+	// renamed extension re-derives the extensions showing its number
+	// from it (markShowing) instead of scanning every busy one.
+	shows map[string]map[string]int
+
 	pieces *extPieces // cur's collection JSON, as published
 	base   *extPieces // the latest assembled pieces, or nil
 	dirty  []uint64   // the pieces changed since base
 }
 
 func newExtWriter() extWriter {
-	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, gen: 1}
+	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, gen: 1, shows: map[string]map[string]int{}}
 	w.pieces = &extPieces{m: w.cur}
 	return w
 }
@@ -298,6 +304,31 @@ func (w *extWriter) published() *extPieces {
 
 // changed reports whether set was called in this Publish.
 func (w *extWriter) changed() bool { return w.changes }
+
+// index counts (d 1) or uncounts (d -1) the numbers x's conversations
+// show.
+func (w *extWriter) index(k string, x *Extension, d int) {
+	for _, cv := range x.Conversations {
+		n := cv.CounterpartNum
+		if n == "" {
+			continue
+		}
+		m := w.shows[n]
+		if m == nil {
+			m = map[string]int{}
+			w.shows[n] = m
+		}
+		if m[k] += d; m[k] <= 0 {
+			delete(m, k)
+			if len(m) == 0 {
+				delete(w.shows, n)
+			}
+		}
+	}
+}
+
+// showing yields the extensions a conversation of which shows number n.
+func (w *extWriter) showing(n string) map[string]int { return w.shows[n] }
 
 // set stores extension k's view and JSON, copying the root, the node and
 // the shard on its path first if they are still shared with a published
@@ -328,6 +359,10 @@ func (w *extWriter) set(k string, v *Extension, b []byte) {
 		s, n.s[i%extFan] = c, c
 	}
 	j, ok := s.find(k)
+	if ok {
+		w.index(k, s.e[j].v, -1)
+	}
+	w.index(k, v, 1)
 	if !ok {
 		if !w.keysOwn { // the published slice is shared: copy it first
 			w.cur.keys, w.keysOwn = slices.Clone(w.cur.keys), true

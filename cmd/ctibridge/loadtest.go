@@ -24,6 +24,7 @@ const loadtestUsage = `Usage:
   ctibridge loadtest ws URL [flags]     WebSocket clients subscribed to the live state
   ctibridge loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
   ctibridge loadtest chaos [flags]      issue 19's fault suite: AMI faults, DB outage and kill -9, WebSocket flood
+  ctibridge loadtest synth [flags]      a synthetic AMI with thousands of extensions and calls up, the bridge's engine measured
 
 Common flags: --json, --html FILE, --profile DIR (with --admin URL), --max-p99 DUR, ...
 Run 'ctibridge loadtest MODE -h' for a mode's flags. See docs/loadtest.md.
@@ -121,6 +122,8 @@ func runLoadtest(ctx context.Context, args []string, getenv func(string) string,
 		return loadtestE2E(ctx, args[1:], getenv, stdout, stderr)
 	case "chaos":
 		return loadtestChaos(ctx, args[1:], stdout, stderr)
+	case "synth":
+		return loadtestSynth(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, loadtestUsage)
 		return nil
@@ -406,22 +409,44 @@ type testBridge struct {
 }
 
 // withTestBridge starts pbxsim with 2*pairs extensions and a bridge on
-// it (serve's defaults, loopback, a temporary data directory, one admin
-// login), runs f, then stops both.
+// it (withBridge), runs f, then stops both.
 func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(testBridge) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var exts []pbxsim.Extension
-	var b testBridge
+	var names []string
 	for i := range 2 * pairs {
 		n := strconv.Itoa(3000 + i)
 		exts = append(exts, pbxsim.Extension{Number: n})
-		b.exts = append(b.exts, n)
+		names = append(names, n)
 	}
 	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts, Log: log.With("component", "pbxsim")})
 	if err != nil {
 		return err
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		if err := pbx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("pbxsim: %w", err)
+		}
+	})
+	return withBridge(ctx, pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret, errc, log, func(b testBridge) error {
+		b.sip, b.exts = pbx.SIPAddr(), names
+		return f(b)
+	})
+}
+
+// withBridge starts a bridge in this process on the manager at amiAddr
+// (serve's defaults, loopback, a temporary data directory, one admin
+// login), waits until it is ready, runs f, then stops it. An error on
+// pbxErr (the PBX's) ends the wait.
+func withBridge(ctx context.Context, amiAddr, amiUser, amiSecret string, pbxErr <-chan error, log *slog.Logger, f func(testBridge) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var b testBridge
 	dir, err := os.MkdirTemp("", "ctibridge-loadtest-")
 	if err != nil {
 		return err
@@ -438,15 +463,17 @@ func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(tes
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	errc := make(chan error, 2)
-	wg.Go(func() {
-		if err := pbx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("pbxsim: %w", err)
+	errc := make(chan error, 2) // the PBX's, the bridge's
+	go func() {
+		select {
+		case err := <-pbxErr:
+			errc <- err
+		case <-ctx.Done():
 		}
-	})
+	}()
 	var bc serveConfig
 	serveSettings(&bc)
-	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
+	bc.ami, bc.amiUser, bc.amiSecret = amiAddr, amiUser, amiSecret
 	bc.http, bc.admin, bc.dataDir = "127.0.0.1:0", "127.0.0.1:0", dir
 	bc.accessLogEvery = -1
 	bc.recordCDR = false
@@ -464,7 +491,6 @@ func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(tes
 	case <-time.After(30 * time.Second):
 		return errors.New("loadtest e2e: the bridge did not start in 30 s")
 	}
-	b.sip = pbx.SIPAddr()
 	// Ready: the link is up and resynchronised.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
