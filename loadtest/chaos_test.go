@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ctibridge/ctibridge/dbtest"
 )
 
 func TestChaosConfigErrors(t *testing.T) {
@@ -138,7 +140,7 @@ func TestAMIProxyFaults(t *testing.T) {
 			t.Fatalf("forwarded %q, want %q", l, want)
 		}
 	}
-	waitFor(t, func() bool { return len(p.cdrsSeen()) == 1 && p.cdrsSeen()[0].uniqueid == "1700000000.1" })
+	dbtest.WaitFor(t, "the Cdr seen by the proxy", func() bool { return len(p.cdrsSeen()) == 1 && p.cdrsSeen()[0].uniqueid == "1700000000.1" })
 
 	// Half-open: nothing passes either way, both sockets stay open.
 	p.fault(faultHalfOpen)
@@ -172,20 +174,10 @@ func TestAMIProxyFaults(t *testing.T) {
 		t.Errorf("long line: %d bytes, %v", n, err)
 	}
 	down.Close()
-	waitFor(t, func() bool { return p.accepted() == 2 && len(p.cdrsSeen()) == 1 })
+	dbtest.WaitFor(t, "the second connection", func() bool { return p.accepted() == 2 && len(p.cdrsSeen()) == 1 })
 }
 
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for start := time.Now(); !cond(); {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("condition not met in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
