@@ -99,44 +99,18 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 		g.free[i] = i
 	}
 
-	// The fill: every call dialled and answered at once.
-	m0, err := scrapeMetrics(ctx, cfg.Admin)
+	m1, err := g.fill(ctx, cfg, rep, hold)
 	if err != nil {
 		return nil, err
 	}
-	t0, ev0 := time.Now(), cfg.AMI.Events()
-	for i := range cfg.Calls {
-		c := g.dial(-1, t0)
-		cfg.AMI.Answer(c.c)
-		// Hangups spread over one call length, so the steady phase
-		// starts in its steady state.
-		c.up = t0.Add(hold * time.Duration(i+1) / time.Duration(cfg.Calls))
-	}
-	fillEvents := cfg.AMI.Events() - ev0
-	m1, err := waitApplied(ctx, cfg.Admin, m0, fillEvents)
-	if err != nil {
-		return nil, err
-	}
-	fill := time.Since(t0)
-	rep.Counters["fill_calls"] = uint64(cfg.Calls)
-	rep.Counters["fill_events"] = fillEvents
-	rep.Counters["fill_events_per_s"] = uint64(float64(fillEvents) / fill.Seconds())
-	engineCounters(rep, "fill_", m0, m1, fill)
 
 	// The steady phase, with REST reads and lag sampling.
-	restCtx, stopREST := context.WithCancel(ctx)
+	stopREST := startRESTReads(ctx, cfg.HTTP, cfg.Token, cfg.RESTRate, cfg.Duration)
 	defer stopREST()
-	var restRep *Report
-	restDone := make(chan struct{})
-	go func() {
-		defer close(restDone)
-		if cfg.RESTRate > 0 {
-			restRep, _ = RunHTTP(restCtx, HTTPConfig{URL: strings.TrimSuffix(cfg.HTTP, "/") + "/astproxy/extensions", Token: cfg.Token,
-				Connections: 2, Rate: cfg.RESTRate, Duration: cfg.Duration})
-		}
-	}()
+	lagCtx, stopLag := context.WithCancel(ctx)
+	defer stopLag()
 	lagDone := make(chan float64, 1)
-	go func() { lagDone <- sampleLag(restCtx, cfg.Admin) }()
+	go func() { lagDone <- sampleLag(lagCtx, cfg.Admin) }()
 	start := time.Now()
 	cpu0, mach0 := cpuTime(), machineCPU()
 	rep.Started = start
@@ -147,8 +121,8 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	stopREST()
-	<-restDone
+	restRep := stopREST()
+	stopLag()
 	rep.Counters["batch_lag_max_sampled_us"] = uint64(<-lagDone * 1e6)
 	rep.Counters["events_per_s_offered"] = uint64(float64(cfg.AMI.Events()-ev1) / steady.Seconds())
 	engineCounters(rep, "", m1, m2, steady)
@@ -172,15 +146,7 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	connected := &Histogram{}
 	matchCalls(rep, connected, g.recs, ws.screens, e2e)
 	rep.Extra = append(rep.Extra, Series{Name: "answer→connected", Latency: connected})
-	var ghosts uint64
-	for _, s := range ws.screens {
-		ghosts = max(ghosts, ghostCount(s))
-	}
-	rep.Counters["ghost_calls"], rep.Counters["ghost_calls_rest"] = ghosts, restGhosts
-	if restErr != nil {
-		rep.Errors["rest:"+Kind(restErr)]++
-		rep.FirstErrors["rest:"+Kind(restErr)] = restErr.Error()
-	}
+	rep.addGhosts(ws.screens, restGhosts, restErr)
 	rep.addClients(ws.rep, restRep)
 	rep.Notes = append(rep.Notes, synthNotes(rep, cfg, hold)...)
 	if cfg.Progress != nil {
@@ -205,7 +171,7 @@ type synthGen struct {
 
 // dial starts a call between the two longest-free extensions; rec says
 // whether the run measures it.
-func (g *synthGen) dial(rec int, now time.Time) *synthCall {
+func (g *synthGen) dial(rec int) *synthCall {
 	a, b := g.free[0], g.free[1]
 	g.free = g.free[2:]
 	c := &synthCall{c: g.ami.Dial(a, b), rec: -1}
@@ -216,6 +182,34 @@ func (g *synthGen) dial(rec int, now time.Time) *synthCall {
 	g.up = append(g.up, c)
 	g.maxUp = max(g.maxUp, len(g.up))
 	return c
+}
+
+// fill dials and answers cfg.Calls calls at once, their hangups spread
+// over one call length (so the steady phase starts in its steady state),
+// waits until the bridge has read them and counts what that cost; it
+// returns the scrape that ends it.
+func (g *synthGen) fill(ctx context.Context, cfg SynthConfig, rep *Report, hold time.Duration) (metrics, error) {
+	m0, err := scrapeMetrics(ctx, cfg.Admin)
+	if err != nil {
+		return nil, err
+	}
+	t0, ev0 := time.Now(), cfg.AMI.Events()
+	for i := range cfg.Calls {
+		c := g.dial(-1)
+		cfg.AMI.Answer(c.c)
+		c.up = t0.Add(hold * time.Duration(i+1) / time.Duration(cfg.Calls))
+	}
+	n := cfg.AMI.Events() - ev0
+	m1, err := waitApplied(ctx, cfg.Admin, m0, n)
+	if err != nil {
+		return nil, err
+	}
+	d := time.Since(t0)
+	rep.Counters["fill_calls"] = uint64(cfg.Calls)
+	rep.Counters["fill_events"] = n
+	rep.Counters["fill_events_per_s"] = uint64(float64(n) / d.Seconds())
+	engineCounters(rep, "fill_", m0, m1, d)
+	return m1, nil
 }
 
 // steady ends and starts calls for cfg.Duration.
@@ -246,7 +240,7 @@ func (g *synthGen) steady(ctx context.Context, cfg SynthConfig, start time.Time,
 				g.skipped++
 				continue
 			}
-			c := g.dial(0, now)
+			c := g.dial(0)
 			c.answer, c.up = now.Add(cfg.Ring), now.Add(hold)
 			g.ringing = append(g.ringing, c)
 		}

@@ -74,6 +74,14 @@ func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.BoolVar(&c.insecure, "insecure", false, "do not verify TLS certificates")
 }
 
+// screenLimits registers --max-missing and --max-ghosts, the limits of
+// the runs that watch calls on screens (e2e, synth).
+func (c *commonFlags) screenLimits(fs *flag.FlagSet) {
+	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
+	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
+	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts}
+}
+
 func (c *commonFlags) targets() loadtest.Targets {
 	t := loadtest.Targets{MaxP50: c.maxP50, MaxP99: c.maxP99, MaxP999: c.maxP999, MinRPS: c.minRate,
 		MaxErrors: c.maxErrors, MaxNon2xx: c.maxNon2xx}
@@ -86,6 +94,22 @@ func (c *commonFlags) targets() loadtest.Targets {
 		}
 	}
 	return t
+}
+
+// parseNoArgs parses the flags of a mode that takes no argument
+// ("ctibridge loadtest NAME [flags]").
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: ctibridge loadtest %s [flags]\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("loadtest %s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
 }
 
 // parseWithURL parses flags that may come before or after one URL.
@@ -333,20 +357,12 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	fs.Float64Var(&cfg.RESTRate, "rest-rate", 20, "REST reads (GET /astproxy/extensions) per second during the run (negative: none)")
 	fs.StringVar(&cfg.Generator, "generator", "", "sipp or phones (default: sipp when installed)")
 	fs.StringVar(&logLevel, "log-level", "error", "in-process: log level of the bridge and pbxsim")
-	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
-	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
+	c.screenLimits(fs)
 	maxFailed := fs.Int64("max-failed", -1, "fail when more calls were not answered (-1: no limit)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ctibridge loadtest e2e [flags]\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("loadtest e2e: unexpected argument %q", fs.Arg(0))
-	}
-	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts, "calls_failed": maxFailed}
+	c.counterLimit["calls_failed"] = maxFailed
 	log, err := newLogger(stderr, "text", logLevel)
 	if err != nil {
 		return err

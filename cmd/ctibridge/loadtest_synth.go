@@ -30,22 +30,13 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	fs.IntVar(&cfg.Clients, "c", 5, "WebSocket screens watching every extension")
 	fs.Float64Var(&cfg.RESTRate, "rest-rate", 5, "REST reads of every extension (GET /astproxy/extensions) per second (negative: none)")
 	fs.StringVar(&logLevel, "log-level", "error", "log level of the bridge")
-	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
-	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ctibridge loadtest synth [flags]\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	c.screenLimits(fs)
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("loadtest synth: unexpected argument %q", fs.Arg(0))
 	}
 	if 2*cfg.Calls+2 > exts {
 		return fmt.Errorf("loadtest synth: --calls %d needs --exts of at least %d", cfg.Calls, 2*cfg.Calls+2)
 	}
-	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts}
 	log, err := newLogger(stderr, "text", logLevel)
 	if err != nil {
 		return err
