@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
 // SynthAMI is a synthetic Asterisk on loopback for `loadtest synth`: an
@@ -261,22 +262,13 @@ func (s *SynthAMI) statusHeaders(event string, i int) []ami.Header {
 		{Key: "StatusText", Value: extStatusText[s.status[i]]}}
 }
 
-// list is an event list as Asterisk sends it: "EventList: start", the
-// items, the completing event with ListItems (the server adds ActionID).
-func list(startMsg, complete string, items []ami.Message) []ami.Message {
-	out := make([]ami.Message, 0, len(items)+2)
-	out = append(out, ami.NewMessage(ami.Header{Key: "Response", Value: "Success"}, ami.Header{Key: "EventList", Value: "start"},
-		ami.Header{Key: "Message", Value: startMsg}))
-	out = append(out, items...)
-	return append(out, ami.NewMessage(ami.Header{Key: "Event", Value: complete}, ami.Header{Key: "EventList", Value: "Complete"},
-		ami.Header{Key: "ListItems", Value: strconv.Itoa(len(items))}))
-}
-
 func emptyList(startMsg, complete string) ami.HandlerFunc {
-	return func(context.Context, *ami.Session, ami.Message) []ami.Message { return list(startMsg, complete, nil) }
+	return func(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+		return pbxsim.EventList(req, startMsg, complete, nil)
+	}
 }
 
-func (s *SynthAMI) coreShowChannels(context.Context, *ami.Session, ami.Message) []ami.Message {
+func (s *SynthAMI) coreShowChannels(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chans := make([]*synChan, 0, len(s.chans))
@@ -291,7 +283,7 @@ func (s *SynthAMI) coreShowChannels(context.Context, *ami.Session, ami.Message) 
 			ami.Header{Key: "Duration", Value: fmtHMS(time.Since(c.created))}, ami.Header{Key: "BridgeId", Value: c.bridge})
 		items = append(items, ami.NewMessage(hs...))
 	}
-	return list("Channels will follow", ami.EventCoreShowChannelsComplete, items)
+	return pbxsim.EventList(req, "Channels will follow", ami.EventCoreShowChannelsComplete, items)
 }
 
 func fmtHMS(d time.Duration) string {
@@ -299,7 +291,7 @@ func fmtHMS(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d:%02d", t/3600, t/60%60, t%60)
 }
 
-func (s *SynthAMI) endpoints(context.Context, *ami.Session, ami.Message) []ami.Message {
+func (s *SynthAMI) endpoints(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	items := make([]ami.Message, 0, s.exts)
@@ -309,24 +301,24 @@ func (s *SynthAMI) endpoints(context.Context, *ami.Session, ami.Message) []ami.M
 		if s.status[i] != 0 {
 			dev = "In use"
 		}
-		items = append(items, ev(ami.EventEndpointList, "ObjectType", "endpoint", "ObjectName", x, "Transport", "transport-udp",
+		items = append(items, pbxsim.Item(ami.EventEndpointList, "ObjectType", "endpoint", "ObjectName", x, "Transport", "transport-udp",
 			"Aor", x, "Auths", x, "OutboundAuths", "", "Contacts", x+"/sip:"+x+"@127.0.0.1:5062,", "DeviceState", dev, "ActiveChannels", ""))
 	}
-	return list("A listing of Endpoints follows, presented as EndpointList events", ami.EventEndpointListComplete, items)
+	return pbxsim.EventList(req, "A listing of Endpoints follows, presented as EndpointList events", ami.EventEndpointListComplete, items)
 }
 
-func (s *SynthAMI) contacts(context.Context, *ami.Session, ami.Message) []ami.Message {
+func (s *SynthAMI) contacts(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	items := make([]ami.Message, 0, s.exts)
 	for i := range s.exts {
 		x := SynthExten(i)
-		items = append(items, ev(ami.EventContactList, "ObjectType", "contact", "ObjectName", x+";@synth", "ViaAddr", "127.0.0.1",
+		items = append(items, pbxsim.Item(ami.EventContactList, "ObjectType", "contact", "ObjectName", x+";@synth", "ViaAddr", "127.0.0.1",
 			"CallId", "synth-"+x, "Endpoint", x, "ViaPort", "5062", "Uri", "sip:"+x+"@127.0.0.1:5062", "UserAgent", "synth",
 			"Status", "NonQualified", "RoundtripUsec", "N/A"))
 	}
-	return list("A listing of Contacts follows, presented as ContactList events", ami.EventContactListComplete, items)
+	return pbxsim.EventList(req, "A listing of Contacts follows, presented as ContactList events", ami.EventContactListComplete, items)
 }
 
-func (s *SynthAMI) extensionStates(context.Context, *ami.Session, ami.Message) []ami.Message {
+func (s *SynthAMI) extensionStates(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	items := make([]ami.Message, 0, s.exts)
@@ -334,10 +326,10 @@ func (s *SynthAMI) extensionStates(context.Context, *ami.Session, ami.Message) [
 		hs := s.statusHeaders(ami.EventExtensionStatus, i)
 		items = append(items, ami.NewMessage(append(hs[:1:1], hs[2:]...)...)) // list items carry no Privilege
 	}
-	return list("Extension Statuses will follow", ami.EventExtensionStateListComplete, items)
+	return pbxsim.EventList(req, "Extension Statuses will follow", ami.EventExtensionStateListComplete, items)
 }
 
-func (s *SynthAMI) deviceStates(context.Context, *ami.Session, ami.Message) []ami.Message {
+func (s *SynthAMI) deviceStates(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	items := make([]ami.Message, 0, s.exts)
@@ -349,8 +341,7 @@ func (s *SynthAMI) deviceStates(context.Context, *ami.Session, ami.Message) []am
 		case 8:
 			st = "RINGING"
 		}
-		items = append(items, ami.NewMessage(ami.Header{Key: "Event", Value: ami.EventDeviceStateChange},
-			ami.Header{Key: "Device", Value: "PJSIP/" + SynthExten(i)}, ami.Header{Key: "State", Value: st}))
+		items = append(items, pbxsim.Item(ami.EventDeviceStateChange, "Device", "PJSIP/"+SynthExten(i), "State", st))
 	}
-	return list("Device State Changes will follow", ami.EventDeviceStateListComplete, items)
+	return pbxsim.EventList(req, "Device State Changes will follow", ami.EventDeviceStateListComplete, items)
 }
