@@ -47,6 +47,8 @@ var rules = []rule{
 	{pkg: "wal", stdOnly: true},
 	{pkg: "webhook", allowed: []string{"ami", "calls", "history", "sqldb", "upstream", "wal"}},
 	{pkg: "pbxsim", allowed: []string{"ami"}},
+	{pkg: "bus", allowed: []string{"ami", "calls", "link"}},
+	{pkg: "bus/natstest", stdOnly: true},
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},

@@ -184,7 +184,7 @@ func privacyReplay(t *testing.T, name string) {
 	now := time.Unix(1796028681, 0)
 	var clockMu sync.Mutex
 	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
-	eng := calls.New(calls.Config{Now: clock, Trunks: []string{"trunk"}, Names: map[string]string{"209": "Eve"}})
+	eng := calls.New(calls.Config{Now: clock, Trunks: []string{"trunk"}, Names: map[string]string{"209": "Eve"}, Opaque: auth.Opaquer{}})
 	eng.Publish()
 
 	api, err := rest.NewHandler(rest.Config{Auth: svc, State: eng})

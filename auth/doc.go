@@ -11,12 +11,16 @@
 //
 // Every permission question goes through one function, Allowed(user,
 // action, endpoint), driven by the user's capabilities; what a user sees
-// of the live state is decided by View, built from the same rules: it
-// blanks the numbers and names a user may not see and shows channel names
-// and conversation ids by opaque names (OpaqueChannel, OpaqueConvID: a
-// keyed hash, random key per process). REST and the WebSocket hub both use
-// them, so they filter identically. The hub learns of revocations through
-// Service.OnRevoke.
+// of the live state is decided by View, built from the same rules: the
+// visibility class of each entity (calls.Class: Full, or NumbersHidden,
+// which blanks the numbers and names a user may not see and shows channel
+// names and conversation ids by opaque names), the extensions it sees in
+// full and the conference members it sees. The calls engine encodes each
+// class; auth only decides which one a user gets, and supplies the opaque
+// names (Opaquer, set as calls.Config.Opaque; OpaqueChannel, OpaqueConvID:
+// a keyed hash, random key per process, which actions accept back). REST
+// and the WebSocket hub both ask View, so they filter identically. The
+// hub learns of revocations through Service.OnRevoke.
 //
 // The package knows nothing of HTTP: it does not import net/http. Callers
 // translate its errors (ErrBadCredentials, *RateLimitError, ErrTokenUnknown,

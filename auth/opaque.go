@@ -3,8 +3,10 @@ package auth
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"strconv"
 	"strings"
+	"sync/atomic"
+
+	"github.com/ctibridge/ctibridge/calls"
 )
 
 // Opaque names. A channel name can hold a number (a Local channel is named
@@ -14,7 +16,8 @@ import (
 // and conversation id of this process, so a client can still match a
 // conversation across updates and between its two parties, and actions
 // accept the opaque names back (rest resolves them against the snapshot).
-// The key is random per process, so the names cannot be inverted by
+// The key is random per process (or shared by the nodes of one PBX:
+// SetOpaqueKey), so the names cannot be inverted by
 // hashing guessed numbers, and they change when the bridge restarts (as
 // channels do not outlive the bridge's view of them anyway).
 
@@ -22,10 +25,26 @@ import (
 // technology starts with it.
 const opaquePrefix = "~"
 
-var opaqueKey = func() (k [32]byte) {
+var opaqueKey atomic.Pointer[[32]byte]
+
+func init() {
+	var k [32]byte
 	rand.Read(k[:])
-	return k
-}()
+	opaqueKey.Store(&k)
+}
+
+// SetOpaqueKey replaces the random per-process key: nodes serving the same
+// PBX (package bus) share one, so that an opaque id a client got from one
+// of them means the same channel on the others. Call it before serving.
+func SetOpaqueKey(k [32]byte) { opaqueKey.Store(&k) }
+
+// Opaquer writes opaque channel names; it is the calls.Opaquer the engine
+// encodes the NumbersHidden class with (cmd/ctibridge sets
+// calls.Config.Opaque to it).
+type Opaquer struct{}
+
+// AppendChannel appends the opaque name of channel name.
+func (Opaquer) AppendChannel(b []byte, name string) []byte { return appendOpaqueChannel(b, name) }
 
 // OpaqueChannel is the opaque name of channel name ("" stays "").
 func OpaqueChannel(name string) string {
@@ -35,23 +54,13 @@ func OpaqueChannel(name string) string {
 // OpaqueConvID is the opaque form of a conversation id "<caller
 // channel>><callee channel>": each side by OpaqueChannel, the ">" kept.
 func OpaqueConvID(id string) string {
-	return string(appendOpaqueConvID(nil, id))
+	return string(calls.AppendOpaqueConvID(nil, Opaquer{}, id))
 }
 
 // IsOpaque reports whether s is an opaque channel name or conversation id
 // (as a client may send it back in an action).
 func IsOpaque(s string) bool {
 	return strings.HasPrefix(s, opaquePrefix) || strings.HasPrefix(s, ">"+opaquePrefix)
-}
-
-func appendOpaqueConvID(b []byte, id string) []byte {
-	caller, callee, ok := strings.Cut(id, ">")
-	b = appendOpaqueChannel(b, caller)
-	if !ok {
-		return b
-	}
-	b = append(b, '>')
-	return appendOpaqueChannel(b, callee)
 }
 
 // appendOpaqueChannel appends "~" and 20 hex digits (80 bits of a keyed
@@ -61,7 +70,7 @@ func appendOpaqueChannel(b []byte, name string) []byte {
 		return b
 	}
 	h := sha256.New()
-	h.Write(opaqueKey[:])
+	h.Write(opaqueKey.Load()[:])
 	h.Write([]byte(name))
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
@@ -71,18 +80,4 @@ func appendOpaqueChannel(b []byte, name string) []byte {
 		b = append(b, hex[c>>4], hex[c&0xf])
 	}
 	return b
-}
-
-// unquote decodes a raw JSON string (quotes included) as the calls
-// encoder writes it.
-func unquote(raw []byte) (string, bool) {
-	if len(raw) < 2 {
-		return "", false
-	}
-	in := raw[1 : len(raw)-1]
-	if !strings.ContainsRune(string(in), '\\') {
-		return string(in), true
-	}
-	s, err := strconv.Unquote(string(raw))
-	return s, err == nil
 }

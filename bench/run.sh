@@ -10,7 +10,9 @@
 #   D=30s E2E_D=60s bench/run.sh
 #   SCALE=1 bench/run.sh    # also the call-centre scale runs (issue 18):
 #                           # REST reads of 5,000 extensions while the state
-#                           # changes, and e2e with 1,000 and 10,000 screens,
+#                           # changes, e2e with 1,000 and 10,000 screens, and
+#                           # loadtest/wsbench (10,000 screens, the floor,
+#                           # 19,000 idle clients),
 #                           # each also against BASE (a git revision,
 #                           # default main) built in this sitting; the
 #                           # engine's Apply+Publish benchmark at 5,000
@@ -100,6 +102,20 @@ if [ -n "${SCALE:-}" ]; then
   s500=$(e2e_at "$tmp/ctibridge" 500 1000)
   base_s500=$(e2e_at "$tmp/base-ctibridge" 500 1000)
   s10k=$(e2e_at "$tmp/ctibridge" 2 10000)
+  # The hub alone in a server process of its own, the clients read through
+  # epoll (loadtest/wsbench): this tree, BASE's hub driven by this load,
+  # and the floor (a bare loop writing each change to every socket).
+  go build -o "$tmp/wsbench" ./loadtest/wsbench
+  (cd "$tmp/base" && go build -o "$tmp/base-wsbench" ./loadtest/wsbench)
+  wsb() { # args...: wsbench's summary lines, as a JSON string
+    "$tmp/wsbench" "$@" 2>/dev/null | grep -E 'connected|memstats|latency|CPU|wrote|closed' | jq -Rs . || echo null
+  }
+  echo "scale: wsbench, 10,000 screens at 2 changes/s (this tree, BASE's hub, the floor) and 19,000 idle..." >&2
+  ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s)
+  base_ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s -server "$tmp/base-wsbench")
+  floor_ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s -floor)
+  idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s)
+  base_idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s -server "$tmp/base-wsbench")
   echo "scale: engine benchmark, 5,000 extensions, 2,000 calls up, this tree and BASE interleaved..." >&2
   (cd "$tmp/base" && go test -c -o "$tmp/base-calls.test" ./calls)
   go test -c -o "$tmp/calls.test" ./calls
@@ -117,6 +133,8 @@ if [ -n "${SCALE:-}" ]; then
   scale=$(jq -n --arg base "$base" --argjson bare5k "$bare5k" --argjson ext5k_0 "$ext5k_0" --argjson ext5k_200 "$ext5k_200" \
     --argjson base_ext5k_200 "$base_ext5k_200" --argjson s50 "$s50" --argjson base_s50 "$base_s50" \
     --argjson s500 "$s500" --argjson base_s500 "$base_s500" --argjson s10k "$s10k" \
+    --argjson ws10k "$ws10k" --argjson base_ws10k "$base_ws10k" --argjson floor_ws10k "$floor_ws10k" \
+    --argjson idle19k "$idle19k" --argjson base_idle19k "$base_idle19k" \
     --argjson eng "$eng" --argjson base_eng "$base_eng" --argjson synth "$synth" '
     {base: $base,
      rest_5000_extensions: {bare: $bare5k, churn0: $ext5k_0, churn200: $ext5k_200, base_churn200: $base_ext5k_200,
@@ -125,6 +143,8 @@ if [ -n "${SCALE:-}" ]; then
                        base_churn200: ($base_ext5k_200.requests.per_second / $bare5k.requests.per_second)}},
      e2e_1000_screens: {"50": $s50, base_50: $base_s50, "500": $s500, base_500: $base_s500},
      e2e_10000_screens_2_calls_per_s: $s10k,
+     wsbench: {screens_10000_2_per_s: $ws10k, base_screens_10000_2_per_s: $base_ws10k, floor_screens_10000_2_per_s: $floor_ws10k,
+               idle_19000: $idle19k, base_idle_19000: $base_idle19k},
      engine_apply_publish_events_per_cpu_s: {this: $eng, base: $base_eng},
      synth_5000_extensions_2000_calls_50_per_s: $synth}')
 fi

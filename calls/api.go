@@ -44,6 +44,10 @@ type Config struct {
 	// Cellphones gives, by extension, the cellphone number of the user
 	// whose main extension it is: a forward to it is presence "cellphone".
 	Cellphones map[string]string
+	// Opaque writes channel names and conversation ids in the
+	// NumbersHidden class (auth.Opaquer: a keyed hash). Without it that
+	// class leaves them empty (tests that do not look at them).
+	Opaque Opaquer
 	// Log receives rate-limited warnings. Default: discard.
 	Log *slog.Logger
 }

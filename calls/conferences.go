@@ -252,7 +252,15 @@ func confEqual(a, b *Conference) bool {
 	return a.ID == b.ID && a.Locked == b.Locked && maps.Equal(a.Users, b.Users)
 }
 
-func appendConference(b []byte, c *Conference) []byte {
+// appendConference writes a room; at is unused. In a class that hides
+// numbers a member's extenId and name are blank unless sees (nil: none)
+// says its reader may see that member's calls (an outside caller's entry
+// carries its number).
+func appendConference(b []byte, c *Conference, _ int64, e enc) []byte {
+	return appendConferenceFor(b, c, e, nil)
+}
+
+func appendConferenceFor(b []byte, c *Conference, e enc, sees func(exten string) bool) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "id", c.ID)
 	b = append(b, ',')
@@ -265,11 +273,15 @@ func appendConference(b []byte, c *Conference) []byte {
 			b = append(b, ',')
 		}
 		u := c.Users[k]
+		m := e
+		if m.hide && memberSeen(&u, sees) {
+			m = enc{}
+		}
 		b = appendString(b, k)
 		b = append(b, ':', '{')
 		b = appendStrField(b, "id", u.ID)
 		b = append(b, ',')
-		b = appendStrField(b, "name", u.Name)
+		b = m.secret(appendKey(b, "name"), u.Name)
 		b = append(b, ',')
 		b = appendBoolField(b, "owner", u.Owner)
 		b = append(b, ',')
@@ -277,12 +289,41 @@ func appendConference(b []byte, c *Conference) []byte {
 		b = append(b, ',')
 		b = appendBoolField(b, "talking", u.Talking)
 		b = append(b, ',')
-		b = appendStrField(b, "extenId", u.ExtenID)
+		b = m.secret(appendKey(b, "extenId"), u.ExtenID)
 		b = append(b, ',')
 		b = appendIntField(b, "joinTime", u.JoinTime)
 		b = append(b, '}')
 	}
 	return append(b, '}', '}')
+}
+
+func memberSeen(u *ConfUser, sees func(string) bool) bool {
+	return sees != nil && u.ExtenID != "" && sees(u.ExtenID)
+}
+
+// ExtenIDs yields the extenId of each member (an extension, or an outside
+// caller's number), in no particular order.
+func (c *Conference) ExtenIDs(yield func(string) bool) {
+	for _, u := range c.Users {
+		if !yield(u.ExtenID) {
+			return
+		}
+	}
+}
+
+// conferenceFor is room x's JSON for a reader who sees the calls of the
+// members sees says yes to: the full bytes when that is every member,
+// otherwise the others' extenId and name blank.
+func conferenceFor(x *ent[Conference], sees func(exten string) bool) []byte {
+	if x == nil {
+		return nil
+	}
+	for _, u := range x.v.Users {
+		if !memberSeen(&u, sees) {
+			return appendConferenceFor(make([]byte, 0, len(x.full)), &x.v, enc{hide: true, op: x.op}, sees)
+		}
+	}
+	return x.full
 }
 
 // publishConfs encodes the rooms changed since the last Publish; a room
@@ -298,41 +339,48 @@ func (e *Engine) publishConfs(ch []Change, now int64) []Change {
 			if _, ok := p.confs[k]; !ok {
 				continue
 			}
-			p.setConf(k, nil, nil)
-			b := appendConference(nil, &Conference{ID: k})
-			ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: b, At: now})
+			p.setConf(k, nil)
+			x := newEnt(Conference{ID: k}, now, e.cfg.Opaque, appendConference, 32)
+			ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: x.full, At: now, ent: x})
 			continue
 		}
 		v := c.view()
 		if old, ok := p.confs[k]; ok && confEqual(&old, &v) {
 			continue
 		}
-		b := appendConference(nil, &v)
-		p.setConf(k, &v, b)
-		ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: b, At: now})
+		x := newEnt(v, now, e.cfg.Opaque, appendConference, p.conf.ents[k].size())
+		p.setConf(k, x)
+		ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: x.full, At: now, ent: x})
 	}
 	resetSet(&e.dirtyConf)
 	return ch
 }
 
-// setConf sets (v non-nil) or removes a published room.
-func (p *published) setConf(k string, v *Conference, b []byte) {
+// setConf sets (x non-nil) or removes a published room.
+func (p *published) setConf(k string, x *ent[Conference]) {
 	if !p.confCopied {
-		p.confs, p.conf, p.confCopied = maps.Clone(p.confs), cloneColl(p.conf), true
+		p.confs, p.conf, p.confCopied = maps.Clone(p.confs), p.conf.clone(), true
 	}
-	if v == nil {
+	if x == nil {
 		delete(p.confs, k)
-		delete(p.conf.json, k)
+		delete(p.conf.ents, k)
 		return
 	}
-	p.confs[k], p.conf.json[k] = *v, b
+	p.confs[k], p.conf.ents[k] = x.v, x
 }
 
 // ConferenceJSON is one room's JSON, or nil when it does not exist.
-func (s *Snapshot) ConferenceJSON(id string) []byte { return s.conf.json[id] }
+func (s *Snapshot) ConferenceJSON(id string) []byte { return s.conf.ents[id].json(Full) }
+
+// ConferenceJSONFor is one room's JSON (nil when it does not exist) for
+// a reader who sees the calls of the members whose extenId sees says yes
+// to: the others' extenId and name are blank.
+func (s *Snapshot) ConferenceJSONFor(id string, sees func(exten string) bool) []byte {
+	return conferenceFor(s.conf.ents[id], sees)
+}
 
 // ConferencesJSON is {"1000":{...},...} in key order.
-func (s *Snapshot) ConferencesJSON() []byte { return s.conf.bytes() }
+func (s *Snapshot) ConferencesJSON() []byte { return s.conf.bytes(Full) }
 
 // confRefreshFollowups re-reads the rooms while any is in use: Asterisk 22
 // raises no event when a room is locked or unlocked, so Locked is only as

@@ -36,6 +36,16 @@
 //   - Publish ends a batch: it re-derives what the batch touched, encodes
 //     only entities whose value changed, appends one Change per changed
 //     entity to the Feed and stores a new Snapshot in an atomic pointer.
+//   - Every entity is encoded once per visibility class (Class, class.go):
+//     Full at Publish, NumbersHidden (the other party's numbers and names
+//     blank, channel names and conversation ids by Config.Opaque's opaque
+//     names) at most once, on first need, field by field in the same
+//     encoders (json.go). The Snapshot and the Feed's Change hand out
+//     either (ExtensionJSONAs, QueuesJSONAs, Change.JSON, ...), the
+//     extensions collection for a reader who sees some extensions in full
+//     as the hidden pieces cut around those (ExtensionsFor), a room for a
+//     reader who sees some members (ConferenceJSONFor). Readers (rest, ws)
+//     pick bytes; none parses or rewrites JSON.
 //   - RefreshDurations, called by the link owner once a second, re-encodes
 //     the extensions and trunks holding an answered conversation so their
 //     "duration" is never more than about a second old, and stores a new
@@ -103,9 +113,14 @@
 // that grew large (a resync marks every owner) are replaced rather than
 // cleared, so later Publishes do not range over their old size.
 // Snapshot.Extensions is an ExtensionMap, a tree of small shards (sorted
-// slices) shared between snapshots: a Publish copies the shards it
-// changes, one allocation each, not the map. Collection JSON is assembled lazily, once
-// per snapshot that changed it and was asked for it; the extensions' is
+// slices of each extension's ent) shared between snapshots: a Publish
+// copies the shards it changes, one allocation each, not the map.
+// Collection JSON is assembled lazily, once per class and snapshot that
+// changed it and was asked for it; a changed entity costs two
+// allocations besides its JSON (its ent: value, bytes and the hidden
+// class's sync.Once; and the handle its feed Change holds, cut when the
+// entity changes again so the feed retains no superseded values), and
+// nothing more while no reader asks for the hidden class; the extensions' is
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
 // re-encoding its piece only, so REST writes the pieces as they are.
 // BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000

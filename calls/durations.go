@@ -37,14 +37,16 @@ func (e *Engine) RefreshDurations() *Snapshot {
 		if !ok || !anyAnswered(v.Conversations) {
 			continue
 		}
-		p.setExt(k, v, appendExtension(make([]byte, 0, len(p.exts.cur.json(k))+8), &v, now))
+		old := p.exts.cur.ent(k)
+		p.setExt(k, old.refreshed(newEnt(v, now, e.cfg.Opaque, appendExtension, old.size()+8)))
 		n++
 	}
 	for k, t := range p.trunks { // trunks are few
 		if !anyAnswered(t.Conversations) {
 			continue
 		}
-		p.setTrunk(k, t, appendTrunk(make([]byte, 0, len(p.trunk.json[k])+8), &t, now))
+		old := p.trunk.ents[k]
+		p.setTrunk(k, old.refreshed(newEnt(t, now, e.cfg.Opaque, appendTrunk, old.size()+8)))
 		trunks++
 	}
 	n += trunks

@@ -46,10 +46,12 @@ type extShard struct {
 	e   []extEntry
 }
 
+// An extEntry is one extension: its number and its published entity
+// (value, full JSON, hidden JSON made on first need), shared with every
+// map holding it until it changes.
 type extEntry struct {
 	k string
-	v *Extension // never written once published
-	b []byte
+	x *ent[Extension]
 }
 
 // find is the index of k in s, or where it would go, and whether it is there.
@@ -64,17 +66,6 @@ func (s *extShard) find(k string) (int, bool) {
 		}
 	}
 	return lo, lo < len(s.e) && s.e[lo].k == k
-}
-
-// get is the entry of k, or nil.
-func (s *extShard) get(k string) *extEntry {
-	if s == nil {
-		return nil
-	}
-	if i, ok := s.find(k); ok {
-		return &s.e[i]
-	}
-	return nil
 }
 
 func shardOf(k string) int {
@@ -116,18 +107,10 @@ func (m ExtensionMap) shards(yield func(*extShard) bool) {
 
 // Lookup is the extension numbered k, and whether it exists.
 func (m ExtensionMap) Lookup(k string) (Extension, bool) {
-	if x := m.ptr(k); x != nil {
-		return *x, true
+	if x := m.ent(k); x != nil {
+		return x.v, true
 	}
 	return Extension{}, false
-}
-
-// ptr is the extension numbered k, or nil; it must not be written.
-func (m ExtensionMap) ptr(k string) *Extension {
-	if en := m.shard(k).get(k); en != nil {
-		return en.v
-	}
-	return nil
 }
 
 // Get is the extension numbered k, or the zero Extension.
@@ -144,7 +127,7 @@ func (m ExtensionMap) All() iter.Seq2[string, Extension] {
 	return func(yield func(string, Extension) bool) {
 		for s := range m.shards {
 			for _, en := range s.e {
-				if !yield(en.k, *en.v) {
+				if !yield(en.k, en.x.v) {
 					return
 				}
 			}
@@ -155,10 +138,14 @@ func (m ExtensionMap) All() iter.Seq2[string, Extension] {
 // Keys is every extension number, sorted, in a slice of the caller's.
 func (m ExtensionMap) Keys() []string { return slices.Clone(m.keys) }
 
-// json is extension k's JSON, or nil.
-func (m ExtensionMap) json(k string) []byte {
-	if en := m.shard(k).get(k); en != nil {
-		return en.b
+// ent is extension k, or nil.
+func (m ExtensionMap) ent(k string) *ent[Extension] {
+	s := m.shard(k)
+	if s == nil {
+		return nil
+	}
+	if i, ok := s.find(k); ok {
+		return s.e[i].x
 	}
 	return nil
 }
@@ -176,14 +163,18 @@ const extPiece = 1024
 // "{", the others with their comma, the last ends with "}". A reader writes the pieces one
 // after the other; a change re-encodes the piece holding it and shares
 // the others with the pieces made before (base), so the first read after a
-// change copies one piece, not the whole collection.
+// change copies one piece, not the whole collection. There is one per
+// class; the NumbersHidden pieces also note where each extension's JSON
+// is in them (ExtensionsFor cuts them there).
 type extPieces struct {
 	once  sync.Once
 	m     ExtensionMap
+	cls   Class
 	base  *extPieces // made earlier and assembled (done); nil: none usable
 	dirty []uint64   // bit c: piece c may differ from base's
 	done  atomic.Bool
 	parts [][]byte
+	offs  [][]uint32 // NumbersHidden: per piece, start and end of each key's JSON
 }
 
 // get assembles the pieces once, reusing base's unchanged ones.
@@ -200,12 +191,22 @@ func (p *extPieces) get() [][]byte {
 		} else {
 			p.parts = make([][]byte, n)
 		}
+		if p.cls != Full {
+			p.offs = make([][]uint32, n)
+		}
 		for c := range n {
 			if old != nil && !p.changed(c) {
 				p.parts[c] = old[c]
+				if p.offs != nil {
+					p.offs[c] = p.base.offs[c]
+				}
 				continue
 			}
-			p.parts[c] = p.m.appendPiece(keys[c*extPiece:min((c+1)*extPiece, len(keys))], c == 0, c == n-1)
+			var offs *[]uint32
+			if p.offs != nil {
+				offs = &p.offs[c]
+			}
+			p.parts[c] = p.m.appendPiece(keys[c*extPiece:min((c+1)*extPiece, len(keys))], c == 0, c == n-1, p.cls, offs)
 		}
 		p.base, p.dirty = nil, nil // no chain of old versions
 		p.done.Store(true)
@@ -217,14 +218,18 @@ func (p *extPieces) changed(c int) bool {
 	return c/64 < len(p.dirty) && p.dirty[c/64]&(1<<(c%64)) != 0
 }
 
-// appendPiece encodes "201":{...},"202":{...} for keys, after "{" if
-// first or else a comma, and before "}" if last.
-func (m ExtensionMap) appendPiece(keys []string, first, last bool) []byte {
+// appendPiece encodes "201":{...},"202":{...} for keys in class c,
+// after "{" if first or else a comma, and before "}" if last; offs, when
+// not nil, gets where each key's JSON starts and ends.
+func (m ExtensionMap) appendPiece(keys []string, first, last bool, c Class, offs *[]uint32) []byte {
 	n := 1
 	for _, k := range keys {
-		n += len(k) + 4 + len(m.json(k))
+		n += len(k) + 4 + len(m.ent(k).json(c))
 	}
 	b := make([]byte, 0, n)
+	if offs != nil {
+		*offs = make([]uint32, 0, 2*len(keys))
+	}
 	for i, k := range keys {
 		switch {
 		case i > 0 || !first:
@@ -234,7 +239,11 @@ func (m ExtensionMap) appendPiece(keys []string, first, last bool) []byte {
 		}
 		b = appendString(b, k)
 		b = append(b, ':')
-		b = append(b, m.json(k)...)
+		start := len(b)
+		b = append(b, m.ent(k).json(c)...)
+		if offs != nil {
+			*offs = append(*offs, uint32(start), uint32(len(b)))
+		}
 	}
 	if last {
 		b = append(b, '}')
@@ -270,6 +279,11 @@ type extWriter struct {
 	// from it (markShowing) instead of scanning every busy one.
 	shows map[string]map[string]int
 
+	cls [numClasses]pieceTrack // the collection JSON per class
+}
+
+// pieceTrack follows one class's collection pieces across Publishes.
+type pieceTrack struct {
 	pieces *extPieces // cur's collection JSON, as published
 	base   *extPieces // the latest assembled pieces, or nil
 	dirty  []uint64   // the pieces changed since base
@@ -277,7 +291,9 @@ type extWriter struct {
 
 func newExtWriter() extWriter {
 	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, gen: 1, shows: map[string]map[string]int{}}
-	w.pieces = &extPieces{m: w.cur}
+	for c := range w.cls {
+		w.cls[c].pieces = &extPieces{m: w.cur, cls: Class(c)}
+	}
 	return w
 }
 
@@ -287,19 +303,27 @@ func newExtWriter() extWriter {
 func (w *extWriter) begin() {
 	w.gen++
 	w.changes, w.keysOwn = false, false
-	if w.pieces.done.Load() && w.pieces != w.base {
-		w.base = w.pieces
-		clear(w.dirty)
+	for c := range w.cls {
+		t := &w.cls[c]
+		if t.pieces.done.Load() && t.pieces != t.base {
+			t.base = t.pieces
+			clear(t.dirty)
+		}
 	}
 }
 
-// published is the collection JSON of cur: the previous one when this
-// Publish changed nothing.
-func (w *extWriter) published() *extPieces {
-	if w.changed() {
-		w.pieces = &extPieces{m: w.cur, base: w.base, dirty: slices.Clone(w.dirty)}
+// published is the collection JSON of cur in each class: the previous
+// one when this Publish changed nothing.
+func (w *extWriter) published() [numClasses]*extPieces {
+	var out [numClasses]*extPieces
+	for c := range w.cls {
+		t := &w.cls[c]
+		if w.changed() {
+			t.pieces = &extPieces{m: w.cur, cls: Class(c), base: t.base, dirty: slices.Clone(t.dirty)}
+		}
+		out[c] = t.pieces
 	}
-	return w.pieces
+	return out
 }
 
 // changed reports whether set was called in this Publish.
@@ -330,10 +354,9 @@ func (w *extWriter) index(k string, x *Extension, d int) {
 // showing yields the extensions a conversation of which shows number n.
 func (w *extWriter) showing(n string) map[string]int { return w.shows[n] }
 
-// set stores extension k's view and JSON, copying the root, the node and
-// the shard on its path first if they are still shared with a published
-// map. v is kept: the caller must not write it afterwards.
-func (w *extWriter) set(k string, v *Extension, b []byte) {
+// set stores extension k, copying the root, the node and the shard on its
+// path first if they are still shared with a published map.
+func (w *extWriter) set(k string, x *ent[Extension]) {
 	w.changes = true
 	if w.cur.root.gen != w.gen {
 		r := *w.cur.root
@@ -360,24 +383,81 @@ func (w *extWriter) set(k string, v *Extension, b []byte) {
 	}
 	j, ok := s.find(k)
 	if ok {
-		w.index(k, s.e[j].v, -1)
+		w.index(k, &s.e[j].x.v, -1)
 	}
-	w.index(k, v, 1)
+	w.index(k, &x.v, 1)
 	if !ok {
 		if !w.keysOwn { // the published slice is shared: copy it first
 			w.cur.keys, w.keysOwn = slices.Clone(w.cur.keys), true
 		}
 		i, _ := slices.BinarySearch(w.cur.keys, k)
 		w.cur.keys = slices.Insert(w.cur.keys, i, k)
-		w.base = nil // the keys after it moved to other pieces
-		s.e = slices.Insert(s.e, j, extEntry{k: k})
-	} else if w.base != nil {
-		i, _ := slices.BinarySearch(w.cur.keys, k)
-		c := i / extPiece
-		if c/64 >= len(w.dirty) {
-			w.dirty = append(w.dirty, make([]uint64, c/64+1-len(w.dirty))...)
+		for c := range w.cls {
+			w.cls[c].base = nil // the keys after it moved to other pieces
 		}
-		w.dirty[c/64] |= 1 << (c % 64)
+		s.e = slices.Insert(s.e, j, extEntry{k: k})
+	} else if slices.ContainsFunc(w.cls[:], func(t pieceTrack) bool { return t.base != nil }) {
+		i, _ := slices.BinarySearch(w.cur.keys, k)
+		for c := range w.cls {
+			w.cls[c].markDirty(i / extPiece)
+		}
 	}
-	s.e[j].v, s.e[j].b = v, b
+	s.e[j].x = x
+}
+
+// markDirty notes that piece c changed since base.
+func (t *pieceTrack) markDirty(c int) {
+	if t.base == nil {
+		return
+	}
+	if c/64 >= len(t.dirty) {
+		t.dirty = append(t.dirty, make([]uint64, c/64+1-len(t.dirty))...)
+	}
+	t.dirty[c/64] |= 1 << (c % 64)
+}
+
+// ExtensionsFor is the extensions collection for a reader who sees the
+// calls of the extensions in full (sorted) and not those of the others:
+// the NumbersHidden collection's pieces, cut around each of full's
+// extensions to put its Full JSON there, to be written one after the
+// other. The hidden pieces are made once per snapshot that changed them,
+// so a reader costs no copy of the collection.
+func (s *Snapshot) ExtensionsFor(full []string) [][]byte {
+	hp := s.extParts[NumbersHidden]
+	hid := hp.get()
+	if len(full) == 0 {
+		return hid
+	}
+	if !slices.IsSorted(full) {
+		full = slices.Sorted(slices.Values(full))
+	}
+	keys := s.Extensions.keys
+	out := make([][]byte, 0, len(hid)+2*len(full))
+	add := func(b []byte) {
+		if len(b) > 0 {
+			out = append(out, b)
+		}
+	}
+	cur, pos := 0, 0 // the piece being written, and how much of it is
+	for _, k := range full {
+		i, ok := slices.BinarySearch(keys, k)
+		if !ok {
+			continue
+		}
+		c := i / extPiece
+		for ; cur < c; cur, pos = cur+1, 0 {
+			add(hid[cur][pos:])
+		}
+		o := hp.offs[c][2*(i%extPiece):]
+		if cur == c && int(o[0]) < pos {
+			continue // listed twice
+		}
+		add(hid[c][pos:o[0]])
+		add(s.Extensions.ent(k).json(Full))
+		pos = int(o[1])
+	}
+	for ; cur < len(hid); cur, pos = cur+1, 0 {
+		add(hid[cur][pos:])
+	}
+	return out
 }

@@ -7,8 +7,43 @@ type Change struct {
 	Seq  uint64
 	Type string // extenUpdate | queueUpdate | queueMemberUpdate | parkingUpdate | trunkUpdate | extenRinging | userPresenceUpdate | pbxStatus
 	Key  string // extension number, queue name, "queue/member", space, trunk name, or "pbx"
-	Data []byte // JSON; the same bytes as in the snapshot, never modified
+	Data []byte // JSON in class Full; the same bytes as in the snapshot, never modified
 	At   int64  // ms since the epoch of the Publish that produced it
+
+	ent classed // the entity's JSON by class; nil: Data in every class
+}
+
+// JSON is the change's JSON in class c: Data, or the same entity with
+// the numbers hidden (made at most once, and shared with the snapshot),
+// or nil when the entity has changed since (a newer change of it follows
+// in the feed: skip this one). Changes with nothing to hide (presence,
+// queue members, pbxStatus, extenRinging: only for the rung extension's
+// owners) are Data in every class.
+func (c *Change) JSON(cl Class) []byte {
+	if c.ent == nil || cl == Full {
+		return c.Data
+	}
+	return c.ent.json(cl)
+}
+
+// Conference is the room of a conferenceUpdate (no users when it ended).
+func (c *Change) Conference() (*Conference, bool) {
+	x, ok := c.ent.(*ent[Conference])
+	if !ok {
+		return nil, false
+	}
+	return &x.v, true
+}
+
+// ConferenceJSONFor is a conferenceUpdate's JSON for a reader who sees the
+// calls of the members whose extenId sees says yes to (as
+// Snapshot.ConferenceJSONFor); Data for any other change.
+func (c *Change) ConferenceJSONFor(sees func(exten string) bool) []byte {
+	x, ok := c.ent.(*ent[Conference])
+	if !ok {
+		return c.Data
+	}
+	return conferenceFor(x, sees)
 }
 
 // Feed is the seq-numbered change log: a bounded ring of the latest

@@ -231,11 +231,11 @@ func sortedFields(s string) []string {
 func TestJSONShapes(t *testing.T) {
 	cv := Conversation{ID: "a>b", AnsweredAt: 1000, StartTime: 500}
 	x := Extension{Exten: "201", Conversations: map[string]Conversation{"a>b": cv}}
-	b := appendExtension(nil, &x, 20_000)
+	b := appendExtension(nil, &x, 20_000, enc{})
 	if got, want := keysOf(t, b), sortedFields("exten name status dnd cf cfb cfu ip port sipuseragent chanType context conversations"); !slices.Equal(got, want) {
 		t.Errorf("extension keys %v, want %v", got, want)
 	}
-	cb := appendConversation(nil, &cv, 20_000)
+	cb := appendConversation(nil, &cv, 20_000, enc{})
 	if got, want := keysOf(t, cb), sortedFields("id callId owner linkedId uniqueId connected direction counterpartNum counterpartName startTime answeredAt duration recording inConference throughQueue queueId throughTrunk"); !slices.Equal(got, want) {
 		t.Errorf("conversation keys %v, want %v", got, want)
 	}
@@ -245,7 +245,7 @@ func TestJSONShapes(t *testing.T) {
 		t.Errorf("numbers: %s", cb)
 	}
 	q := Queue{Queue: "401", Members: map[string]QueueMember{"201": {Member: "201"}}, WaitingCallers: map[string]QueueCaller{"c": {Channel: "c"}}, Completed: 11}
-	qb := appendQueue(nil, &q)
+	qb := appendQueue(nil, &q, 0, enc{})
 	if got, want := keysOf(t, qb), sortedFields("queue name number members waitingCallers completed abandoned holdTime talkTime"); !slices.Equal(got, want) {
 		t.Errorf("queue keys %v", got)
 	}
@@ -265,7 +265,7 @@ func TestJSONShapes(t *testing.T) {
 		t.Errorf("completed %v", qd.Completed)
 	}
 	p := Parking{Parking: "701", ParkedCaller: &ParkedCaller{Channel: "c"}}
-	pb := appendParking(nil, &p)
+	pb := appendParking(nil, &p, 0, enc{})
 	if got, want := keysOf(t, pb), sortedFields("parking name timeout parkedCaller"); !slices.Equal(got, want) {
 		t.Errorf("parking keys %v", got)
 	}
@@ -274,11 +274,11 @@ func TestJSONShapes(t *testing.T) {
 	if got, want := keysOf(t, pd.ParkedCaller), sortedFields("channel num name parkedAt parkedBy"); !slices.Equal(got, want) {
 		t.Errorf("parked caller keys %v", got)
 	}
-	if free := appendParking(nil, &Parking{Parking: "702"}); !strings.Contains(string(free), `"parkedCaller":null`) {
+	if free := appendParking(nil, &Parking{Parking: "702"}, 0, enc{}); !strings.Contains(string(free), `"parkedCaller":null`) {
 		t.Errorf("free space: %s", free)
 	}
 	tr := Trunk{Name: "provider1"}
-	if got, want := keysOf(t, appendTrunk(nil, &tr, 0)), sortedFields("name status registration chanType conversations"); !slices.Equal(got, want) {
+	if got, want := keysOf(t, appendTrunk(nil, &tr, 0, enc{})), sortedFields("name status registration chanType conversations"); !slices.Equal(got, want) {
 		t.Errorf("trunk keys %v", got)
 	}
 	if got, want := keysOf(t, appendStatus(nil, LinkLive, 3, 5)), sortedFields("pbx version since"); !slices.Equal(got, want) {

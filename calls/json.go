@@ -97,9 +97,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func appendConversation(b []byte, c *Conversation, nowMs int64) []byte {
+func appendConversation(b []byte, c *Conversation, nowMs int64, e enc) []byte {
 	b = append(b, '{')
-	b = appendStrField(b, "id", c.ID)
+	b = e.convID(appendKey(b, "id"), c.ID)
 	b = append(b, ',')
 	b = appendStrField(b, "callId", c.CallID)
 	b = append(b, ',')
@@ -113,9 +113,9 @@ func appendConversation(b []byte, c *Conversation, nowMs int64) []byte {
 	b = append(b, ',')
 	b = appendStrField(b, "direction", c.Direction)
 	b = append(b, ',')
-	b = appendStrField(b, "counterpartNum", c.CounterpartNum)
+	b = e.secret(appendKey(b, "counterpartNum"), c.CounterpartNum)
 	b = append(b, ',')
-	b = appendStrField(b, "counterpartName", c.CounterpartName)
+	b = e.secret(appendKey(b, "counterpartName"), c.CounterpartName)
 	b = append(b, ',')
 	b = appendIntField(b, "startTime", c.StartTime)
 	b = append(b, ',')
@@ -132,12 +132,12 @@ func appendConversation(b []byte, c *Conversation, nowMs int64) []byte {
 	b = appendStrField(b, "queueId", c.QueueID)
 	b = append(b, ',')
 	b = appendBoolField(b, "throughTrunk", c.ThroughTrunk)
-	return append(appendConvExtras(b, c), '}')
+	return append(appendConvExtras(b, c, e), '}')
 }
 
 // appendConvExtras writes the optional objects of a conversation, each
 // only when it applies: "transfer", "parked", "spy".
-func appendConvExtras(b []byte, c *Conversation) []byte {
+func appendConvExtras(b []byte, c *Conversation, e enc) []byte {
 	x := c.Extra
 	if x == nil {
 		return b
@@ -155,14 +155,14 @@ func appendConvExtras(b []byte, c *Conversation) []byte {
 		b = append(b, `,"parked":{`...)
 		b = appendStrField(b, "parking", p.Parking)
 		b = append(b, ',')
-		b = appendStrField(b, "by", p.By)
+		b = e.secret(appendKey(b, "by"), p.By)
 		b = append(b, ',')
 		b = appendIntField(b, "timeout", int64(p.Timeout))
 		b = append(b, '}')
 	}
 	if s := &x.Spy; s.Mode != "" {
 		b = append(b, `,"spy":{`...)
-		b = appendStrField(b, "exten", s.Exten)
+		b = e.secret(appendKey(b, "exten"), s.Exten)
 		b = append(b, ',')
 		b = appendStrField(b, "mode", s.Mode)
 		b = append(b, '}')
@@ -170,22 +170,22 @@ func appendConvExtras(b []byte, c *Conversation) []byte {
 	return b
 }
 
-func appendConversations(b []byte, m map[string]Conversation, nowMs int64) []byte {
-	b = appendKey(b, "conversations")
+// appendConversations writes the conversations object, by id.
+func appendConversations(b []byte, m map[string]Conversation, nowMs int64, e enc) []byte {
 	b = append(b, '{')
 	for i, k := range sortedKeys(m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		c := m[k]
-		b = appendString(b, k)
+		b = e.convID(b, k)
 		b = append(b, ':')
-		b = appendConversation(b, &c, nowMs)
+		b = appendConversation(b, &c, nowMs, e)
 	}
 	return append(b, '}')
 }
 
-func appendExtension(b []byte, x *Extension, nowMs int64) []byte {
+func appendExtension(b []byte, x *Extension, nowMs int64, e enc) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "exten", x.Exten)
 	b = append(b, ',')
@@ -219,11 +219,11 @@ func appendExtension(b []byte, x *Extension, nowMs int64) []byte {
 		b = appendIntField(b, "old", int64(v.Old))
 		b = append(b, '}', ',')
 	}
-	b = appendConversations(b, x.Conversations, nowMs)
+	b = appendConversations(appendKey(b, "conversations"), x.Conversations, nowMs, e)
 	return append(b, '}')
 }
 
-func appendTrunk(b []byte, t *Trunk, nowMs int64) []byte {
+func appendTrunk(b []byte, t *Trunk, nowMs int64, e enc) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "name", t.Name)
 	b = append(b, ',')
@@ -233,7 +233,7 @@ func appendTrunk(b []byte, t *Trunk, nowMs int64) []byte {
 	b = append(b, ',')
 	b = appendStrField(b, "chanType", t.ChanType)
 	b = append(b, ',')
-	b = appendConversations(b, t.Conversations, nowMs)
+	b = appendConversations(appendKey(b, "conversations"), t.Conversations, nowMs, e)
 	return append(b, '}')
 }
 
@@ -272,7 +272,8 @@ func appendMemberUpdate(b []byte, m *QueueMember) []byte {
 	return append(b, '}')
 }
 
-func appendQueue(b []byte, q *Queue) []byte {
+// appendQueue writes a queue; at is unused (no durations in a queue).
+func appendQueue(b []byte, q *Queue, _ int64, e enc) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "queue", q.Queue)
 	b = append(b, ',')
@@ -299,13 +300,13 @@ func appendQueue(b []byte, q *Queue) []byte {
 			b = append(b, ',')
 		}
 		w := q.WaitingCallers[k]
-		b = appendString(b, k)
+		b = e.channel(b, k)
 		b = append(b, ':', '{')
-		b = appendStrField(b, "channel", w.Channel)
+		b = e.channel(appendKey(b, "channel"), w.Channel)
 		b = append(b, ',')
-		b = appendStrField(b, "num", w.Num)
+		b = e.secret(appendKey(b, "num"), w.Num)
 		b = append(b, ',')
-		b = appendStrField(b, "name", w.Name)
+		b = e.secret(appendKey(b, "name"), w.Name)
 		b = append(b, ',')
 		b = appendIntField(b, "position", int64(w.Position))
 		b = append(b, ',')
@@ -323,7 +324,8 @@ func appendQueue(b []byte, q *Queue) []byte {
 	return append(b, '}')
 }
 
-func appendParking(b []byte, p *Parking) []byte {
+// appendParking writes a parking space; at is unused.
+func appendParking(b []byte, p *Parking, _ int64, e enc) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "parking", p.Parking)
 	b = append(b, ',')
@@ -336,11 +338,11 @@ func appendParking(b []byte, p *Parking) []byte {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '{')
-		b = appendStrField(b, "channel", c.Channel)
+		b = e.channel(appendKey(b, "channel"), c.Channel)
 		b = append(b, ',')
-		b = appendStrField(b, "num", c.Num)
+		b = e.secret(appendKey(b, "num"), c.Num)
 		b = append(b, ',')
-		b = appendStrField(b, "name", c.Name)
+		b = e.secret(appendKey(b, "name"), c.Name)
 		b = append(b, ',')
 		b = appendIntField(b, "parkedAt", c.ParkedAt)
 		b = append(b, ',')
@@ -361,9 +363,9 @@ func appendStatus(b []byte, link LinkState, version uint64, since int64) []byte 
 	return append(b, '}')
 }
 
-// appendCollection writes {"k":<bytes>,...} in sorted key order from
-// per-entity encodings.
-func appendCollection(b []byte, m map[string][]byte) []byte {
+// appendCollection writes {"k":<entity>,...} in sorted key order from
+// the entities' encodings in class c.
+func appendCollection[V any](b []byte, m map[string]*ent[V], c Class) []byte {
 	b = append(b, '{')
 	for i, k := range sortedKeys(m) {
 		if i > 0 {
@@ -371,7 +373,7 @@ func appendCollection(b []byte, m map[string][]byte) []byte {
 		}
 		b = appendString(b, k)
 		b = append(b, ':')
-		b = append(b, m[k]...)
+		b = append(b, m[k].json(c)...)
 	}
 	return append(b, '}')
 }

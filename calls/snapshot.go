@@ -1,7 +1,6 @@
 package calls
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -26,21 +25,24 @@ type Snapshot struct {
 	// Conferences are the ConfBridge rooms in use, by room.
 	Conferences map[string]Conference
 
-	extParts                 *extPieces // ExtensionsParts
-	extAll                   *lazy      // ExtensionsJSON
-	queue, park, trunk, conf *coll
-	status                   []byte
-	state                    *lazy
-	cellphones               map[string]string // Config.Cellphones, for PresenceJSON
-	presence                 *lazy
+	extParts   [numClasses]*extPieces // ExtensionsParts, ExtensionsFor
+	extAll     *lazy                  // ExtensionsJSON
+	queue      *coll[Queue]
+	park       *coll[Parking]
+	trunk      *coll[Trunk]
+	conf       *coll[Conference]
+	status     []byte
+	state      *lazy
+	cellphones map[string]string // Config.Cellphones, for PresenceJSON
+	presence   *lazy
 }
 
-// coll is the encoded side of one collection: per-entity JSON and the
-// lazily assembled collection JSON, shared by the snapshots that did not
-// change it.
-type coll struct {
-	json map[string][]byte
-	all  lazy
+// coll is the encoded side of one collection: its entities and the
+// lazily assembled collection JSON per class, shared by the snapshots
+// that did not change it.
+type coll[V any] struct {
+	ents map[string]*ent[V]
+	all  [numClasses]lazy
 }
 
 type lazy struct {
@@ -48,22 +50,52 @@ type lazy struct {
 	b    []byte
 }
 
-func (c *coll) bytes() []byte {
-	c.all.once.Do(func() { c.all.b = appendCollection(nil, c.json) })
-	return c.all.b
+func newColl[V any]() *coll[V] { return &coll[V]{ents: map[string]*ent[V]{}} }
+
+// clone is a copy to change in place, its collection JSON not yet made.
+func (c *coll[V]) clone() *coll[V] { return &coll[V]{ents: maps.Clone(c.ents)} }
+
+func (c *coll[V]) bytes(cl Class) []byte {
+	a := &c.all[cl]
+	a.once.Do(func() { a.b = appendCollection(nil, c.ents, cl) })
+	return a.b
 }
 
 // ExtensionJSON is one extension's JSON, or nil when it does not exist.
-func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.Extensions.json(exten) }
+func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.ExtensionJSONAs(exten, Full) }
+
+// ExtensionJSONAs is one extension's JSON in class c, or nil.
+func (s *Snapshot) ExtensionJSONAs(exten string, c Class) []byte {
+	return s.Extensions.ent(exten).json(c)
+}
+
+// ConversationsJSON is extension exten's conversations object,
+// {"<id>":{Conversation},...} in full, or nil when it does not exist.
+func (s *Snapshot) ConversationsJSON(exten string) []byte {
+	x := s.Extensions.ent(exten)
+	if x == nil {
+		return nil
+	}
+	return appendConversations(nil, x.v.Conversations, x.at, enc{})
+}
 
 // QueueJSON is one queue's JSON, or nil.
-func (s *Snapshot) QueueJSON(name string) []byte { return s.queue.json[name] }
+func (s *Snapshot) QueueJSON(name string) []byte { return s.QueueJSONAs(name, Full) }
+
+// QueueJSONAs is one queue's JSON in class c, or nil.
+func (s *Snapshot) QueueJSONAs(name string, c Class) []byte { return s.queue.ents[name].json(c) }
 
 // ParkingJSON is one parking space's JSON, or nil.
-func (s *Snapshot) ParkingJSON(space string) []byte { return s.park.json[space] }
+func (s *Snapshot) ParkingJSON(space string) []byte { return s.ParkingJSONAs(space, Full) }
+
+// ParkingJSONAs is one parking space's JSON in class c, or nil.
+func (s *Snapshot) ParkingJSONAs(space string, c Class) []byte { return s.park.ents[space].json(c) }
 
 // TrunkJSON is one trunk's JSON, or nil.
-func (s *Snapshot) TrunkJSON(name string) []byte { return s.trunk.json[name] }
+func (s *Snapshot) TrunkJSON(name string) []byte { return s.TrunkJSONAs(name, Full) }
+
+// TrunkJSONAs is one trunk's JSON in class c, or nil.
+func (s *Snapshot) TrunkJSONAs(name string, c Class) []byte { return s.trunk.ents[name].json(c) }
 
 // QueueName resolves a queue's identity: its app_queue name, or the number
 // callers dial to reach it. ok is false when neither names a queue.
@@ -93,16 +125,26 @@ func (s *Snapshot) ExtensionsJSON() []byte {
 // other pieces are the same slices as in the snapshots before it, so a
 // reader may remember what it made of a piece by its first byte's address
 // and length.
-func (s *Snapshot) ExtensionsParts() [][]byte { return s.extParts.get() }
+func (s *Snapshot) ExtensionsParts() [][]byte { return s.extParts[Full].get() }
 
 // QueuesJSON is {"support":{...},...} in key order.
-func (s *Snapshot) QueuesJSON() []byte { return s.queue.bytes() }
+func (s *Snapshot) QueuesJSON() []byte { return s.queue.bytes(Full) }
 
 // ParkingsJSON is {"701":{...},...} in key order.
-func (s *Snapshot) ParkingsJSON() []byte { return s.park.bytes() }
+func (s *Snapshot) ParkingsJSON() []byte { return s.park.bytes(Full) }
 
 // TrunksJSON is {"trunk":{...},...} in key order.
-func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes() }
+func (s *Snapshot) TrunksJSON() []byte { return s.trunk.bytes(Full) }
+
+// QueuesJSONAs, ParkingsJSONAs and TrunksJSONAs are those collections
+// in class c, assembled once per snapshot that changed them.
+func (s *Snapshot) QueuesJSONAs(c Class) []byte { return s.queue.bytes(c) }
+
+// ParkingsJSONAs: see QueuesJSONAs.
+func (s *Snapshot) ParkingsJSONAs(c Class) []byte { return s.park.bytes(c) }
+
+// TrunksJSONAs: see QueuesJSONAs.
+func (s *Snapshot) TrunksJSONAs(c Class) []byte { return s.trunk.bytes(c) }
 
 // StatusJSON is {"pbx":"live|resyncing|stalled|down","version":N,"since":ms}.
 func (s *Snapshot) StatusJSON() []byte { return s.status }
@@ -158,10 +200,10 @@ type published struct {
 	parks  map[string]Parking
 	trunks map[string]Trunk
 	confs  map[string]Conference
-	queue  *coll
-	park   *coll
-	trunk  *coll
-	conf   *coll
+	queue  *coll[Queue]
+	park   *coll[Parking]
+	trunk  *coll[Trunk]
+	conf   *coll[Conference]
 	// copied marks the maps already cloned during the running Publish.
 	queueCopied, parkCopied, trunkCopied, confCopied bool
 }
@@ -174,10 +216,10 @@ func newPublished() published {
 		parks:  map[string]Parking{},
 		trunks: map[string]Trunk{},
 		confs:  map[string]Conference{},
-		queue:  &coll{json: map[string][]byte{}},
-		park:   &coll{json: map[string][]byte{}},
-		trunk:  &coll{json: map[string][]byte{}},
-		conf:   &coll{json: map[string][]byte{}},
+		queue:  newColl[Queue](),
+		park:   newColl[Parking](),
+		trunk:  newColl[Trunk](),
+		conf:   newColl[Conference](),
 	}
 }
 
@@ -207,34 +249,32 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 	}
 }
 
-func cloneColl(c *coll) *coll { return &coll{json: maps.Clone(c.json)} }
-
-func (p *published) setExt(k string, v Extension, b []byte) {
+func (p *published) setExt(k string, x *ent[Extension]) {
 	if !p.exts.changed() {
 		p.extAll = &lazy{}
 	}
-	p.exts.set(k, &v, b)
+	p.exts.set(k, x)
 }
 
-func (p *published) setQueue(k string, v Queue, b []byte) {
+func (p *published) setQueue(k string, x *ent[Queue]) {
 	if !p.queueCopied {
-		p.queues, p.queue, p.queueCopied = maps.Clone(p.queues), cloneColl(p.queue), true
+		p.queues, p.queue, p.queueCopied = maps.Clone(p.queues), p.queue.clone(), true
 	}
-	p.queues[k], p.queue.json[k] = v, b
+	p.queues[k], p.queue.ents[k] = x.v, x
 }
 
-func (p *published) setPark(k string, v Parking, b []byte) {
+func (p *published) setPark(k string, x *ent[Parking]) {
 	if !p.parkCopied {
-		p.parks, p.park, p.parkCopied = maps.Clone(p.parks), cloneColl(p.park), true
+		p.parks, p.park, p.parkCopied = maps.Clone(p.parks), p.park.clone(), true
 	}
-	p.parks[k], p.park.json[k] = v, b
+	p.parks[k], p.park.ents[k] = x.v, x
 }
 
-func (p *published) setTrunk(k string, v Trunk, b []byte) {
+func (p *published) setTrunk(k string, x *ent[Trunk]) {
 	if !p.trunkCopied {
-		p.trunks, p.trunk, p.trunkCopied = maps.Clone(p.trunks), cloneColl(p.trunk), true
+		p.trunks, p.trunk, p.trunkCopied = maps.Clone(p.trunks), p.trunk.clone(), true
 	}
-	p.trunks[k], p.trunk.json[k] = v, b
+	p.trunks[k], p.trunk.ents[k] = x.v, x
 }
 
 // convsOf derives the conversations of an owner's channels.
@@ -387,18 +427,18 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 			continue
 		}
 		v := e.extView(x)
-		if old := p.exts.cur.ptr(k); old != nil && extEqual(old, &v) {
+		old := p.exts.cur.ent(k)
+		if old != nil && extEqual(&old.v, &v) {
 			continue
 		}
 		// Encoded in a buffer kept across Publishes, then copied at its
 		// size: one allocation, no growing.
-		e.scratch = appendExtension(e.scratch[:0], &v, now)
-		b := bytes.Clone(e.scratch)
-		p.setExt(k, v, b)
+		xe := newEntCopied(v, now, e.cfg.Opaque, appendExtension, &e.scratch)
+		p.setExt(k, xe)
 		// The presence change first: a batch's last seq stays the
 		// extension's (clients of topic "extensions" see it).
-		ch = e.presenceChange(ch, &v, now)
-		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: b, At: now})
+		ch = e.presenceChange(ch, &xe.v, now)
+		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: xe.full, At: now, ent: xe.announce(old)})
 	}
 	resetSet(&e.dirtyExt)
 	clear(e.extKeys) // keep no key alive
@@ -447,9 +487,10 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if old, ok := p.queues[k]; ok && queueEqual(&old, &v) {
 			continue
 		}
-		b := appendQueue(nil, &v)
-		p.setQueue(k, v, b)
-		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: b, At: now})
+		old := p.queue.ents[k]
+		x := newEnt(v, now, e.cfg.Opaque, appendQueue, old.size())
+		p.setQueue(k, x)
+		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	resetSet(&e.dirtyQueue)
 	for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
@@ -488,9 +529,10 @@ func (e *Engine) publishParks(ch []Change, now int64) []Change {
 		if old, ok := p.parks[k]; ok && parkingEqual(&old, &v) {
 			continue
 		}
-		b := appendParking(nil, &v)
-		p.setPark(k, v, b)
-		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: b, At: now})
+		old := p.park.ents[k]
+		x := newEnt(v, now, e.cfg.Opaque, appendParking, old.size())
+		p.setPark(k, x)
+		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	resetSet(&e.dirtyPark)
 	return ch
@@ -508,9 +550,10 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 		if old, ok := p.trunks[k]; ok && trunkEqual(&old, &v) {
 			continue
 		}
-		b := appendTrunk(nil, &v, now)
-		p.setTrunk(k, v, b)
-		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: b, At: now})
+		old := p.trunk.ents[k]
+		x := newEnt(v, now, e.cfg.Opaque, appendTrunk, old.size())
+		p.setTrunk(k, x)
+		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	resetSet(&e.dirtyTrunk)
 	return ch

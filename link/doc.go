@@ -1,6 +1,7 @@
 // Package link runs the live link between an AMI connection and the call
-// engine: it feeds the event stream into a calls.Engine in batches, publishing
-// one snapshot per batch; it resynchronises the engine from the PBX's list
+// engine: it feeds the event stream into a calls.Engine (through the Engine
+// interface, which a recording wrapper such as bus.Replica also satisfies)
+// in batches, publishing one snapshot per batch; it resynchronises the engine from the PBX's list
 // actions on every (re)connect and after an Asterisk restart; and it
 // reconciles the engine against CoreShowChannels periodically to repair drift.
 //

@@ -58,11 +58,28 @@ var resyncActions = []string{
 	ami.ActionConfbridgeListRooms, // locked flags; rooms that ended while down disappear (the per-room ConfbridgeList are follow-ups)
 }
 
+// Engine is what the link drives: the engine's mutating methods, all
+// called from Run's goroutine. *calls.Engine satisfies it; so does a
+// wrapper that records every call for replay on other nodes (package bus).
+type Engine interface {
+	Apply(m ami.Message)
+	Publish() *calls.Snapshot
+	SetLink(s calls.LinkState)
+	BeginResync()
+	EndResync()
+	BeginReconcile()
+	Reconcile(items []ami.Message) int
+	Followups(k calls.FollowupKind) []ami.Message
+	ApplyAnswer(action ami.Message, resp ami.Response, err error)
+	RefreshDurations() *calls.Snapshot
+	Stats() calls.Stats
+}
+
 // Link connects a PBX to an engine. Create it with New and start it with Run.
 type Link struct {
 	// Immutable after New.
 	pbx PBX
-	eng *calls.Engine
+	eng Engine
 	cfg Config
 	log *slog.Logger
 
@@ -97,7 +114,7 @@ type Stats struct {
 
 // New returns a link between pbx and eng. eng must not be used by anyone
 // else while Run runs, except through its goroutine-safe readers.
-func New(pbx PBX, eng *calls.Engine, cfg Config) *Link {
+func New(pbx PBX, eng Engine, cfg Config) *Link {
 	if cfg.ResyncTimeout <= 0 {
 		cfg.ResyncTimeout = 30 * time.Second
 	}

@@ -82,9 +82,32 @@ type observation struct {
 type screen struct {
 	mu    sync.Mutex
 	byExt map[string][]observation
+	dec   *decoded
 }
 
-func (s *screen) add(at time.Time, raw []byte) {
+// decoded is the extenUpdates the screens read, decoded once each: every
+// screen reads the same bytes for a change (they are one user), so a
+// thousand screens cost one JSON decode per change, not a thousand, and
+// the load tool stays cheaper than the bridge it measures. Keyed by the
+// whole message, so a screen that got other bytes decodes its own.
+type decoded struct {
+	mu sync.Mutex
+	m  map[string]decodedUpdate
+}
+
+type decodedUpdate struct {
+	ok    bool // an extenUpdate
+	exten string
+	o     observation // without its time
+}
+
+func (d *decoded) get(raw []byte) decodedUpdate {
+	d.mu.Lock()
+	u, hit := d.m[string(raw)]
+	d.mu.Unlock()
+	if hit {
+		return u
+	}
 	var m struct {
 		Type string `json:"type"`
 		Data struct {
@@ -95,15 +118,27 @@ func (s *screen) add(at time.Time, raw []byte) {
 			} `json:"conversations"`
 		} `json:"data"`
 	}
-	if json.Unmarshal(raw, &m) != nil || m.Type != "extenUpdate" {
+	if json.Unmarshal(raw, &m) == nil && m.Type == "extenUpdate" {
+		u = decodedUpdate{ok: true, exten: m.Data.Exten, o: observation{status: m.Data.Status, convs: len(m.Data.Conversations)}}
+		for _, c := range m.Data.Conversations {
+			u.o.connected = u.o.connected || c.Connected
+		}
+	}
+	d.mu.Lock()
+	d.m[string(raw)] = u
+	d.mu.Unlock()
+	return u
+}
+
+func (s *screen) add(at time.Time, raw []byte) {
+	u := s.dec.get(raw)
+	if !u.ok {
 		return
 	}
-	o := observation{at: at, status: m.Data.Status, convs: len(m.Data.Conversations)}
-	for _, c := range m.Data.Conversations {
-		o.connected = o.connected || c.Connected
-	}
+	o := u.o
+	o.at = at
 	s.mu.Lock()
-	s.byExt[m.Data.Exten] = append(s.byExt[m.Data.Exten], o)
+	s.byExt[u.exten] = append(s.byExt[u.exten], o)
 	s.mu.Unlock()
 }
 

@@ -155,8 +155,9 @@ type screensRun struct {
 // all have subscribed.
 func startScreens(ctx context.Context, cfg E2EConfig, total time.Duration) (*screensRun, error) {
 	w := &screensRun{screens: make([]*screen, cfg.Clients), done: make(chan struct{})}
+	dec := &decoded{m: map[string]decodedUpdate{}}
 	for i := range w.screens {
-		w.screens[i] = &screen{byExt: map[string][]observation{}}
+		w.screens[i] = &screen{byExt: map[string][]observation{}, dec: dec}
 	}
 	var subscribed atomic.Int64
 	allIn := make(chan struct{})

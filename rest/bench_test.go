@@ -86,6 +86,9 @@ func TestReadsDoNotAllocate(t *testing.T) {
 		{"filtered", "alice", "/astproxy/extensions", nil},
 		{"status", "bob", "/astproxy/status", nil},
 		{"queues", "alice", "/astproxy/queues", nil},
+		{"filtered gzip", "alice", "/astproxy/extensions", []string{"Accept-Encoding", "gzip"}},
+		{"filtered parkings", "bob", "/astproxy/parkings", nil},
+		{"filtered trunks", "bob", "/astproxy/trunks", nil},
 	} {
 		serve, _ := readOnce(t, 100, c.user, c.path, c.hdr...)
 		if a := testing.AllocsPerRun(1000, serve); a != 0 {

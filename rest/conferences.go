@@ -21,13 +21,7 @@ import (
 // confSees reports whether u may see room c: who sees calls no extension
 // owns, the room's owner, and who may see one of its members' calls.
 func confSees(u *auth.User, c *calls.Conference) bool {
-	return auth.SeesConference(u, c.ID, func(yield func(string) bool) {
-		for _, m := range c.Users {
-			if !yield(m.ExtenID) {
-				return
-			}
-		}
-	})
+	return auth.SeesConference(u, c.ID, c.ExtenIDs)
 }
 
 func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth.User) int {
@@ -49,7 +43,7 @@ func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth
 		n++
 		b = calls.AppendJSONString(b, k)
 		b = append(b, ':')
-		b = append(b, auth.ViewOf(u).Conference(s.ConferenceJSON(k))...)
+		b = append(b, s.ConferenceJSONFor(k, auth.ViewOf(u).SeesMember)...)
 	}
 	return h.write(w, r, vc, newEntry(append(b, '}')))
 }
@@ -63,7 +57,7 @@ func (h *handler) getConference(w http.ResponseWriter, r *http.Request, u *auth.
 		// call detail too.
 		return writeError(w, h.log, r, notFound("conference %q does not exist", id))
 	}
-	return h.write(w, r, vc, newEntry(auth.ViewOf(u).Conference(vc.snap.ConferenceJSON(id))))
+	return h.write(w, r, vc, newEntry(vc.snap.ConferenceJSONFor(id, auth.ViewOf(u).SeesMember)))
 }
 
 type confOwnerReq struct {

@@ -7,8 +7,12 @@
 // package httpserve.
 //
 // Reads never encode JSON per request: they write the bytes the calls
-// engine encoded once per change, with ETag, gzip and per-permission
-// filtered copies made once per state version (reads.go). Actions are
+// engine encoded once per change and visibility class, the class
+// auth.View gives the user, with ETag, gzip and a filtered user's
+// extensions collection (the hidden collection's pieces with the
+// extensions it sees in full put in: calls.Snapshot.ExtensionsFor) made
+// once per state version and view (reads.go); nothing here parses or
+// rewrites JSON. Actions are
 // checked in full (body, permission through auth.Allowed, channels in the
 // snapshot) before anything is sent to the PBX (actions.go). Errors become
 // statuses in one place (errors.go).

@@ -122,7 +122,6 @@ type handler struct {
 	routes  []string // "METHOD /pattern", for the OpenAPI test
 
 	cache      atomic.Pointer[verCache]
-	red        redMemo                    // redacted entities shared by the filtered views
 	vmCounters atomic.Pointer[vmCounters] // voicemail/new_counters of the latest snapshot
 	logTick    atomic.Uint64
 

@@ -3,9 +3,7 @@ package rest
 import (
 	"bytes"
 	"compress/gzip"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -14,12 +12,12 @@ import (
 )
 
 // The read fast path. The calls engine publishes immutable snapshots with
-// their JSON already encoded; a read writes those bytes as they are. What
-// a response needs besides the body (ETag, Content-Length, a gzip copy, a
-// filtered copy for users who may not see everything) is made once per
-// snapshot version and kept in a verCache, so a request allocates nothing
-// of its own: header values are shared []string slices, which net/http
-// only reads.
+// their JSON already encoded, once per visibility class; a read writes the
+// bytes of its user's class as they are. What a response needs besides
+// the body (ETag, Content-Length, a gzip copy, the parts of a filtered
+// extensions collection) is made once per snapshot version and kept in a
+// verCache, so a request allocates nothing of its own: header values are
+// shared []string slices, which net/http only reads.
 
 // gzipMin: smaller bodies are sent as they are even to gzip clients.
 const gzipMin = 1024
@@ -95,7 +93,7 @@ type verCache struct {
 	tag  string   // the version as text: the ETag's opaque part
 	etag []string // W/"<version>"
 
-	full [numResources]*entry // unfiltered collections
+	full [numResources]*entry // collections in class Full
 
 	mu    sync.Mutex            // guards the maps
 	exts  map[string]*entry     // single extensions, unfiltered
@@ -161,130 +159,30 @@ func (vc *verCache) view(v auth.View) *viewCache {
 	return c
 }
 
-// collection returns a whole collection as v sees it.
+// collection returns a whole collection as v sees it: the engine's bytes
+// of v's class (calls.Class), and for extensions the hidden collection
+// with the extensions v sees in full put in (calls.Snapshot.ExtensionsFor:
+// parts, no copy of the body).
 func (h *handler) collection(vc *verCache, v auth.View, res resource) *entry {
 	c := vc.view(v)
-	if c == nil || res == resStatus {
+	if c == nil || res == resStatus || res != resExtensions && v.Class("") == calls.Full {
 		return vc.full[res]
 	}
 	c.once[res].Do(func() {
-		c.coll[res] = newEntry(h.filterCollection(vc.snap, v, res))
+		s := vc.snap
+		switch res {
+		case resExtensions:
+			c.coll[res] = newPartsEntry(s.ExtensionsFor(v.FullExtensions()))
+		case resQueues:
+			c.coll[res] = newEntry(s.QueuesJSONAs(calls.NumbersHidden))
+		case resParkings:
+			c.coll[res] = newEntry(s.ParkingsJSONAs(calls.NumbersHidden))
+		case resTrunks:
+			c.coll[res] = newEntry(s.TrunksJSONAs(calls.NumbersHidden))
+		}
 		h.metrics.encoded("view")
 	})
 	return c.coll[res]
-}
-
-// redMemo remembers each entity's redacted JSON (as a user who may not see
-// its calls sees it) while its source bytes stay the same. The redaction
-// depends on the bytes only (auth.View.SeesCalls), and calls shares an
-// unchanged entity's bytes between snapshots, so one entry serves every
-// filtered view of every version: a new version (a change, or the
-// once-a-second duration refresh) costs one redaction per changed entity,
-// not one per entity and per view.
-type redMemo struct {
-	mu sync.Mutex
-	m  [numResources]map[string]memoEntry
-}
-
-type memoEntry struct {
-	src *byte // the source bytes' identity
-	n   int
-	red []byte
-}
-
-// redacted returns src (entity key of res) as nobody sees it.
-func (r *redMemo) redacted(res resource, key string, src []byte) []byte {
-	if len(src) == 0 {
-		return src
-	}
-	r.mu.Lock()
-	e, ok := r.m[res][key]
-	r.mu.Unlock()
-	if ok && e.src == &src[0] && e.n == len(src) {
-		return e.red
-	}
-	nobody := auth.ViewOf(nil)
-	var red []byte
-	switch res {
-	case resExtensions:
-		red = nobody.Extension(key, src)
-	case resQueues:
-		red = nobody.Queue(src)
-	case resParkings:
-		red = nobody.Parking(src)
-	case resTrunks:
-		red = nobody.Trunk(src)
-	}
-	r.mu.Lock()
-	if r.m[res] == nil {
-		r.m[res] = map[string]memoEntry{}
-	}
-	r.m[res][key] = memoEntry{src: &src[0], n: len(src), red: red}
-	r.mu.Unlock()
-	return red
-}
-
-// prune drops the entries of res whose entity is gone, when they have
-// piled up.
-func (r *redMemo) prune(res resource, live func(string) bool, n int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.m[res]) <= 2*n+64 {
-		return
-	}
-	for k := range r.m[res] {
-		if !live(k) {
-			delete(r.m[res], k)
-		}
-	}
-}
-
-// asSeen returns entity key of res (its JSON src) as v sees it: src, or
-// its shared redacted copy.
-func (h *handler) asSeen(v auth.View, res resource, key string, src []byte) []byte {
-	owner := ""
-	if res == resExtensions {
-		owner = key
-	}
-	if v.SeesCalls(owner) {
-		return src
-	}
-	return h.red.redacted(res, key, src)
-}
-
-// filterCollection assembles {"key":<entity as v sees it>,...} in key
-// order, as calls does.
-func (h *handler) filterCollection(s *calls.Snapshot, v auth.View, res resource) []byte {
-	var keys []string
-	var json func(string) []byte
-	var live func(string) bool
-	switch res {
-	case resExtensions:
-		keys, json = s.Extensions.Keys(), s.ExtensionJSON
-		live = func(k string) bool { _, ok := s.Extensions.Lookup(k); return ok }
-	case resQueues:
-		keys, json = slices.Sorted(maps.Keys(s.Queues)), s.QueueJSON
-		live = func(k string) bool { _, ok := s.Queues[k]; return ok }
-	case resParkings:
-		keys, json = slices.Sorted(maps.Keys(s.Parkings)), s.ParkingJSON
-		live = func(k string) bool { _, ok := s.Parkings[k]; return ok }
-	case resTrunks:
-		keys, json = slices.Sorted(maps.Keys(s.Trunks)), s.TrunkJSON
-		live = func(k string) bool { _, ok := s.Trunks[k]; return ok }
-	}
-	defer h.red.prune(res, live, len(keys))
-	get := func(k string) []byte { return h.asSeen(v, res, k, json(k)) }
-	var b []byte
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = calls.AppendJSONString(b, k)
-		b = append(b, ':')
-		b = append(b, get(k)...)
-	}
-	return append(b, '}')
 }
 
 // single returns one extension or queue as v sees it, or nil when it does
@@ -309,12 +207,9 @@ func (h *handler) single(vc *verCache, v auth.View, res resource, key string) *e
 	}
 	var body []byte
 	if res == resExtensions {
-		body = vc.snap.ExtensionJSON(key)
+		body = vc.snap.ExtensionJSONAs(key, v.Class(key))
 	} else {
-		body = vc.snap.QueueJSON(key)
-	}
-	if body != nil {
-		body = h.asSeen(v, res, key, body)
+		body = vc.snap.QueueJSONAs(key, v.Class(""))
 	}
 	if body == nil {
 		return nil // not cached: a client cannot grow the map with made-up names
@@ -488,11 +383,6 @@ func (h *handler) getQueue(w http.ResponseWriter, r *http.Request, u *auth.User)
 	return h.write(w, r, vc, e)
 }
 
-// convsKey precedes the conversations object in an extension's JSON; calls
-// writes it last. (Inside a JSON string a quote is always escaped, so this
-// byte sequence cannot occur in a value.)
-var convsKey = []byte(`,"conversations":`)
-
 // getConversations answers the user's own conversations:
 // {"<exten>":{"<convid>":{Conversation},...},...} for each endpoint it owns.
 func (h *handler) getConversations(w http.ResponseWriter, r *http.Request, u *auth.User) int {
@@ -503,9 +393,8 @@ func (h *handler) getConversations(w http.ResponseWriter, r *http.Request, u *au
 		b := []byte{'{'}
 		n := 0
 		for _, x := range u.Endpoints {
-			data := vc.snap.ExtensionJSON(x)
-			i := bytes.LastIndex(data, convsKey)
-			if i < 0 {
+			convs := vc.snap.ConversationsJSON(x)
+			if convs == nil {
 				continue
 			}
 			if n > 0 {
@@ -514,7 +403,7 @@ func (h *handler) getConversations(w http.ResponseWriter, r *http.Request, u *au
 			n++
 			b = calls.AppendJSONString(b, x)
 			b = append(b, ':')
-			b = append(b, data[i+len(convsKey):len(data)-1]...)
+			b = append(b, convs...)
 		}
 		e = newEntry(append(b, '}'))
 		vc.convs[u.Username] = e

@@ -32,6 +32,7 @@ need_pkg chromium chromium
 need_pkg /usr/sbin/slapd slapd
 need_pkg ldapsearch ldap-utils
 need_pkg /usr/sbin/mariadbd mariadb-server
+need_pkg /usr/sbin/nats-server nats-server   # the bus tests (bus/natstest) start their own servers
 # Store tests run against a real PostgreSQL: $CTIBRIDGE_TEST_DATABASE if set,
 # else a server on 127.0.0.1:5432 if one answers, else a throwaway cluster
 # the tests start from the installed binaries (initdb, pg_ctl).
@@ -56,12 +57,14 @@ go vet ./...
 echo "== allocation checks (without -race)"
 alloc_out=$(go test -count=1 -run 'Alloc' -v ./... 2>&1) || { echo "$alloc_out"; exit 1; }
 echo "$alloc_out" | grep -E '^ *--- ' || true
-if echo "$alloc_out" | grep -qE '^ *--- SKIP'; then
+# Here-strings, not pipes: grep -q stops reading at its first match, and
+# with pipefail the echo's SIGPIPE would read as "did not run".
+if grep -qE '^ *--- SKIP' <<<"$alloc_out"; then
   echo "test.sh: an allocation check was skipped without -race" >&2; exit 1
 fi
 for t in TestReadsDoNotAllocate TestFanoutAllocs TestTokenCheckDoesNotAllocate \
          TestIndexLookupDoesNotAllocate TestNoiseDoesNotAllocate; do
-  echo "$alloc_out" | grep -qE "^--- PASS: $t " || { echo "test.sh: $t did not run" >&2; exit 1; }
+  grep -qE "^--- PASS: $t " <<<"$alloc_out" || { echo "test.sh: $t did not run" >&2; exit 1; }
 done
 
 echo "== go test -race"

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 )
@@ -110,5 +111,63 @@ func BenchmarkFlush(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.sendOne(f)
+	}
+}
+
+// BenchmarkFanoutFiltered: one op is a real change (an extension in a
+// call changes its device state: Apply and Publish) fanned out to N
+// subscribed clients who may not see its call (alice, topic extensions):
+// the change's NumbersHidden bytes are made once per change and its frame
+// shared by all N. With "full" the same N clients see everything (paula):
+// the difference is the cost of the hidden class.
+func BenchmarkFanoutFiltered(b *testing.B) {
+	users := testUsers(b)
+	for _, who := range []string{"alice", "paula"} {
+		for _, n := range []int{1, 1000} {
+			b.Run(fmt.Sprintf("%s/clients=%d", who, n), func(b *testing.B) {
+				eng := calls.New(calls.Config{Trunks: []string{"trunk"}, Opaque: auth.Opaquer{}})
+				rec := loadRecording(b, "load_10_calls_5cps")
+				for _, m := range rec[:len(rec)/2] {
+					eng.Apply(m)
+				}
+				s := eng.Publish()
+				var busy string
+				for _, k := range s.Extensions.Keys() {
+					if x, _ := s.Extensions.Lookup(k); len(x.Conversations) > 0 && k != "201" {
+						busy = k
+						break
+					}
+				}
+				if busy == "" {
+					b.Fatal("no extension in a call")
+				}
+				h := bareHub(b, eng, users)
+				h.last = s.Seq
+				u, _ := users.Lookup(who)
+				for range n {
+					h.addFake(u, topicExtensions)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					st := "INUSE"
+					if i%2 == 1 {
+						st = "RINGINUSE"
+					}
+					eng.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "DeviceStateChange"}, ami.Header{Key: "Device", Value: "PJSIP/" + busy}, ami.Header{Key: "State", Value: st}))
+					s := eng.Publish()
+					cs, _ := eng.Feed().Since(h.last)
+					h.fanout(cs)
+					h.last = s.Seq
+					if i%16 == 15 {
+						for _, c := range h.clients {
+							c.mu.Lock()
+							c.dropQueued()
+							c.mu.Unlock()
+						}
+					}
+				}
+			})
+		}
 	}
 }

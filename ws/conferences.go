@@ -1,9 +1,8 @@
 package ws
 
 import (
-	"bytes"
-
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
 )
 
 // conferenceUpdate goes to the clients subscribed to extensions (or to
@@ -11,23 +10,12 @@ import (
 // of the room (named by its extension) and whoever may see one of its
 // members' calls. A room that ended arrives with no users.
 
-var extenIDKey = []byte(`"extenId":"`)
-
-// confMember reports whether u may see room (its JSON data), by
-// auth.SeesConference over the members' extenId values.
-func confMember(u *auth.User, room string, data []byte) bool {
-	return auth.SeesConference(u, room, func(yield func(string) bool) {
-		for {
-			i := bytes.Index(data, extenIDKey)
-			if i < 0 {
-				return
-			}
-			data = data[i+len(extenIDKey):]
-			j := bytes.IndexByte(data, '"')
-			if j < 0 || !yield(string(data[:j])) {
-				return
-			}
-			data = data[j:]
-		}
-	})
+// confMember reports whether u may see the room of change ch, by
+// auth.SeesConference over its members' extenId values.
+func confMember(u *auth.User, ch *calls.Change) bool {
+	room, ok := ch.Conference()
+	if !ok {
+		room = &calls.Conference{} // not a room's change: no members
+	}
+	return auth.SeesConference(u, ch.Key, room.ExtenIDs)
 }

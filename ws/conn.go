@@ -2,6 +2,7 @@ package ws
 
 import (
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -19,6 +20,7 @@ type conn struct {
 	h           *Hub
 	ws          *websocket.Conn
 	nc          *lockedConn
+	raw         syscall.RawConn // nc's socket when plain TCP: direct writes (direct.go)
 	user        *auth.User
 	full        bool // sees everything: admin or operator_panel
 	seesUnowned bool // sees trunk, queue and parked calls
@@ -42,7 +44,8 @@ type conn struct {
 	reason  string // why the connection ended (metrics label)
 	expiry  *time.Timer
 	unwatch func() // stops the revocation watch (revoke.go)
-	writing bool   // a flusher runs
+	writing bool   // a flusher or a direct writer has the connection
+	partial []byte // the rest of a direct write, for the flusher to send first
 	ended   bool   // the reader is done: no flusher starts any more
 	sub     subReq // the latest subscribe not yet taken by the hub
 	subSent bool   // a ctlSubscribe for sub is on its way to the hub

@@ -6,12 +6,20 @@
 // Authenticator is also a Revoker (auth.Service), at once when its session
 // is revoked (revoke.go). The protocol is in docs/websocket.md.
 //
-// How it goes fast: every change is encoded once per visibility (full or
-// redacted), as a complete WebSocket frame shared by all its recipients.
-// A client's frames go out as soon as its socket is free: the first frame
-// queued to an idle client starts a flusher goroutine that writes
-// everything queued in one writev, again while more was queued during
-// that write, and ends when the queue is empty. Under load the hub
+// How it goes fast: every change is framed once per visibility class (the
+// engine's bytes of calls.Full or calls.NumbersHidden: Change.JSON), as a
+// complete WebSocket frame shared by all its recipients; snapshots are
+// the engine's collection bytes of the client's class (snapshot.go).
+// A client's frames go out as soon as its socket is free. The fan-out
+// hands the clients it queued to GOMAXPROCS writer goroutines, each
+// owning a share of the clients, which write each one's queue with one
+// non-blocking write system call (direct.go): no goroutine, timer or
+// buffer per client per change. What a socket does not take at once, a
+// snapshot, a close, a reply and any connection that is not plain TCP
+// (TLS) go to the client's flusher goroutine, started for it, which
+// writes everything queued in one writev, waiting for the socket,
+// again while more was queued during that write, and ends when the
+// queue is empty (writer.go). Under load the hub
 // batches across all clients: past Config.WriteRate client wake-ups a
 // second, changes wait in the feed and go out together. The frames are
 // written by this package, not by gorilla/websocket, which handles only
@@ -42,8 +50,9 @@
 // it never blocks on a client. Each connection has a reader goroutine,
 // which ServeHTTP starts once the connection is upgraded (so that
 // net/http's per-request buffers go) and Hub.Close waits for, and, while
-// something is queued for it, a flusher goroutine, which the reader
-// waits for before it ends. The engine never
+// a write to it is waiting for its socket, a flusher goroutine; the
+// reader waits for both the flusher and a writer goroutine holding the
+// connection before it ends. The writer goroutines run while Run does. The engine never
 // blocks on the hub: the hub reads the feed at its own pace, and if it
 // fell a whole feed behind it would resend snapshots. Client is the
 // matching Go client, safe for one reader and one writer at a time.

@@ -33,10 +33,7 @@ func (h *Hub) addFake(u *auth.User, topics uint8) *conn {
 func (c *conn) take() []*frame {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.q
-	c.q, c.spare = c.spare, nil
-	c.live = 0
-	c.unindex()
+	q := c.takeQueue()
 	var out []*frame
 	for _, f := range q {
 		if f != nil {

@@ -25,7 +25,7 @@ func TestFilterMatchesView(t *testing.T) {
 	users := testUsers(t)
 	for _, rec := range []string{"basic_call_caller_hangup", "queue_answered", "park_retrieve", "inbound_trunk_did", "attended_transfer_atxfer"} {
 		t.Run(rec, func(t *testing.T) {
-			eng := calls.New(calls.Config{Trunks: []string{"trunk"}})
+			eng := calls.New(calls.Config{Trunks: []string{"trunk"}, Opaque: auth.Opaquer{}})
 			h := bareHub(t, eng, users)
 			conns := map[string]*conn{}
 			for _, u := range users.All() {
@@ -53,13 +53,9 @@ func TestFilterMatchesView(t *testing.T) {
 						var want []byte
 						switch ev.Type {
 						case "extenUpdate":
-							want = v.Extension(ch.Key, ch.Data)
-						case "trunkUpdate":
-							want = v.Trunk(ch.Data)
-						case "queueUpdate", "queueMemberUpdate":
-							want = v.Queue(ch.Data)
-						case "parkingUpdate":
-							want = v.Parking(ch.Data)
+							want = ch.JSON(v.Class(ch.Key))
+						case "trunkUpdate", "queueUpdate", "queueMemberUpdate", "parkingUpdate":
+							want = ch.JSON(v.Class(""))
 						default:
 							want = ch.Data
 						}
@@ -86,10 +82,10 @@ func TestFilterMatchesView(t *testing.T) {
 						return string(append(b, '}'))
 					}
 					for coll, want := range map[string]string{
-						"extensions": wantColl(s.Extensions.Keys(), func(k string) []byte { return v.Extension(k, s.ExtensionJSON(k)) }),
-						"queues":     wantColl(slices.Sorted(maps.Keys(s.Queues)), func(k string) []byte { return v.Queue(s.QueueJSON(k)) }),
-						"parkings":   wantColl(slices.Sorted(maps.Keys(s.Parkings)), func(k string) []byte { return v.Parking(s.ParkingJSON(k)) }),
-						"trunks":     wantColl(slices.Sorted(maps.Keys(s.Trunks)), func(k string) []byte { return v.Trunk(s.TrunkJSON(k)) }),
+						"extensions": wantColl(s.Extensions.Keys(), func(k string) []byte { return s.ExtensionJSONAs(k, v.Class(k)) }),
+						"queues":     wantColl(slices.Sorted(maps.Keys(s.Queues)), func(k string) []byte { return s.QueueJSONAs(k, v.Class("")) }),
+						"parkings":   wantColl(slices.Sorted(maps.Keys(s.Parkings)), func(k string) []byte { return s.ParkingJSONAs(k, v.Class("")) }),
+						"trunks":     wantColl(slices.Sorted(maps.Keys(s.Trunks)), func(k string) []byte { return s.TrunkJSONAs(k, v.Class("")) }),
 					} {
 						if string(snap[coll]) != want {
 							t.Fatalf("%s snapshot %s:\n got %s\nwant %s", name, coll, snap[coll], want)

@@ -64,6 +64,9 @@ func newEnv(t testing.TB, ccfg calls.Config, acfg auth.Config, hcfg Config) *env
 	if ccfg.Trunks == nil {
 		ccfg.Trunks = []string{"trunk"}
 	}
+	if ccfg.Opaque == nil {
+		ccfg.Opaque = auth.Opaquer{}
+	}
 	eng := calls.New(ccfg)
 	eng.Publish() // the configured trunks appear: later publishes hold only what a test does
 	svc := auth.NewService(testUsers(t), acfg)

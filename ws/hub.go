@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -98,6 +99,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Log receives lifecycle lines and dropped clients. Default: discard.
 	Log *slog.Logger
+	// Epoch names the seq space instead of a random one: nodes that serve
+	// the same feed (package bus: the same stream generation) give it the
+	// same epoch, so a client resumes on any of them. Default: random.
+	Epoch string
 }
 
 // Close codes sent to clients (docs/websocket.md "Closing").
@@ -136,8 +141,10 @@ var topicNames = map[string]uint8{
 // Concurrency: ServeHTTP, Close and Run may be called from any goroutine.
 // One goroutine (Run) reads the feed and queues frames; every client has
 // its own reader goroutine, started by ServeHTTP and waited for by Close,
-// and a flusher goroutine while something is queued for it. Run never
-// blocks on a client, and the engine never blocks on Run.
+// and a flusher goroutine while a write to it waits for its socket; the
+// fan-out's writes go through GOMAXPROCS writer goroutines (direct.go)
+// that Run starts. Run never blocks on a client, and the engine never
+// blocks on Run.
 type Hub struct {
 	// Immutable after NewHub.
 	cfg   Config
@@ -170,8 +177,7 @@ type Hub struct {
 	pace    bucket // client wake-ups (Config.WriteRate)
 	seen    map[entKey]struct{}
 	latest  []int
-	vc      verCache
-	memo    [numKinds]map[string]memo
+	writers *writers // direct writes of the fan-out (direct.go)
 }
 
 // NewHub returns a hub over the engine's state, authenticating with a.
@@ -226,7 +232,7 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 	}
 	h := &Hub{
 		cfg: cfg, state: state, auth: a, log: log.With("component", "ws"), m: m,
-		epoch: hex.EncodeToString(e[:]), start: time.Now(),
+		epoch: cmp.Or(cfg.Epoch, hex.EncodeToString(e[:])), start: time.Now(),
 		ctl: make(chan ctlMsg, 1024), quit: make(chan struct{}), done: make(chan struct{}),
 		conns: map[*conn]struct{}{}, ents: map[entKey]uint32{}, seen: map[entKey]struct{}{},
 	}
@@ -245,9 +251,7 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 			http.Error(w, reason.Error(), status)
 		},
 	}
-	for k := range h.memo {
-		h.memo[k] = map[string]memo{}
-	}
+	h.writers = newWriters(h)
 	return h, nil
 }
 
@@ -293,6 +297,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	defer close(h.done)
 	defer h.goAway()
+	h.writers.start()
 	feed := h.state.Feed()
 	h.last = feed.LastSeq()
 	tick := time.NewTicker(h.cfg.PingInterval)

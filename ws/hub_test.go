@@ -178,26 +178,20 @@ func checkMirror(t *testing.T, m *mirror, s *calls.Snapshot, u *auth.User) {
 	t.Helper()
 	v := auth.ViewOf(u)
 	want := map[string]map[string]string{"extensions": {}, "trunks": {}, "parkings": {}}
-	for k := range s.Extensions.All() {
-		data := s.ExtensionJSON(k)
-		if u != nil {
-			data = v.Extension(k, data)
+	class := func(owner string) calls.Class {
+		if u == nil {
+			return calls.Full
 		}
-		want["extensions"][k] = compact(t, data)
+		return v.Class(owner)
+	}
+	for k := range s.Extensions.All() {
+		want["extensions"][k] = compact(t, s.ExtensionJSONAs(k, class(k)))
 	}
 	for k := range s.Trunks {
-		data := s.TrunkJSON(k)
-		if u != nil {
-			data = v.Trunk(data)
-		}
-		want["trunks"][k] = compact(t, data)
+		want["trunks"][k] = compact(t, s.TrunkJSONAs(k, class("")))
 	}
 	for k := range s.Parkings {
-		data := s.ParkingJSON(k)
-		if u != nil {
-			data = v.Parking(data)
-		}
-		want["parkings"][k] = compact(t, data)
+		want["parkings"][k] = compact(t, s.ParkingJSONAs(k, class("")))
 	}
 	for name, w := range want {
 		got := m.colls[name]

@@ -76,3 +76,11 @@ func (m *metrics) wrote(msgs int, n int64) {
 		m.bytes.Add(float64(n))
 	}
 }
+
+// wroteMany counts writes socket writes of msgs messages and n bytes in
+// all.
+func (m *metrics) wroteMany(writes, msgs int, n int64) {
+	m.writes.Add(float64(writes))
+	m.messages.Add(float64(msgs))
+	m.bytes.Add(float64(n))
+}

@@ -45,7 +45,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.wg.Done()
 		return // Upgrade has answered
 	}
-	c := &conn{h: h, ws: wsc, nc: hw.nc, slot: -1,
+	c := &conn{h: h, ws: wsc, nc: hw.nc, raw: rawConn(hw.nc.Conn), slot: -1,
 		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now())}
 	go c.run(token, hasToken)
 }

@@ -12,7 +12,9 @@ import (
 )
 
 // Writing: a client's frames go out as soon as its socket is free. The
-// first frame queued to an idle client starts a flusher goroutine, which
+// fan-out's go through the writer goroutines (direct.go) when the socket
+// takes them at once; otherwise, and for replies, snapshots and closes,
+// the first frame queued to an idle client starts a flusher goroutine, which
 // takes everything queued and writes it in one writev; frames queued
 // while that write is in flight (or while the flusher waits for a CPU)
 // coalesce in the queue and go out together in the next write, and the
@@ -61,31 +63,21 @@ func (c *conn) flush() {
 	}()
 	for {
 		c.mu.Lock()
-		if c.ended || c.live == 0 && len(c.closing) == 0 {
-			c.writing = false
-			if cap(c.spare) > keepQueue {
-				c.spare = nil
-			}
-			if cap(c.q) > keepQueue && c.live == 0 {
-				c.q = nil
-			}
-			if !c.indexed {
-				c.idx = nil
-			}
+		if c.ended || c.live == 0 && len(c.closing) == 0 && c.partial == nil {
+			c.idle()
 			c.mu.Unlock()
 			return
 		}
-		q := c.q
-		c.q, c.spare = c.spare, nil
-		c.live = 0
-		c.unindex()
+		q := c.takeQueue()
 		cf := c.closing
 		if len(cf) > 0 {
 			c.closing = []byte{} // it goes out now
 		}
+		part := c.partial
+		c.partial = nil
 		c.mu.Unlock()
 
-		ok := c.write(b, q, cf)
+		ok := c.write(b, part, q, cf)
 		clear(q)
 		c.mu.Lock()
 		if c.spare == nil {
@@ -102,12 +94,43 @@ func (c *conn) flush() {
 	}
 }
 
-// write sends q's frames and the close frame cf, if any, in one writev;
-// false when the connection failed.
-func (c *conn) write(b *batch, q []*frame, cf []byte) bool {
+// takeQueue takes what is queued for writing, under c.mu; the queue
+// continues in the spare one.
+func (c *conn) takeQueue() []*frame {
+	q := c.q
+	c.q, c.spare = c.spare, nil
+	c.live = 0
+	c.unindex()
+	return q
+}
+
+// idle ends a flusher's (or a direct writer's) turn: nothing is queued,
+// or the connection ended. It lets a burst's large queue and index go;
+// under c.mu.
+func (c *conn) idle() {
+	c.writing = false
+	c.partial = nil
+	if cap(c.spare) > keepQueue {
+		c.spare = nil
+	}
+	if cap(c.q) > keepQueue && c.live == 0 {
+		c.q = nil
+	}
+	if !c.indexed {
+		c.idx = nil
+	}
+}
+
+// write sends part (the rest of a direct write the socket did not take
+// whole), q's frames and the close frame cf, if any, in one writev; false
+// when the connection failed.
+func (c *conn) write(b *batch, part []byte, q []*frame, cf []byte) bool {
 	h := c.h
 	iov := b.iov[:0]
 	msgs, oldest := 0, int64(math.MaxInt64)
+	if len(part) > 0 {
+		iov = append(iov, part)
+	}
 	for _, f := range q {
 		if f == nil {
 			continue
@@ -138,12 +161,19 @@ func (c *conn) write(b *batch, q []*frame, cf []byte) bool {
 		}
 		return false
 	}
+	c.checkLag(msgs, oldest)
+	return true
+}
+
+// checkLag closes c with 4008 when the oldest of the msgs messages it
+// was just sent had been queued longer than SlowTimeout.
+func (c *conn) checkLag(msgs int, oldest int64) {
+	h := c.h
 	if lag := h.now() - oldest; msgs > 0 && lag > int64(h.cfg.SlowTimeout) {
 		h.log.Warn("ws client too slow: closing", "user", c.user.Username, "remote", c.nc.RemoteAddr().String(),
 			"lag_ms", lag/1e6)
 		c.closeWith(CloseTooSlow, "too slow", "slow", false)
 	}
-	return true
 }
 
 // isTimeout reports a deadline error, also as gorilla reports it (its own

@@ -145,19 +145,7 @@ func TestFanoutPaced(t *testing.T) {
 // is read and discarded.
 func loopConn(t testing.TB, h *Hub) *conn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	far, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	near, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	near, far := tcpPair(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -171,15 +159,40 @@ func loopConn(t testing.TB, h *Hub) *conn {
 	u, _ := h.auth.(*auth.Service).Users().Lookup("root")
 	c := &conn{h: h, nc: &lockedConn{Conn: near}, user: u, slot: -1}
 	t.Cleanup(func() {
-		c.mu.Lock()
-		c.ended = true
-		c.mu.Unlock()
-		c.flushers.Wait()
-		near.Close()
-		far.Close()
+		c.end(far)
 		<-done
 	})
 	return c
+}
+
+// end stops c's writers as its reader does when it ends, and closes both
+// ends of its socket.
+func (c *conn) end(far net.Conn) {
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	c.flushers.Wait()
+	c.nc.Close()
+	far.Close()
+}
+
+// tcpPair is both ends of a loopback TCP connection.
+func tcpPair(t testing.TB) (near, far net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	far, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	near, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return near, far
 }
 
 // sendOne queues f to c, starts the flusher and waits for it to end.

@@ -18,6 +18,7 @@ import (
 	"github.com/ctibridge/ctibridge/admin"
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/bus"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/directory"
 	"github.com/ctibridge/ctibridge/httpserve"
@@ -38,9 +39,11 @@ type bridge struct {
 	amiRec    *ami.Recorder // --record-ami; nil without it
 	stores    *stores       // phonebook, history, CDR recorder
 	webhooks  *webhooks     // --webhooks; nil without it
-	client    *ami.Client
-	eng       *calls.Engine
-	link      *link.Link
+	client    *ami.Client   // nil on an edge (--bus-edge)
+	eng       *calls.Engine // what clients read: on the bus, the served replica's
+	link      *link.Link    // nil on an edge
+	bus       *bus.Node     // --bus; nil without it (bus.go)
+	cdrClient *ami.Client   // --bus bridge with a CDR recorder: its own AMI session (bus.go)
 	auth      *auth.Service
 	authNow   atomic.Pointer[auth.Service] // auth, for the stores' goroutines once it exists
 	dirs      *directory.Set               // --dir-* directories; nil without any
@@ -80,26 +83,19 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	st := b.stores
 	rec := st.recorder
 
-	b.client = ami.NewClient(acfg)
-	queueNumbers, err := parseQueueNumbers(c.queueNumbers)
-	if err != nil {
+	if err := b.openEngine(ctx, c, users, names, acfg); err != nil {
 		return nil, err
 	}
-	b.eng = calls.New(calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names), NameLookup: st.Lookup,
-		RingLookup: st.names.ring, Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Log: log.With("component", "calls")})
-	st.names.state.Store(b.eng)
-	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
-	if rec != nil {
-		lcfg.OnMessage = rec.Observe
-	}
-	b.link = link.New(b.client, b.eng, lcfg)
 	if err := b.openAuth(ctx, c, users); err != nil {
 		return nil, err
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(link.NewCollector(b.link, b.client), storeCollector{st})
+	reg.MustRegister(storeCollector{st})
+	if b.link != nil {
+		reg.MustRegister(link.NewCollector(b.link, b.client))
+	}
 	if err := b.webhooks.open(c, b.eng, st.Lookup, reg, log); err != nil {
 		return nil, err
 	}
@@ -117,6 +113,9 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if rec != nil {
 		rcfg.Recordings = rec // never a nil pointer in the interface
 	}
+	if b.bus != nil {
+		rcfg.PBX, rcfg.Refresh = b.bus, b.bus // to the leader, wherever it is
+	}
 	api, err := rest.NewHandler(rcfg)
 	if err != nil {
 		return nil, err
@@ -128,6 +127,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	b.hub, err = ws.NewHub(b.eng, b.auth, ws.Config{
 		ReplayMax: int(c.wsReplay), ReplayMaxAge: c.wsReplayAge, SlowTimeout: c.wsSlowTimeout,
 		AuthTimeout: c.wsAuthTimeout, CheckOrigin: checkOrigin, Registerer: reg, Log: log.With("component", "ws"),
+		Epoch: b.busEpoch(),
 	})
 	if err != nil {
 		return nil, err
@@ -141,10 +141,38 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", b.hub)
 	mux.Handle("/", api)
-	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, b.link.Ready, st.status)); err != nil {
+	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, b.ready, st.status)); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// openEngine builds the AMI client (none on an edge), the engine and the
+// link, or, on the bus, the node and its replicas (bus.go).
+func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, acfg ami.Config) error {
+	st, rec, log := b.stores, b.stores.recorder, b.log
+	if !c.bus.edge {
+		b.client = ami.NewClient(acfg)
+	}
+	queueNumbers, err := parseQueueNumbers(c.queueNumbers)
+	if err != nil {
+		return err
+	}
+	ecfg := engineConfig(c, users, names, queueNumbers, st, log)
+	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
+	if rec != nil {
+		lcfg.OnMessage = rec.Observe
+	}
+	if c.bus.url != "" {
+		if err := b.openBus(ctx, c, ecfg, lcfg, acfg, rec); err != nil {
+			return err
+		}
+	} else {
+		b.eng = calls.New(ecfg)
+		b.link = link.New(b.client, b.eng, lcfg)
+	}
+	st.names.state.Store(b.eng)
+	return nil
 }
 
 // openStores opens the stores: phonebook (caller names, contacts) and
@@ -250,6 +278,7 @@ func (b *bridge) close() {
 		b.closeDirs()
 	}
 	b.webhooks.close()
+	b.closeBus()
 	if b.stores != nil {
 		b.stores.Close()
 	}
@@ -271,12 +300,20 @@ func (b *bridge) Run(ctx context.Context) error {
 	errc := make(chan error, 4)
 	// The client has its own lifetime: it must outlive the link so that it
 	// can log off after everything else has stopped.
-	client := goOwn(func(ctx context.Context) { b.client.Run(ctx) })
-	wg.Go(func() {
-		if err := b.link.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("link: %w", err)
-		}
-	})
+	// On the bus (--bus), the node runs instead: it follows the PBX's op
+	// stream and, on the bridge that wins the lease, runs the client and
+	// the link (bridge.lead); a bridge's CDR session has its own lifetime.
+	stopClient := func() {}
+	if b.bus != nil {
+		stopClient = b.runBus(ctx, &wg, errc)
+	} else {
+		stopClient = goOwn(func(ctx context.Context) { b.client.Run(ctx) }).stop
+		wg.Go(func() {
+			if err := b.link.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("link: %w", err)
+			}
+		})
+	}
 	wg.Go(func() { b.auth.Run(ctx) })
 	if b.dirs != nil {
 		wg.Go(func() { b.dirs.Run(ctx) })
@@ -305,7 +342,7 @@ func (b *bridge) Run(ctx context.Context) error {
 		}
 	})
 	if b.hooks != nil {
-		wg.Go(func() { b.hooks.run(ctx, b.link, b.setUsers, b.api, b.log) })
+		wg.Go(func() { b.hooks.run(ctx, b.ready, b.setUsers, b.api, b.log) })
 	}
 
 	var runErr error
@@ -328,7 +365,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	b.admin.Shutdown(sctx)
 	cancel()
 	wg.Wait()
-	client.stop()
+	stopClient()
 	rec.stop()
 	whs.stop()
 	return runErr
@@ -356,4 +393,16 @@ func goOwn(run func(ctx context.Context)) *ownLifetime {
 func (l *ownLifetime) stop() {
 	l.cancel()
 	<-l.done
+}
+
+// engineConfig is the calls engine's configuration: the PBX's names, the
+// stores' name lookups, and auth's opaque channel names for the users
+// who may not see numbers (calls.Class NumbersHidden).
+func engineConfig(c serveConfig, users *auth.Users, names, queueNumbers map[string]string, st *stores, log *slog.Logger) calls.Config {
+	cfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names),
+		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Opaque: auth.Opaquer{}, Log: log.With("component", "calls")}
+	if st != nil {
+		cfg.NameLookup, cfg.RingLookup = st.Lookup, st.names.ring
+	}
+	return cfg
 }

@@ -219,10 +219,11 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 		where, key := locate(st, name)
 		probs = append(probs, problem{where: where, key: key, msg: fmt.Sprintf(format, args...), hint: hint, warn: warn})
 	}
-	if c.amiUser == "" {
+	checkBus(c.bus, add)
+	if c.amiUser == "" && !c.bus.edge {
 		add("ami-user", false, "the [section] name of the manager user in /etc/asterisk/manager.conf (docs/operations.md)", "required")
 	}
-	if c.amiSecret == "" {
+	if c.amiSecret == "" && !c.bus.edge {
 		add("ami-secret", false, "its secret in manager.conf; set ami-secret in the config file or CTIBRIDGE_AMI_SECRET", "required")
 	} else if st.file != "" && strings.HasPrefix(st.source("ami-secret"), st.file+":") && worldReadable(st.file) {
 		add("ami-secret", true, "chmod 0640 "+st.file+"; chgrp ctibridge "+st.file, "in a file readable by everyone")

@@ -35,6 +35,7 @@ const usage = `ctibridge: a CTI bridge for Asterisk
 Usage:
   ctibridge demo   [flags]            everything on loopback: simulated PBX and phones, the bridge, the panel
   ctibridge serve  [flags]            run the bridge against a PBX (see --help)
+  ctibridge edge   --bus URL [flags]  serve a PBX's state from the bus, without an AMI link (docs/scale-out.md)
   ctibridge replay FILE.ami [--at N]  print the state a recorded AMI stream leads to
   ctibridge pbxsim [flags]            run the simulated PBX alone (SIP + AMI), for SIPp
   ctibridge loadtest http|ws|e2e ...  load the bridge and report latency percentiles (docs/loadtest.md)
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return demo(ctx, args[1:], getenv, stdout, stderr)
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
+	case "edge":
+		return serve(ctx, edgeArgs(args[1:]), getenv, stderr)
 	case "check-config":
 		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "replay":

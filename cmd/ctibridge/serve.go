@@ -16,7 +16,6 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/httpserve"
-	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/sdnotify"
 	"github.com/ctibridge/ctibridge/ws"
@@ -66,6 +65,7 @@ type serveConfig struct {
 	cdrTaken                func([]history.CDR) // not a setting: the webhooks' hook in the recorder
 	wsOrigins               string
 	dir                     dirConfig
+	bus                     busConfig
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -115,6 +115,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.dur(&c.reconcile, "reconcile-every", time.Minute, "period of the drift check against CoreShowChannels (0 disables)")
 	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): signed call events POSTed to CRMs and scripts")
 	directorySettings(s, &c.dir)
+	busSettings(s, &c.bus)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s
@@ -307,7 +308,7 @@ func reconcileSetting(d time.Duration) time.Duration {
 // run sends READY=1 when the link is first ready and serves reloads until
 // ctx is done. A failed reload changes nothing and is logged; the service
 // goes on with what it had.
-func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, setUsers func(*auth.Users) int, apiSrv *httpserve.Server, log *slog.Logger) {
+func (h *bridgeHooks) run(ctx context.Context, isReady func() bool, setUsers func(*auth.Users) int, apiSrv *httpserve.Server, log *slog.Logger) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	ready := false
@@ -316,7 +317,7 @@ func (h *bridgeHooks) run(ctx context.Context, lk *link.Link, setUsers func(*aut
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if !ready && lk.Ready() {
+			if !ready && isReady() {
 				ready = true
 				h.ready()
 				tick.Stop()

@@ -4,12 +4,17 @@
 // second, connects -clients clients that subscribe to the extensions, and
 // reports change-to-client latency (engine publish to client read), the
 // messages delivered per second, the server's resident memory and the CPU
-// it used while measuring.
+// it used while measuring. The clients are read through epoll by a few
+// goroutines (wsframe.Readers, screens.go), so the tool costs little
+// next to the server; it reports its own CPU too. -floor replaces the
+// hub by a bare loop writing each change to every socket (floor.go): the
+// least any server can do, measured by the same clients.
 //
 //	go run ./loadtest/wsbench -clients 1000 -rate 500 -duration 20s
 //	go run ./loadtest/wsbench -clients 10000 -rate 2 -duration 20s
 //	go run ./loadtest/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
 //	go run ./loadtest/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
+//	go run ./loadtest/wsbench -clients 10000 -rate 2 -exts 5000 -floor # the floor
 //
 // With -flood N, N more clients of the same user, each in a process of
 // its own (so that its sending takes no CPU from the measuring clients),
@@ -47,7 +52,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +62,6 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/loadtest"
-	"github.com/ctibridge/ctibridge/loadtest/internal/wsframe"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -76,6 +79,8 @@ type loadConfig struct {
 	flood         int
 	floodOp       string
 	floodMaxRSS   int64 // kB
+	readers       int
+	floor         bool
 }
 
 func main() {
@@ -95,12 +100,16 @@ func main() {
 	flag.Int64Var(&cfg.floodMaxRSS, "flood-max-rss", 2<<20, "kB: stop the flood when the server's RSS passes it")
 	floodURL := flag.String("flood-url", "", "run one flooding client against this URL (used by the parent)")
 	floodToken := flag.String("flood-token", "", "its token (used by the parent)")
+	flag.IntVar(&cfg.readers, "readers", runtime.GOMAXPROCS(0), "goroutines reading the clients' sockets (epoll)")
+	flag.BoolVar(&cfg.floor, "floor", false, "server: instead of the hub, a bare loop writing each change's frame to every client (the floor)")
 	flag.Parse()
 	var err error
 	if *floodURL != "" {
 		err = runFlooder(*floodURL, *floodToken, cfg.floodOp)
 	} else if *serve {
-		if cfg.writeInterval != 0 {
+		if cfg.floor {
+			err = runFloor(cfg.rate, cfg.burst)
+		} else if cfg.writeInterval != 0 {
 			err = errors.New("-write-interval: this build has ws.Config.WriteRate instead")
 		} else {
 			err = runServer(cfg.rate, cfg.burst, cfg.exts, cfg.view, cfg.writeRate)
@@ -132,7 +141,7 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 	for i := range exts {
 		names[strconv.Itoa(1000+i)] = fmt.Sprintf("Agent Number %d", i)
 	}
-	eng := calls.New(calls.Config{Names: names})
+	eng := calls.New(calls.Config{Names: names, Opaque: auth.Opaquer{}})
 	eng.SetLink(calls.LinkResyncing)
 	eng.EndResync()
 	eng.Publish()
@@ -169,27 +178,36 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 
 	// The engine: rate changes a second (in groups of burst), one
 	// extension each, one Publish each (the worst case: no batching by
-	// the engine). Ticks that come late (a busy machine) are caught up,
-	// so the rate holds.
+	// the engine).
+	paceChanges(ctx, rate, burst, func(i int) {
+		st := "NOT_INUSE"
+		if i/exts%2 == 0 {
+			st = "INUSE"
+		}
+		eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: ami.EventDeviceStateChange}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%exts)}, {Key: "State", Value: st}}...))
+		eng.Publish()
+	})
+	srv.Close()
+	hub.Close()
+	return nil
+}
+
+// paceChanges calls change(i) for i = 0, 1, ... at rate calls a second,
+// in groups of burst, until ctx is done. Ticks that come late (a busy
+// machine) are caught up, so the rate holds.
+func paceChanges(ctx context.Context, rate float64, burst int, change func(i int)) {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
 	for i := 0; ; {
 		select {
 		case <-ctx.Done():
-			srv.Close()
-			hub.Close()
-			return nil
+			return
 		case <-tick.C:
 		}
 		due := int(time.Since(start).Seconds()*rate/float64(burst)) * burst
 		for ; i < due; i++ {
-			st := "NOT_INUSE"
-			if i/exts%2 == 0 {
-				st = "INUSE"
-			}
-			eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: ami.EventDeviceStateChange}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%exts)}, {Key: "State", Value: st}}...))
-			eng.Publish()
+			change(i)
 		}
 	}
 }
@@ -271,6 +289,9 @@ func startServer(cfg loadConfig) (*server, error) {
 	if cfg.writeInterval != 0 {
 		args = append(args, "-write-interval", cfg.writeInterval.String())
 	}
+	if cfg.floor {
+		args = append(args, "-floor")
+	}
 	if cfg.writeRate != 0 {
 		args = append(args, "-write-rate", fmt.Sprint(cfg.writeRate))
 	}
@@ -335,66 +356,6 @@ func (s *server) counters() (msgs, writes, paced, floods float64, ok bool) {
 	return msgs, writes, paced, floods, ok1 && ok2 && ok3 && ok4
 }
 
-// load is the measuring clients' shared state.
-type load struct {
-	measuring                      atomic.Bool
-	msgs, first0, last0, lost, odd atomic.Uint64
-	hists                          []*loadtest.Histogram
-	conns                          []*ws.Client
-}
-
-// client connects client i, subscribes, reports to ready when its snapshot
-// is in, and then records every event's latency while measuring.
-func (l *load) client(i int, url, token string, sem chan struct{}, ready chan<- error) {
-	sem <- struct{}{}
-	c, err := ws.Dial(context.Background(), url, token)
-	if err == nil {
-		err = c.Subscribe("extensions")
-	}
-	<-sem
-	if err != nil {
-		ready <- err
-		return
-	}
-	l.conns[i] = c
-	gotSnapshot := false
-	for {
-		raw, err := c.ReadRaw()
-		if err != nil {
-			if !gotSnapshot {
-				ready <- err
-			} else if l.measuring.Load() {
-				l.lost.Add(1)
-				fmt.Fprintln(os.Stderr, "client lost:", err)
-			}
-			return
-		}
-		if !gotSnapshot {
-			if bytes.HasPrefix(raw, []byte(`{"op":"snapshot"`)) {
-				gotSnapshot = true
-				ready <- nil
-			}
-			continue
-		}
-		if !l.measuring.Load() || !bytes.HasPrefix(raw, []byte(`{"op":"event"`)) {
-			continue
-		}
-		d := time.Now().UnixMilli() - int64(wsframe.UintField(raw, `"at":`))
-		if d > 5000 && l.odd.Add(1) == 1 {
-			fmt.Fprintf(os.Stderr, "late or odd event (%d ms): %.200s\n", d, raw)
-		}
-		l.hists[i].Record(time.Duration(d) * time.Millisecond)
-		if i == 0 {
-			seq := wsframe.UintField(raw, `"seq":`)
-			if l.first0.Load() == 0 {
-				l.first0.Store(seq)
-			}
-			l.last0.Store(seq)
-		}
-		l.msgs.Add(1)
-	}
-}
-
 func runLoad(cfg loadConfig) error {
 	srv, err := startServer(cfg)
 	if err != nil {
@@ -405,16 +366,17 @@ func runLoad(cfg loadConfig) error {
 	r0 := rssKB(srv.pid)
 	fmt.Printf("server pid %d at %s; RSS before clients %d kB; GOMAXPROCS %d\n", srv.pid, srv.url, r0, runtime.GOMAXPROCS(0))
 
-	l := &load{hists: make([]*loadtest.Histogram, n), conns: make([]*ws.Client, n)}
-	ready := make(chan error, n)
-	sem := make(chan struct{}, 64) // connect 64 at a time
+	l, err := newLoad(n, cfg.readers)
+	if err != nil {
+		return err
+	}
+	defer l.readers.Close()
 	start := time.Now()
-	for i := range n {
-		l.hists[i] = new(loadtest.Histogram)
-		go l.client(i, srv.url, srv.token, sem, ready)
+	if err := l.connect(srv.url, srv.token, n); err != nil {
+		return err
 	}
 	for range n {
-		if err := <-ready; err != nil {
+		if err := <-l.ready; err != nil {
 			return fmt.Errorf("client: %w", err)
 		}
 	}
@@ -427,7 +389,7 @@ func runLoad(cfg loadConfig) error {
 	}
 	rBefore := rssKB(srv.pid)
 	l.measuring.Store(true)
-	t0, cpu0 := time.Now(), procCPU(srv.pid)
+	t0, cpu0, self0 := time.Now(), procCPU(srv.pid), selfCPU()
 	m0, w0, p0, _, hasCounters := srv.counters()
 	fs, err := startFlooders(cfg.flood, srv.url, srv.token, cfg.floodOp)
 	if err != nil {
@@ -438,15 +400,25 @@ func runLoad(cfg loadConfig) error {
 	stop := func() { once.Do(func() { floods = fs.stop() }) }
 	samples, peak := watch(srv.pid, cfg, stop)
 	l.measuring.Store(false)
-	el, cpu := time.Since(t0), procCPU(srv.pid)-cpu0
+	el, cpu, self := time.Since(t0), procCPU(srv.pid)-cpu0, selfCPU()-self0
 	m1, w1, p1, _, _ := srv.counters()
 	stop()
 	l.report(cfg, el)
+	fmt.Printf("load tool CPU while measuring %.2f cores (%d reader goroutines)\n", self.Seconds()/el.Seconds(), cfg.readers)
 	fmt.Printf("server CPU while measuring %.2f cores; RSS during the run %v kB; at the end %d kB; peak %d kB (%+d kB over the start of the run)\n",
 		cpu.Seconds()/el.Seconds(), samples, rssKB(srv.pid), peak, peak-rBefore)
 	if hasCounters {
 		fmt.Printf("server wrote %.0f messages in %.0f socket writes (%.2f per write); the fan-out waited for its write budget %.0f times\n",
 			m1-m0, w1-w0, (m1-m0)/max(w1-w0, 1), p1-p0)
+	}
+	var closed []string
+	for line := range strings.Lines(srv.get("/metrics")) {
+		if strings.HasPrefix(line, "ctibridge_ws_closed_total{") && !strings.HasSuffix(strings.TrimSpace(line), " 0") {
+			closed = append(closed, strings.TrimSpace(strings.TrimPrefix(line, "ctibridge_ws_closed_total")))
+		}
+	}
+	if len(closed) > 0 {
+		fmt.Printf("server closed clients: %s\n", strings.Join(closed, ", "))
 	}
 	for _, f := range floods {
 		fmt.Printf("flooder (%s): %d messages sent; ended after %v: %s\n", cfg.floodOp, f.sent, f.ended.Round(time.Millisecond), f.how)
@@ -455,11 +427,6 @@ func runLoad(cfg loadConfig) error {
 		// A flooder that reads nothing may never see its close frame (the
 		// server's reset can discard it), so the server says.
 		fmt.Printf("server: clients closed for sending too much (4008): %.0f\n", fl)
-	}
-	for _, c := range l.conns {
-		if c != nil {
-			c.Close()
-		}
 	}
 	return nil
 }

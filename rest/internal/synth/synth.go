@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 )
 
@@ -134,7 +135,7 @@ func Engine(o Options) *calls.Engine {
 	if now == nil {
 		now = func() time.Time { return time.UnixMilli(1796028600000) }
 	}
-	e := calls.New(calls.Config{Now: now})
+	e := calls.New(calls.Config{Now: now, Opaque: auth.Opaquer{}})
 	e.SetLink(calls.LinkResyncing)
 	e.BeginResync()
 	for _, m := range Events(o) {

@@ -1,0 +1,27 @@
+// Package bus spreads one PBX's live state over NATS JetStream, so that
+// several ctibridge nodes serve the same state (docs/scale-out.md).
+//
+// It replicates the engine's input, not its output: the calls engine is
+// deterministic (messages in, snapshots and a seq-numbered feed out, clock
+// only through calls.Config.Now), so a Replica on the bridge holding the
+// AMI link records every call the link makes on the engine (Apply,
+// Publish, SetLink, BeginResync, ..., with the time of each and the
+// phonebook's answers) as binary ops (codec.go, replica.go), and any other
+// Replica that replays them (replay.go) reaches the same snapshots and the
+// same feed, byte for byte, with the same seqs. TestReplicaDeterministic
+// holds that over every recording in the repository.
+//
+// A Node (node.go, run.go) is one process on the bus: it creates the PBX's
+// stream (CTIBRIDGE_<PBX>, subject ctibridge.<pbx>.ops) and its genesis
+// (whose id is the WebSocket epoch of every node) and the shared key of
+// auth's opaque names (KV ctibridge_keys), follows the stream into the
+// Replica it serves from and, on a bridge, contends for the PBX's lease
+// (KV ctibridge_leases, lease.go). The winner catches its primary Replica
+// up with the stream, writes a lead record, marks the state down and runs
+// the AMI link on the primary; every publish expects the stream's last seq
+// to be its own (fencing: a deposed leader's publish fails and Run returns
+// ErrDeposed). Actions reach the leader by request/reply (actions.go; the
+// Node is a rest.PBX and a rest.Refresher).
+//
+// natstest starts real nats-server processes for the tests.
+package bus

@@ -1,0 +1,122 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// lease is the election of the bridge that holds a PBX's AMI link: a key
+// per PBX in the JetStream KV bucket ctibridge_leases, whose value names
+// the leader. The leader rewrites it every ttl/3 with a compare-and-set on
+// the revision it last wrote; a candidate that sees the revision stand
+// still for ttl takes it with a compare-and-set on the revision it saw, so
+// one candidate at most wins, and a leader whose rewrite fails on the
+// revision has been replaced. A leader that cannot rewrite (NATS out of
+// reach, a JetStream election) keeps trying: should a candidate take over
+// meanwhile, the leader's next rewrite or publish is refused on the
+// revision or the stream's last seq, and it steps down then.
+type lease struct {
+	kv   jetstream.KeyValue
+	key  string
+	node string
+	ttl  time.Duration
+	log  *slog.Logger
+	rev  uint64 // the revision this node wrote last, while leading
+}
+
+// contend runs until ctx ends: it sends on won once this node holds the
+// lease, then keeps it, sending on lost when it cannot.
+func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)) {
+	tick := time.NewTicker(l.ttl / 6)
+	defer tick.Stop()
+	var seen uint64
+	var since time.Time
+	for l.rev == 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c, cancel := context.WithTimeout(ctx, l.ttl/3)
+		e, err := l.kv.Get(c, l.key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			// Nobody leads (first start, or the leader let go).
+			if rev, err := l.kv.Create(c, l.key, []byte(l.node)); err == nil {
+				l.rev = rev
+			}
+		case err != nil:
+			// NATS out of reach or electing: the leader may be renewing
+			// fine elsewhere. Count the stand-still from when it is seen
+			// again, so a cluster election does not depose a live leader.
+			since = time.Now()
+		case e.Revision() != seen:
+			seen, since = e.Revision(), time.Now()
+		case time.Since(since) >= l.ttl:
+			l.log.Warn("lease not renewed: taking over", "holder", string(e.Value()), "for", time.Since(since).Round(time.Millisecond))
+			if rev, err := l.kv.Update(c, l.key, []byte(l.node), seen); err == nil {
+				l.rev = rev
+			}
+		}
+		cancel()
+	}
+	won <- l.rev
+	l.keep(ctx, lost)
+}
+
+// keep renews the lease every ttl/3 until ctx ends or it is lost.
+func (l *lease) keep(ctx context.Context, lost func(error)) {
+	tick := time.NewTicker(l.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c, cancel := context.WithTimeout(ctx, l.ttl/3)
+		rev, err := l.kv.Update(c, l.key, []byte(l.node), l.rev)
+		cancel()
+		switch {
+		case err == nil:
+			l.rev = rev
+		case isWrongSeq(err):
+			if l.ownWrite(ctx) {
+				continue
+			}
+			lost(errors.New("the lease was taken by another node"))
+			return
+		default:
+			l.log.Warn("lease not renewed, retrying", "err", err)
+		}
+	}
+}
+
+// release lets the lease go at a clean stop, so that a standby takes over
+// at once instead of after ttl.
+func (l *lease) release() {
+	if l.rev == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
+}
+
+// ownWrite reports whether the lease still names this node after a
+// rewrite was refused on the revision: a rewrite whose answer was lost
+// (a timeout) moved the revision itself. It adopts that revision.
+func (l *lease) ownWrite(ctx context.Context) bool {
+	c, cancel := context.WithTimeout(ctx, l.ttl/3)
+	defer cancel()
+	e, err := l.kv.Get(c, l.key)
+	if err != nil || string(e.Value()) != l.node {
+		return false
+	}
+	l.rev = e.Revision()
+	return true
+}

@@ -1,0 +1,268 @@
+package bus
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
+
+// Config configures a Node.
+type Config struct {
+	// URL is the NATS server list, comma-separated (nats://host:4222,...).
+	URL string
+	// PBX names the PBX: its subjects are ctibridge.<PBX>.*, its stream
+	// CTIBRIDGE_<PBX>. Letters, digits, '-' and '_'.
+	PBX string
+	// Node names this node in the lease and the logs. Default host-pid.
+	Node string
+	// Served is the replica clients read; the node feeds it the stream.
+	Served *Replica
+	// Primary, on a bridge node, is the replica the link drives while this
+	// node leads; it follows the stream until then. Nil on an edge.
+	Primary *Replica
+	// Lead, on a bridge node, runs the AMI link on Primary until its
+	// context ends. It is called once, when this node wins the lease and
+	// Primary has caught up with the stream.
+	Lead func(ctx context.Context) error
+	// Actions, on a bridge node, sends the actions that edges forward
+	// while this node leads (the AMI client).
+	Actions Doer
+	// Refresh, on a bridge node, is the link's Refresh, asked by edges
+	// after an action that changes AstDB.
+	Refresh func(actions ...ami.Message) bool
+	// Fingerprint names the engine configuration (EngineFingerprint): a
+	// node refuses a stream led with another one (it would not replay it
+	// to the same state).
+	Fingerprint string
+	// LeaseTTL is how long a lease not renewed stays with its holder.
+	// Default 3s; renewed every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// Log receives lifecycle messages. Default: discard.
+	Log *slog.Logger
+}
+
+// Doer sends an AMI action and waits for its response; *ami.Client
+// satisfies it, and so does the Node (it forwards to the leader).
+type Doer interface {
+	Do(ctx context.Context, a ami.Message) (ami.Response, error)
+}
+
+// ErrDeposed is Run's error when this node led and lost the lease or a
+// publish was fenced off: its primary engine may hold ops nobody else has,
+// so the process must start again (systemd does).
+var ErrDeposed = errors.New("bus: this node lost the lead of its PBX")
+
+var pbxName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Node is one ctibridge node on the bus: it follows the PBX's op stream
+// into Served and, on a bridge node, contends for the lease and leads.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	subject string
+	epoch   string
+	key     [32]byte
+
+	leading  atomic.Bool
+	ready    atomic.Bool
+	applied  atomic.Uint64 // last stream seq applied to Served
+	pubSeq   uint64        // last seq this leader published (link goroutine)
+	pubCount uint64
+	deposed  chan error
+	ctx      context.Context // Run's, set before any goroutine starts
+}
+
+// Open connects to NATS, creates the PBX's stream and buckets if they do
+// not exist, and reads (or writes, the first node to come) the stream's
+// genesis and the shared opaque-name key.
+func Open(ctx context.Context, cfg Config) (*Node, error) {
+	if err := CheckName(cfg.PBX); err != nil {
+		return nil, err
+	}
+	if cfg.Served == nil || (cfg.Primary != nil) != (cfg.Lead != nil) {
+		return nil, errors.New("bus: Served is required, and Primary and Lead go together")
+	}
+	if cfg.Node == "" {
+		h, _ := os.Hostname()
+		cfg.Node = h + "-" + strconv.Itoa(os.Getpid())
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 3 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{cfg: cfg, log: cfg.Log.With("component", "bus", "pbx", cfg.PBX), subject: "ctibridge." + cfg.PBX + ".ops",
+		deposed: make(chan error, 1)}
+	nc, err := nats.Connect(cfg.URL, nats.Name("ctibridge "+cfg.Node), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("bus: connect %s: %w", cfg.URL, err)
+	}
+	n.nc = nc
+	if err := n.setup(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// setup makes sure the stream, its genesis and the key exist.
+func (n *Node) setup(ctx context.Context) (err error) {
+	if n.js, err = jetstream.New(n.nc); err != nil {
+		return err
+	}
+	name := "CTIBRIDGE_" + strings.ToUpper(strings.ReplaceAll(n.cfg.PBX, "-", "_"))
+	scfg := jetstream.StreamConfig{Name: name, Subjects: []string{n.subject}, Storage: jetstream.FileStorage,
+		Replicas: 3, Duplicates: 2 * time.Minute}
+	n.stream, err = retried(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		s, err := n.js.CreateOrUpdateStream(ctx, scfg)
+		if err != nil && scfg.Replicas > 1 && isNoReplicas(err) {
+			n.log.Info("fewer than 3 JetStream servers: the op stream has one replica", "err", err)
+			scfg.Replicas = 1
+			s, err = n.js.CreateOrUpdateStream(ctx, scfg)
+		}
+		return s, err
+	})
+	if err != nil {
+		return fmt.Errorf("bus: stream %s: %w", name, err)
+	}
+	if n.epoch, err = n.genesis(ctx); err != nil {
+		return err
+	}
+	if n.key, err = n.sharedKey(ctx, scfg.Replicas); err != nil {
+		return err
+	}
+	return nil
+}
+
+func isNoReplicas(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "insufficient resources") || strings.Contains(s, "replicas > 1 not supported")
+}
+
+// retried calls f until it succeeds or 15 s pass: a cluster that just
+// started (or lost a server) elects its JetStream leaders first.
+func retried[T any](ctx context.Context, f func(ctx context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		v, err := f(c)
+		cancel()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return v, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// genesis returns the stream's generation id, writing it when the
+// stream is new (only one writer can: it expects an empty stream).
+func (n *Node) genesis(ctx context.Context) (string, error) {
+	var id [8]byte
+	rand.Read(id[:])
+	g := genesis{ID: hex.EncodeToString(id[:]), Created: time.Now().UnixMilli()}
+	_, err := n.js.Publish(ctx, n.subject, g.encode(), jetstream.WithExpectLastSequence(0))
+	if err != nil && !isWrongSeq(err) {
+		return "", fmt.Errorf("bus: write genesis: %w", err)
+	}
+	raw, err := retried(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) { return n.stream.GetMsg(ctx, 1) })
+	if err != nil {
+		return "", fmt.Errorf("bus: read genesis: %w", err)
+	}
+	kind, got, _, err := decodeControl(raw.Data)
+	if err != nil || kind != kindGenesis {
+		return "", fmt.Errorf("bus: stream %s does not start with a genesis (kind %d, %v): not a ctibridge stream of this version", n.stream.CachedInfo().Config.Name, kind, err)
+	}
+	return got.ID, nil
+}
+
+func isWrongSeq(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// sharedKey is the key of auth's opaque channel names, the same on every
+// node (bucket ctibridge_keys, key "opaque"): ids match across edges.
+func (n *Node) sharedKey(ctx context.Context, replicas int) (k [32]byte, err error) {
+	kv, err := n.bucket(ctx, "ctibridge_keys", replicas)
+	if err != nil {
+		return k, err
+	}
+	rand.Read(k[:])
+	e, err := retried(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+		if _, err := kv.Create(ctx, "opaque", k[:]); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, err
+		}
+		return kv.Get(ctx, "opaque")
+	})
+	if err != nil {
+		return k, fmt.Errorf("bus: the opaque-name key in ctibridge_keys: %w", err)
+	}
+	if len(e.Value()) != len(k) {
+		return k, fmt.Errorf("bus: the opaque-name key in ctibridge_keys is %d bytes, want %d", len(e.Value()), len(k))
+	}
+	copy(k[:], e.Value())
+	return k, nil
+}
+
+func (n *Node) bucket(ctx context.Context, name string, replicas int) (jetstream.KeyValue, error) {
+	kv, err := retried(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		kv, err := n.js.KeyValue(ctx, name)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Replicas: replicas, Storage: jetstream.FileStorage})
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = n.js.KeyValue(ctx, name)
+			}
+		}
+		return kv, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// Epoch names the stream's generation: every node serves the same seqs
+// under it (the WebSocket epoch).
+func (n *Node) Epoch() string { return n.epoch }
+
+// OpaqueKey is the shared key of auth's opaque channel names.
+func (n *Node) OpaqueKey() [32]byte { return n.key }
+
+// Ready reports whether the node follows the stream (or leads) and the
+// state it serves is live.
+func (n *Node) Ready() bool {
+	return n.ready.Load() && !n.cfg.Served.Engine().Snapshot().Stale
+}
+
+// Leading reports whether this node holds the PBX link.
+func (n *Node) Leading() bool { return n.leading.Load() }
+
+// Close closes the NATS connection. Call it after Run has returned.
+func (n *Node) Close() { n.nc.Close() }
+
+// CheckName says why a PBX name cannot name a stream, or nil.
+func CheckName(pbx string) error {
+	if !pbxName.MatchString(pbx) {
+		return fmt.Errorf("bus: PBX name %q: letters, digits, '-' and '_' only, 1 to 64", pbx)
+	}
+	return nil
+}

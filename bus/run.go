@@ -1,0 +1,264 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// stored is one stream message handed to Run's goroutine.
+type stored struct {
+	seq  uint64
+	data []byte
+}
+
+// Run follows the stream into Served until ctx ends; on a bridge node it
+// also contends for the PBX's lease and, once it wins, leads: it catches
+// Primary up with the stream's end, records that it leads, marks the
+// state down (the old link is gone), and calls Lead. It returns ctx's
+// error, ErrDeposed, or the error that stopped the following.
+func (n *Node) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n.ctx = ctx
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	msgs := make(chan stored, 256)
+	ferr := make(chan error, 1)
+	wg.Go(func() { ferr <- n.follow(ctx, msgs) })
+	won := make(chan uint64, 1)
+	var l *lease
+	if n.cfg.Primary != nil {
+		kv, err := n.bucket(ctx, "ctibridge_leases", n.stream.CachedInfo().Config.Replicas)
+		if err != nil {
+			return err
+		}
+		l = &lease{kv: kv, key: n.cfg.PBX, node: n.cfg.Node, ttl: n.cfg.LeaseTTL, log: n.log}
+		wg.Go(func() {
+			defer l.release()
+			l.contend(ctx, won, n.depose)
+		})
+	}
+	var target uint64 // stream seq to reach before leading; 0 when not taking over
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-ferr:
+			return err
+		case err := <-n.deposed:
+			n.log.Error("stepping down: this node's engine may hold ops the stream lacks; restart it", "err", err)
+			return fmt.Errorf("%w: %v", ErrDeposed, err)
+		case <-won:
+			info, err := n.stream.Info(ctx)
+			if err != nil {
+				n.depose(err)
+				continue
+			}
+			target = max(info.State.LastSeq, 1)
+			n.log.Info("lease won: catching up before leading", "stream_seq", target, "applied", n.applied.Load())
+		case m := <-msgs:
+			if err := n.apply(m, !n.leading.Load()); err != nil {
+				return err
+			}
+		}
+		if target != 0 && n.applied.Load() >= target {
+			if err := n.lead(ctx, &wg, target); err != nil {
+				return err
+			}
+			target = 0
+		}
+	}
+}
+
+// follow consumes the stream from the message after the last applied one,
+// in order, until ctx ends. The ordered consumer recreates itself when it
+// notices a gap; a watchdog restarts it from the last applied message when
+// the stream is ahead and nothing was applied for two checks (a consumer
+// left on a NATS server that died is not always noticed: seen with
+// nats-server 2.9.10).
+func (n *Node) follow(ctx context.Context, out chan<- stored) error {
+	for ctx.Err() == nil {
+		if err := n.consume(ctx, out); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// consume runs one ordered consumer until ctx ends or the watchdog stops it.
+func (n *Node) consume(ctx context.Context, out chan<- stored) error {
+	cons, err := retried(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: n.applied.Load() + 1})
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		n.watch(wctx)
+		it.Stop()
+	}()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			n.log.Warn("following the stream", "err", err)
+			continue
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		select {
+		case out <- stored{seq: md.Sequence.Stream, data: m.Data()}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// watch returns when ctx ends, or when the stream is ahead of what was
+// applied and nothing was applied between two checks.
+func (n *Node) watch(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, behind := n.applied.Load(), 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := n.stream.Info(c)
+		cancel()
+		now := n.applied.Load()
+		if err == nil && info.State.LastSeq > now && now == last {
+			if behind++; behind >= 2 {
+				n.log.Warn("the stream is ahead and nothing comes: restarting the consumer", "applied", now, "stream_seq", info.State.LastSeq)
+				return
+			}
+		} else {
+			behind = 0
+		}
+		last = now
+	}
+}
+
+// apply feeds one stream message to Served and, while following on a
+// bridge node, to Primary.
+func (n *Node) apply(m stored, primary bool) error {
+	if m.seq <= n.applied.Load() {
+		return nil // redelivered after a consumer reset
+	}
+	kind, _, l, err := decodeControl(m.data)
+	switch {
+	case err != nil:
+		return fmt.Errorf("bus: stream message %d: %w", m.seq, err)
+	case kind == kindLead:
+		if l.Fingerprint != n.cfg.Fingerprint {
+			return fmt.Errorf("bus: stream message %d: node %s leads with another engine configuration (%s, this node %s): --trunks, --queue-numbers and the users' names and cellphones must be the same on every node", m.seq, l.Node, l.Fingerprint, n.cfg.Fingerprint)
+		}
+		n.log.Info("pbx led by", "node", l.Node, "seq", m.seq)
+	case kind == kindOps:
+		if err := n.cfg.Served.Replay(m.data); err != nil {
+			return fmt.Errorf("bus: stream message %d: %w", m.seq, err)
+		}
+		if primary && n.cfg.Primary != nil {
+			if err := n.cfg.Primary.Replay(m.data); err != nil {
+				return fmt.Errorf("bus: stream message %d: %w", m.seq, err)
+			}
+		}
+	}
+	n.applied.Store(m.seq)
+	n.ready.Store(true)
+	return nil
+}
+
+// lead takes the PBX link: Primary is at the stream's seq last.
+func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error {
+	n.pubSeq = last
+	p := n.cfg.Primary
+	// The lead record goes first and is fenced like every publish: a
+	// stream that moved since the catch-up means another leader.
+	if err := n.publish(lead{Node: n.cfg.Node, Fingerprint: n.cfg.Fingerprint}.encode()); err != nil {
+		n.depose(err)
+		return nil
+	}
+	p.Record(func(data []byte, final bool) error { return n.publish(data) }, n.depose, nil)
+	// Until the new link has resynchronised, what the old leader last said
+	// is not known to be true.
+	p.SetLink(calls.LinkDown)
+	p.Publish()
+	n.leading.Store(true)
+	if err := n.serveActions(); err != nil {
+		return err
+	}
+	n.log.Info("leading: starting the PBX link", "stream_seq", n.pubSeq)
+	wg.Go(func() {
+		if err := n.cfg.Lead(ctx); err != nil && ctx.Err() == nil {
+			n.depose(fmt.Errorf("link stopped: %w", err))
+		}
+	})
+	return nil
+}
+
+// publish stores one message, fenced: it expects the stream's last seq
+// to be this leader's last. A failed publish (no ack: NATS out of reach,
+// a JetStream election) is retried with the same message id, so one that
+// was stored after all is answered by JetStream's duplicate window; a
+// wrong last seq means another node leads. It gives up only when Run
+// ends.
+func (n *Node) publish(data []byte) error {
+	n.pubCount++
+	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubCount, 10)
+	warned := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ack, err := n.js.Publish(ctx, n.subject, data, jetstream.WithExpectLastSequence(n.pubSeq), jetstream.WithMsgID(id))
+		cancel()
+		switch {
+		case err == nil:
+			n.pubSeq = ack.Sequence
+			return nil
+		case isWrongSeq(err):
+			return fmt.Errorf("publish fenced off (stream moved past seq %d): %w", n.pubSeq, err)
+		case errors.Is(err, nats.ErrMaxPayload):
+			return fmt.Errorf("publish: a message of %d bytes (one op larger than the NATS max_payload): %w", len(data), err)
+		case n.ctx.Err() != nil:
+			return fmt.Errorf("publish: %w", err)
+		case !warned:
+			warned = true
+			n.log.Warn("publish failed, retrying", "err", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// depose tells Run to step down (the first reason is kept).
+func (n *Node) depose(err error) {
+	select {
+	case n.deposed <- err:
+	default:
+	}
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/bus/natstest"
+	"github.com/ctibridge/ctibridge/dbtest"
+	"github.com/ctibridge/ctibridge/pbxsim"
+)
+
+// busNode is a `ctibridge serve --bus` or `ctibridge edge` run in-process.
+type busNode struct {
+	api, admin string
+	logs       *syncBuffer
+	done       chan error
+	stop       func() // cancels and waits (once)
+}
+
+func startBusNode(t *testing.T, args []string, env map[string]string) *busNode {
+	n := &busNode{api: freeAddr(t), admin: freeAddr(t), logs: &syncBuffer{}, done: make(chan error, 1)}
+	args = append(args, "--http", n.api, "--admin", n.admin, "--data-dir", t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { n.done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, n.logs) }()
+	n.stop = sync.OnceFunc(func() {
+		cancel()
+		if err := <-n.done; err != nil {
+			t.Errorf("%v: %v\n%s", args[:2], err, n.logs)
+		}
+	})
+	t.Cleanup(n.stop)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, _ := get(t, "http://"+n.admin+"/readyz"); code == http.StatusOK {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v never ready:\n%s", args[:2], n.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (n *busNode) login(t *testing.T, user, pw string) string {
+	resp, err := http.Post("http://"+n.api+"/auth/login", "application/json", strings.NewReader(`{"username":"`+user+`","password":"`+pw+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var login struct{ Token string }
+	json.NewDecoder(resp.Body).Decode(&login)
+	if login.Token == "" {
+		t.Fatalf("login on %s: %d", n.api, resp.StatusCode)
+	}
+	return login.Token
+}
+
+func (n *busNode) do(t *testing.T, token, method, path, body string) (int, string) {
+	req, _ := http.NewRequest(method, "http://"+n.api+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// hello opens the WebSocket and returns the hello's epoch.
+func (n *busNode) epoch(t *testing.T, token string) string {
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+n.api+"/ws?token="+token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var hello struct{ Op, Epoch string }
+	if err := c.ReadJSON(&hello); err != nil || hello.Op != "hello" || hello.Epoch == "" {
+		t.Fatalf("hello: %+v %v", hello, err)
+	}
+	return hello.Epoch
+}
+
+// TestBusCDRsOnce: two bridges on the bus share a PostgreSQL; each keeps
+// an AMI session of its own for CDRs. Calls end while A leads, A stops,
+// more calls end while B takes over and leads: the cdr table holds each
+// call once.
+func TestBusCDRsOnce(t *testing.T) {
+	srv := natstest.Start(t)
+	_, dsn := dbtest.NewCluster(t)
+	sim, ph := startSimPhone(t, "201")
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "ctibridge"}
+	args := func(node string) []string {
+		return []string{"serve", "--bus", srv.URL(), "--bus-node", node, "--ami", sim.AMIAddr(), "--ami-user", "ctibridge", "--db", dsn}
+	}
+	a := startBusNode(t, args("bridge-a"), env)
+	b := startBusNode(t, args("bridge-b"), env)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	calls := 0
+	call := func() {
+		c, err := ph.Call(ctx, "601")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		c.Hangup(ctx)
+		calls++
+	}
+	for range 3 {
+		call()
+	}
+	a.stop()
+	for range 3 {
+		call() // during and after B's takeover
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows, distinct int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT uniqueid) FROM cdr`).Scan(&rows, &distinct); err == nil && rows >= calls {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d CDR rows after %d calls\n%s", rows, calls, b.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // a late duplicate would show now
+	conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT uniqueid) FROM cdr`).Scan(&rows, &distinct)
+	if rows != calls || distinct != calls {
+		t.Errorf("%d rows, %d distinct uniqueids in cdr after %d calls; want %d", rows, distinct, calls, calls)
+	}
+}
+
+// startSimPhone starts pbxsim and a registered SIP phone on it.
+func startSimPhone(t *testing.T, exten string) (*pbxsim.PBX, *pbxsim.Phone) {
+	sim, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Go(func() { sim.Run(ctx) })
+	ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: exten, Server: sim.SIPAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { ph.Run(ctx) })
+	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer rcancel()
+	if err := ph.Register(rctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return sim, ph
+}
+
+// TestBusBridgeAndEdge: `ctibridge serve --bus` against pbxsim and
+// `ctibridge edge` on one NATS server. Both become ready, say the same
+// epoch, serve the same extensions; a click-to-call made on the edge
+// reaches the PBX through the bridge and the call shows on the edge.
+func TestBusBridgeAndEdge(t *testing.T) {
+	srv := natstest.Start(t)
+	sim, _ := startSimPhone(t, "201")
+
+	hash, _ := auth.HashPassword("alice-pw", 4)
+	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "ctibridge", "CTIBRIDGE_USERS": users}
+	bridge := startBusNode(t, []string{"serve", "--bus", srv.URL(), "--bus-node", "bridge-a", "--ami", sim.AMIAddr(), "--ami-user", "ctibridge"}, env)
+	edge := startBusNode(t, []string{"edge", "--bus", srv.URL(), "--bus-node", "edge-1"}, env)
+
+	bt, et := bridge.login(t, "alice", "alice-pw"), edge.login(t, "alice", "alice-pw")
+	if a, b := bridge.epoch(t, bt), edge.epoch(t, et); a != b {
+		t.Errorf("epochs differ: bridge %s, edge %s", a, b)
+	}
+	if code, body := edge.do(t, et, "POST", "/astproxy/call", `{"number":"601","endpointId":"201"}`); code != http.StatusOK {
+		t.Fatalf("click-to-call on the edge: %d %s", code, body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, b := bridge.do(t, bt, "GET", "/astproxy/extension/201", "")
+		_, e := edge.do(t, et, "GET", "/astproxy/extension/201", "")
+		if strings.Contains(e, `"counterpartNum":"601"`) && b == e {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call made on the edge does not show the same on both:\nbridge %s\nedge   %s", b, e)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// An edge refuses what the user may not do, before the bus.
+	if code, _ := edge.do(t, et, "POST", "/astproxy/call", `{"number":"601","endpointId":"202"}`); code != http.StatusForbidden {
+		t.Errorf("call from another's endpoint on the edge: %d, want 403", code)
+	}
+}
+
+// TestCheckConfigBus: check-config names bad bus settings; an edge needs
+// no manager credentials but needs --bus.
+func TestCheckConfigBus(t *testing.T) {
+	out, err := checkConfig(t, nil, "--bus-edge=true", "--bus-pbx", "main pbx")
+	if err == nil {
+		t.Fatalf("no error:\n%s", out)
+	}
+	for _, want := range []string{`error: --bus-edge: an edge needs --bus`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ami-user") || strings.Contains(out, "ami-secret") {
+		t.Errorf("an edge was asked for manager credentials:\n%s", out)
+	}
+	out, err = checkConfig(t, nil, "--bus-edge=true", "--bus", "http://n1:4222,nats://n2:4222", "--bus-pbx", "main pbx")
+	if err == nil {
+		t.Fatalf("no error:\n%s", out)
+	}
+	for _, want := range []string{`error: --bus: "http://n1:4222" is not a NATS server URL`, `error: --bus-pbx: bus: PBX name "main pbx"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222, tls://n2:4222"); err != nil {
+		t.Errorf("a good edge configuration: %v\n%s", err, out)
+	}
+}
