@@ -28,7 +28,8 @@ type rule struct {
 
 var rules = []rule{
 	{pkg: "ami", stdOnly: true},
-	{pkg: "ami/amitest", allowed: []string{"ami"}},
+	{pkg: "ami/amitest", allowed: []string{"ami", "ami/amiproxy"}},
+	{pkg: "ami/amiproxy", allowed: []string{"ami"}, banned: []string{"testing"}},
 	{pkg: "calls", allowed: []string{"ami"}, banned: []string{"net/http", "database/sql", "os/exec"}, bannedDirect: []string{"net", "os", "net/http", "time/tzdata"}},
 	{pkg: "link", allowed: []string{"ami", "calls"}},
 	{pkg: "admin", allowed: []string{}},
@@ -51,11 +52,11 @@ var rules = []rule{
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amitest", "dbtest/pgcluster", "pbxsim", "sipp", "loadtest/internal/wsframe"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "pbxsim", "sipp", "loadtest/internal/wsframe"}, banned: []string{"testing"}},
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
 	// A program measuring the hub in-process: the one load program that
 	// imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amitest", "dbtest/pgcluster", "pbxsim", "sipp"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amiproxy", "dbtest/pgcluster", "pbxsim", "sipp"}},
 }
 
 type listed struct {

@@ -14,7 +14,11 @@
 #                           # loadtest/wsbench (10,000 screens, the floor,
 #                           # 19,000 idle clients),
 #                           # each also against BASE (a git revision,
-#                           # default main) built in this sitting
+#                           # default main) built in this sitting; the
+#                           # engine's Apply+Publish benchmark at 5,000
+#                           # extensions and 2,000 calls, interleaved with
+#                           # BASE's; and `loadtest synth` (this tree only:
+#                           # BASE may not have it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${D:-10s}
@@ -112,11 +116,26 @@ if [ -n "${SCALE:-}" ]; then
   floor_ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s -floor)
   idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s)
   base_idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s -server "$tmp/base-wsbench")
+  echo "scale: engine benchmark, 5,000 extensions, 2,000 calls up, this tree and BASE interleaved..." >&2
+  (cd "$tmp/base" && go test -c -o "$tmp/base-calls.test" ./calls)
+  go test -c -o "$tmp/calls.test" ./calls
+  engine_bench() { # test-binary: events per CPU second of each run, batch 64
+    for _ in 1 2 3; do
+      GOMAXPROCS=1 taskset -c 0 "$1" -test.run X -test.bench 'ApplyPublishAtScale/batch64' -test.benchtime 300000x |
+        awk '/^Benchmark/ {for (i = 1; i < NF; i++) if ($(i+1) == "events/cpu-s") print $i}'
+    done | jq -s .
+  }
+  eng=$(engine_bench "$tmp/calls.test")
+  base_eng=$(engine_bench "$tmp/base-calls.test")
+  echo "scale: loadtest synth, 5,000 extensions, 2,000 calls up, 50 calls/s..." >&2
+  synth=$("$tmp/ctibridge" loadtest synth --exts 5000 --calls 2000 -r 50 -d "$E2E_D" --json --max-missing -1 --max-ghosts -1) || true
+  synth=${synth:-null}
   scale=$(jq -n --arg base "$base" --argjson bare5k "$bare5k" --argjson ext5k_0 "$ext5k_0" --argjson ext5k_200 "$ext5k_200" \
     --argjson base_ext5k_200 "$base_ext5k_200" --argjson s50 "$s50" --argjson base_s50 "$base_s50" \
     --argjson s500 "$s500" --argjson base_s500 "$base_s500" --argjson s10k "$s10k" \
     --argjson ws10k "$ws10k" --argjson base_ws10k "$base_ws10k" --argjson floor_ws10k "$floor_ws10k" \
-    --argjson idle19k "$idle19k" --argjson base_idle19k "$base_idle19k" '
+    --argjson idle19k "$idle19k" --argjson base_idle19k "$base_idle19k" \
+    --argjson eng "$eng" --argjson base_eng "$base_eng" --argjson synth "$synth" '
     {base: $base,
      rest_5000_extensions: {bare: $bare5k, churn0: $ext5k_0, churn200: $ext5k_200, base_churn200: $base_ext5k_200,
        ratio_to_bare: {churn0: ($ext5k_0.requests.per_second / $bare5k.requests.per_second),
@@ -125,7 +144,9 @@ if [ -n "${SCALE:-}" ]; then
      e2e_1000_screens: {"50": $s50, base_50: $base_s50, "500": $s500, base_500: $base_s500},
      e2e_10000_screens_2_calls_per_s: $s10k,
      wsbench: {screens_10000_2_per_s: $ws10k, base_screens_10000_2_per_s: $base_ws10k, floor_screens_10000_2_per_s: $floor_ws10k,
-               idle_19000: $idle19k, base_idle_19000: $base_idle19k}}')
+               idle_19000: $idle19k, base_idle_19000: $base_idle19k},
+     engine_apply_publish_events_per_cpu_s: {this: $eng, base: $base_eng},
+     synth_5000_extensions_2000_calls_50_per_s: $synth}')
 fi
 
 jq -n --arg when "$(date -u +%FT%TZ)" --arg host "$(uname -n) $(nproc) CPUs" --arg commit "$(git rev-parse --short HEAD)" \
@@ -146,4 +167,6 @@ echo "wrote $out" >&2
 jq '{ratios, e2e_p99_ringing_ms: (.e2e | map_values(.latency_ms.p99)), e2e_missing: (.e2e | map_values(.counters.calls_missing)),
   scale: (if .scale == null then null else {rest_5000_ratio_to_bare: .scale.rest_5000_extensions.ratio_to_bare,
     e2e_1000_screens_p99_ringing_ms: (.scale.e2e_1000_screens | map_values(.latency_ms?.p99)),
-    e2e_10000_screens_p99_ringing_ms: .scale.e2e_10000_screens_2_calls_per_s.latency_ms?.p99} end)}' "$out"
+    e2e_10000_screens_p99_ringing_ms: .scale.e2e_10000_screens_2_calls_per_s.latency_ms?.p99,
+    engine_events_per_cpu_s: .scale.engine_apply_publish_events_per_cpu_s,
+    synth_p99_ringing_ms: .scale.synth_5000_extensions_2000_calls_50_per_s.latency_ms?.p99} end)}' "$out"

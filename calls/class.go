@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,17 @@ func (x *ent[V]) refreshed(y *ent[V]) *ent[V] {
 func newEnt[V any](v V, at int64, op Opaquer, encode encoder[V], hint int) *ent[V] {
 	x := &ent[V]{v: v, at: at, encode: encode, op: op}
 	x.full = encode(make([]byte, 0, hint), &x.v, at, enc{})
+	return x
+}
+
+// newEntCopied is newEnt encoding in *scratch, a buffer the caller keeps
+// across calls, and keeping a copy at its size: one allocation and no
+// growing, whatever the size (publishExts: an extension's JSON grows and
+// shrinks with its calls, so the previous size is a poor hint).
+func newEntCopied[V any](v V, at int64, op Opaquer, encode encoder[V], scratch *[]byte) *ent[V] {
+	x := &ent[V]{v: v, at: at, encode: encode, op: op}
+	*scratch = encode((*scratch)[:0], &x.v, at, enc{})
+	x.full = bytes.Clone(*scratch)
 	return x
 }
 

@@ -356,7 +356,7 @@ func (e *Engine) publishConfs(ch []Change, now int64) []Change {
 		p.setConf(k, x)
 		ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: x.full, At: now, ent: x})
 	}
-	clear(e.dirtyConf)
+	resetSet(&e.dirtyConf)
 	return ch
 }
 

@@ -1,5 +1,7 @@
 package calls
 
+import "slices"
+
 // Which owners Publish re-derives. A conversation is derived from its
 // owner's channels and the channels they are linked with (bridge members,
 // the talking bridge left for a consult, dial targets and the dialler,
@@ -98,13 +100,14 @@ func (e *Engine) renamed(x *extState, before string) {
 }
 
 // markShowing marks the owners whose published conversations show a
-// renamed extension's number.
+// renamed extension's number: extensions from the published map's index
+// of the numbers shown (extWriter.shows), trunks (a few) by a scan.
 func (e *Engine) markShowing() {
 	if len(e.renamedExts) == 0 {
 		return
 	}
-	for k := range e.busyExt {
-		if showsAny(e.pub.exts.cur.Get(k).Conversations, e.renamedExts) {
+	for n := range e.renamedExts {
+		for k := range e.pub.exts.showing(n) {
 			e.dirtyExt[k] = struct{}{}
 		}
 	}
@@ -113,7 +116,7 @@ func (e *Engine) markShowing() {
 			e.dirtyTrunk[k] = struct{}{}
 		}
 	}
-	clear(e.renamedExts)
+	resetSet(&e.renamedExts)
 }
 
 func showsAny(convs map[string]Conversation, nums map[string]struct{}) bool {
@@ -165,4 +168,27 @@ func (e *Engine) markOwner(c *channel) {
 	case ownerTrunk:
 		e.dirtyTrunk[c.owner] = struct{}{}
 	}
+}
+
+// appendSorted appends m's keys to dst, sorted: the caller keeps dst
+// across Publishes, so sorting a batch's dirty keys allocates nothing.
+func appendSorted(dst []string, m map[string]struct{}) []string {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.Sort(dst)
+	return dst
+}
+
+// resetSet empties a dirty set for the next batch. A set that held many
+// keys (a resync dirties every owner) is replaced, not cleared: a cleared
+// map keeps its table, and ranging over it costs the table's size, so
+// every later Publish would pay for the resync (at 5,000 extensions, 4 µs
+// to find the 4 keys of one call's end and another's start).
+func resetSet[K comparable](m *map[K]struct{}) {
+	if len(*m) > 64 {
+		*m = map[K]struct{}{}
+		return
+	}
+	clear(*m)
 }

@@ -115,17 +115,24 @@
 // owners of the channels the batch changed and of the channels linked with
 // them (bridge, dial, Local pair, transfer, spy: dirty.go), whatever the
 // number of other calls up, compares the result with the published value
-// and encodes only what differs. Snapshot.Extensions is an ExtensionMap, a
-// tree of small shards shared between snapshots: a Publish copies the
-// shards it changes, not the map. Collection JSON is assembled lazily, once
-// per class and snapshot that changed it and was asked for it; a changed
-// entity costs two allocations besides its JSON (its ent: value, bytes
-// and the hidden class's sync.Once; and the handle its feed Change holds,
-// cut when the entity changes again so the feed retains no superseded
-// values), fewer than the two maps per shard it replaced, and nothing
-// more while no reader asks for the hidden class; the extensions' is
+// and encodes only what differs. An extension whose display name changes
+// re-derives the extensions whose conversations show its number, found
+// in an index of the numbers shown (extmap.go), not by a scan. Dirty sets
+// that grew large (a resync marks every owner) are replaced rather than
+// cleared, so later Publishes do not range over their old size.
+// Snapshot.Extensions is an ExtensionMap, a tree of small shards (sorted
+// slices of each extension's ent) shared between snapshots: a Publish
+// copies the shards it changes, one allocation each, not the map.
+// Collection JSON is assembled lazily, once per class and snapshot that
+// changed it and was asked for it; a changed entity costs two
+// allocations besides its JSON (its ent: value, bytes and the hidden
+// class's sync.Once; and the handle its feed Change holds, cut when the
+// entity changes again so the feed retains no superseded values), and
+// nothing more while no reader asks for the hidden class; the extensions' is
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
 // re-encoding its piece only, so REST writes the pieces as they are.
 // BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000
-// extensions and 2,000 calls up.
+// extensions and 2,000 calls up; BenchmarkPublishAtScale holds the cost of
+// one call ending and another starting flat from 10 to 2,000 calls up, and
+// TestPublishAtScaleAllocs bounds its allocations.
 package calls

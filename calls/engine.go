@@ -60,7 +60,8 @@ type Engine struct {
 	version uint64
 	durAt   int64 // ms of the last RefreshDurations that ran
 	pub     published
-	scratch []byte
+	scratch []byte   // publishExts' encoding buffer
+	extKeys []string // publishExts' sorted dirty extensions
 	changes []Change
 
 	snap atomic.Pointer[Snapshot]

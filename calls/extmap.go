@@ -2,7 +2,6 @@ package calls
 
 import (
 	"iter"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,13 +23,49 @@ type ExtensionMap struct {
 	keys []string // sorted; shared, never written: a new extension makes a new slice
 }
 
+// The tree's nodes and shards carry the generation of the writer's
+// Publish that copied them: one of the running Publish is the writer's to
+// change in place, any other is shared with a published map.
 type (
-	extNodes  [extFan]*extLeaves
-	extLeaves [extFan]*extShard
+	extNodes struct {
+		gen uint64
+		n   [extFan]*extLeaves
+	}
+	extLeaves struct {
+		gen uint64
+		s   [extFan]*extShard
+	}
 )
 
+// An extShard holds a few extensions (5,000 in 1,024 shards: about 5),
+// sorted by number. A slice, not a map: copying it for a change is one
+// allocation and a copy of a few pointers, and a search of a handful of
+// keys costs less than hashing.
 type extShard struct {
-	ents map[string]*ent[Extension]
+	gen uint64
+	e   []extEntry
+}
+
+// An extEntry is one extension: its number and its published entity
+// (value, full JSON, hidden JSON made on first need), shared with every
+// map holding it until it changes.
+type extEntry struct {
+	k string
+	x *ent[Extension]
+}
+
+// find is the index of k in s, or where it would go, and whether it is there.
+func (s *extShard) find(k string) (int, bool) {
+	lo, hi := 0, len(s.e)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.e[m].k < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(s.e) && s.e[lo].k == k
 }
 
 func shardOf(k string) int {
@@ -47,8 +82,8 @@ func (m ExtensionMap) shard(k string) *extShard {
 		return nil
 	}
 	i := shardOf(k)
-	if n := m.root[i/extFan]; n != nil {
-		return n[i%extFan]
+	if n := m.root.n[i/extFan]; n != nil {
+		return n.s[i%extFan]
 	}
 	return nil
 }
@@ -58,11 +93,11 @@ func (m ExtensionMap) shards(yield func(*extShard) bool) {
 	if m.root == nil {
 		return
 	}
-	for _, n := range m.root {
+	for _, n := range m.root.n {
 		if n == nil {
 			continue
 		}
-		for _, s := range n {
+		for _, s := range n.s {
 			if s != nil && !yield(s) {
 				return
 			}
@@ -72,10 +107,8 @@ func (m ExtensionMap) shards(yield func(*extShard) bool) {
 
 // Lookup is the extension numbered k, and whether it exists.
 func (m ExtensionMap) Lookup(k string) (Extension, bool) {
-	if s := m.shard(k); s != nil {
-		if x, ok := s.ents[k]; ok {
-			return x.v, true
-		}
+	if x := m.ent(k); x != nil {
+		return x.v, true
 	}
 	return Extension{}, false
 }
@@ -93,8 +126,8 @@ func (m ExtensionMap) Len() int { return len(m.keys) }
 func (m ExtensionMap) All() iter.Seq2[string, Extension] {
 	return func(yield func(string, Extension) bool) {
 		for s := range m.shards {
-			for k, x := range s.ents {
-				if !yield(k, x.v) {
+			for _, en := range s.e {
+				if !yield(en.k, en.x.v) {
 					return
 				}
 			}
@@ -107,8 +140,12 @@ func (m ExtensionMap) Keys() []string { return slices.Clone(m.keys) }
 
 // ent is extension k, or nil.
 func (m ExtensionMap) ent(k string) *ent[Extension] {
-	if s := m.shard(k); s != nil {
-		return s.ents[k]
+	s := m.shard(k)
+	if s == nil {
+		return nil
+	}
+	if i, ok := s.find(k); ok {
+		return s.e[i].x
 	}
 	return nil
 }
@@ -228,11 +265,19 @@ func joinPieces(parts [][]byte) []byte {
 }
 
 // extWriter is the engine's copy-on-write of the published ExtensionMap
-// during one Publish: what it copied in this Publish it may write in place.
+// during one Publish: what it copied in this Publish (a node or shard of
+// generation gen) it may write in place.
 type extWriter struct {
 	cur     ExtensionMap
-	copied  map[any]bool // the root, nodes and shards copied in this Publish
-	keysOwn bool         // cur.keys was copied in this Publish
+	gen     uint64 // this Publish's; 0 is never one
+	changes bool   // set was called in this Publish
+	keysOwn bool   // cur.keys was copied in this Publish
+
+	// shows indexes cur by the numbers its conversations show: counterpart
+	// number -> extension -> how many of its conversations show it. A
+	// renamed extension re-derives the extensions showing its number
+	// from it (markShowing) instead of scanning every busy one.
+	shows map[string]map[string]int
 
 	cls [numClasses]pieceTrack // the collection JSON per class
 }
@@ -245,7 +290,7 @@ type pieceTrack struct {
 }
 
 func newExtWriter() extWriter {
-	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, copied: map[any]bool{}}
+	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, gen: 1, shows: map[string]map[string]int{}}
 	for c := range w.cls {
 		w.cls[c].pieces = &extPieces{m: w.cur, cls: Class(c)}
 	}
@@ -256,8 +301,8 @@ func newExtWriter() extWriter {
 // a reader assembled the published pieces, they become the base the next
 // ones reuse.
 func (w *extWriter) begin() {
-	clear(w.copied)
-	w.keysOwn = false
+	w.gen++
+	w.changes, w.keysOwn = false, false
 	for c := range w.cls {
 		t := &w.cls[c]
 		if t.pieces.done.Load() && t.pieces != t.base {
@@ -282,36 +327,66 @@ func (w *extWriter) published() [numClasses]*extPieces {
 }
 
 // changed reports whether set was called in this Publish.
-func (w *extWriter) changed() bool { return len(w.copied) > 0 }
+func (w *extWriter) changed() bool { return w.changes }
+
+// index counts (d 1) or uncounts (d -1) the numbers x's conversations
+// show.
+func (w *extWriter) index(k string, x *Extension, d int) {
+	for _, cv := range x.Conversations {
+		n := cv.CounterpartNum
+		if n == "" {
+			continue
+		}
+		m := w.shows[n]
+		if m == nil {
+			m = map[string]int{}
+			w.shows[n] = m
+		}
+		if m[k] += d; m[k] <= 0 {
+			delete(m, k)
+			if len(m) == 0 {
+				delete(w.shows, n)
+			}
+		}
+	}
+}
+
+// showing yields the extensions a conversation of which shows number n.
+func (w *extWriter) showing(n string) map[string]int { return w.shows[n] }
 
 // set stores extension k, copying the root, the node and the shard on its
 // path first if they are still shared with a published map.
 func (w *extWriter) set(k string, x *ent[Extension]) {
-	if !w.copied[w.cur.root] {
+	w.changes = true
+	if w.cur.root.gen != w.gen {
 		r := *w.cur.root
+		r.gen = w.gen
 		w.cur.root = &r
-		w.copied[&r] = true
 	}
 	i := shardOf(k)
-	n := w.cur.root[i/extFan]
-	if n == nil || !w.copied[n] {
-		c := &extLeaves{}
+	n := w.cur.root.n[i/extFan]
+	if n == nil || n.gen != w.gen {
+		c := &extLeaves{gen: w.gen}
 		if n != nil {
-			*c = *n
+			c.s = n.s
 		}
-		n, w.cur.root[i/extFan] = c, c
-		w.copied[n] = true
+		n, w.cur.root.n[i/extFan] = c, c
 	}
-	s := n[i%extFan]
-	if s == nil || !w.copied[s] {
-		c := &extShard{ents: map[string]*ent[Extension]{}}
+	s := n.s[i%extFan]
+	if s == nil || s.gen != w.gen {
+		c := &extShard{gen: w.gen}
 		if s != nil {
-			c.ents = maps.Clone(s.ents)
+			c.e = make([]extEntry, len(s.e), len(s.e)+1)
+			copy(c.e, s.e)
 		}
-		s, n[i%extFan] = c, c
-		w.copied[s] = true
+		s, n.s[i%extFan] = c, c
 	}
-	if _, ok := s.ents[k]; !ok {
+	j, ok := s.find(k)
+	if ok {
+		w.index(k, &s.e[j].x.v, -1)
+	}
+	w.index(k, &x.v, 1)
+	if !ok {
 		if !w.keysOwn { // the published slice is shared: copy it first
 			w.cur.keys, w.keysOwn = slices.Clone(w.cur.keys), true
 		}
@@ -320,13 +395,14 @@ func (w *extWriter) set(k string, x *ent[Extension]) {
 		for c := range w.cls {
 			w.cls[c].base = nil // the keys after it moved to other pieces
 		}
-	} else {
+		s.e = slices.Insert(s.e, j, extEntry{k: k})
+	} else if slices.ContainsFunc(w.cls[:], func(t pieceTrack) bool { return t.base != nil }) {
 		i, _ := slices.BinarySearch(w.cur.keys, k)
 		for c := range w.cls {
 			w.cls[c].markDirty(i / extPiece)
 		}
 	}
-	s.ents[k] = x
+	s.e[j].x = x
 }
 
 // markDirty notes that piece c changed since base.

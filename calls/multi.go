@@ -260,25 +260,27 @@ func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Chan
 		return ch
 	}
 	var keys []string
-	for i, cn := range c {
+	for i, cn := range c.n {
 		var on *extLeaves
 		if o != nil {
-			on = o[i]
+			on = o.n[i]
 		}
 		if cn == nil || cn == on {
 			continue
 		}
-		for j, cs := range cn {
+		for j, cs := range cn.s {
 			var os *extShard
 			if on != nil {
-				os = on[j]
+				os = on.s[j]
 			}
 			if cs == nil || cs == os {
 				continue
 			}
-			for k, x := range cs.ents {
-				if os == nil || os.ents[k] != x {
-					keys = append(keys, k)
+			for _, en := range cs.e {
+				if os == nil {
+					keys = append(keys, en.k)
+				} else if i, ok := os.find(en.k); !ok || os.e[i].x != en.x {
+					keys = append(keys, en.k)
 				}
 			}
 		}

@@ -189,3 +189,76 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// scaleRounds pre-builds n rounds of the stream: in each, the oldest call
+// ends and a new one starts (22 events, 4 extensions changed).
+func (s *scalePBX) rounds(n int) [][]ami.Message {
+	out := make([][]ami.Message, n)
+	for i := range out {
+		out[i] = append(s.end(), s.start()...)
+	}
+	return out
+}
+
+// BenchmarkPublishAtScale holds 5,000 extensions and 10 to 2,000 calls up
+// and applies one round (a call ends, another starts) then Publishes. The
+// cost of a round, and of its Publish (ns/publish), must not grow with the
+// number of calls up: Publish re-derives and encodes the owners the round
+// touched, nothing else (dirty.go, extmap.go). Both are reported in CPU
+// time (cpu-ns/op, cpu-ns/publish), steadier than wall time on a shared
+// machine; the two rusage reads around each Publish add about 1 µs.
+func BenchmarkPublishAtScale(b *testing.B) {
+	for _, calls := range []int{10, 100, 500, 2000} {
+		b.Run("calls"+strconv.Itoa(calls), func(b *testing.B) {
+			e, s := scaleEngine(b, 5000, calls)
+			rounds := s.rounds(1024)
+			var pub time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			j := 0
+			for range b.N {
+				for _, m := range rounds[j] {
+					e.Apply(m)
+				}
+				t := cpuTime()
+				e.Publish()
+				pub += cpuTime() - t
+				if j++; j == len(rounds) {
+					b.StopTimer()
+					c := cpuTime()
+					rounds, j = s.rounds(1024), 0
+					cpu += cpuTime() - c
+					b.StartTimer()
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(pub.Nanoseconds())/float64(b.N), "cpu-ns/publish")
+		})
+	}
+}
+
+// TestPublishAtScaleAllocs bounds the allocations of one round at 5,000
+// extensions and 2,000 calls: a shard copied as a small slice, the
+// extension's view and its JSON at its size, the new channels and
+// conversations. Copying whole maps per changed extension (what shards
+// were before) or re-deriving unrelated owners would break it.
+func TestPublishAtScaleAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	e, s := scaleEngine(t, 5000, 2000)
+	rounds := s.rounds(300)
+	j := 0
+	n := testing.AllocsPerRun(200, func() {
+		for _, m := range rounds[j] {
+			e.Apply(m)
+		}
+		e.Publish()
+		j++
+	})
+	t.Logf("%.1f allocations per round (22 events, one Publish)", n)
+	if n > 90 {
+		t.Errorf("a round allocates %.1f times, want at most 90", n)
+	}
+}

@@ -423,7 +423,8 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		return ch
 	}
 	p := &e.pub
-	for _, k := range sortedSet(e.dirtyExt, cmpString) {
+	e.extKeys = appendSorted(e.extKeys[:0], e.dirtyExt)
+	for _, k := range e.extKeys {
 		x := e.exts[k]
 		if x == nil {
 			continue
@@ -433,14 +434,17 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		if old != nil && extEqual(&old.v, &v) {
 			continue
 		}
-		xe := newEnt(v, now, e.cfg.Opaque, appendExtension, old.size())
+		// Encoded in a buffer kept across Publishes, then copied at its
+		// size: one allocation, no growing.
+		xe := newEntCopied(v, now, e.cfg.Opaque, appendExtension, &e.scratch)
 		p.setExt(k, xe)
 		// The presence change first: a batch's last seq stays the
 		// extension's (clients of topic "extensions" see it).
 		ch = e.presenceChange(ch, &xe.v, now)
 		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: xe.full, At: now, ent: xe.announce(old)})
 	}
-	clear(e.dirtyExt)
+	resetSet(&e.dirtyExt)
+	clear(e.extKeys) // keep no key alive
 	return ch
 }
 
@@ -491,7 +495,7 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		p.setQueue(k, x)
 		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
-	clear(e.dirtyQueue)
+	resetSet(&e.dirtyQueue)
 	for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
 		if c := cmpString(a.queue, b.queue); c != 0 {
 			return c
@@ -512,7 +516,7 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		}
 		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
 	}
-	clear(e.dirtyMember)
+	resetSet(&e.dirtyMember)
 	return ch
 }
 
@@ -533,7 +537,7 @@ func (e *Engine) publishParks(ch []Change, now int64) []Change {
 		p.setPark(k, x)
 		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
-	clear(e.dirtyPark)
+	resetSet(&e.dirtyPark)
 	return ch
 }
 
@@ -554,7 +558,7 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 		p.setTrunk(k, x)
 		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
-	clear(e.dirtyTrunk)
+	resetSet(&e.dirtyTrunk)
 	return ch
 }
 

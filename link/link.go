@@ -89,6 +89,9 @@ type Link struct {
 	failures  atomic.Uint64
 	lastSync  atomic.Int64 // duration of the last successful resync, ns
 	batchLag  atomic.Int64 // apply+publish time of the last batch, ns
+	applyNs   atomic.Int64 // apply time of every batch, ns
+	publishNs atomic.Int64 // publish (and follow-up) time of every batch, ns
+	batches   atomic.Uint64
 	reconcile atomic.Uint64
 	followed  atomic.Uint64      // follow-up actions answered
 	reqs      chan []ami.Message // Refresh -> Run
@@ -103,6 +106,9 @@ type Stats struct {
 	LastResync     time.Duration // how long the last resync took
 	Reconciles     uint64        // drift checks run
 	BatchLag       time.Duration // apply + publish time of the last batch
+	ApplyTime      time.Duration // time spent in Apply, every batch so far
+	PublishTime    time.Duration // time spent in Publish (and asking for follow-ups), every batch so far
+	Batches        uint64        // batches applied and published
 	Followups      uint64        // follow-up actions answered (docs/link.md)
 }
 
@@ -140,6 +146,8 @@ func (l *Link) Stats() Stats {
 	s.LastResync = time.Duration(l.lastSync.Load())
 	s.Reconciles = l.reconcile.Load()
 	s.BatchLag = time.Duration(l.batchLag.Load())
+	s.ApplyTime, s.PublishTime = time.Duration(l.applyNs.Load()), time.Duration(l.publishNs.Load())
+	s.Batches = l.batches.Load()
 	s.Followups = l.followed.Load()
 	return s
 }

@@ -49,6 +49,8 @@ var (
 	descResyncTime = prometheus.NewDesc("ctibridge_resync_seconds", "Duration of the last resynchronisation.", nil, nil)
 	descReconciles = prometheus.NewDesc("ctibridge_reconciles_total", "Drift checks against CoreShowChannels.", nil, nil)
 	descLag        = prometheus.NewDesc("ctibridge_engine_batch_seconds", "Time the engine took to apply and publish the last batch of events.", nil, nil)
+	descEngineTime = prometheus.NewDesc("ctibridge_engine_seconds_total", "Time the engine spent applying events (step=apply) and publishing batches (step=publish, with the follow-ups it asks for).", []string{"step"}, nil)
+	descBatches    = prometheus.NewDesc("ctibridge_engine_batches_total", "Batches of events applied and published.", nil, nil)
 	descFollowups  = prometheus.NewDesc("ctibridge_followups_total", "Follow-up actions answered (endpoint details, AstDB, mailbox counts, parking lots).", nil, nil)
 	descBadValues  = prometheus.NewDesc("ctibridge_astdb_bad_values_total", "AstDB values refused: a forward target with letters or CR/LF, a bad DND value or name.", nil, nil)
 )
@@ -56,7 +58,7 @@ var (
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnected, descReady, descConnects, descReconnects, descFailures,
 		descOverflows, descPingFails, descPingLate, descPingRTT, descHeaderless, descMessages, descGarbage, descOversized, descEvents, descUnknown,
-		descDrift, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag, descFollowups, descBadValues} {
+		descDrift, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag, descEngineTime, descBatches, descFollowups, descBadValues} {
 		ch <- d
 	}
 }
@@ -104,6 +106,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descResyncTime, ls.LastResync.Seconds())
 	counter(descReconciles, ls.Reconciles)
 	gauge(descLag, ls.BatchLag.Seconds())
+	ch <- prometheus.MustNewConstMetric(descEngineTime, prometheus.CounterValue, ls.ApplyTime.Seconds(), "apply")
+	ch <- prometheus.MustNewConstMetric(descEngineTime, prometheus.CounterValue, ls.PublishTime.Seconds(), "publish")
+	counter(descBatches, ls.Batches)
 	counter(descFollowups, ls.Followups)
 	counter(descBadValues, ls.Engine.BadValues)
 }

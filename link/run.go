@@ -176,9 +176,14 @@ func (r *runner) batch(evs []ami.Event) {
 			}
 		}
 	}
+	t1 := time.Now()
 	l.eng.Publish()
 	r.followups(calls.FollowPending)
-	l.batchLag.Store(int64(time.Since(t0)))
+	t2 := time.Now()
+	l.batchLag.Store(int64(t2.Sub(t0)))
+	l.applyNs.Add(int64(t1.Sub(t0)))
+	l.publishNs.Add(int64(t2.Sub(t1)))
+	l.batches.Add(1)
 	if time.Since(r.lastStats) > time.Second {
 		r.lastStats = time.Now()
 		s := *l.stats.Load()

@@ -64,8 +64,8 @@ func runChaosAMI(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRep
 	if err != nil {
 		return err
 	}
-	sc.wg.Go(func() { proxy.run(ctx) })
-	srv, err := sc.serve(ctx, cfg, dir, proxy.addr())
+	sc.wg.Go(func() { proxy.Run(ctx) })
+	srv, err := sc.serve(ctx, cfg, dir, proxy.Addr())
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (r *amiRun) inject(ctx context.Context, kind string) faultResult {
 	defer r.fast.Store(false)
 	f := faultResult{kind: kind, stale: -1, live: -1}
 	f.t0 = time.Now()
-	if r.proxy.fault(kind) == 0 {
+	if r.proxy.Fault(kind) == 0 {
 		r.cfg.Log.Warn("chaos fault: no live AMI connection to inject into", "kind", kind)
 	}
 	var staleAt, closedAt, liveAt time.Time
@@ -161,13 +161,13 @@ func (r *amiRun) inject(ctx context.Context, kind string) faultResult {
 			staleAt = r.firstAfter(f.t0, func(s chaosSample) bool { return s.ok && s.stale })
 		}
 		if closedAt.IsZero() {
-			closedAt = r.proxy.firstClose(f.t0)
+			closedAt = r.proxy.FirstClose(f.t0)
 		}
 		if staleAt.IsZero() && closedAt.IsZero() && !f.cut && time.Since(f.t0) > r.cfg.FaultMax {
 			f.cut = true
-			r.proxy.cut()
+			r.proxy.Cut()
 		}
-		if reopened := r.proxy.firstAccept(f.t0); !reopened.IsZero() {
+		if reopened := r.proxy.FirstAccept(f.t0); !reopened.IsZero() {
 			liveAt = r.firstAfter(reopened, func(s chaosSample) bool { return s.ok && !s.stale })
 		}
 	}
@@ -210,7 +210,7 @@ func (r *amiRun) finish(ctx context.Context, rep *ChaosReport, faults []faultRes
 	r.truthChecks(rep, faults)
 	rep.count(sc, "calls_successful", float64(res.Successful))
 	rep.count(sc, "calls_failed", float64(res.Failed))
-	rep.count(sc, "ami_connections", float64(r.proxy.accepted()))
+	rep.count(sc, "ami_connections", float64(r.proxy.Accepted()))
 	rep.count(sc, "pbxsim_channels_at_end", float64(len(r.pbx.pbx.Channels())))
 }
 

@@ -58,7 +58,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	if r.proxy, err = newAMIProxy(pbx.pbx.AMIAddr()); err != nil {
 		return err
 	}
-	sc.wg.Go(func() { r.proxy.run(ctx) })
+	sc.wg.Go(func() { r.proxy.Run(ctx) })
 	sc.wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
 	for start := time.Now(); !r.witnessUp.Load(); {
 		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
@@ -66,7 +66,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 		}
 		sleepCtx(ctx, 20*time.Millisecond)
 	}
-	if r.serve, err = newServeProc(cfg, dir, r.proxy.addr(), "--db", pg.DSN()); err != nil {
+	if r.serve, err = newServeProc(cfg, dir, r.proxy.Addr(), "--db", pg.DSN()); err != nil {
 		return err
 	}
 	serveCtx, stopServe := context.WithCancel(ctx)
@@ -79,7 +79,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	// most 3 s or the outage: today's serve never is while the database
 	// is down), so that a serve that runs without its database is handed
 	// every Cdr.
-	for start := time.Now(); r.proxy.accepted() == 0 && time.Since(start) < min(3*time.Second, cfg.DBDown); {
+	for start := time.Now(); r.proxy.Accepted() == 0 && time.Since(start) < min(3*time.Second, cfg.DBDown); {
 		sleepCtx(ctx, 20*time.Millisecond)
 	}
 	var res sipp.Result

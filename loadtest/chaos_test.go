@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ctibridge/ctibridge/dbtest"
 )
 
 func TestChaosConfigErrors(t *testing.T) {
@@ -115,11 +117,11 @@ func TestAMIProxyFaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); p.run(ctx) }()
+	go func() { defer close(done); p.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
 	dial := func() (net.Conn, net.Conn, *bufio.Reader) {
-		down, err := net.Dial("tcp", p.addr())
+		down, err := net.Dial("tcp", p.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,10 +140,10 @@ func TestAMIProxyFaults(t *testing.T) {
 			t.Fatalf("forwarded %q, want %q", l, want)
 		}
 	}
-	waitFor(t, func() bool { return len(p.cdrsSeen()) == 1 && p.cdrsSeen()[0].uniqueid == "1700000000.1" })
+	dbtest.WaitFor(t, "the Cdr seen by the proxy", func() bool { return len(p.cdrsSeen()) == 1 && p.cdrsSeen()[0].uniqueid == "1700000000.1" })
 
 	// Half-open: nothing passes either way, both sockets stay open.
-	p.fault(faultHalfOpen)
+	p.Fault(faultHalfOpen)
 	up.Write([]byte("Event: Cdr\r\nUniqueID: 1700000000.2\r\n\r\n"))
 	down.Write([]byte("Action: Ping\r\n\r\n"))
 	down.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
@@ -153,7 +155,7 @@ func TestAMIProxyFaults(t *testing.T) {
 		t.Errorf("half-open: pbxsim read %d bytes, %v", n, err)
 	}
 	// Kill: the bridge's socket closes.
-	p.fault(faultKill)
+	p.Fault(faultKill)
 	down.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.ReadAll(br); err != nil {
 		t.Errorf("kill: %v", err)
@@ -165,27 +167,17 @@ func TestAMIProxyFaults(t *testing.T) {
 	// finalizes is closed, which would end the connection.)
 	down, up, br = dial()
 	defer up.Close()
-	p.fault(faultLongLine)
+	p.Fault(faultLongLine)
 	down.SetReadDeadline(time.Now().Add(10 * time.Second))
 	n, err := io.CopyN(io.Discard, br, 256<<10)
 	if n != 256<<10 {
 		t.Errorf("long line: %d bytes, %v", n, err)
 	}
 	down.Close()
-	waitFor(t, func() bool { return p.accepted() == 2 && len(p.cdrsSeen()) == 1 })
+	dbtest.WaitFor(t, "the second connection", func() bool { return p.Accepted() == 2 && len(p.cdrsSeen()) == 1 })
 }
 
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for start := time.Now(); !cond(); {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("condition not met in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

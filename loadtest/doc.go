@@ -5,6 +5,15 @@
 // (with SIPp or built-in sipgo phones) and times how long each call takes
 // to show on the WebSocket clients' screens.
 //
+// RunSynth is the same measure at call-centre scale without SIP: a
+// SynthAMI (an ami.Server on loopback) holds thousands of extensions and
+// calls and emits their AMI events (Newchannel, Newstate, DialBegin/End,
+// BridgeEnter/Leave, Hangup, ExtensionStatus) at a given call rate, and
+// answers the bridge's resync and reconcile lists from the calls it has
+// up; the run times the ringing and answer events to the screens, REST
+// reads, and the engine's cost from the bridge's /metrics. The AMI fault
+// proxy of RunChaos is ami/amiproxy.
+//
 // RunChaos is the fault suite: it runs a real `ctibridge serve` child
 // process against pbxsim with SIPp traffic and breaks things. The AMI link
 // goes through a TCP proxy that kills it, goes half-open or sends a line

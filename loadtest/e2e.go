@@ -172,17 +172,8 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	defer ws.stop()
 
 	// REST reads during the run.
-	restCtx, stopREST := context.WithCancel(ctx)
+	stopREST := startRESTReads(ctx, cfg.HTTP, cfg.Token, cfg.RESTRate, total)
 	defer stopREST()
-	var restRep *Report
-	restDone := make(chan struct{})
-	go func() {
-		defer close(restDone)
-		if cfg.RESTRate > 0 {
-			restRep, _ = RunHTTP(restCtx, HTTPConfig{URL: strings.TrimSuffix(cfg.HTTP, "/") + "/astproxy/extensions", Token: cfg.Token,
-				Connections: 2, Rate: cfg.RESTRate, Duration: total})
-		}
-	}()
 
 	start := time.Now()
 	cpu0, mach0 := cpuTime(), machineCPU()
@@ -201,8 +192,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	case <-ctx.Done():
 	}
 	restGhosts, restErr := restGhostCount(ctx, cfg)
-	stopREST()
-	<-restDone
+	restRep := stopREST()
 	ws.stop()
 	elapsed := time.Since(start)
 	if genErr != nil {
@@ -221,16 +211,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		}
 	}
 	rep.Extra = append(rep.Extra, Series{Name: "200 OK→connected", Latency: connected})
-	ghosts := uint64(0)
-	for _, s := range ws.screens {
-		ghosts = max(ghosts, ghostCount(s))
-	}
-	rep.Counters["ghost_calls"] = ghosts
-	rep.Counters["ghost_calls_rest"] = restGhosts
-	if restErr != nil {
-		rep.Errors["rest:"+Kind(restErr)]++
-		rep.FirstErrors["rest:"+Kind(restErr)] = restErr.Error()
-	}
+	rep.addGhosts(ws.screens, restGhosts, restErr)
 	rep.addClients(ws.rep, restRep)
 	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / elapsed.Seconds()
 	if m1 := machineCPU(); mach0 != nil && m1 != nil {
@@ -245,6 +226,27 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// startRESTReads reads GET /astproxy/extensions at rate (none when not
+// positive) for at most d; stop ends the reads and returns their report
+// (nil without reads), and may be called again.
+func startRESTReads(ctx context.Context, base, token string, rate float64, d time.Duration) (stop func() *Report) {
+	ctx, cancel := context.WithCancel(ctx)
+	var rep *Report
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if rate > 0 {
+			rep, _ = RunHTTP(ctx, HTTPConfig{URL: strings.TrimSuffix(base, "/") + "/astproxy/extensions", Token: token,
+				Connections: 2, Rate: rate, Duration: d})
+		}
+	}()
+	return func() *Report {
+		cancel()
+		<-done
+		return rep
+	}
 }
 
 // placeWithPhones places calls at cfg.Rate from the built-in phones, one
@@ -432,6 +434,20 @@ func callErrKind(err error) string {
 		return ErrTimeout
 	}
 	return Kind(err)
+}
+
+// addGhosts counts ghost_calls (the most any screen shows) and
+// ghost_calls_rest (restGhostCount's answer, or its error).
+func (rep *Report) addGhosts(screens []*screen, restGhosts uint64, restErr error) {
+	var ghosts uint64
+	for _, s := range screens {
+		ghosts = max(ghosts, ghostCount(s))
+	}
+	rep.Counters["ghost_calls"], rep.Counters["ghost_calls_rest"] = ghosts, restGhosts
+	if restErr != nil {
+		rep.Errors["rest:"+Kind(restErr)]++
+		rep.FirstErrors["rest:"+Kind(restErr)] = restErr.Error()
+	}
 }
 
 // ghostCount counts extensions a screen last showed in a call.

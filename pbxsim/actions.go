@@ -51,6 +51,15 @@ func item(event string, kv ...string) ami.Message {
 	return ami.NewMessage(hs...)
 }
 
+// EventList and Item build an action's event list and its items as
+// pbxsim does, for other fake managers (loadtest's SynthAMI).
+func EventList(req ami.Message, startMsg, complete string, items []ami.Message) []ami.Message {
+	return list(req, startMsg, complete, items)
+}
+
+// Item is an event list's item: Event, then kv's headers in order.
+func Item(event string, kv ...string) ami.Message { return item(event, kv...) }
+
 // withTrailingID appends ActionID as the last header, where app_queue and
 // res_parking put it.
 func withTrailingID(m ami.Message, req ami.Message) ami.Message {

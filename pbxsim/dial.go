@@ -17,12 +17,11 @@ func (c *call) dial(a *channel, target string) (*channel, string) {
 	return c.dialTo(a, target, target)
 }
 
-// dialTo is Dial(PJSIP/<endpoint>,<ring timeout>,tT) for a call to target
-// (they differ when target forwards to endpoint: the callee's Exten and
-// the Cdr's Destination stay target). endpoint has a contact.
-func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
+// newLeg creates and announces the channel a dials to endpoint (Dial or
+// app_queue's ring_entry: AppDial, a's Linkedid and account code) and
+// returns it with endpoint's contact. p.mu held; endpoint has a contact.
+func (c *call) newLeg(a *channel, endpoint string) (*channel, contact) {
 	p := c.p
-	p.mu.Lock()
 	ct := *p.exts[endpoint].contact
 	b := p.newChannel(c, endpoint)
 	b.dialler = a
@@ -32,6 +31,16 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	b.app, b.appData = "AppDial", "(Outgoing Line)"
 	b.tcp = ct.tcp
 	p.emit(chanEvent(ami.EventNewchannel, b))
+	return b, ct
+}
+
+// dialTo is Dial(PJSIP/<endpoint>,<ring timeout>,tT) for a call to target
+// (they differ when target forwards to endpoint: the callee's Exten and
+// the Cdr's Destination stay target). endpoint has a contact.
+func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
+	p := c.p
+	p.mu.Lock()
+	b, ct := c.newLeg(a, endpoint)
 	if a.context == "from-trunk" {
 		a.context = p.cfg.Context // Goto(from-internal,${EXTEN},1)
 	}

@@ -220,15 +220,7 @@ func (c *call) queueCall(a *channel, target string) (*channel, string) {
 // the events of app_queue's ring_entry. p.mu held.
 func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 	p := c.p
-	ct := *p.exts[m.num].contact
-	b := p.newChannel(c, m.num)
-	b.dialler = a
-	b.linkedid = a.linkedid
-	b.exten = "s"
-	b.accountCode = a.accountCode
-	b.app, b.appData = "AppDial", "(Outgoing Line)"
-	b.tcp = ct.tcp
-	p.emit(chanEvent(ami.EventNewchannel, b))
+	b, ct := c.newLeg(a, m.num)
 	// AgentCalled shows the member's channel as it will be once dialled.
 	snap := *b
 	snap.conNum, snap.conName, snap.exten = a.cidNum, a.cidName, target

@@ -24,6 +24,7 @@ const loadtestUsage = `Usage:
   ctibridge loadtest ws URL [flags]     WebSocket clients subscribed to the live state
   ctibridge loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
   ctibridge loadtest chaos [flags]      issue 19's fault suite: AMI faults, DB outage and kill -9, WebSocket flood
+  ctibridge loadtest synth [flags]      a synthetic AMI with thousands of extensions and calls up, the bridge's engine measured
 
 Common flags: --json, --html FILE, --profile DIR (with --admin URL), --max-p99 DUR, ...
 Run 'ctibridge loadtest MODE -h' for a mode's flags. See docs/loadtest.md.
@@ -73,6 +74,14 @@ func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.BoolVar(&c.insecure, "insecure", false, "do not verify TLS certificates")
 }
 
+// screenLimits registers --max-missing and --max-ghosts, the limits of
+// the runs that watch calls on screens (e2e, synth).
+func (c *commonFlags) screenLimits(fs *flag.FlagSet) {
+	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
+	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
+	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts}
+}
+
 func (c *commonFlags) targets() loadtest.Targets {
 	t := loadtest.Targets{MaxP50: c.maxP50, MaxP99: c.maxP99, MaxP999: c.maxP999, MinRPS: c.minRate,
 		MaxErrors: c.maxErrors, MaxNon2xx: c.maxNon2xx}
@@ -85,6 +94,22 @@ func (c *commonFlags) targets() loadtest.Targets {
 		}
 	}
 	return t
+}
+
+// parseNoArgs parses the flags of a mode that takes no argument
+// ("ctibridge loadtest NAME [flags]").
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: ctibridge loadtest %s [flags]\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("loadtest %s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
 }
 
 // parseWithURL parses flags that may come before or after one URL.
@@ -121,6 +146,8 @@ func runLoadtest(ctx context.Context, args []string, getenv func(string) string,
 		return loadtestE2E(ctx, args[1:], getenv, stdout, stderr)
 	case "chaos":
 		return loadtestChaos(ctx, args[1:], stdout, stderr)
+	case "synth":
+		return loadtestSynth(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, loadtestUsage)
 		return nil
@@ -330,20 +357,12 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	fs.Float64Var(&cfg.RESTRate, "rest-rate", 20, "REST reads (GET /astproxy/extensions) per second during the run (negative: none)")
 	fs.StringVar(&cfg.Generator, "generator", "", "sipp or phones (default: sipp when installed)")
 	fs.StringVar(&logLevel, "log-level", "error", "in-process: log level of the bridge and pbxsim")
-	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
-	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
+	c.screenLimits(fs)
 	maxFailed := fs.Int64("max-failed", -1, "fail when more calls were not answered (-1: no limit)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ctibridge loadtest e2e [flags]\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("loadtest e2e: unexpected argument %q", fs.Arg(0))
-	}
-	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts, "calls_failed": maxFailed}
+	c.counterLimit["calls_failed"] = maxFailed
 	log, err := newLogger(stderr, "text", logLevel)
 	if err != nil {
 		return err
@@ -406,22 +425,44 @@ type testBridge struct {
 }
 
 // withTestBridge starts pbxsim with 2*pairs extensions and a bridge on
-// it (serve's defaults, loopback, a temporary data directory, one admin
-// login), runs f, then stops both.
+// it (withBridge), runs f, then stops both.
 func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(testBridge) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var exts []pbxsim.Extension
-	var b testBridge
+	var names []string
 	for i := range 2 * pairs {
 		n := strconv.Itoa(3000 + i)
 		exts = append(exts, pbxsim.Extension{Number: n})
-		b.exts = append(b.exts, n)
+		names = append(names, n)
 	}
 	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts, Log: log.With("component", "pbxsim")})
 	if err != nil {
 		return err
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	errc := make(chan error, 1)
+	wg.Go(func() {
+		if err := pbx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("pbxsim: %w", err)
+		}
+	})
+	return withBridge(ctx, pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret, errc, log, func(b testBridge) error {
+		b.sip, b.exts = pbx.SIPAddr(), names
+		return f(b)
+	})
+}
+
+// withBridge starts a bridge in this process on the manager at amiAddr
+// (serve's defaults, loopback, a temporary data directory, one admin
+// login), waits until it is ready, runs f, then stops it. An error on
+// pbxErr (the PBX's) ends the wait.
+func withBridge(ctx context.Context, amiAddr, amiUser, amiSecret string, pbxErr <-chan error, log *slog.Logger, f func(testBridge) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var b testBridge
 	dir, err := os.MkdirTemp("", "ctibridge-loadtest-")
 	if err != nil {
 		return err
@@ -438,15 +479,17 @@ func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(tes
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	errc := make(chan error, 2)
-	wg.Go(func() {
-		if err := pbx.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("pbxsim: %w", err)
+	errc := make(chan error, 2) // the PBX's, the bridge's
+	go func() {
+		select {
+		case err := <-pbxErr:
+			errc <- err
+		case <-ctx.Done():
 		}
-	})
+	}()
 	var bc serveConfig
 	serveSettings(&bc)
-	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
+	bc.ami, bc.amiUser, bc.amiSecret = amiAddr, amiUser, amiSecret
 	bc.http, bc.admin, bc.dataDir = "127.0.0.1:0", "127.0.0.1:0", dir
 	bc.accessLogEvery = -1
 	bc.recordCDR = false
@@ -464,7 +507,6 @@ func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(tes
 	case <-time.After(30 * time.Second):
 		return errors.New("loadtest e2e: the bridge did not start in 30 s")
 	}
-	b.sip = pbx.SIPAddr()
 	// Ready: the link is up and resynchronised.
 	deadline := time.Now().Add(15 * time.Second)
 	for {

@@ -49,15 +49,8 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.BoolVar(&strict, "strict", false, "exit 1 when an issue target is missed, not only an invariant (--strict-targets ami,db,ws)")
 	fs.StringVar(&strictTargets, "strict-targets", "", "scenarios whose issue targets make the exit code 1 (comma-separated)")
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the suite's progress")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ctibridge loadtest chaos [flags]\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("loadtest chaos: unexpected argument %q", fs.Arg(0))
 	}
 	if cfg.Binary == "" {
 		self, err := os.Executable()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package calls
+
+const raceEnabled = false

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ctibridge/ctibridge/loadtest"
+)
+
+// loadtestSynth is `ctibridge loadtest synth`: a synthetic AMI
+// (loadtest.SynthAMI) with --exts extensions holding --calls calls up,
+// a bridge in this process following it, and loadtest.RunSynth.
+func loadtestSynth(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c commonFlags
+	c.register(fs, getenv)
+	var cfg loadtest.SynthConfig
+	var exts int
+	var logLevel string
+	fs.IntVar(&exts, "exts", 5000, "extensions of the synthetic PBX (2000 and up)")
+	fs.IntVar(&cfg.Calls, "calls", 2000, "calls held up (2*calls+2 <= exts)")
+	fs.Float64Var(&cfg.Rate, "r", 50, "new calls per second in the steady phase (each lasts calls/r seconds)")
+	fs.DurationVar(&cfg.Ring, "ring", time.Second, "how long a callee rings before it answers")
+	fs.DurationVar(&cfg.Duration, "d", 20*time.Second, "the steady phase")
+	fs.IntVar(&cfg.Clients, "c", 5, "WebSocket screens watching every extension")
+	fs.Float64Var(&cfg.RESTRate, "rest-rate", 5, "REST reads of every extension (GET /astproxy/extensions) per second (negative: none)")
+	fs.StringVar(&logLevel, "log-level", "error", "log level of the bridge")
+	c.screenLimits(fs)
+	if err := parseNoArgs(fs, args, stderr); err != nil {
+		return err
+	}
+	if 2*cfg.Calls+2 > exts {
+		return fmt.Errorf("loadtest synth: --calls %d needs --exts of at least %d", cfg.Calls, 2*cfg.Calls+2)
+	}
+	log, err := newLogger(stderr, "text", logLevel)
+	if err != nil {
+		return err
+	}
+	cfg.Progress = c.progressFunc(stderr, "calls")
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const user, secret = "ctibridge", "synth"
+	pbx, err := loadtest.NewSynthAMI(ctx, "127.0.0.1:0", exts, user, secret, log.With("component", "synth-ami"))
+	if err != nil {
+		return err
+	}
+	defer pbx.Close()
+	return withBridge(ctx, pbx.Addr(), user, secret, nil, log, func(b testBridge) error {
+		cfg.AMI, cfg.HTTP, cfg.Admin, cfg.Token = pbx, b.http, b.admin, b.token
+		if c.admin == "" {
+			c.admin = b.admin
+		}
+		wait, err := c.startProfile(ctx, cfg.Duration)
+		if err != nil {
+			return err
+		}
+		if !c.json {
+			fmt.Fprintf(stdout, "Running synth test: %d extensions, %d calls up, %.0f calls/s for %v, bridge %s, %d WebSocket clients\n",
+				exts, cfg.Calls, cfg.Rate, cfg.Duration, cfg.HTTP, cfg.Clients)
+		}
+		rep, err := loadtest.RunSynth(ctx, cfg)
+		if err != nil {
+			return errors.Join(err, discard(wait))
+		}
+		return c.finish(rep, wait(), stdout, stderr)
+	})
+}
+
+// discard waits for a profile capture that will not be reported.
+func discard(wait func() *loadtest.ProfileResult) error {
+	wait()
+	return nil
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// A short synth run through the command: the synthetic AMI, a bridge in
+// process following it, every call of the steady phase ringing and then
+// connected on every screen, no ghost after the hangups, and the engine's
+// figures read from the bridge's /metrics (a bridge that applied nothing,
+// or metrics that went missing, leave them at zero).
+func TestLoadtestSynthShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a bridge")
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	args := []string{"synth", "--exts", "60", "--calls", "20", "-r", "10", "--ring", "400ms", "-d", "2s", "-c", "2", "--rest-rate", "2", "--json"}
+	if err := runLoadtest(ctx, args, func(string) string { return "" }, &out, &errb); err != nil {
+		t.Fatalf("%v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+	}
+	var rep struct {
+		Requests struct{ Total int }
+		Counters map[string]int
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	c := rep.Counters
+	if rep.Requests.Total < 10 || c["calls_missing"] != 0 || c["ghost_calls"] != 0 || c["ghost_calls_rest"] != 0 {
+		t.Errorf("calls: %s", out.String())
+	}
+	if c["calls_up_max"] < 20 || c["fill_events"] != 20*15 || c["fill_events_applied"] < c["fill_events"] ||
+		c["events_applied"] == 0 || c["engine_ns_per_event"] == 0 || c["publish_us_per_batch"] == 0 && c["events_per_batch"] == 0 {
+		t.Errorf("engine figures: %s", out.String())
+	}
+}
