@@ -84,6 +84,7 @@ type Node struct {
 
 	leading  atomic.Bool
 	ready    atomic.Bool
+	cutOff   atomic.Bool   // neither the lease nor the stream heard for LeaseTTL
 	applied  atomic.Uint64 // last stream seq applied to Served
 	pubMu    sync.Mutex    // a leader's publishes: its link's and its restores
 	pubSeq   uint64        // last seq this leader published
@@ -255,10 +256,10 @@ func (n *Node) Epoch() string { return n.epoch }
 // OpaqueKey is the shared key of auth's opaque channel names.
 func (n *Node) OpaqueKey() [32]byte { return n.key }
 
-// Ready reports whether the node follows the stream (or leads) and the
-// state it serves is live.
+// Ready reports whether the node follows the stream (or leads), hears
+// from NATS, and the state it serves is live.
 func (n *Node) Ready() bool {
-	return n.ready.Load() && !n.cfg.Served.Engine().Snapshot().Stale
+	return n.ready.Load() && !n.cutOff.Load() && !n.cfg.Served.Engine().Snapshot().Stale
 }
 
 // Leading reports whether this node holds the PBX link.

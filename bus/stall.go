@@ -31,6 +31,11 @@ import (
 // primary engine never applies the marker: they differ only in the seq
 // and the link's since-time, which its clients never read (they read the
 // replaying replica).
+//
+// A node cut off from NATS (no lease read and nothing applied for
+// LeaseTTL) can publish no marker: it answers not ready (Ready, /readyz)
+// until it hears from NATS again, though its clients' state stays as it
+// was.
 
 // maxStalls bounds the markers a leader adopts in one fenced publish.
 const maxStalls = 16
@@ -70,7 +75,7 @@ func (n *Node) watchLeader(ctx context.Context, kv jetstream.KeyValue) {
 	tick := time.NewTicker(n.cfg.LeaseTTL / 6)
 	defer tick.Stop()
 	var rev, seq uint64
-	since := time.Now()
+	since, heard := time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -82,18 +87,22 @@ func (n *Node) watchLeader(ctx context.Context, kv jetstream.KeyValue) {
 		cancel()
 		switch {
 		case err == nil:
+			heard = time.Now()
 			if e.Revision() != rev {
 				rev, since = e.Revision(), time.Now()
 			}
 		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
-			// Nobody leads: silence too.
+			heard = time.Now() // nobody leads: silence too
 		default:
 			// NATS out of reach or electing: the leader may be fine.
 			since = time.Now()
 		}
 		if a := n.applied.Load(); a != seq {
-			seq, since = a, time.Now()
+			seq, since, heard = a, time.Now(), time.Now()
 		}
+		// Cut off from NATS, this node cannot mark its state stalled for
+		// its clients: it stops saying it is ready.
+		n.cutOff.Store(time.Since(heard) > n.cfg.LeaseTTL)
 		if n.leading.Load() || time.Since(since) < n.cfg.LeaseTTL/2 {
 			continue
 		}

@@ -45,20 +45,28 @@ func TestStallMarkerLiveLeader(t *testing.T) {
 	}
 
 	// The leader goes on: a call reaches the edge, same state everywhere.
-	ph := startPhone(t, sim, "201")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	call, err := ph.Call(ctx, "601")
-	if err != nil {
-		t.Fatal(err)
-	}
+	call := callShown(ctx, t, sim, edge)
 	defer call.Hangup(ctx)
-	waitFor(t, "201's call on the edge", 10*time.Second, func() bool {
-		return strings.Contains(string(edge.served.Engine().Snapshot().ExtensionJSON("201")), `"counterpartNum":"601"`)
-	})
 	waitFor(t, "identical state on bridge and edge", 10*time.Second, func() bool { return same(bridge.served, edge.served) })
 	if bridge.stopped() || !bridge.n.Leading() {
 		t.Fatalf("the leader stepped down after a stall marker: %v", bridge.err)
+	}
+}
+
+// TestCutOffNotReady: an edge that loses NATS cannot be told the state
+// is stalled; it stops saying it is ready.
+func TestCutOffNotReady(t *testing.T) {
+	srv := natstest.Start(t)
+	sim := startSim(t)
+	bridge := startNode(t, srv.URL(), "bridge-a", sim.AMIAddr(), time.Second)
+	edge := startNode(t, srv.URL(), "edge-1", "", time.Second)
+	waitFor(t, "the edge ready", 20*time.Second, func() bool { return bridge.n.Leading() && edge.n.Ready() })
+	edge.n.nc.Close()
+	waitFor(t, "the edge cut off from NATS not ready", 10*time.Second, func() bool { return !edge.n.Ready() })
+	if !live(edge.served) {
+		t.Fatal("the cut-off edge's state changed: only the stream may change it")
 	}
 }
 
