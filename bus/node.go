@@ -89,9 +89,10 @@ type Node struct {
 	pubMu    sync.Mutex    // a leader's publishes: its link's and its restores
 	pubSeq   uint64        // last seq this leader published
 	pubCount uint64
-	midBatch bool            // the last publish was a chunk, not a batch's end
+	midLink  bool            // a chunk published since the last batch's end changes the link
 	lastLink calls.LinkState // the link state of the last batch published
-	// restorePending: a stall marker came mid-batch; restore after it.
+	// restorePending: a stall marker came while midLink; restore after
+	// the batch's end.
 	restorePending bool
 	stalls         chan struct{} // a stall marker applied while leading
 	deposed        chan error

@@ -27,10 +27,10 @@ import (
 // refused): its publishes adopt the markers stored after its last seq
 // (anything else there still deposes it), and it publishes its link
 // state again (restore), so the state is live again at a later seq; a
-// second restore for the same marker changes nothing. Its
-// primary engine never applies the marker: they differ only in the seq
-// and the link's since-time, which its clients never read (they read the
-// replaying replica).
+// second restore for the same marker changes nothing. Its primary engine
+// never applies the marker: they differ only in the seq and the link's
+// since-time, which its clients never read (they read the replaying
+// replica).
 //
 // A node cut off from NATS (no lease read and nothing applied for
 // LeaseTTL) can publish no marker: it answers not ready (Ready, /readyz)
@@ -172,7 +172,7 @@ func (n *Node) restoring(ctx context.Context) {
 		}
 		n.pubMu.Lock()
 		var err error
-		if n.midBatch {
+		if n.midLink {
 			n.restorePending = true // after the batch's last chunk
 		} else {
 			err = n.publishRestore()
@@ -202,10 +202,11 @@ func (n *Node) publishBatch(data []byte, final bool) error {
 	if err := n.publish(data); err != nil {
 		return err
 	}
-	n.midBatch = !final
 	if !final {
+		n.midLink = n.midLink || linkOps(data)
 		return nil
 	}
+	n.midLink = false
 	// The engine published before flushing: its snapshot is this batch's.
 	n.lastLink = n.cfg.Primary.Engine().Snapshot().Link
 	if n.restorePending {
@@ -213,6 +214,27 @@ func (n *Node) publishBatch(data []byte, final bool) error {
 		return n.publishRestore()
 	}
 	return nil
+}
+
+// linkOps reports whether an ops message holds an op that changes the
+// link state (SetLink, BeginResync, EndResync: the engine changes it on
+// no other); true when it does not decode.
+func linkOps(data []byte) bool {
+	d := decoder{b: data}
+	d.header()
+	for len(d.b) > 0 && d.err == nil {
+		op := d.byte()
+		if op == opName || op == opRing {
+			d.lookup(op)
+			continue
+		}
+		d.varint()
+		if op == opSetLink || op == opBeginResync || op == opEndResync {
+			return true
+		}
+		d.args(op)
+	}
+	return d.err != nil
 }
 
 // skipStalls reports whether the stream holds only stall markers after

@@ -84,4 +84,18 @@ func TestStallCodec(t *testing.T) {
 	if err := r.Replay(s.encode()); err == nil {
 		t.Fatal("a marker replayed as ops")
 	}
+	// linkOps: what holds a restore back until a batch's end.
+	for _, c := range []struct {
+		ops  []byte
+		want bool
+	}{
+		{[]byte{version, kindOps, opFollowups, 0, 1, opRefresh, 2}, false},
+		{[]byte{version, kindOps, opName, 1, '1', 0, opBeginResync, 0}, true},
+		{[]byte{version, kindOps, opFollowups, 0, 1, opSetLink, 2, byte(calls.LinkLive)}, true},
+		{[]byte{version, kindOps, 99}, true}, // undecodable: held back
+	} {
+		if got := linkOps(c.ops); got != c.want {
+			t.Errorf("linkOps(%v) = %v, want %v", c.ops, got, c.want)
+		}
+	}
 }
