@@ -220,21 +220,12 @@ func (n *Node) publishBatch(data []byte, final bool) error {
 // link state (SetLink, BeginResync, EndResync: the engine changes it on
 // no other); true when it does not decode.
 func linkOps(data []byte) bool {
-	d := decoder{b: data}
-	d.header()
-	for len(d.b) > 0 && d.err == nil {
-		op := d.byte()
-		if op == opName || op == opRing {
-			d.lookup(op)
-			continue
-		}
-		d.varint()
-		if op == opSetLink || op == opBeginResync || op == opEndResync {
-			return true
-		}
-		d.args(op)
-	}
-	return d.err != nil
+	found := false
+	err := walkOps(data, func(op byte) bool {
+		found = op == opSetLink || op == opBeginResync || op == opEndResync
+		return !found
+	})
+	return found || err != nil
 }
 
 // skipStalls reports whether the stream holds only stall markers after
