@@ -22,6 +22,7 @@ const (
 	kindOps     = 1 // engine ops, one batch or a chunk of one
 	kindGenesis = 2 // the first message of a stream: generation id, creation time
 	kindLead    = 3 // a bridge took the lead: node name, engine config fingerprint
+	kindStall   = 4 // a watcher saw the leader silent: node name, time (stall.go)
 )
 
 // ErrCorrupt wraps every decoding error: the message is not what this
@@ -197,7 +198,8 @@ func (l lead) encode() []byte {
 	return appendString(b, l.Fingerprint)
 }
 
-// decodeControl decodes a genesis or lead message.
+// decodeControl decodes a genesis or lead message (and names the kind of
+// any other: decodeStall reads a stall marker).
 func decodeControl(data []byte) (kind byte, g genesis, l lead, err error) {
 	d := decoder{b: data}
 	kind = d.header()
@@ -208,7 +210,7 @@ func decodeControl(data []byte) (kind byte, g genesis, l lead, err error) {
 	case kindLead:
 		l.Node = d.string()
 		l.Fingerprint = d.string()
-	case kindOps:
+	case kindOps, kindStall:
 	default:
 		d.fail("unknown kind %d", kind)
 	}

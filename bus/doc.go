@@ -20,8 +20,13 @@
 // up with the stream, writes a lead record, marks the state down and runs
 // the AMI link on the primary; every publish expects the stream's last seq
 // to be its own (fencing: a deposed leader's publish fails and Run returns
-// ErrDeposed). Actions reach the leader by request/reply (actions.go; the
-// Node is a rest.PBX and a rest.Refresher).
+// ErrDeposed). Every node that does not lead watches the lease and, when
+// the leader is silent for half the lease TTL, publishes a stall marker
+// (stall.go) that every node replays as SetLink(stalled): no client is
+// told live while nobody follows the PBX; a leader alive after all adopts
+// the marker and publishes its link state again. Actions reach the
+// leader by request/reply (actions.go; the Node is a rest.PBX and a
+// rest.Refresher).
 //
 // natstest starts real nats-server processes for the tests.
 package bus

@@ -13,8 +13,9 @@ import (
 // TestFailover: a 3-server JetStream cluster, two bridges on one pbxsim,
 // two edges. The leading bridge is cut abruptly (in-process: its NATS
 // connection closed, so it neither releases the lease nor publishes
-// again, and its AMI link dropped); the other takes over within the
-// lease TTL plus a resync, the edges go stale (down, resyncing) then
+// again, and its AMI link dropped); a watcher marks the state stalled
+// after half the lease TTL, the other bridge takes over within the lease
+// TTL plus a resync, the edges go stale (stalled, down, resyncing) then
 // live, a call that ended while nobody held the link is gone (no ghost),
 // one placed meanwhile shows, and a reader resumes from the seq it had
 // before the takeover on the other edge. Then one NATS server is killed
@@ -47,6 +48,10 @@ func TestFailover(t *testing.T) {
 
 	killed := time.Now()
 	a.kill()
+	// The watchers mark the state stalled before the takeover: no client
+	// is told live while nobody follows the PBX.
+	waitFor(t, "stale on both edges", 10*time.Second, func() bool { return !live(e1.served) && !live(e2.served) })
+	stale, bLed := time.Since(killed), b.n.Leading()
 	// While nobody holds the link: 201 hangs up, 202 calls.
 	call.Hangup(ctx)
 	call2, err := ph2.Call(ctx, "602")
@@ -57,7 +62,8 @@ func TestFailover(t *testing.T) {
 	waitFor(t, "bridge-b to lead", 15*time.Second, b.n.Leading)
 	led := time.Since(killed)
 	waitFor(t, "live again on both edges", 20*time.Second, func() bool { return live(e1.served) && live(e2.served) })
-	t.Logf("takeover: bridge-b leads %v after the kill, edges live %v after it", led.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+	t.Logf("takeover: edges stale %v after the kill (bridge-b leading then: %v), bridge-b leads %v after it, edges live %v after it",
+		stale.Round(time.Millisecond), bLed, led.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 	for _, e := range []*testNode{e1, e2} {
 		if shows(e.served, "201", "601") {
 			t.Errorf("ghost: 201's ended call still shown after the resync: %s", e.served.Engine().Snapshot().ExtensionJSON("201"))
@@ -78,8 +84,10 @@ func TestFailover(t *testing.T) {
 			states = append(states, string(c.Data))
 		}
 	}
-	if len(states) < 2 || !strings.Contains(states[0], `"down"`) || !strings.Contains(states[len(states)-1], `"live"`) {
-		t.Errorf("pbxStatus changes across the takeover: %v, want down ... live", states)
+	// First stalled (a watcher's marker, before the takeover), then down
+	// (the new leader), then live.
+	if len(states) < 3 || !strings.Contains(states[0], `"stalled"`) || !strings.Contains(states[1], `"down"`) || !strings.Contains(states[len(states)-1], `"live"`) {
+		t.Errorf("pbxStatus changes across the takeover: %v, want stalled, down ... live", states)
 	}
 
 	// One NATS server dies: the stream (3 replicas) and the lease go on.
@@ -100,6 +108,9 @@ func TestFailover(t *testing.T) {
 		return shows(e1.served, "201", "603") && shows(e2.served, "201", "603") && !shows(e1.served, "202", "602")
 	})
 	t.Logf("a NATS server died: the call placed then shows on both edges %v later", time.Since(natsKilled).Round(time.Millisecond))
+	// A watcher may have marked the state stalled while the election
+	// held the lease's renewal up; the leader, alive, says live again.
+	waitFor(t, "live on edge-1 after a NATS server died", 20*time.Second, func() bool { return live(e1.served) })
 	if !b.n.Leading() || e1.served.Engine().Snapshot().Link != calls.LinkLive {
 		t.Errorf("after a NATS server died: bridge-b leading %v, edge-1 %v", b.n.Leading(), e1.served.Engine().Snapshot().Link)
 	}

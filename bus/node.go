@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/calls"
 )
 
 // Config configures a Node.
@@ -82,11 +84,19 @@ type Node struct {
 
 	leading  atomic.Bool
 	ready    atomic.Bool
+	cutOff   atomic.Bool   // neither the lease nor the stream heard for LeaseTTL
 	applied  atomic.Uint64 // last stream seq applied to Served
-	pubSeq   uint64        // last seq this leader published (link goroutine)
+	pubMu    sync.Mutex    // a leader's publishes: its link's and its restores
+	pubSeq   uint64        // last seq this leader published
 	pubCount uint64
-	deposed  chan error
-	ctx      context.Context // Run's, set before any goroutine starts
+	midLink  bool            // a chunk published since the last batch's end changes the link
+	lastLink calls.LinkState // the link state of the last batch published
+	// restorePending: a stall marker came while midLink; restore after
+	// the batch's end.
+	restorePending bool
+	stalls         chan struct{} // a stall marker applied while leading
+	deposed        chan error
+	ctx            context.Context // Run's, set before any goroutine starts
 }
 
 // Open connects to NATS, creates the PBX's stream and buckets if they do
@@ -110,7 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("component", "bus", "pbx", cfg.PBX), subject: "ctibridge." + cfg.PBX + ".ops",
-		deposed: make(chan error, 1)}
+		deposed: make(chan error, 1), stalls: make(chan struct{}, 1)}
 	nc, err := nats.Connect(cfg.URL, nats.Name("ctibridge "+cfg.Node), nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second))
 	if err != nil {
@@ -247,10 +257,10 @@ func (n *Node) Epoch() string { return n.epoch }
 // OpaqueKey is the shared key of auth's opaque channel names.
 func (n *Node) OpaqueKey() [32]byte { return n.key }
 
-// Ready reports whether the node follows the stream (or leads) and the
-// state it serves is live.
+// Ready reports whether the node follows the stream (or leads), hears
+// from NATS, and the state it serves is live.
 func (n *Node) Ready() bool {
-	return n.ready.Load() && !n.cfg.Served.Engine().Snapshot().Stale
+	return n.ready.Load() && !n.cutOff.Load() && !n.cfg.Served.Engine().Snapshot().Stale
 }
 
 // Leading reports whether this node holds the PBX link.

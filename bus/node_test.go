@@ -128,16 +128,9 @@ func TestNodesServeTheSameState(t *testing.T) {
 	}
 	waitFor(t, "the bridge to lead and the state to be live on the edge", 20*time.Second, func() bool { return bridge.n.Leading() && live(edge.served) })
 
-	ph := startPhone(t, sim, "201")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	call, err := ph.Call(ctx, "601")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "201's call on the edge", 10*time.Second, func() bool {
-		return strings.Contains(string(edge.served.Engine().Snapshot().ExtensionJSON("201")), `"counterpartNum":"601"`)
-	})
+	call := callShown(ctx, t, sim, edge)
 	// An action on the edge: hang 201 up through the leader.
 	var ch string
 	for _, c := range sim.Channels() {
@@ -154,7 +147,7 @@ func TestNodesServeTheSameState(t *testing.T) {
 	})
 	waitFor(t, "identical state on bridge and edge", 10*time.Second, func() bool { return same(bridge.served, edge.served) })
 	// A refused action comes back as the AMI client's error.
-	_, err = edge.n.Do(ctx, ami.NewAction(ami.ActionHangup, "Channel", "PJSIP/nobody-00000000"))
+	_, err := edge.n.Do(ctx, ami.NewAction(ami.ActionHangup, "Channel", "PJSIP/nobody-00000000"))
 	var ae *ami.ActionError
 	if !errors.As(err, &ae) {
 		t.Fatalf("hangup of no channel through the edge: %v, want an *ami.ActionError", err)
@@ -163,6 +156,19 @@ func TestNodesServeTheSameState(t *testing.T) {
 	if _, err := edge.n.Do(ctx, ami.NewAction(ami.ActionHangup, "Channel", "x\r\nAction: Logoff")); !errors.Is(err, ami.ErrInjection) {
 		t.Fatalf("CR/LF: %v", err)
 	}
+}
+
+// callShown has a phone 201 call 601 and waits for the call on edge.
+func callShown(ctx context.Context, t *testing.T, sim *pbxsim.PBX, edge *testNode) *pbxsim.PhoneCall {
+	t.Helper()
+	call, err := startPhone(t, sim, "201").Call(ctx, "601")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "201's call on the edge", 10*time.Second, func() bool {
+		return strings.Contains(string(edge.served.Engine().Snapshot().ExtensionJSON("201")), `"counterpartNum":"601"`)
+	})
+	return call
 }
 
 func startPhone(t *testing.T, sim *pbxsim.PBX, exten string) *pbxsim.Phone {

@@ -61,6 +61,26 @@ func (r *Replica) scan(d decoder) error {
 	return d.err
 }
 
+// walkOps calls f with each op of a message but the lookup answers, until
+// f returns false, and returns the decoding error.
+func walkOps(data []byte, f func(op byte) bool) error {
+	d := decoder{b: data}
+	d.header()
+	for len(d.b) > 0 && d.err == nil {
+		op := d.byte()
+		if op == opName || op == opRing {
+			d.lookup(op)
+			continue
+		}
+		d.varint()
+		if !f(op) {
+			return nil
+		}
+		d.args(op)
+	}
+	return d.err
+}
+
 // lookup skips a lookup answer (queued by scan).
 func (d *decoder) lookup(op byte) {
 	d.string()

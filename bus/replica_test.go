@@ -214,16 +214,5 @@ func TestReplayRefusesCorrupt(t *testing.T) {
 
 // cutAtOp reports whether b[:n] ends on an op boundary (it decodes).
 func cutAtOp(b []byte, n int) bool {
-	d := decoder{b: b[:n]}
-	d.header()
-	for len(d.b) > 0 && d.err == nil {
-		op := d.byte()
-		if op == opName || op == opRing {
-			d.lookup(op)
-			continue
-		}
-		d.varint()
-		d.args(op)
-	}
-	return d.err == nil
+	return walkOps(b[:n], func(byte) bool { return true }) == nil
 }

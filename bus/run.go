@@ -36,11 +36,12 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { ferr <- n.follow(ctx, msgs) })
 	won := make(chan uint64, 1)
 	var l *lease
+	kv, err := n.bucket(ctx, "ctibridge_leases", n.stream.CachedInfo().Config.Replicas)
+	if err != nil {
+		return err
+	}
+	wg.Go(func() { n.watchLeader(ctx, kv) })
 	if n.cfg.Primary != nil {
-		kv, err := n.bucket(ctx, "ctibridge_leases", n.stream.CachedInfo().Config.Replicas)
-		if err != nil {
-			return err
-		}
 		l = &lease{kv: kv, key: n.cfg.PBX, node: n.cfg.Node, ttl: n.cfg.LeaseTTL, log: n.log}
 		wg.Go(func() {
 			defer l.release()
@@ -180,6 +181,10 @@ func (n *Node) apply(m stored, primary bool) error {
 			return fmt.Errorf("bus: stream message %d: node %s leads with another engine configuration (%s, this node %s): --trunks, --queue-numbers and the users' names and cellphones must be the same on every node", m.seq, l.Node, l.Fingerprint, n.cfg.Fingerprint)
 		}
 		n.log.Info("pbx led by", "node", l.Node, "seq", m.seq)
+	case kind == kindStall:
+		if err := n.applyStall(m.seq, m.data, primary); err != nil {
+			return fmt.Errorf("bus: stream message %d: %w", m.seq, err)
+		}
 	case kind == kindOps:
 		if err := n.cfg.Served.Replay(m.data); err != nil {
 			return fmt.Errorf("bus: stream message %d: %w", m.seq, err)
@@ -200,12 +205,13 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 	n.pubSeq = last
 	p := n.cfg.Primary
 	// The lead record goes first and is fenced like every publish: a
-	// stream that moved since the catch-up means another leader.
+	// stream that moved since the catch-up (but for stall markers) means
+	// another leader.
 	if err := n.publish(lead{Node: n.cfg.Node, Fingerprint: n.cfg.Fingerprint}.encode()); err != nil {
 		n.depose(err)
 		return nil
 	}
-	p.Record(func(data []byte, final bool) error { return n.publish(data) }, n.depose, nil)
+	p.Record(n.publishBatch, n.depose, nil)
 	// Until the new link has resynchronised, what the old leader last said
 	// is not known to be true.
 	p.SetLink(calls.LinkDown)
@@ -215,6 +221,7 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 		return err
 	}
 	n.log.Info("leading: starting the PBX link", "stream_seq", n.pubSeq)
+	wg.Go(func() { n.restoring(ctx) })
 	wg.Go(func() {
 		if err := n.cfg.Lead(ctx); err != nil && ctx.Err() == nil {
 			n.depose(fmt.Errorf("link stopped: %w", err))
@@ -227,8 +234,9 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 // to be this leader's last. A failed publish (no ack: NATS out of reach,
 // a JetStream election) is retried with the same message id, so one that
 // was stored after all is answered by JetStream's duplicate window; a
-// wrong last seq means another node leads. It gives up only when Run
-// ends.
+// wrong last seq means another node leads, unless only stall markers
+// came after this leader's last (skipStalls). It gives up only when Run
+// ends. pubMu held once leading.
 func (n *Node) publish(data []byte) error {
 	n.pubCount++
 	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubCount, 10)
@@ -241,6 +249,8 @@ func (n *Node) publish(data []byte) error {
 		case err == nil:
 			n.pubSeq = ack.Sequence
 			return nil
+		case isWrongSeq(err) && n.skipStalls():
+			continue
 		case isWrongSeq(err):
 			return fmt.Errorf("publish fenced off (stream moved past seq %d): %w", n.pubSeq, err)
 		case errors.Is(err, nats.ErrMaxPayload):
