@@ -13,12 +13,6 @@ import (
 	"github.com/ctibridge/ctibridge/sipp"
 )
 
-// cdrInFlight is how long before a kill -9 (or after it, until the proxy
-// sees the socket close) a Cdr handed to the bridge's socket is excused
-// from the lost count: it may still have been in the kernel's buffer,
-// unread. A CDR the bridge read and had not made durable is lost.
-const cdrInFlight = 20 * time.Millisecond
-
 // dbRun is the state of the db scenario.
 type dbRun struct {
 	cfg   ChaosConfig
@@ -261,11 +255,11 @@ func (r *dbRun) finish(ctx context.Context, rep *ChaosReport, res sipp.Result, r
 	return nil
 }
 
-// nearKill reports whether t is within cdrInFlight before a kill, or
+// nearKill reports whether t is within ChaosConfig.CDRInFlight before a kill, or
 // within a second after it. r.mu held.
 func (r *dbRun) nearKill(t time.Time) bool {
 	for _, k := range r.kills {
-		if !t.Before(k.Add(-cdrInFlight)) && t.Before(k.Add(time.Second)) {
+		if !t.Before(k.Add(-r.cfg.CDRInFlight)) && t.Before(k.Add(time.Second)) {
 			return true
 		}
 	}

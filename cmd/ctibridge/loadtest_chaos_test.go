@@ -47,7 +47,9 @@ func TestLoadtestChaosShort(t *testing.T) {
 		"-r", "5", "--talk", "1s",
 		"--strict-targets", "ami,db",
 		"--ami-d", "3s", "--fault-max", "3500ms", "--settle", "300ms",
-		"--db-d", "5s", "--db-down", "1s", "--kill-every", "2s", "--restart-delay", "200ms",
+		// A race-built serve on a loaded 2-core machine may take over a
+		// second to be ready and over 20 ms to fsync a Cdr it read.
+		"--db-d", "5s", "--db-down", "3s", "--cdr-in-flight", "250ms", "--kill-every", "2s", "--restart-delay", "200ms",
 		"--ws-clients", "10", "--ws-d", "1s", "--flood-rss-cap", "100"}
 	var out, errb bytes.Buffer
 	start := time.Now()
