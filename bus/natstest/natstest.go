@@ -89,16 +89,35 @@ func freePort(t testing.TB) int {
 // Start runs one JetStream server.
 func Start(t testing.TB) *Server {
 	Need(t)
-	s := &Server{Name: "n1", Port: freePort(t), monitor: freePort(t), dir: t.TempDir(), t: t}
-	s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor), "-js", "-sd", s.dir, "-n", s.Name}
-	s.start()
-	s.waitPort()
-	return s
+	for try := 1; ; try++ {
+		s := &Server{Name: "n1", Port: freePort(t), monitor: freePort(t), dir: t.TempDir(), t: t}
+		s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor), "-js", "-sd", s.dir, "-n", s.Name}
+		s.start()
+		if s.waitPort(try < portTries) {
+			return s
+		}
+		s.Kill()
+	}
 }
+
+// portTries bounds the attempts at starting servers on ports picked free
+// a moment before: another test of the run may bind one meanwhile
+// ("address already in use"), and then every port is picked again.
+const portTries = 3
 
 // Cluster runs n JetStream servers routed to each other.
 func Cluster(t testing.TB, n int) []*Server {
 	Need(t)
+	for try := 1; ; try++ {
+		if ss := startCluster(t, n, try < portTries); ss != nil {
+			return ss
+		}
+	}
+}
+
+// startCluster starts a cluster on fresh ports; nil when a port was taken
+// meanwhile and retry allows another attempt.
+func startCluster(t testing.TB, n int, retry bool) []*Server {
 	ss := make([]*Server, n)
 	for i := range ss {
 		ss[i] = &Server{Name: "n" + strconv.Itoa(i+1), Port: freePort(t), cluster: freePort(t), monitor: freePort(t), dir: t.TempDir(), t: t}
@@ -114,7 +133,12 @@ func Cluster(t testing.TB, n int) []*Server {
 		s.start()
 	}
 	for _, s := range ss {
-		s.waitPort()
+		if !s.waitPort(retry) {
+			for _, s := range ss {
+				s.Kill()
+			}
+			return nil
+		}
 	}
 	return ss
 }
@@ -134,8 +158,10 @@ func (s *Server) start() {
 }
 
 // waitPort waits until the server answers /healthz (JetStream included:
-// in a cluster, once its meta group has a leader and it is current).
-func (s *Server) waitPort() {
+// in a cluster, once its meta group has a leader and it is current). When
+// retry is set and the server could not bind a port it was given, it
+// returns false at once instead of failing the test.
+func (s *Server) waitPort(retry bool) bool {
 	url := "http://127.0.0.1:" + strconv.Itoa(s.monitor) + "/healthz"
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -143,12 +169,17 @@ func (s *Server) waitPort() {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return true
 			}
+		}
+		if retry && strings.Contains(s.Logs(), "address already in use") {
+			s.t.Logf("nats-server %s: a port was taken meanwhile, starting again on others", s.Name)
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.t.Fatalf("nats-server %s not healthy: %s", s.Name, s.Logs())
+	return false
 }
 
 // Kill ends the server with SIGKILL (no goodbye to the cluster) and waits
@@ -167,7 +198,7 @@ func (s *Server) Kill() {
 // Restart starts a killed server again on the same ports and store.
 func (s *Server) Restart() {
 	s.start()
-	s.waitPort()
+	s.waitPort(false)
 }
 
 // Logs is what the server printed.
