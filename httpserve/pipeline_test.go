@@ -94,6 +94,7 @@ func TestPipelinedResponsesAreCoalesced(t *testing.T) {
 		defer c.Close()
 		br := bufio.NewReader(c)
 		req := "GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
+		best := int64(-1)
 		for round := range 3 {
 			before := writes.Load()
 			if _, err := c.Write([]byte(strings.Repeat(req, 10))); err != nil {
@@ -108,14 +109,20 @@ func TestPipelinedResponsesAreCoalesced(t *testing.T) {
 			// counting wrapper sees as two writes (net.Buffers only uses
 			// writev on the *net.TCPConn itself), plus the same split-read
 			// allowance.
-			limit := int64(3)
-			if size > copyLimit {
-				limit = 22
-			}
-			if n > limit {
-				t.Errorf("size %d round %d: %d writes for 10 pipelined responses", size, round, n)
+			if best < 0 || n < best {
+				best = n
 			}
 			t.Logf("size %d round %d: %d writes", size, round, n)
+		}
+		// The best of three rounds: a loaded machine may split one
+		// round's requests over more reads (seen in parallel runs), but
+		// without coalescing every round would take 10 (or 20) writes.
+		limit := int64(3)
+		if size > copyLimit {
+			limit = 22
+		}
+		if best > limit {
+			t.Errorf("size %d: %d writes at best for 10 pipelined responses", size, best)
 		}
 	}
 }
