@@ -395,6 +395,7 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	return withTestBridge(ctx, pairs, log, func(b testBridge) error {
 		cfg.SIPAddr, cfg.HTTP, cfg.Token = b.sip, b.http, b.token
 		cfg.Callers, cfg.Callees = b.exts[:pairs], b.exts[pairs:]
+		cfg.PBXChannels = b.channels
 		if c.admin == "" {
 			c.admin = b.admin
 		}
@@ -421,7 +422,8 @@ func runE2E(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, stdout,
 // testBridge is a pbxsim and a bridge started in this process.
 type testBridge struct {
 	sip, http, admin, token string
-	exts                    []string // 2*pairs extensions, 3000 and up
+	exts                    []string        // 2*pairs extensions, 3000 and up
+	channels                func() []string // pbxsim's live channels
 }
 
 // withTestBridge starts pbxsim with 2*pairs extensions and a bridge on
@@ -450,7 +452,7 @@ func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(tes
 		}
 	})
 	return withBridge(ctx, pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret, errc, log, func(b testBridge) error {
-		b.sip, b.exts = pbx.SIPAddr(), names
+		b.sip, b.exts, b.channels = pbx.SIPAddr(), names, pbx.Channels
 		return f(b)
 	})
 }
