@@ -225,7 +225,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		recs, sippRes, genErr = placeWithSIPp(ctx, cfg)
 	}
 	restRep := stopREST()
-	elapsed := time.Since(start)
+	elapsed, cpu1, mach1 := time.Since(start), cpuTime(), machineCPU()
 	if genErr != nil {
 		return nil, genErr
 	}
@@ -233,6 +233,10 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	rep := &Report{Mode: "e2e", Target: fmt.Sprintf("SIP %s, bridge %s", cfg.SIPAddr, cfg.HTTP), Connections: cfg.Clients,
 		Rate: cfg.Rate, Started: start, Elapsed: min(elapsed, cfg.Duration), Latency: &Histogram{}, Notes: notes,
 		Errors: map[string]uint64{}, FirstErrors: map[string]string{}, Counters: map[string]uint64{}}
+	// Let the PBX end its calls and the screens catch up with the last
+	// hangups, then look for ghosts: on every client and in REST.
+	rep.countGhosts(ctx, ghostCheck{pbxChannels: cfg.PBXChannels, drain: cfg.Drain, settle: cfg.Settle, recheck: cfg.Recheck}, cfg, ws.screens)
+	ws.stop()
 	connected := &Histogram{}
 	matchCalls(rep, connected, recs, ws.screens, cfg)
 	for _, r := range recs {
@@ -247,19 +251,15 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		}
 	}
 	rep.Extra = append(rep.Extra, Series{Name: "200 OK→connected", Latency: connected})
-	// Let the PBX end its calls and the screens catch up with the last
-	// hangups, then look for ghosts: on every client and in REST.
-	rep.countGhosts(ctx, ghostCheck{pbxChannels: cfg.PBXChannels, drain: cfg.Drain, settle: cfg.Settle, recheck: cfg.Recheck}, cfg, ws.screens)
-	ws.stop()
 	for _, s := range ws.screens {
 		s.mu.Lock()
 		rep.Counters["screen_resyncs"] += uint64(s.resyncs)
 		s.mu.Unlock()
 	}
 	rep.addClients(ws.rep, restRep)
-	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / elapsed.Seconds()
-	if m1 := machineCPU(); mach0 != nil && m1 != nil {
-		rep.MachineCPU = m1.busySince(mach0)
+	rep.ClientCPU = (cpu1 - cpu0).Seconds() / elapsed.Seconds()
+	if mach0 != nil && mach1 != nil {
+		rep.MachineCPU = mach1.busySince(mach0)
 	}
 	if rep.MachineCPU >= 0.9 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the PBX, the bridge, the phones and the clients competed for them (this process used %.2f CPUs, including an in-process bridge and PBX)", rep.MachineCPU*100, rep.ClientCPU))

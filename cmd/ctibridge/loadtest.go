@@ -78,8 +78,8 @@ func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 // the runs that watch calls on screens (e2e, synth).
 func (c *commonFlags) screenLimits(fs *flag.FlagSet) {
 	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
-	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
-	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts}
+	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call 12 s after the run, with no PBX call (-1: no limit)")
+	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls_stuck": maxGhosts, "ghost_calls_rest_stuck": maxGhosts}
 }
 
 func (c *commonFlags) targets() loadtest.Targets {
