@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -51,9 +49,20 @@ type E2EConfig struct {
 	Generator string
 	// SIPpBinary overrides "sipp" from PATH.
 	SIPpBinary string
-	// Settle is how long to wait after the last call for the screens to
-	// show it ended before looking for ghost calls. Default 2 s.
+	// PBXChannels, when set, lists the PBX's live channels (the truth):
+	// before looking for ghost calls the run waits up to Drain (default
+	// 15 s) for the PBX to have none, and an extension the PBX still has a
+	// channel for is not a ghost (it counts in pbx_busy_extensions).
+	PBXChannels func() []string
+	Drain       time.Duration
+	// Settle is how long to wait after the last call (and the PBX's
+	// drain) for the screens to show it ended before looking for ghost
+	// calls. Default 2 s.
 	Settle time.Duration
+	// Recheck is how much longer to wait, when ghosts were found, before
+	// counting them again, to tell those shown late from those stuck.
+	// Default 10 s; negative: no recount.
+	Recheck time.Duration
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
 	// Progress, when set, is called once a second with the calls answered
@@ -68,6 +77,7 @@ type callRecord struct {
 	ok             time.Time // 200 OK received; zero when not answered
 	end            time.Time // BYE sent (or failure)
 	err            error
+	hangupFailed   bool // the BYE got no answer in time: the PBX may keep the call
 }
 
 // observation is one extenUpdate as a client read it.
@@ -80,9 +90,11 @@ type observation struct {
 
 // screen is what one WebSocket client saw, extension by extension.
 type screen struct {
-	mu    sync.Mutex
-	byExt map[string][]observation
-	dec   *decoded
+	mu      sync.Mutex
+	byExt   map[string][]observation
+	dec     *decoded
+	closed  bool // the server closed it: what it shows is no longer live
+	resyncs int  // snapshots after the first (queue overflows)
 }
 
 // decoded is the extenUpdates the screens read, decoded once each: every
@@ -109,20 +121,11 @@ func (d *decoded) get(raw []byte) decodedUpdate {
 		return u
 	}
 	var m struct {
-		Type string `json:"type"`
-		Data struct {
-			Exten         string `json:"exten"`
-			Status        string `json:"status"`
-			Conversations map[string]struct {
-				Connected bool `json:"connected"`
-			} `json:"conversations"`
-		} `json:"data"`
+		Type string    `json:"type"`
+		Data extenJSON `json:"data"`
 	}
 	if json.Unmarshal(raw, &m) == nil && m.Type == "extenUpdate" {
-		u = decodedUpdate{ok: true, exten: m.Data.Exten, o: observation{status: m.Data.Status, convs: len(m.Data.Conversations)}}
-		for _, c := range m.Data.Conversations {
-			u.o.connected = u.o.connected || c.Connected
-		}
+		u = decodedUpdate{ok: true, exten: m.Data.Exten, o: m.Data.observation()}
 	}
 	d.mu.Lock()
 	d.m[string(raw)] = u
@@ -140,6 +143,42 @@ func (s *screen) add(at time.Time, raw []byte) {
 	s.mu.Lock()
 	s.byExt[u.exten] = append(s.byExt[u.exten], o)
 	s.mu.Unlock()
+}
+
+// extenJSON is what a screen reads of an extension.
+type extenJSON struct {
+	Exten         string `json:"exten"`
+	Status        string `json:"status"`
+	Conversations map[string]struct {
+		Connected bool `json:"connected"`
+	} `json:"conversations"`
+}
+
+func (e *extenJSON) observation() observation {
+	o := observation{status: e.Status, convs: len(e.Conversations)}
+	for _, c := range e.Conversations {
+		o.connected = o.connected || c.Connected
+	}
+	return o
+}
+
+// resync records a resync snapshot: every extension as it shows, as if
+// updated at read time at (a real screen redraws from it).
+func (s *screen) resync(at time.Time, raw []byte) {
+	var m struct {
+		Extensions map[string]extenJSON `json:"extensions"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resyncs++
+	for x, e := range m.Extensions {
+		o := e.observation()
+		o.at = at
+		s.byExt[x] = append(s.byExt[x], o)
+	}
 }
 
 // RunE2E places calls and measures, for each, INVITE sent to the callee's
@@ -164,7 +203,7 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	}
 	defer phones.stop()
 
-	total := cfg.Duration + cfg.Ring + cfg.Talk + cfg.Settle + 15*time.Second // bounded: the calls end first
+	total := cfg.Duration + cfg.Ring + cfg.Talk + cfg.Drain + cfg.Settle + cfg.Recheck + 15*time.Second // bounded: the calls end first
 	ws, err := startScreens(ctx, cfg, total)
 	if err != nil {
 		return nil, err
@@ -185,16 +224,8 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	} else {
 		recs, sippRes, genErr = placeWithSIPp(ctx, cfg)
 	}
-	// Let the screens catch up with the last hangups, then look for
-	// ghosts: on every client and in REST.
-	select {
-	case <-time.After(cfg.Settle):
-	case <-ctx.Done():
-	}
-	restGhosts, restErr := restGhostCount(ctx, cfg)
 	restRep := stopREST()
-	ws.stop()
-	elapsed := time.Since(start)
+	elapsed, cpu1, mach1 := time.Since(start), cpuTime(), machineCPU()
 	if genErr != nil {
 		return nil, genErr
 	}
@@ -202,8 +233,17 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	rep := &Report{Mode: "e2e", Target: fmt.Sprintf("SIP %s, bridge %s", cfg.SIPAddr, cfg.HTTP), Connections: cfg.Clients,
 		Rate: cfg.Rate, Started: start, Elapsed: min(elapsed, cfg.Duration), Latency: &Histogram{}, Notes: notes,
 		Errors: map[string]uint64{}, FirstErrors: map[string]string{}, Counters: map[string]uint64{}}
+	// Let the PBX end its calls and the screens catch up with the last
+	// hangups, then look for ghosts: on every client and in REST.
+	rep.countGhosts(ctx, ghostCheck{pbxChannels: cfg.PBXChannels, drain: cfg.Drain, settle: cfg.Settle, recheck: cfg.Recheck}, cfg, ws.screens)
+	ws.stop()
 	connected := &Histogram{}
 	matchCalls(rep, connected, recs, ws.screens, cfg)
+	for _, r := range recs {
+		if r.hangupFailed {
+			rep.Counters["hangups_failed"]++
+		}
+	}
 	if gen == "sipp" {
 		rep.Counters["sipp_successful"], rep.Counters["sipp_failed"] = uint64(sippRes.Successful), uint64(sippRes.Failed)
 		if sippRes.Errors != "" {
@@ -211,11 +251,15 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		}
 	}
 	rep.Extra = append(rep.Extra, Series{Name: "200 OK→connected", Latency: connected})
-	rep.addGhosts(ws.screens, restGhosts, restErr)
+	for _, s := range ws.screens {
+		s.mu.Lock()
+		rep.Counters["screen_resyncs"] += uint64(s.resyncs)
+		s.mu.Unlock()
+	}
 	rep.addClients(ws.rep, restRep)
-	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / elapsed.Seconds()
-	if m1 := machineCPU(); mach0 != nil && m1 != nil {
-		rep.MachineCPU = m1.busySince(mach0)
+	rep.ClientCPU = (cpu1 - cpu0).Seconds() / elapsed.Seconds()
+	if mach0 != nil && mach1 != nil {
+		rep.MachineCPU = mach1.busySince(mach0)
 	}
 	if rep.MachineCPU >= 0.9 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the PBX, the bridge, the phones and the clients competed for them (this process used %.2f CPUs, including an in-process bridge and PBX)", rep.MachineCPU*100, rep.ClientCPU))
@@ -300,7 +344,7 @@ func placeWithPhones(ctx context.Context, cfg E2EConfig, callers map[string]*pbx
 				}
 				rec.end = time.Now()
 				hctx, hc := context.WithTimeout(context.Background(), 2*time.Second)
-				call.Hangup(hctx)
+				rec.hangupFailed = call.Hangup(hctx) != nil
 				hc()
 			}
 			mu.Lock()
@@ -434,69 +478,4 @@ func callErrKind(err error) string {
 		return ErrTimeout
 	}
 	return Kind(err)
-}
-
-// addGhosts counts ghost_calls (the most any screen shows) and
-// ghost_calls_rest (restGhostCount's answer, or its error).
-func (rep *Report) addGhosts(screens []*screen, restGhosts uint64, restErr error) {
-	var ghosts uint64
-	for _, s := range screens {
-		ghosts = max(ghosts, ghostCount(s))
-	}
-	rep.Counters["ghost_calls"], rep.Counters["ghost_calls_rest"] = ghosts, restGhosts
-	if restErr != nil {
-		rep.Errors["rest:"+Kind(restErr)]++
-		rep.FirstErrors["rest:"+Kind(restErr)] = restErr.Error()
-	}
-}
-
-// ghostCount counts extensions a screen last showed in a call.
-func ghostCount(s *screen) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n uint64
-	for _, obs := range s.byExt {
-		if len(obs) == 0 {
-			continue
-		}
-		last := obs[len(obs)-1]
-		if last.convs > 0 || (last.status != "online" && last.status != "offline" && last.status != "dnd") {
-			n++
-		}
-	}
-	return n
-}
-
-// restGhostCount counts extensions that REST shows with a conversation.
-func restGhostCount(ctx context.Context, cfg E2EConfig) (uint64, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(cfg.HTTP, "/")+"/astproxy/extensions", nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+cfg.Token)
-	res, err := httpClient(false).Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, err
-	}
-	if res.StatusCode != 200 {
-		return 0, fmt.Errorf("GET /astproxy/extensions: HTTP %d: %s", res.StatusCode, trunc(b))
-	}
-	var exts map[string]struct {
-		Conversations map[string]json.RawMessage `json:"conversations"`
-	}
-	if err := json.Unmarshal(b, &exts); err != nil {
-		return 0, fmt.Errorf("GET /astproxy/extensions: %w", err)
-	}
-	var n uint64
-	for _, e := range exts {
-		if len(e.Conversations) > 0 {
-			n++
-		}
-	}
-	return n, nil
 }

@@ -37,6 +37,12 @@ func (cfg *E2EConfig) setDefaults() {
 	if cfg.Settle <= 0 {
 		cfg.Settle = 2 * time.Second
 	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = 15 * time.Second
+	}
+	if cfg.Recheck == 0 {
+		cfg.Recheck = 10 * time.Second
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -166,7 +172,13 @@ func startScreens(ctx context.Context, cfg E2EConfig, total time.Duration) (*scr
 	go func() {
 		defer close(w.done)
 		w.rep, w.err = RunWS(wsCtx, WSConfig{URL: WSURL(cfg.HTTP), Token: cfg.Token, Clients: cfg.Clients, Duration: total,
-			OnEvent: func(c int, at time.Time, raw []byte) { w.screens[c].add(at, raw) },
+			OnEvent:  func(c int, at time.Time, raw []byte) { w.screens[c].add(at, raw) },
+			OnResync: func(c int, at time.Time, raw []byte) { w.screens[c].resync(at, raw) },
+			OnDropped: func(c int) {
+				w.screens[c].mu.Lock()
+				w.screens[c].closed = true
+				w.screens[c].mu.Unlock()
+			},
 			OnSubscribed: func(int) {
 				if subscribed.Add(1) == int64(cfg.Clients) {
 					close(allIn)

@@ -84,7 +84,7 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 		return nil, fmt.Errorf("loadtest: synth: %d calls at %.0f/s last %v, not longer than the ring time %v", cfg.Calls, cfg.Rate, hold, cfg.Ring)
 	}
 	e2e := E2EConfig{HTTP: cfg.HTTP, Token: cfg.Token, Clients: cfg.Clients}
-	total := cfg.Duration + hold + cfg.Settle + 2*time.Minute // bounded: the fill and the hangups come first
+	total := cfg.Duration + hold + cfg.Settle + 10*time.Second + 2*time.Minute // bounded: the fill and the hangups come first
 	ws, err := startScreens(ctx, e2e, total)
 	if err != nil {
 		return nil, err
@@ -136,17 +136,14 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 
 	// Every call ends; the screens and REST must show none.
 	g.hangupAll()
-	select {
-	case <-time.After(cfg.Settle):
-	case <-ctx.Done():
+	rep.countGhosts(ctx, ghostCheck{settle: cfg.Settle, recheck: 10 * time.Second}, e2e, ws.screens)
+	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	restGhosts, restErr := restGhostCount(ctx, e2e)
 	ws.stop()
 	connected := &Histogram{}
 	matchCalls(rep, connected, g.recs, ws.screens, e2e)
 	rep.Extra = append(rep.Extra, Series{Name: "answer→connected", Latency: connected})
-	rep.addGhosts(ws.screens, restGhosts, restErr)
 	rep.addClients(ws.rep, restRep)
 	rep.Notes = append(rep.Notes, synthNotes(rep, cfg, hold)...)
 	if cfg.Progress != nil {

@@ -47,6 +47,14 @@ type WSConfig struct {
 	// OnSubscribed, when set, is called once per client when its first
 	// snapshot arrives, from the client's goroutine.
 	OnSubscribed func(client int)
+	// OnResync, when set, receives every snapshot after a client's first
+	// (the server replaced its overflowing queue: the snapshot holds the
+	// state the skipped events led to), with its read time.
+	OnResync func(client int, at time.Time, raw []byte)
+	// OnDropped, when set, is called when a subscribed client's
+	// connection is lost (closed by the server, 4008 when too slow),
+	// not when the run ends it.
+	OnDropped func(client int)
 }
 
 // wsRun is the state of one RunWS.
@@ -179,6 +187,9 @@ func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
 			}
 			if subscribed {
 				r.dropped.Add(1)
+				if r.cfg.OnDropped != nil {
+					r.cfg.OnDropped(w.id)
+				}
 			} else {
 				r.failed.Add(1)
 			}
@@ -200,6 +211,9 @@ func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
 		case "snapshot":
 			r.snapshots.Add(1)
 			last = wsframe.UintField(raw, `"seq":`)
+			if subscribed && r.cfg.OnResync != nil {
+				r.cfg.OnResync(w.id, now, raw)
+			}
 			if !subscribed {
 				subscribed = true
 				r.connected.Add(1)

@@ -78,8 +78,8 @@ func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 // the runs that watch calls on screens (e2e, synth).
 func (c *commonFlags) screenLimits(fs *flag.FlagSet) {
 	maxMissing := fs.Int64("max-missing", 0, "fail when more answered calls never showed on a screen (-1: no limit)")
-	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call after the run (-1: no limit)")
-	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls": maxGhosts, "ghost_calls_rest": maxGhosts}
+	maxGhosts := fs.Int64("max-ghosts", 0, "fail when more extensions still show a call 12 s after the run, with no PBX call (-1: no limit)")
+	c.counterLimit = map[string]*int64{"calls_missing": maxMissing, "ghost_calls_stuck": maxGhosts, "ghost_calls_rest_stuck": maxGhosts}
 }
 
 func (c *commonFlags) targets() loadtest.Targets {
@@ -395,6 +395,7 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	return withTestBridge(ctx, pairs, log, func(b testBridge) error {
 		cfg.SIPAddr, cfg.HTTP, cfg.Token = b.sip, b.http, b.token
 		cfg.Callers, cfg.Callees = b.exts[:pairs], b.exts[pairs:]
+		cfg.PBXChannels = b.channels
 		if c.admin == "" {
 			c.admin = b.admin
 		}
@@ -421,7 +422,8 @@ func runE2E(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, stdout,
 // testBridge is a pbxsim and a bridge started in this process.
 type testBridge struct {
 	sip, http, admin, token string
-	exts                    []string // 2*pairs extensions, 3000 and up
+	exts                    []string        // 2*pairs extensions, 3000 and up
+	channels                func() []string // pbxsim's live channels
 }
 
 // withTestBridge starts pbxsim with 2*pairs extensions and a bridge on
@@ -450,7 +452,7 @@ func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(tes
 		}
 	})
 	return withBridge(ctx, pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret, errc, log, func(b testBridge) error {
-		b.sip, b.exts = pbx.SIPAddr(), names
+		b.sip, b.exts, b.channels = pbx.SIPAddr(), names, pbx.Channels
 		return f(b)
 	})
 }

@@ -1,0 +1,161 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ghostCheck is how a run looks for ghost calls once its calls have ended.
+type ghostCheck struct {
+	// pbxChannels, when set, lists the PBX's live channels (the truth);
+	// the check first waits up to drain for it to have none.
+	pbxChannels func() []string
+	drain       time.Duration
+	// settle is the wait before the first count; recheck the further wait
+	// before the second count, done only when the first found ghosts.
+	settle, recheck time.Duration
+}
+
+// countGhosts waits for the PBX to end its calls (bounded), waits
+// g.settle, and counts ghost_calls (the most extensions any screen shows in
+// a call) and ghost_calls_rest (REST's), leaving out extensions the PBX
+// still has a channel for (pbx_busy_extensions). When some are found it
+// waits g.recheck and counts again: what is still shown is stuck
+// (ghost_calls_stuck, ghost_calls_rest_stuck), the rest was late
+// (ghost_calls_late, ghost_calls_rest_late).
+func (rep *Report) countGhosts(ctx context.Context, g ghostCheck, e2e E2EConfig, screens []*screen) {
+	var busy map[string]bool
+	if g.pbxChannels != nil {
+		t0 := time.Now()
+		for busy = channelExtens(g.pbxChannels()); len(busy) > 0 && time.Since(t0) < g.drain; busy = channelExtens(g.pbxChannels()) {
+			if sleepCtx(ctx, 100*time.Millisecond); ctx.Err() != nil {
+				return
+			}
+		}
+		rep.Counters["pbx_busy_extensions"] = uint64(len(busy))
+		rep.Counters["pbx_drain_ms"] = uint64(time.Since(t0).Milliseconds())
+	}
+	if sleepCtx(ctx, g.settle); ctx.Err() != nil {
+		return
+	}
+	screenN, restGhosts, restLive := rep.ghostsNow(ctx, e2e, screens, busy)
+	if g.pbxChannels != nil {
+		rep.Counters["rest_shows_pbx_busy"] = uint64(restLive)
+	}
+	rep.Counters["ghost_calls"], rep.Counters["ghost_calls_rest"] = screenN, uint64(len(restGhosts))
+	if screenN+uint64(len(restGhosts)) == 0 || g.recheck <= 0 {
+		return
+	}
+	if sleepCtx(ctx, g.recheck); ctx.Err() != nil {
+		return
+	}
+	if g.pbxChannels != nil {
+		busy = channelExtens(g.pbxChannels())
+	}
+	stuckN, stuckRest, _ := rep.ghostsNow(ctx, e2e, screens, busy)
+	rep.Counters["ghost_calls_stuck"], rep.Counters["ghost_calls_rest_stuck"] = stuckN, uint64(len(stuckRest))
+	rep.Counters["ghost_calls_late"] = screenN - min(screenN, stuckN)
+	rep.Counters["ghost_calls_rest_late"] = uint64(len(restGhosts) - min(len(restGhosts), len(stuckRest)))
+	if len(stuckRest) > 0 {
+		slices.Sort(stuckRest)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("REST still showed %d extensions in a call %v after the PBX had no channel for them, e.g. %v",
+			len(stuckRest), g.settle+g.recheck, stuckRest[:min(len(stuckRest), 5)]))
+	}
+}
+
+// ghostsNow counts ghosts now: the most extensions a screen shows in a
+// call, and the extensions REST shows in a call, neither counting busy
+// (the PBX's live calls), and how many of busy REST shows in a call. A
+// failed REST read counts in the errors.
+func (rep *Report) ghostsNow(ctx context.Context, e2e E2EConfig, screens []*screen, busy map[string]bool) (uint64, []string, int) {
+	var n uint64
+	for _, s := range screens {
+		n = max(n, ghostCount(s, busy))
+	}
+	rest, live, err := restGhosts(ctx, e2e, busy)
+	if err != nil {
+		rep.Errors["rest:"+Kind(err)]++
+		rep.FirstErrors["rest:"+Kind(err)] = err.Error()
+	}
+	return n, rest, live
+}
+
+// channelExtens is the extensions of channel names such as
+// "PJSIP/3001-0000002a".
+func channelExtens(chans []string) map[string]bool {
+	m := map[string]bool{}
+	for _, c := range chans {
+		_, rest, _ := strings.Cut(c, "/")
+		if i := strings.LastIndexByte(rest, '-'); i > 0 {
+			rest = rest[:i]
+		}
+		m[rest] = true
+	}
+	return m
+}
+
+// ghostCount counts extensions a screen last showed in a call, but for
+// busy; none on a screen the server closed (clients_dropped: a real
+// client reconnects and reads a fresh snapshot).
+func ghostCount(s *screen, busy map[string]bool) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	if s.closed {
+		return 0
+	}
+	for x, obs := range s.byExt {
+		if len(obs) == 0 || busy[x] {
+			continue
+		}
+		last := obs[len(obs)-1]
+		if last.convs > 0 || (last.status != "online" && last.status != "offline" && last.status != "dnd") {
+			n++
+		}
+	}
+	return n
+}
+
+// restGhosts lists the extensions that REST shows with a conversation,
+// but for busy, and counts those of busy it shows with one.
+func restGhosts(ctx context.Context, cfg E2EConfig, busy map[string]bool) (ghosts []string, live int, err error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(cfg.HTTP, "/")+"/astproxy/extensions", nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.Token)
+	res, err := httpClient(false).Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, 0, err
+	}
+	if res.StatusCode != 200 {
+		return nil, 0, fmt.Errorf("GET /astproxy/extensions: HTTP %d: %s", res.StatusCode, trunc(b))
+	}
+	var exts map[string]struct {
+		Conversations map[string]json.RawMessage `json:"conversations"`
+	}
+	if err := json.Unmarshal(b, &exts); err != nil {
+		return nil, 0, fmt.Errorf("GET /astproxy/extensions: %w", err)
+	}
+	for x, e := range exts {
+		switch {
+		case len(e.Conversations) == 0:
+		case busy[x]:
+			live++
+		default:
+			ghosts = append(ghosts, x)
+		}
+	}
+	return ghosts, live, nil
+}
