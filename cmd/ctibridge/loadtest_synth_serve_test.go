@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // `loadtest synth --serve-ami` serves the synthetic PBX to a bridge it did
