@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ev(exten, status string) []byte {
+	return fmt.Appendf(nil, `{"op":"event","seq":7,"type":"extenUpdate","at":1,"data":{"exten":"%s","name":"User %s","status":"%s","dnd":false`, exten, exten, status)
+}
+
+// A screen starts ringing once per episode: a second ringing update, or
+// another client's, or another extension's, is no new start for it; an
+// update that is not ringing ends the episode. Nothing is recorded while
+// not measuring, but the state is followed.
+func TestRingsObserve(t *testing.T) {
+	r := newRings()
+	r.observe(1, ev("2001", "ringing"), 10, false) // before measuring: followed, not recorded
+	r.observe(1, ev("2001", "ringing"), 11, true)  // same episode
+	r.observe(1, ev("2001", "busy"), 12, true)
+	r.observe(1, ev("2001", "busy_ringing"), 13, true) // a new episode
+	r.observe(2, ev("2001", "ringing"), 14, true)      // another client
+	r.observe(1, ev("2003", "ringing"), 15, true)      // another extension
+	r.observe(1, []byte(`{"op":"event","seq":8,"type":"queueUpdate","at":1,"data":{"exten":"2005","status":"ringing"`), 16, true)
+	r.observe(1, ev("", "ringing"), 17, true) // no number: skipped
+	want := []ringRec{{2001, 13}, {2001, 14}, {2003, 15}}
+	if fmt.Sprint(r.recs) != fmt.Sprint(want) {
+		t.Errorf("records %v, want %v", r.recs, want)
+	}
+}
+
+// Each ringing is timed from its extension's latest stamp before it; a
+// ringing with no stamp before it is unmatched; the calls placed in the
+// window are expected on every screen; a line being written is left out
+// and a bad line is an error.
+func TestStampsMatch(t *testing.T) {
+	st, err := readStamps(strings.NewReader("2001 1000\n2003 1500\n2001 5000\n2001 90"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st[2001]) != 2 {
+		t.Fatalf("stamps %v: the unterminated line was read", st)
+	}
+	var rr ringResult
+	recs := []ringRec{{2001, 1200}, {2001, 5300}, {2001, 900}, {2003, 1600}, {2003, 1700}, {2009, 2000}}
+	st.match(recs, 2, 1000, 2000, &rr)
+	if rr.latency.Count() != 4 || rr.unmatched != 2 {
+		t.Errorf("%d matched, %d unmatched; want 4, 2", rr.latency.Count(), rr.unmatched)
+	}
+	if rr.latency.Min() != 100 || rr.latency.Max() != 300 {
+		t.Errorf("latencies %v..%v, want 100ns..300ns", rr.latency.Min(), rr.latency.Max())
+	}
+	if rr.expected != 4 || rr.seen != 3 { // 2 calls in the window x 2 clients; 2001@1000 once, 2003@1500 twice
+		t.Errorf("expected %d seen %d, want 4, 3", rr.expected, rr.seen)
+	}
+	if _, err := readStamps(strings.NewReader("2001 1000\nx 12\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad line: %v", err)
+	}
+}
+
+// The attached clients against a real hub: each extension made ringing
+// after its stamp is seen ringing once by every client, timed from the
+// stamp, none missing.
+func TestAttachRings(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, err := startHub(ctx, 50, "panel", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	const clients, calls = 20, 5
+	l, err := newLoad(clients, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.readers.Close()
+	if err := l.connect(h.url, h.token, clients); err != nil {
+		t.Fatal(err)
+	}
+	for range clients {
+		if err := <-l.ready; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.measuring.Store(true)
+	path := filepath.Join(t.TempDir(), "stamps")
+	f, _ := os.Create(path)
+	t0 := time.Now()
+	for k := range calls {
+		fmt.Fprintf(f, "%d %d\n", 1000+k, time.Now().UnixNano())
+		h.devState(1000+k, "RINGING")
+		time.Sleep(5 * time.Millisecond)
+		h.devState(1000+k, "RINGING") // still ringing: no new start
+		h.devState(1000+k, "INUSE")
+	}
+	f.Close()
+	want := uint64(clients * calls * 2) // the ringing and in-use updates (the second ringing changes nothing)
+	for deadline := time.Now().Add(10 * time.Second); l.msgs.Load() < want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	t1 := time.Now()
+	l.measuring.Store(false)
+	l.readers.Close()
+	var res attachResult
+	res.Label = "hub"
+	if err := res.addRings(l, path, clients, t0, t1.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	r := res.Ring
+	if r.Count != clients*calls || r.Expected != clients*calls || r.Missing != 0 || r.Unmatched != 0 {
+		t.Errorf("ringing: %+v (events read %d), want %d each", *r, l.msgs.Load(), clients*calls)
+	}
+	if r.P50 <= 0 || r.Max > 5000 {
+		t.Errorf("latencies %+v", *r)
+	}
+}
+
+// BenchmarkMessageRing is a screen's cost per event with ringing followed
+// (-stamps): the head's fields and the state map, per message read.
+func BenchmarkMessageRing(b *testing.B) {
+	l, err := newLoad(1, 1, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.readers.Close()
+	l.got[0] = true
+	l.measuring.Store(true)
+	heads := [][]byte{ev("2001", "ringing"), ev("2001", "busy"), ev("2002", "online")}
+	b.ReportAllocs()
+	for i := range b.N {
+		l.Message(0, 0, heads[i%3], int64(i))
+		if len(l.rings[0].recs) > 1<<16 {
+			l.rings[0].recs = l.rings[0].recs[:0]
+		}
+	}
+}
+
+// BenchmarkMessage is the same without -stamps, for comparison.
+func BenchmarkMessage(b *testing.B) {
+	l, err := newLoad(1, 1, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.readers.Close()
+	l.got[0] = true
+	l.measuring.Store(true)
+	heads := [][]byte{ev("2001", "ringing"), ev("2001", "busy"), ev("2002", "online")}
+	b.ReportAllocs()
+	for i := range b.N {
+		l.Message(0, 0, heads[i%3], int64(i))
+	}
+}
