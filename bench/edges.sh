@@ -7,8 +7,9 @@
 # Each round, interleaved:
 #
 #   scale    CLIENTS WebSocket clients on each edge at once (one wsbench
-#            process per edge: the fd limit is per process), then the same
-#            CLIENTS on the single process: each server's RSS per client,
+#            process per edge: the fd limit is per process), then CLIENTS
+#            on one edge alone and on the single process alone (the same
+#            load, so their latencies compare): each server's RSS per client,
 #            CPU per delivered event and per change, change-to-screen and
 #            call-to-ringing latency, at RATE new calls/s.
 #   latency  LAT_CLIENTS clients on each of the single process, the
@@ -116,7 +117,8 @@ clients() {
     "$tmp/wsbench" -url "ws://127.0.0.1:${http[$name]}/ws" -login admin:admin -pid "${pid[$name]}" \
       -admin "http://127.0.0.1:${admin[$name]}" -clients "$n" -stamps "$tmp/stamps" -idle-cpu 5s \
       -duration "$( [ "$phase" = latency ] && echo "$LAT_D" || echo "$D")" \
-      -ready "$tmp/ready.$name" -go "$tmp/go" -out "$tmp/res.$name" -label "$name" >"$tmp/ws.$name.log" 2>&1 &
+      -ready "$tmp/ready.$name" -go "$tmp/go" -out "$tmp/res.$name" -label "$name" -calls-out "$tmp/calls.$name" \
+      >"$tmp/ws.$name.log" 2>&1 &
     ws+=($!)
   done
   for _ in $(seq 6000); do # every client process subscribed (10 minutes at most)
@@ -139,6 +141,25 @@ clients() {
   done
 }
 
+# paired round path: the same calls on path and on the single process:
+# per call, path's median screen minus the single process's median, and
+# the same for the slowest screen; their quantiles, appended.
+paired() {
+  awk 'NR == FNR {med[$1 " " $2] = $4; mx[$1 " " $2] = $5; next}
+    ($1 " " $2) in med {print ($4 - med[$1 " " $2]) / 1000, ($5 - mx[$1 " " $2]) / 1000}' \
+    "$tmp/calls.single" "$tmp/calls.$2" >"$tmp/pairs"
+  local n
+  n=$(wc -l <"$tmp/pairs")
+  [ "$n" -gt 0 ] || return 0
+  q() { cut -d' ' -f"$1" "$tmp/pairs" | sort -g | awk -v q="$2" -v n="$n" 'NR == int((n - 1) * q) + 1'; }
+  jq -nc --argjson round "$1" --arg path "$2" --argjson n "$n" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    --argjson m50 "$(q 1 0.5)" --argjson m90 "$(q 1 0.9)" --argjson m99 "$(q 1 0.99)" \
+    --argjson x50 "$(q 2 0.5)" --argjson x99 "$(q 2 0.99)" \
+    '{round: $round, phase: "latency-paired", label: $path, calls: $n, loadavg: $load,
+      median_screen_minus_single_ms: {p50: $m50, p90: $m90, p99: $m99}, slowest_screen_minus_single_ms: {p50: $x50, p99: $x99}}' |
+    tee -a "$out"
+}
+
 edges=$(seq -f 'edge%g' "$EDGES")
 for round in $(seq "$ROUNDS"); do
   for phase in $PHASES; do
@@ -148,17 +169,21 @@ for round in $(seq "$ROUNDS"); do
       up "$RATE"
       # shellcheck disable=SC2086
       clients "$round" scale "$CLIENTS" $edges
+      clients "$round" scale-one-edge "$CLIENTS" edge1
       clients "$round" scale-single "$CLIENTS" single
       ;;
     latency)
       up "$LAT_RATE"
       # shellcheck disable=SC2086
       clients "$round" latency "$LAT_CLIENTS" single bridge $edges
+      for p in bridge $edges; do paired "$round" "$p"; done
       ;;
     esac
     stop_all
   done
 done
 echo "wrote $out" >&2
-jq -rs '.[] | [.round, .phase, .label, .clients, .rss_bytes_per_client, .server_cpu_cores, .cpu_us_per_delivered,
-  .ringing.p50_ms, .ringing.p99_ms, .ringing.missing, .loadavg] | @tsv' "$out"
+jq -rs '.[] | if .phase == "latency-paired" then [.round, .phase, .label, .calls, .median_screen_minus_single_ms.p50,
+    .median_screen_minus_single_ms.p99, .slowest_screen_minus_single_ms.p99, .loadavg]
+  else [.round, .phase, .label, .clients, .rss_bytes_per_client, .server_cpu_cores, .cpu_us_per_delivered,
+    .ringing.p50_ms, .ringing.p99_ms, .ringing.missing, .loadavg] end | @tsv' "$out"

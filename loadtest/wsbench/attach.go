@@ -15,17 +15,18 @@ import (
 // attachConfig is -url's flags: the clients of a server this run did not
 // start (a `ctibridge serve` or `ctibridge edge`, bench/edges.sh).
 type attachConfig struct {
-	url     string        // ws://host:port/ws
-	login   string        // user:password, POST /auth/login
-	token   string        // or a token
-	pid     int           // the server's process, for its RSS and CPU from /proc (0: not measured)
-	admin   string        // the server's admin listener, for the hub's counters in /metrics
-	stamps  string        // calls' start times (loadtest synth --serve-ami --stamps): ringing latency
-	idleCPU time.Duration // before connecting, the server's CPU over this long (its cost without clients)
-	ready   string        // written once every client has its snapshot
-	goFile  string        // measuring starts when it exists (the barrier of several wsbench processes)
-	out     string        // the result as JSON
-	label   string
+	url      string        // ws://host:port/ws
+	login    string        // user:password, POST /auth/login
+	token    string        // or a token
+	pid      int           // the server's process, for its RSS and CPU from /proc (0: not measured)
+	admin    string        // the server's admin listener, for the hub's counters in /metrics
+	stamps   string        // calls' start times (loadtest synth --serve-ami --stamps): ringing latency
+	callsOut string        // with stamps: each call's screens' median and max latency (ringResult.writeCalls)
+	idleCPU  time.Duration // before connecting, the server's CPU over this long (its cost without clients)
+	ready    string        // written once every client has its snapshot
+	goFile   string        // measuring starts when it exists (the barrier of several wsbench processes)
+	out      string        // the result as JSON
+	label    string
 }
 
 // attachResult is what -out holds.
@@ -147,7 +148,7 @@ func runAttach(cfg loadConfig) error {
 		a.label, res.ServerCPUCores, res.CPUPerDelivered, res.CPUPerChange, res.IdleCPUCores, peak, res.ToolCPUCores)
 	l.readers.Close() // the workers are done with l.rings
 	if a.stamps != "" {
-		if err := res.addRings(l, a.stamps, cfg.clients, t0, t1); err != nil {
+		if err := res.addRings(l, a.stamps, a.callsOut, cfg.clients, t0, t1); err != nil {
 			return err
 		}
 	}
@@ -163,7 +164,7 @@ func runAttach(cfg loadConfig) error {
 // addRings matches the screens' ringing to the stamps: the calls placed
 // from the window's start to 2 s before its end are expected on every
 // screen.
-func (res *attachResult) addRings(l *load, path string, clients int, t0, t1 time.Time) error {
+func (res *attachResult) addRings(l *load, path, callsOut string, clients int, t0, t1 time.Time) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -174,6 +175,9 @@ func (res *attachResult) addRings(l *load, path string, clients int, t0, t1 time
 		return err
 	}
 	var rr ringResult
+	if callsOut != "" {
+		rr.calls = map[callKey][]time.Duration{}
+	}
 	var recs []ringRec
 	for _, r := range l.rings {
 		recs = append(recs, r.recs...)
@@ -184,7 +188,18 @@ func (res *attachResult) addRings(l *load, path string, clients int, t0, t1 time
 	res.Ring = &ringJSON{h.Count(), q(0.5), q(0.9), q(0.99), float64(h.Max().Microseconds()) / 1000, rr.unmatched, rr.expected, max(rr.expected-rr.seen, 0)}
 	fmt.Printf("%s: call placed -> ringing on screen ms (%d samples): p50 %.2f p90 %.2f p99 %.2f max %.2f; %d of %d expected not seen, %d unmatched\n",
 		res.Label, h.Count(), res.Ring.P50, res.Ring.P90, res.Ring.P99, res.Ring.Max, res.Ring.Missing, rr.expected, rr.unmatched)
-	return nil
+	if callsOut == "" {
+		return nil
+	}
+	f, err = os.Create(callsOut)
+	if err != nil {
+		return err
+	}
+	if err := rr.writeCalls(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // barrier writes ready (when set) and waits for goFile to exist (when

@@ -120,6 +120,7 @@ func main() {
 	flag.IntVar(&a.pid, "pid", 0, "with -url: the server's process id, for its RSS and CPU")
 	flag.StringVar(&a.admin, "admin", "", "with -url: the server's admin listener (http://host:port), for the hub's counters")
 	flag.StringVar(&a.stamps, "stamps", "", "with -url: the calls' start times (ctibridge loadtest synth --serve-ami --stamps): time each screen's ringing from them")
+	flag.StringVar(&a.callsOut, "calls-out", "", "with -stamps: write each call's screens' median and max latency to this file, a line per call (to pair two servers' files)")
 	flag.DurationVar(&a.idleCPU, "idle-cpu", 0, "with -url and -pid: first measure the server's CPU without the clients for this long")
 	flag.StringVar(&a.ready, "ready", "", "with -url: write this file when every client has its snapshot")
 	flag.StringVar(&a.goFile, "go", "", "with -url: then wait for this file to exist before measuring")

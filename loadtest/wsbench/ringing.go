@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -108,6 +110,13 @@ type ringResult struct {
 	// expected and seen count, for the calls placed in the window, one
 	// per client: a call no client saw is missing from every screen.
 	expected, seen int
+	calls          map[callKey][]time.Duration // per call, its screens' latencies (when not nil)
+}
+
+// callKey names a call: its callee and stamp.
+type callKey struct {
+	exten uint32
+	stamp int64
 }
 
 // match times each recorded ringing from the latest stamp of its
@@ -124,6 +133,10 @@ func (s stamps) match(recs []ringRec, clients int, from, to int64, out *ringResu
 		}
 		st := ts[i-1]
 		out.latency.Record(time.Duration(r.at - st))
+		if out.calls != nil {
+			k := callKey{r.exten, st}
+			out.calls[k] = append(out.calls[k], time.Duration(r.at-st))
+		}
 		if st >= from && st < to {
 			out.seen++
 		}
@@ -135,4 +148,20 @@ func (s stamps) match(recs []ringRec, clients int, from, to int64, out *ringResu
 			}
 		}
 	}
+}
+
+// writeCalls writes one line per call, in stamp order: "<callee>
+// <stamp ns> <screens> <median µs> <max µs>", so that two paths' files
+// pair up by their first two fields (bench/edges.sh).
+func (rr *ringResult) writeCalls(w io.Writer) error {
+	keys := slices.SortedFunc(maps.Keys(rr.calls), func(a, b callKey) int {
+		return cmp.Or(cmp.Compare(a.stamp, b.stamp), cmp.Compare(a.exten, b.exten))
+	})
+	bw := bufio.NewWriter(w)
+	for _, k := range keys {
+		ds := rr.calls[k]
+		slices.Sort(ds)
+		fmt.Fprintf(bw, "%d %d %d %d %d\n", k.exten, k.stamp, len(ds), ds[(len(ds)-1)/2].Microseconds(), ds[len(ds)-1].Microseconds())
+	}
+	return bw.Flush()
 }

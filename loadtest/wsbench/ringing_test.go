@@ -39,24 +39,29 @@ func TestRingsObserve(t *testing.T) {
 // window are expected on every screen; a line being written is left out
 // and a bad line is an error.
 func TestStampsMatch(t *testing.T) {
-	st, err := readStamps(strings.NewReader("2001 1000\n2003 1500\n2001 5000\n2001 90"))
+	st, err := readStamps(strings.NewReader("2001 1000000\n2003 1500000\n2001 5000000\n2001 90"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(st[2001]) != 2 {
 		t.Fatalf("stamps %v: the unterminated line was read", st)
 	}
-	var rr ringResult
-	recs := []ringRec{{2001, 1200}, {2001, 5300}, {2001, 900}, {2003, 1600}, {2003, 1700}, {2009, 2000}}
-	st.match(recs, 2, 1000, 2000, &rr)
+	rr := ringResult{calls: map[callKey][]time.Duration{}}
+	recs := []ringRec{{2001, 1200000}, {2001, 5300000}, {2001, 900000}, {2003, 1600000}, {2003, 1800000}, {2009, 2000000}}
+	st.match(recs, 2, 1000000, 2000000, &rr)
 	if rr.latency.Count() != 4 || rr.unmatched != 2 {
 		t.Errorf("%d matched, %d unmatched; want 4, 2", rr.latency.Count(), rr.unmatched)
 	}
-	if rr.latency.Min() != 100 || rr.latency.Max() != 300 {
-		t.Errorf("latencies %v..%v, want 100ns..300ns", rr.latency.Min(), rr.latency.Max())
+	if rr.latency.Min() != 100*time.Microsecond || rr.latency.Max() != 300*time.Microsecond {
+		t.Errorf("latencies %v..%v, want 100µs..300µs", rr.latency.Min(), rr.latency.Max())
 	}
 	if rr.expected != 4 || rr.seen != 3 { // 2 calls in the window x 2 clients; 2001@1000 once, 2003@1500 twice
 		t.Errorf("expected %d seen %d, want 4, 3", rr.expected, rr.seen)
+	}
+	var calls strings.Builder
+	rr.writeCalls(&calls)
+	if want := "2001 1000000 1 200 200\n2003 1500000 2 100 300\n2001 5000000 1 300 300\n"; calls.String() != want {
+		t.Errorf("calls:\n%s", calls.String())
 	}
 	if _, err := readStamps(strings.NewReader("2001 1000\nx 12\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad line: %v", err)
@@ -109,8 +114,21 @@ func TestAttachRings(t *testing.T) {
 	l.readers.Close()
 	var res attachResult
 	res.Label = "hub"
-	if err := res.addRings(l, path, clients, t0, t1.Add(2*time.Second)); err != nil {
+	callsOut := filepath.Join(t.TempDir(), "calls")
+	if err := res.addRings(l, path, callsOut, clients, t0, t1.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(callsOut)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != calls {
+		t.Fatalf("calls file:\n%s", b)
+	}
+	for k, line := range lines {
+		var x, n, med, mx int64
+		var st int64
+		if _, err := fmt.Sscan(line, &x, &st, &n, &med, &mx); err != nil || x != int64(1000+k) || n != clients || med > mx {
+			t.Errorf("call line %q: %v", line, err)
+		}
 	}
 	r := res.Ring
 	if r.Count != clients*calls || r.Expected != clients*calls || r.Missing != 0 || r.Unmatched != 0 {
