@@ -169,6 +169,8 @@ for round in $(seq "$ROUNDS"); do
       up "$RATE"
       # shellcheck disable=SC2086
       clients "$round" scale "$CLIENTS" $edges
+      stop_all # fresh processes: a process that had clients keeps their memory
+      up "$RATE"
       clients "$round" scale-one-edge "$CLIENTS" edge1
       clients "$round" scale-single "$CLIENTS" single
       ;;
