@@ -139,38 +139,26 @@ func TestAttachRings(t *testing.T) {
 	}
 }
 
-// BenchmarkMessageRing is a screen's cost per event with ringing followed
-// (-stamps): the head's fields and the state map, per message read.
-func BenchmarkMessageRing(b *testing.B) {
-	l, err := newLoad(1, 1, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.readers.Close()
-	l.got[0] = true
-	l.measuring.Store(true)
-	heads := [][]byte{ev("2001", "ringing"), ev("2001", "busy"), ev("2002", "online")}
-	b.ReportAllocs()
-	for i := range b.N {
-		l.Message(0, 0, heads[i%3], int64(i))
-		if len(l.rings[0].recs) > 1<<16 {
-			l.rings[0].recs = l.rings[0].recs[:0]
-		}
-	}
-}
-
-// BenchmarkMessage is the same without -stamps, for comparison.
+// BenchmarkMessage is a screen's cost per event read, with ringing
+// followed (-stamps: the head's fields and the state map) and without.
 func BenchmarkMessage(b *testing.B) {
-	l, err := newLoad(1, 1, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.readers.Close()
-	l.got[0] = true
-	l.measuring.Store(true)
-	heads := [][]byte{ev("2001", "ringing"), ev("2001", "busy"), ev("2002", "online")}
-	b.ReportAllocs()
-	for i := range b.N {
-		l.Message(0, 0, heads[i%3], int64(i))
+	for _, withRings := range []bool{true, false} {
+		b.Run(fmt.Sprintf("rings=%v", withRings), func(b *testing.B) {
+			l, err := newLoad(1, 1, withRings)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.readers.Close()
+			l.got[0] = true
+			l.measuring.Store(true)
+			heads := [][]byte{ev("2001", "ringing"), ev("2001", "busy"), ev("2002", "online")}
+			b.ReportAllocs()
+			for i := range b.N {
+				l.Message(0, 0, heads[i%3], int64(i))
+				if withRings && len(l.rings[0].recs) > 1<<16 {
+					l.rings[0].recs = l.rings[0].recs[:0]
+				}
+			}
+		})
 	}
 }
