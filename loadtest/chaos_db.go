@@ -79,12 +79,13 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	var res sipp.Result
 	var callErr error
 	callsDone := make(chan struct{})
+	callsEnd := time.Now().Add(cfg.DBDuration)
 	go func() {
 		defer close(callsDone)
 		res, callErr = pbx.calls(ctx, cfg, cfg.DBDuration)
 	}()
 	readyDown := r.outage(ctx, serveStart)
-	r.killLoop(ctx, rng, callsDone)
+	r.killLoop(ctx, rng, callsDone, callsEnd)
 	<-callsDone
 	if callErr != nil {
 		return callErr
@@ -117,10 +118,17 @@ func (r *dbRun) outage(ctx context.Context, start time.Time) time.Duration {
 	return ready
 }
 
-// killLoop kills serve with -9 at random instants until the calls end.
-func (r *dbRun) killLoop(ctx context.Context, rng *rand.Rand, callsDone <-chan struct{}) {
+// killLoop kills serve with -9 at random instants until the calls end
+// (due at callsEnd). The first kill always lands while calls are placed:
+// it starts after the outage, and a random wait longer than the calls
+// have left would make a run with no kill at all (seen in CI with a 5 s
+// run, a 3 s outage and a 2 s mean wait).
+func (r *dbRun) killLoop(ctx context.Context, rng *rand.Rand, callsDone <-chan struct{}, callsEnd time.Time) {
 	for {
 		wait := time.Duration(float64(r.cfg.KillEvery) * (0.5 + rng.Float64()))
+		if left := time.Until(callsEnd); len(r.kills) == 0 && wait > left/2 {
+			wait = max(left/2, 0)
+		}
 		select {
 		case <-ctx.Done():
 			return
