@@ -215,9 +215,15 @@ func (r *ChaosReport) JSON() []byte {
 	return append(b, '\n')
 }
 
-// WriteText prints the checks as a table, then the counters and notes.
+// WriteText prints the run's header and its checks (writeChecks).
 func (r *ChaosReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "chaos run of %v (seed %d)\n\n", r.Elapsed.Round(time.Second), r.Seed)
+	r.writeChecks(w)
+}
+
+// writeChecks prints the checks as a table, then the counters, notes and
+// work directory.
+func (r *ChaosReport) writeChecks(w io.Writer) {
 	fmt.Fprintf(w, "%-8s %-46s %-24s %-16s %s\n", "scenario", "check", "measured", "target", "result")
 	for _, c := range r.Checks {
 		res := "PASS"
