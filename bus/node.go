@@ -93,7 +93,7 @@ type Node struct {
 	// name it makes the message ids of its publishes unique per leadership
 	// term, so a restarted node of the same name is not answered by the
 	// duplicate window with its former self's messages.
-	pubTerm uint64
+	pubTerm  uint64
 	midLink  bool            // a chunk published since the last batch's end changes the link
 	lastLink calls.LinkState // the link state of the last batch published
 	// restorePending: a stall marker came while midLink; restore after
