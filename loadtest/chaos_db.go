@@ -88,7 +88,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	// Let the last records reach the database, then stop serve cleanly
 	// (it flushes on SIGTERM) and count.
 	r.serve.waitReady(ctx, 30*time.Second)
-	r.waitStored(ctx)
+	waitCDRsStored(ctx, r.pg.DSN())
 	stopServe()
 	<-serveDone
 	return r.finish(ctx, rep, res, readyDown)
@@ -195,12 +195,12 @@ func (w *cdrWitness) snapshot() map[string]time.Time {
 	return maps.Clone(w.emitted)
 }
 
-// waitStored waits until the number of CDRs in the database has not
-// changed for 2 s (at most 30 s).
-func (r *dbRun) waitStored(ctx context.Context) {
+// waitCDRsStored waits until the number of CDRs in the database at dsn
+// has not changed for 2 s (at most 30 s).
+func waitCDRsStored(ctx context.Context, dsn string) {
 	last, since := -1, time.Now()
 	for start := time.Now(); time.Since(start) < 30*time.Second && ctx.Err() == nil; {
-		rows, err := cdrRows(ctx, r.pg.DSN())
+		rows, err := cdrRows(ctx, dsn)
 		if err == nil && len(rows) != last {
 			last, since = len(rows), time.Now()
 		}

@@ -24,6 +24,7 @@ const loadtestUsage = `Usage:
   ctibridge loadtest ws URL [flags]     WebSocket clients subscribed to the live state
   ctibridge loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
   ctibridge loadtest chaos [flags]      issue 19's fault suite: AMI faults, DB outage and kill -9, WebSocket flood
+  ctibridge loadtest failover [flags]   scale-out: the leading bridge killed (SIGKILL) again and again, takeover times, ghosts, CDRs, resumes
   ctibridge loadtest synth [flags]      a synthetic AMI with thousands of extensions and calls up, the bridge's engine measured
 
 Common flags: --json, --html FILE, --profile DIR (with --admin URL), --max-p99 DUR, ...
@@ -131,7 +132,7 @@ func parseWithURL(fs *flag.FlagSet, args []string) (string, error) {
 	return pos[0], nil
 }
 
-// runLoadtest is `ctibridge loadtest http|ws|e2e|chaos ...`.
+// runLoadtest is `ctibridge loadtest http|ws|e2e|chaos|failover|synth ...`.
 func runLoadtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, loadtestUsage)
@@ -146,6 +147,8 @@ func runLoadtest(ctx context.Context, args []string, getenv func(string) string,
 		return loadtestE2E(ctx, args[1:], getenv, stdout, stderr)
 	case "chaos":
 		return loadtestChaos(ctx, args[1:], stdout, stderr)
+	case "failover":
+		return loadtestFailover(ctx, args[1:], stdout, stderr)
 	case "synth":
 		return loadtestSynth(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
