@@ -266,14 +266,8 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	if _, err := sipp.LookPath(cfg.SIPpBinary); err != nil {
 		return nil, fmt.Errorf("loadtest: chaos: the traffic is SIPp's: %w", err)
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "ctibridge-chaos-")
-		if err != nil {
-			return nil, err
-		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := workDir(cfg.Dir, "ctibridge-chaos-")
+	if err != nil {
 		return nil, err
 	}
 	rep := &ChaosReport{Started: time.Now(), Seed: cfg.Seed, Counters: map[string]float64{}}
@@ -306,6 +300,15 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// workDir is a run's work directory: dir, created if need be, or a new
+// temporary one whose name begins with prefix.
+func workDir(dir, prefix string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", prefix)
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // chaosPBX is pbxsim with the chaos run's extensions: callers that SIPp

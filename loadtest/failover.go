@@ -152,14 +152,8 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	if _, err := sipp.LookPath(cfg.SIPpBinary); err != nil {
 		return nil, fmt.Errorf("loadtest: failover: the calls are SIPp's: %w", err)
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "ctibridge-failover-")
-		if err != nil {
-			return nil, err
-		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := workDir(cfg.Dir, "ctibridge-failover-")
+	if err != nil {
 		return nil, err
 	}
 	rep := newFailoverReport(cfg)
@@ -194,10 +188,10 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	if err := r.wit.start(ctx, &sc.wg, sc.pbx.pbx.AMIAddr()); err != nil {
 		return nil, err
 	}
+	defer r.closeViews()
 	if err := r.startNodes(ctx, dir); err != nil {
 		return rep, err
 	}
-	defer r.closeViews()
 	callsDone := make(chan struct{})
 	go func() { defer close(callsDone); r.placeCalls(ctx) }()
 	r.killLoop(ctx)
@@ -251,7 +245,7 @@ func (r *failRun) startNodes(ctx context.Context, dir string) error {
 		r.edges = append(r.edges, &n)
 	}
 	var err error
-	if r.lease, err = watchLease(ctx, r.urls, "default"); err != nil {
+	if r.lease, err = watchLease(ctx, &r.sc.wg, r.urls, "default"); err != nil {
 		return err
 	}
 	r.resume = newWSView()
@@ -288,7 +282,14 @@ func (r *failRun) placeCalls(ctx context.Context) {
 	}
 }
 
-// node is the bridge named name.
+// callsError is why SIPp stopped placing calls, or nil.
+func (r *failRun) callsError() error {
+	r.callsMu.Lock()
+	defer r.callsMu.Unlock()
+	return r.callsErr
+}
+
+// bridge is the bridge named name.
 func (r *failRun) bridge(name string) *failNode {
 	for _, b := range r.bridges {
 		if b.name == name {

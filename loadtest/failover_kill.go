@@ -15,8 +15,11 @@ type FailoverKill struct {
 	At     time.Time `json:"at"`
 	Killed string    `json:"killed"`     // the leader killed
 	Leader string    `json:"new_leader"` // who took the lease
-	// Lease: the lease held by another bridge (the KV bucket's change,
-	// as a NATS client of the bucket reads it).
+	// CallsUp is pbxsim's channels at the kill: calls that end while
+	// nobody follows the PBX are what a takeover could leave as ghosts.
+	CallsUp int `json:"calls_up"`
+	// Lease: the lease held by another bridge (when JetStream stored
+	// the KV bucket's change, read by a NATS client of the run's own).
 	Lease time.Duration `json:"lease_ns"`
 	// Stalled: every edge's WebSocket client told the state is not live
 	// (FirstStale says which state came first; stalled when a watcher's
@@ -66,7 +69,8 @@ func (r *failRun) killLoop(ctx context.Context) {
 
 // steady waits until both bridges are ready (the killed one restarted as
 // a standby), a bridge holds the lease, every edge is live, then lets
-// calls run for cfg.Settle.
+// calls run for cfg.Settle and until pbxsim has calls up (so that some
+// end during the takeover).
 func (r *failRun) steady(ctx context.Context) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -86,6 +90,12 @@ func (r *failRun) steady(ctx context.Context) error {
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
 	sleepCtx(ctx, r.cfg.Settle)
+	for len(r.sc.pbx.pbx.Channels()) == 0 {
+		if time.Now().After(deadline.Add(r.cfg.Settle)) || ctx.Err() != nil {
+			return fmt.Errorf("no call up on pbxsim after 60 s (SIPp: %v)", r.callsError())
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
 	return ctx.Err()
 }
 
@@ -104,6 +114,7 @@ func (r *failRun) killOnce(ctx context.Context, n int) FailoverKill {
 	k := FailoverKill{N: n, Killed: r.lease.holder(), Lease: -1, Stalled: -1, Live: -1}
 	leader := r.bridge(k.Killed)
 	r.resume.close() // the client leaves at the kill, with its seq
+	k.CallsUp = len(r.sc.pbx.pbx.Channels())
 	t0 := time.Now()
 	k.At = t0
 	if !leader.proc.kill9() {

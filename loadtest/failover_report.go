@@ -85,7 +85,7 @@ func (r *failRun) finish(ctx context.Context, rep *FailoverReport) {
 	rep.check(sc, "ghost calls stuck after a takeover", fmt.Sprint(stuckGhosts), "0", stuckGhosts == 0, true)
 	rep.check(sc, "calls missing (stuck) after a takeover", fmt.Sprint(stuckMissing), "0", stuckMissing == 0, true)
 	rep.check(sc, "edges live again before the lease was taken", fmt.Sprint(liveEarly), "0", liveEarly == 0, true)
-	rep.check(sc, "WebSocket resumed on the other edge (seq, epoch)", fmt.Sprintf("%d of %d", resumed, n), "all", n > 0 && resumed == n, true)
+	rep.check(sc, "WebSocket resumed on another edge (seq/epoch)", fmt.Sprintf("%d of %d", resumed, n), "all", n > 0 && resumed == n, true)
 	if r.cfg.MaxLive > 0 {
 		m := rep.Spread["live"].Max
 		rep.check(sc, "edges live again after a kill, max", fmtDur(m), "<= "+fmtDur(r.cfg.MaxLive), m >= 0 && m <= r.cfg.MaxLive, true)
@@ -94,7 +94,12 @@ func (r *failRun) finish(ctx context.Context, rep *FailoverReport) {
 	rep.check(sc, "takeover (lease held by the standby), p99", fmtDur(p), "<= "+fmtDur(takeoverTarget), p >= 0 && p <= takeoverTarget, false)
 	p = rep.Spread["live"].P99
 	rep.check(sc, "edges live again, p99", fmtDur(p), "<= "+fmtDur(takeoverTarget), p >= 0 && p <= takeoverTarget, false)
-	rep.check(sc, "kills whose edges said stalled first (a marker)", fmt.Sprintf("%d of %d", markerFirst, n), "all", markerFirst == n, false)
+	rep.check(sc, "kills whose edges said stalled first", fmt.Sprintf("%d of %d", markerFirst, n), "all", markerFirst == n, false)
+	for _, e := range r.edges {
+		if err := e.view.lastErr(); err != nil {
+			rep.note("%s's WebSocket client was disconnected: %v", e.name, err)
+		}
+	}
 	r.cdrChecks(ctx, rep)
 	r.nodeChecks(rep)
 	rep.count(sc, "kills", float64(n))
@@ -133,7 +138,7 @@ func (r *failRun) cdrChecks(ctx context.Context, rep *FailoverReport) {
 	if callsErr != nil {
 		rep.note("failover: SIPp: %v", callsErr)
 	}
-	rep.check(sc, "CDR rows == calls completed", fmt.Sprintf("%d rows, %d calls, %d Cdrs", stored, calls.Successful, len(emitted)), "equal, each once",
+	rep.check(sc, "CDR rows == calls completed", fmt.Sprintf("%d rows, %d calls", stored, calls.Successful), "equal, each once",
 		err == nil && calls.Successful > 0 && stored == calls.Successful && len(rows) == len(emitted), true)
 	rep.check(sc, "CDRs stored twice", fmt.Sprint(doubled), "0", err == nil && doubled == 0, true)
 	rep.check(sc, "Cdrs pbxsim emitted, not stored (lost)", fmt.Sprintf("%d of %d", lost, len(emitted)), "0", err == nil && lost == 0, true)
@@ -175,9 +180,9 @@ func (r *FailoverReport) JSON() []byte {
 func (r *FailoverReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "failover run of %v: %d kills of the leading bridge (SIGKILL), lease TTL %v, %d edges, %.0f calls/s\n\n",
 		r.Elapsed.Round(time.Second), len(r.Kills), r.LeaseTTL, r.Edges, r.Rate)
-	fmt.Fprintf(w, "%-4s %-9s %-10s %-7s %-7s %-7s %-17s %-13s %s\n", "kill", "killed", "new leader", "lease", "stalled", "live", "first stale", "ghosts/stuck", "resume")
+	fmt.Fprintf(w, "%-4s %-9s %-10s %-8s %-7s %-7s %-7s %-17s %-13s %s\n", "kill", "killed", "new leader", "calls up", "lease", "stalled", "live", "first stale", "ghosts/stuck", "resume")
 	for _, k := range r.Kills {
-		fmt.Fprintf(w, "%-4d %-9s %-10s %-7s %-7s %-7s %-17s %-13s %s\n", k.N, k.Killed, k.Leader, fmtDur(k.Lease), fmtDur(k.Stalled), fmtDur(k.Live),
+		fmt.Fprintf(w, "%-4d %-9s %-10s %-8d %-7s %-7s %-7s %-17s %-13s %s\n", k.N, k.Killed, k.Leader, k.CallsUp, fmtDur(k.Lease), fmtDur(k.Stalled), fmtDur(k.Live),
 			strings.Join(k.FirstStale, ","), fmt.Sprintf("%d/%d", k.Ghosts, k.GhostsStuck), k.Resume+" on "+k.ResumeOn)
 		for _, x := range k.Wrong {
 			fmt.Fprintf(w, "     %s\n", x)

@@ -238,9 +238,9 @@ type leaseWatch struct {
 	changes []leaseAt
 }
 
-// watchLease connects to urls and watches pbx's lease until ctx ends; the
-// bucket must exist (a bridge has started).
-func watchLease(ctx context.Context, urls, pbx string) (*leaseWatch, error) {
+// watchLease connects to urls and watches pbx's lease in wg until ctx
+// ends; the bucket must exist (a bridge has started).
+func watchLease(ctx context.Context, wg *sync.WaitGroup, urls, pbx string) (*leaseWatch, error) {
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: failover: NATS: %w", err)
@@ -261,7 +261,7 @@ func watchLease(ctx context.Context, urls, pbx string) (*leaseWatch, error) {
 		return nil, fmt.Errorf("loadtest: failover: watching the lease: %w", err)
 	}
 	l := &leaseWatch{nc: nc}
-	go func() {
+	wg.Go(func() {
 		defer nc.Close()
 		defer w.Stop()
 		for {
@@ -275,7 +275,9 @@ func watchLease(ctx context.Context, urls, pbx string) (*leaseWatch, error) {
 				if e == nil {
 					continue // the initial values are in
 				}
-				c := leaseAt{at: time.Now(), rev: e.Revision()}
+				// The time JetStream stored the change (this machine's
+				// clock, as the clients' read times are).
+				c := leaseAt{at: e.Created(), rev: e.Revision()}
 				if e.Operation() == jetstream.KeyValuePut {
 					c.holder = string(e.Value())
 				}
@@ -284,7 +286,7 @@ func watchLease(ctx context.Context, urls, pbx string) (*leaseWatch, error) {
 				l.mu.Unlock()
 			}
 		}
-	}()
+	})
 	return l, nil
 }
 

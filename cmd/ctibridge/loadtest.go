@@ -538,3 +538,47 @@ func withBridge(ctx context.Context, amiAddr, amiUser, amiSecret string, pbxErr 
 	}
 	return f(b)
 }
+
+// suiteFlags are the flags of the runs that start this binary as child
+// processes (chaos, failover).
+type suiteFlags struct {
+	bin, dir, logLevel string
+	serveArgs          listFlag
+	keep, json, strict bool
+}
+
+// register adds --bin, --serve-arg, --dir, --keep, --json, --strict
+// (strictUsage) and --log-level; runs names the children.
+func (s *suiteFlags) register(fs *flag.FlagSet, runs, strictUsage string) {
+	fs.StringVar(&s.bin, "bin", "", "ctibridge binary to run as "+runs+" (default: this one)")
+	fs.Var(&s.serveArgs, "serve-arg", "extra argument for every "+runs+" (repeatable: --serve-arg=--ws-slow-timeout --serve-arg=5s)")
+	fs.StringVar(&s.dir, "dir", "", "work directory (the logs and data of "+runs+"); default a temporary one, removed unless --keep")
+	fs.BoolVar(&s.keep, "keep", false, "keep the work directory")
+	fs.BoolVar(&s.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&s.strict, "strict", false, strictUsage)
+	fs.StringVar(&s.logLevel, "log-level", "warn", "log level of the run's progress")
+}
+
+// setup defaults --bin to this binary and makes the progress logger.
+func (s *suiteFlags) setup(mode string, stderr io.Writer) (*slog.Logger, error) {
+	if s.bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("loadtest %s: --bin: %w", mode, err)
+		}
+		s.bin = self
+	}
+	return newLogger(stderr, "text", s.logLevel)
+}
+
+// print writes the report as JSON or text.
+func (s *suiteFlags) print(stdout io.Writer, rep interface {
+	JSON() []byte
+	WriteText(io.Writer)
+}) {
+	if s.json {
+		stdout.Write(rep.JSON())
+	} else {
+		rep.WriteText(stdout)
+	}
+}

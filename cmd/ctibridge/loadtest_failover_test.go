@@ -35,15 +35,7 @@ func TestLoadtestFailoverShort(t *testing.T) {
 	if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl"); len(m) == 0 {
 		t.Skip("no PostgreSQL binaries")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "ctibridge")
-	build := []string{"build", "-o", bin}
-	if chaosRace {
-		build = append(build, "-race")
-	}
-	if out, err := exec.Command("go", append(build, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, bin := buildSelf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	args := []string{"failover", "--bin", bin, "--kills", "3", "--json", "--max-live", "10s", "--dir", filepath.Join(dir, "work"), "--keep"}
