@@ -137,8 +137,10 @@ type failRun struct {
 
 	callsMu  sync.Mutex
 	calls    sipp.Result
-	callsErr error
-	stopCall atomic.Bool
+	callsErr error // SIPp's first failure
+	// sippFailures counts the batches SIPp failed.
+	sippFailures int
+	stopCall     atomic.Bool
 }
 
 // RunFailover starts the topology, kills the leading bridge cfg.Kills
@@ -264,21 +266,29 @@ func (r *failRun) closeViews() {
 }
 
 // placeCalls runs SIPp in batches of 10 s until stopCall, adding up the
-// results.
+// results. A batch that fails (SIPp could not start: a port another
+// process took meanwhile) is retried after a second, three times in a
+// row at most.
 func (r *failRun) placeCalls(ctx context.Context) {
-	for !r.stopCall.Load() && ctx.Err() == nil {
+	for failed := 0; !r.stopCall.Load() && ctx.Err() == nil && failed < 3; {
 		res, err := r.sc.pbx.calls(ctx, r.cfg.chaos(), 10*time.Second)
 		r.callsMu.Lock()
 		r.calls.Created += res.Created
 		r.calls.Successful += res.Successful
 		r.calls.Failed += res.Failed
-		if err != nil && r.callsErr == nil && ctx.Err() == nil {
-			r.callsErr = err
+		if err != nil && ctx.Err() == nil {
+			r.sippFailures++
+			if r.callsErr == nil {
+				r.callsErr = fmt.Errorf("%w: %s", err, res.Errors)
+			}
 		}
 		r.callsMu.Unlock()
-		if err != nil {
-			return
+		if err == nil {
+			failed = 0
+			continue
 		}
+		failed++
+		sleepCtx(ctx, time.Second)
 	}
 }
 

@@ -133,17 +133,17 @@ func (r *failRun) cdrChecks(ctx context.Context, rep *FailoverReport) {
 		}
 	}
 	r.callsMu.Lock()
-	calls, callsErr := r.calls, r.callsErr
+	calls, callsErr, sippFailures := r.calls, r.callsErr, r.sippFailures
 	r.callsMu.Unlock()
 	if callsErr != nil {
-		rep.note("failover: SIPp: %v", callsErr)
+		rep.note("failover: SIPp failed %d times; the first: %v", sippFailures, callsErr)
 	}
 	rep.check(sc, "CDR rows == calls completed", fmt.Sprintf("%d rows, %d calls", stored, calls.Successful), "equal, each once",
 		err == nil && calls.Successful > 0 && stored == calls.Successful && len(rows) == len(emitted), true)
 	rep.check(sc, "CDRs stored twice", fmt.Sprint(doubled), "0", err == nil && doubled == 0, true)
 	rep.check(sc, "Cdrs pbxsim emitted, not stored (lost)", fmt.Sprintf("%d of %d", lost, len(emitted)), "0", err == nil && lost == 0, true)
 	for k, v := range map[string]int{"calls_successful": calls.Successful, "calls_failed": calls.Failed, "cdr_rows": stored,
-		"cdr_uniqueids": len(rows), "cdr_emitted": len(emitted)} {
+		"cdr_uniqueids": len(rows), "cdr_emitted": len(emitted), "sipp_failures": sippFailures} {
 		rep.count(sc, k, float64(v))
 	}
 }
