@@ -114,6 +114,7 @@ func (r *failRun) cdrChecks(ctx context.Context, rep *FailoverReport) {
 	for t0 := time.Now(); len(r.sc.pbx.pbx.Channels()) > 0 && time.Since(t0) < 15*time.Second; {
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
+	r.finalGhosts(ctx, rep)
 	waitCDRsStored(ctx, r.dsn)
 	rows, err := cdrRows(ctx, r.dsn)
 	if err != nil {
@@ -146,6 +147,35 @@ func (r *failRun) cdrChecks(ctx context.Context, rep *FailoverReport) {
 		"cdr_uniqueids": len(rows), "cdr_emitted": len(emitted), "sipp_failures": sippFailures} {
 		rep.count(sc, k, float64(v))
 	}
+}
+
+// finalGhosts counts, once the calls have ended and a grace later, the
+// extensions the edges' REST (e2e's restGhosts) and WebSocket clients
+// still show in a call that pbxsim has no channel for.
+func (r *failRun) finalGhosts(ctx context.Context, rep *FailoverReport) {
+	sleepCtx(ctx, r.cfg.Grace)
+	busy := channelExtens(r.sc.pbx.pbx.Channels())
+	ghosts := 0
+	views := []*wsView{r.resume}
+	for _, e := range r.edges {
+		g, _, err := restGhosts(ctx, E2EConfig{HTTP: e.proc.http, Token: e.token}, busy)
+		if err != nil {
+			rep.note("%s: %v", e.name, err)
+		}
+		if len(g) > 0 {
+			rep.note("%s's REST still shows %d extensions in a call after the run, e.g. %v", e.name, len(g), g[:min(len(g), 5)])
+		}
+		ghosts += len(g)
+		views = append(views, e.view)
+	}
+	for _, v := range views {
+		for x := range v.shown() {
+			if !busy[x] {
+				ghosts++
+			}
+		}
+	}
+	rep.check("failover", "ghost calls once the calls ended", fmt.Sprint(ghosts), "0", ghosts == 0, true)
 }
 
 // nodeChecks counts the nodes' crashes and their exits other than the
