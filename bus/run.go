@@ -27,10 +27,14 @@ type stored struct {
 // error, ErrDeposed, or the error that stopped the following.
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	n.ctx = ctx
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Cancel first: a Run that returns with an error (deposed) must stop
+	// its goroutines, the lease's renewal among them, before it waits.
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	msgs := make(chan stored, 256)
 	ferr := make(chan error, 1)
 	wg.Go(func() { ferr <- n.follow(ctx, msgs) })
@@ -202,7 +206,7 @@ func (n *Node) apply(m stored, primary bool) error {
 
 // lead takes the PBX link: Primary is at the stream's seq last.
 func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error {
-	n.pubSeq = last
+	n.pubSeq, n.pubTerm = last, last
 	p := n.cfg.Primary
 	// The lead record goes first and is fenced like every publish: a
 	// stream that moved since the catch-up (but for stall markers) means
@@ -239,7 +243,7 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 // ends. pubMu held once leading.
 func (n *Node) publish(data []byte) error {
 	n.pubCount++
-	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubCount, 10)
+	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubTerm, 10) + "/" + strconv.FormatUint(n.pubCount, 10)
 	warned := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
