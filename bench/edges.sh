@@ -34,7 +34,7 @@ CALLS=${CALLS:-20} # calls held up
 RATE=${RATE:-0.2}  # new calls/s in the scale phase
 D=${D:-20s}        # each measuring window
 LAT_CLIENTS=${LAT_CLIENTS:-20}
-LAT_RATE=${LAT_RATE:-5}
+LAT_RATE=${LAT_RATE:-10}
 LAT_D=${LAT_D:-30s}
 
 mkdir -p bench/out
