@@ -37,6 +37,15 @@ LAT_CLIENTS=${LAT_CLIENTS:-20}
 LAT_RATE=${LAT_RATE:-10}
 LAT_D=${LAT_D:-30s}
 
+for t in /usr/sbin/nats-server jq curl python3; do
+  command -v "$t" >/dev/null || { echo "bench/edges.sh: needs $t" >&2; exit 1; }
+done
+# Each wsbench and each server holds CLIENTS sockets: the hard fd limit
+# must be above it (Go raises the soft limit to the hard one).
+if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -le "$((CLIENTS + 200))" ]; then
+  echo "bench/edges.sh: the hard fd limit $(ulimit -Hn) is too low for CLIENTS=$CLIENTS" >&2
+  exit 1
+fi
 mkdir -p bench/out
 out=bench/out/edges.json
 tmp=$(mktemp -d)
