@@ -1,7 +1,6 @@
 package calls
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -80,14 +79,6 @@ func (e *pbxNameError) Error() string { return "PBX name " + strconvQuote(e.name
 func errPBXName(name, want string) error { return &pbxNameError{name, want} }
 
 func strconvQuote(s string) string { return string(appendString(nil, s)) }
-
-// PBXState is one PBX's link as the combined snapshot shows it.
-type PBXState struct {
-	Name  string // "" for the default PBX
-	Link  LinkState
-	Stale bool
-	Since int64 // ms since the epoch when Link last changed
-}
 
 // Source is one PBX merged by a Multi: *Engine satisfies it.
 type Source interface {
@@ -178,7 +169,8 @@ func (m *Multi) Sync(i int) *Snapshot {
 	m.version++
 	s := m.snapshot(0, cur.At)
 	if statusChanged {
-		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: cur.At})
+		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: cur.At,
+			ent: &multiStatus{full: s.status, version: s.Version, pbxs: s.PBXs, changed: src.name}})
 	}
 	s.Seq = m.feed.append(ch)
 	clear(ch)
@@ -191,7 +183,7 @@ func (m *Multi) Sync(i int) *Snapshot {
 func (m *Multi) snapshot(seq uint64, at int64) *Snapshot {
 	p := &m.pub
 	s := &Snapshot{
-		Version: m.version, Seq: seq, At: at, Link: LinkLive,
+		Version: m.version, Seq: seq, At: at,
 		Extensions: p.exts.cur, Queues: p.queues, Parkings: p.parks, Trunks: p.trunks, Conferences: p.confs,
 		extParts: p.exts.published(), extAll: p.extAll,
 		queue: p.queue, park: p.park, trunk: p.trunk, conf: p.conf,
@@ -199,57 +191,14 @@ func (m *Multi) snapshot(seq uint64, at int64) *Snapshot {
 	}
 	for _, src := range m.srcs {
 		c := src.last
-		st := PBXState{Name: src.name, Link: c.Link, Stale: c.Stale || c.Link != LinkLive, Since: c.Since}
-		s.PBXs = append(s.PBXs, st)
+		s.PBXs = append(s.PBXs, PBXState{Name: src.name, Link: c.Link, Stale: c.Stale || c.Link != LinkLive, Since: c.Since})
 		if src.name == "" {
 			s.cellphones = c.cellphones // the default PBX's presence as it is
 		}
-		if worse(st.Link, s.Link) {
-			s.Link = st.Link
-		}
-		s.Stale = s.Stale || st.Stale
-		s.Since = max(s.Since, st.Since)
 	}
-	s.status = appendMultiStatus(nil, s)
+	s.Link, s.Stale, s.Since = aggregate(s.PBXs, all)
+	s.status = appendMultiStatus(nil, s.Version, s.PBXs, all)
 	return s
-}
-
-// worse orders the link states for the aggregate: down, stalled,
-// resyncing, live.
-func worse(a, b LinkState) bool {
-	rank := func(l LinkState) int {
-		switch l {
-		case LinkDown:
-			return 0
-		case LinkStalled:
-			return 1
-		case LinkResyncing:
-			return 2
-		}
-		return 3
-	}
-	return rank(a) < rank(b)
-}
-
-// appendMultiStatus is the status with every PBX's link:
-// {"pbx":"<worst>","version":N,"since":ms,"pbxs":{"default":{"pbx":"live","stale":false,"since":ms},"site2":{...}}}.
-func appendMultiStatus(b []byte, s *Snapshot) []byte {
-	b = appendStatus(b, s.Link, s.Version, s.Since)
-	b = append(b[:len(b)-1], `,"pbxs":{`...)
-	for i, st := range s.PBXs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, cmp.Or(st.Name, DefaultPBXName))
-		b = append(b, `:{`...)
-		b = appendStrField(b, "pbx", st.Link.String())
-		b = append(b, ',')
-		b = appendBoolField(b, "stale", st.Stale)
-		b = append(b, ',')
-		b = appendIntField(b, "since", st.Since)
-		b = append(b, '}')
-	}
-	return append(b, '}', '}')
 }
 
 // mergeExts takes the extensions the engine re-encoded between old and

@@ -243,6 +243,24 @@ func TestMultiLinkPerPBX(t *testing.T) {
 	if len(cs) != 1 || cs[0].Type != "pbxStatus" || !bytes.Equal(cs[0].Data, s.StatusJSON()) {
 		t.Fatalf("feed after site2 went down: %+v", cs)
 	}
+	// A reader of the default PBX only: its link, live, not stale; of
+	// site2: down; the change is news to site2's readers only.
+	def, site2 := func(n string) bool { return n == "" }, func(n string) bool { return n == "site2" }
+	if got, want := string(s.StatusFor(def)), `{"pbx":"live","version":`; !strings.HasPrefix(got, want) || strings.Contains(got, "site2") || !strings.Contains(got, `"pbxs":{"default":{"pbx":"live","stale":false,`) {
+		t.Errorf("status for the default PBX's reader %s", got)
+	}
+	if got := string(s.StatusFor(site2)); !strings.HasPrefix(got, `{"pbx":"down",`) || strings.Contains(got, "default") {
+		t.Errorf("status for site2's reader %s", got)
+	}
+	if s.StaleFor(def) || !s.StaleFor(site2) || s.PBXStale("") || !s.PBXStale("site2") || !s.PBXStale("site9") {
+		t.Errorf("stale: default %v, site2 %v", s.StaleFor(def), s.StaleFor(site2))
+	}
+	if b, news := cs[0].StatusFor(def); news || b != nil {
+		t.Errorf("site2's change is news to the default PBX's reader: %s", b)
+	}
+	if b, news := cs[0].StatusFor(site2); !news || !bytes.Equal(b, s.StatusFor(site2)) {
+		t.Errorf("site2's change to site2's reader: %v %s", news, b)
+	}
 	if s2 := p.m.Sync(1); s2 != s {
 		t.Fatal("a Sync with nothing new made a new snapshot")
 	}

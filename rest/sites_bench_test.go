@@ -64,7 +64,8 @@ func (nopPBX) Do(context.Context, ami.Message) (ami.Response, error) { return am
 
 // TestPBXReadsAlloc holds the ?pbx= reads to zero allocations per request
 // once their version's body is made, for a user who sees everything and
-// for one who may not see site2's calls, and a user limited to some PBXs.
+// for one who may not see site2's calls: collections, the user's own
+// conversations, conferences (also without ?pbx=), the status.
 func TestPBXReadsAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -81,6 +82,11 @@ func TestPBXReadsAlloc(t *testing.T) {
 		{"alice", "/astproxy/extensions?pbx=site2"},
 		{"alice", "/astproxy/trunks?pbx=default"},
 		{"bob", "/astproxy/queues?x=1&pbx=site2"},
+		{"alice", "/astproxy/conversations?pbx=default"},
+		{"root", "/astproxy/conferences?pbx=site2"},
+		{"alice", "/astproxy/conferences?pbx=default"},
+		{"bob", "/astproxy/conferences"},
+		{"root", "/astproxy/status?pbx=default"},
 	} {
 		tok, _, _ := svc.Tokens().Issue(c.user)
 		req := httptest.NewRequest("GET", c.path, nil)
