@@ -90,7 +90,8 @@ type Source interface {
 // any goroutine (one per PBX, each after its engine published); Snapshot
 // and Feed are safe from any goroutine.
 type Multi struct {
-	mu      sync.Mutex // held while merging
+	cells   map[string]string // every PBX's Config.Cellphones, by combined id
+	mu      sync.Mutex        // held while merging
 	srcs    []*multiSrc
 	pub     published
 	version uint64
@@ -112,6 +113,12 @@ type multiSrc struct {
 func NewMulti(feedSize int, names []string, srcs []Source) *Multi {
 	m := &Multi{pub: newPublished(), feed: newFeed(feedSize)}
 	empty := &Snapshot{queue: newColl[Queue](), park: newColl[Parking](), trunk: newColl[Trunk](), conf: newColl[Conference]()}
+	m.cells = map[string]string{}
+	for i, s := range srcs {
+		for k, v := range s.Snapshot().cellphones { // the engine's configuration: fixed
+			m.cells[QualifyID(names[i], k)] = v
+		}
+	}
 	for i, s := range srcs {
 		// Notifications from before the Multi are not news.
 		ms := &multiSrc{name: names[i], src: s, last: empty, seq: s.Snapshot().Seq}
@@ -187,14 +194,11 @@ func (m *Multi) snapshot(seq uint64, at int64) *Snapshot {
 		Extensions: p.exts.cur, Queues: p.queues, Parkings: p.parks, Trunks: p.trunks, Conferences: p.confs,
 		extParts: p.exts.published(), extAll: p.extAll,
 		queue: p.queue, park: p.park, trunk: p.trunk, conf: p.conf,
-		state: &lazy{}, presence: &lazy{},
+		state: &lazy{}, presence: &lazy{}, cellphones: m.cells,
 	}
 	for _, src := range m.srcs {
 		c := src.last
 		s.PBXs = append(s.PBXs, PBXState{Name: src.name, Link: c.Link, Stale: c.Stale || c.Link != LinkLive, Since: c.Since})
-		if src.name == "" {
-			s.cellphones = c.cellphones // the default PBX's presence as it is
-		}
 	}
 	s.Link, s.Stale, s.Since = aggregate(s.PBXs, all)
 	s.status = appendMultiStatus(nil, s.Version, s.PBXs, all)
@@ -358,6 +362,11 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 		encode:  appendConference,
 		gone:    func(k string) Conference { return Conference{ID: k} }})
 }
+
+// Cellphone is the cellphone of the user whose main extension is exten
+// (Config.Cellphones; every PBX's in a combined snapshot, by combined id):
+// what PresenceOf takes.
+func (s *Snapshot) Cellphone(exten string) string { return s.cellphones[exten] }
 
 // Collection names a collection for Snapshot.CollectionWhere.
 type Collection uint8

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
 )
 
 // twoPBXs is a default PBX and a PBX named site2 fed the same messages,
@@ -318,5 +320,30 @@ func TestMultiFeedAheadOfSnapshot(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d extenRinging in the combined feed, want 1: %+v", n, cs)
+	}
+}
+
+// TestMultiPresenceCellphones: the combined presence reads each PBX's
+// cellphones (Config.Cellphones, by its own ids) for its extensions: a
+// forward to site2:201's user's cellphone is "cellphone" there, as in
+// site2's engine, while the same forward on the default PBX's 201 (whose
+// user has another cellphone) is "callforward".
+func TestMultiPresenceCellphones(t *testing.T) {
+	cf := func(e *Engine, to string) {
+		e.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "DBGetResponse"}, ami.Header{Key: "Family", Value: "CF"},
+			ami.Header{Key: "Key", Value: "201"}, ami.Header{Key: "Val", Value: to}))
+		e.Publish()
+	}
+	a := New(Config{Names: map[string]string{"201": "Ada"}, Cellphones: map[string]string{"201": "3330000001"}})
+	b := New(Config{Names: map[string]string{"201": "Sam"}, Cellphones: map[string]string{"201": "3331234567"}})
+	cf(a, "3331234567")
+	cf(b, "3331234567")
+	m := NewMulti(0, []string{"", "site2"}, []Source{a, b})
+	s := m.Snapshot()
+	if got, want := string(s.PresenceJSON()), `{"201":"callforward","site2:201":"cellphone"}`; got != want {
+		t.Errorf("presence %s, want %s", got, want)
+	}
+	if s.Cellphone("site2:201") != "3331234567" || s.Cellphone("201") != "3330000001" || s.Cellphone("202") != "" {
+		t.Errorf("cellphones: site2:201 %q, 201 %q", s.Cellphone("site2:201"), s.Cellphone("201"))
 	}
 }

@@ -52,12 +52,12 @@ func BenchmarkChange(b *testing.B) {
 			}
 			defer h.q.Close()
 			s := &Service{hooks: []*hook{h}, log: discard()}
-			s.tr = newTracker(lookup, s.inScope)
+			tr := newTracker("", lookup, s.inScope)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				c := &bc.cs[i%len(bc.cs)]
-				if err := s.tr.change(c, s.emit); err != nil {
+				if err := tr.change(c, s.emit); err != nil {
 					b.Fatal(err)
 				}
 				if len(h.mem) > 4096 {

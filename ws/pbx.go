@@ -96,7 +96,7 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 		ext := s.Extensions.Get(x)
 		b = appendString(b, x)
 		b = append(b, ':')
-		b = appendString(b, calls.PresenceOf(&ext, ""))
+		b = appendString(b, calls.PresenceOf(&ext, s.Cellphone(x)))
 	}
 	return append(b, '}')
 }
