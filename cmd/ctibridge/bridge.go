@@ -185,7 +185,11 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 			return fmt.Errorf("--pbx: %w", err)
 		}
 	}
-	st.names.state.Store(b.eng)
+	ns := &namesState{b.eng}
+	if b.sites != nil {
+		ns.State = b.sites.multi
+	}
+	st.names.state.Store(ns)
 	return nil
 }
 

@@ -196,6 +196,28 @@ func TestTwoPBXsPerPBX(t *testing.T) {
 	if cdr.e.PBX != "site2" || cdr.e.CDR == nil || cdr.e.CDR.Src != "site2:201" {
 		t.Errorf("site2's cdr %s", cdr.body)
 	}
+	// sam's history has the call, its callee named by site2's extension.
+	day := time.Now()
+	hpath := "/historycall/interval/user/sam/" + day.AddDate(0, 0, -1).Format("20060102") + "/" + day.AddDate(0, 0, 1).Format("20060102")
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, body := sam.do("GET", hpath, "")
+		var page struct {
+			Rows []struct {
+				Src, Dst string
+				DstCNAM  string `json:"dst_cnam"`
+			}
+		}
+		json.Unmarshal([]byte(body), &page)
+		if len(page.Rows) > 0 {
+			if r := page.Rows[0]; r.Src != "site2:201" || r.Dst != "site2:202" || r.DstCNAM != "Bob" {
+				t.Errorf("sam's history %s", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sam's history stays empty: %s", body)
+		}
+	}
 	dcall, err := srv.a.phones["201"].Call(ctx, "202")
 	if err != nil {
 		t.Fatal(err)
