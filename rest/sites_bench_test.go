@@ -102,3 +102,39 @@ func TestPBXReadsAlloc(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPBXReads reads what takes ?pbx= besides the collections, from
+// two merged PBXs of 2,500 extensions: the status of one PBX, a user's
+// own conversations of one PBX, the conferences of one PBX and of all
+// (cached per version like the collections).
+func BenchmarkPBXReads(b *testing.B) {
+	a, s2 := synth.Engine(synth.Options{Extensions: 2500, InCall: 15}), synth.Engine(synth.Options{Extensions: 2500, InCall: 15})
+	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{a, s2})
+	svc := auth.NewService(testUsers(b), auth.Config{})
+	h, err := newHandler(Config{Auth: svc, State: multi, Sites: []Site{{Name: "site2", State: s2, PBX: nopPBX{}}}, Metrics: NewMetrics(), AccessLogEvery: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, user, path string }{
+		{"status/pbx=default", "root", "/astproxy/status?pbx=default"},
+		{"conversations/pbx=default", "alice", "/astproxy/conversations?pbx=default"},
+		{"conferences/pbx=site2", "root", "/astproxy/conferences?pbx=site2"},
+		{"conferences/filtered", "alice", "/astproxy/conferences"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tok, _, _ := svc.Tokens().Issue(c.user)
+			req := httptest.NewRequest("GET", c.path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			w := &nopWriter{h: http.Header{}}
+			h.ServeHTTP(w, req)
+			if w.status != 200 {
+				b.Fatalf("status %d", w.status)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				h.ServeHTTP(w, req)
+			}
+		})
+	}
+}
