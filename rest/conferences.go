@@ -36,22 +36,13 @@ func conferencesJSON(s *calls.Snapshot, u *auth.User, keep func(string) bool) []
 	if auth.ViewOf(u).Full() && !u.PBXLimited() && keep == nil {
 		return s.ConferencesJSON()
 	}
-	b := []byte{'{'}
-	n := 0
-	for _, k := range slices.Sorted(maps.Keys(s.Conferences)) {
+	return jsonObject(slices.Sorted(maps.Keys(s.Conferences)), func(k string) []byte {
 		c := s.Conferences[k]
 		if !confSees(u, &c) || keep != nil && !keep(k) {
-			continue
+			return nil
 		}
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = calls.AppendJSONString(b, k)
-		b = append(b, ':')
-		b = append(b, s.ConferenceJSONFor(k, auth.ViewOf(u).SeesMember)...)
-	}
-	return append(b, '}')
+		return s.ConferenceJSONFor(k, auth.ViewOf(u).SeesMember)
+	})
 }
 
 func (h *handler) getConference(w http.ResponseWriter, r *http.Request, u *auth.User) int {

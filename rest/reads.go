@@ -409,23 +409,29 @@ func (h *handler) getConversations(w http.ResponseWriter, r *http.Request, u *au
 // conversationsJSON is the conversations of u's endpoints that keep keeps
 // (nil: all) in s.
 func conversationsJSON(s *calls.Snapshot, u *auth.User, keep func(string) bool) []byte {
-	b := []byte{'{'}
-	n := 0
-	for _, x := range u.Endpoints {
+	return jsonObject(u.Endpoints, func(x string) []byte {
 		if keep != nil && !keep(x) {
+			return nil
+		}
+		return s.ConversationsJSON(x)
+	})
+}
+
+// jsonObject is {"<key>":<value>,...} of keys in their order, value(key)
+// the JSON of each, nil to leave the key out.
+func jsonObject(keys []string, value func(string) []byte) []byte {
+	b := []byte{'{'}
+	for _, k := range keys {
+		v := value(k)
+		if v == nil {
 			continue
 		}
-		convs := s.ConversationsJSON(x)
-		if convs == nil {
-			continue
-		}
-		if n > 0 {
+		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		n++
-		b = calls.AppendJSONString(b, x)
+		b = calls.AppendJSONString(b, k)
 		b = append(b, ':')
-		b = append(b, convs...)
+		b = append(b, v...)
 	}
 	return append(b, '}')
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,23 +63,11 @@ func TestNamedPBXEvents(t *testing.T) {
 		named = append(named, want{strings.TrimPrefix(e.Extension, "site2:"), e.Type})
 	}
 	wantCalls := []want{{"202", "ringing"}, {"201", "answered"}, {"202", "answered"}, {"202", "hangup"}, {"201", "hangup"}}
-	if !equalWants(named, wantCalls) || !equalWants(plain, wantCalls) {
+	if !slices.Equal(named, wantCalls) || !slices.Equal(plain, wantCalls) {
 		t.Errorf("site2's %v, the default's %v, want each %v", named, plain, wantCalls)
 	}
 	// Its CDR too: its destination is site2:202.
 	only.waitFor(t, 4, 10*time.Second)
 	time.Sleep(100 * time.Millisecond)
 	checkEvents(t, only.got(), []want{{"site2:202", "ringing"}, {"site2:202", "answered"}, {"site2:202", "hangup"}, {"", "cdr"}})
-}
-
-func equalWants(a, b []want) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,59 +13,6 @@ import (
 	"github.com/ctibridge/ctibridge/webhook"
 	"github.com/ctibridge/ctibridge/ws"
 )
-
-// hookRecv is a webhook receiver that checks signatures and keeps the
-// events with their bodies.
-type hookRecv struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []hookGot
-}
-
-type hookGot struct {
-	e    webhook.Event
-	body string
-}
-
-func newHookRecv(t *testing.T, secret string) *hookRecv {
-	r := &hookRecv{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		if err := webhook.Verify(secret, req.Header.Get(webhook.HeaderSignature), req.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
-			t.Errorf("POST %s: %v", body, err)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		var e webhook.Event
-		json.Unmarshal(body, &e)
-		r.mu.Lock()
-		r.got = append(r.got, hookGot{e, string(body)})
-		r.mu.Unlock()
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-// wait returns the first event match takes.
-func (r *hookRecv) wait(t *testing.T, what string, match func(webhook.Event) bool) hookGot {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		r.mu.Lock()
-		for _, g := range r.got {
-			if match(g.e) {
-				r.mu.Unlock()
-				return g
-			}
-		}
-		n := len(r.got)
-		r.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no webhook event %s among %d", what, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // metricsOf is the admin listener's /metrics.
 func metricsOf(t *testing.T, admin string) string {
