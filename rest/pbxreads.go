@@ -105,6 +105,8 @@ func (h *handler) pbxBody(s *calls.Snapshot, v auth.View, res resource, q pbxRea
 		return conversationsJSON(s, q.u, keep)
 	case resConferences:
 		return conferencesJSON(s, q.u, keep)
+	case resVoicemail:
+		return voicemailJSON(s, keep)
 	}
 	class := func(string) calls.Class { return v.Class("") }
 	if res == resExtensions {

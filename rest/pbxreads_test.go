@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
@@ -38,6 +39,8 @@ func newTwoSites(t *testing.T) *twoSites {
 				break
 			}
 		}
+		e.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "MessageWaiting"}, ami.Header{Key: "Mailbox", Value: "202@default"},
+			ami.Header{Key: "New", Value: "2"}, ami.Header{Key: "Old", Value: "0"}))
 		e.Publish()
 		return e
 	}
@@ -91,8 +94,9 @@ func keysOf(t *testing.T, body []byte) []string {
 
 // TestPBXReadsCover: with site2's link down, a read says stale and shows
 // links for the PBXs it covers only (its ?pbx=, its user's PBXs, its one
-// entity); conversations and conferences take ?pbx= as the collections
-// do.
+// entity); conversations, conferences and the voicemail counters take
+// ?pbx= as the collections do, and a limited user reads no other PBX's
+// forwards or DND.
 func TestPBXReadsCover(t *testing.T) {
 	ts := newTwoSites(t)
 	ts.b.SetLink(calls.LinkDown)
@@ -146,6 +150,9 @@ func TestPBXReadsCover(t *testing.T) {
 		{"sam", "/astproxy/conversations?pbx=default", nil, false},
 		{"ada", "/astproxy/conversations?pbx=default", []string{"201"}, false},
 		{"ada", "/astproxy/conversations?pbx=site2", nil, true},
+		{"root", "/voicemail/new_counters", []string{"202", "site2:202"}, true},
+		{"root", "/voicemail/new_counters?pbx=default", []string{"202"}, false},
+		{"rita", "/voicemail/new_counters", []string{"site2:202"}, true},
 	} {
 		w := ts.get(c.user, c.path)
 		if w.Code != 200 {
@@ -172,6 +179,8 @@ func TestPBXReadsCover(t *testing.T) {
 		{"rita", "/astproxy/status?pbx=default"},
 		{"rita", "/astproxy/conference/1000"},
 		{"rita", "/astproxy/conversations?pbx=default"},
+		{"rita", "/astproxy/cfcall/unconditional/201"},
+		{"rita", "/astproxy/dnd/201"},
 	} {
 		if w := ts.get(c.user, c.path); w.Code != http.StatusNotFound {
 			t.Errorf("%s %s: %d %s, want 404", c.user, c.path, w.Code, w.Body)

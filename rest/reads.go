@@ -93,6 +93,7 @@ const (
 	// Reads made per user, cached only for reads of some PBXs (pbxreads.go).
 	resConversations = numResources
 	resConferences   = numResources + 1
+	resVoicemail     = numResources + 2
 )
 
 // verCache is what has been made for one snapshot.
