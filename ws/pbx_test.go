@@ -144,3 +144,25 @@ func TestPBXStatusLimited(t *testing.T) {
 		t.Errorf("root after the default's resync: %+v", st)
 	}
 }
+
+// TestPBXPresenceCellphone: a client of some PBXs gets its PBXs' presence
+// with each user's cellphone, as a client of all does: a forward to
+// site2:201's user's cellphone is "cellphone".
+func TestPBXPresenceCellphone(t *testing.T) {
+	cf := func(e *calls.Engine) {
+		e.Apply(event("DBGetResponse", "Family", "CF", "Key", "201", "Val", "3331234567"))
+		e.Publish()
+	}
+	def := calls.New(calls.Config{Names: map[string]string{"201": "Ada"}})
+	b := calls.New(calls.Config{Names: map[string]string{"201": "Sam"}, Cellphones: map[string]string{"201": "3331234567"}})
+	cf(def)
+	cf(b)
+	s := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{def, b}).Snapshot()
+	c := &conn{user: &auth.User{Username: "root", Role: auth.RoleAdmin}, pbxs: []string{"site2"}}
+	if got, want := string(pbxColl(c, s, kindPresence)), `{"site2:201":"cellphone"}`; got != want {
+		t.Errorf("site2's presence %s, want %s", got, want)
+	}
+	if got, want := string(s.PresenceJSON()), `{"201":"callforward","site2:201":"cellphone"}`; got != want {
+		t.Errorf("every PBX's presence %s, want %s", got, want)
+	}
+}
