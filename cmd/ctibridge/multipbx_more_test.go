@@ -140,20 +140,21 @@ func TestTwoPBXsPerPBX(t *testing.T) {
 	if cdr.e.PBX != "site2" || cdr.e.CDR == nil || cdr.e.CDR.Src != "site2:201" {
 		t.Errorf("site2's cdr %s", cdr.body)
 	}
-	// sam's history has the call, its callee named by site2's extension.
+	// sam's history has the call, its callee named by site2's extension,
+	// internal.
 	day := time.Now()
 	hpath := "/historycall/interval/user/sam/" + day.AddDate(0, 0, -1).Format("20060102") + "/" + day.AddDate(0, 0, 1).Format("20060102")
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		_, body := sam.do("GET", hpath, "")
 		var page struct {
 			Rows []struct {
-				Src, Dst string
-				DstCNAM  string `json:"dst_cnam"`
+				Src, Dst, Direction string
+				DstCNAM             string `json:"dst_cnam"`
 			}
 		}
 		json.Unmarshal([]byte(body), &page)
 		if len(page.Rows) > 0 {
-			if r := page.Rows[0]; r.Src != "site2:201" || r.Dst != "site2:202" || r.DstCNAM != "Bob" {
+			if r := page.Rows[0]; r.Src != "site2:201" || r.Dst != "site2:202" || r.DstCNAM != "Bob" || r.Direction != "internal" {
 				t.Errorf("sam's history %s", body)
 			}
 			break
