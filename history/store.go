@@ -57,9 +57,15 @@ type Query struct {
 	// Remote forwards them (the path's user and the identity header).
 	User, Viewer string
 	Direction    string // "", DirIn, DirOut or DirInternal
-	Text         string // substring of the caller id, source or destination
-	Limit        int    // calls per page, default DefaultLimit
-	Cursor       string // Page.Next of the previous page, "" for the first
+	// PBXs, when not nil, keeps the calls of those PBXs only, when
+	// several are followed (docs/operations.md "Several PBXs"): "" the
+	// default PBX's (a uniqueid without a colon), a name the named PBX's
+	// (its recorder writes uniqueid "name:..."). Empty matches nothing.
+	// Remote refuses it (ErrPBXFilter).
+	PBXs   []string
+	Text   string // substring of the caller id, source or destination
+	Limit  int    // calls per page, default DefaultLimit
+	Cursor string // Page.Next of the previous page, "" for the first
 }
 
 // Leg is one CDR of a call.
@@ -232,6 +238,20 @@ func (s *SQLStore) where(q *Query, a *args) (string, error) {
 		w = append(w, srcExt+" AND NOT "+dstExt)
 	case DirIn:
 		w = append(w, "NOT "+srcExt)
+	}
+	if q.PBXs != nil {
+		var or []string
+		for _, p := range q.PBXs {
+			if p == "" {
+				or = append(or, "uniqueid NOT LIKE '%:%'")
+			} else {
+				or = append(or, "uniqueid LIKE "+a.add(likeEscape(p)+":%")+` ESCAPE '\'`)
+			}
+		}
+		if or == nil {
+			or = []string{"1 = 0"}
+		}
+		w = append(w, "("+strings.Join(or, " OR ")+")")
 	}
 	if t := strings.TrimSpace(q.Text); t != "" {
 		p := a.add("%" + likeEscape(strings.ToLower(t)) + "%")

@@ -1,17 +1,22 @@
 package rest
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
 )
 
 // twoSites is a handler over a default PBX and site2, both fed the
@@ -26,7 +31,7 @@ type twoSites struct {
 	tokens map[string]string
 }
 
-func newTwoSites(t *testing.T) *twoSites {
+func newTwoSites(t *testing.T, mods ...func(*Config)) *twoSites {
 	t.Helper()
 	ts := &twoSites{t: t, tokens: map[string]string{}}
 	msgs := amitest.ReadRecording(t, "../calls/testdata/confbridge_actions.ami")
@@ -60,8 +65,12 @@ func newTwoSites(t *testing.T) *twoSites {
 	for _, u := range []string{"root", "ada", "sam", "rita"} {
 		ts.tokens[u], _, _ = svc.Tokens().Issue(u)
 	}
-	ts.h, err = newHandler(Config{Auth: svc, State: ts.multi, Sites: []Site{{Name: "site2", State: ts.b, PBX: nopPBX{}}},
-		Metrics: NewMetrics(), AccessLogEvery: -1})
+	cfg := Config{Auth: svc, State: ts.multi, Sites: []Site{{Name: "site2", State: ts.b, PBX: nopPBX{}}},
+		Metrics: NewMetrics(), AccessLogEvery: -1, HistoryLocation: time.UTC}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	ts.h, err = newHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +238,43 @@ func TestPBXReadsLimitedAlloc(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(500, func() { clear(w.h); ts.h.ServeHTTP(w, req) }); n != 0 {
 			t.Errorf("%s %s: %v allocations per request", c.user, c.path, n)
+		}
+	}
+}
+
+// TestPBXHistory: a user limited to some PBXs reads the switchboard
+// history of those only (a named PBX's calls by their qualified
+// uniqueid); a user of every PBX reads all.
+func TestPBXHistory(t *testing.T) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "h.db")+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := history.Schema.MigrateSQLite(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	hs := history.NewSQLite(db, history.Config{MaxWindow: 31 * 24 * time.Hour})
+	day := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	if err := hs.Insert(context.Background(), []history.CDR{
+		{CallDate: day, Src: "201", Dst: "202", Disposition: "ANSWERED", UniqueID: "1772441000.1", LinkedID: "1772441000.1"},
+		{CallDate: day.Add(time.Hour), Src: "site2:201", Dst: "site2:202", Disposition: "ANSWERED", UniqueID: "site2:1772441000.1", LinkedID: "site2:1772441000.1"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTwoSites(t, func(c *Config) { c.History = hs })
+	for user, want := range map[string][]string{"root": {"site2:1772441000.1", "1772441000.1"}, "rita": {"site2:1772441000.1"}} {
+		w := ts.get(user, "/histcallswitch/interval/20260302/20260302")
+		var p struct{ Rows []struct{ LinkedID string } }
+		if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &p) != nil {
+			t.Fatalf("%s: %d %s", user, w.Code, w.Body)
+		}
+		var got []string
+		for _, r := range p.Rows {
+			got = append(got, r.LinkedID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s's switchboard history %v, want %v", user, got, want)
 		}
 	}
 }
