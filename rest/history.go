@@ -76,7 +76,9 @@ func (h *handler) histUser(csv bool) endpoint {
 		if q.Extensions == nil {
 			q.Extensions = []string{}
 		}
-		q.PBXs = historyPBXs(u)
+		if target != u {
+			q.PBXs = historyPBXs(u) // one's own: one's endpoints already
+		}
 		return h.histServe(w, r, q, csv)
 	}
 }
