@@ -90,7 +90,8 @@ const (
 	resTrunks
 	resStatus
 	numResources
-	// Reads made per user, cached only for reads of some PBXs (pbxreads.go).
+	// Reads cached in the pbxCache only (pbxreads.go), by user where the
+	// body is the user's own.
 	resConversations = numResources
 	resConferences   = numResources + 1
 	resVoicemail     = numResources + 2
