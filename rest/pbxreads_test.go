@@ -2,11 +2,9 @@ package rest
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/dbtest"
 	"github.com/ctibridge/ctibridge/history"
 )
 
@@ -246,15 +245,7 @@ func TestPBXReadsLimitedAlloc(t *testing.T) {
 // history of those only (a named PBX's calls by their qualified
 // uniqueid); a user of every PBX reads all.
 func TestPBXHistory(t *testing.T) {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "h.db")+"?_pragma=busy_timeout(5000)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := history.Schema.MigrateSQLite(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	hs := history.NewSQLite(db, history.Config{MaxWindow: 31 * 24 * time.Hour})
+	hs := history.NewSQLite(dbtest.SQLite(t, history.Schema), history.Config{MaxWindow: 31 * 24 * time.Hour})
 	day := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	if err := hs.Insert(context.Background(), []history.CDR{
 		{CallDate: day, Src: "201", Dst: "202", Disposition: "ANSWERED", UniqueID: "1772441000.1", LinkedID: "1772441000.1"},
