@@ -34,6 +34,11 @@
 // position write, or the loss of the position file, resends: delivery is
 // at least once, and the key makes it idempotent.
 //
+// Several PBXs (Options.PBXs): each named PBX's engine has its own feed
+// reader and tracker; its events carry "pbx" and its ids qualified
+// ("site2:201"), its CDRs' pbx is read from their qualified uniqueid. The
+// default PBX's events are as with one PBX.
+//
 // The package does not read flags or the environment; LoadFile reads a
 // webhooks file. A Service's Run owns its goroutines (feed reader, and a
 // writer and a sender per webhook) and waits for them; CDRs and Stats are
