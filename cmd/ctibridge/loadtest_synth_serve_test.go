@@ -100,7 +100,16 @@ func TestLoadtestSynthServeAMI(t *testing.T) {
 			earliest[x] = st
 		}
 	}
+	var last time.Time
+	for _, st := range earliest {
+		if st.After(last) {
+			last = st
+		}
+	}
 	for x, st := range earliest {
+		if st.After(last.Add(-time.Second)) {
+			continue // placed in the last second: hung up, maybe before the poll saw it ring
+		}
 		if seen[x].IsZero() {
 			t.Errorf("stamped callee %s never seen ringing on the bridge (seen %v)", x, seen)
 		} else if seen[x].Before(st) {
