@@ -32,7 +32,7 @@ func TestLoadtestSynthServeAMI(t *testing.T) {
 	var errb strings.Builder
 	done := make(chan error, 1)
 	go func() {
-		args := []string{"synth", "--serve-ami", "127.0.0.1:0", "--stamps", stamps, "--exts", "40", "--calls", "6", "-r", "4", "--ring", "600ms", "-d", "3s"}
+		args := []string{"synth", "--serve-ami", "127.0.0.1:0", "--stamps", stamps, "--exts", "40", "--calls", "6", "-r", "4", "--ring", "600ms", "-d", "4s"}
 		err := runLoadtest(ctx, args, func(string) string { return "" }, pw, &errb)
 		pw.CloseWithError(err)
 		done <- err
@@ -52,7 +52,9 @@ func TestLoadtestSynthServeAMI(t *testing.T) {
 	go func() { b, _ := io.ReadAll(out); restMu.Lock(); rest = string(b); restMu.Unlock() }()
 
 	seen := map[string]time.Time{} // callee -> first seen ringing
+	var watched time.Time          // from when the bridge is ready and polled
 	err = withBridge(ctx, addr, synthUser, synthSecret, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), func(b testBridge) error {
+		watched = time.Now()
 		for {
 			select {
 			case err := <-done:
@@ -106,15 +108,20 @@ func TestLoadtestSynthServeAMI(t *testing.T) {
 			last = st
 		}
 	}
+	checked := 0
 	for x, st := range earliest {
-		if st.After(last.Add(-time.Second)) {
-			continue // placed in the last second: hung up, maybe before the poll saw it ring
+		if st.Before(watched) || st.After(last.Add(-time.Second)) {
+			continue // placed before the bridge was up, or in the last second: hung up, maybe before a poll saw it ring
 		}
+		checked++
 		if seen[x].IsZero() {
 			t.Errorf("stamped callee %s never seen ringing on the bridge (seen %v)", x, seen)
 		} else if seen[x].Before(st) {
 			t.Errorf("callee %s seen ringing at %v, before its first stamp %v", x, seen[x], st)
 		}
+	}
+	if checked < 3 {
+		t.Errorf("only %d calls placed while the bridge was watched", checked)
 	}
 }
 
