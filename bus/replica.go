@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -67,6 +68,10 @@ type Replica struct {
 	chunk   int
 	err     error // the first Flush error: every later call is refused
 	onError func(error)
+	// roll: a new generation is due (rollover.go); the next op starts it
+	// with onRoll's genesis.
+	roll   atomic.Bool
+	onRoll func() (genesis, error)
 
 	// Replaying.
 	names map[string][]string
@@ -155,6 +160,9 @@ func pop(m map[string][]string, key string) string {
 // returns false when the replica stopped.
 func (r *Replica) begin(op byte) bool {
 	if r.err != nil {
+		return false
+	}
+	if r.roll.Load() && !r.rollover() {
 		return false
 	}
 	if len(r.buf) >= r.chunk && !r.send(false) {
@@ -299,7 +307,9 @@ func (r *Replica) RefreshDurations() *calls.Snapshot {
 		}
 	}
 	mark := len(r.buf)
-	r.begin(opRefresh)
+	if !r.begin(opRefresh) {
+		return r.eng.Snapshot()
+	}
 	before := r.eng.Snapshot().Version
 	s := r.eng.RefreshDurations()
 	if s.Version == before {

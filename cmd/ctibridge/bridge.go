@@ -104,6 +104,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if b.link != nil {
 		reg.MustRegister(link.NewCollector(b.link, b.client))
 	}
+	b.registerBus(reg)
 	if err := b.webhooks.open(c, b.eng, st.Lookup, reg, log); err != nil {
 		return nil, err
 	}
