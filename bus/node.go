@@ -57,7 +57,8 @@ type Config struct {
 	// RollBytes and RollAge: the leader starts a new generation of the op
 	// log when the stream holds more bytes or its generation is older
 	// (rollover.go). Default DefaultRollBytes and DefaultRollAge; negative
-	// disables. RollCheck is how often it looks; default DefaultRollCheck.
+	// disables. RollCheck is how often it looks; default DefaultRollCheck,
+	// or RollAge/10 when shorter (100 ms at least).
 	RollBytes int64
 	RollAge   time.Duration
 	RollCheck time.Duration

@@ -294,6 +294,9 @@ func checkRollConfig(cfg *Config) error {
 	}
 	if cfg.RollCheck <= 0 {
 		cfg.RollCheck = DefaultRollCheck
+		if cfg.RollAge > 0 {
+			cfg.RollCheck = max(min(cfg.RollCheck, cfg.RollAge/10), 100*time.Millisecond)
+		}
 	}
 	if cfg.RollBytes > 0 && cfg.RollBytes < 64<<10 {
 		return fmt.Errorf("bus: RollBytes %d: at least 64 KiB (a resync alone can be larger)", cfg.RollBytes)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,17 @@ type Options struct {
 	MaxMemory int
 	// Log receives outages and drops, rate-limited. Default: discard.
 	Log *slog.Logger
+	// Sending, when set, says whether this node sends (on the bus: while
+	// it leads the PBX, so that one node of several sends each event).
+	// While it says false the feed reader still follows the calls, so a
+	// node that takes the lead goes on with the calls it knows, and the
+	// recorder's CDRs are held for CDRHold, then dropped: those seen in
+	// the last CDRHold are queued once it says true (a takeover's CDRs;
+	// the old leader may have sent some: their ids repeat). Safe from any
+	// goroutine.
+	Sending func() bool
+	// CDRHold is how long CDRs are held while not Sending. Default 30s.
+	CDRHold time.Duration
 }
 
 // Stats counts what one webhook did.
@@ -61,6 +73,15 @@ type Service struct {
 	resyncs  atomic.Uint64 // gaps in the feed, closed from a snapshot
 	readSeq  atomic.Uint64 // last seq the reader has handled (tests, metrics)
 	stopOnce sync.Once
+
+	heldMu sync.Mutex
+	held   []heldCDRs // while not Sending, oldest first
+}
+
+// heldCDRs are CDRs taken while not Sending, and when.
+type heldCDRs struct {
+	at   time.Time
+	cdrs []history.CDR
 }
 
 // New checks cfgs (Check) and opens every webhook's queue, resuming what
@@ -74,6 +95,9 @@ func New(state State, cfgs []Config, opts Options) (*Service, error) {
 	}
 	if opts.MaxMemory <= 0 {
 		opts.MaxMemory = 10000
+	}
+	if opts.CDRHold <= 0 {
+		opts.CDRHold = 30 * time.Second
 	}
 	log := opts.Log
 	if log == nil {
@@ -165,6 +189,9 @@ func (s *Service) pump(feed *calls.Feed) {
 		s.readSeq.Store(s.last)
 		return
 	}
+	if s.opts.Sending != nil && s.sending() {
+		s.sendHeld() // a takeover's CDRs, as soon as this node sends
+	}
 	for i := range cs {
 		if err := s.tr.change(&cs[i], s.emit); err != nil {
 			s.feedBad.Add(1)
@@ -175,8 +202,14 @@ func (s *Service) pump(feed *calls.Feed) {
 	s.readSeq.Store(s.last)
 }
 
+// sending reports whether this node sends now (Options.Sending).
+func (s *Service) sending() bool { return s.opts.Sending == nil || s.opts.Sending() }
+
 // emit encodes e once and queues it for every webhook that wants it.
 func (s *Service) emit(e *Event) {
+	if !s.sending() {
+		return
+	}
 	var r record
 	for _, h := range s.hooks {
 		if !h.wantsType(e.Type) || !h.wantsExten(e.Extension) {
@@ -198,6 +231,41 @@ func (s *Service) emit(e *Event) {
 // (history.RecorderConfig.OnTaken). It never blocks. Safe from any
 // goroutine.
 func (s *Service) CDRs(cdrs []history.CDR) {
+	if !s.sending() {
+		s.hold(cdrs)
+		return
+	}
+	s.sendHeld()
+	s.queueCDRs(cdrs)
+}
+
+// hold keeps cdrs for CDRHold, dropping what is older.
+func (s *Service) hold(cdrs []history.CDR) {
+	now := time.Now()
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	i := 0
+	for i < len(s.held) && now.Sub(s.held[i].at) > s.opts.CDRHold {
+		i++
+	}
+	s.held = append(s.held[i:], heldCDRs{at: now, cdrs: slices.Clone(cdrs)})
+}
+
+// sendHeld queues the CDRs held in the last CDRHold, once Sending.
+func (s *Service) sendHeld() {
+	s.heldMu.Lock()
+	held := s.held
+	s.held = nil
+	s.heldMu.Unlock()
+	for _, h := range held {
+		if time.Since(h.at) <= s.opts.CDRHold {
+			s.queueCDRs(h.cdrs)
+		}
+	}
+}
+
+// queueCDRs queues the cdr events of cdrs.
+func (s *Service) queueCDRs(cdrs []history.CDR) {
 	ms := time.Now().UnixMilli()
 	for i := range cdrs {
 		c := &cdrs[i]

@@ -105,7 +105,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		reg.MustRegister(link.NewCollector(b.link, b.client))
 	}
 	b.registerBus(reg)
-	if err := b.webhooks.open(c, b.eng, st.Lookup, reg, log); err != nil {
+	if err := b.webhooks.open(c, b.eng, st.Lookup, b.webhookSending(c), reg, log); err != nil {
 		return nil, err
 	}
 	restMetrics := rest.NewMetrics()

@@ -166,6 +166,19 @@ func (b *bridge) busEpoch() string {
 	return b.bus.Epoch()
 }
 
+// webhookSending is the webhooks' Sending on the bus: only the leading
+// bridge sends (every node follows the same calls, and every bridge's
+// recorder takes every CDR). Nil without the bus: always.
+func (b *bridge) webhookSending(c serveConfig) func() bool {
+	if b.bus == nil {
+		return nil
+	}
+	if c.bus.edge && c.webhooks != "" {
+		b.log.Warn("webhooks on an edge send nothing: only the leading bridge sends them")
+	}
+	return b.bus.Leading
+}
+
 // registerBus adds the bus node's figures to /metrics.
 func (b *bridge) registerBus(reg prometheus.Registerer) {
 	if b.bus != nil {
