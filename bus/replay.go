@@ -93,8 +93,12 @@ func (d *decoder) lookup(op byte) {
 // args skips an op's arguments.
 func (d *decoder) args(op byte) {
 	switch op {
-	case opApply, opReconcileItem:
+	case opApply, opReconcileItem, opAnswerItem:
 		d.message()
+	case opAnswerEnd:
+		d.message()
+		d.message()
+		d.answerErr()
 	case opSetLink, opFollowups:
 		d.byte()
 	case opApplyAnswer:
@@ -150,6 +154,13 @@ func (r *Replica) apply(op byte, d *decoder) {
 		action := d.message()
 		resp := ami.Response{Message: d.message()}
 		resp.Items = d.messages()
+		e.ApplyAnswer(action, resp, d.answerErr())
+	case opAnswerItem:
+		r.answer = append(r.answer, d.message())
+	case opAnswerEnd:
+		action := d.message()
+		resp := ami.Response{Message: d.message(), Items: r.answer}
+		r.answer = nil
 		e.ApplyAnswer(action, resp, d.answerErr())
 	case opRefresh:
 		e.RefreshDurations()

@@ -150,7 +150,7 @@ func (r *Replica) restart(g genesis) {
 	r.eng.Restart(g.Base)
 	clear(r.names)
 	clear(r.rings)
-	r.items = nil
+	r.items, r.answer = nil, nil
 }
 
 // rollover starts a new generation while recording: the batch so far

@@ -220,6 +220,7 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 		return nil
 	}
 	p.Record(n.publishBatch, n.depose, nil)
+	n.boundMessages(p)
 	if n.cfg.LinkPBX != nil {
 		p.onRoll = n.publishGenesis
 	}
@@ -293,4 +294,22 @@ func (n *Node) streamInfo(info *jetstream.StreamInfo) {
 	n.m.streamLast.Store(info.State.LastSeq)
 	n.m.streamMsgs.Store(info.State.Msgs)
 	n.m.streamBytes.Store(info.State.Bytes)
+}
+
+// boundMessages fits the primary's messages to the servers' max_payload:
+// its chunks are a quarter of it at most, an op that does not fit after
+// the batch so far starts a message, and one larger than a message is
+// dropped with an error (Replica.fit), so that no publish is refused
+// for its size (the leader would step down, and the next one too).
+func (n *Node) boundMessages(p *Replica) {
+	mp := int(n.nc.MaxPayload())
+	if mp <= 0 {
+		return
+	}
+	p.maxMsg = max(mp-4096, mp/2) // room for the lookups recorded after an op
+	p.chunk = min(DefaultChunk, p.maxMsg/4)
+	p.onDrop = func(op byte, size int) {
+		n.m.dropped.Add(1)
+		n.log.Error("an op larger than the NATS max_payload was dropped: the state may miss it until the next reconcile or resync", "op", op, "bytes", size, "max_payload", mp)
+	}
 }

@@ -87,11 +87,23 @@ func freePort(t testing.TB) int {
 }
 
 // Start runs one JetStream server.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return StartConf(t, "") }
+
+// StartConf runs one JetStream server with conf as its configuration
+// file's text (nats-server's syntax, e.g. "max_payload: 65536"); the
+// command line gives the ports and the store.
+func StartConf(t testing.TB, conf string) *Server {
 	Need(t)
 	for try := 1; ; try++ {
 		s := &Server{Name: "n1", Port: freePort(t), monitor: freePort(t), dir: t.TempDir(), t: t}
 		s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor), "-js", "-sd", s.dir, "-n", s.Name}
+		if conf != "" {
+			f := filepath.Join(t.TempDir(), "nats.conf")
+			if err := os.WriteFile(f, []byte(conf+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s.args = append(s.args, "-c", f)
+		}
 		s.start()
 		if s.waitPort(try < portTries) {
 			return s
