@@ -12,6 +12,9 @@ import (
 // that does not decode is refused whole, before any of it is applied
 // (ErrCorrupt): the engine stays as it was.
 func (r *Replica) Replay(data []byte) error {
+	if r.shadow != nil {
+		return r.replayShadow(data)
+	}
 	d := decoder{b: data}
 	if k := d.header(); d.err == nil && k != kindOps {
 		d.fail("kind %d is not ops", k)

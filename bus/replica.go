@@ -62,7 +62,8 @@ const DefaultChunk = 256 << 10
 // byte, on every node. Engine goroutine only, except Engine().
 type Replica struct {
 	eng *calls.Engine
-	now time.Time // the engine's clock: the time of the op being applied
+	now time.Time    // the engine's clock: the time of the op being applied
+	cfg calls.Config // as given to NewReplica: a shadow's (rollover.go)
 
 	realName func(string) string
 	realRing func(string, string) string
@@ -93,13 +94,17 @@ type Replica struct {
 	rings  map[string][]string
 	items  []ami.Message // opReconcileItem since the last opReconcile
 	answer []ami.Message // opAnswerItem since the last opAnswerEnd
+	// shadow builds a new generation while clients keep the old one
+	// (rollover.go); shadowing says so to any goroutine.
+	shadow    *Replica
+	shadowing atomic.Bool
 }
 
 // NewReplica returns a replica over a new engine built from cfg; cfg.Now,
 // NameLookup and RingLookup are taken over (the lookups are asked on the
 // recording node and their answers recorded).
 func NewReplica(cfg calls.Config) *Replica {
-	r := &Replica{realName: cfg.NameLookup, realRing: cfg.RingLookup, clock: time.Now, chunk: DefaultChunk,
+	r := &Replica{cfg: cfg, realName: cfg.NameLookup, realRing: cfg.RingLookup, clock: time.Now, chunk: DefaultChunk,
 		names: map[string][]string{}, rings: map[string][]string{}}
 	cfg.Now = func() time.Time { return r.now }
 	cfg.NameLookup = r.nameLookup

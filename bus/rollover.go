@@ -173,14 +173,52 @@ func (r *Replica) rollover() bool {
 	return true
 }
 
-// applyGenesis restarts Served (and Primary while following) at a
-// genesis stored at seq; the first one of the stream restarts fresh
-// engines, which changes nothing.
+// generation applies a genesis to a replica clients read. The first
+// generation's restarts a new engine (nothing changes). A later one must
+// not show clients the restarted engine, empty until the rollover's
+// resync has listed the PBX (a webhook would see every call hang up): the
+// engine clients read goes resyncing, stale, with the calls it has, and
+// the new generation is built on a shadow replica until its state is
+// live; then the engine adopts it (calls.Engine.Adopt), at the same
+// message on every node, and its feed jumps past the shadow's last seq,
+// so clients are sent the new snapshot.
+func (r *Replica) generation(g genesis) {
+	if g.Base == 0 {
+		r.restart(g)
+		return
+	}
+	r.shadowing.Store(true) // before the state goes stale: Node.Ready
+	r.now = time.UnixMilli(g.Created)
+	r.eng.SetLink(calls.LinkResyncing)
+	r.eng.Publish()
+	r.shadow = NewReplica(r.cfg)
+	r.shadow.restart(g)
+}
+
+// replayShadow replays one message on the shadow, and adopts it once its
+// state is live.
+func (r *Replica) replayShadow(data []byte) error {
+	s := r.shadow
+	if err := s.Replay(data); err != nil {
+		return err
+	}
+	if s.eng.Snapshot().Link != calls.LinkLive {
+		return nil
+	}
+	r.eng.Adopt(s.eng)
+	r.now, r.items, r.answer = s.now, s.items, s.answer
+	r.shadow = nil
+	r.shadowing.Store(false)
+	return nil
+}
+
+// applyGenesis starts a generation on Served (and restarts Primary while
+// following) at a genesis stored at seq.
 func (n *Node) applyGenesis(seq uint64, g genesis, primary bool) {
 	if last := n.cfg.Served.Engine().Feed().LastSeq(); g.Base != 0 && last >= g.Base {
 		n.log.Error("generation starts at a feed seq this node passed: seqs name two states until clients resubscribe", "base", g.Base, "feed_seq", last)
 	}
-	n.cfg.Served.restart(g)
+	n.cfg.Served.generation(g)
 	if primary && n.cfg.Primary != nil {
 		n.cfg.Primary.restart(g)
 	}

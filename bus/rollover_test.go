@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func replayLog(t *testing.T, r *Replica, log [][]byte) {
 		case err != nil:
 			t.Fatalf("message %d: %v", i, err)
 		case kind == kindGenesis:
-			r.restart(g)
+			r.generation(g)
 		default:
 			if err := r.Replay(m); err != nil {
 				t.Fatalf("message %d: %v", i, err)
@@ -42,6 +43,7 @@ func TestRestartDeterministic(t *testing.T) {
 	var log [][]byte
 	at := -1 // index of the genesis in log
 	leader := NewReplica(engineConfig())
+	leader.chunk = 256 // the rollover's resync in several messages
 	clock := time.UnixMilli(1796027700000)
 	leader.Record(func(data []byte, final bool) error {
 		log = append(log, bytes.Clone(data))
@@ -69,12 +71,39 @@ func TestRestartDeterministic(t *testing.T) {
 	if _, ok := leader.Engine().Feed().Since(before); ok {
 		t.Fatal("a reader from before the rollover resumed: it must start from a snapshot")
 	}
+	// Up to the genesis and a message more, a replica clients read shows
+	// the old state, stale (resyncing), not the restarted engine.
 	all, fromGenesis := NewReplica(engineConfig()), NewReplica(engineConfig())
-	replayLog(t, all, log)
+	replayLog(t, all, log[:at])
+	old := all.Engine().Snapshot()
+	shadowed := 0
+	for i := at; i < len(log); i++ {
+		replayLog(t, all, log[i:i+1])
+		if all.shadow == nil {
+			break
+		}
+		shadowed++
+		if s := all.Engine().Snapshot(); s.Link != calls.LinkResyncing || !s.Stale || string(s.ExtensionsJSON()) != string(old.ExtensionsJSON()) {
+			t.Fatalf("during the rollover's resync: link %v, stale %v; the extensions kept: %v", s.Link, s.Stale, string(s.ExtensionsJSON()) == string(old.ExtensionsJSON()))
+		}
+		if i == len(log)-1 {
+			t.Fatal("the new generation was never adopted")
+		}
+	}
+	if shadowed < 2 {
+		t.Fatalf("the new generation was adopted %d messages after the genesis, want a resync in several", shadowed)
+	}
+	replayLog(t, all, log[at+shadowed+1:])
 	replayLog(t, fromGenesis, log[at:])
+	if got := state(fromGenesis.Engine()); got != state(all.Engine()) {
+		t.Fatalf("from the genesis on, the state differs from the whole log's:\n--- whole\n%.1500s\n--- from the genesis\n%.1500s", state(all.Engine()), got)
+	}
 	for name, r := range map[string]*Replica{"whole log": all, "from the genesis": fromGenesis} {
-		if got := state(r.Engine()); got != want {
-			t.Fatalf("%s: state differs from the recorder's:\n--- recorder\n%.1500s\n--- replay\n%.1500s", name, want, got)
+		if got, w := string(r.Engine().Snapshot().StateJSON()), string(leader.Engine().Snapshot().StateJSON()); got != w {
+			t.Fatalf("%s: snapshot differs from the recorder's:\n--- recorder\n%.1500s\n--- replay\n%.1500s", name, w, got)
+		}
+		if r.shadow != nil || r.Engine().Snapshot().Seq <= before+baseGap {
+			t.Fatalf("%s: the new generation was not adopted (seq %d)", name, r.Engine().Snapshot().Seq)
 		}
 	}
 	// The restarted engine is New's: the second recording alone on a
@@ -145,6 +174,23 @@ func TestRollover(t *testing.T) {
 	}
 	defer long.Hangup(ctx)
 	waitFor(t, "203's call on the edge", 10*time.Second, func() bool { return shows(e1.served, "203", "699") })
+	// The call up throughout never disappears from the edge's state (a
+	// webhook would send its hangup), nor does the edge stop being ready.
+	var gone, unready atomic.Int64
+	watch, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for watch.Err() == nil {
+			if !shows(e1.served, "203", "699") {
+				gone.Add(1)
+			}
+			if !e1.n.Ready() {
+				unready.Add(1)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	var most, mostBytes uint64 // the most messages and bytes the stream held
 	phones := []string{"201", "202"}
 	ph := []*pbxsim.Phone{startPhone(t, sim, "201"), startPhone(t, sim, "202")}
@@ -169,6 +215,11 @@ func TestRollover(t *testing.T) {
 		if info, err := a.n.stream.Info(ctx); err == nil {
 			most, mostBytes = max(most, info.State.Msgs), max(mostBytes, info.State.Bytes)
 		}
+	}
+	stopWatch()
+	<-watched
+	if gone.Load() != 0 || unready.Load() != 0 {
+		t.Errorf("during the rollovers the long call was missing from the edge's state %d times, the edge not ready %d times", gone.Load(), unready.Load())
 	}
 	g, genSeq := e1.n.gen.get()
 	t.Logf("%d calls: generation %d from seq %d, the stream held up to %d messages, %d bytes", placed, g.Gen, genSeq, most, mostBytes)

@@ -64,6 +64,9 @@ func decodeStall(data []byte) (stall, error) {
 // stall applies a marker: the link goes stalled at t, and the engine
 // publishes. Engine goroutine only.
 func (r *Replica) stall(t time.Time) {
+	if r.shadow != nil {
+		r.shadow.stall(t)
+	}
 	r.now = t
 	r.eng.SetLink(calls.LinkStalled)
 	r.eng.Publish()

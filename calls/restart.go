@@ -25,3 +25,19 @@ func (f *Feed) restart(seq uint64) {
 	f.mu.Unlock()
 	close(wake)
 }
+
+// Adopt takes the state of o, an engine built from the same Config and
+// fed since its own New or Restart, as if this engine had been fed what o
+// was: its snapshot becomes this engine's and the feed goes on after o's
+// last seq, emptied (readers start from the snapshot, as after Restart).
+// This engine keeps its own clock and lookups (its Config's). o must not
+// be used afterwards. Package bus builds a new generation of the op log
+// on a second engine while clients keep the old state, then adopts it.
+// Engine goroutine only (this engine's and o's).
+func (e *Engine) Adopt(o *Engine) {
+	cfg, now, log := e.cfg, e.now, e.log
+	e.engineState = o.engineState
+	e.cfg, e.now, e.log = cfg, now, log
+	e.snap.Store(o.snap.Load())
+	e.feed.restart(o.feed.LastSeq())
+}
