@@ -52,7 +52,7 @@ type Config struct {
 	Fingerprint string
 	// LinkPBX, on a bridge node, is the wrapper of the AMI client that Lead's
 	// link reads (NewLinkPBX): it lets the node roll the op log over. Nil: no
-	// rollover (the log grows until purged by hand).
+	// rollover (the log grows until purged by hand; tests).
 	LinkPBX *LinkPBX
 	// RollBytes and RollAge: the leader starts a new generation of the op
 	// log when the stream holds more bytes or its generation is older
