@@ -295,9 +295,10 @@ func (n *Node) OpaqueKey() [32]byte { return n.key }
 
 // Ready reports whether the node follows the stream (or leads), hears
 // from NATS, and the state it serves is live, or stale only while a new
-// generation of the log is built (every node is then: rollover.go).
+// generation of the log is built, for 30 s at most (every node is then
+// stale: rollover.go).
 func (n *Node) Ready() bool {
-	return n.ready.Load() && !n.cutOff.Load() && (!n.cfg.Served.Engine().Snapshot().Stale || n.cfg.Served.shadowing.Load())
+	return n.ready.Load() && !n.cutOff.Load() && (!n.cfg.Served.Engine().Snapshot().Stale || n.cfg.Served.building())
 }
 
 // Leading reports whether this node holds the PBX link.

@@ -97,7 +97,7 @@ type Replica struct {
 	// shadow builds a new generation while clients keep the old one
 	// (rollover.go); shadowing says so to any goroutine.
 	shadow    *Replica
-	shadowing atomic.Bool
+	shadowing atomic.Int64 // UnixNano of the genesis being built; 0 when none
 }
 
 // NewReplica returns a replica over a new engine built from cfg; cfg.Now,

@@ -42,6 +42,19 @@ const (
 	DefaultRollCheck = 10 * time.Second
 )
 
+// rollReady is how long a node building a new generation stays ready
+// though its state is stale (every node is, for the rollover's resync):
+// past it the state is stale for another reason (the PBX down), and the
+// node says so. The link's resync timeout.
+const rollReady = 30 * time.Second
+
+// building reports whether the replica builds a generation, for less than
+// rollReady. Any goroutine.
+func (r *Replica) building() bool {
+	at := r.shadowing.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < rollReady
+}
+
 // baseGap is how far past the leader's feed seq a generation's feeds
 // start: the served replicas may be ahead of the leader's primary by the
 // stall markers' changes (two at most per marker, a marker at most every
@@ -187,7 +200,7 @@ func (r *Replica) generation(g genesis) {
 		r.restart(g)
 		return
 	}
-	r.shadowing.Store(true) // before the state goes stale: Node.Ready
+	r.shadowing.Store(time.Now().UnixNano()) // before the state goes stale: Node.Ready
 	r.now = time.UnixMilli(g.Created)
 	r.eng.SetLink(calls.LinkResyncing)
 	r.eng.Publish()
@@ -208,7 +221,7 @@ func (r *Replica) replayShadow(data []byte) error {
 	r.eng.Adopt(s.eng)
 	r.now, r.items, r.answer = s.now, s.items, s.answer
 	r.shadow = nil
-	r.shadowing.Store(false)
+	r.shadowing.Store(0)
 	return nil
 }
 
