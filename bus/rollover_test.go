@@ -3,10 +3,13 @@ package bus
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ctibridge/ctibridge/bus/natstest"
 	"github.com/ctibridge/ctibridge/calls"
@@ -310,4 +313,46 @@ func TestRolloverLeaderKilled(t *testing.T) {
 	t.Logf("the edge was live when the leader was cut: %v", wasLive)
 	call.Hangup(ctx)
 	callShown(ctx, t, sim, e).Hangup(ctx)
+}
+
+// TestRolloverFenced: a leader whose stream another leader wrote to
+// (a lead record after its last seq) asks for a rollover: its genesis is
+// refused like any publish, it steps down (ErrDeposed), and nothing is
+// purged.
+func TestRolloverFenced(t *testing.T) {
+	srv := natstest.Start(t)
+	sim := startSim(t)
+	a := startNodeWith(t, srv.URL(), "bridge-a", sim.AMIAddr(), 2*time.Second, func(cfg *Config) { cfg.RollBytes = -1 })
+	waitFor(t, "bridge-a to lead, live", 20*time.Second, func() bool { return a.n.Leading() && live(a.served) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := a.n.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := lead{Node: "bridge-x", Fingerprint: a.n.cfg.Fingerprint}.encode()
+	ack, err := a.n.js.Publish(ctx, a.n.subject, other, jetstream.WithExpectLastSequence(info.State.LastSeq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its genesis is fenced (whether or not a batch of its link was
+	// refused first), and the rollover the link asks too.
+	if _, err := a.n.publishGenesis(); err == nil || !strings.Contains(err.Error(), "fenced") {
+		t.Fatalf("a genesis after another leader's record: %v, want fenced off", err)
+	}
+	a.n.cfg.LinkPBX.ask()
+	waitFor(t, "bridge-a to step down", 10*time.Second, a.stopped)
+	if !errors.Is(a.err, ErrDeposed) {
+		t.Fatalf("bridge-a stopped with %v, want ErrDeposed", a.err)
+	}
+	info, err = a.n.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.FirstSeq != 1 || info.State.LastSeq != ack.Sequence {
+		t.Fatalf("after the fenced rollover the stream holds seqs %d to %d, want 1 to %d (nothing purged, nothing after the other leader's record)", info.State.FirstSeq, info.State.LastSeq, ack.Sequence)
+	}
+	if g, _ := a.n.gen.get(); g.Gen != 1 || a.n.Stats().Rollovers != 0 {
+		t.Fatalf("generation %d, rollovers %d", g.Gen, a.n.Stats().Rollovers)
+	}
 }

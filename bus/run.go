@@ -26,11 +26,13 @@ type stored struct {
 // state down (the old link is gone), and calls Lead. It returns ctx's
 // error, ErrDeposed, or the error that stopped the following.
 func (n *Node) Run(ctx context.Context) error {
+	// The goroutines end with ctx: cancel it before waiting for them (a
+	// deposed node returns at once, and its process restarts).
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.ctx = ctx
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	msgs := make(chan stored, 256)
 	ferr := make(chan error, 1)
 	wg.Go(func() { ferr <- n.follow(ctx, msgs) })
