@@ -180,16 +180,25 @@ func TestRollover(t *testing.T) {
 	// The call up throughout never disappears from the edge's state (a
 	// webhook would send its hangup), nor does the edge stop being ready.
 	var gone, unready atomic.Int64
+	var stale []time.Duration // how long each rollover showed the state stale
 	watch, stopWatch := context.WithCancel(context.Background())
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
+		var since time.Time
 		for watch.Err() == nil {
 			if !shows(e1.served, "203", "699") {
 				gone.Add(1)
 			}
 			if !e1.n.Ready() {
 				unready.Add(1)
+			}
+			switch b := e1.served.building(); {
+			case b && since.IsZero():
+				since = time.Now()
+			case !b && !since.IsZero():
+				stale = append(stale, time.Since(since).Round(time.Millisecond))
+				since = time.Time{}
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -224,6 +233,7 @@ func TestRollover(t *testing.T) {
 	if gone.Load() != 0 || unready.Load() != 0 {
 		t.Errorf("during the rollovers the long call was missing from the edge's state %d times, the edge not ready %d times", gone.Load(), unready.Load())
 	}
+	t.Logf("the edge's state was stale (resyncing) for %v during the rollovers", stale)
 	g, genSeq := e1.n.gen.get()
 	t.Logf("%d calls: generation %d from seq %d, the stream held up to %d messages, %d bytes", placed, g.Gen, genSeq, most, mostBytes)
 	if a.n.Stats().Rollovers < 2 || !a.n.Leading() || a.stopped() {

@@ -238,6 +238,10 @@ func TestCheckConfigBus(t *testing.T) {
 	if out, err := checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222, tls://n2:4222"); err != nil {
 		t.Errorf("a good edge configuration: %v\n%s", err, out)
 	}
+	out, err = checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222", "--bus-roll-mib", "-1")
+	if want := "error: --bus-roll-mib: negative rollover setting"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("--bus-roll-mib -1: %v, output lacks %q:\n%s", err, want, out)
+	}
 	// Several PBXs in one process and the bus do not go together yet.
 	out, err = checkConfig(t, nil, "--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039")
 	if want := "--pbx cannot be combined with --bus"; err == nil || !strings.Contains(out, want) {
