@@ -111,6 +111,7 @@ type Node struct {
 	ctx            context.Context // Run's, set before any goroutine starts
 	gen            generation
 	m              counters
+	bg             sync.WaitGroup // Run's goroutines started from elsewhere (purges)
 }
 
 // Open connects to NATS, creates the PBX's stream and buckets if they do

@@ -23,8 +23,9 @@ import (
 // op publishes a genesis (fenced like every publish) and restarts the
 // engine fresh (calls.Engine.Restart), and the link's normal resync
 // rebuilds the state from the PBX's lists, recorded after the genesis.
-// Every node restarts its engines at the genesis, so the log before it is
-// needed by nobody: the leader purges it (JetStream purge up to the
+// Every node starts the new generation at the genesis (the replica its
+// clients read builds it aside, Replica.generation), so the log before it
+// is needed by nobody: the leader purges it (JetStream purge up to the
 // genesis's seq) and a node that starts reads the stream from its first
 // message, the current generation's genesis.
 //
@@ -140,6 +141,7 @@ type generation struct {
 	g     genesis
 	seq   uint64        // the genesis's stream seq
 	rolls atomic.Uint64 // rollovers this node led
+	mine  atomic.Uint64 // the last generation this node started
 }
 
 func (gs *generation) get() (genesis, uint64) {
@@ -256,11 +258,12 @@ func (n *Node) publishGenesis() (genesis, error) {
 	seq := n.pubSeq
 	n.gen.set(g, seq)
 	n.gen.rolls.Add(1)
+	n.gen.mine.Store(g.Gen)
 	// The engine restarts down: a restore after a marker waits for the
 	// next batch's end, whose link state is the new generation's.
 	n.midLink = true
 	n.log.Info("rolled the op log over: new generation", "gen", g.Gen, "seq", seq, "base", base)
-	go n.purge(n.ctx, seq)
+	n.bg.Go(func() { n.purge(n.ctx, seq) })
 	return g, nil
 }
 
@@ -273,7 +276,9 @@ func (n *Node) purge(ctx context.Context, seq uint64) {
 		return struct{}{}, n.stream.Purge(ctx, jetstream.WithPurgeSequence(seq))
 	})
 	if err != nil {
-		n.log.Warn("the old generation of the op log was not purged: the next rollover check tries again", "before_seq", seq, "err", err)
+		if ctx.Err() == nil {
+			n.log.Warn("the old generation of the op log was not purged: the next rollover check tries again", "before_seq", seq, "err", err)
+		}
 		return
 	}
 	n.log.Info("old generation of the op log purged", "before_seq", seq)
@@ -291,7 +296,9 @@ func (n *Node) rolling(ctx context.Context) {
 	defer tick.Stop()
 	var askedGen uint64 // the generation a rollover was asked of, and when
 	var askedAt time.Time
-	var liveGen, floor uint64 // a generation seen live, and the stream's bytes then (its resync)
+	// A generation this node started, seen live, and the stream's bytes
+	// then: what its resync wrote (unknown, 0, for one it took over).
+	var liveGen, floor uint64
 	for {
 		select {
 		case <-ctx.Done():
@@ -312,7 +319,10 @@ func (n *Node) rolling(ctx context.Context) {
 		}
 		isLive := n.cfg.Primary.Engine().Snapshot().Link == calls.LinkLive
 		if isLive && g.Gen != liveGen {
-			liveGen, floor = g.Gen, info.State.Bytes
+			liveGen, floor = g.Gen, 0
+			if g.Gen == n.gen.mine.Load() {
+				floor = info.State.Bytes
+			}
 		}
 		// Past RollBytes, and past twice what the generation's resync
 		// wrote: a limit below one resync must not roll over for ever.

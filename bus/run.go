@@ -28,6 +28,7 @@ type stored struct {
 func (n *Node) Run(ctx context.Context) error {
 	// The goroutines end with ctx: cancel it before waiting for them (a
 	// deposed node returns at once, and its process restarts).
+	defer n.bg.Wait()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
