@@ -60,12 +60,21 @@ func TestBoundedMessages(t *testing.T) {
 	leader.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "UserEvent"}, ami.Header{Key: "Data", Value: strings.Repeat("w", 1000)}))
 	leader.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "UserEvent"}, ami.Header{Key: "Data", Value: strings.Repeat("z", maxMsg-200)}))
 	leader.Publish()
+	// A response message too large itself: the whole answer is dropped,
+	// none of its items left for the next answer.
+	_, huge := bigTree(2000, 0)
+	huge.Message = ami.NewMessage(ami.Header{Key: "Response", Value: "Success"}, ami.Header{Key: "Message", Value: strings.Repeat("m", maxMsg)})
+	leader.ApplyAnswer(action, huge, nil)
+	leader.Publish()
 	drive(leader, msgs[len(msgs)/2:], func() { clock = clock.Add(137 * time.Millisecond) })
-	if len(drops) != 2 || !strings.HasPrefix(drops[0], "op 14 ") || !strings.HasPrefix(drops[1], "op 1 ") {
-		t.Fatalf("dropped %v, want the 20 KiB item (op 14) and the 16 KiB message (op 1)", drops)
+	if len(drops) != 3 || !strings.HasPrefix(drops[0], "op 14 ") || !strings.HasPrefix(drops[1], "op 1 ") || !strings.HasPrefix(drops[2], "op 15 ") {
+		t.Fatalf("dropped %v, want the 20 KiB item (op 14), the 16 KiB message (op 1), the answer with a 16 KiB response (op 15)", drops)
 	}
 	f := NewReplica(engineConfig())
 	replayLog(t, f, log)
+	if len(f.answer) != 0 {
+		t.Fatalf("the replayer keeps %d answer items for an answer to come", len(f.answer))
+	}
 	if got, want := state(f.Engine()), state(leader.Engine()); got != want {
 		t.Fatalf("replayed state differs:\n--- recorder\n%.1500s\n--- replay\n%.1500s", want, got)
 	}

@@ -373,8 +373,19 @@ func (r *Replica) ApplyAnswer(action ami.Message, resp ami.Response, err error) 
 	}
 }
 
-// splitAnswer records a large answer an op per item, then the rest.
+// splitAnswer records a large answer an op per item, then the rest. An
+// action and response too large for a message drop the whole answer
+// before its items are recorded (a replayer would keep them for the
+// next answer).
 func (r *Replica) splitAnswer(action ami.Message, resp ami.Response, err error) {
+	if r.maxMsg > 0 {
+		if n := len(appendMessage(appendMessage(nil, action), resp.Message)) + 64; n > r.maxMsg {
+			if r.onDrop != nil {
+				r.onDrop(opAnswerEnd, n)
+			}
+			return
+		}
+	}
 	k := keeper{all: resp.Items}
 	for i, m := range resp.Items {
 		if !r.begin(opAnswerItem) {
