@@ -48,15 +48,16 @@ var rules = []rule{
 	{pkg: "webhook", allowed: []string{"ami", "calls", "history", "sqldb", "upstream", "wal"}},
 	{pkg: "pbxsim", allowed: []string{"ami"}},
 	{pkg: "bus", allowed: []string{"ami", "calls", "link"}},
-	{pkg: "bus/natstest", stdOnly: true},
+	{pkg: "bus/natstest", allowed: []string{"bus/natstest/natscluster"}},
+	{pkg: "bus/natstest/natscluster", stdOnly: true},
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "pbxsim", "sipp", "loadtest/internal/wsframe"}, banned: []string{"testing"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp", "loadtest/internal/wsframe"}, banned: []string{"testing"}},
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
 	// A program measuring the hub in-process: the one load program that
 	// imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amiproxy", "dbtest/pgcluster", "pbxsim", "sipp"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp"}},
 }
 
 type listed struct {

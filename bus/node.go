@@ -101,6 +101,11 @@ type Node struct {
 	pubMu    sync.Mutex    // a leader's publishes: its link's and its restores
 	pubSeq   uint64        // last seq this leader published
 	pubCount uint64
+	// pubTerm is the stream seq this node took the lead at: with the node
+	// name it makes the message ids of its publishes unique per leadership
+	// term, so a restarted node of the same name is not answered by the
+	// duplicate window with its former self's messages.
+	pubTerm  uint64
 	midLink  bool            // a chunk published since the last batch's end changes the link
 	lastLink calls.LinkState // the link state of the last batch published
 	// restorePending: a stall marker came while midLink; restore after

@@ -26,14 +26,16 @@ type stored struct {
 // state down (the old link is gone), and calls Lead. It returns ctx's
 // error, ErrDeposed, or the error that stopped the following.
 func (n *Node) Run(ctx context.Context) error {
-	// The goroutines end with ctx: cancel it before waiting for them (a
-	// deposed node returns at once, and its process restarts).
-	defer n.bg.Wait()
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer n.bg.Wait() // after the goroutines below: purges are started by them
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	n.ctx = ctx
+	var wg sync.WaitGroup
+	// Cancel first: a Run that returns with an error (deposed) must stop
+	// its goroutines, the lease's renewal among them, before it waits.
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	msgs := make(chan stored, 256)
 	ferr := make(chan error, 1)
 	wg.Go(func() { ferr <- n.follow(ctx, msgs) })
@@ -212,7 +214,7 @@ func (n *Node) apply(m stored, primary bool) error {
 
 // lead takes the PBX link: Primary is at the stream's seq last.
 func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error {
-	n.pubSeq = last
+	n.pubSeq, n.pubTerm = last, last
 	n.m.takeovers.Add(1)
 	p := n.cfg.Primary
 	// The lead record goes first and is fenced like every publish: a
@@ -255,7 +257,7 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 // ends. pubMu held once leading.
 func (n *Node) publish(data []byte) error {
 	n.pubCount++
-	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubCount, 10)
+	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubTerm, 10) + "/" + strconv.FormatUint(n.pubCount, 10)
 	warned := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -215,9 +215,15 @@ func (r *ChaosReport) JSON() []byte {
 	return append(b, '\n')
 }
 
-// WriteText prints the checks as a table, then the counters and notes.
+// WriteText prints the run's header and its checks (writeChecks).
 func (r *ChaosReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "chaos run of %v (seed %d)\n\n", r.Elapsed.Round(time.Second), r.Seed)
+	r.writeChecks(w)
+}
+
+// writeChecks prints the checks as a table, then the counters, notes and
+// work directory.
+func (r *ChaosReport) writeChecks(w io.Writer) {
 	fmt.Fprintf(w, "%-8s %-46s %-24s %-16s %s\n", "scenario", "check", "measured", "target", "result")
 	for _, c := range r.Checks {
 		res := "PASS"
@@ -260,14 +266,8 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	if _, err := sipp.LookPath(cfg.SIPpBinary); err != nil {
 		return nil, fmt.Errorf("loadtest: chaos: the traffic is SIPp's: %w", err)
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "ctibridge-chaos-")
-		if err != nil {
-			return nil, err
-		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := workDir(cfg.Dir, "ctibridge-chaos-")
+	if err != nil {
 		return nil, err
 	}
 	rep := &ChaosReport{Started: time.Now(), Seed: cfg.Seed, Counters: map[string]float64{}}
@@ -300,6 +300,15 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// workDir is a run's work directory: dir, created if need be, or a new
+// temporary one whose name begins with prefix.
+func workDir(dir, prefix string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", prefix)
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // chaosPBX is pbxsim with the chaos run's extensions: callers that SIPp

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -20,12 +21,11 @@ type dbRun struct {
 	proxy *amiProxy
 	serve *serveProc
 
-	witnessUp atomic.Bool
+	wit *cdrWitness
 
-	mu      sync.Mutex // guards the fields below
-	emitted map[string]time.Time
-	kills   []time.Time
-	dbUp    time.Time // when the database was started again
+	mu    sync.Mutex // guards the fields below
+	kills []time.Time
+	dbUp  time.Time // when the database was started again
 }
 
 // runChaosDB starts serve on a PostgreSQL that is down, starts the
@@ -48,17 +48,13 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	}
 	defer sc.close()
 	pbx := sc.pbx
-	r := &dbRun{cfg: cfg, pg: pg, emitted: map[string]time.Time{}}
+	r := &dbRun{cfg: cfg, pg: pg, wit: newCDRWitness()}
 	if r.proxy, err = newAMIProxy(pbx.pbx.AMIAddr()); err != nil {
 		return err
 	}
 	sc.wg.Go(func() { r.proxy.Run(ctx) })
-	sc.wg.Go(func() { r.witness(ctx, pbx.pbx.AMIAddr()) })
-	for start := time.Now(); !r.witnessUp.Load(); {
-		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
-			return fmt.Errorf("cannot log in to pbxsim's manager port")
-		}
-		sleepCtx(ctx, 20*time.Millisecond)
+	if err := r.wit.start(ctx, &sc.wg, pbx.pbx.AMIAddr()); err != nil {
+		return err
 	}
 	if r.serve, err = newServeProc(cfg, dir, r.proxy.Addr(), "--db", pg.DSN()); err != nil {
 		return err
@@ -79,12 +75,13 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	var res sipp.Result
 	var callErr error
 	callsDone := make(chan struct{})
+	callsEnd := time.Now().Add(cfg.DBDuration)
 	go func() {
 		defer close(callsDone)
 		res, callErr = pbx.calls(ctx, cfg, cfg.DBDuration)
 	}()
 	readyDown := r.outage(ctx, serveStart)
-	r.killLoop(ctx, rng, callsDone)
+	r.killLoop(ctx, rng, callsDone, callsEnd)
 	<-callsDone
 	if callErr != nil {
 		return callErr
@@ -92,7 +89,7 @@ func runChaosDB(ctx context.Context, cfg ChaosConfig, dir string, rng *rand.Rand
 	// Let the last records reach the database, then stop serve cleanly
 	// (it flushes on SIGTERM) and count.
 	r.serve.waitReady(ctx, 30*time.Second)
-	r.waitStored(ctx)
+	waitCDRsStored(ctx, r.pg.DSN())
 	stopServe()
 	<-serveDone
 	return r.finish(ctx, rep, res, readyDown)
@@ -117,10 +114,17 @@ func (r *dbRun) outage(ctx context.Context, start time.Time) time.Duration {
 	return ready
 }
 
-// killLoop kills serve with -9 at random instants until the calls end.
-func (r *dbRun) killLoop(ctx context.Context, rng *rand.Rand, callsDone <-chan struct{}) {
+// killLoop kills serve with -9 at random instants until the calls end
+// (due at callsEnd). The first kill always lands while calls are placed:
+// it starts after the outage, and a random wait longer than the calls
+// have left would make a run with no kill at all (seen in CI with a 5 s
+// run, a 3 s outage and a 2 s mean wait).
+func (r *dbRun) killLoop(ctx context.Context, rng *rand.Rand, callsDone <-chan struct{}, callsEnd time.Time) {
 	for {
 		wait := time.Duration(float64(r.cfg.KillEvery) * (0.5 + rng.Float64()))
+		if left := time.Until(callsEnd); len(r.kills) == 0 && wait > left/2 {
+			wait = max(left/2, 0)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -146,9 +150,30 @@ func (r *dbRun) killLoop(ctx context.Context, rng *rand.Rand, callsDone <-chan s
 	}
 }
 
-// witness counts every Cdr event pbxsim emits, on its own manager
+// cdrWitness counts every Cdr event pbxsim emits, on its own manager
 // connection, whether or not a bridge is connected.
-func (r *dbRun) witness(ctx context.Context, addr string) {
+type cdrWitness struct {
+	up      atomic.Bool
+	mu      sync.Mutex
+	emitted map[string]time.Time // uniqueid -> when it was read
+}
+
+func newCDRWitness() *cdrWitness { return &cdrWitness{emitted: map[string]time.Time{}} }
+
+// start runs the witness in wg until ctx ends and waits until it has
+// logged in (at most 10 s).
+func (w *cdrWitness) start(ctx context.Context, wg *sync.WaitGroup, addr string) error {
+	wg.Go(func() { w.run(ctx, addr) })
+	for start := time.Now(); !w.up.Load(); {
+		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
+			return fmt.Errorf("cannot log in to pbxsim's manager port")
+		}
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+	return nil
+}
+
+func (w *cdrWitness) run(ctx context.Context, addr string) {
 	c := ami.NewClient(ami.Config{Addr: addr, Username: "ctibridge", Secret: "ctibridge", PingInterval: -1})
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
@@ -160,23 +185,30 @@ func (r *dbRun) witness(ctx context.Context, addr string) {
 		}
 		for _, ev := range evs {
 			if ev.Link == ami.LinkUp {
-				r.witnessUp.Store(true)
+				w.up.Store(true)
 			}
 			if ev.Msg.Event() == ami.EventCdr {
-				r.mu.Lock()
-				r.emitted[ev.Msg.Get("UniqueID")] = time.Now()
-				r.mu.Unlock()
+				w.mu.Lock()
+				w.emitted[ev.Msg.Get("UniqueID")] = time.Now()
+				w.mu.Unlock()
 			}
 		}
 	}
 }
 
-// waitStored waits until the number of CDRs in the database has not
-// changed for 2 s (at most 30 s).
-func (r *dbRun) waitStored(ctx context.Context) {
+// snapshot is a copy of the Cdrs seen so far.
+func (w *cdrWitness) snapshot() map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.emitted)
+}
+
+// waitCDRsStored waits until the number of CDRs in the database at dsn
+// has not changed for 2 s (at most 30 s).
+func waitCDRsStored(ctx context.Context, dsn string) {
 	last, since := -1, time.Now()
 	for start := time.Now(); time.Since(start) < 30*time.Second && ctx.Err() == nil; {
-		rows, err := cdrRows(ctx, r.pg.DSN())
+		rows, err := cdrRows(ctx, dsn)
 		if err == nil && len(rows) != last {
 			last, since = len(rows), time.Now()
 		}
@@ -197,6 +229,7 @@ func (r *dbRun) finish(ctx context.Context, rep *ChaosReport, res sipp.Result, r
 		rep.note("db: cannot read the cdr table: %v", err)
 		rows = map[string]int{}
 	}
+	emitted := r.wit.snapshot()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seen := map[string]time.Time{}
@@ -206,7 +239,7 @@ func (r *dbRun) finish(ctx context.Context, rep *ChaosReport, res sipp.Result, r
 		}
 	}
 	var delivered, inFlight, undelivered, undeliveredDown, lost int
-	for id, at := range r.emitted {
+	for id, at := range emitted {
 		fwd, ok := seen[id]
 		switch {
 		case !ok:
@@ -246,7 +279,7 @@ func (r *dbRun) finish(ctx context.Context, rep *ChaosReport, res sipp.Result, r
 	if first != "" {
 		rep.note("db: serve crashed: %s", first)
 	}
-	for k, v := range map[string]int{"calls_successful": res.Successful, "calls_failed": res.Failed, "cdr_emitted": len(r.emitted),
+	for k, v := range map[string]int{"calls_successful": res.Successful, "calls_failed": res.Failed, "cdr_emitted": len(emitted),
 		"cdr_handed_to_bridge": delivered, "cdr_in_flight_at_kill": inFlight, "cdr_emitted_without_bridge": undelivered,
 		"cdr_stored": stored, "kill9": len(r.kills), "serve_starts": starts} {
 		rep.count(sc, k, float64(v))

@@ -41,6 +41,17 @@ type serveProc struct {
 // holding one admin (password "admin", hashed by the binary's own
 // `passwd`), a data directory under dir, and ami as its manager address.
 func newServeProc(cfg ChaosConfig, dir, ami string, extra ...string) (*serveProc, error) {
+	args := []string{"serve", "--ami", ami, "--ami-user", "ctibridge", "--ami-secret", "ctibridge"}
+	if cfg.AMIPing > 0 && serveHasFlag(cfg.Binary, "ami-ping") {
+		args = append(args, "--ami-ping", cfg.AMIPing.String())
+	}
+	return newNodeProc(cfg, dir, append(args, extra...)...)
+}
+
+// newNodeProc prepares `ctibridge args...` (serve or edge) on free
+// loopback ports, with the users file, data directory and log of
+// newServeProc and cfg.ServeArgs last.
+func newNodeProc(cfg ChaosConfig, dir string, args ...string) (*serveProc, error) {
 	httpAddr, err := freeTCPAddr()
 	if err != nil {
 		return nil, err
@@ -53,13 +64,9 @@ func newServeProc(cfg ChaosConfig, dir, ami string, extra ...string) (*serveProc
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "--ami", ami, "--ami-user", "ctibridge", "--ami-secret", "ctibridge",
-		"--http", httpAddr, "--admin", adminAddr, "--users", users, "--data-dir", filepath.Join(dir, "data"),
-		"--access-log-every", "-1", "--log-level", "info"}
-	if cfg.AMIPing > 0 && serveHasFlag(cfg.Binary, "ami-ping") {
-		args = append(args, "--ami-ping", cfg.AMIPing.String())
-	}
-	args = append(append(args, extra...), cfg.ServeArgs...)
+	args = append(args, "--http", httpAddr, "--admin", adminAddr, "--users", users, "--data-dir", filepath.Join(dir, "data"),
+		"--access-log-every", "-1", "--log-level", "info")
+	args = append(args, cfg.ServeArgs...)
 	return &serveProc{bin: cfg.Binary, args: args, http: "http://" + httpAddr, admin: "http://" + adminAddr,
 		logPath: filepath.Join(dir, "serve.log"), delay: cfg.RestartDelay}, nil
 }

@@ -26,6 +26,17 @@
 // (no crash, no ghost call once converged, no CDR stored twice) are told
 // apart from targets, which hold only once the fixes have landed.
 //
+// RunFailover is the scale-out takeover (docs/scale-out.md): a 3-server
+// nats-server cluster (bus/natstest/natscluster), two `serve --bus`
+// bridges and the edges as child processes, pbxsim with SIPp calls and a
+// throwaway PostgreSQL both bridges record CDRs in. It kills the leading
+// bridge with SIGKILL again and again (a supervisor starts it again as a
+// standby) and times, per kill, the lease taken (read from the bus's KV
+// bucket), every edge's WebSocket client told stalled, then live again;
+// then it judges the edges' REST and WebSocket state against pbxsim's
+// channels, resumes a WebSocket client on the other edge with its seq and
+// epoch, and at the end counts the CDR rows against the calls completed.
+//
 // It talks to ctibridge only over the network: it never imports rest or
 // ws, so what it measures is what a client sees (the fault suite also
 // signals the serve process it started and reads its RSS from /proc).
@@ -40,7 +51,7 @@
 // rest/internal/bench as its REST server. loadtest/internal/wsframe reads
 // frame header fields for both.
 //
-// Concurrency: RunHTTP, RunWS, RunE2E and RunChaos each own every
+// Concurrency: RunHTTP, RunWS, RunE2E, RunChaos and RunFailover each own every
 // goroutine (and child process) they start and return only after all
 // have stopped, at the latest a grace period after their configured
 // duration (RunChaos: after each of its phases, all bounded). A Histogram

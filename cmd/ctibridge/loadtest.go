@@ -24,6 +24,7 @@ const loadtestUsage = `Usage:
   ctibridge loadtest ws URL [flags]     WebSocket clients subscribed to the live state
   ctibridge loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
   ctibridge loadtest chaos [flags]      issue 19's fault suite: AMI faults, DB outage and kill -9, WebSocket flood
+  ctibridge loadtest failover [flags]   scale-out: the leading bridge killed (SIGKILL) again and again, takeover times, ghosts, CDRs, resumes
   ctibridge loadtest synth [flags]      a synthetic AMI with thousands of extensions and calls up, the bridge's engine measured
 
 Common flags: --json, --html FILE, --profile DIR (with --admin URL), --max-p99 DUR, ...
@@ -131,7 +132,7 @@ func parseWithURL(fs *flag.FlagSet, args []string) (string, error) {
 	return pos[0], nil
 }
 
-// runLoadtest is `ctibridge loadtest http|ws|e2e|chaos ...`.
+// runLoadtest is `ctibridge loadtest http|ws|e2e|chaos|failover|synth ...`.
 func runLoadtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, loadtestUsage)
@@ -146,6 +147,8 @@ func runLoadtest(ctx context.Context, args []string, getenv func(string) string,
 		return loadtestE2E(ctx, args[1:], getenv, stdout, stderr)
 	case "chaos":
 		return loadtestChaos(ctx, args[1:], stdout, stderr)
+	case "failover":
+		return loadtestFailover(ctx, args[1:], stdout, stderr)
 	case "synth":
 		return loadtestSynth(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
@@ -534,4 +537,48 @@ func withBridge(ctx context.Context, amiAddr, amiUser, amiSecret string, pbxErr 
 		return err
 	}
 	return f(b)
+}
+
+// suiteFlags are the flags of the runs that start this binary as child
+// processes (chaos, failover).
+type suiteFlags struct {
+	bin, dir, logLevel string
+	serveArgs          listFlag
+	keep, json, strict bool
+}
+
+// register adds --bin, --serve-arg, --dir, --keep, --json, --strict
+// (strictUsage) and --log-level; runs names the children.
+func (s *suiteFlags) register(fs *flag.FlagSet, runs, strictUsage string) {
+	fs.StringVar(&s.bin, "bin", "", "ctibridge binary to run as "+runs+" (default: this one)")
+	fs.Var(&s.serveArgs, "serve-arg", "extra argument for every "+runs+" (repeatable: --serve-arg=--ws-slow-timeout --serve-arg=5s)")
+	fs.StringVar(&s.dir, "dir", "", "work directory (the logs and data of "+runs+"); default a temporary one, removed unless --keep")
+	fs.BoolVar(&s.keep, "keep", false, "keep the work directory")
+	fs.BoolVar(&s.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&s.strict, "strict", false, strictUsage)
+	fs.StringVar(&s.logLevel, "log-level", "warn", "log level of the run's progress")
+}
+
+// setup defaults --bin to this binary and makes the progress logger.
+func (s *suiteFlags) setup(mode string, stderr io.Writer) (*slog.Logger, error) {
+	if s.bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("loadtest %s: --bin: %w", mode, err)
+		}
+		s.bin = self
+	}
+	return newLogger(stderr, "text", s.logLevel)
+}
+
+// print writes the report as JSON or text.
+func (s *suiteFlags) print(stdout io.Writer, rep interface {
+	JSON() []byte
+	WriteText(io.Writer)
+}) {
+	if s.json {
+		stdout.Write(rep.JSON())
+	} else {
+		rep.WriteText(stdout)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -19,12 +18,10 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg loadtest.ChaosConfig
-	var scenarios, faults, logLevel, strictTargets string
-	var serveArgs listFlag
-	var jsonOut, strict bool
+	var scenarios, faults, strictTargets string
+	var sf suiteFlags
 	var rssCapMB uint64
-	fs.StringVar(&cfg.Binary, "bin", "", "ctibridge binary to run as serve (default: this one)")
-	fs.Var(&serveArgs, "serve-arg", "extra argument for serve (repeatable: --serve-arg=--ws-slow-timeout --serve-arg=5s)")
+	sf.register(fs, "serve", "exit 1 when an issue target is missed, not only an invariant (--strict-targets ami,db,ws)")
 	fs.DurationVar(&cfg.AMIPing, "ami-ping", 0, "passed to serve as --ami-ping when it has that flag (0: serve's own default)")
 	fs.StringVar(&scenarios, "scenarios", "ami,db,ws", "scenarios to run, in order: ami, db, ws")
 	fs.Float64Var(&cfg.Rate, "r", 10, "SIPp calls per second")
@@ -44,27 +41,15 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.DurationVar(&cfg.WSDuration, "ws-d", 10*time.Second, "ws: length of each phase (without, then with the flood)")
 	fs.Uint64Var(&rssCapMB, "flood-rss-cap", 512, "ws: stop the flood when serve's RSS has grown this many MB")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "db: seed of the kill instants (0: random; the report prints it)")
-	fs.StringVar(&cfg.Dir, "dir", "", "work directory (serve's logs and data); default a temporary one, removed unless --keep")
-	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory")
-	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
-	fs.BoolVar(&strict, "strict", false, "exit 1 when an issue target is missed, not only an invariant (--strict-targets ami,db,ws)")
 	fs.StringVar(&strictTargets, "strict-targets", "", "scenarios whose issue targets make the exit code 1 (comma-separated)")
-	fs.StringVar(&logLevel, "log-level", "warn", "log level of the suite's progress")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if cfg.Binary == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("loadtest chaos: --bin: %w", err)
-		}
-		cfg.Binary = self
-	}
-	log, err := newLogger(stderr, "text", logLevel)
+	log, err := sf.setup("chaos", stderr)
 	if err != nil {
 		return err
 	}
-	if strict {
+	if sf.strict {
 		strictTargets = "ami,db,ws"
 	}
 	for _, s := range splitList(strictTargets) {
@@ -72,15 +57,12 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return fmt.Errorf("loadtest chaos: --strict-targets: unknown scenario %q (ami, db, ws)", s)
 		}
 	}
-	cfg.ServeArgs, cfg.Scenarios, cfg.Faults = serveArgs, splitList(scenarios), splitList(faults)
+	cfg.Binary, cfg.ServeArgs, cfg.Dir, cfg.Keep = sf.bin, sf.serveArgs, sf.dir, sf.keep
+	cfg.Scenarios, cfg.Faults = splitList(scenarios), splitList(faults)
 	cfg.FloodRSSCap, cfg.Log = rssCapMB<<20, log
 	rep, err := loadtest.RunChaos(ctx, cfg)
 	if rep != nil {
-		if jsonOut {
-			stdout.Write(rep.JSON())
-		} else {
-			rep.WriteText(stdout)
-		}
+		sf.print(stdout, rep)
 	}
 	if err != nil {
 		return err

@@ -32,15 +32,7 @@ func TestLoadtestChaosShort(t *testing.T) {
 		t.Log("no PostgreSQL binaries: the db scenario is skipped")
 		scenarios = "ami,ws"
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "ctibridge")
-	build := []string{"build", "-o", bin}
-	if chaosRace {
-		build = append(build, "-race") // reuses the test's race-built packages
-	}
-	if out, err := exec.Command("go", append(build, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, bin := buildSelf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args := []string{"chaos", "--bin", bin, "--scenarios", scenarios, "--json", "--dir", filepath.Join(dir, "work"),
@@ -83,4 +75,20 @@ func TestLoadtestChaosShort(t *testing.T) {
 	if strings.Contains(scenarios, "db") && (c["db.cdr_emitted"] == 0 || c["db.kill9"] == 0) {
 		t.Errorf("the db scenario did not run: %s", out.String())
 	}
+}
+
+// buildSelf builds this package's binary (with -race under go test
+// -race) into a temporary directory, for the runs that start it as child
+// processes.
+func buildSelf(t *testing.T) (dir, bin string) {
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "ctibridge")
+	build := []string{"build", "-o", bin}
+	if chaosRace {
+		build = append(build, "-race") // reuses the test's race-built packages
+	}
+	if out, err := exec.Command("go", append(build, ".")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir, bin
 }
