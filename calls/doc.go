@@ -53,7 +53,10 @@
 //     objects marked "pbx":"site2" in both classes (its NumbersHidden
 //     bytes are made lazily from the qualified value, conversation ids
 //     opaque as the combined ids). Sync diffs an engine's latest snapshot
-//     against the one merged before, so it costs what changed.
+//     against the one merged before, so it costs what changed. Each PBX's
+//     link is in Snapshot.PBXs; StatusFor, StaleFor and Change.StatusFor
+//     are the status of some PBXs only, for their readers
+//     (multi_status.go).
 //   - RefreshDurations, called by the link owner once a second, re-encodes
 //     the extensions and trunks holding an answered conversation so their
 //     "duration" is never more than about a second old, and stores a new

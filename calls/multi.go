@@ -1,7 +1,6 @@
 package calls
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -81,14 +80,6 @@ func errPBXName(name, want string) error { return &pbxNameError{name, want} }
 
 func strconvQuote(s string) string { return string(appendString(nil, s)) }
 
-// PBXState is one PBX's link as the combined snapshot shows it.
-type PBXState struct {
-	Name  string // "" for the default PBX
-	Link  LinkState
-	Stale bool
-	Since int64 // ms since the epoch when Link last changed
-}
-
 // Source is one PBX merged by a Multi: *Engine satisfies it.
 type Source interface {
 	Snapshot() *Snapshot
@@ -99,7 +90,8 @@ type Source interface {
 // any goroutine (one per PBX, each after its engine published); Snapshot
 // and Feed are safe from any goroutine.
 type Multi struct {
-	mu      sync.Mutex // held while merging
+	cells   map[string]string // every PBX's Config.Cellphones, by combined id
+	mu      sync.Mutex        // held while merging
 	srcs    []*multiSrc
 	pub     published
 	version uint64
@@ -121,6 +113,12 @@ type multiSrc struct {
 func NewMulti(feedSize int, names []string, srcs []Source) *Multi {
 	m := &Multi{pub: newPublished(), feed: newFeed(feedSize)}
 	empty := &Snapshot{queue: newColl[Queue](), park: newColl[Parking](), trunk: newColl[Trunk](), conf: newColl[Conference]()}
+	m.cells = map[string]string{}
+	for i, s := range srcs {
+		for k, v := range s.Snapshot().cellphones { // the engine's configuration: fixed
+			m.cells[QualifyID(names[i], k)] = v
+		}
+	}
 	for i, s := range srcs {
 		// Notifications from before the Multi are not news.
 		ms := &multiSrc{name: names[i], src: s, last: empty, seq: s.Snapshot().Seq}
@@ -178,7 +176,8 @@ func (m *Multi) Sync(i int) *Snapshot {
 	m.version++
 	s := m.snapshot(0, cur.At)
 	if statusChanged {
-		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: cur.At})
+		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: cur.At,
+			ent: &multiStatus{full: s.status, version: s.Version, pbxs: s.PBXs, changed: src.name}})
 	}
 	s.Seq = m.feed.append(ch)
 	clear(ch)
@@ -191,65 +190,19 @@ func (m *Multi) Sync(i int) *Snapshot {
 func (m *Multi) snapshot(seq uint64, at int64) *Snapshot {
 	p := &m.pub
 	s := &Snapshot{
-		Version: m.version, Seq: seq, At: at, Link: LinkLive,
+		Version: m.version, Seq: seq, At: at,
 		Extensions: p.exts.cur, Queues: p.queues, Parkings: p.parks, Trunks: p.trunks, Conferences: p.confs,
 		extParts: p.exts.published(), extAll: p.extAll,
 		queue: p.queue, park: p.park, trunk: p.trunk, conf: p.conf,
-		state: &lazy{}, presence: &lazy{},
+		state: &lazy{}, presence: &lazy{}, cellphones: m.cells,
 	}
 	for _, src := range m.srcs {
 		c := src.last
-		st := PBXState{Name: src.name, Link: c.Link, Stale: c.Stale || c.Link != LinkLive, Since: c.Since}
-		s.PBXs = append(s.PBXs, st)
-		if src.name == "" {
-			s.cellphones = c.cellphones // the default PBX's presence as it is
-		}
-		if worse(st.Link, s.Link) {
-			s.Link = st.Link
-		}
-		s.Stale = s.Stale || st.Stale
-		s.Since = max(s.Since, st.Since)
+		s.PBXs = append(s.PBXs, PBXState{Name: src.name, Link: c.Link, Stale: c.Stale || c.Link != LinkLive, Since: c.Since})
 	}
-	s.status = appendMultiStatus(nil, s)
+	s.Link, s.Stale, s.Since = aggregate(s.PBXs, all)
+	s.status = appendMultiStatus(nil, s.Version, s.PBXs, all)
 	return s
-}
-
-// worse orders the link states for the aggregate: down, stalled,
-// resyncing, live.
-func worse(a, b LinkState) bool {
-	rank := func(l LinkState) int {
-		switch l {
-		case LinkDown:
-			return 0
-		case LinkStalled:
-			return 1
-		case LinkResyncing:
-			return 2
-		}
-		return 3
-	}
-	return rank(a) < rank(b)
-}
-
-// appendMultiStatus is the status with every PBX's link:
-// {"pbx":"<worst>","version":N,"since":ms,"pbxs":{"default":{"pbx":"live","stale":false,"since":ms},"site2":{...}}}.
-func appendMultiStatus(b []byte, s *Snapshot) []byte {
-	b = appendStatus(b, s.Link, s.Version, s.Since)
-	b = append(b[:len(b)-1], `,"pbxs":{`...)
-	for i, st := range s.PBXs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, cmp.Or(st.Name, DefaultPBXName))
-		b = append(b, `:{`...)
-		b = appendStrField(b, "pbx", st.Link.String())
-		b = append(b, ',')
-		b = appendBoolField(b, "stale", st.Stale)
-		b = append(b, ',')
-		b = appendIntField(b, "since", st.Since)
-		b = append(b, '}')
-	}
-	return append(b, '}', '}')
 }
 
 // mergeExts takes the extensions the engine re-encoded between old and
@@ -409,6 +362,11 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 		encode:  appendConference,
 		gone:    func(k string) Conference { return Conference{ID: k} }})
 }
+
+// Cellphone is the cellphone of the user whose main extension is exten
+// (Config.Cellphones; every PBX's in a combined snapshot, by combined id):
+// what PresenceOf takes.
+func (s *Snapshot) Cellphone(exten string) string { return s.cellphones[exten] }
 
 // Collection names a collection for Snapshot.CollectionWhere.
 type Collection uint8

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
 )
 
 // twoPBXs is a default PBX and a PBX named site2 fed the same messages,
@@ -243,6 +245,24 @@ func TestMultiLinkPerPBX(t *testing.T) {
 	if len(cs) != 1 || cs[0].Type != "pbxStatus" || !bytes.Equal(cs[0].Data, s.StatusJSON()) {
 		t.Fatalf("feed after site2 went down: %+v", cs)
 	}
+	// A reader of the default PBX only: its link, live, not stale; of
+	// site2: down; the change is news to site2's readers only.
+	def, site2 := func(n string) bool { return n == "" }, func(n string) bool { return n == "site2" }
+	if got, want := string(s.StatusFor(def)), `{"pbx":"live","version":`; !strings.HasPrefix(got, want) || strings.Contains(got, "site2") || !strings.Contains(got, `"pbxs":{"default":{"pbx":"live","stale":false,`) {
+		t.Errorf("status for the default PBX's reader %s", got)
+	}
+	if got := string(s.StatusFor(site2)); !strings.HasPrefix(got, `{"pbx":"down",`) || strings.Contains(got, "default") {
+		t.Errorf("status for site2's reader %s", got)
+	}
+	if s.StaleFor(def) || !s.StaleFor(site2) || s.PBXStale("") || !s.PBXStale("site2") || !s.PBXStale("site9") {
+		t.Errorf("stale: default %v, site2 %v", s.StaleFor(def), s.StaleFor(site2))
+	}
+	if b, news := cs[0].StatusFor(def); news || b != nil {
+		t.Errorf("site2's change is news to the default PBX's reader: %s", b)
+	}
+	if b, news := cs[0].StatusFor(site2); !news || !bytes.Equal(b, s.StatusFor(site2)) {
+		t.Errorf("site2's change to site2's reader: %v %s", news, b)
+	}
 	if s2 := p.m.Sync(1); s2 != s {
 		t.Fatal("a Sync with nothing new made a new snapshot")
 	}
@@ -300,5 +320,30 @@ func TestMultiFeedAheadOfSnapshot(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d extenRinging in the combined feed, want 1: %+v", n, cs)
+	}
+}
+
+// TestMultiPresenceCellphones: the combined presence reads each PBX's
+// cellphones (Config.Cellphones, by its own ids) for its extensions: a
+// forward to site2:201's user's cellphone is "cellphone" there, as in
+// site2's engine, while the same forward on the default PBX's 201 (whose
+// user has another cellphone) is "callforward".
+func TestMultiPresenceCellphones(t *testing.T) {
+	cf := func(e *Engine, to string) {
+		e.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "DBGetResponse"}, ami.Header{Key: "Family", Value: "CF"},
+			ami.Header{Key: "Key", Value: "201"}, ami.Header{Key: "Val", Value: to}))
+		e.Publish()
+	}
+	a := New(Config{Names: map[string]string{"201": "Ada"}, Cellphones: map[string]string{"201": "3330000001"}})
+	b := New(Config{Names: map[string]string{"201": "Sam"}, Cellphones: map[string]string{"201": "3331234567"}})
+	cf(a, "3331234567")
+	cf(b, "3331234567")
+	m := NewMulti(0, []string{"", "site2"}, []Source{a, b})
+	s := m.Snapshot()
+	if got, want := string(s.PresenceJSON()), `{"201":"callforward","site2:201":"cellphone"}`; got != want {
+		t.Errorf("presence %s, want %s", got, want)
+	}
+	if s.Cellphone("site2:201") != "3331234567" || s.Cellphone("201") != "3330000001" || s.Cellphone("202") != "" {
+		t.Errorf("cellphones: site2:201 %q, 201 %q", s.Cellphone("site2:201"), s.Cellphone("201"))
 	}
 }

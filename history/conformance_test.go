@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,7 @@ func TestConformance(t *testing.T) {
 				{"Grouping", testGrouping},
 				{"Filters", testFilters},
 				{"BadInput", testBadInput},
+				{"PBXs", testPBXs},
 				{"PagingStable", testPagingStable},
 				{"Export", testExport},
 				{"Recordings", testRecordings},
@@ -151,6 +153,70 @@ func testFilters(t *testing.T, s *SQLStore) {
 		tc.mod(&qq)
 		if got := ids(qq); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// A named PBX's calls (its recorder qualifies its extensions,
+	// docs/operations.md "Several PBXs"): internal, out and in as the
+	// default PBX's, whatever the length of "site2:201".
+	mustInsert(t, s, slices.Concat(call(7, t0.Add(7*time.Hour), "site2:201", "site2:202", "ANSWERED"),
+		call(8, t0.Add(8*time.Hour), "site2:201", "0721405516", "ANSWERED"),
+		call(9, t0.Add(9*time.Hour), "3331234567", "site2:201", "ANSWERED")))
+	for _, tc := range []struct {
+		name string
+		mod  func(q *Query)
+		want string
+	}{
+		{"site2 internal", func(q *Query) { q.Direction = DirInternal; q.Extensions = []string{"site2:201"} }, "7"},
+		{"site2 out", func(q *Query) { q.Direction = DirOut; q.Extensions = []string{"site2:201"} }, "8"},
+		{"site2 in", func(q *Query) { q.Direction = DirIn; q.Extensions = []string{"site2:201"} }, "9"},
+		{"internal", func(q *Query) { q.Direction = DirInternal }, "7,4,1"},
+	} {
+		qq := q
+		tc.mod(&qq)
+		if got := ids(qq); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	for _, c := range all(t, s, Query{From: t0.Add(7 * time.Hour), To: t0.Add(10 * time.Hour)}) {
+		if want := map[string]string{"7": DirInternal, "8": DirOut, "9": DirIn}[c.LinkedID[strings.IndexByte(c.LinkedID, '.')+1:]]; c.Direction != want {
+			t.Errorf("call %s (%s to %s): direction %s, want %s", c.LinkedID, c.Src, c.Dst, c.Direction, want)
+		}
+	}
+}
+
+// testPBXs: Query.PBXs keeps the calls of some PBXs, a named PBX's by
+// its qualified uniqueid, the default PBX's by a bare one; "_" in a name
+// is no wildcard.
+func testPBXs(t *testing.T, s *SQLStore) {
+	of := func(pbx string, cdrs []CDR) []CDR {
+		for i := range cdrs {
+			cdrs[i].UniqueID, cdrs[i].LinkedID = pbx+":"+cdrs[i].UniqueID, pbx+":"+cdrs[i].LinkedID
+		}
+		return cdrs
+	}
+	mustInsert(t, s, slices.Concat(call(1, t0.Add(1*time.Hour), "201", "202", "ANSWERED"),
+		of("site2", call(2, t0.Add(2*time.Hour), "site2:201", "site2:202", "ANSWERED")),
+		of("site_3", call(3, t0.Add(3*time.Hour), "site_3:201", "site_3:202", "ANSWERED")),
+		of("siteX3", call(4, t0.Add(4*time.Hour), "siteX3:201", "siteX3:202", "ANSWERED"))))
+	for _, tc := range []struct {
+		pbxs []string
+		want string
+	}{
+		{nil, "4,3,2,1"},
+		{[]string{"site2"}, "2"},
+		{[]string{""}, "1"},
+		{[]string{"", "site2"}, "2,1"},
+		{[]string{"site_3"}, "3"},
+		{[]string{}, ""},
+	} {
+		q := window()
+		q.PBXs = tc.pbxs
+		var got []string
+		for _, c := range all(t, s, q) {
+			got = append(got, c.LinkedID[strings.IndexByte(c.LinkedID, '.')+1:])
+		}
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("PBXs %q: calls %v, want %s", tc.pbxs, got, tc.want)
 		}
 	}
 }

@@ -25,6 +25,10 @@ type Doer interface {
 // ErrReadOnly: a Remote does not take CDRs.
 var ErrReadOnly = errors.New("history: the remote history is read only")
 
+// ErrPBXFilter: a Remote cannot keep some PBXs' calls only (Query.PBXs),
+// so it answers none rather than every PBX's.
+var ErrPBXFilter = errors.New("history: the remote history cannot keep some PBXs' calls only")
+
 // RemoteConfig configures a Remote. The zero value is usable.
 type RemoteConfig struct {
 	// UserHeader carries Query.Viewer on every request. Default
@@ -82,6 +86,9 @@ func (r *Remote) path(q Query, csv bool) string {
 func (r *Remote) get(ctx context.Context, q Query, csv bool) (*http.Response, error) {
 	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {
 		return nil, &InvalidError{"a time window with to after from is required"}
+	}
+	if q.PBXs != nil {
+		return nil, ErrPBXFilter
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.path(q, csv), nil)
 	if err != nil {

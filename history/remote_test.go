@@ -87,6 +87,11 @@ func TestRemote(t *testing.T) {
 	if err := r.Insert(ctx, cdrs); !errors.Is(err, ErrReadOnly) {
 		t.Fatal(err)
 	}
+	// Some PBXs' calls only: refused, nothing asked of the remote.
+	sw.Direction, sw.PBXs = "", []string{"site2"}
+	if _, err := r.Calls(ctx, sw); !errors.Is(err, ErrPBXFilter) {
+		t.Fatalf("PBXs: %v", err)
+	}
 	wantSeen := []string{
 		"/cti/historycall/interval/user/alice/20260301/20260302?limit=2 as alice",
 		"/cti/historycall/interval/user/alice/20260301/20260302?cursor=" + q.Cursor + "&limit=2 as alice",

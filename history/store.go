@@ -16,8 +16,9 @@ import (
 )
 
 // Directions of a call, from the lengths of its numbers: internal when
-// both are extensions (at most Config.ExtenMaxLen digits), out when only
-// the caller is, in otherwise.
+// both are extensions (at most Config.ExtenMaxLen digits, or a named
+// PBX's extension, which its recorder writes "site2:201": docs/operations.md
+// "Several PBXs"), out when only the caller is, in otherwise.
 const (
 	DirIn       = "in"
 	DirOut      = "out"
@@ -56,9 +57,15 @@ type Query struct {
 	// Remote forwards them (the path's user and the identity header).
 	User, Viewer string
 	Direction    string // "", DirIn, DirOut or DirInternal
-	Text         string // substring of the caller id, source or destination
-	Limit        int    // calls per page, default DefaultLimit
-	Cursor       string // Page.Next of the previous page, "" for the first
+	// PBXs, when not nil, keeps the calls of those PBXs only, when
+	// several are followed (docs/operations.md "Several PBXs"): "" the
+	// default PBX's (a uniqueid without a colon), a name the named PBX's
+	// (its recorder writes uniqueid "name:..."). Empty matches nothing.
+	// Remote refuses it (ErrPBXFilter).
+	PBXs   []string
+	Text   string // substring of the caller id, source or destination
+	Limit  int    // calls per page, default DefaultLimit
+	Cursor string // Page.Next of the previous page, "" for the first
 }
 
 // Leg is one CDR of a call.
@@ -222,13 +229,29 @@ func (s *SQLStore) where(q *Query, a *args) (string, error) {
 	default:
 		return "", &InvalidError{fmt.Sprintf("direction %q is not in, out or internal", q.Direction)}
 	}
+	// A number with a colon is a named PBX's extension (isExten).
+	srcExt, dstExt := "(length(src) <= "+n+" OR src LIKE '%:%')", "(length(dst) <= "+n+" OR dst LIKE '%:%')"
 	switch q.Direction {
 	case DirInternal:
-		w = append(w, "length(src) <= "+n+" AND length(dst) <= "+n)
+		w = append(w, srcExt+" AND "+dstExt)
 	case DirOut:
-		w = append(w, "length(src) <= "+n+" AND length(dst) > "+n)
+		w = append(w, srcExt+" AND NOT "+dstExt)
 	case DirIn:
-		w = append(w, "length(src) > "+n)
+		w = append(w, "NOT "+srcExt)
+	}
+	if q.PBXs != nil {
+		var or []string
+		for _, p := range q.PBXs {
+			if p == "" {
+				or = append(or, "uniqueid NOT LIKE '%:%'")
+			} else {
+				or = append(or, "uniqueid LIKE "+a.add(likeEscape(p)+":%")+` ESCAPE '\'`)
+			}
+		}
+		if or == nil {
+			or = []string{"1 = 0"}
+		}
+		w = append(w, "("+strings.Join(or, " OR ")+")")
 	}
 	if t := strings.TrimSpace(q.Text); t != "" {
 		p := a.add("%" + likeEscape(strings.ToLower(t)) + "%")
@@ -367,14 +390,20 @@ func (s *SQLStore) legs(ctx context.Context, keys []string) (map[string][]CDR, e
 
 // Direction of a call from its numbers.
 func (s *SQLStore) direction(src, dst string) string {
-	n := s.cfg.ExtenMaxLen
 	switch {
-	case len(src) <= n && len(dst) <= n:
+	case s.isExten(src) && s.isExten(dst):
 		return DirInternal
-	case len(src) <= n:
+	case s.isExten(src):
 		return DirOut
 	}
 	return DirIn
+}
+
+// isExten reports whether a CDR's number is an extension: at most
+// ExtenMaxLen characters, or a named PBX's extension ("site2:201"; no
+// dialled number has a colon).
+func (s *SQLStore) isExten(num string) bool {
+	return len(num) <= s.cfg.ExtenMaxLen || strings.IndexByte(num, ':') >= 0
 }
 
 func (s *SQLStore) name(num string) string {

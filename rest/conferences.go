@@ -24,28 +24,25 @@ func confSees(u *auth.User, c *calls.Conference) bool {
 	return auth.SeesConference(u, c.ID, c.ExtenIDs)
 }
 
+// getConferences answers the rooms u may see (every PBX: reads of some
+// PBXs are byPBX's), cached per version as those are.
 func (h *handler) getConferences(w http.ResponseWriter, r *http.Request, u *auth.User) int {
-	vc := h.current()
-	s := vc.snap
-	if auth.ViewOf(u).Full() && !u.PBXLimited() {
-		return h.write(w, r, vc, newEntry(s.ConferencesJSON()))
+	return h.writePBXs(w, r, resConferences, pbxRead{only: "*", u: u})
+}
+
+// conferencesJSON is {"<room>":{...},...}, the rooms u may see that keep
+// keeps, their members as u may see them.
+func conferencesJSON(s *calls.Snapshot, u *auth.User, keep func(string) bool) []byte {
+	if auth.ViewOf(u).Full() && !u.PBXLimited() && keep == nil {
+		return s.ConferencesJSON()
 	}
-	b := []byte{'{'}
-	n := 0
-	for _, k := range slices.Sorted(maps.Keys(s.Conferences)) {
+	return jsonObject(slices.Sorted(maps.Keys(s.Conferences)), func(k string) []byte {
 		c := s.Conferences[k]
-		if !confSees(u, &c) {
-			continue
+		if !confSees(u, &c) || keep != nil && !keep(k) {
+			return nil
 		}
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = calls.AppendJSONString(b, k)
-		b = append(b, ':')
-		b = append(b, s.ConferenceJSONFor(k, auth.ViewOf(u).SeesMember)...)
-	}
-	return h.write(w, r, vc, newEntry(append(b, '}')))
+		return s.ConferenceJSONFor(k, auth.ViewOf(u).SeesMember)
+	})
 }
 
 func (h *handler) getConference(w http.ResponseWriter, r *http.Request, u *auth.User) int {
@@ -57,7 +54,9 @@ func (h *handler) getConference(w http.ResponseWriter, r *http.Request, u *auth.
 		// call detail too.
 		return writeError(w, h.log, r, notFound("conference %q does not exist", id))
 	}
-	return h.write(w, r, vc, newEntry(vc.snap.ConferenceJSONFor(id, auth.ViewOf(u).SeesMember)))
+	e := newEntry(vc.snap.ConferenceJSONFor(id, auth.ViewOf(u).SeesMember))
+	e.covers, e.stale = true, h.pbxStale(vc.snap, id)
+	return h.write(w, r, vc, e)
 }
 
 type confOwnerReq struct {

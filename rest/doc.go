@@ -25,11 +25,14 @@
 // it keeps no data of its own: the stores do. It never locks the engine:
 // it reads snapshots.
 //
-// Several PBXs (sites.go): with Config.Sites, State is the combined state
-// (calls.Multi); the collections take ?pbx= and leave out the PBXs a user
-// is not limited to (auth.User.PBXs), each entity's bytes of the user's
-// class picked (calls.Snapshot.CollectionWhere); an action is planned against the
-// engine of the PBX its ids name and sent through that PBX's client.
+// Several PBXs (sites.go, pbxreads.go): with Config.Sites, State is the
+// combined state (calls.Multi); the collections, conversations,
+// conferences and the status take ?pbx= and leave out the PBXs a user is
+// not limited to (auth.User.PBXs), each entity's bytes of the user's
+// class picked (calls.Snapshot.CollectionWhere); such a read's status and
+// X-Ctibridge-Stale are those of the PBXs it covers (one entity's read:
+// its PBX's). An action is planned against the engine of the PBX its ids
+// name and sent through that PBX's client.
 //
 // Concurrency: the handler is safe for concurrent use; the
 // only shared mutable state is the per-version read caches (the ?pbx=

@@ -299,16 +299,16 @@ func (h *handler) register() {
 	h.handle("POST /auth/sessions/revoke", false, h.revokeSessions)
 	h.handle("GET /user/me", false, h.me)
 
-	h.handle("GET /astproxy/status", false, h.getStatus)
+	h.handle("GET /astproxy/status", false, h.byPBX(resStatus, h.getStatus))
 	h.handle("GET /astproxy/extensions", false, h.byPBX(resExtensions, h.getExtensions))
 	h.handle("GET /astproxy/extension/{exten}", false, h.seenID("exten", h.getExtension))
-	h.handle("GET /astproxy/conversations", false, h.getConversations)
+	h.handle("GET /astproxy/conversations", false, h.byPBX(resConversations, h.getConversations))
 	h.handle("GET /astproxy/queues", false, h.byPBX(resQueues, h.getQueues))
 	h.handle("GET /astproxy/queue/{queue}", false, h.seenID("queue", h.getQueue))
 	h.handle("GET /astproxy/parkings", false, h.byPBX(resParkings, h.getParkings))
 	h.handle("GET /astproxy/trunks", false, h.byPBX(resTrunks, h.getTrunks))
-	h.handle("GET /astproxy/conferences", false, h.getConferences)
-	h.handle("GET /astproxy/conference/{endpoint}", false, h.getConference)
+	h.handle("GET /astproxy/conferences", false, h.byPBX(resConferences, h.getConferences))
+	h.handle("GET /astproxy/conference/{endpoint}", false, h.seenID("endpoint", h.getConference))
 
 	for _, a := range slices.Concat(actions, callActions, confActions) {
 		h.handle("POST /astproxy/"+a.name, false, h.action(a))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/history"
 )
 
@@ -75,6 +76,9 @@ func (h *handler) histUser(csv bool) endpoint {
 		if q.Extensions == nil {
 			q.Extensions = []string{}
 		}
+		if target != u {
+			q.PBXs = historyPBXs(u) // one's own: one's endpoints already
+		}
 		return h.histServe(w, r, q, csv)
 	}
 }
@@ -115,7 +119,7 @@ func (h *handler) histSwitch(csv bool) endpoint {
 		if err != nil {
 			return writeError(w, h.log, r, err)
 		}
-		q.Viewer = u.Username
+		q.Viewer, q.PBXs = u.Username, historyPBXs(u)
 		return h.histServe(w, r, q, csv)
 	}
 }
@@ -183,4 +187,20 @@ func (h *handler) ownNames(q history.Query, rows []history.Call) {
 			c.DstCNAM = n
 		}
 	}
+}
+
+// historyPBXs is history.Query.PBXs for u: the PBXs a user limited to
+// some may read the calls of ("" the default PBX), nil for every PBX.
+func historyPBXs(u *auth.User) []string {
+	if !u.PBXLimited() {
+		return nil
+	}
+	out := []string{}
+	for _, p := range u.PBXs {
+		if p == calls.DefaultPBXName {
+			p = ""
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 )
 
@@ -67,6 +68,9 @@ func storeError(err error) error {
 		return badRequest("%s", ce.Msg)
 	case historyInvalid(err):
 		return badRequest("%s", err.Error()[len("history: "):])
+	case errors.Is(err, history.ErrPBXFilter):
+		// A user limited to some PBXs (auth.User.PBXs) and a remote history.
+		return errorf(http.StatusNotImplemented, "pbx_filter", "%s", err.Error()[len("history: "):])
 	}
 	return err
 }

@@ -24,9 +24,9 @@ type Refresher interface {
 }
 
 func (h *handler) registerPresence() {
-	h.handle("GET /astproxy/cfcall/{type}/{endpoint}", false, h.getCF)
-	h.handle("GET /astproxy/dnd/{endpoint}", false, h.getDND)
-	h.handle("GET /voicemail/new_counters", false, h.getVoicemailCounters)
+	h.handle("GET /astproxy/cfcall/{type}/{endpoint}", false, h.seenID("endpoint", h.getCF))
+	h.handle("GET /astproxy/dnd/{endpoint}", false, h.seenID("endpoint", h.getDND))
+	h.handle("GET /voicemail/new_counters", false, h.byPBX(resVoicemail, h.getVoicemailCounters))
 	h.handle("GET /user/presence", false, h.getPresence)
 	h.handle("GET /user/presencelist", false, h.getPresenceList)
 	h.handle("POST /user/presence", false, h.action(act("presence", planPresence)))
@@ -99,24 +99,22 @@ func (h *handler) getVoicemailCounters(w http.ResponseWriter, r *http.Request, _
 	vc := h.current()
 	c := h.vmCounters.Load()
 	if c == nil || c.snap != vc.snap {
-		b := []byte{'{'}
-		for _, k := range vc.snap.Extensions.Keys() {
-			v := vc.snap.Extensions.Get(k).Voicemail
-			if v == nil {
-				continue
-			}
-			if len(b) > 1 {
-				b = append(b, ',')
-			}
-			b = calls.AppendJSONString(b, k)
-			b = append(b, `:{"newMessageCount":`...)
-			b = appendInt(b, v.New)
-			b = append(b, '}')
-		}
-		c = &vmCounters{snap: vc.snap, e: newEntry(append(b, '}'))}
+		c = &vmCounters{snap: vc.snap, e: newEntry(voicemailJSON(vc.snap, nil))}
 		h.vmCounters.Store(c)
 	}
 	return h.write(w, r, vc, c.e)
+}
+
+// voicemailJSON is new_counters' body of the extensions keep keeps (nil:
+// all).
+func voicemailJSON(s *calls.Snapshot, keep func(string) bool) []byte {
+	return jsonObject(s.Extensions.Keys(), func(k string) []byte {
+		v := s.Extensions.Get(k).Voicemail
+		if v == nil || keep != nil && !keep(k) {
+			return nil
+		}
+		return append(appendInt(append([]byte(nil), `{"newMessageCount":`...), v.New), '}')
+	})
 }
 
 func appendInt(b []byte, n int) []byte {

@@ -39,6 +39,11 @@ type entry struct {
 	n     int      // the body's length
 	clen  []string // Content-Length
 
+	// covers: the body covers some PBXs only (a ?pbx= read, a user
+	// limited to some, one entity), and stale is whether one of those is
+	// stale (X-Ctibridge-Stale); otherwise the snapshot's Stale says.
+	covers, stale bool
+
 	gzOnce sync.Once
 	gz     []byte
 	gzLen  []string
@@ -85,6 +90,11 @@ const (
 	resTrunks
 	resStatus
 	numResources
+	// Reads cached in the pbxCache only (pbxreads.go), by user where the
+	// body is the user's own.
+	resConversations = numResources
+	resConferences   = numResources + 1
+	resVoicemail     = numResources + 2
 )
 
 // verCache is what has been made for one snapshot.
@@ -215,6 +225,7 @@ func (h *handler) single(vc *verCache, v auth.View, res resource, key string) *e
 		return nil // not cached: a client cannot grow the map with made-up names
 	}
 	e := newEntry(body)
+	e.covers, e.stale = true, h.pbxStale(vc.snap, key)
 	m[key] = e
 	return e
 }
@@ -226,7 +237,7 @@ func (h *handler) write(w http.ResponseWriter, r *http.Request, vc *verCache, e 
 	hdr["Etag"] = vc.etag
 	hdr["Cache-Control"] = hdrNoCache
 	hdr["Vary"] = hdrVary
-	if vc.snap.Stale {
+	if e.covers && e.stale || !e.covers && vc.snap.Stale {
 		hdr["X-Ctibridge-Stale"] = hdrTrue
 	}
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatch(inm, vc.tag) {
@@ -390,24 +401,39 @@ func (h *handler) getConversations(w http.ResponseWriter, r *http.Request, u *au
 	vc.mu.Lock()
 	e := vc.convs[u.Username]
 	if e == nil {
-		b := []byte{'{'}
-		n := 0
-		for _, x := range u.Endpoints {
-			convs := vc.snap.ConversationsJSON(x)
-			if convs == nil {
-				continue
-			}
-			if n > 0 {
-				b = append(b, ',')
-			}
-			n++
-			b = calls.AppendJSONString(b, x)
-			b = append(b, ':')
-			b = append(b, convs...)
-		}
-		e = newEntry(append(b, '}'))
+		e = newEntry(conversationsJSON(vc.snap, u, nil))
 		vc.convs[u.Username] = e
 	}
 	vc.mu.Unlock()
 	return h.write(w, r, vc, e)
+}
+
+// conversationsJSON is the conversations of u's endpoints that keep keeps
+// (nil: all) in s.
+func conversationsJSON(s *calls.Snapshot, u *auth.User, keep func(string) bool) []byte {
+	return jsonObject(u.Endpoints, func(x string) []byte {
+		if keep != nil && !keep(x) {
+			return nil
+		}
+		return s.ConversationsJSON(x)
+	})
+}
+
+// jsonObject is {"<key>":<value>,...} of keys in their order, value(key)
+// the JSON of each, nil to leave the key out.
+func jsonObject(keys []string, value func(string) []byte) []byte {
+	b := []byte{'{'}
+	for _, k := range keys {
+		v := value(k)
+		if v == nil {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = calls.AppendJSONString(b, k)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return append(b, '}')
 }

@@ -3,10 +3,7 @@ package rest
 import (
 	"cmp"
 	"net/http"
-	"net/url"
 	"reflect"
-	"strings"
-	"sync"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
@@ -135,60 +132,6 @@ func (h *handler) resolveConv(s *calls.Snapshot, endpoint, convid string) string
 	return convid
 }
 
-// byPBX serves a collection read with ?pbx=NAME as the entities of that
-// PBX only ("default" for the PBX of --ami), and to a user limited to
-// some PBXs (auth.User.PBXs) the entities of those only; otherwise next.
-func (h *handler) byPBX(res resource, next endpoint) endpoint {
-	return func(w http.ResponseWriter, r *http.Request, u *auth.User) int {
-		// No allocation on the fast path: no ?pbx=, no limit.
-		asked := strings.Contains(r.URL.RawQuery, "pbx=")
-		if !asked && !u.PBXLimited() {
-			return next(w, r, u)
-		}
-		pbx, only := "", "*"
-		if name, n := pbxParam(r.URL.RawQuery); n > 0 {
-			if n != 1 || name != calls.DefaultPBXName && !h.known(name) || !u.SeesPBX(name) {
-				return writeError(w, h.log, r, notFound("no PBX named %q (known: %s and the named ones in GET /astproxy/status)", name, calls.DefaultPBXName))
-			}
-			if only = name; only != calls.DefaultPBXName {
-				pbx = only
-			}
-		} else if !u.PBXLimited() {
-			return next(w, r, u)
-		}
-		vc := h.current()
-		v := auth.ViewOf(u)
-		key := pbxCacheKey{res, only, strings.Join(u.PBXs, ","), v.Key()}
-		e := h.byPBXs.get(vc.snap.Version, key, func() *entry {
-			keep := func(k string) bool {
-				p, _ := calls.SplitID(k, h.known)
-				return (only == "*" || p == pbx) && u.SeesPBX(p)
-			}
-			return newEntry(pbxCollection(vc.snap, v, res, keep))
-		})
-		return h.write(w, r, vc, e)
-	}
-}
-
-// pbxCollection is collection res of s with the entities keep keeps,
-// each in the class v shows it in (auth.View.Class: an extension by its
-// own, the others by the calls no extension owns), so a filtered user's
-// ?pbx= read blanks what the same user's whole-collection read blanks.
-// The bytes are the engine's, picked (calls.Snapshot.CollectionWhere);
-// the caller caches the body per snapshot version.
-func pbxCollection(s *calls.Snapshot, v auth.View, res resource, keep func(string) bool) []byte {
-	class := func(string) calls.Class { return v.Class("") }
-	if res == resExtensions {
-		class = v.Class
-	}
-	return s.CollectionWhere(collOf[res], keep, class)
-}
-
-var collOf = [...]calls.Collection{
-	resExtensions: calls.CollExtensions, resQueues: calls.CollQueues,
-	resParkings: calls.CollParkings, resTrunks: calls.CollTrunks,
-}
-
 // seenID answers 404 for an entity (path value param) of a PBX the user
 // does not see, as for one that does not exist; otherwise next.
 func (h *handler) seenID(param string, next endpoint) endpoint {
@@ -198,51 +141,4 @@ func (h *handler) seenID(param string, next endpoint) endpoint {
 		}
 		return next(w, r, u)
 	}
-}
-
-// pbxCache keeps the ?pbx= collections of one snapshot version, by
-// resource, PBX and view, so that a poller's read costs what any other
-// read costs: the first after a change makes the body.
-type pbxCache struct {
-	mu  sync.Mutex
-	ver uint64
-	m   map[pbxCacheKey]*entry
-}
-
-type pbxCacheKey struct {
-	res             resource
-	pbx, pbxs, view string // ?pbx= ("*": none), the user's PBXs, the view
-}
-
-// pbxParam is the value of the query's pbx parameter and how many there
-// are, read without allocating (url.Values would, on every request).
-// PBX names need no escaping; an escaped value is unescaped.
-func pbxParam(raw string) (name string, n int) {
-	for raw != "" {
-		var kv string
-		kv, raw, _ = strings.Cut(raw, "&")
-		if k, val, _ := strings.Cut(kv, "="); k == "pbx" {
-			name, n = val, n+1
-		}
-	}
-	if strings.ContainsAny(name, "%+") {
-		if u, err := url.QueryUnescape(name); err == nil {
-			name = u
-		}
-	}
-	return name, n
-}
-
-func (c *pbxCache) get(ver uint64, k pbxCacheKey, make func() *entry) *entry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || c.ver != ver {
-		c.m, c.ver = map[pbxCacheKey]*entry{}, ver
-	}
-	e := c.m[k]
-	if e == nil {
-		e = make()
-		c.m[k] = e
-	}
-	return e
 }

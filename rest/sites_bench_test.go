@@ -34,25 +34,11 @@ func BenchmarkExtensionsPBXs(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			svc := auth.NewService(testUsers(b), auth.Config{})
-			tok, _, _ := svc.Tokens().Issue(c.user)
 			h, err := newHandler(Config{Auth: svc, State: c.state, Sites: c.sites, Metrics: NewMetrics(), AccessLogEvery: -1})
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := httptest.NewRequest("GET", c.path, nil)
-			req.Header.Set("Authorization", "Bearer "+tok)
-			w := &nopWriter{h: http.Header{}}
-			h.ServeHTTP(w, req)
-			if w.status != 200 {
-				b.Fatalf("status %d", w.status)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				clear(w.h)
-				w.n = 0
-				h.ServeHTTP(w, req)
-			}
-			b.SetBytes(int64(w.n))
+			benchGet(b, h, svc, c.user, c.path)
 		})
 	}
 }
@@ -64,7 +50,8 @@ func (nopPBX) Do(context.Context, ami.Message) (ami.Response, error) { return am
 
 // TestPBXReadsAlloc holds the ?pbx= reads to zero allocations per request
 // once their version's body is made, for a user who sees everything and
-// for one who may not see site2's calls, and a user limited to some PBXs.
+// for one who may not see site2's calls: collections, the user's own
+// conversations, conferences (also without ?pbx=), the status.
 func TestPBXReadsAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -81,6 +68,11 @@ func TestPBXReadsAlloc(t *testing.T) {
 		{"alice", "/astproxy/extensions?pbx=site2"},
 		{"alice", "/astproxy/trunks?pbx=default"},
 		{"bob", "/astproxy/queues?x=1&pbx=site2"},
+		{"alice", "/astproxy/conversations?pbx=default"},
+		{"root", "/astproxy/conferences?pbx=site2"},
+		{"alice", "/astproxy/conferences?pbx=default"},
+		{"bob", "/astproxy/conferences"},
+		{"root", "/astproxy/status?pbx=default"},
 	} {
 		tok, _, _ := svc.Tokens().Issue(c.user)
 		req := httptest.NewRequest("GET", c.path, nil)
@@ -95,4 +87,45 @@ func TestPBXReadsAlloc(t *testing.T) {
 			t.Errorf("%s %s: %v allocations per request", c.user, c.path, n)
 		}
 	}
+}
+
+// BenchmarkPBXReads reads what takes ?pbx= besides the collections, from
+// two merged PBXs of 2,500 extensions: the status of one PBX, a user's
+// own conversations of one PBX, the conferences of one PBX and of all
+// (cached per version like the collections).
+func BenchmarkPBXReads(b *testing.B) {
+	a, s2 := synth.Engine(synth.Options{Extensions: 2500, InCall: 15}), synth.Engine(synth.Options{Extensions: 2500, InCall: 15})
+	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{a, s2})
+	svc := auth.NewService(testUsers(b), auth.Config{})
+	h, err := newHandler(Config{Auth: svc, State: multi, Sites: []Site{{Name: "site2", State: s2, PBX: nopPBX{}}}, Metrics: NewMetrics(), AccessLogEvery: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, user, path string }{
+		{"status/pbx=default", "root", "/astproxy/status?pbx=default"},
+		{"conversations/pbx=default", "alice", "/astproxy/conversations?pbx=default"},
+		{"conferences/pbx=site2", "root", "/astproxy/conferences?pbx=site2"},
+		{"conferences/filtered", "alice", "/astproxy/conferences"},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchGet(b, h, svc, c.user, c.path) })
+	}
+}
+
+// benchGet measures GET path as user on h, once its body is made.
+func benchGet(b *testing.B, h *handler, svc *auth.Service, user, path string) {
+	tok, _, _ := svc.Tokens().Issue(user)
+	req := httptest.NewRequest("GET", path, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	w := &nopWriter{h: http.Header{}}
+	h.ServeHTTP(w, req)
+	if w.status != 200 {
+		b.Fatalf("status %d", w.status)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		w.n = 0
+		h.ServeHTTP(w, req)
+	}
+	b.SetBytes(int64(w.n))
 }

@@ -25,7 +25,8 @@ func feedOf(b *testing.B, name string) []calls.Change {
 // extension changes with calls, the tracker, and the encoding and
 // queueing of the events raised (about one change in six raises one).
 // "other" are changes it skips (queues, presence) and "idle" extension
-// changes without calls.
+// changes without calls; "calls/site2" the calls of a named PBX, whose
+// events are qualified.
 func BenchmarkChange(b *testing.B) {
 	all := feedOf(b, "queue_answered")
 	var busy, other, idle []calls.Change
@@ -42,7 +43,8 @@ func BenchmarkChange(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		cs   []calls.Change
-	}{{"all", all}, {"calls", busy}, {"other", other}, {"idle", idle}} {
+		pbx  string
+	}{{"all", all, ""}, {"calls", busy, ""}, {"other", other, ""}, {"idle", idle, ""}, {"calls/site2", busy, "site2"}} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := hookConfig("x", "http://127.0.0.1:1/")
 			cfg.MaxQueue = 1 << 20
@@ -52,12 +54,12 @@ func BenchmarkChange(b *testing.B) {
 			}
 			defer h.q.Close()
 			s := &Service{hooks: []*hook{h}, log: discard()}
-			s.tr = newTracker(lookup, s.inScope)
+			tr := newTracker(bc.pbx, lookup, s.inScope) // a named PBX's: its events qualified
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				c := &bc.cs[i%len(bc.cs)]
-				if err := s.tr.change(c, s.emit); err != nil {
+				if err := tr.change(c, s.emit); err != nil {
 					b.Fatal(err)
 				}
 				if len(h.mem) > 4096 {

@@ -42,14 +42,15 @@ type leg struct {
 // not conversation ids, so a conversation re-keyed by a transfer or a
 // queue is the same call. Owned by Service.Run's goroutine.
 type tracker struct {
+	pbx    string                     // a named PBX's name: events qualified (Event.PBX); "" the default
 	legs   map[string]map[string]*leg // by extension, then uniqueid
 	lookup func(number string) string // phonebook name of a number; may be nil
 	scope  func(exten string) bool    // is the extension of interest to any webhook
 	seen   map[string]bool            // scratch for apply
 }
 
-func newTracker(lookup func(string) string, scope func(string) bool) *tracker {
-	return &tracker{legs: map[string]map[string]*leg{}, lookup: lookup, scope: scope, seen: map[string]bool{}}
+func newTracker(pbx string, lookup func(string) string, scope func(string) bool) *tracker {
+	return &tracker{pbx: pbx, legs: map[string]map[string]*leg{}, lookup: lookup, scope: scope, seen: map[string]bool{}}
 }
 
 // emptyConvs is how an extension without calls ends in the feed.
@@ -185,12 +186,15 @@ func (t *tracker) ringing(exten string, l *leg, ms int64, emit func(*Event)) {
 	emit(&e)
 }
 
-// event is the common part of a call event about l.
+// event is the common part of a call event about l, its ids qualified
+// for a named PBX (the default PBX's as they are).
 func (t *tracker) event(exten string, l *leg, typ string, ms int64) Event {
+	q := func(id string) string { return calls.QualifyID(t.pbx, id) }
+	linked, unique := q(l.LinkedID), q(l.UniqueID)
 	return Event{
-		ID:   l.LinkedID + ":" + l.UniqueID + ":" + typ,
-		Type: typ, At: stamp(ms), Extension: exten, LinkedID: l.LinkedID, UniqueID: l.UniqueID,
+		ID:   linked + ":" + unique + ":" + typ,
+		Type: typ, At: stamp(ms), Extension: q(exten), PBX: t.pbx, LinkedID: linked, UniqueID: unique,
 		Direction: l.Direction, Number: l.CounterpartNum, Name: l.CounterpartName,
-		Queue: l.QueueID, Trunk: l.ThroughTrunk,
+		Queue: q(l.QueueID), Trunk: l.ThroughTrunk,
 	}
 }

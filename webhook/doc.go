@@ -34,6 +34,11 @@
 // position write, or the loss of the position file, resends: delivery is
 // at least once, and the key makes it idempotent.
 //
+// Several PBXs (Options.PBXs): each named PBX's engine has its own feed
+// reader and tracker; its events carry "pbx" and its ids qualified
+// ("site2:201"), its CDRs' pbx is read from their qualified uniqueid. The
+// default PBX's events are as with one PBX.
+//
 // Options.Sending lets several nodes follow the same calls while one
 // sends (on the bus, the leading bridge): the others track the calls
 // without emitting and hold their CDRs for Options.CDRHold, sent once

@@ -19,8 +19,13 @@ type Event struct {
 	// RFC 3339 with milliseconds, UTC.
 	At        string `json:"at"`
 	Extension string `json:"extension,omitempty"`
-	LinkedID  string `json:"linkedid"`
-	UniqueID  string `json:"uniqueid"`
+	// PBX is the named PBX of the call when several are followed
+	// (docs/operations.md "Several PBXs"); absent for the default PBX. A
+	// named PBX's extension, linkedid, uniqueid and queue are then
+	// qualified with its name ("site2:201"), as everywhere else.
+	PBX      string `json:"pbx,omitempty"`
+	LinkedID string `json:"linkedid"`
+	UniqueID string `json:"uniqueid"`
 	// Direction is "in" (the extension is called) or "out" (it calls).
 	Direction string `json:"direction,omitempty"`
 	// Number and Name are the counterpart's: the caller for an incoming
@@ -60,10 +65,11 @@ func stamp(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-// cdrEvent builds the cdr event of c, taken at ms.
-func cdrEvent(c *history.CDR, ms int64) Event {
+// cdrEvent builds the cdr event of c, of PBX pbx ("" the default), taken
+// at ms.
+func cdrEvent(c *history.CDR, pbx string, ms int64) Event {
 	return Event{
 		ID:   c.LinkedID + ":" + c.UniqueID + ":" + TypeCDR + ":" + strconv.Itoa(c.Sequence),
-		Type: TypeCDR, At: stamp(ms), LinkedID: c.LinkedID, UniqueID: c.UniqueID, CDR: c,
+		Type: TypeCDR, At: stamp(ms), PBX: pbx, LinkedID: c.LinkedID, UniqueID: c.UniqueID, CDR: c,
 	}
 }

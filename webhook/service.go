@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -43,6 +44,17 @@ type Options struct {
 	Sending func() bool
 	// CDRHold is how long CDRs are held while not Sending. Default 30s.
 	CDRHold time.Duration
+	// PBXs are the named PBXs when several are followed in one process
+	// (docs/operations.md "Several PBXs"): their engines' call events
+	// carry "pbx" and their ids qualified ("site2:201"), as the combined
+	// state shows them; New's state is the default PBX's.
+	PBXs []PBX
+}
+
+// PBX is a named PBX's engine (its own ids, not the combined state's).
+type PBX struct {
+	Name  string
+	State State
 }
 
 // Stats counts what one webhook did.
@@ -63,15 +75,12 @@ type Service struct {
 	opts  Options
 	log   *slog.Logger
 
-	// Owned by Run's feed reader.
-	tr   *tracker
-	last uint64 // last feed seq read
+	readers []*reader // the default PBX's first, then Options.PBXs'
 
-	started  chan struct{} // closed once the reader has taken the snapshot
+	started  chan struct{} // closed once every reader has taken its snapshot
 	running  atomic.Bool
 	feedBad  atomic.Uint64 // changes that could not be decoded
-	resyncs  atomic.Uint64 // gaps in the feed, closed from a snapshot
-	readSeq  atomic.Uint64 // last seq the reader has handled (tests, metrics)
+	resyncs  atomic.Uint64 // gaps in a feed, closed from a snapshot
 	stopOnce sync.Once
 
 	heldMu sync.Mutex
@@ -82,6 +91,18 @@ type Service struct {
 type heldCDRs struct {
 	at   time.Time
 	cdrs []history.CDR
+}
+
+// reader follows one PBX's engine: its feed and the tracker of its calls.
+type reader struct {
+	pbx     string // "" for the default PBX
+	state   State
+	seeded  chan struct{} // closed once the snapshot is taken
+	readSeq atomic.Uint64 // last seq handled (tests)
+
+	// Owned by the reader's goroutine.
+	tr   *tracker
+	last uint64 // last feed seq read
 }
 
 // New checks cfgs (Check) and opens every webhook's queue, resuming what
@@ -118,8 +139,33 @@ func New(state State, cfgs []Config, opts Options) (*Service, error) {
 		}
 		s.hooks = append(s.hooks, h)
 	}
-	s.tr = newTracker(opts.Lookup, s.inScope)
+	s.addReader("", state)
+	for _, p := range opts.PBXs {
+		if err := calls.CheckPBXName(p.Name); err != nil || p.State == nil {
+			s.Close()
+			return nil, fmt.Errorf("webhook: PBX %q: a PBX name and its engine", p.Name)
+		}
+		s.addReader(p.Name, p.State)
+	}
 	return s, nil
+}
+
+func (s *Service) addReader(pbx string, state State) {
+	scope := s.inScope
+	if pbx != "" {
+		scope = func(exten string) bool { return s.inScope(calls.QualifyID(pbx, exten)) }
+	}
+	s.readers = append(s.readers, &reader{pbx: pbx, state: state, seeded: make(chan struct{}), tr: newTracker(pbx, s.opts.Lookup, scope)})
+}
+
+// known reports whether name is one of Options.PBXs'.
+func (s *Service) known(name string) bool {
+	for _, r := range s.readers[1:] {
+		if r.pbx == name {
+			return true
+		}
+	}
+	return false
 }
 
 // inScope reports whether some webhook wants call events of exten.
@@ -147,8 +193,18 @@ func (s *Service) Run(ctx context.Context) error {
 		senders.Go(func() { h.sender(ctx) })
 		writers.Go(func() { h.writer(wctx) })
 	}
-	s.read(ctx)
-	// The feed reader and the recorder (stopped before ctx ends) add no
+	var readers sync.WaitGroup
+	for _, r := range s.readers {
+		readers.Go(func() { s.read(ctx, r) })
+	}
+	go func() {
+		for _, r := range s.readers {
+			<-r.seeded
+		}
+		close(s.started)
+	}()
+	readers.Wait()
+	// The feed readers and the recorder (stopped before ctx ends) add no
 	// more: flush the memory queues.
 	stopWriters()
 	writers.Wait()
@@ -156,18 +212,18 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
-// read follows the feed until ctx ends. It never waits on anything but
+// read follows r's feed until ctx ends. It never waits on anything but
 // the feed: events go to the webhooks' memory queues, which drop when
 // full.
-func (s *Service) read(ctx context.Context) {
-	feed := s.state.Feed()
-	snap := s.state.Snapshot()
-	s.tr.seed(snap)
-	s.last = snap.Seq
-	close(s.started)
+func (s *Service) read(ctx context.Context, r *reader) {
+	feed := r.state.Feed()
+	snap := r.state.Snapshot()
+	r.tr.seed(snap)
+	r.last = snap.Seq
+	close(r.seeded)
 	for {
 		wake := feed.Wait() // before reading, so no append is missed
-		s.pump(feed)
+		s.pump(r, feed)
 		select {
 		case <-wake:
 		case <-ctx.Done():
@@ -176,30 +232,30 @@ func (s *Service) read(ctx context.Context) {
 	}
 }
 
-// pump handles the changes after s.last; after a gap it resynchronises
+// pump handles the changes after r.last; after a gap it resynchronises
 // from the current snapshot.
-func (s *Service) pump(feed *calls.Feed) {
-	cs, ok := feed.Since(s.last)
+func (s *Service) pump(r *reader, feed *calls.Feed) {
+	cs, ok := feed.Since(r.last)
 	if !ok {
-		snap := s.state.Snapshot()
+		snap := r.state.Snapshot()
 		s.resyncs.Add(1)
-		s.log.Warn("webhook feed reader fell behind: resynchronised from a snapshot", "from_seq", s.last, "to_seq", snap.Seq)
-		s.tr.resync(snap, s.emit)
-		s.last = snap.Seq
-		s.readSeq.Store(s.last)
+		s.log.Warn("webhook feed reader fell behind: resynchronised from a snapshot", "pbx", r.pbx, "from_seq", r.last, "to_seq", snap.Seq)
+		r.tr.resync(snap, s.emit)
+		r.last = snap.Seq
+		r.readSeq.Store(r.last)
 		return
 	}
 	if s.opts.Sending != nil && s.sending() {
 		s.sendHeld() // a takeover's CDRs, as soon as this node sends
 	}
 	for i := range cs {
-		if err := s.tr.change(&cs[i], s.emit); err != nil {
+		if err := r.tr.change(&cs[i], s.emit); err != nil {
 			s.feedBad.Add(1)
-			s.log.Error("webhook: undecodable change skipped", "err", err)
+			s.log.Error("webhook: undecodable change skipped", "pbx", r.pbx, "err", err)
 		}
-		s.last = cs[i].Seq
+		r.last = cs[i].Seq
 	}
-	s.readSeq.Store(s.last)
+	r.readSeq.Store(r.last)
 }
 
 // sending reports whether this node sends now (Options.Sending).
@@ -275,7 +331,8 @@ func (s *Service) queueCDRs(cdrs []history.CDR) {
 				continue
 			}
 			if r.Body == nil {
-				e := cdrEvent(c, ms)
+				pbx, _ := calls.SplitID(c.UniqueID, s.known) // a named PBX's are qualified (cmd/ctibridge qualifyCDRs)
+				e := cdrEvent(c, pbx, ms)
 				b, err := json.Marshal(&e)
 				if err != nil {
 					s.log.Error("webhook: cdr not encodable", "id", e.ID, "err", err)

@@ -262,9 +262,9 @@ func TestStalledReceiver(t *testing.T) {
 	// in its first POST.
 	last := p.eng.Feed().LastSeq()
 	deadline := time.Now().Add(20 * time.Second)
-	for s.readSeq.Load() != last {
+	for s.readers[0].readSeq.Load() != last {
 		if time.Now().After(deadline) {
-			t.Fatalf("feed reader at seq %d, feed at %d", s.readSeq.Load(), last)
+			t.Fatalf("feed reader at seq %d, feed at %d", s.readers[0].readSeq.Load(), last)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -50,7 +50,9 @@
 // and a user may be limited to some (auth.User.PBXs); the others'
 // entities are left out of the client's snapshots and events; what is
 // left is in the client's class, as for any client (the snapshot's
-// collections picked by calls.Snapshot.CollectionWhere).
+// collections picked by calls.Snapshot.CollectionWhere). Its link status
+// (snapshot and pbxStatus) names its PBXs' links only, and another PBX's
+// link change is not sent to it.
 //
 // Concurrency: one goroutine (Hub.Run) reads the feed and queues frames;
 // it never blocks on a client. Each connection has a reader goroutine,

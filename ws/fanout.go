@@ -141,6 +141,9 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		}
 		sees = c.seesUnowned
 	case kindStatus:
+		if c.pbxLimited() {
+			return statusFrame(c, p)
+		}
 		return p.full
 	case kindPresence:
 		// Opt-in (topic "presence"); presence is never hidden (auth.View).

@@ -13,22 +13,34 @@ import (
 // client subscribed to some PBXs ("pbxs" in its subscribe), or whose user
 // is limited to some (auth.User.PBXs), gets nothing of the others: their
 // entities are left out of its snapshots (pbxColl) and their changes are
-// not sent (frameFor, through seesPBX). The link status, which names
-// every PBX's link, is sent to all.
+// not sent (frameFor, through seesPBX). Its link status (the snapshot's
+// "pbx" and "stale", the pbxStatus events) names the links of the PBXs
+// it gets only, the top level the worst of those, and a change of
+// another PBX's link is not sent to it (calls.Change.StatusFor).
 
 // pbxLimited reports whether c gets only some PBXs.
 func (c *conn) pbxLimited() bool { return c.pbxs != nil || c.user.PBXLimited() }
 
 // seesID reports whether c gets the entity of a combined id ("site2:201").
 func (c *conn) seesID(id string) bool {
-	if !c.user.SeesID(id) {
-		return false
-	}
-	if c.pbxs == nil {
-		return true
-	}
 	pbx, _ := calls.SplitID(id, func(n string) bool { return calls.CheckPBXName(n) == nil })
-	return slices.Contains(c.pbxs, cmp.Or(pbx, calls.DefaultPBXName))
+	return c.seesPBXName(pbx)
+}
+
+// seesPBXName reports whether c gets PBX name ("" the default).
+func (c *conn) seesPBXName(name string) bool {
+	return c.user.SeesPBX(name) && (c.pbxs == nil || slices.Contains(c.pbxs, cmp.Or(name, calls.DefaultPBXName)))
+}
+
+// statusFrame is pbxStatus change p as c, limited to some PBXs, gets it,
+// or nil when the link that changed is not one of theirs. Made per
+// client: link changes are rare.
+func statusFrame(c *conn, p *prep) *frame {
+	data, news := p.ch.StatusFor(c.seesPBXName)
+	if !news {
+		return nil
+	}
+	return &frame{b: eventFrame(p.ch, data), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
 }
 
 // seesPBX reports whether c gets change p as far as PBXs go.
@@ -84,7 +96,7 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 		ext := s.Extensions.Get(x)
 		b = appendString(b, x)
 		b = append(b, ':')
-		b = appendString(b, calls.PresenceOf(&ext, ""))
+		b = appendString(b, calls.PresenceOf(&ext, s.Cellphone(x)))
 	}
 	return append(b, '}')
 }

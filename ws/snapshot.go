@@ -62,10 +62,14 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	p.cur = strconv.AppendUint(p.cur, s.Version, 10)
 	p.str(`,"epoch":`)
 	p.cur = appendString(p.cur, h.epoch)
+	stale, status := s.Stale, s.StatusJSON()
+	if c.pbxLimited() {
+		stale, status = s.StaleFor(c.seesPBXName), s.StatusFor(c.seesPBXName)
+	}
 	p.str(`,"stale":`)
-	p.cur = strconv.AppendBool(p.cur, s.Stale)
+	p.cur = strconv.AppendBool(p.cur, stale)
 	p.str(`,"pbx":`)
-	p.big(s.StatusJSON())
+	p.big(status)
 	t := c.topics
 	v := auth.ViewOf(c.user)
 	if t&topicExtensions != 0 {

@@ -101,11 +101,11 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(storeCollector{st})
-	if b.link != nil {
-		reg.MustRegister(link.NewCollector(b.link, b.client))
+	if err := b.sites.register(reg, b.link, b.client); err != nil {
+		return nil, err
 	}
 	b.registerBus(reg)
-	if err := b.webhooks.open(c, b.eng, st.Lookup, b.webhookSending(c), reg, log); err != nil {
+	if err := b.webhooks.open(c, b.eng, b.sites.webhookPBXs(), st.Lookup, b.webhookSending(c), reg, log); err != nil {
 		return nil, err
 	}
 	restMetrics := rest.NewMetrics()
@@ -180,13 +180,17 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 			return err
 		}
 	} else {
-		b.eng = calls.New(ecfg)
+		b.eng = calls.New(defaultPBXConfig(c, ecfg))
 		b.link = link.New(b.client, b.eng, lcfg)
 		if b.sites, err = newSites(c, b.eng, ecfg, lcfg, log); err != nil {
 			return fmt.Errorf("--pbx: %w", err)
 		}
 	}
-	st.names.state.Store(b.eng)
+	ns := &namesState{b.eng}
+	if b.sites != nil {
+		ns.State = b.sites.multi
+	}
+	st.names.state.Store(ns)
 	return nil
 }
 

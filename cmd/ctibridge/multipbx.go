@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -19,6 +21,7 @@ import (
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/webhook"
 )
 
 // Several PBXs in one process (docs/operations.md "Several PBXs"): the PBX
@@ -167,9 +170,8 @@ type sites struct {
 }
 
 // newSites builds the named PBXs of c next to the default engine def;
-// ecfg and lcfg are the default's engine and link configurations (names,
-// cellphones and the CDR recorder are the default PBX's only: see
-// docs/operations.md).
+// ecfg and lcfg are the default's engine and link configurations, before
+// pbxConfig (the CDR recorder is shared, its ids qualified: qualifyCDRs).
 func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Config, log *slog.Logger) (*sites, error) {
 	specs, err := parsePBXs(c)
 	if err != nil || len(specs) == 0 {
@@ -177,7 +179,7 @@ func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Con
 	}
 	ss := &sites{srcs: []calls.Source{def}}
 	names := []string{""}
-	ecfg.Names, ecfg.Cellphones, ecfg.RingLookup = nil, nil, nil
+	known := specsKnown(specs)
 	for _, sp := range specs {
 		l := log.With("pbx", sp.name)
 		acfg := amiConfig(c, l)
@@ -187,8 +189,9 @@ func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Con
 			acfg.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 		}
 		s := &site{spec: sp, client: ami.NewClient(acfg)}
-		ecfg.Log = l.With("component", "calls")
-		s.eng = calls.New(ecfg)
+		scfg := pbxConfig(ecfg, sp.name, known)
+		scfg.Log = l.With("component", "calls")
+		s.eng = calls.New(scfg)
 		slcfg := lcfg
 		slcfg.Log = l.With("component", "link")
 		if lcfg.OnMessage != nil {
@@ -201,6 +204,50 @@ func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Con
 	}
 	ss.multi = calls.NewMulti(int(c.wsReplay), names, ss.srcs)
 	return ss, nil
+}
+
+func specsKnown(specs []pbxSpec) func(string) bool {
+	return func(n string) bool {
+		return slices.ContainsFunc(specs, func(s pbxSpec) bool { return s.name == n })
+	}
+}
+
+// defaultPBXConfig is the default PBX's engine configuration from ecfg
+// (engineConfig's) when --pbx names others: pbxConfig's for "". Errors in
+// --pbx are newSites's to report.
+func defaultPBXConfig(c serveConfig, ecfg calls.Config) calls.Config {
+	specs, _ := parsePBXs(c)
+	if len(specs) == 0 {
+		return ecfg
+	}
+	return pbxConfig(ecfg, "", specsKnown(specs))
+}
+
+// pbxConfig is PBX pbx's engine configuration ("" the default PBX) from
+// ecfg, made for all (engineConfig): the names and cellphones the users
+// file gives its endpoints, which are written qualified for a named PBX
+// ("site2:201"), by its own ids ("201"), so that a named PBX's extensions
+// get their users' names and cellphones and the default PBX gets no
+// extension "site2:201"; a ringing caller named for the rung extension's
+// users by its combined id (calls.QualifyID), as they own it.
+func pbxConfig(ecfg calls.Config, pbx string, known func(string) bool) calls.Config {
+	ecfg.Names, ecfg.Cellphones = ofPBX(ecfg.Names, pbx, known), ofPBX(ecfg.Cellphones, pbx, known)
+	if ring := ecfg.RingLookup; ring != nil && pbx != "" {
+		ecfg.RingLookup = func(exten, number string) string { return ring(calls.QualifyID(pbx, exten), number) }
+	}
+	return ecfg
+}
+
+// ofPBX is m's entries whose keys are PBX pbx's combined ids, keyed by
+// that PBX's own ids.
+func ofPBX(m map[string]string, pbx string, known func(string) bool) map[string]string {
+	out := make(map[string]string)
+	for k, v := range m {
+		if p, local := calls.SplitID(k, known); p == pbx {
+			out[local] = v
+		}
+	}
+	return out
 }
 
 // qualifyCDRs hands the history recorder a named PBX's messages with
@@ -242,6 +289,40 @@ func (ss *sites) restSites() []rest.Site {
 		out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.client, Refresh: s.link})
 	}
 	return out
+}
+
+// webhookPBXs are the named PBXs' engines, for the webhooks.
+func (ss *sites) webhookPBXs() []webhook.PBX {
+	if ss == nil {
+		return nil
+	}
+	var out []webhook.PBX
+	for _, s := range ss.list {
+		out = append(out, webhook.PBX{Name: s.spec.name, State: s.eng})
+	}
+	return out
+}
+
+// register registers the link metrics (ctibridge_ami_*, ctibridge_ready,
+// the engine's) of the default PBX's link l and client (none on a bus
+// edge: l nil) and, with named PBXs, of each, every series then labelled
+// pbx="default" or pbx="<name>".
+func (ss *sites) register(reg prometheus.Registerer, l *link.Link, client *ami.Client) error {
+	if l == nil {
+		return nil
+	}
+	if ss == nil {
+		return reg.Register(link.NewCollector(l, client))
+	}
+	if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": calls.DefaultPBXName}, reg).Register(link.NewCollector(l, client)); err != nil {
+		return err
+	}
+	for _, s := range ss.list {
+		if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": s.spec.name}, reg).Register(link.NewCollector(s.link, s.client)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // len is how many named PBXs there are.

@@ -27,7 +27,7 @@ func TestNumberNames(t *testing.T) {
 	}
 	eng := calls.New(calls.Config{Names: map[string]string{"201": "Alice", "202": "Bob"}})
 	eng.Publish()
-	n.state.Store(eng)
+	n.state.Store(&namesState{eng})
 	for num, want := range map[string]string{"202": "Bob", "201": "Alice", "0721405516": "Rossi Srl", "203": "", "": ""} {
 		if got := n.name(num); got != want {
 			t.Errorf("name(%q) = %q, want %q", num, got, want)

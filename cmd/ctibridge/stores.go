@@ -11,7 +11,6 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/auth/authdb"
-	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
@@ -217,8 +216,13 @@ type numberNames struct {
 	users  func() *auth.Users
 	public func(string) string // the phonebook's public names; nil without one
 	book   *phonebook.Book     // own contacts; nil for a remote phonebook
-	state  atomic.Pointer[calls.Engine]
+	state  atomic.Pointer[namesState]
 }
+
+// namesState is the state whose extensions name numbers: the engine, or
+// with --pbx the combined state, where a named PBX's extensions are
+// "site2:201" as its CDRs' numbers are (qualifyCDRs).
+type namesState struct{ rest.State }
 
 // owners lists the users owning an extension (phonebook.Config.Owners).
 func (n *numberNames) owners() []string {

@@ -53,23 +53,8 @@ func TestCheckConfigWebhooks(t *testing.T) {
 // webhook with the engine fed whole recordings.)
 func TestServeWebhooks(t *testing.T) {
 	const secret = "0123456789abcdef0123"
-	var mu sync.Mutex
-	var types []string
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if err := webhook.Verify(secret, r.Header.Get(webhook.HeaderSignature), r.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
-			t.Errorf("POST %s: %v", body, err)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		var e webhook.Event
-		json.Unmarshal(body, &e)
-		mu.Lock()
-		types = append(types, e.Extension+" "+e.Type)
-		mu.Unlock()
-	}))
-	defer recv.Close()
-	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.URL+"/in\n    secret: "+secret+"\n")
+	recv := newHookRecv(t, secret)
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.srv.URL+"/in\n    secret: "+secret+"\n")
 	srv := amitest.NewServer(t)
 	admin, api := freeAddr(t), freeAddr(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": testUsersFile(t, t.TempDir())}
@@ -99,7 +84,10 @@ func TestServeWebhooks(t *testing.T) {
 			srv.Broadcast(m)
 		}
 	}
-	waitUntil("the cdr event", func() bool { mu.Lock(); defer mu.Unlock(); return len(types) == 1 && types[0] == " cdr" })
+	waitUntil("the cdr event", func() bool {
+		evs := recv.events()
+		return len(evs) == 1 && evs[0].Type == webhook.TypeCDR && evs[0].Extension == ""
+	})
 	waitUntil("metrics", func() bool {
 		_, m := get(t, "http://"+admin+"/metrics")
 		return strings.Contains(m, `ctibridge_webhook_delivered_total{webhook="crm"} 1`) && strings.Contains(m, `ctibridge_webhook_queued{webhook="crm"} 0`)
@@ -111,25 +99,8 @@ func TestServeWebhooks(t *testing.T) {
 // answered and hangup from the engine's state and its CDR, every id once.
 func TestDemoWebhooks(t *testing.T) {
 	const secret = "0123456789abcdef0123"
-	var mu sync.Mutex
-	byID := map[string]int{}
-	var events []webhook.Event
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if err := webhook.Verify(secret, r.Header.Get(webhook.HeaderSignature), r.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
-			t.Errorf("POST %s: %v", body, err)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		var e webhook.Event
-		json.Unmarshal(body, &e)
-		mu.Lock()
-		byID[e.ID]++
-		events = append(events, e)
-		mu.Unlock()
-	}))
-	defer recv.Close()
-	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.URL+"\n    secret: "+secret+"\n")
+	recv := newHookRecv(t, secret)
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.srv.URL+"\n    secret: "+secret+"\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	info := make(chan demoInfo, 1)
 	done := make(chan error, 1)
@@ -152,8 +123,7 @@ func TestDemoWebhooks(t *testing.T) {
 	// A call complete at the receiver: ringing, answered and hangup of
 	// one channel, and a CDR.
 	complete := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
+		events := recv.events()
 		seen := map[string]map[string]bool{}
 		cdr := false
 		for _, e := range events {
@@ -175,12 +145,14 @@ func TestDemoWebhooks(t *testing.T) {
 	}
 	for deadline := time.Now().Add(30 * time.Second); !complete(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			mu.Lock()
-			t.Fatalf("no complete call at the receiver; events: %+v", events)
+			t.Fatalf("no complete call at the receiver; events: %+v", recv.events())
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	events := recv.events()
+	byID := map[string]int{}
+	for _, e := range events {
+		byID[e.ID]++
+	}
 	for id, n := range byID {
 		if n > 1 {
 			t.Errorf("%s received %d times", id, n)
@@ -192,4 +164,68 @@ func TestDemoWebhooks(t *testing.T) {
 		}
 	}
 	t.Logf("%d events", len(events))
+}
+
+// hookRecv is a webhook receiver that checks signatures and keeps the
+// events with their bodies.
+type hookRecv struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []hookGot
+}
+
+type hookGot struct {
+	e    webhook.Event
+	body string
+}
+
+func newHookRecv(t *testing.T, secret string) *hookRecv {
+	r := &hookRecv{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if err := webhook.Verify(secret, req.Header.Get(webhook.HeaderSignature), req.Header.Get(webhook.HeaderTimestamp), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("POST %s: %v", body, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var e webhook.Event
+		json.Unmarshal(body, &e)
+		r.mu.Lock()
+		r.got = append(r.got, hookGot{e, string(body)})
+		r.mu.Unlock()
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// events are the events received, in order.
+func (r *hookRecv) events() []webhook.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]webhook.Event, 0, len(r.got))
+	for _, g := range r.got {
+		out = append(out, g.e)
+	}
+	return out
+}
+
+// wait returns the first event match takes.
+func (r *hookRecv) wait(t *testing.T, what string, match func(webhook.Event) bool) hookGot {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r.mu.Lock()
+		for _, g := range r.got {
+			if match(g.e) {
+				r.mu.Unlock()
+				return g
+			}
+		}
+		n := len(r.got)
+		r.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no webhook event %s among %d", what, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
