@@ -357,12 +357,61 @@ func TestBusRolloverWebSocket(t *testing.T) {
 		c.Hangup(ctx)
 		<-c.Done()
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for edge.metric(t, "ctibridge_bus_generation") == "1" {
+	// A call up across a rollover: no webhook says it hung up.
+	long, err := ph.Call(ctx, "601")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := func() bool {
+		_, body := edge.do(t, token, "GET", "/astproxy/extension/201", "")
+		return strings.Contains(body, `"counterpartNum":"601"`)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !shown() {
+		if time.Now().After(deadline) {
+			t.Fatal("the long call never showed on the edge")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hangups := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for id := range seen {
+			if strings.HasSuffix(id, ":hangup") {
+				n++
+			}
+		}
+		return n
+	}
+	before := hangups()
+	g0 := edge.metric(t, "ctibridge_bus_generation")
+	deadline = time.Now().Add(20 * time.Second)
+	for edge.metric(t, "ctibridge_bus_generation") == g0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no rollover: generation %s\n%s", edge.metric(t, "ctibridge_bus_generation"), a.logs)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for !shown() || !strings.Contains(edge.metric(t, `ctibridge_bus_role{role="edge"}`), "1") {
+		if time.Now().After(deadline) {
+			t.Fatal("the long call is not shown on the edge after the rollover")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := hangups(); n != before {
+		t.Fatalf("%d hangup webhooks across the rollover while the call is up (%d before)", n, before)
+	}
+	long.Hangup(ctx)
+	<-long.Done()
+	deadline = time.Now().Add(10 * time.Second)
+	for hangups() != before+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d", hangups(), before+1)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	again := readOp(t, conn, "snapshot")
 	if again.Epoch != first.Epoch || again.Seq <= first.Seq {
@@ -388,7 +437,7 @@ func TestBusRolloverWebSocket(t *testing.T) {
 			cdrs++
 		}
 	}
-	if cdrs != 3 {
-		t.Errorf("%d cdr events, want 3: %v", cdrs, seen)
+	if cdrs != 4 {
+		t.Errorf("%d cdr events, want 4: %v", cdrs, seen)
 	}
 }
