@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"testing"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -67,4 +68,40 @@ func batches(e interface {
 		}
 	}
 	e.Publish()
+}
+
+// readyPBX answers Next at once with the same batch.
+type readyPBX struct{ evs []ami.Event }
+
+func (p readyPBX) Next(context.Context) ([]ami.Event, error) { return p.evs, nil }
+func (p readyPBX) Do(context.Context, ami.Message) (ami.Response, error) {
+	return ami.Response{}, nil
+}
+
+// BenchmarkLinkPBXNext: what the rollover's wrapper adds to each batch
+// the link reads (the client's Next answering at once).
+func BenchmarkLinkPBXNext(b *testing.B) {
+	p := NewLinkPBX(readyPBX{evs: []ami.Event{{Msg: ami.NewMessage(ami.Header{Key: "Event", Value: "Newstate"})}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Next(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRecordBounded is BenchmarkRecord with the messages bounded
+// as under a 1 MiB max_payload (Node.boundMessages).
+func BenchmarkRecordBounded(b *testing.B) {
+	msgs := readRecording(b, "../ami/testdata/load_10_calls_5cps.ami")
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewReplica(calls.Config{})
+		r.maxMsg, r.chunk = 1<<20-4096, DefaultChunk
+		r.Record(func(data []byte, final bool) error { return nil }, nil, nil)
+		batches(r, msgs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/msg")
 }

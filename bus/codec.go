@@ -174,16 +174,23 @@ func (d *decoder) header() byte {
 	return d.byte()
 }
 
-// genesis is the first message of a stream generation.
+// genesis is the first message of a generation of the op log: the
+// stream's first, and each rollover's (rollover.go). Every node restarts
+// its engines at a genesis, so the messages before it are needed by
+// nobody.
 type genesis struct {
-	ID      string // names the generation: the WebSocket epoch
-	Created int64  // Unix ms
+	ID      string // names the stream's seq space: the WebSocket epoch, the same in every generation
+	Created int64  // Unix ms: the restarted engines' clock
+	Gen     uint64 // generation number, 1 for the stream's first
+	Base    uint64 // the feed seq the engines restart at (0 in the first generation)
 }
 
 func (g genesis) encode() []byte {
 	b := []byte{version, kindGenesis}
 	b = appendString(b, g.ID)
-	return binary.AppendVarint(b, g.Created)
+	b = binary.AppendVarint(b, g.Created)
+	b = binary.AppendUvarint(b, g.Gen)
+	return binary.AppendUvarint(b, g.Base)
 }
 
 // lead is written by a bridge that took the lead, before its first ops.
@@ -207,6 +214,10 @@ func decodeControl(data []byte) (kind byte, g genesis, l lead, err error) {
 	case kindGenesis:
 		g.ID = d.string()
 		g.Created = d.varint()
+		g.Gen, g.Base = 1, 0
+		if len(d.b) > 0 { // written before rollovers: the first generation
+			g.Gen, g.Base = d.uvarint(), d.uvarint()
+		}
 	case kindLead:
 		l.Node = d.string()
 		l.Fingerprint = d.string()

@@ -28,5 +28,22 @@
 // leader by request/reply (actions.go; the Node is a rest.PBX and a
 // rest.Refresher).
 //
+// The log is cut into generations (rollover.go): past Config.RollBytes
+// or RollAge the leader's link resyncs on the connection it has
+// (LinkPBX, the wrapper of the AMI client it reads, hands it a LinkDown
+// and a LinkUp), the primary publishes a fenced genesis and restarts its
+// engine (calls.Engine.Restart), every node builds the new generation on
+// a shadow replica while clients keep the old state, stale, and adopts
+// it once live (calls.Engine.Adopt), and the leader purges the stream up
+// to the genesis; a node that starts reads from the stream's first
+// message. The epoch stays; the feed jumps past every seq given out, so
+// clients from before take a new snapshot.
+//
+// The leader's messages fit the servers' max_payload (Replica.fit): a
+// long follow-up answer is recorded an op per item, an op too large for
+// any message is dropped with an error rather than refusing every
+// publish. Node.Stats and NewCollector give the node's figures for
+// /metrics (metrics.go).
+//
 // natstest starts real nats-server processes for the tests.
 package bus

@@ -50,6 +50,18 @@ type Config struct {
 	// node refuses a stream led with another one (it would not replay it
 	// to the same state).
 	Fingerprint string
+	// LinkPBX, on a bridge node, is the wrapper of the AMI client that Lead's
+	// link reads (NewLinkPBX): it lets the node roll the op log over. Nil: no
+	// rollover (the log grows until purged by hand; tests).
+	LinkPBX *LinkPBX
+	// RollBytes and RollAge: the leader starts a new generation of the op
+	// log when the stream holds more bytes or its generation is older
+	// (rollover.go). Default DefaultRollBytes and DefaultRollAge; negative
+	// disables. RollCheck is how often it looks; default DefaultRollCheck,
+	// or RollAge/10 when shorter (100 ms at least).
+	RollBytes int64
+	RollAge   time.Duration
+	RollCheck time.Duration
 	// LeaseTTL is how long a lease not renewed stays with its holder.
 	// Default 3s; renewed every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -102,6 +114,9 @@ type Node struct {
 	stalls         chan struct{} // a stall marker applied while leading
 	deposed        chan error
 	ctx            context.Context // Run's, set before any goroutine starts
+	gen            generation
+	m              counters
+	bg             sync.WaitGroup // Run's goroutines started from elsewhere (purges)
 }
 
 // Open connects to NATS, creates the PBX's stream and buckets if they do
@@ -124,6 +139,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if err := checkRollConfig(&cfg); err != nil {
+		return nil, err
+	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("component", "bus", "pbx", cfg.PBX), subject: "ctibridge." + cfg.PBX + ".ops",
 		deposed: make(chan error, 1), stalls: make(chan struct{}, 1)}
 	nc, err := nats.Connect(cfg.URL, nats.Name("ctibridge "+cfg.Node), nats.MaxReconnects(-1),
@@ -132,6 +150,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("bus: connect %s: %w", cfg.URL, err)
 	}
 	n.nc = nc
+	if cfg.LinkPBX != nil {
+		arm := n.armRollover
+		cfg.LinkPBX.arm.Store(&arm)
+	}
 	if err := n.setup(ctx); err != nil {
 		nc.Close()
 		return nil, err
@@ -188,17 +210,32 @@ func retried[T any](ctx context.Context, f func(ctx context.Context) (T, error))
 	}
 }
 
-// genesis returns the stream's generation id, writing it when the
-// stream is new (only one writer can: it expects an empty stream).
+// genesis returns the stream's epoch (its genesis id), writing the
+// first genesis when the stream holds no message (only one writer can:
+// it expects the stream's last seq). The stream's first message is the
+// current generation's genesis: older ones are purged (rollover.go).
 func (n *Node) genesis(ctx context.Context) (string, error) {
 	var id [8]byte
 	rand.Read(id[:])
-	g := genesis{ID: hex.EncodeToString(id[:]), Created: time.Now().UnixMilli()}
-	_, err := n.js.Publish(ctx, n.subject, g.encode(), jetstream.WithExpectLastSequence(0))
-	if err != nil && !isWrongSeq(err) {
-		return "", fmt.Errorf("bus: write genesis: %w", err)
-	}
-	raw, err := retried(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) { return n.stream.GetMsg(ctx, 1) })
+	g := genesis{ID: hex.EncodeToString(id[:]), Created: time.Now().UnixMilli(), Gen: 1}
+	raw, err := retried(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		info, err := n.stream.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if info.State.Msgs == 0 {
+			// New, or purged whole by hand: a first generation.
+			_, err := n.js.Publish(ctx, n.subject, g.encode(), jetstream.WithExpectLastSequence(info.State.LastSeq))
+			if err != nil && !isWrongSeq(err) {
+				return nil, fmt.Errorf("write genesis: %w", err)
+			}
+			if info, err = n.stream.Info(ctx); err != nil {
+				return nil, err
+			}
+		}
+		// A rollover's purge may drop it meanwhile: read it again then.
+		return n.stream.GetMsg(ctx, info.State.FirstSeq)
+	})
 	if err != nil {
 		return "", fmt.Errorf("bus: read genesis: %w", err)
 	}
@@ -263,9 +300,11 @@ func (n *Node) Epoch() string { return n.epoch }
 func (n *Node) OpaqueKey() [32]byte { return n.key }
 
 // Ready reports whether the node follows the stream (or leads), hears
-// from NATS, and the state it serves is live.
+// from NATS, and the state it serves is live, or stale only while a new
+// generation of the log is built, for 30 s at most (every node is then
+// stale: rollover.go).
 func (n *Node) Ready() bool {
-	return n.ready.Load() && !n.cutOff.Load() && !n.cfg.Served.Engine().Snapshot().Stale
+	return n.ready.Load() && !n.cutOff.Load() && (!n.cfg.Served.Engine().Snapshot().Stale || n.cfg.Served.building())
 }
 
 // Leading reports whether this node holds the PBX link.

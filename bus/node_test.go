@@ -55,6 +55,11 @@ func (tn *testNode) stopped() bool {
 }
 
 func startNode(t *testing.T, url, name, amiAddr string, ttl time.Duration) *testNode {
+	return startNodeWith(t, url, name, amiAddr, ttl, nil)
+}
+
+// startNodeWith is startNode with set changing the node's Config.
+func startNodeWith(t *testing.T, url, name, amiAddr string, ttl time.Duration, set func(*Config)) *testNode {
 	ecfg := calls.Config{FeedSize: 100000}
 	tn := &testNode{served: NewReplica(ecfg), done: make(chan struct{})}
 	cfg := Config{URL: url, PBX: "pbx1", Node: name, Served: tn.served, Fingerprint: EngineFingerprint(ecfg), LeaseTTL: ttl,
@@ -62,7 +67,8 @@ func startNode(t *testing.T, url, name, amiAddr string, ttl time.Duration) *test
 	if amiAddr != "" {
 		client := ami.NewClient(ami.Config{Addr: amiAddr, Username: "ctibridge", Secret: "ctibridge"})
 		primary := NewReplica(ecfg)
-		l := link.New(client, primary, link.Config{})
+		cfg.LinkPBX = NewLinkPBX(client)
+		l := link.New(cfg.LinkPBX, primary, link.Config{})
 		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, l.Refresh
 		cfg.Lead = func(ctx context.Context) error {
 			var wg sync.WaitGroup
@@ -72,6 +78,9 @@ func startNode(t *testing.T, url, name, amiAddr string, ttl time.Duration) *test
 			wg.Go(func() { client.Run(cctx) })
 			return l.Run(ctx)
 		}
+	}
+	if set != nil {
+		set(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n, err := Open(ctx, cfg)

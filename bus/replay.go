@@ -12,6 +12,9 @@ import (
 // that does not decode is refused whole, before any of it is applied
 // (ErrCorrupt): the engine stays as it was.
 func (r *Replica) Replay(data []byte) error {
+	if r.shadow != nil {
+		return r.replayShadow(data)
+	}
 	d := decoder{b: data}
 	if k := d.header(); d.err == nil && k != kindOps {
 		d.fail("kind %d is not ops", k)
@@ -93,8 +96,12 @@ func (d *decoder) lookup(op byte) {
 // args skips an op's arguments.
 func (d *decoder) args(op byte) {
 	switch op {
-	case opApply, opReconcileItem:
+	case opApply, opReconcileItem, opAnswerItem:
 		d.message()
+	case opAnswerEnd:
+		d.message()
+		d.message()
+		d.answerErr()
 	case opSetLink, opFollowups:
 		d.byte()
 	case opApplyAnswer:
@@ -150,6 +157,13 @@ func (r *Replica) apply(op byte, d *decoder) {
 		action := d.message()
 		resp := ami.Response{Message: d.message()}
 		resp.Items = d.messages()
+		e.ApplyAnswer(action, resp, d.answerErr())
+	case opAnswerItem:
+		r.answer = append(r.answer, d.message())
+	case opAnswerEnd:
+		action := d.message()
+		resp := ami.Response{Message: d.message(), Items: r.answer}
+		r.answer = nil
 		e.ApplyAnswer(action, resp, d.answerErr())
 	case opRefresh:
 		e.RefreshDurations()

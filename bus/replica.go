@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -31,7 +32,14 @@ const (
 	opName           = 11 // number, name: what Config.NameLookup answered (no time)
 	opRing           = 12 // exten, number, name: what Config.RingLookup answered (no time)
 	opReconcileItem  = 13 // message: one CoreShowChannel item of the next opReconcile
+	opAnswerItem     = 14 // message: one item of the next opAnswerEnd's response
+	opAnswerEnd      = 15 // action, response, error: ApplyAnswer with the opAnswerItem before it
 )
+
+// splitAnswer is the size past which an answer's items are recorded one
+// op each (opAnswerItem, opAnswerEnd) rather than in one opApplyAnswer,
+// so that a long list is split between messages like a batch.
+const splitAnswer = 32 << 10
 
 // Errors of an answer, as ApplyAnswer is given them.
 const (
@@ -54,7 +62,8 @@ const DefaultChunk = 256 << 10
 // byte, on every node. Engine goroutine only, except Engine().
 type Replica struct {
 	eng *calls.Engine
-	now time.Time // the engine's clock: the time of the op being applied
+	now time.Time    // the engine's clock: the time of the op being applied
+	cfg calls.Config // as given to NewReplica: a shadow's (rollover.go)
 
 	realName func(string) string
 	realRing func(string, string) string
@@ -67,18 +76,35 @@ type Replica struct {
 	chunk   int
 	err     error // the first Flush error: every later call is refused
 	onError func(error)
+	// maxMsg, when set, is the largest message the stream takes (the
+	// servers' max_payload less a margin for lookups): an op that does
+	// not fit after the batch so far starts a message, one larger than
+	// a message is dropped, and onDrop told (fit).
+	maxMsg   int
+	onDrop   func(op byte, size int)
+	opStart  int   // where the op being recorded starts in buf
+	prevLast int64 // last before it
+	// roll: a new generation is due (rollover.go); the next op starts it
+	// with onRoll's genesis.
+	roll   atomic.Bool
+	onRoll func() (genesis, error)
 
 	// Replaying.
-	names map[string][]string
-	rings map[string][]string
-	items []ami.Message // opReconcileItem since the last opReconcile
+	names  map[string][]string
+	rings  map[string][]string
+	items  []ami.Message // opReconcileItem since the last opReconcile
+	answer []ami.Message // opAnswerItem since the last opAnswerEnd
+	// shadow builds a new generation while clients keep the old one
+	// (rollover.go); shadowing says so to any goroutine.
+	shadow    *Replica
+	shadowing atomic.Int64 // UnixNano of the genesis being built; 0 when none
 }
 
 // NewReplica returns a replica over a new engine built from cfg; cfg.Now,
 // NameLookup and RingLookup are taken over (the lookups are asked on the
 // recording node and their answers recorded).
 func NewReplica(cfg calls.Config) *Replica {
-	r := &Replica{realName: cfg.NameLookup, realRing: cfg.RingLookup, clock: time.Now, chunk: DefaultChunk,
+	r := &Replica{cfg: cfg, realName: cfg.NameLookup, realRing: cfg.RingLookup, clock: time.Now, chunk: DefaultChunk,
 		names: map[string][]string{}, rings: map[string][]string{}}
 	cfg.Now = func() time.Time { return r.now }
 	cfg.NameLookup = r.nameLookup
@@ -157,6 +183,9 @@ func (r *Replica) begin(op byte) bool {
 	if r.err != nil {
 		return false
 	}
+	if r.roll.Load() && !r.rollover() {
+		return false
+	}
 	if len(r.buf) >= r.chunk && !r.send(false) {
 		return false
 	}
@@ -166,6 +195,7 @@ func (r *Replica) begin(op byte) bool {
 	}
 	r.now = r.clock()
 	t := r.now.UnixNano()
+	r.opStart, r.prevLast = len(r.buf), r.last
 	r.buf = append(r.buf, op)
 	r.buf = binary.AppendVarint(r.buf, t-r.last)
 	r.last = t
@@ -185,11 +215,47 @@ func (r *Replica) send(final bool) bool {
 	return true
 }
 
+// fit ends recording an op when the stream's messages are bounded
+// (maxMsg): an op larger than a message is dropped (it reports false:
+// the engine must not apply it; onDrop is told), one that does not fit
+// after the batch so far goes out first as a chunk. A follow-up's
+// answer or an AMI frame that large would otherwise refuse every
+// publish of every leader in turn.
+func (r *Replica) fit() bool {
+	if r.maxMsg == 0 || len(r.buf) <= r.maxMsg {
+		return true
+	}
+	op := r.buf[r.opStart]
+	size := len(r.buf) - r.opStart
+	if size+12 > r.maxMsg { // with a message's header and an absolute time
+		r.buf, r.last = r.buf[:r.opStart], r.prevLast
+		if r.onDrop != nil {
+			r.onDrop(op, size)
+		}
+		return false
+	}
+	tail := slices.Clone(r.buf[r.opStart+1:])
+	_, n := binary.Varint(tail)
+	r.buf = r.buf[:r.opStart]
+	if !r.send(false) {
+		return false
+	}
+	t := r.now.UnixNano()
+	r.buf = append(r.buf, version, kindOps, op)
+	r.opStart = 2
+	r.buf = binary.AppendVarint(r.buf, t)
+	r.buf = append(r.buf, tail[n:]...)
+	r.last = t
+	return true
+}
+
 // Apply records and applies m.
 func (r *Replica) Apply(m ami.Message) {
 	if r.begin(opApply) {
 		r.buf = appendMessage(r.buf, m)
-		r.eng.Apply(m)
+		if r.fit() {
+			r.eng.Apply(m)
+		}
 	}
 }
 
@@ -238,16 +304,45 @@ func (r *Replica) BeginReconcile() {
 // Reconcile records its items one op each (so that a list of thousands
 // of channels can be split between messages), then applies it.
 func (r *Replica) Reconcile(items []ami.Message) int {
-	for _, m := range items {
+	k := keeper{all: items}
+	for i, m := range items {
 		if !r.begin(opReconcileItem) {
 			return 0
 		}
 		r.buf = appendMessage(r.buf, m)
+		if !k.item(i, r.fit()) && r.err != nil {
+			return 0
+		}
 	}
 	if !r.begin(opReconcile) {
 		return 0
 	}
-	return r.eng.Reconcile(items)
+	return r.eng.Reconcile(k.list())
+}
+
+// keeper tracks the items of a list that fit (fit): the list itself
+// until one is dropped.
+type keeper struct {
+	all, kept []ami.Message
+	cut       bool
+}
+
+// item notes whether all[i] fit, and returns ok.
+func (k *keeper) item(i int, ok bool) bool {
+	switch {
+	case !ok && !k.cut:
+		k.kept, k.cut = slices.Clone(k.all[:i]), true
+	case ok && k.cut:
+		k.kept = append(k.kept, k.all[i])
+	}
+	return ok
+}
+
+func (k *keeper) list() []ami.Message {
+	if k.cut {
+		return k.kept
+	}
+	return k.all
 }
 
 // Followups records the call (it changes what the engine asks next).
@@ -267,19 +362,66 @@ func (r *Replica) ApplyAnswer(action ami.Message, resp ami.Response, err error) 
 	r.buf = appendMessage(r.buf, action)
 	r.buf = appendMessage(r.buf, resp.Message)
 	r.buf = appendMessages(r.buf, resp.Items)
+	if len(r.buf)-r.opStart > splitAnswer {
+		r.buf, r.last = r.buf[:r.opStart], r.prevLast
+		r.splitAnswer(action, resp, err)
+		return
+	}
+	r.buf = appendAnswerErr(r.buf, err)
+	if r.fit() {
+		r.eng.ApplyAnswer(action, resp, err)
+	}
+}
+
+// splitAnswer records a large answer an op per item, then the rest. An
+// action and response too large for a message drop the whole answer
+// before its items are recorded (a replayer would keep them for the
+// next answer).
+func (r *Replica) splitAnswer(action ami.Message, resp ami.Response, err error) {
+	if r.maxMsg > 0 {
+		if n := len(appendMessage(appendMessage(nil, action), resp.Message)) + 64; n > r.maxMsg {
+			if r.onDrop != nil {
+				r.onDrop(opAnswerEnd, n)
+			}
+			return
+		}
+	}
+	k := keeper{all: resp.Items}
+	for i, m := range resp.Items {
+		if !r.begin(opAnswerItem) {
+			return
+		}
+		r.buf = appendMessage(r.buf, m)
+		if !k.item(i, r.fit()) && r.err != nil {
+			return
+		}
+	}
+	if !r.begin(opAnswerEnd) {
+		return
+	}
+	r.buf = appendMessage(r.buf, action)
+	r.buf = appendMessage(r.buf, resp.Message)
+	r.buf = appendAnswerErr(r.buf, err)
+	if r.fit() {
+		resp.Items = k.list()
+		r.eng.ApplyAnswer(action, resp, err)
+	}
+}
+
+// appendAnswerErr appends a follow-up answer's error.
+func appendAnswerErr(b []byte, err error) []byte {
 	var ae *ami.ActionError
 	switch {
 	case err == nil:
-		r.buf = append(r.buf, errNone)
+		return append(b, errNone)
 	case errors.As(err, &ae):
-		r.buf = append(r.buf, errAction)
-		r.buf = appendString(r.buf, ae.Action)
-		r.buf = appendString(r.buf, ae.Message)
+		b = append(b, errAction)
+		b = appendString(b, ae.Action)
+		return appendString(b, ae.Message)
 	default:
-		r.buf = append(r.buf, errOther)
-		r.buf = appendString(r.buf, err.Error())
+		b = append(b, errOther)
+		return appendString(b, err.Error())
 	}
-	r.eng.ApplyAnswer(action, resp, err)
 }
 
 // RefreshDurations re-encodes talk times. A refresh that changed nothing
@@ -299,7 +441,9 @@ func (r *Replica) RefreshDurations() *calls.Snapshot {
 		}
 	}
 	mark := len(r.buf)
-	r.begin(opRefresh)
+	if !r.begin(opRefresh) {
+		return r.eng.Snapshot()
+	}
 	before := r.eng.Snapshot().Version
 	s := r.eng.RefreshDurations()
 	if s.Version == before {

@@ -26,6 +26,7 @@ type stored struct {
 // state down (the old link is gone), and calls Lead. It returns ctx's
 // error, ErrDeposed, or the error that stopped the following.
 func (n *Node) Run(ctx context.Context) error {
+	defer n.bg.Wait() // after the goroutines below: purges are started by them
 	ctx, cancel := context.WithCancel(ctx)
 	n.ctx = ctx
 	var wg sync.WaitGroup
@@ -157,6 +158,9 @@ func (n *Node) watch(ctx context.Context) {
 		c, cancel := context.WithTimeout(ctx, time.Second)
 		info, err := n.stream.Info(c)
 		cancel()
+		if err == nil {
+			n.streamInfo(info)
+		}
 		now := n.applied.Load()
 		if err == nil && info.State.LastSeq > now && now == last {
 			if behind++; behind >= 2 {
@@ -176,10 +180,12 @@ func (n *Node) apply(m stored, primary bool) error {
 	if m.seq <= n.applied.Load() {
 		return nil // redelivered after a consumer reset
 	}
-	kind, _, l, err := decodeControl(m.data)
+	kind, g, l, err := decodeControl(m.data)
 	switch {
 	case err != nil:
 		return fmt.Errorf("bus: stream message %d: %w", m.seq, err)
+	case kind == kindGenesis:
+		n.applyGenesis(m.seq, g, primary)
 	case kind == kindLead:
 		if l.Fingerprint != n.cfg.Fingerprint {
 			return fmt.Errorf("bus: stream message %d: node %s leads with another engine configuration (%s, this node %s): --trunks, --queue-numbers and the users' names and cellphones must be the same on every node", m.seq, l.Node, l.Fingerprint, n.cfg.Fingerprint)
@@ -200,6 +206,8 @@ func (n *Node) apply(m stored, primary bool) error {
 		}
 	}
 	n.applied.Store(m.seq)
+	n.m.applied.Add(1)
+	n.m.appliedBytes.Add(uint64(len(m.data)))
 	n.ready.Store(true)
 	return nil
 }
@@ -207,6 +215,7 @@ func (n *Node) apply(m stored, primary bool) error {
 // lead takes the PBX link: Primary is at the stream's seq last.
 func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error {
 	n.pubSeq, n.pubTerm = last, last
+	n.m.takeovers.Add(1)
 	p := n.cfg.Primary
 	// The lead record goes first and is fenced like every publish: a
 	// stream that moved since the catch-up (but for stall markers) means
@@ -216,6 +225,10 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 		return nil
 	}
 	p.Record(n.publishBatch, n.depose, nil)
+	n.boundMessages(p)
+	if n.cfg.LinkPBX != nil {
+		p.onRoll = n.publishGenesis
+	}
 	// Until the new link has resynchronised, what the old leader last said
 	// is not known to be true.
 	p.SetLink(calls.LinkDown)
@@ -226,6 +239,7 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 	}
 	n.log.Info("leading: starting the PBX link", "stream_seq", n.pubSeq)
 	wg.Go(func() { n.restoring(ctx) })
+	wg.Go(func() { n.rolling(ctx) })
 	wg.Go(func() {
 		if err := n.cfg.Lead(ctx); err != nil && ctx.Err() == nil {
 			n.depose(fmt.Errorf("link stopped: %w", err))
@@ -252,6 +266,8 @@ func (n *Node) publish(data []byte) error {
 		switch {
 		case err == nil:
 			n.pubSeq = ack.Sequence
+			n.m.published.Add(1)
+			n.m.publishedBytes.Add(uint64(len(data)))
 			return nil
 		case isWrongSeq(err) && n.skipStalls():
 			continue
@@ -265,6 +281,7 @@ func (n *Node) publish(data []byte) error {
 			warned = true
 			n.log.Warn("publish failed, retrying", "err", err)
 		}
+		n.m.retries.Add(1)
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -274,5 +291,30 @@ func (n *Node) depose(err error) {
 	select {
 	case n.deposed <- err:
 	default:
+	}
+}
+
+// streamInfo keeps what /metrics shows of the stream.
+func (n *Node) streamInfo(info *jetstream.StreamInfo) {
+	n.m.streamLast.Store(info.State.LastSeq)
+	n.m.streamMsgs.Store(info.State.Msgs)
+	n.m.streamBytes.Store(info.State.Bytes)
+}
+
+// boundMessages fits the primary's messages to the servers' max_payload:
+// its chunks are a quarter of it at most, an op that does not fit after
+// the batch so far starts a message, and one larger than a message is
+// dropped with an error (Replica.fit), so that no publish is refused
+// for its size (the leader would step down, and the next one too).
+func (n *Node) boundMessages(p *Replica) {
+	mp := int(n.nc.MaxPayload())
+	if mp <= 0 {
+		return
+	}
+	p.maxMsg = max(mp-4096, mp/2) // room for the lookups recorded after an op
+	p.chunk = min(DefaultChunk, p.maxMsg/4)
+	p.onDrop = func(op byte, size int) {
+		n.m.dropped.Add(1)
+		n.log.Error("an op larger than the NATS max_payload was dropped: the state may miss it until the next reconcile or resync", "op", op, "bytes", size, "max_payload", mp)
 	}
 }

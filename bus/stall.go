@@ -64,6 +64,9 @@ func decodeStall(data []byte) (stall, error) {
 // stall applies a marker: the link goes stalled at t, and the engine
 // publishes. Engine goroutine only.
 func (r *Replica) stall(t time.Time) {
+	if r.shadow != nil {
+		r.shadow.stall(t)
+	}
 	r.now = t
 	r.eng.SetLink(calls.LinkStalled)
 	r.eng.Publish()
@@ -129,6 +132,7 @@ func (n *Node) markStalled(ctx context.Context, seq uint64) bool {
 		}
 		return false
 	}
+	n.m.stallsWritten.Add(1)
 	n.log.Warn("leader silent: state marked stalled", "after_seq", seq, "for", n.cfg.LeaseTTL/2)
 	return true
 }
@@ -141,6 +145,7 @@ func (n *Node) applyStall(seq uint64, data []byte, primary bool) error {
 		return err
 	}
 	t := time.Unix(0, s.At)
+	n.m.stallsApplied.Add(1)
 	n.cfg.Served.stall(t)
 	if primary && n.cfg.Primary != nil {
 		n.cfg.Primary.stall(t)
@@ -249,6 +254,7 @@ func (n *Node) skipStalls() bool {
 		}
 	}
 	n.log.Info("publish after stall markers", "markers", info.State.LastSeq-n.pubSeq, "stream_seq", info.State.LastSeq)
+	n.m.adopted.Add(info.State.LastSeq - n.pubSeq)
 	n.pubSeq = info.State.LastSeq
 	// Restore now: Run may apply the markers late (a consumer behind).
 	n.signalStall()

@@ -53,6 +53,14 @@ func TestStallMarkerLiveLeader(t *testing.T) {
 	if bridge.stopped() || !bridge.n.Leading() {
 		t.Fatalf("the leader stepped down after a stall marker: %v", bridge.err)
 	}
+	// What /metrics says of it.
+	es, bs := edge.n.Stats(), bridge.n.Stats()
+	if es.Role != "edge" || es.StallsWritten < 1 || es.StallsApplied < 1 || es.Applied == 0 || es.AppliedBytes == 0 || es.Published != 0 {
+		t.Errorf("edge stats %+v", es)
+	}
+	if bs.Role != "leader" || bs.StallsApplied < 1 || bs.Takeovers != 1 || bs.Published == 0 || bs.PublishedBytes == 0 || bs.Generation != 1 {
+		t.Errorf("bridge stats %+v", bs)
+	}
 }
 
 // TestCutOffNotReady: an edge that loses NATS cannot be told the state

@@ -13,6 +13,16 @@ import (
 // Engine turns AMI events into state. Only one goroutine may call its
 // methods, except Snapshot and Feed, which any goroutine may call.
 type Engine struct {
+	engineState // Restart replaces it whole
+
+	snap atomic.Pointer[Snapshot]
+	feed *Feed
+}
+
+// engineState is everything of an Engine but its Feed and latest
+// Snapshot, which readers hold on to: New builds it, Restart builds it
+// again.
+type engineState struct {
 	// Immutable after New.
 	cfg      Config
 	now      func() time.Time
@@ -63,15 +73,20 @@ type Engine struct {
 	scratch []byte   // publishExts' encoding buffer
 	extKeys []string // publishExts' sorted dirty extensions
 	changes []Change
-
-	snap atomic.Pointer[Snapshot]
-	feed *Feed
 }
 
 type memberKey struct{ queue, member string }
 
 func newEngine(cfg Config) *Engine {
-	e := &Engine{
+	e := &Engine{feed: newFeed(cfg.FeedSize)}
+	e.init(cfg)
+	e.snap.Store(e.pub.snapshot(e, 0, e.linkSince))
+	return e
+}
+
+// init sets the engine's state to New's.
+func (e *Engine) init(cfg Config) {
+	e.engineState = engineState{
 		cfg:         cfg,
 		now:         cfg.Now,
 		trunkSet:    map[string]bool{},
@@ -97,7 +112,6 @@ func newEngine(cfg Config) *Engine {
 		touchGen:    1,
 		spiers:      map[*channel]struct{}{},
 		renamedExts: map[string]struct{}{},
-		feed:        newFeed(cfg.FeedSize),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -117,8 +131,6 @@ func newEngine(cfg Config) *Engine {
 	}
 	e.pub = newPublished()
 	e.linkSince = e.nowMs()
-	e.snap.Store(e.pub.snapshot(e, 0, e.linkSince))
-	return e
 }
 
 // nowMs is the clock in ms since the epoch; a clock that knows no time yet

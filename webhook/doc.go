@@ -39,6 +39,11 @@
 // ("site2:201"), its CDRs' pbx is read from their qualified uniqueid. The
 // default PBX's events are as with one PBX.
 //
+// Options.Sending lets several nodes follow the same calls while one
+// sends (on the bus, the leading bridge): the others track the calls
+// without emitting and hold their CDRs for Options.CDRHold, sent once
+// they send (a takeover's; ids may repeat).
+//
 // The package does not read flags or the environment; LoadFile reads a
 // webhooks file. A Service's Run owns its goroutines (feed reader, and a
 // writer and a sender per webhook) and waits for them; CDRs and Stats are

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,17 @@ type Options struct {
 	MaxMemory int
 	// Log receives outages and drops, rate-limited. Default: discard.
 	Log *slog.Logger
+	// Sending, when set, says whether this node sends (on the bus: while
+	// it leads the PBX, so that one node of several sends each event).
+	// While it says false the feed reader still follows the calls, so a
+	// node that takes the lead goes on with the calls it knows, and the
+	// recorder's CDRs are held for CDRHold, then dropped: those seen in
+	// the last CDRHold are queued once it says true (a takeover's CDRs;
+	// the old leader may have sent some: their ids repeat). Safe from any
+	// goroutine.
+	Sending func() bool
+	// CDRHold is how long CDRs are held while not Sending. Default 30s.
+	CDRHold time.Duration
 	// PBXs are the named PBXs when several are followed in one process
 	// (docs/operations.md "Several PBXs"): their engines' call events
 	// carry "pbx" and their ids qualified ("site2:201"), as the combined
@@ -70,6 +82,15 @@ type Service struct {
 	feedBad  atomic.Uint64 // changes that could not be decoded
 	resyncs  atomic.Uint64 // gaps in a feed, closed from a snapshot
 	stopOnce sync.Once
+
+	heldMu sync.Mutex
+	held   []heldCDRs // while not Sending, oldest first
+}
+
+// heldCDRs are CDRs taken while not Sending, and when.
+type heldCDRs struct {
+	at   time.Time
+	cdrs []history.CDR
 }
 
 // reader follows one PBX's engine: its feed and the tracker of its calls.
@@ -95,6 +116,9 @@ func New(state State, cfgs []Config, opts Options) (*Service, error) {
 	}
 	if opts.MaxMemory <= 0 {
 		opts.MaxMemory = 10000
+	}
+	if opts.CDRHold <= 0 {
+		opts.CDRHold = 30 * time.Second
 	}
 	log := opts.Log
 	if log == nil {
@@ -221,6 +245,9 @@ func (s *Service) pump(r *reader, feed *calls.Feed) {
 		r.readSeq.Store(r.last)
 		return
 	}
+	if s.opts.Sending != nil && s.sending() {
+		s.sendHeld() // a takeover's CDRs, as soon as this node sends
+	}
 	for i := range cs {
 		if err := r.tr.change(&cs[i], s.emit); err != nil {
 			s.feedBad.Add(1)
@@ -231,8 +258,14 @@ func (s *Service) pump(r *reader, feed *calls.Feed) {
 	r.readSeq.Store(r.last)
 }
 
+// sending reports whether this node sends now (Options.Sending).
+func (s *Service) sending() bool { return s.opts.Sending == nil || s.opts.Sending() }
+
 // emit encodes e once and queues it for every webhook that wants it.
 func (s *Service) emit(e *Event) {
+	if !s.sending() {
+		return
+	}
 	var r record
 	for _, h := range s.hooks {
 		if !h.wantsType(e.Type) || !h.wantsExten(e.Extension) {
@@ -254,6 +287,41 @@ func (s *Service) emit(e *Event) {
 // (history.RecorderConfig.OnTaken). It never blocks. Safe from any
 // goroutine.
 func (s *Service) CDRs(cdrs []history.CDR) {
+	if !s.sending() {
+		s.hold(cdrs)
+		return
+	}
+	s.sendHeld()
+	s.queueCDRs(cdrs)
+}
+
+// hold keeps cdrs for CDRHold, dropping what is older.
+func (s *Service) hold(cdrs []history.CDR) {
+	now := time.Now()
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	i := 0
+	for i < len(s.held) && now.Sub(s.held[i].at) > s.opts.CDRHold {
+		i++
+	}
+	s.held = append(s.held[i:], heldCDRs{at: now, cdrs: slices.Clone(cdrs)})
+}
+
+// sendHeld queues the CDRs held in the last CDRHold, once Sending.
+func (s *Service) sendHeld() {
+	s.heldMu.Lock()
+	held := s.held
+	s.held = nil
+	s.heldMu.Unlock()
+	for _, h := range held {
+		if time.Since(h.at) <= s.opts.CDRHold {
+			s.queueCDRs(h.cdrs)
+		}
+	}
+}
+
+// queueCDRs queues the cdr events of cdrs.
+func (s *Service) queueCDRs(cdrs []history.CDR) {
 	ms := time.Now().UnixMilli()
 	for i := range cdrs {
 		c := &cdrs[i]

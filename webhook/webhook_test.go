@@ -3,6 +3,7 @@ package webhook
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -307,5 +308,68 @@ func TestEnqueueNeverBlocks(t *testing.T) {
 	}
 	if !slices.ContainsFunc(h.mem, func(r record) bool { return r.ID == "3" }) {
 		t.Fatal("the first events were not kept")
+	}
+}
+
+// TestSendingOnlyWhileLeading: with Options.Sending false (a bus node
+// that does not lead) nothing is sent, though the calls are followed;
+// once it says true the next call's events are sent, and the CDR taken
+// while not sending (a takeover's) goes out too; one held longer than
+// CDRHold is dropped.
+func TestSendingOnlyWhileLeading(t *testing.T) {
+	r := newReceiver(t)
+	var svc atomic.Pointer[Service]
+	var leading atomic.Bool
+	p := newPBX(t, func(c []history.CDR) { svc.Load().CDRs(c) })
+	s, err := New(p.eng, []Config{hookConfig("crm", r.URL())}, Options{Dir: t.TempDir(), Lookup: lookup, Sending: leading.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Store(s)
+	start(t, s)
+	p.play(loadAMI(t, "basic_call_caller_hangup"))
+	waitHeld := func(n int) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			s.heldMu.Lock()
+			held := len(s.held)
+			s.heldMu.Unlock()
+			if held >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d CDR batches held, want %d", held, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitHeld(1)
+	time.Sleep(100 * time.Millisecond)
+	if g := r.got(); len(g) != 0 {
+		t.Fatalf("sent while not leading: %v", ids(g))
+	}
+	leading.Store(true)
+	p.play(loadAMI(t, "queue_answered"))
+	g := r.waitFor(t, 8, 20*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	g = split(r.got())
+	var types []string
+	for _, e := range g {
+		types = append(types, e.Event.Extension+" "+e.Type)
+	}
+	want := "203 ringing,204 ringing,204 hangup,203 answered,203 hangup,cdr,cdr,cdr"
+	if got := strings.ReplaceAll(strings.Join(types, ","), " cdr", "cdr"); got != want {
+		t.Fatalf("sent %s, want %s", got, want)
+	}
+	// Held too long: dropped.
+	leading.Store(false)
+	s.opts.CDRHold = time.Millisecond
+	s.hold([]history.CDR{{UniqueID: "old"}})
+	time.Sleep(5 * time.Millisecond)
+	leading.Store(true)
+	s.sendHeld()
+	time.Sleep(200 * time.Millisecond)
+	if n := len(r.got()); n != len(g) {
+		t.Fatalf("a CDR held past CDRHold was sent: %d events, want %d", n, len(g))
 	}
 }

@@ -33,12 +33,24 @@ func Start(t testing.TB) *Server {
 	return Cluster(t, 1)[0]
 }
 
+// StartConf runs one JetStream server with conf as its configuration
+// file's text (nats-server's syntax, e.g. "max_payload: 65536").
+func StartConf(t testing.TB, conf string) *Server {
+	t.Helper()
+	return cluster(t, 1, conf)[0]
+}
+
 // Cluster runs n JetStream servers routed to each other (one alone when
 // n is 1).
 func Cluster(t testing.TB, n int) []*Server {
 	t.Helper()
+	return cluster(t, n, "")
+}
+
+func cluster(t testing.TB, n int, conf string) []*Server {
+	t.Helper()
 	Need(t)
-	ss, err := natscluster.Start(t.TempDir(), n)
+	ss, err := natscluster.StartConf(t.TempDir(), n, conf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,8 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err := b.sites.register(reg, b.link, b.client); err != nil {
 		return nil, err
 	}
-	if err := b.webhooks.open(c, b.eng, b.sites.webhookPBXs(), st.Lookup, reg, log); err != nil {
+	b.registerBus(reg)
+	if err := b.webhooks.open(c, b.eng, b.sites.webhookPBXs(), st.Lookup, b.webhookSending(c), reg, log); err != nil {
 		return nil, err
 	}
 	restMetrics := rest.NewMetrics()

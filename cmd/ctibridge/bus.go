@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
@@ -20,6 +23,9 @@ type busConfig struct {
 	pbx  string // names the PBX's stream and subjects
 	edge bool   // follow the bus only: no AMI link
 	node string // this node's name in the lease
+	// A new generation of the op log past this size or age (0: never).
+	rollMiB int64
+	rollAge time.Duration
 }
 
 func busSettings(s *settings, c *busConfig) {
@@ -27,6 +33,19 @@ func busSettings(s *settings, c *busConfig) {
 	s.str(&c.pbx, "bus-pbx", "default", "name of the PBX on the bus (letters, digits, - and _): its stream and subjects")
 	s.boolean(&c.edge, "bus-edge", false, "edge node: no AMI link, the state comes from the bus (ctibridge edge sets it)")
 	s.str(&c.node, "bus-node", "", "this node's name on the bus, unique per node (default host-pid)")
+	s.integer(&c.rollMiB, "bus-roll-mib", bus.DefaultRollBytes>>20, "the leader starts a new generation of the op log (a fresh resync; the old one purged) past this many MiB (0: never)")
+	s.dur(&c.rollAge, "bus-roll-age", bus.DefaultRollAge, "the leader starts a new generation of the op log when the current one is this old (0: never)")
+}
+
+// rollSettings maps the rollover settings to bus.Config's (0: never).
+func (c busConfig) rollSettings(cfg *bus.Config) {
+	cfg.RollBytes, cfg.RollAge = c.rollMiB<<20, c.rollAge
+	if c.rollMiB == 0 {
+		cfg.RollBytes = -1
+	}
+	if c.rollAge == 0 {
+		cfg.RollAge = -1
+	}
 }
 
 // checkBus validates the bus settings.
@@ -45,6 +64,9 @@ func checkBus(c busConfig, add func(name string, warn bool, hint, format string,
 	}
 	if err := bus.CheckName(c.pbx); err != nil {
 		add("bus-pbx", false, "letters, digits, - and _ (at most 64)", "%v", err)
+	}
+	if c.rollMiB < 0 || c.rollAge < 0 {
+		add("bus-roll-mib", false, "a size in MiB and a duration, 0 for never", "negative rollover setting (%d MiB, %v)", c.rollMiB, c.rollAge)
 	}
 }
 
@@ -67,8 +89,10 @@ func (b *bridge) openBus(ctx context.Context, c serveConfig, ecfg calls.Config, 
 		pcfg.FeedSize = 16 // its feed is read by nobody
 		primary := bus.NewReplica(pcfg)
 		lcfg.OnMessage = nil
-		b.link = link.New(b.client, primary, lcfg)
+		cfg.LinkPBX = bus.NewLinkPBX(b.client) // lets the leader roll the op log over
+		b.link = link.New(cfg.LinkPBX, primary, lcfg)
 		cfg.Primary, cfg.Actions, cfg.Refresh = primary, b.client, b.link.Refresh
+		c.bus.rollSettings(&cfg)
 		cfg.Lead = b.lead
 		if rec != nil {
 			b.cdrClient = ami.NewClient(acfg)
@@ -140,6 +164,26 @@ func (b *bridge) busEpoch() string {
 		return ""
 	}
 	return b.bus.Epoch()
+}
+
+// webhookSending is the webhooks' Sending on the bus: only the leading
+// bridge sends (every node follows the same calls, and every bridge's
+// recorder takes every CDR). Nil without the bus: always.
+func (b *bridge) webhookSending(c serveConfig) func() bool {
+	if b.bus == nil {
+		return nil
+	}
+	if c.bus.edge && c.webhooks != "" {
+		b.log.Warn("webhooks on an edge send nothing: only the leading bridge sends them")
+	}
+	return b.bus.Leading
+}
+
+// registerBus adds the bus node's figures to /metrics.
+func (b *bridge) registerBus(reg prometheus.Registerer) {
+	if b.bus != nil {
+		reg.MustRegister(bus.NewCollector(b.bus))
+	}
 }
 
 // closeBus closes the NATS connection (bridge.close).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/ctibridge/ctibridge/bus/natstest"
 	"github.com/ctibridge/ctibridge/dbtest"
 	"github.com/ctibridge/ctibridge/pbxsim"
+	"github.com/ctibridge/ctibridge/webhook"
 )
 
 // busNode is a `ctibridge serve --bus` or `ctibridge edge` run in-process.
@@ -236,9 +238,206 @@ func TestCheckConfigBus(t *testing.T) {
 	if out, err := checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222, tls://n2:4222"); err != nil {
 		t.Errorf("a good edge configuration: %v\n%s", err, out)
 	}
+	out, err = checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222", "--bus-roll-mib", "-1")
+	if want := "error: --bus-roll-mib: negative rollover setting"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("--bus-roll-mib -1: %v, output lacks %q:\n%s", err, want, out)
+	}
 	// Several PBXs in one process and the bus do not go together yet.
 	out, err = checkConfig(t, nil, "--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039")
 	if want := "--pbx cannot be combined with --bus"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("--pbx with --bus: %v, output lacks %q:\n%s", err, want, out)
+	}
+}
+
+// wsSubscribe opens the WebSocket on n, subscribes (resuming from since
+// under epoch when epoch is set) and returns the connection and the
+// first answer: a snapshot or resumed.
+func (n *busNode) wsSubscribe(t *testing.T, token, epoch string, since uint64) (*websocket.Conn, wsMsg) {
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+n.api+"/ws?token="+token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sub := map[string]any{"op": "subscribe", "topics": []string{"extensions"}}
+	if epoch != "" {
+		sub["since"], sub["epoch"] = since, epoch
+	}
+	if err := c.WriteJSON(sub); err != nil {
+		t.Fatal(err)
+	}
+	return c, readOp(t, c, "snapshot", "resumed")
+}
+
+type wsMsg struct {
+	Op    string
+	Seq   uint64
+	Epoch string
+}
+
+// readOp reads c until a message of one of ops.
+func readOp(t *testing.T, c *websocket.Conn, ops ...string) wsMsg {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var m wsMsg
+		if err := c.ReadJSON(&m); err != nil {
+			t.Fatalf("reading the WebSocket for %v: %v", ops, err)
+		}
+		for _, op := range ops {
+			if m.Op == op {
+				return m
+			}
+		}
+	}
+}
+
+// metric reads one sample of /metrics on n ("" when absent).
+func (n *busNode) metric(t *testing.T, sample string) string {
+	_, body := get(t, "http://"+n.admin+"/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestBusRolloverWebSocket: `serve --bus --bus-roll-age 2s` and an edge.
+// The op log rolls over (ctibridge_bus_generation on /metrics); a
+// WebSocket client connected across it is sent a new snapshot under the
+// same epoch, and one resuming from a seq of the old generation gets a
+// full snapshot, not a resume. Only the leading bridge sends webhooks:
+// both bridges and the edge have them configured, each event reaches the
+// receiver once. /metrics tells each node's role.
+func TestBusRolloverWebSocket(t *testing.T) {
+	srv := natstest.Start(t)
+	sim, ph := startSimPhone(t, "201")
+	var mu sync.Mutex
+	seen := map[string]int{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e webhook.Event
+		json.NewDecoder(r.Body).Decode(&e)
+		mu.Lock()
+		seen[e.ID]++
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.URL+"/in\n    secret: 0123456789abcdef0123\n")
+	hash, _ := auth.HashPassword("alice-pw", 4)
+	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "ctibridge", "CTIBRIDGE_USERS": users, "CTIBRIDGE_WEBHOOKS": hooks}
+	bridge := func(node, age string) *busNode {
+		return startBusNode(t, []string{"serve", "--bus", srv.URL(), "--bus-node", node, "--ami", sim.AMIAddr(), "--ami-user", "ctibridge", "--bus-roll-age", age}, env)
+	}
+	a := bridge("bridge-a", "3s")
+	b := bridge("bridge-b", "0")
+	edge := startBusNode(t, []string{"edge", "--bus", srv.URL(), "--bus-node", "edge-1"}, env)
+	for n, role := range map[*busNode]string{a: "leader", b: "standby", edge: "edge"} {
+		if v := n.metric(t, `ctibridge_bus_role{role="`+role+`"}`); v != "1" {
+			t.Errorf("%s: ctibridge_bus_role{role=%q} = %q, want 1", n.api, role, v)
+		}
+	}
+	if v := edge.metric(t, "ctibridge_bus_generation"); v != "1" {
+		t.Fatalf("edge: ctibridge_bus_generation = %q before the rollover", v)
+	}
+	token := edge.login(t, "alice", "alice-pw")
+	conn, first := edge.wsSubscribe(t, token, "", 0)
+	if first.Op != "snapshot" || first.Epoch == "" {
+		t.Fatalf("first answer %+v", first)
+	}
+	// Calls end while the log rolls over.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for range 3 {
+		c, err := ph.Call(ctx, "601")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		c.Hangup(ctx)
+		<-c.Done()
+	}
+	// A call up across a rollover: no webhook says it hung up.
+	long, err := ph.Call(ctx, "601")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := func() bool {
+		_, body := edge.do(t, token, "GET", "/astproxy/extension/201", "")
+		return strings.Contains(body, `"counterpartNum":"601"`)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !shown() {
+		if time.Now().After(deadline) {
+			t.Fatal("the long call never showed on the edge")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hangups := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for id := range seen {
+			if strings.HasSuffix(id, ":hangup") {
+				n++
+			}
+		}
+		return n
+	}
+	before := hangups()
+	g0 := edge.metric(t, "ctibridge_bus_generation")
+	deadline = time.Now().Add(20 * time.Second)
+	for edge.metric(t, "ctibridge_bus_generation") == g0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no rollover: generation %s\n%s", edge.metric(t, "ctibridge_bus_generation"), a.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for !shown() || !strings.Contains(edge.metric(t, `ctibridge_bus_role{role="edge"}`), "1") {
+		if time.Now().After(deadline) {
+			t.Fatal("the long call is not shown on the edge after the rollover")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := hangups(); n != before {
+		t.Fatalf("%d hangup webhooks across the rollover while the call is up (%d before)", n, before)
+	}
+	long.Hangup(ctx)
+	<-long.Done()
+	deadline = time.Now().Add(10 * time.Second)
+	for hangups() != before+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d", hangups(), before+1)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	again := readOp(t, conn, "snapshot")
+	if again.Epoch != first.Epoch || again.Seq <= first.Seq {
+		t.Fatalf("after the rollover the connected client got %+v, before %+v", again, first)
+	}
+	_, resumed := edge.wsSubscribe(t, token, first.Epoch, first.Seq)
+	if resumed.Op != "snapshot" || resumed.Epoch != first.Epoch {
+		t.Fatalf("a resume from seq %d of the old generation: %+v, want a snapshot", first.Seq, resumed)
+	}
+	if v := a.metric(t, "ctibridge_bus_rollovers_total"); v == "" || v == "0" {
+		t.Errorf("bridge-a: ctibridge_bus_rollovers_total = %q", v)
+	}
+	// Webhooks: every event once, from the leader.
+	time.Sleep(time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	cdrs := 0
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("webhook event %s received %d times", id, n)
+		}
+		if strings.Contains(id, ":cdr:") {
+			cdrs++
+		}
+	}
+	if cdrs != 4 {
+		t.Errorf("%d cdr events, want 4: %v", cdrs, seen)
 	}
 }

@@ -37,12 +37,13 @@ func loadWebhooks(c *serveConfig) (*webhooks, error) {
 
 // open opens the webhooks' queues (<data-dir>/webhooks/<name>), resuming
 // what a previous process left, and registers their metrics.
-// The named PBXs' engines (--pbx) are pbxs.
-func (w *webhooks) open(c serveConfig, eng *calls.Engine, pbxs []webhook.PBX, lookup func(string) string, reg prometheus.Registerer, log *slog.Logger) error {
+// The named PBXs' engines (--pbx) are pbxs. On the bus, sending says
+// whether this node leads: one node sends.
+func (w *webhooks) open(c serveConfig, eng *calls.Engine, pbxs []webhook.PBX, lookup func(string) string, sending func() bool, reg prometheus.Registerer, log *slog.Logger) error {
 	if w == nil {
 		return nil
 	}
-	svc, err := webhook.New(eng, w.cfgs, webhook.Options{Dir: filepath.Join(c.dataDir, "webhooks"), Lookup: lookup, Log: log, PBXs: pbxs})
+	svc, err := webhook.New(eng, w.cfgs, webhook.Options{Dir: filepath.Join(c.dataDir, "webhooks"), Lookup: lookup, Log: log, PBXs: pbxs, Sending: sending})
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,12 @@ var errPortTaken = errors.New("natscluster: a port was taken meanwhile")
 // every server answers /healthz (in a cluster: its meta group has a leader
 // and it is current). On an error no server is left running; the caller
 // Kills the servers when done.
-func Start(dir string, n int) ([]*Server, error) {
+func Start(dir string, n int) ([]*Server, error) { return StartConf(dir, n, "") }
+
+// StartConf is Start with conf, when not empty, as every server's
+// configuration file's text (nats-server's syntax, e.g. "max_payload:
+// 65536"); the command line still gives the ports and the store.
+func StartConf(dir string, n int, conf string) ([]*Server, error) {
 	if err := Installed(); err != nil {
 		return nil, err
 	}
@@ -105,7 +110,7 @@ func Start(dir string, n int) ([]*Server, error) {
 		return nil, fmt.Errorf("natscluster: %d servers", n)
 	}
 	for try := 1; ; try++ {
-		ss, err := start(dir, n)
+		ss, err := start(dir, n, conf)
 		if err == nil {
 			return ss, nil
 		}
@@ -116,7 +121,7 @@ func Start(dir string, n int) ([]*Server, error) {
 }
 
 // start starts the servers on fresh ports.
-func start(dir string, n int) ([]*Server, error) {
+func start(dir string, n int, conf string) ([]*Server, error) {
 	ss := make([]*Server, n)
 	for i := range ss {
 		s := &Server{Name: "n" + strconv.Itoa(i+1), dir: filepath.Join(dir, "n"+strconv.Itoa(i+1))}
@@ -140,8 +145,18 @@ func start(dir string, n int) ([]*Server, error) {
 	for _, s := range ss {
 		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(s.cluster))
 	}
+	var confFile string
+	if conf != "" {
+		confFile = filepath.Join(dir, "nats.conf")
+		if err := os.WriteFile(confFile, []byte(conf+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range ss {
 		s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor), "-js", "-sd", s.dir, "-n", s.Name}
+		if confFile != "" {
+			s.args = append(s.args, "-c", confFile)
+		}
 		if n > 1 {
 			s.args = append(s.args, "--cluster_name", "ctibridge-test", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(s.cluster),
 				"--routes", strings.Join(routes, ","))

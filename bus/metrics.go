@@ -1,0 +1,131 @@
+package bus
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// counters are the node's figures for /metrics (NewCollector), updated
+// with atomics on the paths they count; the collector reads them at
+// scrape time.
+type counters struct {
+	published      atomic.Uint64 // messages this node stored as leader (ops, lead, genesis)
+	publishedBytes atomic.Uint64
+	applied        atomic.Uint64 // stream messages applied to Served
+	appliedBytes   atomic.Uint64
+	retries        atomic.Uint64 // publishes tried again (no ack)
+	adopted        atomic.Uint64 // stall markers a fenced publish adopted
+	takeovers      atomic.Uint64 // times this node took the lead
+	stallsWritten  atomic.Uint64
+	stallsApplied  atomic.Uint64
+	dropped        atomic.Uint64 // ops too large for a message, dropped
+	streamLast     atomic.Uint64 // the stream's last seq, as last read
+	streamMsgs     atomic.Uint64 // the stream's messages and bytes: the current generation's once purged
+	streamBytes    atomic.Uint64
+}
+
+// Stats is a node's figures (what /metrics shows).
+type Stats struct {
+	Role            string // "leader", "standby" (a bridge not leading) or "edge"
+	Published       uint64 // messages stored as leader, and their bytes
+	PublishedBytes  uint64
+	Applied         uint64 // stream messages applied, and their bytes
+	AppliedBytes    uint64
+	AppliedSeq      uint64 // last stream seq applied
+	StreamSeq       uint64 // the stream's last seq when last read (every second)
+	Retries         uint64 // publishes tried again after no ack
+	Adopted         uint64 // stall markers adopted by a fenced publish
+	Takeovers       uint64 // leads taken by this node
+	StallsWritten   uint64 // stall markers this node stored
+	StallsApplied   uint64 // stall markers applied
+	Generation      uint64 // the current generation of the op log
+	GenerationSeq   uint64 // the stream seq of its genesis
+	GenerationMsgs  uint64 // the stream's messages and bytes (the generation's once the old one is purged)
+	GenerationBytes uint64
+	Rollovers       uint64 // new generations this node started as leader
+	Dropped         uint64 // ops larger than the servers' max_payload, dropped as leader
+}
+
+// Stats returns the node's figures. Any goroutine.
+func (n *Node) Stats() Stats {
+	g, seq := n.gen.get()
+	role := "edge"
+	switch {
+	case n.leading.Load():
+		role = "leader"
+	case n.cfg.Primary != nil:
+		role = "standby"
+	}
+	c := &n.m
+	return Stats{Role: role, Published: c.published.Load(), PublishedBytes: c.publishedBytes.Load(),
+		Applied: c.applied.Load(), AppliedBytes: c.appliedBytes.Load(), AppliedSeq: n.applied.Load(), StreamSeq: c.streamLast.Load(),
+		Retries: c.retries.Load(), Adopted: c.adopted.Load(), Takeovers: c.takeovers.Load(),
+		StallsWritten: c.stallsWritten.Load(), StallsApplied: c.stallsApplied.Load(),
+		Generation: g.Gen, GenerationSeq: seq, GenerationMsgs: c.streamMsgs.Load(), GenerationBytes: c.streamBytes.Load(),
+		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load()}
+}
+
+type collector struct{ n *Node }
+
+// NewCollector returns a Prometheus collector of the node's figures
+// (docs/operations.md lists them).
+func NewCollector(n *Node) prometheus.Collector { return collector{n} }
+
+var (
+	descRole      = prometheus.NewDesc("ctibridge_bus_role", "1 for this node's role on the bus: leader (holds the PBX link), standby (a bridge following), edge.", []string{"role"}, nil)
+	descPublished = prometheus.NewDesc("ctibridge_bus_published_messages_total", "Op stream messages this node stored as leader (ops, lead records, genesis).", nil, nil)
+	descPubBytes  = prometheus.NewDesc("ctibridge_bus_published_bytes_total", "Bytes of the op stream messages this node stored as leader.", nil, nil)
+	descApplied   = prometheus.NewDesc("ctibridge_bus_applied_messages_total", "Op stream messages applied to the state this node serves.", nil, nil)
+	descAppBytes  = prometheus.NewDesc("ctibridge_bus_applied_bytes_total", "Bytes of the op stream messages applied.", nil, nil)
+	descLagMsgs   = prometheus.NewDesc("ctibridge_bus_replay_lag_messages", "The stream's last seq (read every second) minus the last seq applied.", nil, nil)
+	descRetries   = prometheus.NewDesc("ctibridge_bus_publish_retries_total", "Publishes tried again after no acknowledgement (NATS out of reach, a JetStream election).", nil, nil)
+	descAdopted   = prometheus.NewDesc("ctibridge_bus_stall_markers_adopted_total", "Stall markers a fenced publish of this leader found after its last seq and went on after.", nil, nil)
+	descTakeovers = prometheus.NewDesc("ctibridge_bus_takeovers_total", "Times this node took the lead of the PBX.", nil, nil)
+	descStallsW   = prometheus.NewDesc("ctibridge_bus_stall_markers_written_total", "Stall markers this node stored (the leader silent for half the lease TTL).", nil, nil)
+	descStallsA   = prometheus.NewDesc("ctibridge_bus_stall_markers_applied_total", "Stall markers applied (the state shown stalled).", nil, nil)
+	descGen       = prometheus.NewDesc("ctibridge_bus_generation", "The current generation of the op log.", nil, nil)
+	descGenMsgs   = prometheus.NewDesc("ctibridge_bus_stream_messages", "Messages in the op stream (the current generation's once the old one is purged).", nil, nil)
+	descGenBytes  = prometheus.NewDesc("ctibridge_bus_stream_bytes", "Bytes in the op stream (the current generation's once the old one is purged).", nil, nil)
+	descRollovers = prometheus.NewDesc("ctibridge_bus_rollovers_total", "New generations of the op log this node started as leader.", nil, nil)
+	descDropped   = prometheus.NewDesc("ctibridge_bus_dropped_ops_total", "Ops larger than the NATS max_payload this node dropped as leader (an AMI frame or a follow-up's answer item): the state may miss them until a reconcile or resync.", nil, nil)
+)
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRole, descPublished, descPubBytes, descApplied, descAppBytes, descLagMsgs, descRetries,
+		descAdopted, descTakeovers, descStallsW, descStallsA, descGen, descGenMsgs, descGenBytes, descRollovers, descDropped} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.n.Stats()
+	gauge := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	for _, r := range []string{"leader", "standby", "edge"} {
+		v := uint64(0)
+		if r == s.Role {
+			v = 1
+		}
+		gauge(descRole, v, r)
+	}
+	counter(descPublished, s.Published)
+	counter(descPubBytes, s.PublishedBytes)
+	counter(descApplied, s.Applied)
+	counter(descAppBytes, s.AppliedBytes)
+	gauge(descLagMsgs, s.StreamSeq-min(s.StreamSeq, s.AppliedSeq))
+	counter(descRetries, s.Retries)
+	counter(descAdopted, s.Adopted)
+	counter(descTakeovers, s.Takeovers)
+	counter(descStallsW, s.StallsWritten)
+	counter(descStallsA, s.StallsApplied)
+	gauge(descGen, s.Generation)
+	gauge(descGenMsgs, s.GenerationMsgs)
+	gauge(descGenBytes, s.GenerationBytes)
+	counter(descRollovers, s.Rollovers)
+	counter(descDropped, s.Dropped)
+}

@@ -1,0 +1,76 @@
+package calls
+
+import (
+	"testing"
+	"time"
+)
+
+// feedAll applies msgs, publishing after each, on a clock of its own.
+func feedAll(e *Engine, clock *time.Time, rec *recording) {
+	e.SetLink(LinkLive)
+	for _, m := range rec.msgs {
+		*clock = clock.Add(100 * time.Millisecond)
+		e.Apply(m)
+		e.Publish()
+	}
+}
+
+// TestRestartAndAdopt: a restarted engine is a new one but for its feed,
+// which goes on after the seq given, emptied; an engine that adopts
+// another serves its snapshot and goes on from its state byte for byte,
+// keeping its own feed (readers behind must start from the snapshot).
+func TestRestartAndAdopt(t *testing.T) {
+	rec := loadRecording(t, "basic_call_caller_hangup")
+	start := time.UnixMilli(1796027700000)
+	// Each engine its clock, as the replicas of package bus.
+	with := func(clock *time.Time) Config {
+		*clock = start
+		return Config{Now: func() time.Time { return *clock }, Names: map[string]string{"201": "Alice"}, FeedSize: 1000}
+	}
+	var clock, bclock, cclock time.Time
+	cfg := with(&clock)
+	a := New(cfg)
+	feed := a.Feed()
+	feedAll(a, &clock, rec)
+	before := feed.LastSeq()
+	wake := feed.Wait()
+	a.Restart(before + 1000)
+	select {
+	case <-wake:
+	default:
+		t.Fatal("Restart did not wake the feed's readers")
+	}
+	fresh := New(cfg)
+	if a.Feed() != feed || a.Snapshot().Seq != before+1000 || string(a.Snapshot().StateJSON()) != string(fresh.Snapshot().StateJSON()) {
+		t.Fatalf("restarted: same feed %v, seq %d, state %s; want a new engine's at %d", a.Feed() == feed, a.Snapshot().Seq, a.Snapshot().StateJSON(), before+1000)
+	}
+	if _, ok := feed.Since(before); ok {
+		t.Fatal("a reader from before the restart resumed")
+	}
+	// Adopt: b is fed the recording on its own; a takes its state over
+	// and both go on identically.
+	b := New(with(&bclock))
+	b.Restart(before + 2000)
+	feedAll(b, &bclock, rec)
+	a.Adopt(b)
+	if a.Snapshot() != b.Snapshot() || feed.LastSeq() != b.Feed().LastSeq() {
+		t.Fatalf("adopted: snapshot seq %d, feed at %d; want %d", a.Snapshot().Seq, feed.LastSeq(), b.Feed().LastSeq())
+	}
+	c := New(with(&cclock))
+	c.Restart(before + 2000)
+	feedAll(c, &cclock, rec)
+	last := feed.LastSeq()
+	clock = bclock // a goes on at the adopted state's time
+	feedAll(a, &clock, rec)
+	feedAll(c, &cclock, rec)
+	ca, _ := feed.Since(last)
+	cc, _ := c.Feed().Since(last)
+	if string(a.Snapshot().StateJSON()) != string(c.Snapshot().StateJSON()) || len(ca) != len(cc) || len(ca) == 0 {
+		t.Fatalf("after the adoption: %d changes against %d", len(ca), len(cc))
+	}
+	for i := range ca {
+		if ca[i].Seq != cc[i].Seq || string(ca[i].Data) != string(cc[i].Data) {
+			t.Fatalf("change %d: %d %s, want %d %s", i, ca[i].Seq, ca[i].Data, cc[i].Seq, cc[i].Data)
+		}
+	}
+}
