@@ -11,8 +11,12 @@
 // BridgeEnter/Leave, Hangup, ExtensionStatus) at a given call rate, and
 // answers the bridge's resync and reconcile lists from the calls it has
 // up; the run times the ringing and answer events to the screens, REST
-// reads, and the engine's cost from the bridge's /metrics. The AMI fault
-// proxy of RunChaos is ami/amiproxy.
+// reads, and the engine's cost from the bridge's /metrics. ServeSynth
+// runs the same synthetic PBX and calls for bridges started elsewhere
+// (several at once: bench/edges.sh has a bus bridge and a plain serve
+// follow it) and writes each call's start time per callee, from which
+// loadtest/wsbench -stamps times the screens in other processes. The AMI
+// fault proxy of RunChaos is ami/amiproxy.
 //
 // RunChaos is the fault suite: it runs a real `ctibridge serve` child
 // process against pbxsim with SIPp traffic and breaks things. The AMI link
@@ -47,7 +51,8 @@
 //
 // The programs beside it: loadtest/wsbench measures the WebSocket hub
 // alone (it runs ws in a server process of its own, so it imports ws; this
-// package does not), and bench/run.sh runs the standard suite with
+// package does not), or with -url the clients of a running serve or edge,
+// and bench/run.sh runs the standard suite with
 // rest/internal/bench as its REST server. loadtest/internal/wsframe reads
 // frame header fields for both.
 //

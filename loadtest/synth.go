@@ -164,6 +164,7 @@ type synthGen struct {
 	recs    []callRecord
 	maxUp   int
 	skipped int
+	stamp   func(callee int, t time.Time) // ServeSynth's: called just before a measured call is dialled
 }
 
 // dial starts a call between the two longest-free extensions; rec says
@@ -171,6 +172,9 @@ type synthGen struct {
 func (g *synthGen) dial(rec int) *synthCall {
 	a, b := g.free[0], g.free[1]
 	g.free = g.free[2:]
+	if rec >= 0 && g.stamp != nil {
+		g.stamp(b, time.Now())
+	}
 	c := &synthCall{c: g.ami.Dial(a, b), rec: -1}
 	if rec >= 0 {
 		c.rec = len(g.recs)

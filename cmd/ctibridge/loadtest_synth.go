@@ -21,7 +21,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	c.register(fs, getenv)
 	var cfg loadtest.SynthConfig
 	var exts int
-	var logLevel string
+	var logLevel, serveAMI, stamps string
 	fs.IntVar(&exts, "exts", 5000, "extensions of the synthetic PBX (2000 and up)")
 	fs.IntVar(&cfg.Calls, "calls", 2000, "calls held up (2*calls+2 <= exts)")
 	fs.Float64Var(&cfg.Rate, "r", 50, "new calls per second in the steady phase (each lasts calls/r seconds)")
@@ -30,6 +30,8 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	fs.IntVar(&cfg.Clients, "c", 5, "WebSocket screens watching every extension")
 	fs.Float64Var(&cfg.RESTRate, "rest-rate", 5, "REST reads of every extension (GET /astproxy/extensions) per second (negative: none)")
 	fs.StringVar(&logLevel, "log-level", "error", "log level of the bridge")
+	fs.StringVar(&serveAMI, "serve-ami", "", "serve only the synthetic AMI on this address (user ctibridge, secret synth) for bridges started elsewhere, with -d 0 until interrupted; nothing measured (docs/scale-out.md)")
+	fs.StringVar(&stamps, "stamps", "", "with --serve-ami: append a line per call, \"<callee> <Unix ns>\", when it starts (loadtest/wsbench -stamps)")
 	c.screenLimits(fs)
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
@@ -42,15 +44,20 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	cfg.Progress = c.progressFunc(stderr, "calls")
+	if serveAMI != "" {
+		return serveSynthAMI(ctx, serveAMI, stamps, exts, cfg, log, stdout)
+	}
+	if stamps != "" {
+		return errors.New("loadtest synth: --stamps needs --serve-ami")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	const user, secret = "ctibridge", "synth"
-	pbx, err := loadtest.NewSynthAMI(ctx, "127.0.0.1:0", exts, user, secret, log.With("component", "synth-ami"))
+	pbx, err := loadtest.NewSynthAMI(ctx, "127.0.0.1:0", exts, synthUser, synthSecret, log.With("component", "synth-ami"))
 	if err != nil {
 		return err
 	}
 	defer pbx.Close()
-	return withBridge(ctx, pbx.Addr(), user, secret, nil, log, func(b testBridge) error {
+	return withBridge(ctx, pbx.Addr(), synthUser, synthSecret, nil, log, func(b testBridge) error {
 		cfg.AMI, cfg.HTTP, cfg.Admin, cfg.Token = pbx, b.http, b.admin, b.token
 		if c.admin == "" {
 			c.admin = b.admin

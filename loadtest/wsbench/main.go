@@ -27,6 +27,16 @@
 // wsbench as the server (a baseline built from an older commit), so both
 // are driven by the same load.
 //
+// With -url the clients attach to a server this run did not start (a
+// `ctibridge serve` or `ctibridge edge`; attach.go): with -pid its RSS per
+// client and its CPU per delivered event are read from /proc, with
+// -stamps (`ctibridge loadtest synth --serve-ami --stamps`) each screen's
+// ringing is timed from the moment the call was placed on the synthetic
+// PBX (ringing.go), and -ready/-go let several wsbench processes, one per
+// server, measure the same window. bench/edges.sh drives it.
+//
+//	go run ./loadtest/wsbench -url ws://127.0.0.1:8080/ws -login admin:admin -pid 1234 -clients 10000 -stamps /tmp/stamps -duration 20s -out edge1.json
+//
 // Raise `ulimit -n` above the client count first (Go raises the soft limit
 // to the hard one by itself).
 package main
@@ -81,6 +91,7 @@ type loadConfig struct {
 	floodMaxRSS   int64 // kB
 	readers       int
 	floor         bool
+	attach        attachConfig
 }
 
 func main() {
@@ -102,9 +113,24 @@ func main() {
 	floodToken := flag.String("flood-token", "", "its token (used by the parent)")
 	flag.IntVar(&cfg.readers, "readers", runtime.GOMAXPROCS(0), "goroutines reading the clients' sockets (epoll)")
 	flag.BoolVar(&cfg.floor, "floor", false, "server: instead of the hub, a bare loop writing each change's frame to every client (the floor)")
+	a := &cfg.attach
+	flag.StringVar(&a.url, "url", "", "attach to this running server (ws://host:port/ws: a ctibridge serve or edge) instead of starting one (bench/edges.sh)")
+	flag.StringVar(&a.login, "login", "", "with -url: log in as user:password")
+	flag.StringVar(&a.token, "token", "", "with -url: the clients' token (instead of -login)")
+	flag.IntVar(&a.pid, "pid", 0, "with -url: the server's process id, for its RSS and CPU")
+	flag.StringVar(&a.admin, "admin", "", "with -url: the server's admin listener (http://host:port), for the hub's counters")
+	flag.StringVar(&a.stamps, "stamps", "", "with -url: the calls' start times (ctibridge loadtest synth --serve-ami --stamps): time each screen's ringing from them")
+	flag.StringVar(&a.callsOut, "calls-out", "", "with -stamps: write each call's screens' median and max latency to this file, a line per call (to pair two servers' files)")
+	flag.DurationVar(&a.idleCPU, "idle-cpu", 0, "with -url and -pid: first measure the server's CPU without the clients for this long")
+	flag.StringVar(&a.ready, "ready", "", "with -url: write this file when every client has its snapshot")
+	flag.StringVar(&a.goFile, "go", "", "with -url: then wait for this file to exist before measuring")
+	flag.StringVar(&a.out, "out", "", "with -url: write the result as JSON to this file")
+	flag.StringVar(&a.label, "label", "server", "with -url: the server's name in the output")
 	flag.Parse()
 	var err error
-	if *floodURL != "" {
+	if a.url != "" {
+		err = runAttach(cfg)
+	} else if *floodURL != "" {
 		err = runFlooder(*floodURL, *floodToken, cfg.floodOp)
 	} else if *serve {
 		if cfg.floor {
@@ -124,46 +150,13 @@ func main() {
 }
 
 func runServer(rate float64, burst, exts int, view string, writeRate float64) error {
-	hash, _ := bcrypt.GenerateFromPassword([]byte("x"), bcrypt.MinCost)
-	users, err := auth.NewUsers([]auth.User{
-		{Username: "panel", PasswordHash: string(hash), Endpoints: []string{"1000"}, Permissions: []string{auth.PermOperatorPanel}},
-		{Username: "user", PasswordHash: string(hash), Endpoints: []string{"1000"}},
-	})
-	if err != nil {
-		return err
-	}
-	svc := auth.NewService(users, auth.Config{TokenTTL: 24 * time.Hour})
-	tok, _, err := svc.Tokens().Issue(view)
-	if err != nil {
-		return err
-	}
-	names := map[string]string{}
-	for i := range exts {
-		names[strconv.Itoa(1000+i)] = fmt.Sprintf("Agent Number %d", i)
-	}
-	eng := calls.New(calls.Config{Names: names, Opaque: auth.Opaquer{}})
-	eng.SetLink(calls.LinkResyncing)
-	eng.EndResync()
-	eng.Publish()
-	reg := prometheus.NewRegistry()
-	hub, err := ws.NewHub(eng, svc, ws.Config{WriteRate: writeRate, Registerer: reg, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /ws", hub)
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /memstats", memStats)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	go hub.Run(ctx)
-	go srv.Serve(ln)
+	h, err := startHub(ctx, exts, view, writeRate)
+	if err != nil {
+		return err
+	}
+	defer h.close()
 	if p := os.Getenv("WSBENCH_CPUPROFILE"); p != "" {
 		go func() {
 			time.Sleep(6 * time.Second)
@@ -174,7 +167,7 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 			f.Close()
 		}()
 	}
-	fmt.Printf("ws://%s/ws %s\n", ln.Addr(), tok)
+	fmt.Printf("%s %s\n", h.url, h.token)
 
 	// The engine: rate changes a second (in groups of burst), one
 	// extension each, one Publish each (the worst case: no batching by
@@ -184,12 +177,74 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 		if i/exts%2 == 0 {
 			st = "INUSE"
 		}
-		eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: ami.EventDeviceStateChange}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(1000+i%exts)}, {Key: "State", Value: st}}...))
-		eng.Publish()
+		h.devState(1000+i%exts, st)
 	})
-	srv.Close()
-	hub.Close()
 	return nil
+}
+
+// hub is the server side of a run: an engine with exts extensions (1000
+// and up), a hub on it and an HTTP server on loopback serving /ws,
+// /memstats, /metrics and /debug/pprof.
+type hub struct {
+	eng   *calls.Engine
+	hub   *ws.Hub
+	srv   *http.Server
+	url   string // ws://127.0.0.1:PORT/ws
+	token string // of the user named view
+}
+
+func startHub(ctx context.Context, exts int, view string, writeRate float64) (*hub, error) {
+	hash, _ := bcrypt.GenerateFromPassword([]byte("x"), bcrypt.MinCost)
+	users, err := auth.NewUsers([]auth.User{
+		{Username: "panel", PasswordHash: string(hash), Endpoints: []string{"1000"}, Permissions: []string{auth.PermOperatorPanel}},
+		{Username: "user", PasswordHash: string(hash), Endpoints: []string{"1000"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	svc := auth.NewService(users, auth.Config{TokenTTL: 24 * time.Hour})
+	tok, _, err := svc.Tokens().Issue(view)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	for i := range exts {
+		names[strconv.Itoa(1000+i)] = fmt.Sprintf("Agent Number %d", i)
+	}
+	eng := calls.New(calls.Config{Names: names, Opaque: auth.Opaquer{}})
+	eng.SetLink(calls.LinkResyncing)
+	eng.EndResync()
+	eng.Publish()
+	reg := prometheus.NewRegistry()
+	wh, err := ws.NewHub(eng, svc, ws.Config{WriteRate: writeRate, Registerer: reg, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", wh)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /memstats", memStats)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux}
+	go wh.Run(ctx)
+	go srv.Serve(ln)
+	return &hub{eng: eng, hub: wh, srv: srv, url: fmt.Sprintf("ws://%s/ws", ln.Addr()), token: tok}, nil
+}
+
+// devState changes extension exten's device state (INUSE, RINGING, ...)
+// and publishes: one extenUpdate.
+func (h *hub) devState(exten int, st string) {
+	h.eng.Apply(ami.NewMessage([]ami.Header{{Key: "Event", Value: ami.EventDeviceStateChange}, {Key: "Device", Value: "PJSIP/" + strconv.Itoa(exten)}, {Key: "State", Value: st}}...))
+	h.eng.Publish()
+}
+
+func (h *hub) close() {
+	h.srv.Close()
+	h.hub.Close()
 }
 
 // paceChanges calls change(i) for i = 0, 1, ... at rate calls a second,
@@ -271,6 +326,7 @@ type server struct {
 	pid   int
 	url   string
 	token string
+	admin string // where /metrics is, when not beside /ws (-url's -admin)
 }
 
 func startServer(cfg loadConfig) (*server, error) {
@@ -322,7 +378,11 @@ func (s *server) stop() {
 // get fetches a path of the server's; empty when it has none (an older
 // build).
 func (s *server) get(path string) string {
-	resp, err := http.Get("http" + strings.TrimSuffix(strings.TrimPrefix(s.url, "ws"), "/ws") + path)
+	root := s.admin
+	if root == "" {
+		root = "http" + strings.TrimSuffix(strings.TrimPrefix(s.url, "ws"), "/ws")
+	}
+	resp, err := http.Get(strings.TrimSuffix(root, "/") + path)
 	if err != nil {
 		return ""
 	}
@@ -366,7 +426,7 @@ func runLoad(cfg loadConfig) error {
 	r0 := rssKB(srv.pid)
 	fmt.Printf("server pid %d at %s; RSS before clients %d kB; GOMAXPROCS %d\n", srv.pid, srv.url, r0, runtime.GOMAXPROCS(0))
 
-	l, err := newLoad(n, cfg.readers)
+	l, err := newLoad(n, cfg.readers, false)
 	if err != nil {
 		return err
 	}
@@ -463,8 +523,12 @@ func (l *load) report(cfg loadConfig, el time.Duration) {
 	}
 	fmt.Printf("client 0 saw seqs %d..%d (%.0f changes/s made); clients lost while measuring: %d\n",
 		l.first0.Load(), l.last0.Load(), float64(l.last0.Load()-l.first0.Load())/el.Seconds(), l.lost.Load())
-	fmt.Printf("measured %v: %d events delivered (%.0f/s; %.0f changes/s x %d clients = %.0f expected)\n",
-		el.Round(time.Millisecond), total.Count(), float64(l.msgs.Load())/el.Seconds(), cfg.rate, cfg.clients, cfg.rate*float64(cfg.clients))
+	expected := fmt.Sprintf("; %.0f changes/s x %d clients = %.0f expected", cfg.rate, cfg.clients, cfg.rate*float64(cfg.clients))
+	if cfg.attach.url != "" {
+		expected = ""
+	}
+	fmt.Printf("measured %v: %d events delivered (%.0f/s%s)\n",
+		el.Round(time.Millisecond), total.Count(), float64(l.msgs.Load())/el.Seconds(), expected)
 	fmt.Printf("change-to-client latency ms: p50 %d p90 %d p99 %d p99.9 %d max %d\n",
 		ms(total.Quantile(0.5)), ms(total.Quantile(0.9)), ms(total.Quantile(0.99)), ms(total.Quantile(0.999)), ms(total.Max()))
 }

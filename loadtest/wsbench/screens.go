@@ -26,14 +26,20 @@ type load struct {
 	ready               chan error
 	got                 []bool                // per client: has its snapshot (owned by its reader worker)
 	hists               []*loadtest.Histogram // per reader worker
+	rings               []*rings              // per reader worker, with -stamps
 	readers             *wsframe.Readers
 	workers             int
 }
 
-func newLoad(n, workers int) (*load, error) {
+// newLoad makes the clients' reader; withRings follows the screens'
+// ringing extensions (rings).
+func newLoad(n, workers int, withRings bool) (*load, error) {
 	l := &load{ready: make(chan error, n), got: make([]bool, n), workers: workers}
 	for range workers {
 		l.hists = append(l.hists, new(loadtest.Histogram))
+		if withRings {
+			l.rings = append(l.rings, newRings())
+		}
 	}
 	r, err := wsframe.NewReaders(workers, l)
 	if err != nil {
@@ -72,7 +78,14 @@ func (l *load) Message(w, id int, head []byte, now int64) {
 		}
 		return
 	}
-	if !l.measuring.Load() || !bytes.HasPrefix(head, []byte(`{"op":"event"`)) {
+	if !bytes.HasPrefix(head, []byte(`{"op":"event"`)) {
+		return
+	}
+	measuring := l.measuring.Load()
+	if l.rings != nil {
+		l.rings[w].observe(id, head, now, measuring)
+	}
+	if !measuring {
 		return
 	}
 	d := time.Duration(now - int64(wsframe.UintField(head, `"at":`))*int64(time.Millisecond))
