@@ -43,7 +43,8 @@ func TestParseStat(t *testing.T) {
 
 func TestScenariosPresent(t *testing.T) {
 	for _, f := range []string{"register_client.xml", "register_client.csv", "register_invite_client.xml",
-		"register_invite_client.csv", "uac.xml", "uas.xml", "uas_busy.xml"} {
+		"register_invite_client.csv", "uac.xml", "uas.xml", "uas_busy.xml",
+		"uac_cancel.xml", "uac_noack.xml", "uac_vanish.xml", "uac_timeout.xml"} {
 		if _, err := os.Stat(ScenarioPath(f)); err != nil {
 			t.Error(err)
 		}
