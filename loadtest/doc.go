@@ -38,7 +38,10 @@
 // alone (it runs ws in a server process of its own, so it imports ws; this
 // package does not), and bench/run.sh runs the standard suite with
 // rest/internal/bench as its REST server. loadtest/internal/wsframe reads
-// frame header fields for both.
+// frame header fields for both, and its epoll Readers read wsbench's
+// clients and, with WSConfig.Epoll, RunWS's (RunE2E's screens): a few
+// goroutines for thousands of connections, each message handed to the
+// same per-message code as gorilla's client.
 //
 // Concurrency: RunHTTP, RunWS, RunE2E and RunChaos each own every
 // goroutine (and child process) they start and return only after all
