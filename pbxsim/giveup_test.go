@@ -141,13 +141,7 @@ func TestCallerGivesUp(t *testing.T) {
 func TestByeRetransmitted(t *testing.T) {
 	p := startPBX(t, Config{})
 	capt := startCapture(t, p.AMIAddr())
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	to, _ := net.ResolveUDPAddr("udp", p.SIPAddr())
-	me := conn.LocalAddr().String()
+	conn, to, me := rawSocket(t, p)
 	head := func(method, branch string, cseq int, toTag string) string {
 		return method + " sip:601@" + p.SIPAddr() + " SIP/2.0\r\nVia: SIP/2.0/UDP " + me + ";branch=" + branch +
 			"\r\nFrom: <sip:201@127.0.0.1>;tag=rt1\r\nTo: <sip:601@127.0.0.1>" + toTag + "\r\nCall-ID: byetwice\r\n" +
