@@ -204,19 +204,44 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		defer os.RemoveAll(dir)
 	}
-	if o.LocalPort == 0 {
-		if o.LocalPort, err = FreePort(); err != nil {
-			return Result{}, err
+	// Ports Run chooses may be taken between the check and sipp's bind
+	// (other programs on the machine): sipp then exits 254 before placing
+	// a call, and Run tries other ports.
+	auto := o.LocalPort == 0 && o.MediaPort == 0
+	for attempt := 1; ; attempt++ {
+		if auto {
+			if o.LocalPort, err = freePort(); err != nil {
+				return Result{}, err
+			}
 		}
+		res, err := runOnce(ctx, bin, o, dir)
+		if auto && res.ExitCode == exitBind && res.Created == 0 && attempt < 4 && ctx.Err() == nil {
+			continue
+		}
+		return res, err
 	}
+}
+
+// exitBind is sipp's exit code when it cannot bind a socket (-2).
+const exitBind = 254
+
+// freePort is FreePort, replaced by tests.
+var freePort = FreePort
+
+// runOnce is one sipp run of Run, o's LocalPort set.
+func runOnce(ctx context.Context, bin string, o Options, dir string) (Result, error) {
 	stat := filepath.Join(dir, "stat.csv")
+	os.Remove(stat) // a previous attempt's
 	args := Args(o, stat)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 	cmd.WaitDelay = 5 * time.Second
+	// The end of what sipp writes to stderr says why it gave up.
+	tail := &tailWriter{max: 2048}
+	cmd.Stderr = tail
 	if o.Output != nil {
-		cmd.Stdout, cmd.Stderr = o.Output, o.Output
+		cmd.Stdout, cmd.Stderr = o.Output, io.MultiWriter(o.Output, tail)
 	}
 	start := time.Now()
 	runErr := cmd.Run()
@@ -240,9 +265,37 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	if runErr != nil {
+		if last := tail.lastLine(); last != "" {
+			return res, fmt.Errorf("sipp: %s: %w: %s", filepath.Base(o.Scenario), runErr, last)
+		}
 		return res, fmt.Errorf("sipp: %s: %w", filepath.Base(o.Scenario), runErr)
 	}
 	return res, nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max int
+	b   []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last non-empty line written, without sipp's time stamps
+// ("2026-12-01\t21:52:56.658912\t1796161976.658912: Unable to bind ...").
+func (t *tailWriter) lastLine() string {
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if i := strings.Index(last, ": "); i >= 0 && strings.Count(last[:i], "\t") == 2 {
+		last = last[i+2:]
+	}
+	return last
 }
 
 // parseStat reads the last line of a -trace_stat file.

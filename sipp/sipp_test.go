@@ -1,6 +1,9 @@
 package sipp
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,5 +51,60 @@ func TestScenariosPresent(t *testing.T) {
 		if _, err := os.Stat(ScenarioPath(f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// needSIPp skips the test when sipp is missing (scripts/test.sh installs
+// it, so in CI it runs).
+func needSIPp(t *testing.T) {
+	t.Helper()
+	if _, err := LookPath(""); err != nil {
+		t.Skip(err)
+	}
+}
+
+// TestRunFatalSaysWhy: sipp that cannot bind its media port exits 254; the
+// error says so in sipp's words.
+func TestRunFatalSaysWhy(t *testing.T) {
+	needSIPp(t)
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port+10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	res, err := Run(context.Background(), Options{Scenario: "uac.xml", Remote: "127.0.0.1:9", LocalPort: port, Calls: 1, Timeout: 5 * time.Second})
+	if res.ExitCode != exitBind || err == nil || !strings.Contains(err.Error(), "Unable to bind audio RTP socket") {
+		t.Errorf("exit %d, err %v", res.ExitCode, err)
+	}
+}
+
+// TestRunRetriesBind: when a port Run chose is taken before sipp binds it
+// (exit 254, no call placed), Run tries another.
+func TestRunRetriesBind(t *testing.T) {
+	needSIPp(t)
+	var busy net.PacketConn
+	calls := 0
+	freePort = func() (int, error) {
+		calls++
+		p, err := FreePort()
+		if err == nil && calls == 1 {
+			busy, err = net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p+10000))
+		}
+		return p, err
+	}
+	defer func() { freePort = FreePort }()
+	defer func() {
+		if busy != nil {
+			busy.Close()
+		}
+	}()
+	// A UAS that never gets a call: it ends at the timeout, not with 254.
+	res, err := Run(context.Background(), Options{Scenario: "uas.xml", Calls: 1, Timeout: 1 * time.Second})
+	if calls != 2 || res.ExitCode == exitBind {
+		t.Errorf("%d ports tried, exit %d, err %v", calls, res.ExitCode, err)
 	}
 }
