@@ -249,9 +249,11 @@ func runOnce(ctx context.Context, bin string, o Options, dir string) (Result, er
 	if err := parseStat(stat, &res); err != nil && runErr == nil {
 		runErr = err
 	}
+	errLog := &tailWriter{max: 2048}
 	if logs, _ := filepath.Glob(filepath.Join(dir, "*_errors.log")); len(logs) > 0 {
 		if b, err := os.ReadFile(logs[0]); err == nil {
 			res.Errors = string(b[:min(len(b), 2000)])
+			errLog.Write(b)
 		}
 	}
 	var ee *exec.ExitError
@@ -265,7 +267,11 @@ func runOnce(ctx context.Context, bin string, o Options, dir string) (Result, er
 		}
 	}
 	if runErr != nil {
-		if last := tail.lastLine(); last != "" {
+		last := tail.lastLine()
+		if strings.HasPrefix(last, "There were more errors") {
+			last = errLog.lastLine() // the last of them, where sipp gave up
+		}
+		if last != "" {
 			return res, fmt.Errorf("sipp: %s: %w: %s", filepath.Base(o.Scenario), runErr, last)
 		}
 		return res, fmt.Errorf("sipp: %s: %w", filepath.Base(o.Scenario), runErr)
@@ -287,15 +293,19 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// lastLine is the last non-empty line written, without sipp's time stamps
-// ("2026-12-01\t21:52:56.658912\t1796161976.658912: Unable to bind ...").
+// lastLine is the last of sipp's stamped lines written, without its
+// stamp ("2026-12-01\t21:52:56.658912\t1796161976.658912: Unable to bind
+// ..."; a message sipp quotes spans lines of its own), else the last
+// non-empty line.
 func (t *tailWriter) lastLine() string {
 	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if i := strings.Index(last, ": "); i >= 0 && strings.Count(last[:i], "\t") == 2 {
-		last = last[i+2:]
+	for k := len(lines) - 1; k >= 0; k-- {
+		l := strings.TrimSpace(lines[k])
+		if i := strings.Index(l, ": "); i >= 0 && strings.Count(l[:i], "\t") == 2 {
+			return l[i+2:]
+		}
 	}
-	return last
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // parseStat reads the last line of a -trace_stat file.

@@ -108,3 +108,19 @@ func TestRunRetriesBind(t *testing.T) {
 		t.Errorf("%d ports tried, exit %d, err %v", calls, res.ExitCode, err)
 	}
 }
+
+func TestTailLastLine(t *testing.T) {
+	w := &tailWriter{max: 256}
+	w.Write([]byte("x\n2026-12-01\t21:52:56.4\t1796.4: first\n"))
+	w.Write([]byte("2026-12-01\t21:52:56.6\t1796.6: Aborting call, received 'SIP/2.0 481 Nope\nVia: x\n'\n"))
+	if got := w.lastLine(); got != "Aborting call, received 'SIP/2.0 481 Nope" {
+		t.Errorf("lastLine %q", got)
+	}
+	w.Write([]byte(strings.Repeat("y", 300)))
+	if len(w.b) != 256 {
+		t.Errorf("kept %d bytes", len(w.b))
+	}
+	if got := (&tailWriter{max: 8, b: []byte("plain\n")}).lastLine(); got != "plain" {
+		t.Errorf("unstamped: %q", got)
+	}
+}
