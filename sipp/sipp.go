@@ -1,9 +1,11 @@
 // Package sipp runs the SIPp traffic generator with the scenarios of this
 // directory against pbxsim or a real Asterisk, and reads its statistics.
 //
-// It only builds the command line, starts the sipp binary, and parses the
-// statistics file (-trace_stat -stf) and exit code into call counts. It
-// knows nothing of AMI or of pbxsim. Run may be called from several
+// It only builds the command line, starts the sipp binary (again, on
+// other ports, when sipp could not bind the ones Run chose), and parses
+// the statistics file (-trace_stat -stf) and exit code into call counts,
+// a fatal exit into an error quoting sipp's complaint. It knows nothing
+// of AMI or of pbxsim. Run may be called from several
 // goroutines at once; each call owns its sipp process and waits for it.
 package sipp
 
