@@ -2,10 +2,12 @@ package loadtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,5 +170,51 @@ func BenchmarkWSMessage(b *testing.B) {
 	}
 	if r.errs.n != nil {
 		b.Fatal(r.errs.n)
+	}
+}
+
+// TestWSCallbacks: each reader hands the callbacks whole messages: the
+// first snapshot subscribes, an event, a later snapshot (a resync, large
+// enough to arrive in several reads) redraws, and the server's close
+// drops the client.
+func TestWSCallbacks(t *testing.T) { wsReaders(t, testWSCallbacks) }
+
+func testWSCallbacks(t *testing.T, epoll bool) {
+	big := `{"op":"snapshot","seq":5,"extensions":{"x":"` + strings.Repeat("y", 200000) + `"}}`
+	event := `{"op":"event","seq":2,"type":"extenUpdate","at":1,"data":{"exten":"3001","status":"ringing"}}`
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.ReadMessage() // subscribe
+		for _, m := range []string{`{"op":"snapshot","seq":1,"extensions":{}}`, event, big} {
+			c.WriteMessage(websocket.TextMessage, []byte(m))
+		}
+		c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4008, "too slow"))
+		time.Sleep(100 * time.Millisecond)
+	}))
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	var got []string
+	note := func(what string) {
+		mu.Lock()
+		got = append(got, what)
+		mu.Unlock()
+	}
+	_, err := RunWS(context.Background(), WSConfig{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Clients: 1, Duration: 2 * time.Second, Epoll: epoll,
+		OnSubscribed: func(int) { note("subscribed") },
+		OnEvent:      func(_ int, _ time.Time, raw []byte) { note("event " + fmt.Sprint(string(raw) == event)) },
+		OnResync:     func(_ int, _ time.Time, raw []byte) { note("resync " + fmt.Sprint(string(raw) == big)) },
+		OnDropped:    func(int) { note("dropped") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "subscribed|event true|resync true|dropped"; strings.Join(got, "|") != want {
+		t.Errorf("callbacks %q, want %q", strings.Join(got, "|"), want)
 	}
 }
