@@ -54,7 +54,10 @@
 // package does not), or with -url the clients of a running serve or edge,
 // and bench/run.sh runs the standard suite with
 // rest/internal/bench as its REST server. loadtest/internal/wsframe reads
-// frame header fields for both.
+// frame header fields for both, and its epoll Readers read wsbench's
+// clients and, with WSConfig.Epoll, RunWS's (RunE2E's screens): a few
+// goroutines for thousands of connections, each message handed to the
+// same per-message code as gorilla's client.
 //
 // Concurrency: RunHTTP, RunWS, RunE2E, RunChaos and RunFailover each own every
 // goroutine (and child process) they start and return only after all

@@ -343,7 +343,10 @@ func placeWithPhones(ctx context.Context, cfg E2EConfig, callers map[string]*pbx
 				case <-ctx.Done():
 				}
 				rec.end = time.Now()
-				hctx, hc := context.WithTimeout(context.Background(), 2*time.Second)
+				// A phone retransmits its BYE until Timer F (64*T1, 32 s):
+				// one given up sooner leaves the PBX a call it never heard
+				// end, as it would leave Asterisk.
+				hctx, hc := context.WithTimeout(context.Background(), 32*time.Second)
 				rec.hangupFailed = call.Hangup(hctx) != nil
 				hc()
 			}

@@ -62,6 +62,10 @@ func (rep *Report) countGhosts(ctx context.Context, g ghostCheck, e2e E2EConfig,
 	rep.Counters["ghost_calls_stuck"], rep.Counters["ghost_calls_rest_stuck"] = stuckN, uint64(len(stuckRest))
 	rep.Counters["ghost_calls_late"] = screenN - min(screenN, stuckN)
 	rep.Counters["ghost_calls_rest_late"] = uint64(len(restGhosts) - min(len(restGhosts), len(stuckRest)))
+	if stuckN > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("a screen still showed %d extensions in a call %v after the PBX had no channel for them, e.g. %s",
+			stuckN, g.settle+g.recheck, ghostExamples(screens, busy, 5)))
+	}
 	if len(stuckRest) > 0 {
 		slices.Sort(stuckRest)
 		rep.Notes = append(rep.Notes, fmt.Sprintf("REST still showed %d extensions in a call %v after the PBX had no channel for them, e.g. %v",
@@ -114,16 +118,52 @@ func ghostCount(s *screen, busy map[string]bool) uint64 {
 		if len(obs) == 0 || busy[x] {
 			continue
 		}
-		last := obs[len(obs)-1]
-		if last.convs > 0 || (last.status != "online" && last.status != "offline" && last.status != "dnd") {
+		if showsCall(obs[len(obs)-1]) {
 			n++
 		}
 	}
 	return n
 }
 
-// restGhosts lists the extensions that REST shows with a conversation,
-// but for busy, and counts those of busy it shows with one.
+// ghostExamples describes up to k of the ghosts of the screen that shows
+// the most ("3001 busy/1 since 12:00:01.234": status, conversations, when
+// it read that).
+func ghostExamples(screens []*screen, busy map[string]bool, k int) string {
+	var worst *screen
+	var most uint64
+	for _, s := range screens {
+		if n := ghostCount(s, busy); n > most {
+			worst, most = s, n
+		}
+	}
+	if worst == nil {
+		return ""
+	}
+	worst.mu.Lock()
+	defer worst.mu.Unlock()
+	var out []string
+	for x, obs := range worst.byExt {
+		if len(obs) == 0 || busy[x] {
+			continue
+		}
+		if last := obs[len(obs)-1]; showsCall(last) {
+			out = append(out, fmt.Sprintf("%s %s/%d since %s", x, last.status, last.convs, last.at.Format("15:04:05.000")))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out[:min(len(out), k)], ", ")
+}
+
+// showsCall says whether an extension shown as o is in a call: a
+// conversation, or a status that says so (not online, offline or dnd; no
+// status says nothing).
+func showsCall(o observation) bool {
+	return o.convs > 0 || (o.status != "" && o.status != "online" && o.status != "offline" && o.status != "dnd")
+}
+
+// restGhosts lists the extensions that REST shows in a call (showsCall: a
+// conversation, or a status other than online, offline, dnd), but for
+// busy, and counts those of busy it shows in one.
 func restGhosts(ctx context.Context, cfg E2EConfig, busy map[string]bool) (ghosts []string, live int, err error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(cfg.HTTP, "/")+"/astproxy/extensions", nil)
 	if err != nil {
@@ -143,6 +183,7 @@ func restGhosts(ctx context.Context, cfg E2EConfig, busy map[string]bool) (ghost
 		return nil, 0, fmt.Errorf("GET /astproxy/extensions: HTTP %d: %s", res.StatusCode, trunc(b))
 	}
 	var exts map[string]struct {
+		Status        string                     `json:"status"`
 		Conversations map[string]json.RawMessage `json:"conversations"`
 	}
 	if err := json.Unmarshal(b, &exts); err != nil {
@@ -150,7 +191,7 @@ func restGhosts(ctx context.Context, cfg E2EConfig, busy map[string]bool) (ghost
 	}
 	for x, e := range exts {
 		switch {
-		case len(e.Conversations) == 0:
+		case !showsCall(observation{status: e.Status, convs: len(e.Conversations)}):
 		case busy[x]:
 			live++
 		default:

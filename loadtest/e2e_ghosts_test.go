@@ -28,15 +28,16 @@ func TestCountGhostsLateAndStuck(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// 3001: the PBX's live call; 3002: late (gone on the second
 		// read, and the screen, counted before the first read, catches
-		// up after it); 3003: stuck.
+		// up after it); 3003: stuck; 3005: busy with no conversation
+		// (a device state never brought back), stuck in REST.
 		if reads.Add(1) == 1 {
 			s.mu.Lock()
 			s.byExt["3002"] = append(s.byExt["3002"], observation{status: "online"})
 			s.mu.Unlock()
-			w.Write([]byte(`{"3001":{"conversations":{"a":{}}},"3002":{"conversations":{"b":{}}},"3003":{"conversations":{"c":{}}},"3004":{"conversations":{}}}`))
+			w.Write([]byte(`{"3001":{"conversations":{"a":{}}},"3002":{"conversations":{"b":{}}},"3003":{"conversations":{"c":{}}},"3004":{"status":"online","conversations":{}},"3005":{"status":"busy"}}`))
 			return
 		}
-		w.Write([]byte(`{"3001":{"conversations":{"a":{}}},"3002":{"conversations":{}},"3003":{"conversations":{"c":{}}},"3004":{}}`))
+		w.Write([]byte(`{"3001":{"conversations":{"a":{}}},"3002":{"status":"online","conversations":{}},"3003":{"conversations":{"c":{}}},"3004":{},"3005":{"status":"busy"}}`))
 	}))
 	defer srv.Close()
 
@@ -44,14 +45,15 @@ func TestCountGhostsLateAndStuck(t *testing.T) {
 	rep := &Report{Errors: map[string]uint64{}, FirstErrors: map[string]string{}, Counters: map[string]uint64{}}
 	rep.countGhosts(context.Background(), ghostCheck{pbxChannels: chans, drain: 10 * time.Millisecond, recheck: 200 * time.Millisecond},
 		E2EConfig{HTTP: srv.URL}, []*screen{s})
-	want := map[string]uint64{"pbx_busy_extensions": 1, "ghost_calls": 2, "ghost_calls_rest": 2,
-		"ghost_calls_stuck": 1, "ghost_calls_rest_stuck": 1, "ghost_calls_late": 1, "ghost_calls_rest_late": 1, "rest_shows_pbx_busy": 1}
+	want := map[string]uint64{"pbx_busy_extensions": 1, "ghost_calls": 2, "ghost_calls_rest": 3,
+		"ghost_calls_stuck": 1, "ghost_calls_rest_stuck": 2, "ghost_calls_late": 1, "ghost_calls_rest_late": 1, "rest_shows_pbx_busy": 1}
 	for k, v := range want {
 		if rep.Counters[k] != v {
 			t.Errorf("%s = %d, want %d (all: %v)", k, rep.Counters[k], v, rep.Counters)
 		}
 	}
-	if len(rep.Errors) != 0 || len(rep.Notes) != 1 {
+	// A note each for the screen's and REST's stuck ghosts, naming them.
+	if len(rep.Errors) != 0 || len(rep.Notes) != 2 || !strings.Contains(rep.Notes[0], "3003 busy/1") || !strings.Contains(rep.Notes[1], "3003 3005") {
 		t.Errorf("errors %v, notes %q", rep.Errors, rep.Notes)
 	}
 }

@@ -171,7 +171,7 @@ func startScreens(ctx context.Context, cfg E2EConfig, total time.Duration) (*scr
 	w.cancel = cancel
 	go func() {
 		defer close(w.done)
-		w.rep, w.err = RunWS(wsCtx, WSConfig{URL: WSURL(cfg.HTTP), Token: cfg.Token, Clients: cfg.Clients, Duration: total,
+		w.rep, w.err = RunWS(wsCtx, WSConfig{URL: WSURL(cfg.HTTP), Token: cfg.Token, Clients: cfg.Clients, Duration: total, Epoll: true,
 			OnEvent:  func(c int, at time.Time, raw []byte) { w.screens[c].add(at, raw) },
 			OnResync: func(c int, at time.Time, raw []byte) { w.screens[c].resync(at, raw) },
 			OnDropped: func(c int) {

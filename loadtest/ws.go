@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +54,13 @@ type WSConfig struct {
 	// connection is lost (closed by the server, 4008 when too slow),
 	// not when the run ends it.
 	OnDropped func(client int)
+	// Epoll reads the clients with wsframe's epoll Readers (Linux, ws://;
+	// otherwise gorilla's client, a goroutine each): a client costs a
+	// socket and a little state, and a few goroutines read them all, so
+	// thousands of clients leave the machine to the server they measure.
+	// The callbacks are then called from those goroutines, never
+	// concurrently for one client.
+	Epoll bool
 }
 
 // wsRun is the state of one RunWS.
@@ -68,6 +74,33 @@ type wsRun struct {
 
 	connected, failed, dropped atomic.Uint64
 	snapshots, events          atomic.Uint64
+	start                      time.Time
+}
+
+// connectAt is when client i may connect (RampUp), zero for at once.
+func (r *wsRun) connectAt(i int) time.Time {
+	if r.cfg.RampUp <= 0 {
+		return time.Time{}
+	}
+	return r.start.Add(time.Duration(float64(i) / r.cfg.RampUp * 1e9))
+}
+
+// waitTurn waits for client i's time and a handshake slot (release it
+// with <-r.connect); false when ctx ended first.
+func (r *wsRun) waitTurn(ctx context.Context, i int) bool {
+	if at := r.connectAt(i); !at.IsZero() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Until(at)):
+		}
+	}
+	select {
+	case r.connect <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // RunWS connects the clients, subscribes them, and measures until the
@@ -106,18 +139,19 @@ func RunWS(ctx context.Context, cfg WSConfig) (*Report, error) {
 	start := time.Now()
 	rep := &Report{Mode: "ws", Target: cfg.URL, Connections: cfg.Clients, Started: start}
 	s := newSampler(start, cfg.Progress)
-	var wg sync.WaitGroup
-	for i := range cfg.Clients {
-		w := &worker{id: i}
-		s.add(w)
-		var at time.Time
-		if cfg.RampUp > 0 {
-			at = start.Add(time.Duration(float64(i) / cfg.RampUp * 1e9))
-		}
-		wg.Go(func() { r.client(runCtx, w, at) })
+	workers := make([]*worker, cfg.Clients)
+	for i := range workers {
+		workers[i] = &worker{id: i}
+		s.add(workers[i])
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	r.start = start
+	var done chan struct{}
+	if cfg.Epoll && u.Scheme == "ws" {
+		done = r.runEpoll(runCtx, u, workers)
+	}
+	if done == nil {
+		done = r.runGorilla(runCtx, workers)
+	}
 	// The grace: clients that do not close in time are left behind only
 	// as far as the report goes; their goroutines end with their
 	// connections, which the deadline has cut.
@@ -144,100 +178,74 @@ func RunWS(ctx context.Context, cfg WSConfig) (*Report, error) {
 	return rep, nil
 }
 
-// client runs one WebSocket client until ctx ends.
-func (r *wsRun) client(ctx context.Context, w *worker, at time.Time) {
-	if !at.IsZero() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Until(at)):
-		}
-	}
-	select {
-	case r.connect <- struct{}{}:
-	case <-ctx.Done():
+// wsClient is what a client's reader keeps from one message to the next.
+type wsClient struct {
+	n          int    // text messages read
+	last       uint64 // the highest seq seen
+	subscribed bool   // its first snapshot arrived
+}
+
+// message handles one text message that client w read at now: both
+// readers (gorilla's, ws_gorilla.go, and wsframe's epoll Readers,
+// ws_epoll.go) hand every message here.
+func (r *wsRun) message(w *worker, st *wsClient, now time.Time, raw []byte) {
+	n := st.n
+	st.n++
+	// The hub writes op, seq, type and at first: scanning the head
+	// keeps the client cheap enough for thousands of connections. Full
+	// validation runs on the first messages and one in 64 after.
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' || ((n < 8 || n%64 == 0) && !json.Valid(raw)) {
+		r.errs.addKind(ErrNotJSON, fmt.Sprintf("not JSON: %q", trunc(raw)))
 		return
 	}
-	c, resp, err := r.dialer.DialContext(ctx, r.cfg.URL, r.header)
-	<-r.connect
-	if err != nil {
-		if ctx.Err() == nil {
-			r.failed.Add(1)
-			r.dialError(err, resp)
+	switch string(wsframe.Field(raw, `"op":"`)) {
+	case "snapshot":
+		r.snapshots.Add(1)
+		st.last = wsframe.UintField(raw, `"seq":`)
+		if st.subscribed && r.cfg.OnResync != nil {
+			r.cfg.OnResync(w.id, now, raw)
 		}
-		return
+		if !st.subscribed {
+			st.subscribed = true
+			r.connected.Add(1)
+			if r.cfg.OnSubscribed != nil {
+				r.cfg.OnSubscribed(w.id)
+			}
+		}
+	case "event":
+		seq := wsframe.UintField(raw, `"seq":`)
+		if seq < st.last {
+			r.errs.addKind(ErrSeqBack, fmt.Sprintf("client %d: seq %d after %d", w.id, seq, st.last))
+		}
+		st.last = max(st.last, seq)
+		r.events.Add(1)
+		if pub := wsframe.UintField(raw, `"at":`); pub > 0 {
+			w.record(time.Duration(now.UnixMicro()-int64(pub)*1000)*time.Microsecond, 200, uint64(len(raw)))
+		}
+		if r.cfg.OnEvent != nil {
+			r.cfg.OnEvent(w.id, now, raw)
+		}
+	case "resumed", "hello", "pong", "renewed":
+	default:
+		r.errs.addKind(ErrBadResponse, fmt.Sprintf("unknown message %q", trunc(raw)))
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	if err := c.WriteMessage(websocket.TextMessage, r.sub); err != nil {
+}
+
+// binary counts a binary frame (ctibridge sends none).
+func (r *wsRun) binary(n int) {
+	r.errs.addKind(ErrBinary, fmt.Sprintf("a binary frame of %d bytes", n))
+}
+
+// lost counts a client whose connection ended before the run did:
+// dropped once subscribed, failed before.
+func (r *wsRun) lost(w *worker, st *wsClient) {
+	if !st.subscribed {
 		r.failed.Add(1)
-		r.errs.add(err)
 		return
 	}
-	var last uint64
-	subscribed := false
-	for n := 0; ; n++ {
-		typ, raw, err := c.ReadMessage()
-		now := time.Now()
-		if err != nil {
-			if ctx.Err() != nil {
-				c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(100*time.Millisecond))
-				return
-			}
-			if subscribed {
-				r.dropped.Add(1)
-				if r.cfg.OnDropped != nil {
-					r.cfg.OnDropped(w.id)
-				}
-			} else {
-				r.failed.Add(1)
-			}
-			r.closeError(err)
-			return
-		}
-		if typ != websocket.TextMessage {
-			r.errs.addKind(ErrBinary, fmt.Sprintf("a binary frame of %d bytes", len(raw)))
-			continue
-		}
-		// The hub writes op, seq, type and at first: scanning the head
-		// keeps the client cheap enough for thousands of connections. Full
-		// validation runs on the first messages and one in 64 after.
-		if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' || ((n < 8 || n%64 == 0) && !json.Valid(raw)) {
-			r.errs.addKind(ErrNotJSON, fmt.Sprintf("not JSON: %q", trunc(raw)))
-			continue
-		}
-		switch op := wsframe.StringField(raw, `"op":"`); op {
-		case "snapshot":
-			r.snapshots.Add(1)
-			last = wsframe.UintField(raw, `"seq":`)
-			if subscribed && r.cfg.OnResync != nil {
-				r.cfg.OnResync(w.id, now, raw)
-			}
-			if !subscribed {
-				subscribed = true
-				r.connected.Add(1)
-				if r.cfg.OnSubscribed != nil {
-					r.cfg.OnSubscribed(w.id)
-				}
-			}
-		case "event":
-			seq := wsframe.UintField(raw, `"seq":`)
-			if seq < last {
-				r.errs.addKind(ErrSeqBack, fmt.Sprintf("client %d: seq %d after %d", w.id, seq, last))
-			}
-			last = max(last, seq)
-			r.events.Add(1)
-			if pub := wsframe.UintField(raw, `"at":`); pub > 0 {
-				w.record(time.Duration(now.UnixMicro()-int64(pub)*1000)*time.Microsecond, 200, uint64(len(raw)))
-			}
-			if r.cfg.OnEvent != nil {
-				r.cfg.OnEvent(w.id, now, raw)
-			}
-		case "resumed", "hello", "pong", "renewed":
-		default:
-			r.errs.addKind(ErrBadResponse, fmt.Sprintf("unknown message %q", trunc(raw)))
-		}
+	r.dropped.Add(1)
+	if r.cfg.OnDropped != nil {
+		r.cfg.OnDropped(w.id)
 	}
 }
 
@@ -265,14 +273,18 @@ func (r *wsRun) dialError(err error, resp *http.Response) {
 func (r *wsRun) closeError(err error) {
 	var ce *websocket.CloseError
 	if errors.As(err, &ce) {
-		kind := fmt.Sprintf("ws_close_%d", ce.Code)
-		if ce.Code >= 4001 && ce.Code <= 4003 {
-			kind = ErrAuth
-		}
-		r.errs.addKind(kind, err.Error())
+		r.errs.addKind(closeKind(ce.Code), err.Error())
 		return
 	}
 	r.errs.add(err)
+}
+
+// closeKind is the error kind of a server's close code.
+func closeKind(code int) string {
+	if code >= 4001 && code <= 4003 {
+		return ErrAuth
+	}
+	return fmt.Sprintf("ws_close_%d", code)
 }
 
 // WSURL turns an http(s) base into the ws(s) URL of /ws.

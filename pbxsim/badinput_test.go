@@ -35,15 +35,25 @@ func rawSIP(t *testing.T, conn net.PacketConn, to net.Addr, msg string, wait tim
 	}
 }
 
-func TestMalformedSIP(t *testing.T) {
-	p := startPBX(t, Config{})
+// rawSocket is a UDP socket for raw SIP to p, closed when the test ends:
+// the socket, p's address and the socket's own ("127.0.0.1:port").
+func rawSocket(t *testing.T, p *PBX) (net.PacketConn, net.Addr, string) {
+	t.Helper()
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	to, _ := net.ResolveUDPAddr("udp", p.SIPAddr())
-	me := conn.LocalAddr().String()
+	t.Cleanup(func() { conn.Close() })
+	to, err := net.ResolveUDPAddr("udp", p.SIPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, to, conn.LocalAddr().String()
+}
+
+func TestMalformedSIP(t *testing.T) {
+	p := startPBX(t, Config{})
+	conn, to, me := rawSocket(t, p)
 	via := "Via: SIP/2.0/UDP " + me + ";branch=z9hG4bK-bad%d\r\n"
 	// What the stack answers: sipgo refuses requests it cannot build a
 	// transaction for with 400 (missing CSeq); what it cannot parse at all
@@ -81,13 +91,7 @@ func TestMalformedSIP(t *testing.T) {
 func TestAbortedDialogs(t *testing.T) {
 	p := startPBX(t, Config{RingTimeout: time.Second})
 	startPhone(t, p, PhoneConfig{Exten: "202", NoAnswer: true})
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	to, _ := net.ResolveUDPAddr("udp", p.SIPAddr())
-	me := conn.LocalAddr().String()
+	conn, to, me := rawSocket(t, p)
 	invite := func(n int, target string) string {
 		return "INVITE sip:" + target + "@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP " + me + fmt.Sprintf(";branch=z9hG4bK-ab%d\r\n", n) +
 			"From: <sip:201@127.0.0.1>;tag=a" + fmt.Sprint(n) + "\r\nTo: <sip:" + target + "@127.0.0.1>\r\nCall-ID: abort" + fmt.Sprint(n) +

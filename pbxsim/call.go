@@ -203,9 +203,10 @@ func (c *call) answerLocal(a *channel, target string) (*channel, string) {
 					continue
 				}
 				p.mu.Lock()
-				p.emit(chanEvent(ami.EventHangupRequest, a, "Cause", "16"))
+				cause := strconv.Itoa(hangupCause(e.kind))
+				p.emit(chanEvent(ami.EventHangupRequest, a, "Cause", cause))
 				c.sendBye(a, e.kind != evBye)
-				p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
+				p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", cause))
 				p.emitCdr(a, target, nil, "Wait", a.appData, "ANSWERED")
 				c.hangupChannel(a, 16, 0)
 				p.mu.Unlock()
@@ -256,6 +257,12 @@ func (c *call) answer(a *channel, body []byte) {
 		c.srvDo(a, func(context.Context) {
 			err := srv.RespondSDP(body)
 			if err != nil && srv.LoadState() != sip.DialogStateEnded {
+				// The 200 was retransmitted until the INVITE transaction
+				// ended (64*T1) without ACK: PJSIP ends the session with
+				// BYE and cause 408, which chan_pjsip reports as 18.
+				p.mu.Lock()
+				a.noAck = true
+				p.mu.Unlock()
 				c.post(callEvent{kind: evNoAck, ch: a})
 			}
 		})

@@ -60,6 +60,7 @@ type channel struct {
 	gone              bool       // Hangup emitted
 	byeRecv           bool       // its side ended the dialog (BYE received)
 	byeSent           bool       // we ended (or refused) its dialog
+	noAck             bool       // our 2xx was never acknowledged (64*T1): its Hangup is 18/408
 	srvAnswered       bool       // our 2xx to its INVITE is sent
 	spies             []*channel // ChanSpy channels listening to this one
 	dialplan          bool       // runs a dialplan (an inbound caller, an originated channel), unlike a dialled one

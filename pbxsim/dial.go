@@ -353,7 +353,7 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 			}
 			switch e.kind {
 			case evBye, evHangup, evNoAck, evCancel:
-				cause := 16
+				cause := hangupCause(e.kind)
 				if e.kind == evHangup && e.cause != 0 {
 					cause = e.cause
 				}

@@ -2,10 +2,12 @@ package pbxsim
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 )
 
@@ -212,40 +214,53 @@ func uacDialogID(r *sip.Response) (string, bool) {
 	return sip.DialogIDMake(cid.Value(), ours, theirs), true
 }
 
-// unhandledResponse sees the responses no client transaction waits for.
-// A 2xx to our INVITE among them is a retransmission whose ACK was lost,
-// or the answer of a callee we had given up (its 200 crossed our CANCEL):
-// each is acknowledged (RFC 3261 §13.2.2.4), so that the phone stops
-// retransmitting, and a dialog we no longer have is ended with BYE.
+// unhandledResponse sees the responses no client transaction waits for
+// (ackStray2xx).
 func (p *PBX) unhandledResponse(res *sip.Response) {
+	cli := p.udpCli
+	if strings.EqualFold(res.Transport(), "tcp") {
+		cli = p.tcpCli
+	}
+	known := func(id string) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.dialogs[id] != nil
+	}
+	ackStray2xx(cli, res, known, func(bye func()) {
+		if _, ok := p.track(); ok {
+			go func() {
+				defer p.calls.Done()
+				bye()
+			}()
+		}
+	}, p.log)
+}
+
+// ackStray2xx handles a response that reached no client transaction. A 2xx
+// to our INVITE among them is a retransmission whose ACK was lost, or the
+// answer of a callee we had given up (its 200 crossed our CANCEL, or came
+// after we stopped waiting): each is acknowledged (RFC 3261 §13.2.2.4), so
+// that the answerer stops retransmitting, and a dialog known does not
+// have is ended with BYE, which goBye runs (in a goroutine of its
+// accounting, or not at all when shutting down).
+func ackStray2xx(cli *sipgo.Client, res *sip.Response, known func(dialogID string) bool, goBye func(bye func()), log *slog.Logger) {
 	cseq := res.CSeq()
 	if cseq == nil || cseq.MethodName != sip.INVITE || !res.IsSuccess() || res.Contact() == nil || res.CallID() == nil {
 		return
 	}
 	id, _ := uacDialogID(res)
-	p.mu.Lock()
-	ch := p.dialogs[id]
-	p.mu.Unlock()
-	cli := p.udpCli
-	if strings.EqualFold(res.Transport(), "tcp") {
-		cli = p.tcpCli
-	}
 	if err := cli.WriteRequest(inDialogRequest(sip.ACK, res, cseq.SeqNo)); err != nil {
-		p.log.Debug("pbxsim ack of a retransmitted 2xx failed", "err", err)
+		log.Debug("ack of a stray 2xx failed", "err", err)
 	}
-	if ch != nil {
-		return
-	}
-	if _, ok := p.track(); !ok {
+	if known(id) {
 		return
 	}
 	bye := inDialogRequest(sip.BYE, res, cseq.SeqNo+1)
-	go func() {
-		defer p.calls.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	goBye(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 64*sip.T1)
 		defer cancel()
 		cli.Do(ctx, bye)
-	}()
+	})
 }
 
 // inDialogRequest builds a request of the dialog a 2xx to our INVITE

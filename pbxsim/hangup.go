@@ -103,6 +103,21 @@ func (c *call) hangupBridged(a, b, x *channel, cause int, byeX bool, target, las
 	}
 }
 
+// causeNoUserResponse (18) is the cause of a channel whose answer was
+// never acknowledged: PJSIP ends the session with 408 after 64*T1 and
+// chan_pjsip's hangup_sip2cause maps 408 to AST_CAUSE_NO_USER_RESPONSE.
+const causeNoUserResponse = 18
+
+// hangupCause is the cause of a call ended by an event of kind k: normal
+// clearing, or no user response for an answer never acknowledged (the
+// bridge passes it on to the peer).
+func hangupCause(k evKind) int {
+	if k == evNoAck {
+		return causeNoUserResponse
+	}
+	return 16
+}
+
 // hangupRequest emits HangupRequest for x. Asterisk carries the Cause
 // only for a channel in a Dial, dialling or dialled; one in ConfBridge,
 // VoiceMail, Pickup or ParkedCall has none (the recordings). p.mu held.
@@ -155,6 +170,9 @@ func (c *call) hangupChannel(ch *channel, cause, tech int) {
 	p := c.p
 	if ch.gone {
 		return
+	}
+	if ch.noAck {
+		cause, tech = causeNoUserResponse, 408
 	}
 	if ch.srv != nil && !ch.srvAnswered && !ch.byeSent {
 		ch.byeSent = true

@@ -75,14 +75,28 @@ func NewPhone(cfg PhoneConfig) (*Phone, error) {
 		return nil, fmt.Errorf("pbxsim: phone: %w", err)
 	}
 	la := conn.LocalAddr().(*net.UDPAddr)
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent("pbxsim-phone "+cfg.Exten), sipgo.WithUserAgentHostname(la.IP.String()))
+	var ph *Phone
+	// A 2xx that reaches no transaction is acknowledged, and ended with BYE
+	// when the phone had given the call up (ackStray2xx), as a phone must.
+	stray := func(res *sip.Response) {
+		if ph == nil {
+			return
+		}
+		ackStray2xx(ph.dua.Client, res, func(id string) bool {
+			ph.mu.Lock()
+			defer ph.mu.Unlock()
+			return ph.outgoing[id] != nil
+		}, func(bye func()) { go bye() }, cfg.Log)
+	}
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("pbxsim-phone "+cfg.Exten), sipgo.WithUserAgentHostname(la.IP.String()),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerUnhandledResponseHandler(stray)))
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("pbxsim: phone: %w", err)
 	}
 	srv, _ := sipgo.NewServer(ua, sipgo.WithServerLogger(cfg.Log))
 	cli, _ := sipgo.NewClient(ua, sipgo.WithClientAddr(la.String()), sipgo.WithClientConnectionAddr(la.String()), sipgo.WithClientLogger(cfg.Log))
-	ph := &Phone{cfg: cfg, conn: conn, ua: ua, srv: srv,
+	ph = &Phone{cfg: cfg, conn: conn, ua: ua, srv: srv,
 		dua:      &sipgo.DialogUA{Client: cli, ContactHDR: sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: cfg.Exten, Host: la.IP.String(), Port: la.Port}}},
 		incoming: map[string]*sipgo.DialogServerSession{}, outgoing: map[string]*sipgo.DialogClientSession{},
 		calls: make(chan *PhoneCall, 16)}
@@ -170,6 +184,16 @@ func (ph *Phone) Call(ctx context.Context, number string) (*PhoneCall, error) {
 		return nil, fmt.Errorf("pbxsim: phone %s: invite: %w", ph.cfg.Exten, err)
 	}
 	err = sess.WaitAnswer(ctx, sipgo.AnswerOptions{Username: ph.cfg.Exten, Password: ph.cfg.Secret})
+	if r := sess.InviteResponse; err != nil && r != nil && r.IsSuccess() {
+		// Answered as the phone gave up (the 200 crossed its CANCEL):
+		// acknowledge it and hang up (RFC 3261 §15).
+		go func() {
+			bctx, cancel := context.WithTimeout(context.Background(), 64*sip.T1)
+			defer cancel()
+			sess.Ack(bctx)
+			sess.Bye(bctx)
+		}()
+	}
 	if err != nil {
 		var dr *sipgo.ErrDialogResponse
 		if errors.As(err, &dr) {

@@ -1,9 +1,11 @@
 // Package sipp runs the SIPp traffic generator with the scenarios of this
 // directory against pbxsim or a real Asterisk, and reads its statistics.
 //
-// It only builds the command line, starts the sipp binary, and parses the
-// statistics file (-trace_stat -stf) and exit code into call counts. It
-// knows nothing of AMI or of pbxsim. Run may be called from several
+// It only builds the command line, starts the sipp binary (again, on
+// other ports, when sipp could not bind the ones Run chose), and parses
+// the statistics file (-trace_stat -stf) and exit code into call counts,
+// a fatal exit into an error quoting sipp's complaint. It knows nothing
+// of AMI or of pbxsim. Run may be called from several
 // goroutines at once; each call owns its sipp process and waits for it.
 package sipp
 
@@ -204,19 +206,44 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		defer os.RemoveAll(dir)
 	}
-	if o.LocalPort == 0 {
-		if o.LocalPort, err = FreePort(); err != nil {
-			return Result{}, err
+	// Ports Run chooses may be taken between the check and sipp's bind
+	// (other programs on the machine): sipp then exits 254 before placing
+	// a call, and Run tries other ports.
+	auto := o.LocalPort == 0 && o.MediaPort == 0
+	for attempt := 1; ; attempt++ {
+		if auto {
+			if o.LocalPort, err = freePort(); err != nil {
+				return Result{}, err
+			}
 		}
+		res, err := runOnce(ctx, bin, o, dir)
+		if auto && res.ExitCode == exitBind && res.Created == 0 && attempt < 4 && ctx.Err() == nil {
+			continue
+		}
+		return res, err
 	}
+}
+
+// exitBind is sipp's exit code when it cannot bind a socket (-2).
+const exitBind = 254
+
+// freePort is FreePort, replaced by tests.
+var freePort = FreePort
+
+// runOnce is one sipp run of Run, o's LocalPort set.
+func runOnce(ctx context.Context, bin string, o Options, dir string) (Result, error) {
 	stat := filepath.Join(dir, "stat.csv")
+	os.Remove(stat) // a previous attempt's
 	args := Args(o, stat)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 	cmd.WaitDelay = 5 * time.Second
+	// The end of what sipp writes to stderr says why it gave up.
+	tail := &tailWriter{max: 2048}
+	cmd.Stderr = tail
 	if o.Output != nil {
-		cmd.Stdout, cmd.Stderr = o.Output, o.Output
+		cmd.Stdout, cmd.Stderr = o.Output, io.MultiWriter(o.Output, tail)
 	}
 	start := time.Now()
 	runErr := cmd.Run()
@@ -224,9 +251,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := parseStat(stat, &res); err != nil && runErr == nil {
 		runErr = err
 	}
+	errLog := &tailWriter{max: 2048}
 	if logs, _ := filepath.Glob(filepath.Join(dir, "*_errors.log")); len(logs) > 0 {
 		if b, err := os.ReadFile(logs[0]); err == nil {
 			res.Errors = string(b[:min(len(b), 2000)])
+			errLog.Write(b)
 		}
 	}
 	var ee *exec.ExitError
@@ -240,9 +269,45 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	if runErr != nil {
+		last := tail.lastLine()
+		if strings.HasPrefix(last, "There were more errors") {
+			last = errLog.lastLine() // the last of them, where sipp gave up
+		}
+		if last != "" {
+			return res, fmt.Errorf("sipp: %s: %w: %s", filepath.Base(o.Scenario), runErr, last)
+		}
 		return res, fmt.Errorf("sipp: %s: %w", filepath.Base(o.Scenario), runErr)
 	}
 	return res, nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max int
+	b   []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last of sipp's stamped lines written, without its
+// stamp ("2026-12-01\t21:52:56.658912\t1796161976.658912: Unable to bind
+// ..."; a message sipp quotes spans lines of its own), else the last
+// non-empty line.
+func (t *tailWriter) lastLine() string {
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	for k := len(lines) - 1; k >= 0; k-- {
+		l := strings.TrimSpace(lines[k])
+		if i := strings.Index(l, ": "); i >= 0 && strings.Count(l[:i], "\t") == 2 {
+			return l[i+2:]
+		}
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // parseStat reads the last line of a -trace_stat file.

@@ -1,6 +1,9 @@
 package sipp
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,9 +46,81 @@ func TestParseStat(t *testing.T) {
 
 func TestScenariosPresent(t *testing.T) {
 	for _, f := range []string{"register_client.xml", "register_client.csv", "register_invite_client.xml",
-		"register_invite_client.csv", "uac.xml", "uas.xml", "uas_busy.xml"} {
+		"register_invite_client.csv", "uac.xml", "uas.xml", "uas_busy.xml",
+		"uac_cancel.xml", "uac_noack.xml", "uac_vanish.xml", "uac_timeout.xml"} {
 		if _, err := os.Stat(ScenarioPath(f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// needSIPp skips the test when sipp is missing (scripts/test.sh installs
+// it, so in CI it runs).
+func needSIPp(t *testing.T) {
+	t.Helper()
+	if _, err := LookPath(""); err != nil {
+		t.Skip(err)
+	}
+}
+
+// TestRunFatalSaysWhy: sipp that cannot bind its media port exits 254; the
+// error says so in sipp's words.
+func TestRunFatalSaysWhy(t *testing.T) {
+	needSIPp(t)
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port+10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	res, err := Run(context.Background(), Options{Scenario: "uac.xml", Remote: "127.0.0.1:9", LocalPort: port, Calls: 1, Timeout: 5 * time.Second})
+	if res.ExitCode != exitBind || err == nil || !strings.Contains(err.Error(), "Unable to bind audio RTP socket") {
+		t.Errorf("exit %d, err %v", res.ExitCode, err)
+	}
+}
+
+// TestRunRetriesBind: when a port Run chose is taken before sipp binds it
+// (exit 254, no call placed), Run tries another.
+func TestRunRetriesBind(t *testing.T) {
+	needSIPp(t)
+	var busy net.PacketConn
+	calls := 0
+	freePort = func() (int, error) {
+		calls++
+		p, err := FreePort()
+		if err == nil && calls == 1 {
+			busy, err = net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p+10000))
+		}
+		return p, err
+	}
+	defer func() { freePort = FreePort }()
+	defer func() {
+		if busy != nil {
+			busy.Close()
+		}
+	}()
+	// A UAS that never gets a call: it ends at the timeout, not with 254.
+	res, err := Run(context.Background(), Options{Scenario: "uas.xml", Calls: 1, Timeout: 1 * time.Second})
+	if calls != 2 || res.ExitCode == exitBind {
+		t.Errorf("%d ports tried, exit %d, err %v", calls, res.ExitCode, err)
+	}
+}
+
+func TestTailLastLine(t *testing.T) {
+	w := &tailWriter{max: 256}
+	w.Write([]byte("x\n2026-12-01\t21:52:56.4\t1796.4: first\n"))
+	w.Write([]byte("2026-12-01\t21:52:56.6\t1796.6: Aborting call, received 'SIP/2.0 481 Nope\nVia: x\n'\n"))
+	if got := w.lastLine(); got != "Aborting call, received 'SIP/2.0 481 Nope" {
+		t.Errorf("lastLine %q", got)
+	}
+	w.Write([]byte(strings.Repeat("y", 300)))
+	if len(w.b) != 256 {
+		t.Errorf("kept %d bytes", len(w.b))
+	}
+	if got := (&tailWriter{max: 8, b: []byte("plain\n")}).lastLine(); got != "plain" {
+		t.Errorf("unstamped: %q", got)
 	}
 }

@@ -4,9 +4,10 @@
 // its time receiving them; and, on Linux, Readers: many WebSocket client
 // connections read by a few goroutines through epoll, one shared buffer
 // each, keeping only the head of each message (what a load tool that
-// counts and times needs). It is shared by package loadtest's WebSocket
-// clients and the loadtest/wsbench program, and by nothing outside
-// loadtest.
+// counts and times needs) or, from NewWholeReaders, handing over each
+// whole message (what a screen that decodes what it shows needs). It is
+// shared by package loadtest's WebSocket clients and the loadtest/wsbench
+// program, and by nothing outside loadtest.
 //
 // Concurrency: UintField and StringField keep no state. A Readers may be
 // dialled from any goroutine; its Handler is called under the lock of the

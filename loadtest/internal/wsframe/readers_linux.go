@@ -20,6 +20,8 @@ import (
 // and time what arrives, such as thousands of screens.
 type Readers struct {
 	h       Handler
+	bin     BinaryHandler // h, when it counts binary messages
+	whole   bool          // deliver whole messages, not heads
 	workers []*rworker
 	closed  atomic.Bool
 	wg      sync.WaitGroup
@@ -45,11 +47,30 @@ type rconn struct {
 	op     byte
 	head   [HeadMax]byte
 	headN  int
+	got    uint64 // payload bytes of the current frame seen
+	// whole Readers: the current text message, when it arrives in more
+	// than one read (else it is handed over from the read buffer).
+	body []byte
+	msg  []byte // the whole message just completed
 }
 
-// NewReaders starts n worker goroutines (at least 1).
+// NewReaders starts n worker goroutines (at least 1); handlers see the
+// head of each message.
 func NewReaders(n int, h Handler) (*Readers, error) {
-	r := &Readers{h: h}
+	return newReaders(n, h, false)
+}
+
+// NewWholeReaders is NewReaders for handlers that need each whole
+// message (a screen decoding what it shows): a message read at once is
+// handed over from the worker's buffer, one split over reads is gathered
+// in a buffer of its connection.
+func NewWholeReaders(n int, h Handler) (*Readers, error) {
+	return newReaders(n, h, true)
+}
+
+func newReaders(n int, h Handler, whole bool) (*Readers, error) {
+	r := &Readers{h: h, whole: whole}
+	r.bin, _ = h.(BinaryHandler)
 	for i := range max(n, 1) {
 		fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 		if err != nil {
@@ -275,7 +296,7 @@ func (w *rworker) feed(c *rconn, b []byte, now int64) error {
 				if c.hn < need {
 					continue
 				}
-				c.op, c.left, c.headN, c.inBody = c.hdr[0]&0x0f, payloadLen(c.hdr[:c.hn]), 0, true
+				c.op, c.left, c.headN, c.got, c.inBody = c.hdr[0]&0x0f, payloadLen(c.hdr[:c.hn]), 0, 0, true
 			} else {
 				c.hn += k
 				b = b[k:]
@@ -283,7 +304,17 @@ func (w *rworker) feed(c *rconn, b []byte, now int64) error {
 			}
 		}
 		k := int(min(c.left, uint64(len(b))))
-		c.headN += copy(c.head[c.headN:], b[:k])
+		chunk := b[:k]
+		c.headN += copy(c.head[c.headN:], chunk)
+		if w.r.whole && c.op == 0x1 {
+			if c.got == 0 && uint64(k) == c.left {
+				c.msg = chunk // all in this read: no copy
+			} else {
+				c.body = append(c.body, chunk...)
+				c.msg = c.body
+			}
+		}
+		c.got += uint64(k)
 		b = b[k:]
 		c.left -= uint64(k)
 		if c.left == 0 {
@@ -315,7 +346,21 @@ func payloadLen(h []byte) uint64 {
 func (w *rworker) message(c *rconn, now int64) error {
 	switch c.op {
 	case 0x1:
-		w.r.h.Message(w.n, c.id, c.head[:c.headN], now)
+		if !w.r.whole {
+			w.r.h.Message(w.n, c.id, c.head[:c.headN], now)
+			break
+		}
+		w.r.h.Message(w.n, c.id, c.msg, now)
+		c.msg = nil
+		if cap(c.body) > bodyKeep {
+			c.body = nil
+		} else {
+			c.body = c.body[:0]
+		}
+	case 0x2:
+		if w.r.bin != nil {
+			w.r.bin.Binary(w.n, c.id, c.got)
+		}
 	case 0x8:
 		code := 0
 		if c.headN >= 2 {

@@ -15,8 +15,15 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	heads  []string
+	binary []uint64
 	closed []string
 	done   chan struct{}
+}
+
+func (r *recorder) Binary(w, id int, n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.binary = append(r.binary, n)
 }
 
 func (r *recorder) Message(w, id int, head []byte, now int64) {
@@ -47,9 +54,15 @@ func serverFrame(op byte, p []byte) []byte {
 
 // TestReaders: a Readers connection upgrades with the token, sends its
 // first message, parses frames of every length encoding however the bytes
-// are split, keeps the head of each message, answers a ping with a pong,
+// are split, keeps the head of each message (the whole message for
+// NewWholeReaders), counts binary messages, answers a ping with a pong,
 // and reports the server's close code.
 func TestReaders(t *testing.T) {
+	t.Run("heads", func(t *testing.T) { testReaders(t, false) })
+	t.Run("whole", func(t *testing.T) { testReaders(t, true) })
+}
+
+func testReaders(t *testing.T, whole bool) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +96,10 @@ func TestReaders(t *testing.T) {
 		var stream []byte
 		stream = append(stream, serverFrame(1, mid)...)
 		stream = append(stream, serverFrame(9, []byte("pi"))...)
+		stream = append(stream, serverFrame(2, []byte{1, 2, 3})...)
 		stream = append(stream, serverFrame(1, big)...)
-		for _, b := range stream[:200] { // byte by byte, then the rest
+		stream = append(stream, serverFrame(1, mid)...) // in one read, with the tail of big
+		for _, b := range stream[:200] {                // byte by byte, then the rest
 			c.Write([]byte{b})
 			time.Sleep(100 * time.Microsecond)
 		}
@@ -99,7 +114,11 @@ func TestReaders(t *testing.T) {
 		srvErr <- nil
 	}()
 	rec := &recorder{done: make(chan struct{})}
-	r, err := NewReaders(2, rec)
+	newR := NewReaders
+	if whole {
+		newR = NewWholeReaders
+	}
+	r, err := newR(2, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +139,56 @@ func TestReaders(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	want := []string{`{"op":"hello"}`, string(mid[:HeadMax]), string(big[:HeadMax])}
+	want := []string{`{"op":"hello"}`, string(mid[:HeadMax]), string(big[:HeadMax]), string(mid[:HeadMax])}
+	if whole {
+		want = []string{`{"op":"hello"}`, string(mid), string(big), string(mid)}
+	}
+	if len(rec.binary) != 1 || rec.binary[0] != 3 {
+		t.Errorf("binary messages %v, want one of 3 bytes", rec.binary)
+	}
 	if strings.Join(rec.heads, "|") != strings.Join(want, "|") {
 		t.Errorf("heads %d: %.60q", len(rec.heads), rec.heads)
 	}
 	if len(rec.closed) != 1 || rec.closed[0] != "ws_close_1001" {
 		t.Errorf("closed %q", rec.closed)
+	}
+}
+
+type nopHandler struct{ n int }
+
+func (h *nopHandler) Message(w, id int, head []byte, now int64) { h.n += len(head) }
+func (h *nopHandler) Closed(w, id int, err error)               {}
+
+// BenchmarkFeed: parsing a read of 64 extension updates (about 400 bytes
+// each) for a connection, heads only and whole messages, with the read
+// split in two so that one message is gathered across reads.
+func BenchmarkFeed(b *testing.B) {
+	msg := append([]byte(`{"op":"event","seq":12345,"type":"extenUpdate","at":1764600000000,"data":{`), bytes.Repeat([]byte("x"), 320)...)
+	msg = append(msg, '}', '}')
+	var stream []byte
+	for range 64 {
+		stream = append(stream, serverFrame(1, msg)...)
+	}
+	half := len(stream)/2 + 7
+	for _, whole := range []bool{false, true} {
+		name := "heads"
+		if whole {
+			name = "whole"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := &nopHandler{}
+			w := &rworker{r: &Readers{h: h, whole: whole}}
+			c := &rconn{}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(stream)))
+			for b.Loop() {
+				if err := w.feed(c, stream[:half], 1); err != nil {
+					b.Fatal(err)
+				}
+				if err := w.feed(c, stream[half:], 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -25,14 +25,20 @@ func UintField(b []byte, key string) uint64 {
 // to the next quote, or "". Like UintField it looks for key only in the
 // first 200 bytes.
 func StringField(b []byte, key string) string {
+	return string(Field(b, key))
+}
+
+// Field is StringField without the copy: the bytes of b up to the next
+// quote after key, nil without key.
+func Field(b []byte, key string) []byte {
 	i := bytes.Index(b[:min(len(b), 200)], []byte(key))
 	if i < 0 {
-		return ""
+		return nil
 	}
 	v := b[i+len(key):]
 	j := bytes.IndexByte(v, '"')
 	if j < 0 {
-		return ""
+		return nil
 	}
-	return string(v[:j])
+	return v[:j]
 }
