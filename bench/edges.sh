@@ -16,6 +16,9 @@
 #            bridge and every edge, at LAT_RATE calls/s: call placed on
 #            the PBX -> ringing on the screen, the same calls through each
 #            path in the same run; the edge's addition is edge minus single.
+#            With it, the mean time the single process's and the bridge's
+#            links spent in Publish per batch over the window (their
+#            /metrics; on the bridge the fenced publish and its ack).
 #
 # Writes bench/out/edges.json (ignored by git): one object per wsbench
 # run with the round, phase and load average. See docs/scale-out.md.
@@ -137,8 +140,10 @@ clients() {
   done
   local load
   load=$(cut -d' ' -f1-3 /proc/loadavg)
+  for name in single bridge; do engine_time "$name" >"$tmp/engine0.$name"; done
   touch "$tmp/go"
   for p in "${ws[@]}"; do wait "$p" || true; done
+  [ "$phase" = latency ] && for name in single bridge; do publish_time "$round" "$name"; done
   for name in "$@"; do
     if [ -s "$tmp/res.$name" ]; then
       jq -c --argjson round "$round" --arg phase "$phase" --arg start_load "$load" --arg when "$(date -u +%T)" \
@@ -148,6 +153,29 @@ clients() {
       tail -5 "$tmp/ws.$name.log" >&2
     fi
   done
+}
+
+# engine_time name: the link's batches and time in Publish so far (its
+# /metrics): "batches publish_seconds apply_seconds".
+engine_time() {
+  curl -s "http://127.0.0.1:${admin[$1]}/metrics" | awk '/^ctibridge_engine_batches_total / {b = $2}
+    /^ctibridge_engine_seconds_total\{step="publish"\}/ {p = $2} /^ctibridge_engine_seconds_total\{step="apply"\}/ {a = $2}
+    END {print b + 0, p + 0, a + 0}'
+}
+
+# publish_time round name: the mean time name's link spent in Publish per
+# batch over the window (on the bus bridge the fenced publish and its
+# acknowledgement: what the served replica's delivery comes with),
+# appended.
+publish_time() {
+  local b0 p0 a0 b1 p1 a1
+  read -r b0 p0 a0 <"$tmp/engine0.$2"
+  read -r b1 p1 a1 < <(engine_time "$2")
+  jq -nc --argjson round "$1" --arg name "$2" --argjson b "$((b1 - b0))" --argjson p "$p1" --argjson p0 "$p0" \
+    --argjson a "$a1" --argjson a0 "$a0" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    '{round: $round, phase: "latency-publish", label: $name, batches: $b, loadavg: $load,
+      publish_ms_per_batch: (if $b > 0 then (($p - $p0) * 1000 / $b * 1000 | round) / 1000 else null end),
+      apply_ms_per_batch: (if $b > 0 then (($a - $a0) * 1000 / $b * 1000 | round) / 1000 else null end)}' | tee -a "$out"
 }
 
 # paired round path: the same calls on path and on the single process:
@@ -196,5 +224,6 @@ done
 echo "wrote $out" >&2
 jq -rs '.[] | if .phase == "latency-paired" then [.round, .phase, .label, .calls, .median_screen_minus_single_ms.p50,
     .median_screen_minus_single_ms.p99, .slowest_screen_minus_single_ms.p99, .loadavg]
+  elif .phase == "latency-publish" then [.round, .phase, .label, .batches, .publish_ms_per_batch, .apply_ms_per_batch, .loadavg]
   else [.round, .phase, .label, .clients, .rss_bytes_per_client, .server_cpu_cores, .cpu_us_per_delivered,
     .ringing.p50_ms, .ringing.p99_ms, .ringing.missing, .loadavg] end | @tsv' "$out"
