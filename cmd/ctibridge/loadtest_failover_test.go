@@ -57,6 +57,7 @@ func TestLoadtestFailoverShort(t *testing.T) {
 			Wrong     []string
 		}
 		Counters map[string]float64
+		Notes    []string
 	}
 	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
 		t.Fatalf("%v (%v): %s\nstderr: %s", jerr, err, out.String(), errb.String())
@@ -66,6 +67,9 @@ func TestLoadtestFailoverShort(t *testing.T) {
 	}
 	for _, c := range rep.Checks {
 		t.Logf("%s = %s (pass %v)", c.Name, c.Value, c.Pass)
+	}
+	for _, n := range rep.Notes {
+		t.Logf("note: %s", n)
 	}
 	if err != nil {
 		t.Fatalf("%v\nwork files: %s\nstderr: %s", err, filepath.Join(dir, "work"), errb.String())
