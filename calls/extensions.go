@@ -122,6 +122,24 @@ func statusFromDeviceState(s string) string {
 	return "" // UNKNOWN: keep what we have
 }
 
+// setExtStatus sets x's device status from m (ExtensionStatus,
+// DeviceStateChange, an endpoint item) unless m is an item older than what
+// a live event set (staleItem).
+func (e *Engine) setExtStatus(x *extState, m ami.Message, st string) {
+	if !e.staleItem(m, x.statusAt) {
+		x.status = st
+		x.statusAt = e.liveStamp(m, x.statusAt)
+	}
+}
+
+// setTrunkStatus is setExtStatus for a trunk.
+func (e *Engine) setTrunkStatus(t *trunkState, m ami.Message, st string) {
+	if !e.staleItem(m, t.statusAt) {
+		t.status = trunkStatus(st)
+		t.statusAt = e.liveStamp(m, t.statusAt)
+	}
+}
+
 func (e *Engine) onExtensionStatus(m ami.Message) {
 	num := m.Get("Exten")
 	x := e.extFor(num)
@@ -132,9 +150,8 @@ func (e *Engine) onExtensionStatus(m ami.Message) {
 	if err != nil {
 		code = 99
 	}
-	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" && !e.staleItem(m, x.statusAt) {
-		x.status = st
-		x.statusAt = e.liveStamp(m, x.statusAt)
+	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" {
+		e.setExtStatus(x, m, st)
 	}
 	if ctx := m.Get("Context"); ctx != "" && x.context == "" {
 		x.context = strings.Clone(ctx)
@@ -165,16 +182,13 @@ func (e *Engine) onDeviceStateChange(m ami.Message) {
 	switch e.classify(ep) {
 	case ownerExt:
 		x := e.ensureExt(ep)
-		if !e.staleItem(m, x.statusAt) {
-			x.status = st
-			x.statusAt = e.liveStamp(m, x.statusAt)
-		}
+		e.setExtStatus(x, m, st)
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
 		}
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
-		t.status = trunkStatus(st)
+		e.setTrunkStatus(t, m, st)
 		if t.chanType == "" {
 			t.chanType = strings.ToLower(tech)
 		}
@@ -299,7 +313,7 @@ func (e *Engine) onEndpoint(m ami.Message) {
 	case ownerExt:
 		x := e.ensureExt(ep)
 		if st != "" {
-			x.status = st
+			e.setExtStatus(x, m, st)
 		}
 		if x.chanType == "" {
 			x.chanType = "pjsip"
@@ -335,7 +349,7 @@ func (e *Engine) onEndpoint(m ami.Message) {
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
 		if st != "" {
-			t.status = trunkStatus(st)
+			e.setTrunkStatus(t, m, st)
 		}
 		if t.chanType == "" {
 			t.chanType = "pjsip"
