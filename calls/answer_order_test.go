@@ -148,3 +148,27 @@ func TestLateRefreshListNeverOverridesLiveTrunk(t *testing.T) {
 		t.Errorf("201: %q, want online", st)
 	}
 }
+
+// TestLateAnswerNeverBringsBackOnline: the phone unregistered (live
+// ContactStatus Removed, DeviceStateChange UNAVAILABLE) after the details
+// were written; the answer's ContactStatusDetail says NonQualified. The
+// extension stays offline.
+func TestLateAnswerNeverBringsBackOnline(t *testing.T) {
+	e := liveEngine()
+	act := askedEndpoint(t, e, "201")
+	e.Apply(ev("ContactStatus", "EndpointName", "201", "AOR", "201", "URI", "sip:201@127.0.0.1:5201", "ContactStatus", "Removed"))
+	e.Apply(ev("DeviceStateChange", "Device", "PJSIP/201", "State", "UNAVAILABLE"))
+	resp := endpointDetail("201", "Not in use")
+	resp.Items = append(resp.Items[:1:1],
+		ev("ContactStatusDetail", "ActionID", "a-1", "AOR", "201", "URI", "sip:201@127.0.0.1:5201", "Status", "NonQualified", "EndpointName", "201"),
+		resp.Items[1])
+	e.ApplyAnswer(act, resp, nil)
+	if st := e.Publish().Extensions.Get("201").Status; st != "offline" {
+		t.Errorf("201: %q, want offline (it unregistered after the answer was written)", st)
+	}
+	// It registers again: online.
+	e.Apply(ev("ContactStatus", "EndpointName", "201", "AOR", "201", "URI", "sip:201@127.0.0.1:5201", "ContactStatus", "Created"))
+	if st := e.Publish().Extensions.Get("201").Status; st != "online" {
+		t.Errorf("201 registered again: %q", st)
+	}
+}

@@ -253,22 +253,24 @@ func (e *Engine) onContactStatus(m ami.Message) {
 		if ua := m.Get("UserAgent"); ua != "" {
 			x.ua = strings.Clone(ua)
 		}
+		// A ContactStatusDetail item of a late answer never brings back
+		// "online" over a live unregistration (staleItem).
 		switch strings.ToLower(status) {
 		case "unreachable", "removed":
-			x.status = "offline"
+			e.setExtStatus(x, m, "offline")
 		case "reachable", "created", "nonqualified", "updated":
 			if x.status == "offline" {
-				x.status = "online"
+				e.setExtStatus(x, m, "online")
 			}
 		}
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
 		switch strings.ToLower(status) {
 		case "unreachable", "removed":
-			t.status = "offline"
+			e.setTrunkStatus(t, m, "offline")
 		case "reachable", "created", "nonqualified", "updated":
 			if t.status == "offline" || t.status == "unmonitored" {
-				t.status = "online"
+				e.setTrunkStatus(t, m, "online")
 			}
 		}
 	}
