@@ -172,3 +172,34 @@ func TestLateAnswerNeverBringsBackOnline(t *testing.T) {
 		t.Errorf("201 registered again: %q", st)
 	}
 }
+
+// TestLateDNDReadNeverOverridesToggle: FreePBX's *76 sets AstDB DND/201
+// and the Custom:DND201 device state (live). A DBGetTree DND handed out
+// before the toggle and answered after it (empty family: off) leaves DND
+// on; a read handed out after it is applied.
+func TestLateDNDReadNeverOverridesToggle(t *testing.T) {
+	e := liveEngine()
+	var tree ami.Message
+	for _, a := range e.Followups(FollowRefresh) {
+		if a.Action() == ami.ActionDBGetTree && a.Get("Family") == "DND" {
+			tree = a
+		}
+	}
+	if tree.Action() == "" {
+		t.Fatal("no DBGetTree DND in the refresh")
+	}
+	e.Apply(ev("DeviceStateChange", "Device", "Custom:DND201", "State", "BUSY"))
+	notFound := &ami.ActionError{Action: "DBGetTree", Message: "Database entry not found"}
+	e.ApplyAnswer(tree, ami.Response{}, notFound)
+	if !e.Publish().Extensions.Get("201").DND {
+		t.Error("DND off after a read older than the toggle")
+	}
+	for _, a := range e.Followups(FollowRefresh) {
+		if a.Action() == ami.ActionDBGetTree && a.Get("Family") == "DND" {
+			e.ApplyAnswer(a, ami.Response{}, notFound)
+		}
+	}
+	if e.Publish().Extensions.Get("201").DND {
+		t.Error("DND still on after a read newer than the toggle said off")
+	}
+}

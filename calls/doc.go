@@ -76,7 +76,10 @@
 //     all, is judged the same way against the moment Followups handed
 //     its action out (an action not handed out counts as older than any
 //     live event): an "In use" written during a call never overrides the
-//     NOT_INUSE of its hang-up that came after it on the wire. Live
+//     NOT_INUSE of its hang-up that came after it on the wire, a
+//     ContactStatusDetail never brings an unregistered phone back online,
+//     an AstDB DND read never undoes a *76 toggle (Custom:DND) made after
+//     it was sent. Live
 //     events about a channel not
 //     known yet are kept during a resync and applied again right after
 //     the CoreShowChannel item that creates it.

@@ -17,6 +17,7 @@ type extState struct {
 	status   string
 	statusAt uint64 // resyncState.events when a live event last set status
 	dnd      bool   // AstDB DND/<ext>, or FreePBX's Custom:DND<ext> device state
+	dndAt    uint64 // resyncState.events when a live Custom:DND device state last set dnd
 	cf       string // AstDB CF/<ext>: unconditional forward target
 	cfb      string // AstDB CFB/<ext>: forward on busy
 	cfu      string // AstDB CFU/<ext>: forward when unavailable
@@ -166,8 +167,9 @@ func (e *Engine) onDeviceStateChange(m ami.Message) {
 	}
 	if len(dev) > len(customDND) && strings.EqualFold(dev[:len(customDND)], customDND) {
 		// FreePBX's do-not-disturb: BUSY while on, NOT_INUSE off.
-		if x := e.extFor(dev[len(customDND):]); x != nil {
+		if x := e.extFor(dev[len(customDND):]); x != nil && !e.staleItem(m, x.dndAt) {
 			x.dnd = statusFromDeviceState(m.Get("State")) == "busy"
+			x.dndAt = e.liveStamp(m, x.dndAt)
 		}
 		return
 	}

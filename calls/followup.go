@@ -190,7 +190,6 @@ func (e *Engine) applyAnswer(action ami.Message, resp ami.Response, err error) {
 	for _, it := range resp.Items {
 		e.apply(it)
 	}
-	e.follow.answering = false
 	name := action.Action()
 	var ae *ami.ActionError
 	if errors.As(err, &ae) && refused(ae.Message) {
@@ -199,6 +198,7 @@ func (e *Engine) applyAnswer(action ami.Message, resp ami.Response, err error) {
 	if h := answerHandlers[name]; h != nil {
 		h(e, action, resp, err)
 	}
+	e.follow.answering = false
 }
 
 // refused reports whether an action error means the PBX does not offer
