@@ -88,8 +88,8 @@ type sentMark struct {
 }
 
 // maxSent bounds the handed-out actions remembered; past it (answers that
-// never came) the oldest are not judged finely: an answer with no mark
-// never overrides a live status.
+// never came) the marks are forgotten: an answer with no mark never
+// overrides what a live event set.
 const maxSent = 2 * maxPending
 
 // namesEvery: one periodic refresh in this many re-reads the names too
