@@ -180,6 +180,9 @@ func (e *Engine) setDB(fam, key, val string, create bool) {
 			e.dirtyExt[x.exten] = struct{}{}
 		}
 	case famDND:
+		if e.follow.answering && x.dndAt > e.follow.mark {
+			return // *76 toggled it (Custom:DND, live) since this read was sent
+		}
 		on := strings.EqualFold(val, "YES")
 		if val != "" && !on {
 			e.stats.BadValues++

@@ -70,9 +70,17 @@
 //     an ActionID while lists are expected) never overrides what a live
 //     event set since the lists were asked for (channel headers, bridge
 //     membership, extension status, queue members and waiting callers,
-//     parked calls;
+//     parked calls, trunk status;
 //     EndResync keeps those a live event touched even if the older list
-//     missed them), and live events about a channel not
+//     missed them). A follow-up's answer, applied when the link has it
+//     all, is judged the same way against the moment Followups handed
+//     its action out (an action not handed out counts as older than any
+//     live event): an "In use" written during a call never overrides the
+//     NOT_INUSE of its hang-up that came after it on the wire, a
+//     ContactStatusDetail never brings an unregistered phone back online,
+//     an AstDB DND read never undoes a *76 toggle (Custom:DND) made after
+//     it was sent. Live
+//     events about a channel not
 //     known yet are kept during a resync and applied again right after
 //     the CoreShowChannel item that creates it.
 //   - Followups and ApplyAnswer are how the engine reads what the fixed

@@ -17,6 +17,7 @@ type extState struct {
 	status   string
 	statusAt uint64 // resyncState.events when a live event last set status
 	dnd      bool   // AstDB DND/<ext>, or FreePBX's Custom:DND<ext> device state
+	dndAt    uint64 // resyncState.events when a live Custom:DND device state last set dnd
 	cf       string // AstDB CF/<ext>: unconditional forward target
 	cfb      string // AstDB CFB/<ext>: forward on busy
 	cfu      string // AstDB CFU/<ext>: forward when unavailable
@@ -122,6 +123,24 @@ func statusFromDeviceState(s string) string {
 	return "" // UNKNOWN: keep what we have
 }
 
+// setExtStatus sets x's device status from m (ExtensionStatus,
+// DeviceStateChange, an endpoint item) unless m is an item older than what
+// a live event set (staleItem).
+func (e *Engine) setExtStatus(x *extState, m ami.Message, st string) {
+	if !e.staleItem(m, x.statusAt) {
+		x.status = st
+		x.statusAt = e.liveStamp(m, x.statusAt)
+	}
+}
+
+// setTrunkStatus is setExtStatus for a trunk.
+func (e *Engine) setTrunkStatus(t *trunkState, m ami.Message, st string) {
+	if !e.staleItem(m, t.statusAt) {
+		t.status = trunkStatus(st)
+		t.statusAt = e.liveStamp(m, t.statusAt)
+	}
+}
+
 func (e *Engine) onExtensionStatus(m ami.Message) {
 	num := m.Get("Exten")
 	x := e.extFor(num)
@@ -132,9 +151,8 @@ func (e *Engine) onExtensionStatus(m ami.Message) {
 	if err != nil {
 		code = 99
 	}
-	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" && !e.staleItem(m, x.statusAt) {
-		x.status = st
-		x.statusAt = e.liveStamp(m, x.statusAt)
+	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" {
+		e.setExtStatus(x, m, st)
 	}
 	if ctx := m.Get("Context"); ctx != "" && x.context == "" {
 		x.context = strings.Clone(ctx)
@@ -149,8 +167,9 @@ func (e *Engine) onDeviceStateChange(m ami.Message) {
 	}
 	if len(dev) > len(customDND) && strings.EqualFold(dev[:len(customDND)], customDND) {
 		// FreePBX's do-not-disturb: BUSY while on, NOT_INUSE off.
-		if x := e.extFor(dev[len(customDND):]); x != nil {
+		if x := e.extFor(dev[len(customDND):]); x != nil && !e.staleItem(m, x.dndAt) {
 			x.dnd = statusFromDeviceState(m.Get("State")) == "busy"
+			x.dndAt = e.liveStamp(m, x.dndAt)
 		}
 		return
 	}
@@ -165,16 +184,13 @@ func (e *Engine) onDeviceStateChange(m ami.Message) {
 	switch e.classify(ep) {
 	case ownerExt:
 		x := e.ensureExt(ep)
-		if !e.staleItem(m, x.statusAt) {
-			x.status = st
-			x.statusAt = e.liveStamp(m, x.statusAt)
-		}
+		e.setExtStatus(x, m, st)
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
 		}
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
-		t.status = trunkStatus(st)
+		e.setTrunkStatus(t, m, st)
 		if t.chanType == "" {
 			t.chanType = strings.ToLower(tech)
 		}
@@ -239,22 +255,24 @@ func (e *Engine) onContactStatus(m ami.Message) {
 		if ua := m.Get("UserAgent"); ua != "" {
 			x.ua = strings.Clone(ua)
 		}
+		// A ContactStatusDetail item of a late answer never brings back
+		// "online" over a live unregistration (staleItem).
 		switch strings.ToLower(status) {
 		case "unreachable", "removed":
-			x.status = "offline"
+			e.setExtStatus(x, m, "offline")
 		case "reachable", "created", "nonqualified", "updated":
 			if x.status == "offline" {
-				x.status = "online"
+				e.setExtStatus(x, m, "online")
 			}
 		}
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
 		switch strings.ToLower(status) {
 		case "unreachable", "removed":
-			t.status = "offline"
+			e.setTrunkStatus(t, m, "offline")
 		case "reachable", "created", "nonqualified", "updated":
 			if t.status == "offline" || t.status == "unmonitored" {
-				t.status = "online"
+				e.setTrunkStatus(t, m, "online")
 			}
 		}
 	}
@@ -299,7 +317,7 @@ func (e *Engine) onEndpoint(m ami.Message) {
 	case ownerExt:
 		x := e.ensureExt(ep)
 		if st != "" {
-			x.status = st
+			e.setExtStatus(x, m, st)
 		}
 		if x.chanType == "" {
 			x.chanType = "pjsip"
@@ -335,7 +353,7 @@ func (e *Engine) onEndpoint(m ami.Message) {
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
 		if st != "" {
-			t.status = trunkStatus(st)
+			e.setTrunkStatus(t, m, st)
 		}
 		if t.chanType == "" {
 			t.chanType = "pjsip"

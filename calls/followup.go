@@ -69,7 +69,28 @@ type followState struct {
 	missing map[string]bool     // actions the PBX refused since the last BeginResync
 	logged  map[string]bool     // actions whose absence was logged once
 	refresh uint64              // FollowRefresh calls so far
+
+	// An answer is applied when the link has collected it, possibly
+	// after live events that followed it on the wire. sent is the
+	// resyncState.events count when each action was handed out (the
+	// oldest, when handed out again before its answer came); while
+	// answering, staleItem judges the answer's items against it.
+	sent      map[string]sentMark
+	answering bool
+	mark      uint64
 }
+
+// sentMark is when an action was handed out, and how many answers to it
+// are still due.
+type sentMark struct {
+	at uint64
+	n  int
+}
+
+// maxSent bounds the handed-out actions remembered; past it (answers that
+// never came) the marks are forgotten: an answer with no mark never
+// overrides what a live event set.
+const maxSent = 2 * maxPending
 
 // namesEvery: one periodic refresh in this many re-reads the names too
 // (every endpoint's details, AMPUSER): five minutes at the link's default
@@ -123,10 +144,49 @@ func (e *Engine) followups(k FollowupKind) []ami.Message {
 	out = append(out, e.follow.pending...)
 	e.follow.pending = nil
 	clear(e.follow.keys)
+	e.markSent(out)
 	return out
 }
 
+// markSent remembers when actions were handed out (followState.sent).
+func (e *Engine) markSent(out []ami.Message) {
+	f := &e.follow
+	if f.sent == nil {
+		f.sent = map[string]sentMark{}
+	}
+	for _, m := range out {
+		if len(f.sent) >= maxSent {
+			clear(f.sent)
+		}
+		k := m.String()
+		s, ok := f.sent[k]
+		if !ok {
+			s.at = e.resync.events
+		}
+		s.n++
+		f.sent[k] = s
+	}
+}
+
+// sentAt is when action was handed out, forgetting one answer due to it;
+// 0 (older than any live event) when it was not handed out.
+func (e *Engine) sentAt(action ami.Message) uint64 {
+	f := &e.follow
+	k := action.String()
+	s, ok := f.sent[k]
+	if !ok {
+		return 0
+	}
+	if s.n--; s.n <= 0 {
+		delete(f.sent, k)
+	} else {
+		f.sent[k] = s
+	}
+	return s.at
+}
+
 func (e *Engine) applyAnswer(action ami.Message, resp ami.Response, err error) {
+	e.follow.answering, e.follow.mark = true, e.sentAt(action)
 	for _, it := range resp.Items {
 		e.apply(it)
 	}
@@ -138,6 +198,7 @@ func (e *Engine) applyAnswer(action ami.Message, resp ami.Response, err error) {
 	if h := answerHandlers[name]; h != nil {
 		h(e, action, resp, err)
 	}
+	e.follow.answering = false
 }
 
 // refused reports whether an action error means the PBX does not offer

@@ -108,15 +108,25 @@ func (e *Engine) dropPending() {
 func (e *Engine) listing() bool { return e.resync.active || e.reconMark != 0 }
 
 // staleItem reports whether m is a list item that a live event applied
-// since the lists were asked for (stamped at) has made out of date.
+// since the lists were asked for (stamped at) has made out of date. An
+// item of a follow-up's answer is judged against the moment its action
+// was handed out: the link applies the answer when it has it all, after
+// live events that followed it on the wire.
 func (e *Engine) staleItem(m ami.Message, at uint64) bool {
-	return at > e.resync.mark && e.listing() && m.ActionID() != ""
+	switch {
+	case e.follow.answering:
+		return at > e.follow.mark
+	case m.ActionID() == "":
+		return false
+	}
+	return at > e.resync.mark && e.listing()
 }
 
 // liveStamp is the stamp for what m sets: the current count for a live
-// event, 0 for a list item (which proves nothing newer than the list).
+// event, old for a list item or an answer's item (which proves nothing
+// newer than the list or the action).
 func (e *Engine) liveStamp(m ami.Message, old uint64) uint64 {
-	if e.listing() && m.ActionID() != "" {
+	if e.follow.answering || (e.listing() && m.ActionID() != "") {
 		return old
 	}
 	return e.resync.events
@@ -150,6 +160,7 @@ func (e *Engine) beginResync() {
 	e.resync.active = true
 	e.resync.gen++
 	e.resetMissing()
+	clear(e.follow.sent) // answers of the last connection: no mark, never newer than live
 	e.resync.mark = e.resync.events
 	for _, c := range e.chans {
 		c.confirmed = false

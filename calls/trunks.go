@@ -10,6 +10,7 @@ import (
 type trunkState struct {
 	name         string
 	status       string
+	statusAt     uint64 // resyncState.events when a live device state last set status
 	registration string
 	chanType     string
 	chans        []*channel
