@@ -256,7 +256,11 @@ func (c *call) answer(a *channel, body []byte) {
 		srv := a.srv
 		c.srvDo(a, func(context.Context) {
 			err := srv.RespondSDP(body)
-			if err != nil && srv.LoadState() != sip.DialogStateEnded {
+			// The dialog's context ends when it ends (a BYE either way),
+			// and stays ended: its state does not, since sipgo's ReadAck
+			// confirms a dialog even after a BYE ended it (an ACK handled
+			// after the BYE that followed it, seen under -race).
+			if err != nil && srv.Context().Err() == nil {
 				// The 200 was retransmitted until the INVITE transaction
 				// ended (64*T1) without ACK: PJSIP ends the session with
 				// BYE and cause 408, which chan_pjsip reports as 18.
