@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/link"
 )
 
 // Generations (docs/scale-out.md, "Generations and the size of the log").
@@ -68,12 +69,9 @@ const baseGap = 1 << 20
 // generation. Give it to link.New instead of the client, and to
 // Config.LinkPBX; without it the node never rolls over.
 type LinkPBX struct {
-	inner interface {
-		Next(ctx context.Context) ([]ami.Event, error)
-		Do(ctx context.Context, a ami.Message) (ami.Response, error)
-	}
-	roll chan struct{} // a rollover asked
-	arm  atomic.Pointer[func()]
+	inner link.PBX
+	roll  chan struct{} // a rollover asked
+	arm   atomic.Pointer[func()]
 
 	// Next's goroutine only.
 	parent context.Context
@@ -82,10 +80,7 @@ type LinkPBX struct {
 }
 
 // NewLinkPBX wraps inner (an *ami.Client).
-func NewLinkPBX(inner interface {
-	Next(ctx context.Context) ([]ami.Event, error)
-	Do(ctx context.Context, a ami.Message) (ami.Response, error)
-}) *LinkPBX {
+func NewLinkPBX(inner link.PBX) *LinkPBX {
 	return &LinkPBX{inner: inner, roll: make(chan struct{}, 1)}
 }
 
