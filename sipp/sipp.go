@@ -209,7 +209,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// Ports Run chooses may be taken between the check and sipp's bind
 	// (other programs on the machine): sipp then exits 254 before placing
 	// a call, and Run tries other ports.
-	auto := o.LocalPort == 0 && o.MediaPort == 0
+	auto := o.LocalPort == 0
 	for attempt := 1; ; attempt++ {
 		if auto {
 			if o.LocalPort, err = freePort(); err != nil {
