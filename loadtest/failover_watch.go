@@ -232,8 +232,6 @@ type leaseAt struct {
 // leaseWatch follows the lease of a PBX (KV bucket ctibridge_leases, key
 // the PBX's name: docs/scale-out.md) with a NATS connection of its own.
 type leaseWatch struct {
-	nc *nats.Conn
-
 	mu      sync.Mutex
 	changes []leaseAt
 }
@@ -260,7 +258,7 @@ func watchLease(ctx context.Context, wg *sync.WaitGroup, urls, pbx string) (*lea
 		nc.Close()
 		return nil, fmt.Errorf("loadtest: failover: watching the lease: %w", err)
 	}
-	l := &leaseWatch{nc: nc}
+	l := &leaseWatch{}
 	wg.Go(func() {
 		defer nc.Close()
 		defer w.Stop()

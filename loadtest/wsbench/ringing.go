@@ -61,16 +61,13 @@ func (r *rings) observe(id int, head []byte, now int64, record bool) {
 	}
 }
 
-// isRinging says whether the head's status is ringing or busy_ringing
-// (wsframe.StringField without the string).
+// isRinging says whether the head's status is ringing or busy_ringing.
 func isRinging(head []byte) bool {
-	h := head[:min(len(head), wsframe.HeadMax)]
-	i := bytes.Index(h, []byte(`"status":"`))
-	if i < 0 {
-		return false
+	switch string(wsframe.Field(head, `"status":"`)) {
+	case "ringing", "busy_ringing":
+		return true
 	}
-	v := h[i+len(`"status":"`):]
-	return bytes.HasPrefix(v, []byte(`ringing"`)) || bytes.HasPrefix(v, []byte(`busy_ringing"`))
+	return false
 }
 
 // stamps are the calls' start times by callee, ascending.
