@@ -83,10 +83,14 @@ type prep struct {
 	ent  uint32
 	full *frame // the change as everyone allowed to see it sees it
 	red  *frame // redacted, made on first need
+	// pbx is the PBX of ch.Key once pbxOK: split on the first limited
+	// client's need, not again for each (seesPBX).
+	pbx   string
+	pbxOK bool
 }
 
 func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
-	p.ch, p.kind, p.red = ch, kindOf(ch.Type), nil
+	p.ch, p.kind, p.red, p.pbxOK = ch, kindOf(ch.Type), nil, false
 	p.ent = 0
 	if p.kind != kindRing && p.kind != kindOther {
 		k := entKey{p.kind, ch.Key}

@@ -22,9 +22,12 @@ import (
 func (c *conn) pbxLimited() bool { return c.pbxs != nil || c.user.PBXLimited() }
 
 // seesID reports whether c gets the entity of a combined id ("site2:201").
-func (c *conn) seesID(id string) bool {
+func (c *conn) seesID(id string) bool { return c.seesPBXName(pbxOf(id)) }
+
+// pbxOf is the PBX of a combined id ("" the default).
+func pbxOf(id string) string {
 	pbx, _ := calls.SplitID(id, func(n string) bool { return calls.CheckPBXName(n) == nil })
-	return c.seesPBXName(pbx)
+	return pbx
 }
 
 // seesPBXName reports whether c gets PBX name ("" the default).
@@ -45,7 +48,13 @@ func statusFrame(c *conn, p *prep) *frame {
 
 // seesPBX reports whether c gets change p as far as PBXs go.
 func seesPBX(c *conn, p *prep) bool {
-	return p.kind == kindStatus || c.seesID(p.ch.Key)
+	if p.kind == kindStatus {
+		return true
+	}
+	if !p.pbxOK {
+		p.pbx, p.pbxOK = pbxOf(p.ch.Key), true
+	}
+	return c.seesPBXName(p.pbx)
 }
 
 // checkPBXs accepts a subscribe's pbxs: PBX names or "default", at most
