@@ -93,19 +93,5 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 	case kindTrunk:
 		return s.CollectionWhere(calls.CollTrunks, c.seesID, unowned)
 	}
-	// kindPresence: never hidden.
-	b := []byte{'{'}
-	for _, x := range s.Extensions.Keys() {
-		if !c.seesID(x) {
-			continue
-		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		ext := s.Extensions.Get(x)
-		b = appendString(b, x)
-		b = append(b, ':')
-		b = appendString(b, calls.PresenceOf(&ext, s.Cellphone(x)))
-	}
-	return append(b, '}')
+	return s.PresenceJSONWhere(c.seesID) // kindPresence: never hidden
 }

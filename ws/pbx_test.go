@@ -145,9 +145,10 @@ func TestPBXStatusLimited(t *testing.T) {
 	}
 }
 
-// TestPBXPresenceCellphone: a client of some PBXs gets its PBXs' presence
-// with each user's cellphone, as a client of all does: a forward to
-// site2:201's user's cellphone is "cellphone".
+// TestPBXPresenceCellphone: a client of some PBXs (subscribed to some, or
+// its user limited to some) gets its PBXs' presence only, with each
+// user's cellphone, as a client of all does: a forward to site2:201's
+// user's cellphone is "cellphone".
 func TestPBXPresenceCellphone(t *testing.T) {
 	cf := func(e *calls.Engine) {
 		e.Apply(event("DBGetResponse", "Family", "CF", "Key", "201", "Val", "3331234567"))
@@ -164,5 +165,9 @@ func TestPBXPresenceCellphone(t *testing.T) {
 	}
 	if got, want := string(s.PresenceJSON()), `{"201":"callforward","site2:201":"cellphone"}`; got != want {
 		t.Errorf("every PBX's presence %s, want %s", got, want)
+	}
+	dora := &conn{user: &auth.User{Username: "dora", PBXs: []string{"default"}}}
+	if got, want := string(pbxColl(dora, s, kindPresence)), `{"201":"callforward"}`; got != want {
+		t.Errorf("presence of a user limited to the default PBX %s, want %s", got, want)
 	}
 }
