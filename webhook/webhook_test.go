@@ -380,13 +380,7 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 // once, by a sendHeld after their hold; a sendHeld with none held queues
 // nothing.
 func TestHeldCDRsSentOnce(t *testing.T) {
-	cfg := hookConfig("x", "http://127.0.0.1:1/")
-	cfg.MaxQueue = 1 << 20
-	h, err := newHook(cfg, t.TempDir(), 1<<20, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.q.Close()
+	h := memHook(t)
 	s := &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}}
 	queued := func() []string {
 		h.mu.Lock()

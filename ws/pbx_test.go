@@ -13,6 +13,17 @@ import (
 	"github.com/ctibridge/ctibridge/calls"
 )
 
+// twoLivePBXs is the combined state of the default PBX and site2, both
+// live, and their engines.
+func twoLivePBXs() (def, site2 *calls.Engine, multi *calls.Multi) {
+	def, site2 = calls.New(calls.Config{}), calls.New(calls.Config{})
+	for _, e := range []*calls.Engine{def, site2} {
+		e.SetLink(calls.LinkLive)
+		e.Publish()
+	}
+	return def, site2, calls.NewMulti(0, []string{"", "site2"}, []calls.Source{def, site2})
+}
+
 // TestPBXStatusLimited: a client limited to some PBXs (its user's pbxs, or
 // its subscribe's) gets the links of those only, in its snapshot ("pbx",
 // "stale") and in pbxStatus events, and no event when another PBX's link
@@ -20,12 +31,7 @@ import (
 // share a frame (statusFrame), of another set not: two of rita's, bea of
 // both PBXs, and root's subscriptions to one PBX or the other get theirs.
 func TestPBXStatusLimited(t *testing.T) {
-	def, b := calls.New(calls.Config{}), calls.New(calls.Config{})
-	for _, e := range []*calls.Engine{def, b} {
-		e.SetLink(calls.LinkLive)
-		e.Publish()
-	}
-	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{def, b})
+	def, b, multi := twoLivePBXs()
 	h := testHash()
 	us, err := auth.NewUsers([]auth.User{
 		{Username: "root", PasswordHash: h, Role: auth.RoleAdmin},
@@ -198,12 +204,7 @@ func TestPBXPresenceCellphone(t *testing.T) {
 // BenchmarkStatusFrame is a pbxStatus change (site2's link going down)
 // as 100 clients limited to site2 get it, and 100 subscribed to it.
 func BenchmarkStatusFrame(b *testing.B) {
-	def, s2 := calls.New(calls.Config{}), calls.New(calls.Config{})
-	for _, e := range []*calls.Engine{def, s2} {
-		e.SetLink(calls.LinkLive)
-		e.Publish()
-	}
-	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{def, s2})
+	_, s2, multi := twoLivePBXs()
 	last := multi.Snapshot().Seq
 	s2.SetLink(calls.LinkDown)
 	s2.Publish()
