@@ -23,9 +23,10 @@
 // hub learns of revocations through Service.OnRevoke.
 //
 // Several PBXs (pbx.go): endpoints of a named PBX are written "site2:201";
-// User.PBXs limits a user to some PBXs (SeesPBX, SeesID); ForPBX is the
-// user with one PBX's bare ids, to plan that PBX's actions. PBX names and
-// ids are calls' (calls.CheckPBXName, calls.SplitID).
+// User.PBXs limits a user to some PBXs (SeesPBX, SeesID; PBXKey names the
+// set, for caches of what it sees); ForPBX is the user with one PBX's bare
+// ids, to plan that PBX's actions. PBX names and ids are calls'
+// (calls.CheckPBXName, calls.SplitID).
 //
 // The package knows nothing of HTTP: it does not import net/http. Callers
 // translate its errors (ErrBadCredentials, *RateLimitError, ErrTokenUnknown,

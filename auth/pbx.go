@@ -49,6 +49,16 @@ func checkPBX(name string) error {
 // PBXLimited reports whether the user sees only some PBXs (User.PBXs).
 func (u *User) PBXLimited() bool { return u != nil && len(u.PBXs) > 0 }
 
+// PBXKey names the PBXs the user is limited to (User.PBXs, joined by
+// ","; "" for all): users with equal keys see the same PBXs, so reads of
+// some PBXs are cached by it. Made once, by NewUsers.
+func (u *User) PBXKey() string {
+	if u == nil {
+		return ""
+	}
+	return u.pbxKey
+}
+
 // SeesPBX reports whether the user sees PBX name ("" or
 // calls.DefaultPBXName: the PBX of --ami).
 func (u *User) SeesPBX(name string) bool {

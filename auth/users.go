@@ -93,6 +93,7 @@ type User struct {
 	scope   map[string]bool // endpoints it may act on (own, plus its groups' for an operator)
 	perms   map[string]bool
 	viewKey string
+	pbxKey  string // PBXs joined by ",": PBXKey
 }
 
 // Caps returns the user's capabilities: its profile's and its extra
@@ -593,6 +594,7 @@ func NewUsersWithProfiles(list []User, profiles map[string]Caps) (*Users, error)
 			}
 		}
 		u.viewKey = viewKey(u)
+		u.pbxKey = strings.Join(u.PBXs, ",")
 	}
 	return us, nil
 }

@@ -363,11 +363,6 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 		gone:    func(k string) Conference { return Conference{ID: k} }})
 }
 
-// Cellphone is the cellphone of the user whose main extension is exten
-// (Config.Cellphones; every PBX's in a combined snapshot, by combined id):
-// what PresenceOf takes.
-func (s *Snapshot) Cellphone(exten string) string { return s.cellphones[exten] }
-
 // Collection names a collection for Snapshot.CollectionWhere.
 type Collection uint8
 

@@ -343,7 +343,11 @@ func TestMultiPresenceCellphones(t *testing.T) {
 	if got, want := string(s.PresenceJSON()), `{"201":"callforward","site2:201":"cellphone"}`; got != want {
 		t.Errorf("presence %s, want %s", got, want)
 	}
-	if s.Cellphone("site2:201") != "3331234567" || s.Cellphone("201") != "3330000001" || s.Cellphone("202") != "" {
-		t.Errorf("cellphones: site2:201 %q, 201 %q", s.Cellphone("site2:201"), s.Cellphone("201"))
+	// A reader of one PBX: its extensions only, each with its user's cellphone.
+	for pbx, want := range map[string]string{"": `{"201":"callforward"}`, "site2": `{"site2:201":"cellphone"}`} {
+		keep := func(k string) bool { p, _ := SplitID(k, func(n string) bool { return n == "site2" }); return p == pbx }
+		if got := string(s.PresenceJSONWhere(keep)); got != want {
+			t.Errorf("presence of PBX %q %s, want %s", pbx, got, want)
+		}
 	}
 }

@@ -156,20 +156,28 @@ func (s *Snapshot) StatusJSON() []byte { return s.status }
 // cellphone of the user whose main extension it is), {"201":"online",...}
 // in key order: the state userPresenceUpdate events change.
 func (s *Snapshot) PresenceJSON() []byte {
-	s.presence.once.Do(func() {
-		b := []byte{'{'}
-		for i, k := range s.Extensions.Keys() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			x := s.Extensions.Get(k)
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, PresenceOf(&x, s.cellphones[k]))
-		}
-		s.presence.b = append(b, '}')
-	})
+	s.presence.once.Do(func() { s.presence.b = s.PresenceJSONWhere(all) })
 	return s.presence.b
+}
+
+// PresenceJSONWhere is PresenceJSON of the extensions keep says yes to
+// (by key: a reader of some PBXs keeps theirs). Made per call, for the
+// caller to keep.
+func (s *Snapshot) PresenceJSONWhere(keep func(exten string) bool) []byte {
+	b := []byte{'{'}
+	for _, k := range s.Extensions.Keys() {
+		if !keep(k) {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		x := s.Extensions.Get(k)
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendString(b, PresenceOf(&x, s.cellphones[k]))
+	}
+	return append(b, '}')
 }
 
 // StateJSON is the whole state, as `ctibridge replay` prints it:

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -99,15 +98,6 @@ func (s *sampler) fill(r *Report) {
 	}
 }
 
-// cpuTime is the CPU (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // cpuStat is the first line of /proc/stat: jiffies busy and in total.
 type cpuStat struct{ busy, total uint64 }
 
@@ -170,6 +160,9 @@ func isLocal(addr string) bool {
 func bottleneckNotes(r *Report, addr string) []string {
 	var notes []string
 	procs := runtime.GOMAXPROCS(0)
+	if !cpuMeasured {
+		notes = append(notes, "the load tool's CPU is not measured on "+runtime.GOOS+" (its 0 is no measurement): whether it was the limit is unknown")
+	}
 	if r.ClientCPU >= 0.9*float64(procs) {
 		notes = append(notes, fmt.Sprintf("the load tool itself was CPU-bound (%.2f of its %d CPUs busy): the server may be faster than this run shows; compare with wrk in the same sitting", r.ClientCPU, procs))
 	}

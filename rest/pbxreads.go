@@ -76,7 +76,7 @@ func (h *handler) byPBX(res resource, next endpoint) endpoint {
 func (h *handler) writePBXs(w http.ResponseWriter, r *http.Request, res resource, q pbxRead) int {
 	vc := h.current()
 	v := auth.ViewOf(q.u)
-	key := pbxCacheKey{res: res, pbx: q.only, pbxs: strings.Join(q.u.PBXs, ","), view: v.Key()}
+	key := pbxCacheKey{res: res, pbx: q.only, pbxs: q.u.PBXKey(), view: v.Key()}
 	if res == resConversations || res == resConferences && !v.Full() {
 		key.user = q.u.Username // the user's own endpoints; a room's members as the user sees them
 	}
@@ -135,7 +135,7 @@ type pbxCache struct {
 
 type pbxCacheKey struct {
 	res             resource
-	pbx, pbxs, view string // ?pbx= ("*": none), the user's PBXs, the view
+	pbx, pbxs, view string // ?pbx= ("*": none), the user's PBXs (auth.User.PBXKey), the view
 	user            string // for a body that is the user's own; else ""
 }
 

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -21,7 +22,8 @@ import (
 // twoSites is a handler over a default PBX and site2, both fed the
 // confbridge_actions recording up to its third member (room 1000 with
 // 201, 202, 203 in it), and users: root (admin), ada (201), sam
-// (site2:201), rita (an admin limited to site2).
+// (site2:201), rita (an admin limited to site2), bea (an admin limited to
+// both).
 type twoSites struct {
 	t      *testing.T
 	def, b *calls.Engine
@@ -56,12 +58,13 @@ func newTwoSites(t *testing.T, mods ...func(*Config)) *twoSites {
 		{Username: "ada", PasswordHash: h, Role: auth.RoleUser, Endpoints: []string{"201"}},
 		{Username: "sam", PasswordHash: h, Role: auth.RoleUser, Endpoints: []string{"site2:201"}},
 		{Username: "rita", PasswordHash: h, Role: auth.RoleAdmin, PBXs: []string{"site2"}},
+		{Username: "bea", PasswordHash: h, Role: auth.RoleAdmin, PBXs: []string{"default", "site2"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := auth.NewService(us, auth.Config{})
-	for _, u := range []string{"root", "ada", "sam", "rita"} {
+	for _, u := range []string{"root", "ada", "sam", "rita", "bea"} {
 		ts.tokens[u], _, _ = svc.Tokens().Issue(u)
 	}
 	cfg := Config{Auth: svc, State: ts.multi, Sites: []Site{{Name: "site2", State: ts.b, PBX: nopPBX{}}},
@@ -215,8 +218,9 @@ func mustField(t *testing.T, body []byte, field string) []byte {
 }
 
 // TestPBXReadsLimitedAlloc: a limited user's reads (status, collections,
-// conferences) and a user's own conversations of one PBX allocate nothing
-// once their version's body is made.
+// conferences), of one PBX or of two, and a user's own conversations of
+// one PBX allocate nothing once their version's body is made; users
+// limited to different PBXs do not share one.
 func TestPBXReadsLimitedAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -226,6 +230,10 @@ func TestPBXReadsLimitedAlloc(t *testing.T) {
 		{"rita", "/astproxy/status"},
 		{"rita", "/astproxy/extensions"},
 		{"rita", "/astproxy/conferences"},
+		{"bea", "/astproxy/status"},
+		{"bea", "/astproxy/extensions"},
+		{"bea", "/astproxy/conferences"},
+		{"bea", "/astproxy/extensions?pbx=site2"},
 		{"sam", "/astproxy/conversations?pbx=site2"},
 	} {
 		req := httptest.NewRequest("GET", c.path, nil)
@@ -237,6 +245,17 @@ func TestPBXReadsLimitedAlloc(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(500, func() { clear(w.h); ts.h.ServeHTTP(w, req) }); n != 0 {
 			t.Errorf("%s %s: %v allocations per request", c.user, c.path, n)
+		}
+	}
+	// Both cached now: each still gets its own PBXs' extensions.
+	for user, want := range map[string][]string{"rita": {"site2:201", "site2:202", "site2:203"}, "bea": {"201", "202", "203", "site2:201", "site2:202", "site2:203"}} {
+		w := ts.get(user, "/astproxy/extensions")
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v %s", user, err, w.Body)
+		}
+		if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, want) {
+			t.Errorf("%s's extensions %v, want %v", user, got, want)
 		}
 	}
 }

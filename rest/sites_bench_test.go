@@ -92,11 +92,20 @@ func TestPBXReadsAlloc(t *testing.T) {
 // BenchmarkPBXReads reads what takes ?pbx= besides the collections, from
 // two merged PBXs of 2,500 extensions: the status of one PBX, a user's
 // own conversations of one PBX, the conferences of one PBX and of all
-// (cached per version like the collections).
+// (cached per version like the collections), and the status of a user
+// limited to both PBXs.
 func BenchmarkPBXReads(b *testing.B) {
 	a, s2 := synth.Engine(synth.Options{Extensions: 2500, InCall: 15}), synth.Engine(synth.Options{Extensions: 2500, InCall: 15})
 	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{a, s2})
-	svc := auth.NewService(testUsers(b), auth.Config{})
+	var list []auth.User
+	for _, u := range testUsers(b).All() {
+		list = append(list, *u)
+	}
+	us, err := auth.NewUsers(append(list, auth.User{Username: "bea", PasswordHash: testHash(), Role: auth.RoleAdmin, PBXs: []string{"default", "site2"}}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := auth.NewService(us, auth.Config{})
 	h, err := newHandler(Config{Auth: svc, State: multi, Sites: []Site{{Name: "site2", State: s2, PBX: nopPBX{}}}, Metrics: NewMetrics(), AccessLogEvery: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -106,6 +115,7 @@ func BenchmarkPBXReads(b *testing.B) {
 		{"conversations/pbx=default", "alice", "/astproxy/conversations?pbx=default"},
 		{"conferences/pbx=site2", "root", "/astproxy/conferences?pbx=site2"},
 		{"conferences/filtered", "alice", "/astproxy/conferences"},
+		{"status/limited2", "bea", "/astproxy/status"},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchGet(b, h, svc, c.user, c.path) })
 	}

@@ -46,13 +46,7 @@ func BenchmarkChange(b *testing.B) {
 		pbx  string
 	}{{"all", all, ""}, {"calls", busy, ""}, {"other", other, ""}, {"idle", idle, ""}, {"calls/site2", busy, "site2"}} {
 		b.Run(bc.name, func(b *testing.B) {
-			cfg := hookConfig("x", "http://127.0.0.1:1/")
-			cfg.MaxQueue = 1 << 20
-			h, err := newHook(cfg, b.TempDir(), 1<<30, discard())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.q.Close()
+			h := memHook(b)
 			s := &Service{hooks: []*hook{h}, log: discard()}
 			tr := newTracker(bc.pbx, lookup, s.inScope) // a named PBX's: its events qualified
 			b.ReportAllocs()
@@ -68,4 +62,16 @@ func BenchmarkChange(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSendHeldNone is what the feed reader pays on every wake while
+// sending, with no CDRs held (nearly always).
+func BenchmarkSendHeldNone(b *testing.B) {
+	s := &Service{log: discard()}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.sendHeld()
+		}
+	})
 }

@@ -259,4 +259,17 @@ func hookConfig(name, url string) Config {
 	return Config{Name: name, URL: url, Secret: testSecret, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second}
 }
 
+// memHook is a webhook whose queue is only read by the test (its
+// receiver is never called): events stay in h.mem.
+func memHook(tb testing.TB) *hook {
+	cfg := hookConfig("x", "http://127.0.0.1:1/")
+	cfg.MaxQueue = 1 << 20
+	h, err := newHook(cfg, tb.TempDir(), 1<<30, discard())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { h.q.Close() })
+	return h
+}
+
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

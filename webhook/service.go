@@ -85,6 +85,9 @@ type Service struct {
 
 	heldMu sync.Mutex
 	held   []heldCDRs // while not Sending, oldest first
+	// holding is len(held) > 0, set and cleared under heldMu: sendHeld,
+	// on every feed wake while Sending, reads it instead of taking heldMu.
+	holding atomic.Bool
 }
 
 // heldCDRs are CDRs taken while not Sending, and when.
@@ -305,13 +308,20 @@ func (s *Service) hold(cdrs []history.CDR) {
 		i++
 	}
 	s.held = append(s.held[i:], heldCDRs{at: now, cdrs: slices.Clone(cdrs)})
+	s.holding.Store(true)
 }
 
 // sendHeld queues the CDRs held in the last CDRHold, once Sending.
+// Nearly always none are: then it takes no lock. A hold that returned
+// before it is called is seen (holding is stored after the append).
 func (s *Service) sendHeld() {
+	if !s.holding.Load() {
+		return
+	}
 	s.heldMu.Lock()
 	held := s.held
 	s.held = nil
+	s.holding.Store(false)
 	s.heldMu.Unlock()
 	for _, h := range held {
 		if time.Since(h.at) <= s.opts.CDRHold {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -371,5 +372,70 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n := len(r.got()); n != len(g) {
 		t.Fatalf("a CDR held past CDRHold was sent: %d events, want %d", n, len(g))
+	}
+}
+
+// TestHeldCDRsSentOnce: CDRs held while not sending (from any goroutine,
+// while the feed reader keeps calling sendHeld) are each queued exactly
+// once, by a sendHeld after their hold; a sendHeld with none held queues
+// nothing.
+func TestHeldCDRsSentOnce(t *testing.T) {
+	h := memHook(t)
+	s := &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}}
+	queued := func() []string {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var out []string
+		for _, r := range h.mem {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	s.sendHeld()
+	if q := queued(); len(q) != 0 {
+		t.Fatalf("nothing held, queued %v", q)
+	}
+	s.hold([]history.CDR{{UniqueID: "1.1", Src: "201", Dst: "202"}})
+	s.sendHeld()
+	if q := queued(); len(q) != 1 {
+		t.Fatalf("one CDR held, queued %v", q)
+	}
+	s.sendHeld()
+	if q := queued(); len(q) != 1 {
+		t.Fatalf("sent twice: %v", q)
+	}
+	// Holds racing the reader's sendHeld: each CDR once.
+	const n = 200
+	stop := make(chan struct{})
+	reader := make(chan struct{})
+	go func() {
+		defer close(reader)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.sendHeld()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n / 4 {
+				s.hold([]history.CDR{{UniqueID: fmt.Sprintf("2.%d", g*n+i), Src: "201", Dst: "202"}})
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-reader
+	s.sendHeld() // after every hold returned: the rest
+	q := queued()
+	slices.Sort(q)
+	if len(q) != n+1 || len(slices.Compact(q)) != n+1 {
+		t.Fatalf("%d CDRs queued (%d distinct), want %d each once", len(q), len(slices.Compact(slices.Clone(q))), n+1)
 	}
 }

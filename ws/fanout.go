@@ -85,8 +85,9 @@ type prep struct {
 	red  *frame // redacted, made on first need
 	// pbx is the PBX of ch.Key once pbxOK: split on the first limited
 	// client's need, not again for each (seesPBX).
-	pbx   string
-	pbxOK bool
+	pbx    string
+	pbxOK  bool
+	status []statusMemo // pbxStatus frames by PBX set (statusFrame); every prep starts with none
 }
 
 func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {

@@ -36,15 +36,37 @@ func (c *conn) seesPBXName(name string) bool {
 }
 
 // statusFrame is pbxStatus change p as c, limited to some PBXs, gets it,
-// or nil when the link that changed is not one of theirs. Made per
-// client: link changes are rare.
+// or nil when the link that changed is not one of theirs. Made once per
+// PBX set (the user's, the subscribe's) among the change's first
+// maxStatusSets, then per client.
 func statusFrame(c *conn, p *prep) *frame {
-	data, news := p.ch.StatusFor(c.seesPBXName)
-	if !news {
-		return nil
+	key := c.user.PBXKey()
+	for _, m := range p.status {
+		if m.user == key && slices.Equal(m.sub, c.pbxs) {
+			return m.f
+		}
 	}
-	return &frame{b: eventFrame(p.ch, data), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+	var f *frame
+	if data, news := p.ch.StatusFor(c.seesPBXName); news {
+		f = &frame{b: eventFrame(p.ch, data), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+	}
+	if len(p.status) < maxStatusSets {
+		p.status = append(p.status, statusMemo{user: key, sub: c.pbxs, f: f})
+	}
+	return f
 }
+
+// statusMemo is a pbxStatus frame (nil: no news) of the clients of one
+// PBX set: their user's (auth.User.PBXKey) and their subscribe's pbxs.
+type statusMemo struct {
+	user string
+	sub  []string
+	f    *frame
+}
+
+// maxStatusSets bounds a change's statusMemos, so that the lookup stays
+// short when nearly every client has a set of its own.
+const maxStatusSets = 16
 
 // seesPBX reports whether c gets change p as far as PBXs go.
 func seesPBX(c *conn, p *prep) bool {
@@ -93,19 +115,5 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 	case kindTrunk:
 		return s.CollectionWhere(calls.CollTrunks, c.seesID, unowned)
 	}
-	// kindPresence: never hidden.
-	b := []byte{'{'}
-	for _, x := range s.Extensions.Keys() {
-		if !c.seesID(x) {
-			continue
-		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		ext := s.Extensions.Get(x)
-		b = appendString(b, x)
-		b = append(b, ':')
-		b = appendString(b, calls.PresenceOf(&ext, s.Cellphone(x)))
-	}
-	return append(b, '}')
+	return s.PresenceJSONWhere(c.seesID) // kindPresence: never hidden
 }

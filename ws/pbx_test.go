@@ -13,22 +13,31 @@ import (
 	"github.com/ctibridge/ctibridge/calls"
 )
 
-// TestPBXStatusLimited: a client limited to some PBXs (its user's pbxs, or
-// its subscribe's) gets the links of those only, in its snapshot ("pbx",
-// "stale") and in pbxStatus events, and no event when another PBX's link
-// changes; a client of every PBX gets them all.
-func TestPBXStatusLimited(t *testing.T) {
-	def, b := calls.New(calls.Config{}), calls.New(calls.Config{})
-	for _, e := range []*calls.Engine{def, b} {
+// twoLivePBXs is the combined state of the default PBX and site2, both
+// live, and their engines.
+func twoLivePBXs() (def, site2 *calls.Engine, multi *calls.Multi) {
+	def, site2 = calls.New(calls.Config{}), calls.New(calls.Config{})
+	for _, e := range []*calls.Engine{def, site2} {
 		e.SetLink(calls.LinkLive)
 		e.Publish()
 	}
-	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{def, b})
+	return def, site2, calls.NewMulti(0, []string{"", "site2"}, []calls.Source{def, site2})
+}
+
+// TestPBXStatusLimited: a client limited to some PBXs (its user's pbxs, or
+// its subscribe's) gets the links of those only, in its snapshot ("pbx",
+// "stale") and in pbxStatus events, and no event when another PBX's link
+// changes; a client of every PBX gets them all. Clients of one PBX set
+// share a frame (statusFrame), of another set not: two of rita's, bea of
+// both PBXs, and root's subscriptions to one PBX or the other get theirs.
+func TestPBXStatusLimited(t *testing.T) {
+	def, b, multi := twoLivePBXs()
 	h := testHash()
 	us, err := auth.NewUsers([]auth.User{
 		{Username: "root", PasswordHash: h, Role: auth.RoleAdmin},
 		{Username: "rita", PasswordHash: h, Role: auth.RoleAdmin, PBXs: []string{"site2"}},
 		{Username: "dora", PasswordHash: h, Role: auth.RoleUser, PBXs: []string{"default"}},
+		{Username: "bea", PasswordHash: h, Role: auth.RoleAdmin, PBXs: []string{"default", "site2"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +122,9 @@ func TestPBXStatusLimited(t *testing.T) {
 	rita := subscribe("rita", nil, false, "live", "site2")
 	dora := subscribe("dora", nil, false, "live", "default")
 	only := subscribe("root", []string{"default"}, false, "live", "default")
+	only2 := subscribe("root", []string{"site2"}, false, "live", "site2")
+	rita2 := subscribe("rita", nil, false, "live", "site2")
+	bea := subscribe("bea", nil, false, "live", "default", "site2")
 
 	// site2 goes down: news to root and rita only.
 	b.SetLink(calls.LinkDown)
@@ -121,8 +133,13 @@ func TestPBXStatusLimited(t *testing.T) {
 	if st := next("root", root); st.PBX != "down" || !slices.Equal(names(st), []string{"default", "site2"}) {
 		t.Errorf("root: %+v", st)
 	}
-	if st := next("rita", rita); st.PBX != "down" || !st.PBXs["site2"].Stale || !slices.Equal(names(st), []string{"site2"}) {
-		t.Errorf("rita: %+v", st)
+	for who, c := range map[string]*Client{"rita": rita, "rita's second": rita2, "root's site2 subscription": only2} {
+		if st := next(who, c); st.PBX != "down" || !st.PBXs["site2"].Stale || !slices.Equal(names(st), []string{"site2"}) {
+			t.Errorf("%s: %+v", who, st)
+		}
+	}
+	if st := next("bea", bea); st.PBX != "down" || !st.PBXs["site2"].Stale || st.PBXs["default"].Stale || !slices.Equal(names(st), []string{"default", "site2"}) {
+		t.Errorf("bea: %+v", st)
 	}
 	// A new snapshot of the default PBX's readers: live, not stale.
 	subscribe("dora", nil, false, "live", "default")
@@ -140,14 +157,27 @@ func TestPBXStatusLimited(t *testing.T) {
 			t.Errorf("%s: %+v, want the default PBX's resync only", who, st)
 		}
 	}
-	if st := next("root", root); st.PBX != "down" || st.PBXs["default"].PBX != "resyncing" {
-		t.Errorf("root after the default's resync: %+v", st)
+	for who, c := range map[string]*Client{"root": root, "bea": bea} {
+		if st := next(who, c); st.PBX != "down" || st.PBXs["default"].PBX != "resyncing" || !slices.Equal(names(st), []string{"default", "site2"}) {
+			t.Errorf("%s after the default's resync: %+v", who, st)
+		}
+	}
+	// site2 live again: the first status rita's clients get is that one
+	// (the default's resync was not sent to them).
+	b.SetLink(calls.LinkLive)
+	b.Publish()
+	multi.Sync(1)
+	for who, c := range map[string]*Client{"rita": rita, "rita's second": rita2} {
+		if st := next(who, c); st.PBX != "live" || st.PBXs["site2"].Stale || !slices.Equal(names(st), []string{"site2"}) {
+			t.Errorf("%s after site2's return: %+v, want site2 live only", who, st)
+		}
 	}
 }
 
-// TestPBXPresenceCellphone: a client of some PBXs gets its PBXs' presence
-// with each user's cellphone, as a client of all does: a forward to
-// site2:201's user's cellphone is "cellphone".
+// TestPBXPresenceCellphone: a client of some PBXs (subscribed to some, or
+// its user limited to some) gets its PBXs' presence only, with each
+// user's cellphone, as a client of all does: a forward to site2:201's
+// user's cellphone is "cellphone".
 func TestPBXPresenceCellphone(t *testing.T) {
 	cf := func(e *calls.Engine) {
 		e.Apply(event("DBGetResponse", "Family", "CF", "Key", "201", "Val", "3331234567"))
@@ -164,5 +194,46 @@ func TestPBXPresenceCellphone(t *testing.T) {
 	}
 	if got, want := string(s.PresenceJSON()), `{"201":"callforward","site2:201":"cellphone"}`; got != want {
 		t.Errorf("every PBX's presence %s, want %s", got, want)
+	}
+	dora := &conn{user: &auth.User{Username: "dora", PBXs: []string{"default"}}}
+	if got, want := string(pbxColl(dora, s, kindPresence)), `{"201":"callforward"}`; got != want {
+		t.Errorf("presence of a user limited to the default PBX %s, want %s", got, want)
+	}
+}
+
+// BenchmarkStatusFrame is a pbxStatus change (site2's link going down)
+// as 100 clients limited to site2 get it, and 100 subscribed to it.
+func BenchmarkStatusFrame(b *testing.B) {
+	_, s2, multi := twoLivePBXs()
+	last := multi.Snapshot().Seq
+	s2.SetLink(calls.LinkDown)
+	s2.Publish()
+	multi.Sync(1)
+	cs, _ := multi.Feed().Since(last)
+	i := slices.IndexFunc(cs, func(c calls.Change) bool { return c.Type == "pbxStatus" })
+	if i < 0 {
+		b.Fatal("no pbxStatus change")
+	}
+	us, err := auth.NewUsers([]auth.User{
+		{Username: "root", PasswordHash: testHash(), Role: auth.RoleAdmin},
+		{Username: "rita", PasswordHash: testHash(), Role: auth.RoleAdmin, PBXs: []string{"site2"}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, _ := us.Lookup("root")
+	rita, _ := us.Lookup("rita")
+	var conns []*conn
+	for range 100 {
+		conns = append(conns, &conn{user: rita}, &conn{user: root, pbxs: []string{"site2"}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p := prep{ch: &cs[i], kind: kindStatus, full: &frame{seq: cs[i].Seq}}
+		for _, c := range conns {
+			if statusFrame(c, &p) == nil {
+				b.Fatal("no news")
+			}
+		}
 	}
 }

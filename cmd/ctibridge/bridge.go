@@ -172,19 +172,21 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
 	}
+	specs, err := parsePBXs(c)
+	if err != nil {
+		return fmt.Errorf("--pbx: %w", err)
+	}
 	if c.bus.url != "" {
-		if specs, _ := parsePBXs(c); len(specs) > 0 {
+		if len(specs) > 0 {
 			return errors.New("--pbx cannot be combined with --bus yet: run one bus node per PBX (--bus-pbx)")
 		}
 		if err := b.openBus(ctx, c, ecfg, lcfg, acfg, rec); err != nil {
 			return err
 		}
 	} else {
-		b.eng = calls.New(defaultPBXConfig(c, ecfg))
+		b.eng = calls.New(defaultPBXConfig(specs, ecfg))
 		b.link = link.New(b.client, b.eng, lcfg)
-		if b.sites, err = newSites(c, b.eng, ecfg, lcfg, log); err != nil {
-			return fmt.Errorf("--pbx: %w", err)
-		}
+		b.sites = newSites(c, specs, b.eng, ecfg, lcfg, log)
 	}
 	ns := &namesState{b.eng}
 	if b.sites != nil {

@@ -169,13 +169,13 @@ type sites struct {
 	srcs  []calls.Source // the default engine first, then list's
 }
 
-// newSites builds the named PBXs of c next to the default engine def;
-// ecfg and lcfg are the default's engine and link configurations, before
-// pbxConfig (the CDR recorder is shared, its ids qualified: qualifyCDRs).
-func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Config, log *slog.Logger) (*sites, error) {
-	specs, err := parsePBXs(c)
-	if err != nil || len(specs) == 0 {
-		return nil, err
+// newSites builds the named PBXs specs (parsePBXs of c) next to the
+// default engine def, nil when there are none; ecfg and lcfg are the
+// default's engine and link configurations, before pbxConfig (the CDR
+// recorder is shared, its ids qualified: qualifyCDRs).
+func newSites(c serveConfig, specs []pbxSpec, def *calls.Engine, ecfg calls.Config, lcfg link.Config, log *slog.Logger) *sites {
+	if len(specs) == 0 {
+		return nil
 	}
 	ss := &sites{srcs: []calls.Source{def}}
 	names := []string{""}
@@ -203,7 +203,7 @@ func newSites(c serveConfig, def *calls.Engine, ecfg calls.Config, lcfg link.Con
 		names = append(names, sp.name)
 	}
 	ss.multi = calls.NewMulti(int(c.wsReplay), names, ss.srcs)
-	return ss, nil
+	return ss
 }
 
 func specsKnown(specs []pbxSpec) func(string) bool {
@@ -213,10 +213,9 @@ func specsKnown(specs []pbxSpec) func(string) bool {
 }
 
 // defaultPBXConfig is the default PBX's engine configuration from ecfg
-// (engineConfig's) when --pbx names others: pbxConfig's for "". Errors in
-// --pbx are newSites's to report.
-func defaultPBXConfig(c serveConfig, ecfg calls.Config) calls.Config {
-	specs, _ := parsePBXs(c)
+// (engineConfig's) when specs (parsePBXs's) name other PBXs: pbxConfig's
+// for "".
+func defaultPBXConfig(specs []pbxSpec, ecfg calls.Config) calls.Config {
 	if len(specs) == 0 {
 		return ecfg
 	}

@@ -642,7 +642,11 @@ func TestPBXConfig(t *testing.T) {
 	ecfg := engineConfig(c, users, map[string]string{"202": "Bob"}, nil, nil, slog.New(slog.DiscardHandler))
 	var rung []string
 	ecfg.RingLookup = func(exten, number string) string { rung = append(rung, exten); return "" }
-	def := defaultPBXConfig(c, ecfg)
+	specs, err := parsePBXs(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := defaultPBXConfig(specs, ecfg)
 	site2 := pbxConfig(ecfg, "site2", func(n string) bool { return n == "site2" })
 	if !maps.Equal(def.Names, map[string]string{"201": "Ada Lovelace", "202": "Bob"}) || !maps.Equal(def.Cellphones, map[string]string{"201": "3330000001"}) {
 		t.Errorf("default PBX: names %v, cellphones %v", def.Names, def.Cellphones)
@@ -655,7 +659,7 @@ func TestPBXConfig(t *testing.T) {
 	if !slices.Equal(rung, []string{"201", "site2:201"}) {
 		t.Errorf("ring lookups for %v", rung)
 	}
-	if one := defaultPBXConfig(serveConfig{}, ecfg); !maps.Equal(one.Names, ecfg.Names) {
+	if one := defaultPBXConfig(nil, ecfg); !maps.Equal(one.Names, ecfg.Names) {
 		t.Errorf("one PBX: names %v, want %v", one.Names, ecfg.Names)
 	}
 }

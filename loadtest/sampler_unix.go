@@ -1,0 +1,20 @@
+//go:build unix
+
+package loadtest
+
+import (
+	"syscall"
+	"time"
+)
+
+// cpuMeasured says whether cpuTime measures (getrusage).
+const cpuMeasured = true
+
+// cpuTime is the CPU (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
