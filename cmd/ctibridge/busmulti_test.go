@@ -324,3 +324,40 @@ func pbxView(m map[string]restExtension) []string {
 	}
 	return out
 }
+
+// TestCheckConfigBusPBXs: check-config takes --pbx with --bus (an edge's
+// PBX by its name alone, or its bridges' NAME=host:port) and names what
+// cannot work: a bridge's PBX without an address, two PBXs whose streams
+// would be one.
+func TestCheckConfigBusPBXs(t *testing.T) {
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "s", "CTIBRIDGE_AMI_USER": "u", "CTIBRIDGE_DATA_DIR": t.TempDir()}
+	for _, args := range [][]string{
+		{"--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039", "--pbx", "site3=127.0.0.1:5040"},
+		{"--bus-edge=true", "--bus", "nats://n1:4222", "--pbx", "site2,site3"},
+		{"--bus-edge=true", "--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039"}, // a bridges' config file serves an edge
+		{"--pbx", "site-2=127.0.0.1:5039,site_2=127.0.0.1:5040"},                        // no streams without the bus
+	} {
+		if out, err := checkConfig(t, env, args...); err != nil {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bus", "nats://n1:4222", "--pbx", "site2"},
+			`error: --pbx: "site2": want NAME=host:port (NAME alone: on a bus edge only, ctibridge edge)`},
+		{[]string{"--pbx", "site2"}, `error: --pbx: "site2": want NAME=host:port`},
+		{[]string{"--bus", "nats://n1:4222", "--bus-pbx", "site2", "--pbx", "site2=127.0.0.1:5039"},
+			`error: --pbx: PBX "site2" and --bus-pbx "site2" would share the stream CTIBRIDGE_SITE2`},
+		{[]string{"--bus-edge=true", "--bus", "nats://n1:4222", "--pbx", "site-2,site_2"},
+			`error: --pbx: PBX "site_2" and PBX "site-2" would share the stream CTIBRIDGE_SITE_2`},
+		{[]string{"--bus-edge=true", "--bus", "nats://n1:4222", "--bus-pbx", "Site2", "--pbx", "site2"},
+			`error: --pbx: PBX "site2" and --bus-pbx "Site2" would share the stream CTIBRIDGE_SITE2`},
+	} {
+		out, err := checkConfig(t, env, c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%v: %v, output lacks %q:\n%s", c.args, err, c.want, out)
+		}
+	}
+}
