@@ -116,17 +116,8 @@ func TestBusTwoPBXs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	pc, err := ws.Dial(ctx, "ws://"+edge.api+"/ws", paul.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	pc.Next(ctx) // hello
-	if err := pc.Subscribe("extensions"); err != nil {
-		t.Fatal(err)
-	}
-	if snap, err := pc.Next(ctx); err != nil || !strings.Contains(string(snap.Extensions), `"site2:201":`) || strings.Contains(string(snap.Extensions), `"201":`) {
-		t.Fatalf("paul's snapshot on the edge: %s %v", snap.Extensions, err)
+	if _, snap := wsExtensions(ctx, t, edge.api, paul.token); !strings.Contains(string(snap.Extensions), `"site2:201":`) || strings.Contains(string(snap.Extensions), `"201":`) {
+		t.Fatalf("paul's snapshot on the edge: %s", snap.Extensions)
 	}
 
 	// A call on each PBX, 201 to 202.
@@ -153,14 +144,18 @@ func TestBusTwoPBXs(t *testing.T) {
 	}
 
 	// A hangup asked on the edge reaches site2's PBX, through A.
-	if code, body := sam.do("POST", "/astproxy/hangup", `{"endpointId":"site2:201","convid":"`+scv.ID+`"}`); code != http.StatusOK {
-		t.Fatalf("sam hangs up site2:201 on the edge: %d %s", code, body)
+	hangupSite2 := func(call *pbxsim.PhoneCall, convid, when string) {
+		t.Helper()
+		if code, body := sam.do("POST", "/astproxy/hangup", `{"endpointId":"site2:201","convid":"`+convid+`"}`); code != http.StatusOK {
+			t.Fatalf("sam hangs up site2:201 on the edge %s: %d %s", when, code, body)
+		}
+		select {
+		case <-call.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the hangup asked on the edge %s did not reach site2's phone", when)
+		}
 	}
-	select {
-	case <-scall.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the hangup asked on the edge did not reach site2's phone")
-	}
+	hangupSite2(scall, scv.ID, "with A leading site2")
 	if len(def.pbx.Channels()) != 2 {
 		t.Errorf("the default PBX's channels after site2's hangup: %v", def.pbx.Channels())
 	}
@@ -246,17 +241,9 @@ func TestBusTwoPBXs(t *testing.T) {
 	})
 	before := pbxView(ad.extensions("?pbx=default"))
 	scv = onlyConv(t, "admin", exts["site2:201"])
-	wc, err := ws.Dial(ctx, "ws://"+edge.api+"/ws", ad.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wc.Close()
-	wc.Next(ctx) // hello
-	if err := wc.Subscribe("extensions"); err != nil {
-		t.Fatal(err)
-	}
-	if snap, err := wc.Next(ctx); err != nil || snap.Stale {
-		t.Fatalf("admin's snapshot before A stops: stale %v, %v", snap.Stale, err)
+	wc, snap := wsExtensions(ctx, t, edge.api, ad.token)
+	if snap.Stale {
+		t.Fatalf("admin's snapshot before A stops is stale: %s", snap.PBX)
 	}
 
 	ba.stop()
@@ -294,16 +281,31 @@ func TestBusTwoPBXs(t *testing.T) {
 	if st := ad.status(); st.PBX != "live" {
 		t.Errorf("the edge's status after the takeover %+v", st)
 	}
-	// Actions on site2 now go through B.
-	if code, body := sam.do("POST", "/astproxy/hangup", `{"endpointId":"site2:201","convid":"`+scv.ID+`"}`); code != http.StatusOK {
-		t.Fatalf("sam hangs up site2:201 after the takeover: %d %s", code, body)
-	}
-	select {
-	case <-scall.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the hangup asked on the edge after the takeover did not reach site2's phone")
-	}
+	hangupSite2(scall, scv.ID, "with B leading site2")
 	hangUp(t, dcall)
+}
+
+// wsExtensions opens the WebSocket on api as token's user, subscribes to
+// the extensions and returns the client (closed at the test's end) and
+// the snapshot.
+func wsExtensions(ctx context.Context, t *testing.T, api, token string) (*ws.Client, ws.Message) {
+	t.Helper()
+	c, err := ws.Dial(ctx, "ws://"+api+"/ws", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if m, err := c.Next(ctx); err != nil || m.Op != "hello" {
+		t.Fatalf("hello: %+v %v", m, err)
+	}
+	if err := c.Subscribe("extensions"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Next(ctx)
+	if err != nil || snap.Op != "snapshot" {
+		t.Fatalf("snapshot: %+v %v", snap, err)
+	}
+	return c, snap
 }
 
 // pbxView is what an extensions read shows of each extension, durations
