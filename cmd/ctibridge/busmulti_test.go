@@ -260,7 +260,9 @@ func TestBusTwoPBXs(t *testing.T) {
 		}
 		notReady <- saw
 	}()
+	stopAt := time.Now()
 	ba.stop()
+	stopped := time.Now()
 	// On the edge site2 goes down and resyncs (B's takeover), then live;
 	// the default PBX stays live throughout.
 	var site2 []string
@@ -285,7 +287,8 @@ func TestBusTwoPBXs(t *testing.T) {
 	if !<-notReady {
 		t.Errorf("the edge's /readyz was never 503 while site2's lead moved (site2 said %v)", site2)
 	}
-	t.Logf("site2 on the edge after A stopped: %v", site2)
+	t.Logf("site2 on the edge after A stopped: %v; live again %v after the stop began, %v after A had stopped",
+		site2, time.Since(stopAt).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
 	// (The merge may fold down into resyncing, not the takeover away.)
 	if !slices.ContainsFunc(site2, func(st string) bool { return st == "down" || st == "resyncing" }) {
 		t.Errorf("site2's states on the edge after A stopped: %v, want down or resyncing before live", site2)
