@@ -112,7 +112,7 @@ type busPBX struct {
 }
 
 // openBus builds the default PBX's bus node instead of a lone engine and
-// link, and, with --pbx, each named PBX's (busSites); clients are served
+// link, and, with --pbx, each named PBX's (newSites); clients are served
 // by replicas of the bus's op logs.
 func (b *bridge) openBus(ctx context.Context, c serveConfig, ecfg calls.Config, lcfg link.Config, acfg ami.Config, rec *history.Recorder) (err error) {
 	var observe func(ami.Message)
