@@ -166,7 +166,7 @@ func (n *Node) setup(ctx context.Context) (err error) {
 	if n.js, err = jetstream.New(n.nc); err != nil {
 		return err
 	}
-	name := "CTIBRIDGE_" + strings.ToUpper(strings.ReplaceAll(n.cfg.PBX, "-", "_"))
+	name := StreamName(n.cfg.PBX)
 	scfg := jetstream.StreamConfig{Name: name, Subjects: []string{n.subject}, Storage: jetstream.FileStorage,
 		Replicas: 3, Duplicates: 2 * time.Minute}
 	n.stream, err = retried(ctx, func(ctx context.Context) (jetstream.Stream, error) {
@@ -312,6 +312,12 @@ func (n *Node) Leading() bool { return n.leading.Load() }
 
 // Close closes the NATS connection. Call it after Run has returned.
 func (n *Node) Close() { n.nc.Close() }
+
+// StreamName is the name of PBX pbx's stream, CTIBRIDGE_<PBX>: upper
+// case, '-' becoming '_', so two PBX names may share one.
+func StreamName(pbx string) string {
+	return "CTIBRIDGE_" + strings.ToUpper(strings.ReplaceAll(pbx, "-", "_"))
+}
 
 // CheckName says why a PBX name cannot name a stream, or nil.
 func CheckName(pbx string) error {

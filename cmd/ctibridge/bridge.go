@@ -18,7 +18,6 @@ import (
 	"github.com/ctibridge/ctibridge/admin"
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
-	"github.com/ctibridge/ctibridge/bus"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/directory"
 	"github.com/ctibridge/ctibridge/httpserve"
@@ -42,9 +41,8 @@ type bridge struct {
 	client    *ami.Client   // nil on an edge (--bus-edge)
 	eng       *calls.Engine // the default PBX's; on the bus, the served replica's
 	link      *link.Link    // nil on an edge
-	bus       *bus.Node     // --bus; nil without it (bus.go)
-	cdrClient *ami.Client   // --bus bridge with a CDR recorder: its own AMI session (bus.go)
-	sites     *sites        // --pbx (not with --bus); nil without it
+	bus       *busPBX       // --bus: the default PBX's node (bus.go); nil without it
+	sites     *sites        // --pbx; nil without it
 	auth      *auth.Service
 	authNow   atomic.Pointer[auth.Service] // auth, for the stores' goroutines once it exists
 	dirs      *directory.Set               // --dir-* directories; nil without any
@@ -104,8 +102,10 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err := b.sites.register(reg, b.link, b.client); err != nil {
 		return nil, err
 	}
-	b.registerBus(reg)
-	if err := b.webhooks.open(c, b.eng, b.sites.webhookPBXs(), st.Lookup, b.webhookSending(c), reg, log); err != nil {
+	if err := b.registerBus(reg); err != nil {
+		return nil, err
+	}
+	if err := b.webhooks.open(c, b.webhookPBXs(c), st.Lookup, reg, log); err != nil {
 		return nil, err
 	}
 	restMetrics := rest.NewMetrics()
@@ -123,7 +123,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		rcfg.Recordings = rec // never a nil pointer in the interface
 	}
 	if b.bus != nil {
-		rcfg.PBX, rcfg.Refresh = b.bus, b.bus // to the leader, wherever it is
+		rcfg.PBX, rcfg.Refresh = b.bus.node, b.bus.node // to the leader, wherever it is
 	}
 	api, err := rest.NewHandler(rcfg)
 	if err != nil {
@@ -177,16 +177,15 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 		return fmt.Errorf("--pbx: %w", err)
 	}
 	if c.bus.url != "" {
-		if len(specs) > 0 {
-			return errors.New("--pbx cannot be combined with --bus yet: run one bus node per PBX (--bus-pbx)")
-		}
-		if err := b.openBus(ctx, c, ecfg, lcfg, acfg, rec); err != nil {
+		if err := b.openBus(ctx, c, specs, ecfg, lcfg, acfg, rec); err != nil {
 			return err
 		}
 	} else {
 		b.eng = calls.New(defaultPBXConfig(specs, ecfg))
 		b.link = link.New(b.client, b.eng, lcfg)
-		b.sites = newSites(c, specs, b.eng, ecfg, lcfg, log)
+		if b.sites, err = newSites(c, specs, b.eng, ecfg, lcfg, log, nil); err != nil {
+			return fmt.Errorf("--pbx: %w", err)
+		}
 	}
 	ns := &namesState{b.eng}
 	if b.sites != nil {
@@ -326,7 +325,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	// the link (bridge.lead); a bridge's CDR session has its own lifetime.
 	stopClient := func() {}
 	if b.bus != nil {
-		stopClient = b.runBus(ctx, &wg, errc)
+		stopClient = b.bus.run(ctx, &wg, errc)
 	} else {
 		stopClient = goOwn(func(ctx context.Context) { b.client.Run(ctx) }).stop
 		wg.Go(func() {

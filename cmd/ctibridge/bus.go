@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +18,7 @@ import (
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/link"
+	"github.com/ctibridge/ctibridge/webhook"
 )
 
 // busConfig is the scale-out settings (docs/scale-out.md).
@@ -70,125 +74,216 @@ func checkBus(c busConfig, add func(name string, warn bool, hint, format string,
 	}
 }
 
+// checkBusPBXs checks the named PBXs of a bus node (--pbx with --bus):
+// each PBX has a stream and a lease of its own, the default PBX's named
+// by --bus-pbx, a named PBX's by its name.
+func checkBusPBXs(c busConfig, specs []pbxSpec, add func(name string, warn bool, hint, format string, args ...any)) {
+	if c.url == "" {
+		return
+	}
+	streams := map[string]string{bus.StreamName(c.pbx): "--bus-pbx " + strconv.Quote(c.pbx)}
+	for _, sp := range specs {
+		st := bus.StreamName(sp.name)
+		if other, ok := streams[st]; ok {
+			add("pbx", false, "on the bus each PBX has a stream of its own, named after --bus-pbx for the PBX of --ami and after its name for the others: rename one",
+				"PBX %q and %s would share the stream %s", sp.name, other, st)
+		}
+		streams[st] = fmt.Sprintf("PBX %q", sp.name)
+	}
+}
+
 // edgeArgs are the arguments of `ctibridge edge`: serve's, as an edge.
 func edgeArgs(args []string) []string { return append([]string{"--bus-edge=true"}, args...) }
 
-// openBus builds the node of a scale-out deployment instead of a lone
-// engine and link: clients are served by a replica of the bus's op log;
-// a bridge node also has the primary replica its link drives while it
-// leads, and (with a CDR recorder) an AMI session of its own that feeds
-// the recorder whoever leads, so no Cdr event is missed during a takeover
-// (the writes are idempotent: two bridges record each CDR once).
-func (b *bridge) openBus(ctx context.Context, c serveConfig, ecfg calls.Config, lcfg link.Config, acfg ami.Config, rec *history.Recorder) error {
+// busPBX is one PBX's part of a bus node: its bus.Node and the engine of
+// the replica clients read; on a bridge also the AMI client and the link
+// it runs on the primary replica while it leads, and (with a CDR
+// recorder) an AMI session of its own that feeds the recorder whoever
+// leads, so no Cdr event is missed during a takeover (the writes are
+// idempotent: two bridges record each CDR once).
+type busPBX struct {
+	name      string // on the bus: its stream's and lease's
+	node      *bus.Node
+	eng       *calls.Engine
+	client    *ami.Client // nil on an edge
+	link      *link.Link  // nil on an edge
+	cdrClient *ami.Client // nil on an edge or without a recorder
+	observe   func(ami.Message)
+}
+
+// openBus builds the default PBX's bus node instead of a lone engine and
+// link, and, with --pbx, each named PBX's (newSites); clients are served
+// by replicas of the bus's op logs.
+func (b *bridge) openBus(ctx context.Context, c serveConfig, specs []pbxSpec, ecfg calls.Config, lcfg link.Config, acfg ami.Config, rec *history.Recorder) (err error) {
+	var observe func(ami.Message)
+	if rec != nil {
+		observe = rec.Observe
+	}
+	b.bus, err = openBusPBX(ctx, c, c.bus.pbx, defaultPBXConfig(specs, ecfg), lcfg, b.client, acfg, observe, b.log)
+	if err != nil {
+		return err
+	}
+	b.eng, b.link = b.bus.eng, b.bus.link
+	auth.SetOpaqueKey(b.bus.node.OpaqueKey())
+	b.sites, err = newSites(c, specs, b.eng, ecfg, lcfg, b.log, func(sp pbxSpec, sc siteConfig) (*site, error) {
+		var client *ami.Client
+		if !c.bus.edge {
+			client = ami.NewClient(sc.ami)
+		}
+		p, err := openBusPBX(ctx, c, sp.name, sc.eng, sc.link, client, sc.ami, observe, b.log)
+		if err != nil {
+			return nil, err
+		}
+		if p.observe != nil {
+			p.observe = qualifyCDRs(sp.name, p.eng, p.observe)
+		}
+		return &site{spec: sp, client: client, eng: p.eng, link: p.link, bus: p}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("--pbx: %w", err)
+	}
+	return nil
+}
+
+// openBusPBX opens the bus node of PBX pbx (its name on the bus) with
+// the engine configuration ecfg; client is nil on an edge. A bridge's
+// link drives a primary replica and its CDR session (when observe is
+// set) logs in with acfg.
+func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Config, lcfg link.Config, client *ami.Client, acfg ami.Config, observe func(ami.Message), log *slog.Logger) (*busPBX, error) {
 	served := bus.NewReplica(ecfg)
-	b.eng = served.Engine()
-	cfg := bus.Config{URL: c.bus.url, PBX: c.bus.pbx, Node: c.bus.node, Served: served,
-		Fingerprint: bus.EngineFingerprint(ecfg), Log: b.log}
-	if !c.bus.edge {
+	p := &busPBX{name: pbx, eng: served.Engine(), client: client}
+	cfg := bus.Config{URL: c.bus.url, PBX: pbx, Node: c.bus.node, Served: served,
+		Fingerprint: bus.EngineFingerprint(ecfg), Log: log}
+	if client != nil {
 		pcfg := ecfg
 		pcfg.FeedSize = 16 // its feed is read by nobody
 		primary := bus.NewReplica(pcfg)
 		lcfg.OnMessage = nil
-		cfg.LinkPBX = bus.NewLinkPBX(b.client) // lets the leader roll the op log over
-		b.link = link.New(cfg.LinkPBX, primary, lcfg)
-		cfg.Primary, cfg.Actions, cfg.Refresh = primary, b.client, b.link.Refresh
+		cfg.LinkPBX = bus.NewLinkPBX(client) // lets the leader roll the op log over
+		p.link = link.New(cfg.LinkPBX, primary, lcfg)
+		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, p.link.Refresh
 		c.bus.rollSettings(&cfg)
-		cfg.Lead = b.lead
-		if rec != nil {
-			b.cdrClient = ami.NewClient(acfg)
+		cfg.Lead = p.lead
+		if observe != nil {
+			p.cdrClient, p.observe = ami.NewClient(acfg), observe
 		}
 	}
 	node, err := bus.Open(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b.bus = node
-	auth.SetOpaqueKey(node.OpaqueKey())
-	return nil
+	p.node = node
+	return p, nil
 }
 
 // lead runs the AMI link while this bridge leads: the client outlives the
 // link so that it logs off.
-func (b *bridge) lead(ctx context.Context) error {
-	client := goOwn(func(ctx context.Context) { b.client.Run(ctx) })
+func (p *busPBX) lead(ctx context.Context) error {
+	client := goOwn(func(ctx context.Context) { p.client.Run(ctx) })
 	defer client.stop()
-	return b.link.Run(ctx)
+	return p.link.Run(ctx)
 }
 
-// observeCDRs feeds the history recorder from the bridge's own AMI
-// session until ctx ends.
-func (b *bridge) observeCDRs(ctx context.Context) {
-	client := goOwn(func(ctx context.Context) { b.cdrClient.Run(ctx) })
+// observeCDRs feeds the history recorder from the PBX's own AMI session
+// until ctx ends.
+func (p *busPBX) observeCDRs(ctx context.Context) {
+	client := goOwn(func(ctx context.Context) { p.cdrClient.Run(ctx) })
 	defer client.stop()
 	for {
-		evs, err := b.cdrClient.Next(ctx)
+		evs, err := p.cdrClient.Next(ctx)
 		if err != nil {
 			return
 		}
 		for _, ev := range evs {
 			if ev.Link == ami.LinkNone {
-				b.stores.recorder.Observe(ev.Msg)
+				p.observe(ev.Msg)
 			}
 		}
 	}
 }
 
 // ready is what /readyz and systemd's READY say: the link is up and
-// resynchronised, or, on the bus, the node follows and the state is live.
+// resynchronised, or, on the bus, the node follows and the state is live
+// (each named PBX's too: sites.ready).
 func (b *bridge) ready() bool {
 	if b.bus != nil {
-		return b.bus.Ready()
+		return b.bus.node.Ready()
 	}
 	return b.link.Ready()
 }
 
-// runBus starts the bus node (and the CDR session) in Run; it returns
-// what stops them after the main context's goroutines have stopped.
-func (b *bridge) runBus(ctx context.Context, wg interface{ Go(func()) }, errc chan<- error) (stop func()) {
+// run starts the node (and the CDR session) on wg with ctx; it returns
+// what stops the CDR session, after ctx's goroutines have stopped.
+func (p *busPBX) run(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (stop func()) {
 	wg.Go(func() {
-		if err := b.bus.Run(ctx); err != nil && ctx.Err() == nil {
-			errc <- fmt.Errorf("bus: %w", err)
+		if err := p.node.Run(ctx); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("bus %s: %w", p.name, err)
 		}
 	})
-	if b.cdrClient == nil {
+	if p.cdrClient == nil {
 		return func() {}
 	}
-	cdr := goOwn(b.observeCDRs)
-	return cdr.stop
+	return goOwn(p.observeCDRs).stop
 }
 
-// busEpoch is the WebSocket epoch: the stream generation's on the bus
-// (every node the same), else "" (the hub picks a random one).
+// busEpoch is the WebSocket epoch: on the bus with one PBX the stream
+// generation's (every node the same, so a client resumes on any), else ""
+// (the hub picks a random one). With several PBXs clients read the
+// calls.Multi merge, whose seqs are this node's own.
 func (b *bridge) busEpoch() string {
-	if b.bus == nil {
+	if b.bus == nil || b.sites != nil {
 		return ""
 	}
-	return b.bus.Epoch()
+	return b.bus.node.Epoch()
 }
 
-// webhookSending is the webhooks' Sending on the bus: only the leading
-// bridge sends (every node follows the same calls, and every bridge's
-// recorder takes every CDR). Nil without the bus: always.
-func (b *bridge) webhookSending(c serveConfig) func() bool {
+// webhookPBXs are every PBX's engine for the webhooks, the default PBX's
+// first; on the bus each says whether this node leads it (only the
+// leading bridge of a PBX sends its events: every node follows the same
+// calls, and every bridge's recorder takes every CDR).
+func (b *bridge) webhookPBXs(c serveConfig) []webhookPBX {
+	out := []webhookPBX{{PBX: webhook.PBX{State: b.eng}}}
+	if b.bus != nil {
+		out[0].sending = b.bus.node.Leading
+		if c.bus.edge && c.webhooks != "" {
+			b.log.Warn("webhooks on an edge send nothing: only the leading bridge sends them")
+		}
+	}
+	for _, s := range b.sites.all() {
+		w := webhookPBX{PBX: webhook.PBX{Name: s.spec.name, State: s.eng}}
+		if s.bus != nil {
+			w.sending = s.bus.node.Leading
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// registerBus adds the bus nodes' figures to /metrics: with named PBXs
+// each node's series labelled pbx="default" or pbx="<name>", as the
+// links' are.
+func (b *bridge) registerBus(reg prometheus.Registerer) error {
 	if b.bus == nil {
 		return nil
 	}
-	if c.bus.edge && c.webhooks != "" {
-		b.log.Warn("webhooks on an edge send nothing: only the leading bridge sends them")
+	if b.sites == nil {
+		return reg.Register(bus.NewCollector(b.bus.node))
 	}
-	return b.bus.Leading
+	if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": calls.DefaultPBXName}, reg).Register(bus.NewCollector(b.bus.node)); err != nil {
+		return err
+	}
+	for _, s := range b.sites.list {
+		if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": s.spec.name}, reg).Register(bus.NewCollector(s.bus.node)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// registerBus adds the bus node's figures to /metrics.
-func (b *bridge) registerBus(reg prometheus.Registerer) {
-	if b.bus != nil {
-		reg.MustRegister(bus.NewCollector(b.bus))
-	}
-}
-
-// closeBus closes the NATS connection (bridge.close).
+// closeBus closes the NATS connections (bridge.close).
 func (b *bridge) closeBus() {
 	if b.bus != nil {
-		b.bus.Close()
+		b.bus.node.Close()
 	}
+	b.sites.close()
 }

@@ -242,11 +242,6 @@ func TestCheckConfigBus(t *testing.T) {
 	if want := "error: --bus-roll-mib: negative rollover setting"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("--bus-roll-mib -1: %v, output lacks %q:\n%s", err, want, out)
 	}
-	// Several PBXs in one process and the bus do not go together yet.
-	out, err = checkConfig(t, nil, "--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039")
-	if want := "--pbx cannot be combined with --bus"; err == nil || !strings.Contains(out, want) {
-		t.Errorf("--pbx with --bus: %v, output lacks %q:\n%s", err, want, out)
-	}
 }
 
 // wsSubscribe opens the WebSocket on n, subscribes (resuming from since

@@ -299,9 +299,7 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	probs = append(probs, more...)
 	if specs, err := parsePBXs(*c); err != nil {
 		add("pbx", false, "NAME=host:port, repeatable; NAME in a-z 0-9 - _ (docs/operations.md \"Several PBXs\")", "%v", err)
-	} else if len(specs) > 0 && c.bus.url != "" {
-		add("pbx", false, "run one bus node per PBX (--bus-pbx NAME)", "--pbx cannot be combined with --bus yet")
-	} else if users != nil {
+	} else if checkBusPBXs(c.bus, specs, add); users != nil {
 		checkUserPBXs(specs, users, func(u, key, pbx string) {
 			probs = append(probs, problem{where: c.users, key: fmt.Sprintf("user %q: key %q", u, key),
 				msg: fmt.Sprintf("PBX %q is not given by --pbx", pbx), hint: "add --pbx " + pbx + "=host:port, or fix the user"})

@@ -21,7 +21,6 @@ import (
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/rest"
-	"github.com/ctibridge/ctibridge/webhook"
 )
 
 // Several PBXs in one process (docs/operations.md "Several PBXs"): the PBX
@@ -42,7 +41,7 @@ type pbxCreds struct {
 
 // pbxSettings adds --pbx and the file's pbxs section to s.
 func pbxSettings(s *settings, c *serveConfig) {
-	s.str(&c.pbx, "pbx", "", "another PBX followed by the same bridge, NAME=host:port (repeatable, or comma-separated); its ids are NAME:<id>; credentials and TLS in the config file's pbxs section (docs/operations.md)")
+	s.str(&c.pbx, "pbx", "", "another PBX followed by the same bridge, NAME=host:port (repeatable, or comma-separated; on a bus edge NAME alone); its ids are NAME:<id>; credentials and TLS in the config file's pbxs section (docs/operations.md)")
 	s.list[len(s.list)-1].repeat = true
 	if s.sections == nil {
 		s.sections = map[string]func(*yaml.Node) error{}
@@ -115,14 +114,15 @@ type pbxSpec struct {
 
 // parsePBXs reads --pbx and the pbxs section. Every problem is an error:
 // a bad or duplicate name, a bad address, credentials for a PBX --pbx
-// does not name.
+// does not name. A bus edge (--bus-edge) takes a name alone: it has no
+// AMI link (an address given is checked, and not used, as --ami is not).
 func parsePBXs(c serveConfig) ([]pbxSpec, error) {
 	var out []pbxSpec
 	seen := map[string]bool{}
 	for _, item := range splitList(c.pbx) {
 		name, addr, ok := strings.Cut(item, "=")
-		if !ok {
-			return nil, fmt.Errorf("%q: want NAME=host:port", item)
+		if !ok && !c.bus.edge {
+			return nil, fmt.Errorf("%q: want NAME=host:port (NAME alone: on a bus edge only, ctibridge edge)", item)
 		}
 		if err := calls.CheckPBXName(name); err != nil {
 			return nil, err
@@ -131,7 +131,7 @@ func parsePBXs(c serveConfig) ([]pbxSpec, error) {
 			return nil, fmt.Errorf("PBX %q given twice", name)
 		}
 		seen[name] = true
-		if err := checkHostPort(addr); err != nil {
+		if err := checkHostPort(addr); ok && err != nil {
 			return nil, fmt.Errorf("PBX %q: %w", name, err)
 		}
 		sp := pbxSpec{name: name, addr: addr, user: c.amiUser, secret: c.amiSecret, tls: c.amiTLS, md5: c.amiMD5}
@@ -154,12 +154,14 @@ func parsePBXs(c serveConfig) ([]pbxSpec, error) {
 	return out, nil
 }
 
-// site is one named PBX at work: its client, engine and link.
+// site is one named PBX at work: its client (none on a bus edge), engine
+// and link (none on a bus edge); on the bus, its node (bus.go).
 type site struct {
 	spec   pbxSpec
 	client *ami.Client
 	eng    *calls.Engine
 	link   *link.Link
+	bus    *busPBX // --bus; nil without it
 }
 
 // sites are the named PBXs and the combined state of all.
@@ -169,41 +171,66 @@ type sites struct {
 	srcs  []calls.Source // the default engine first, then list's
 }
 
+// siteConfig is what a named PBX is built from: its AMI client's,
+// engine's and link's configurations (pbxConfig's, logging pbx=NAME).
+type siteConfig struct {
+	ami  ami.Config
+	eng  calls.Config
+	link link.Config
+}
+
 // newSites builds the named PBXs specs (parsePBXs of c) next to the
-// default engine def, nil when there are none; ecfg and lcfg are the
-// default's engine and link configurations, before pbxConfig (the CDR
-// recorder is shared, its ids qualified: qualifyCDRs).
-func newSites(c serveConfig, specs []pbxSpec, def *calls.Engine, ecfg calls.Config, lcfg link.Config, log *slog.Logger) *sites {
+// default engine def, nil when there are none, each with open (nil: the
+// PBX's own client, engine and link, openSite; on the bus a node,
+// bus.go); ecfg and lcfg are the default's engine and link
+// configurations, before pbxConfig (the CDR recorder is shared, its ids
+// qualified: qualifyCDRs). On error, the sites opened are closed.
+func newSites(c serveConfig, specs []pbxSpec, def *calls.Engine, ecfg calls.Config, lcfg link.Config, log *slog.Logger, open func(pbxSpec, siteConfig) (*site, error)) (_ *sites, err error) {
 	if len(specs) == 0 {
-		return nil
+		return nil, nil
+	}
+	if open == nil {
+		open = openSite
 	}
 	ss := &sites{srcs: []calls.Source{def}}
+	defer func() {
+		if err != nil {
+			ss.close()
+		}
+	}()
 	names := []string{""}
 	known := specsKnown(specs)
 	for _, sp := range specs {
 		l := log.With("pbx", sp.name)
-		acfg := amiConfig(c, l)
-		acfg.Addr, acfg.Username, acfg.Secret, acfg.MD5, acfg.TLS = sp.addr, sp.user, sp.secret, sp.md5, nil
+		sc := siteConfig{ami: amiConfig(c, l), eng: pbxConfig(ecfg, sp.name, known), link: lcfg}
+		sc.ami.Addr, sc.ami.Username, sc.ami.Secret, sc.ami.MD5, sc.ami.TLS = sp.addr, sp.user, sp.secret, sp.md5, nil
 		if sp.tls {
 			host, _, _ := net.SplitHostPort(sp.addr)
-			acfg.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+			sc.ami.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 		}
-		s := &site{spec: sp, client: ami.NewClient(acfg)}
-		scfg := pbxConfig(ecfg, sp.name, known)
-		scfg.Log = l.With("component", "calls")
-		s.eng = calls.New(scfg)
-		slcfg := lcfg
-		slcfg.Log = l.With("component", "link")
-		if lcfg.OnMessage != nil {
-			slcfg.OnMessage = qualifyCDRs(sp.name, s.eng, lcfg.OnMessage)
+		sc.eng.Log = l.With("component", "calls")
+		sc.link.Log = l.With("component", "link")
+		s, err := open(sp, sc)
+		if err != nil {
+			return nil, fmt.Errorf("PBX %s: %w", sp.name, err)
 		}
-		s.link = link.New(s.client, s.eng, slcfg)
 		ss.list = append(ss.list, s)
 		ss.srcs = append(ss.srcs, s.eng)
 		names = append(names, sp.name)
 	}
 	ss.multi = calls.NewMulti(int(c.wsReplay), names, ss.srcs)
-	return ss
+	return ss, nil
+}
+
+// openSite builds a named PBX's own client, engine and link.
+func openSite(sp pbxSpec, sc siteConfig) (*site, error) {
+	s := &site{spec: sp, client: ami.NewClient(sc.ami)}
+	s.eng = calls.New(sc.eng)
+	if sc.link.OnMessage != nil {
+		sc.link.OnMessage = qualifyCDRs(sp.name, s.eng, sc.link.OnMessage)
+	}
+	s.link = link.New(s.client, s.eng, sc.link)
+	return s, nil
 }
 
 func specsKnown(specs []pbxSpec) func(string) bool {
@@ -285,21 +312,30 @@ func (ss *sites) restSites() []rest.Site {
 	}
 	var out []rest.Site
 	for _, s := range ss.list {
-		out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.client, Refresh: s.link})
+		if s.bus != nil { // to the PBX's leader, wherever it is
+			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.bus.node, Refresh: s.bus.node})
+		} else {
+			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.client, Refresh: s.link})
+		}
 	}
 	return out
 }
 
-// webhookPBXs are the named PBXs' engines, for the webhooks.
-func (ss *sites) webhookPBXs() []webhook.PBX {
+// all is the named PBXs (none when ss is nil).
+func (ss *sites) all() []*site {
 	if ss == nil {
 		return nil
 	}
-	var out []webhook.PBX
-	for _, s := range ss.list {
-		out = append(out, webhook.PBX{Name: s.spec.name, State: s.eng})
+	return ss.list
+}
+
+// close closes the named PBXs' bus nodes (bridge.close).
+func (ss *sites) close() {
+	for _, s := range ss.all() {
+		if s.bus != nil {
+			s.bus.node.Close()
+		}
 	}
-	return out
 }
 
 // register registers the link metrics (ctibridge_ami_*, ctibridge_ready,
@@ -317,6 +353,9 @@ func (ss *sites) register(reg prometheus.Registerer, l *link.Link, client *ami.C
 		return err
 	}
 	for _, s := range ss.list {
+		if s.link == nil { // a bus edge
+			continue
+		}
 		if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": s.spec.name}, reg).Register(link.NewCollector(s.link, s.client)); err != nil {
 			return err
 		}
@@ -332,29 +371,33 @@ func (ss *sites) len() int {
 	return len(ss.list)
 }
 
-// ready: every named PBX's link is up and resynchronised.
+// ready: every named PBX's link is up and resynchronised (on the bus:
+// its node follows and its state is live).
 func (ss *sites) ready() bool {
-	if ss == nil {
-		return true
-	}
-	for _, s := range ss.list {
-		if !s.link.Ready() {
+	for _, s := range ss.all() {
+		if s.bus != nil && !s.bus.node.Ready() || s.bus == nil && !s.link.Ready() {
 			return false
 		}
 	}
 	return true
 }
 
-// goLinks starts the named PBXs' links and the merging of every PBX's
-// state (each engine's followed by one goroutine) on wg with ctx, and
-// their AMI clients each with its own lifetime; the returned stop ends
-// the clients, after ctx's goroutines are done.
+// goLinks starts the named PBXs' links (on the bus their nodes: busPBX.run)
+// and the merging of every PBX's state (each engine's followed by one
+// goroutine) on wg with ctx, and their AMI clients (on the bus their CDR
+// sessions) each with its own lifetime; the returned stop ends the
+// clients, after ctx's goroutines are done.
 func (ss *sites) goLinks(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (stop func()) {
 	if ss == nil {
 		return func() {}
 	}
 	var clients []*ownLifetime
+	var stops []func()
 	for _, s := range ss.list {
+		if s.bus != nil {
+			stops = append(stops, s.bus.run(ctx, wg, errc))
+			continue
+		}
 		clients = append(clients, goOwn(func(ctx context.Context) { s.client.Run(ctx) }))
 		wg.Go(func() {
 			if err := s.link.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -368,6 +411,9 @@ func (ss *sites) goLinks(ctx context.Context, wg *sync.WaitGroup, errc chan<- er
 	return func() {
 		for _, c := range clients {
 			c.stop()
+		}
+		for _, stop := range stops {
+			stop()
 		}
 	}
 }
