@@ -5,20 +5,19 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/ctibridge/ctibridge/auth"
 )
 
-// conn is one client connection: its reader is a goroutine of the hub (run);
-// between it, the hub and the socket sits a queue that keeps at most the
-// latest frame per entity, written out by a flusher goroutine that runs
-// only while something is queued (writer.go).
+// conn is one client connection: its reader is a goroutine of the hub
+// (run), which ends while the client has nothing to send and the
+// connection waits in the hub's poller (park.go); between the hub and the
+// socket sits a queue that keeps at most the latest frame per entity,
+// written out by the writers or by a flusher goroutine that runs only
+// while something is queued (writer.go).
 type conn struct {
 	// Immutable once run has authenticated the client (before the
 	// hub sees the conn).
 	h           *Hub
-	ws          *websocket.Conn
 	nc          *lockedConn
 	raw         syscall.RawConn // nc's socket when plain TCP: direct writes (direct.go)
 	user        *auth.User
@@ -32,8 +31,9 @@ type conn struct {
 	subscribed bool
 	base       uint64 // changes up to this seq are in what was sent
 
-	// Owned by the reader.
-	budget bucket // what the client may still send
+	// Owned by the reader (one at a time: run, then each turn).
+	budget bucket   // what the client may still send
+	hdr    [14]byte // the frame header being read (read.go)
 
 	mu      sync.Mutex // guards the fields below
 	q       []*frame   // in seq order; nil where a newer frame replaced one
@@ -51,6 +51,9 @@ type conn struct {
 	sub     subReq // the latest subscribe not yet taken by the hub
 	subSent bool   // a ctlSubscribe for sub is on its way to the hub
 	flushFn func() // c.flush, for kick
+	parked  bool   // in the poller, no reader running (park.go)
+	heard   int64  // hub clock of the last read deadline's extension: the client was heard
+	pollID  int32  // its id in the poller, guarded by the poller's mu; 0: not registered
 
 	flushers sync.WaitGroup // the flusher, waited for by run
 }
@@ -194,6 +197,12 @@ func (c *conn) closeWith(code int, text, reason string, flush bool) {
 			c.dropQueued()
 		}
 		c.kick()
+		if c.parked {
+			// A reader waits for the close reply; the flusher shortens
+			// this once the close is out.
+			c.nc.SetReadDeadline(time.Now().Add(c.h.cfg.SlowTimeout + c.h.cfg.CloseWait))
+			c.wake()
+		}
 	}
 	c.mu.Unlock()
 }
@@ -208,16 +217,23 @@ func (c *conn) fail(reason string) {
 	if c.closing == nil {
 		c.closing = []byte{}
 	}
+	c.wake() // to clean up
 	c.mu.Unlock()
 	c.nc.Close()
 }
 
-// extendRead pushes the read deadline out, unless a close is under way
-// (the flusher then sets a short one).
+// silenceSlack: a client silent for twice the ping interval plus this is
+// dropped.
+const silenceSlack = 10 * time.Second
+
+// extendRead notes that the client was heard and pushes the read
+// deadline out, unless a close is under way (the flusher then sets a
+// short one).
 func (c *conn) extendRead() {
 	c.mu.Lock()
+	c.heard = c.h.now()
 	if c.closing == nil {
-		c.nc.SetReadDeadline(time.Now().Add(2*c.h.cfg.PingInterval + 10*time.Second))
+		c.nc.SetReadDeadline(time.Now().Add(time.Duration(c.h.silentFor())))
 	}
 	c.mu.Unlock()
 }

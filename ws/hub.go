@@ -178,6 +178,8 @@ type Hub struct {
 	seen    map[entKey]struct{}
 	latest  []int
 	writers *writers // direct writes of the fan-out (direct.go)
+
+	poll atomic.Pointer[poller] // parked connections (park.go), while Run runs; nil where there is none
 }
 
 // NewHub returns a hub over the engine's state, authenticating with a.
@@ -240,10 +242,10 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 		h.pace = newBucket(cfg.WriteRate, cfg.WriteRate/20, 0)
 	}
 	h.up = websocket.Upgrader{
-		// Clients send little: a 256-byte reader instead of net/http's 4
-		// KiB saves 37 MB per 10,000 clients (gorilla's least is 125
-		// bytes, a control frame's payload). Writes bypass gorilla
-		// (frame.go), so it gets no write buffer at all.
+		// Gorilla only upgrades: frames are read (read.go) and written
+		// (frame.go) by this package, so the Conn it makes goes at once.
+		// A 256-byte reader instead of net/http's 4 KiB, and no write
+		// buffer at all, keep even that short-lived one small.
 		ReadBufferSize:  256,
 		WriteBufferPool: &sync.Pool{},
 		CheckOrigin:     cfg.CheckOrigin,
@@ -296,6 +298,10 @@ func (h *Hub) Run(ctx context.Context) error {
 		return errors.New("ws: Run called twice")
 	}
 	defer close(h.done)
+	if p, err := newPoller(); err == nil {
+		h.poll.Store(p)
+		defer p.stop() // after goAway has woken every parked connection
+	}
 	defer h.goAway()
 	h.writers.start()
 	feed := h.state.Feed()
