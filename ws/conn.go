@@ -17,45 +17,50 @@ import (
 type conn struct {
 	// Immutable once run has authenticated the client (before the
 	// hub sees the conn).
-	h           *Hub
-	nc          *lockedConn
-	raw         syscall.RawConn // nc's socket when plain TCP: direct writes (direct.go)
-	user        *auth.User
-	full        bool // sees everything: admin or operator_panel
-	seesUnowned bool // sees trunk, queue and parked calls
+	h    *Hub
+	nc   *lockedConn
+	raw  syscall.RawConn // nc's socket when plain TCP: direct writes (direct.go), parking (park.go)
+	user *auth.User
 
 	// Owned by the hub goroutine.
-	slot       int // index in Hub.clients, -1 when not there
-	topics     uint8
-	pbxs       []string // the PBXs subscribed to (pbx.go); nil: all the user sees
-	subscribed bool
-	base       uint64 // changes up to this seq are in what was sent
+	slot int      // index in Hub.clients, -1 when not there
+	pbxs []string // the PBXs subscribed to (pbx.go); nil: all the user sees
+	base uint64   // changes up to this seq are in what was sent
 
 	// Owned by the reader (one at a time: run, then each turn).
-	budget bucket   // what the client may still send
-	hdr    [14]byte // the frame header being read (read.go)
+	budget bucket // what the client may still send
 
 	mu      sync.Mutex // guards the fields below
 	q       []*frame   // in seq order; nil where a newer frame replaced one
 	spare   []*frame   // the flusher's last batch, emptied, for reuse
 	live    int        // non-nil entries of q
 	idx     map[uint32]int32
-	indexed bool   // idx holds q's positions (only for long queues)
 	closing []byte // the close frame to send; once non-nil nothing more is queued, empty once sent
 	reason  string // why the connection ended (metrics label)
 	expiry  *time.Timer
-	unwatch func() // stops the revocation watch (revoke.go)
-	writing bool   // a flusher or a direct writer has the connection
-	partial []byte // the rest of a direct write, for the flusher to send first
-	ended   bool   // the reader is done: no flusher starts any more
-	sub     subReq // the latest subscribe not yet taken by the hub
-	subSent bool   // a ctlSubscribe for sub is on its way to the hub
-	flushFn func() // c.flush, for kick
-	parked  bool   // in the poller, no reader running (park.go)
-	heard   int64  // hub clock of the last read deadline's extension: the client was heard
-	pollID  int32  // its id in the poller, guarded by the poller's mu; 0: not registered
+	unwatch func()  // stops the revocation watch (revoke.go)
+	partial []byte  // the rest of a direct write, for the flusher to send first
+	sub     *subReq // the latest subscribe not yet taken by the hub: a ctlSubscribe is on its way
+	flushFn func()  // c.flush, for kick
+	heard   int64   // hub clock of the last read deadline's extension: the client was heard
 
 	flushers sync.WaitGroup // the flusher, waited for by run
+
+	pollID int32    // its id in the poller, guarded by the poller's mu; 0: not registered
+	hdr    [14]byte // the frame header being read (read.go), owned by the reader
+
+	// The small fields, together (a conn is kept per client: its size
+	// counts). Immutable once authenticated:
+	full        bool // sees everything: admin or operator_panel
+	seesUnowned bool // sees trunk, queue and parked calls
+	// Owned by the hub goroutine:
+	topics     uint8
+	subscribed bool
+	// Guarded by mu:
+	indexed bool // idx holds q's positions (only for long queues)
+	writing bool // a flusher or a direct writer has the connection
+	ended   bool // the reader is done: no flusher starts any more
+	parked  bool // in the poller, no reader running (park.go)
 }
 
 // subReq is a client's subscribe: topics, and where to resume from.
@@ -223,8 +228,8 @@ func (c *conn) fail(reason string) {
 }
 
 // silenceSlack: a client silent for twice the ping interval plus this is
-// dropped.
-const silenceSlack = 10 * time.Second
+// dropped (a variable for the tests).
+var silenceSlack = 10 * time.Second
 
 // extendRead notes that the client was heard and pushes the read
 // deadline out, unless a close is under way (the flusher then sets a

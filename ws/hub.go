@@ -405,12 +405,12 @@ func (h *Hub) handle(m ctlMsg) {
 	case ctlSubscribe:
 		c.mu.Lock()
 		req := c.sub
-		c.subSent = false
+		c.sub = nil
 		// What is still queued for the previous subscription (snapshot,
 		// replay, events) is replaced by what this one sends.
 		c.dropState()
 		c.mu.Unlock()
-		if c.slot < 0 {
+		if c.slot < 0 || req == nil {
 			return // left already
 		}
 		c.topics, c.pbxs = req.topics, req.pbxs

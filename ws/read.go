@@ -40,6 +40,8 @@ var (
 	// errClosing: the reader has asked for a close (a protocol error, a
 	// message too big, a flood); the caller drains.
 	errClosing = errors.New("ws: closing")
+	// errNoMessage: a control frame came, and no message.
+	errNoMessage = errors.New("ws: no message")
 	// errClientClose: the client closed (its close frame was answered).
 	errClientClose = errors.New("ws: client closed")
 )
@@ -82,22 +84,31 @@ func (c *conn) readHeader() (header, error) {
 	copy(h.mask[:], c.hdr[2+ext:6+ext])
 	switch {
 	case b0&0x70 != 0:
-		return h, c.protocolError("reserved bits set")
+		return h, c.protocolError(h, "reserved bits set")
 	case b1&0x80 == 0:
-		return h, c.protocolError("client frame not masked")
+		return h, c.protocolError(h, "client frame not masked")
 	case h.n < 0:
-		return h, c.protocolError("bad payload length")
+		return h, c.protocolError(h, "bad payload length")
 	case h.op > opPong || h.op > 2 && h.op < opClose:
-		return h, c.protocolError("unknown opcode")
+		return h, c.protocolError(h, "unknown opcode")
 	case h.op >= opClose && (!h.fin || h.n > 125):
-		return h, c.protocolError("control frame fragmented or over 125 bytes")
+		return h, c.protocolError(h, "control frame fragmented or over 125 bytes")
 	}
 	return h, nil
 }
 
-func (c *conn) protocolError(text string) error {
+// protocolError closes for the frame h, after reading past its payload
+// so that what follows (the close reply) can be read.
+func (c *conn) protocolError(h header, text string) error {
 	c.closeWith(closeProtocol, text, "protocol", false)
+	c.skip(h)
 	return errClosing
+}
+
+// skip reads past h's payload.
+func (c *conn) skip(h header) error {
+	_, err := io.CopyN(io.Discard, c.nc, h.n)
+	return err
 }
 
 // readPayload reads h's payload into b (which has room) and unmasks it.
@@ -111,33 +122,38 @@ func (c *conn) readPayload(h header, b []byte) error {
 	return nil
 }
 
-// nextMessage reads the client's next message into b (borrowed, with
-// room for maxClientMessage+125 bytes), answering the control frames before
-// it; it returns the message's opcode and payload.
-func (c *conn) nextMessage(b []byte) (byte, []byte, error) {
+// nextMessage reads the client's next message, whose first frame's
+// header is h, into b (borrowed, with room for maxClientMessage+125
+// bytes), answering the control frames within it; it returns the
+// message's opcode and payload, or opcode 0 and no error after a control
+// frame between messages.
+func (c *conn) nextMessage(h header, b []byte) (byte, []byte, error) {
 	b = b[:0]
 	var op byte // of the message being read; 0 before its first frame
-	for {
-		h, err := c.readHeader()
-		if err != nil {
-			return 0, nil, err
+	for first := true; ; first = false {
+		if !first {
+			var err error
+			if h, err = c.readHeader(); err != nil {
+				return 0, nil, err
+			}
 		}
 		if h.op >= opClose {
-			if err := c.control(h, b[len(b):cap(b)]); err != nil {
-				return 0, nil, err
+			if err := c.control(h, b[len(b):cap(b)]); err != nil || op == 0 {
+				return 0, nil, err // between messages: the reader may park
 			}
 			continue
 		}
 		switch {
 		case h.op == 0 && op == 0:
-			return 0, nil, c.protocolError("continuation frame with no message")
+			return 0, nil, c.protocolError(h, "continuation frame with no message")
 		case h.op != 0 && op != 0:
-			return 0, nil, c.protocolError("new message inside a fragmented one")
+			return 0, nil, c.protocolError(h, "new message inside a fragmented one")
 		case h.op != 0:
 			op = h.op
 		}
 		if h.n > int64(maxClientMessage-len(b)) {
 			c.closeWith(closeMessageTooBig, "message too big", "protocol", false)
+			c.skip(h)
 			return 0, nil, errClosing
 		}
 		n := len(b)
@@ -213,14 +229,23 @@ func validCloseCode(code int) bool {
 	return code >= 3000 && code <= 4999
 }
 
-// read reads the next message into a borrowed buffer and decodes it.
+// read reads the next message into a buffer borrowed once its first
+// header is in (a reader blocked waiting for it holds none), and decodes
+// it.
 func (c *conn) read() (clientMsg, error) {
 	var m clientMsg
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp)
-	op, b, err := c.nextMessage((*bp)[:0])
+	h, err := c.readHeader()
 	if err != nil {
 		return m, err
+	}
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	op, b, err := c.nextMessage(h, (*bp)[:0])
+	if err != nil {
+		return m, err
+	}
+	if op == 0 {
+		return m, errNoMessage
 	}
 	if op != opText || json.Unmarshal(b, &m) != nil || m.Op == "" {
 		return m, errBadMessage
@@ -239,13 +264,16 @@ func (c *conn) drain() {
 			time.Sleep(min(d, c.h.cfg.CloseWait))
 		}
 		h, err := c.readHeader()
-		if err != nil && !errors.Is(err, errClosing) {
+		if errors.Is(err, errClosing) {
+			continue // a frame the protocol forbids, skipped
+		}
+		if err != nil {
 			return
 		}
-		if err != nil || h.op == opClose {
-			return // a broken frame, or the close reply
-		}
-		if _, err := io.CopyN(io.Discard, c.nc, h.n); err != nil {
+		// Every byte is read, the close reply's too: a socket closed
+		// with unread bytes sends a reset, which can cost the client
+		// what it has not read yet.
+		if _, err := io.CopyN(io.Discard, c.nc, h.n); err != nil || h.op == opClose {
 			return
 		}
 		c.budget.spend(c.h.now(), 1)

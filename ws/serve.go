@@ -208,7 +208,7 @@ func (c *conn) serveMessages(readFirst bool) bool {
 		}
 		c.extendRead()
 		m, err := c.read()
-		if errors.Is(err, errClosing) {
+		if errors.Is(err, errClosing) || errors.Is(err, errNoMessage) {
 			continue
 		}
 		if err != nil && !errors.Is(err, errBadMessage) {
@@ -260,9 +260,8 @@ func (c *conn) handle(m clientMsg) {
 		// The latest request replaces one the hub has not taken yet, so a
 		// client has at most one request on its way to the hub.
 		c.mu.Lock()
-		c.sub = req
-		send := !c.subSent
-		c.subSent = true
+		send := c.sub == nil
+		c.sub = &req
 		c.mu.Unlock()
 		if send && !h.send(ctlMsg{kind: ctlSubscribe, c: c}) {
 			c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
