@@ -85,7 +85,7 @@ type Config struct {
 	ClientBurst int
 	// PingInterval is how often the hub sends a WebSocket ping to every
 	// client; a client silent (no frame, no pong) for twice that plus 10 s
-	// is dropped. Default 30 s.
+	// is dropped (a parked one at the next ping after that). Default 30 s.
 	PingInterval time.Duration
 	// CloseWait is how long a close waits for the client's close reply
 	// before dropping the connection, and how long Close waits for all
@@ -141,10 +141,11 @@ var topicNames = map[string]uint8{
 // Concurrency: ServeHTTP, Close and Run may be called from any goroutine.
 // One goroutine (Run) reads the feed and queues frames; every client has
 // its own reader goroutine, started by ServeHTTP and waited for by Close,
-// and a flusher goroutine while a write to it waits for its socket; the
-// fan-out's writes go through GOMAXPROCS writer goroutines (direct.go)
-// that Run starts. Run never blocks on a client, and the engine never
-// blocks on Run.
+// while it has something to read (an idle one waits in the poller that
+// Run starts: park.go), and a flusher goroutine while a write to it waits
+// for its socket; the fan-out's writes go through GOMAXPROCS writer
+// goroutines (direct.go) that Run starts. Run never blocks on a client,
+// and the engine never blocks on Run.
 type Hub struct {
 	// Immutable after NewHub.
 	cfg   Config
