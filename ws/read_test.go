@@ -267,3 +267,28 @@ func TestSilentClientDropped(t *testing.T) {
 		break
 	}
 }
+
+// TestCloseParkedNoReply: a parked client that never answers the close
+// is woken by the close, waited for CloseWait, then dropped: Hub.Close
+// returns.
+func TestCloseParkedNoReply(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{CloseWait: 200 * time.Millisecond})
+	nc := e.rawDial("alice")
+	if op, p := serverFrame(t, nc); op != opText || !bytes.HasPrefix(p, []byte(`{"op":"hello"`)) {
+		t.Fatalf("first frame %d %q, want the hello", op, p)
+	}
+	time.Sleep(50 * time.Millisecond) // parked by now
+	done := make(chan struct{})
+	go func() { e.hub.Close(); close(done) }()
+	if code := untilClose(t, nc); code != CloseGoingAway {
+		t.Errorf("closed with %d, want %d", code, CloseGoingAway)
+	}
+	if _, err := io.Copy(io.Discard, nc); err != nil {
+		t.Errorf("after the close: %v, want the connection ended", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
