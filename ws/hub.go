@@ -299,7 +299,9 @@ func (h *Hub) Run(ctx context.Context) error {
 		return errors.New("ws: Run called twice")
 	}
 	defer close(h.done)
-	if p, err := newPoller(); err == nil {
+	if p, err := newPoller(); err != nil {
+		h.log.Warn("ws: no poller: every connection keeps a reader goroutine", "err", err)
+	} else if p != nil {
 		h.poll.Store(p)
 		defer p.stop() // after goAway has woken every parked connection
 	}
