@@ -5,34 +5,29 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/ctibridge/ctibridge/auth"
 )
 
-// conn is one client connection: its reader is a goroutine of the hub (run);
-// between it, the hub and the socket sits a queue that keeps at most the
-// latest frame per entity, written out by a flusher goroutine that runs
-// only while something is queued (writer.go).
+// conn is one client connection: its reader is a goroutine of the hub
+// (run), which ends while the client has nothing to send and the
+// connection waits in the hub's poller (park.go); between the hub and the
+// socket sits a queue that keeps at most the latest frame per entity,
+// written out by the writers or by a flusher goroutine that runs only
+// while something is queued (writer.go).
 type conn struct {
 	// Immutable once run has authenticated the client (before the
 	// hub sees the conn).
-	h           *Hub
-	ws          *websocket.Conn
-	nc          *lockedConn
-	raw         syscall.RawConn // nc's socket when plain TCP: direct writes (direct.go)
-	user        *auth.User
-	full        bool // sees everything: admin or operator_panel
-	seesUnowned bool // sees trunk, queue and parked calls
+	h    *Hub
+	nc   *lockedConn
+	raw  syscall.RawConn // nc's socket when plain TCP: direct writes (direct.go), parking (park.go)
+	user *auth.User
 
 	// Owned by the hub goroutine.
-	slot       int // index in Hub.clients, -1 when not there
-	topics     uint8
-	pbxs       []string // the PBXs subscribed to (pbx.go); nil: all the user sees
-	subscribed bool
-	base       uint64 // changes up to this seq are in what was sent
+	slot int      // index in Hub.clients, -1 when not there
+	pbxs []string // the PBXs subscribed to (pbx.go); nil: all the user sees
+	base uint64   // changes up to this seq are in what was sent
 
-	// Owned by the reader.
+	// Owned by the reader (one at a time: run, then each turn).
 	budget bucket // what the client may still send
 
 	mu      sync.Mutex // guards the fields below
@@ -40,19 +35,32 @@ type conn struct {
 	spare   []*frame   // the flusher's last batch, emptied, for reuse
 	live    int        // non-nil entries of q
 	idx     map[uint32]int32
-	indexed bool   // idx holds q's positions (only for long queues)
 	closing []byte // the close frame to send; once non-nil nothing more is queued, empty once sent
 	reason  string // why the connection ended (metrics label)
 	expiry  *time.Timer
-	unwatch func() // stops the revocation watch (revoke.go)
-	writing bool   // a flusher or a direct writer has the connection
-	partial []byte // the rest of a direct write, for the flusher to send first
-	ended   bool   // the reader is done: no flusher starts any more
-	sub     subReq // the latest subscribe not yet taken by the hub
-	subSent bool   // a ctlSubscribe for sub is on its way to the hub
-	flushFn func() // c.flush, for kick
+	unwatch func()  // stops the revocation watch (revoke.go)
+	partial []byte  // the rest of a direct write, for the flusher to send first
+	sub     *subReq // the latest subscribe not yet taken by the hub: a ctlSubscribe is on its way
+	flushFn func()  // c.flush, for kick
+	heard   int64   // hub clock of the last read deadline's extension: the client was heard
 
 	flushers sync.WaitGroup // the flusher, waited for by run
+
+	pollID int32    // its id in the poller, guarded by the poller's mu; 0: not registered
+	hdr    [14]byte // the frame header being read (read.go), owned by the reader
+
+	// The small fields, together (a conn is kept per client: its size
+	// counts). Immutable once authenticated:
+	full        bool // sees everything: admin or operator_panel
+	seesUnowned bool // sees trunk, queue and parked calls
+	// Owned by the hub goroutine:
+	topics     uint8
+	subscribed bool
+	// Guarded by mu:
+	indexed bool // idx holds q's positions (only for long queues)
+	writing bool // a flusher or a direct writer has the connection
+	ended   bool // the reader is done: no flusher starts any more
+	parked  bool // in the poller, no reader running (park.go)
 }
 
 // subReq is a client's subscribe: topics, and where to resume from.
@@ -194,6 +202,12 @@ func (c *conn) closeWith(code int, text, reason string, flush bool) {
 			c.dropQueued()
 		}
 		c.kick()
+		if c.parked {
+			// A reader waits for the close reply; the flusher shortens
+			// this once the close is out.
+			c.nc.SetReadDeadline(time.Now().Add(c.h.cfg.SlowTimeout + c.h.cfg.CloseWait))
+			c.wake()
+		}
 	}
 	c.mu.Unlock()
 }
@@ -208,16 +222,23 @@ func (c *conn) fail(reason string) {
 	if c.closing == nil {
 		c.closing = []byte{}
 	}
+	c.wake() // to clean up
 	c.mu.Unlock()
 	c.nc.Close()
 }
 
-// extendRead pushes the read deadline out, unless a close is under way
-// (the flusher then sets a short one).
+// silenceSlack: a client silent for twice the ping interval plus this is
+// dropped (a variable for the tests).
+var silenceSlack = 10 * time.Second
+
+// extendRead notes that the client was heard and pushes the read
+// deadline out, unless a close is under way (the flusher then sets a
+// short one).
 func (c *conn) extendRead() {
 	c.mu.Lock()
+	c.heard = c.h.now()
 	if c.closing == nil {
-		c.nc.SetReadDeadline(time.Now().Add(2*c.h.cfg.PingInterval + 10*time.Second))
+		c.nc.SetReadDeadline(time.Now().Add(time.Duration(c.h.silentFor())))
 	}
 	c.mu.Unlock()
 }

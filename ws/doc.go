@@ -22,8 +22,16 @@
 // queue is empty (writer.go). Under load the hub
 // batches across all clients: past Config.WriteRate client wake-ups a
 // second, changes wait in the feed and go out together. The frames are
-// written by this package, not by gorilla/websocket, which handles only
-// the upgrade and the reading of client frames.
+// written and read by this package (frame.go, read.go), not by
+// gorilla/websocket, which handles only the upgrade.
+//
+// How an idle client costs little: its frames are read exactly (a
+// header, then its payload, never a byte beyond), so between two messages
+// nothing of the client's is in memory, and on Linux a plain TCP
+// connection then waits in the hub's epoll set with no goroutine (park.go);
+// the poller starts a reader when the client's next bytes arrive, and a
+// close or a failure starts one at once. TLS connections, and every
+// connection elsewhere, keep a reader goroutine blocked in a read.
 //
 // How it stays exact without letting a slow client hold back the rest:
 // a client's queue keeps at most the latest update per entity (a newer
@@ -57,10 +65,12 @@
 // Concurrency: one goroutine (Hub.Run) reads the feed and queues frames;
 // it never blocks on a client. Each connection has a reader goroutine,
 // which ServeHTTP starts once the connection is upgraded (so that
-// net/http's per-request buffers go) and Hub.Close waits for, and, while
-// a write to it is waiting for its socket, a flusher goroutine; the
-// reader waits for both the flusher and a writer goroutine holding the
-// connection before it ends. The writer goroutines run while Run does. The engine never
+// net/http's per-request buffers go) and Hub.Close waits for, at most
+// one at a time: it ends when the connection parks, and the poller starts
+// the next; and, while a write to it is waiting for its socket, a flusher
+// goroutine; the last reader waits for both the flusher and a writer
+// goroutine holding the connection before it ends. The writer goroutines
+// and the poller run while Run does. The engine never
 // blocks on the hub: the hub reads the feed at its own pace, and if it
 // fell a whole feed behind it would resend snapshots. Client is the
 // matching Go client, safe for one reader and one writer at a time.

@@ -266,16 +266,24 @@ func (h *Hub) fanout(cs []calls.Change) {
 }
 
 // pingAll queues a WebSocket ping to every client: it keeps NATs open and
-// lets the reader's deadline find dead peers.
+// lets the reader's deadline find dead peers; it drops the parked ones it
+// has not heard from in time (park.go).
 func (h *Hub) pingAll() {
-	f := &frame{b: pingBytes, ent: entPing, at: h.now(), kind: frameReply}
+	now := h.now()
+	f := &frame{b: pingBytes, ent: entPing, at: now, kind: frameReply}
 	for _, c := range h.clients {
 		c.mu.Lock()
-		if c.closing == nil {
+		// A parked connection has no read deadline: its silence is
+		// checked here (park.go).
+		silent := c.parked && now-c.heard > h.silentFor()
+		if c.closing == nil && !silent {
 			c.push(f)
 			h.queue(c)
 		}
 		c.mu.Unlock()
+		if silent {
+			c.fail("gone")
+		}
 		if h.writers.n >= dispatchEvery {
 			h.writers.dispatch()
 		}

@@ -124,7 +124,7 @@ var (
 
 // pongFrame frames a WebSocket pong echoing a ping's data (at most 125
 // bytes, which the reader enforces).
-func pongFrame(data string) []byte {
+func pongFrame(data []byte) []byte {
 	b := newPayload(len(data))
 	b = append(b, data...)
 	return finish(b, opPong)

@@ -85,7 +85,7 @@ type Config struct {
 	ClientBurst int
 	// PingInterval is how often the hub sends a WebSocket ping to every
 	// client; a client silent (no frame, no pong) for twice that plus 10 s
-	// is dropped. Default 30 s.
+	// is dropped (a parked one at the next ping after that). Default 30 s.
 	PingInterval time.Duration
 	// CloseWait is how long a close waits for the client's close reply
 	// before dropping the connection, and how long Close waits for all
@@ -141,10 +141,11 @@ var topicNames = map[string]uint8{
 // Concurrency: ServeHTTP, Close and Run may be called from any goroutine.
 // One goroutine (Run) reads the feed and queues frames; every client has
 // its own reader goroutine, started by ServeHTTP and waited for by Close,
-// and a flusher goroutine while a write to it waits for its socket; the
-// fan-out's writes go through GOMAXPROCS writer goroutines (direct.go)
-// that Run starts. Run never blocks on a client, and the engine never
-// blocks on Run.
+// while it has something to read (an idle one waits in the poller that
+// Run starts: park.go), and a flusher goroutine while a write to it waits
+// for its socket; the fan-out's writes go through GOMAXPROCS writer
+// goroutines (direct.go) that Run starts. Run never blocks on a client,
+// and the engine never blocks on Run.
 type Hub struct {
 	// Immutable after NewHub.
 	cfg   Config
@@ -178,6 +179,8 @@ type Hub struct {
 	seen    map[entKey]struct{}
 	latest  []int
 	writers *writers // direct writes of the fan-out (direct.go)
+
+	poll atomic.Pointer[poller] // parked connections (park.go), while Run runs; nil where there is none
 }
 
 // NewHub returns a hub over the engine's state, authenticating with a.
@@ -240,10 +243,10 @@ func NewHub(state State, a Authenticator, cfg Config) (*Hub, error) {
 		h.pace = newBucket(cfg.WriteRate, cfg.WriteRate/20, 0)
 	}
 	h.up = websocket.Upgrader{
-		// Clients send little: a 256-byte reader instead of net/http's 4
-		// KiB saves 37 MB per 10,000 clients (gorilla's least is 125
-		// bytes, a control frame's payload). Writes bypass gorilla
-		// (frame.go), so it gets no write buffer at all.
+		// Gorilla only upgrades: frames are read (read.go) and written
+		// (frame.go) by this package, so the Conn it makes goes at once.
+		// A 256-byte reader instead of net/http's 4 KiB, and no write
+		// buffer at all, keep even that short-lived one small.
 		ReadBufferSize:  256,
 		WriteBufferPool: &sync.Pool{},
 		CheckOrigin:     cfg.CheckOrigin,
@@ -296,6 +299,12 @@ func (h *Hub) Run(ctx context.Context) error {
 		return errors.New("ws: Run called twice")
 	}
 	defer close(h.done)
+	if p, err := newPoller(); err != nil {
+		h.log.Warn("ws: no poller: every connection keeps a reader goroutine", "err", err)
+	} else if p != nil {
+		h.poll.Store(p)
+		defer p.stop() // after goAway has woken every parked connection
+	}
 	defer h.goAway()
 	h.writers.start()
 	feed := h.state.Feed()
@@ -399,12 +408,12 @@ func (h *Hub) handle(m ctlMsg) {
 	case ctlSubscribe:
 		c.mu.Lock()
 		req := c.sub
-		c.subSent = false
+		c.sub = nil
 		// What is still queued for the previous subscription (snapshot,
 		// replay, events) is replaced by what this one sends.
 		c.dropState()
 		c.mu.Unlock()
-		if c.slot < 0 {
+		if c.slot < 0 || req == nil {
 			return // left already
 		}
 		c.topics, c.pbxs = req.topics, req.pbxs

@@ -17,7 +17,7 @@ import (
 // subscribe has the bare hub serve a subscribe request of c.
 func (h *Hub) subscribe(c *conn, req subReq) {
 	c.mu.Lock()
-	c.sub = req
+	c.sub = &req
 	c.mu.Unlock()
 	h.handle(ctlMsg{kind: ctlSubscribe, c: c})
 }

@@ -1,23 +1,14 @@
 package ws
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/ctibridge/ctibridge/auth"
 )
-
-// maxClientMessage bounds a client message (gorilla closes with 1009
-// beyond it).
-const maxClientMessage = 4096
 
 // ServeHTTP upgrades GET /ws and returns: the connection is then served
 // by a goroutine of the hub's (Close waits for it), so that what net/http
@@ -40,21 +31,21 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	token, hasToken := requestToken(r)
 	hw := &hijackWriter{ResponseWriter: w}
-	wsc, err := h.up.Upgrade(hw, r, nil)
-	if err != nil {
+	// Gorilla's Conn is not kept: frames are read and written by this
+	// package, on hw.nc.
+	if _, err := h.up.Upgrade(hw, r, nil); err != nil {
 		h.wg.Done()
 		return // Upgrade has answered
 	}
-	c := &conn{h: h, ws: wsc, nc: hw.nc, raw: rawConn(hw.nc.Conn), slot: -1,
+	c := &conn{h: h, nc: hw.nc, raw: rawConn(hw.nc.Conn), slot: -1, heard: h.now(),
 		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now())}
 	go c.run(token, hasToken)
 }
 
-// run serves an upgraded connection until it ends, and cleans up.
+// run serves an upgraded connection: it authenticates the client and
+// reads its messages until the connection parks (park.go) or ends.
 func (c *conn) run(token string, hasToken bool) {
 	h := c.h
-	defer h.wg.Done()
-	c.setHandlers()
 	h.mu.Lock()
 	h.conns[c] = struct{}{}
 	closed := h.closed
@@ -63,9 +54,20 @@ func (c *conn) run(token string, hasToken bool) {
 	if closed {
 		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
 	}
+	if !c.authenticate(token, hasToken) {
+		c.finish(false)
+		return
+	}
+	if !c.serveMessages(false) {
+		c.finish(true)
+	}
+}
 
-	joined := c.serve(token, hasToken)
-
+// finish cleans up after the connection's last reader, joined telling
+// whether the client joined the hub.
+func (c *conn) finish(joined bool) {
+	h := c.h
+	defer h.wg.Done()
 	c.mu.Lock()
 	c.ended = true
 	cf := c.closing
@@ -80,6 +82,7 @@ func (c *conn) run(token string, hasToken bool) {
 		c.nc.SetWriteDeadline(time.Now().Add(h.cfg.CloseWait))
 		c.nc.Write(cf)
 	}
+	c.forgetPolled()
 	c.nc.Close()
 	c.unwatchRevoke()
 	c.mu.Lock()
@@ -99,43 +102,6 @@ func (c *conn) run(token string, hasToken bool) {
 		reason = "gone"
 	}
 	h.m.closed.WithLabelValues(reason).Inc()
-}
-
-// setHandlers installs the handlers of the client's control frames. They
-// run on the reader; each frame counts against the client's budget like
-// a message.
-func (c *conn) setHandlers() {
-	wsc := c.ws
-	wsc.SetReadLimit(maxClientMessage)
-	wsc.SetPingHandler(func(data string) error {
-		if c.spend(1) {
-			c.pushReply(pongFrame(data), entWSPong)
-		}
-		return nil
-	})
-	wsc.SetPongHandler(func(string) error {
-		if c.spend(1) {
-			c.extendRead()
-		}
-		return nil
-	})
-	wsc.SetCloseHandler(func(code int, _ string) error {
-		// Echo the client's close unless we sent ours.
-		c.mu.Lock()
-		echo := c.closing == nil
-		if echo {
-			c.closing = []byte{}
-			c.reason = "client"
-		}
-		c.mu.Unlock()
-		if echo {
-			if code == websocket.CloseNoStatusReceived {
-				code = websocket.CloseNormalClosure
-			}
-			wsc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
-		}
-		return nil
-	})
 }
 
 // subscribeCost is what a subscribe takes from the client's budget, in
@@ -170,42 +136,6 @@ type clientMsg struct {
 	Epoch  string   `json:"epoch"`
 }
 
-var errBadMessage = errors.New("ws: message is not a JSON object with an op")
-
-// readBufs are the readers' message buffers, borrowed for one message, so
-// an idle connection holds none.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// read reads the next message into a borrowed buffer and decodes it.
-func (c *conn) read() (clientMsg, error) {
-	var m clientMsg
-	typ, r, err := c.ws.NextReader()
-	if err != nil {
-		return m, err
-	}
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp)
-	b := (*bp)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return m, err
-		}
-	}
-	*bp = b[:0]
-	if typ != websocket.TextMessage || json.Unmarshal(b, &m) != nil || m.Op == "" {
-		return m, errBadMessage
-	}
-	return m, nil
-}
-
 // requestToken takes the token from "Authorization: Bearer" or ?token=.
 func requestToken(r *http.Request) (string, bool) {
 	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
@@ -217,9 +147,9 @@ func requestToken(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// serve authenticates the client and reads its messages until the
-// connection ends; it reports whether the client joined the hub.
-func (c *conn) serve(token string, hasToken bool) (joined bool) {
+// authenticate authenticates the client and joins it to the hub; false
+// when it did not join (then the connection is closing, and drained).
+func (c *conn) authenticate(token string, hasToken bool) bool {
 	h := c.h
 	if !hasToken {
 		c.nc.SetReadDeadline(time.Now().Add(h.cfg.AuthTimeout))
@@ -228,7 +158,7 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 		switch {
 		case err == nil && m.Op == "auth" && m.Token != "":
 			token = m.Token
-		case err == nil || errors.Is(err, errBadMessage) || isTimeout(err):
+		case err == nil || errors.Is(err, errBadMessage) || errors.Is(err, errClosing) || isTimeout(err):
 			c.closeWith(CloseNoToken, `no token: send {"op":"auth","token":"..."} first`, "no_token", false)
 			c.drain()
 			return false
@@ -258,20 +188,31 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 		c.drain()
 		return false
 	}
-	for {
-		c.mu.Lock()
-		closing := c.closing != nil
-		c.mu.Unlock()
-		if closing {
+	return true
+}
+
+// serveMessages reads and serves a joined client's messages until the
+// connection parks between two of them (true) or ends (false), after
+// draining it when it closes. readFirst: the poller woke it (the client
+// sent something); else it parks before reading.
+func (c *conn) serveMessages(readFirst bool) bool {
+	for first := true; ; first = false {
+		if c.isClosing() {
 			// Nothing more is served: wait for the close reply (the
 			// flusher sets a short deadline once the close is out).
 			c.drain()
+			return false
+		}
+		if (!first || !readFirst) && c.park() {
 			return true
 		}
 		c.extendRead()
 		m, err := c.read()
+		if errors.Is(err, errClosing) || errors.Is(err, errNoMessage) {
+			continue
+		}
 		if err != nil && !errors.Is(err, errBadMessage) {
-			return true
+			return false
 		}
 		cost := 1.0
 		if err == nil && m.Op == "subscribe" {
@@ -285,24 +226,6 @@ func (c *conn) serve(token string, hasToken bool) (joined bool) {
 			continue
 		}
 		c.handle(m)
-	}
-}
-
-// drain reads until the close reply or the deadline the flusher sets,
-// discarding what it reads, no faster than the client's budget allows: a
-// client closed for sending too much is not read at its own pace (its
-// writes block instead) while the close goes out.
-func (c *conn) drain() {
-	for {
-		if d := c.budget.wait(c.h.now()); d > 0 {
-			time.Sleep(min(d, c.h.cfg.CloseWait))
-		}
-		_, r, err := c.ws.NextReader()
-		if err != nil {
-			return
-		}
-		io.Copy(io.Discard, r)
-		c.budget.spend(c.h.now(), 1)
 	}
 }
 
@@ -337,9 +260,8 @@ func (c *conn) handle(m clientMsg) {
 		// The latest request replaces one the hub has not taken yet, so a
 		// client has at most one request on its way to the hub.
 		c.mu.Lock()
-		c.sub = req
-		send := !c.subSent
-		c.subSent = true
+		send := c.sub == nil
+		c.sub = &req
 		c.mu.Unlock()
 		if send && !h.send(ctlMsg{kind: ctlSubscribe, c: c}) {
 			c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)

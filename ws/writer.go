@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -42,6 +43,11 @@ func (c *conn) kick() {
 type batch struct {
 	iov  [][]byte
 	bufs net.Buffers
+	// writev's (writev_linux.go):
+	vec  []syscall.Iovec
+	n    int64
+	err  error
+	step func(uintptr) bool
 }
 
 var batches = sync.Pool{New: func() any { return new(batch) }}
@@ -148,7 +154,7 @@ func (c *conn) write(b *batch, part []byte, q []*frame, cf []byte) bool {
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(h.cfg.SlowTimeout))
 	b.bufs = iov
-	n, err := c.nc.writeBuffers(&b.bufs)
+	n, err := c.nc.writeBuffers(b, c.raw)
 	clear(iov)
 	b.iov, b.bufs = iov[:0], nil
 	h.m.wrote(msgs, n)
@@ -204,14 +210,18 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 0, copyChunk); retu
 // payload.
 const copyChunk = 16 << 10
 
-// writeBuffers writes b with one writev on a TCP connection. Any other
-// net.Conn (a listener's wrapper, TLS) would get one Write per buffer from
-// net.Buffers, so small buffers are copied together into writes of up to
-// copyChunk bytes, in a buffer borrowed for the call; large ones are
-// written as they are.
-func (c *lockedConn) writeBuffers(b *net.Buffers) (int64, error) {
+// writeBuffers writes b.bufs with one writev on a TCP connection (raw, its
+// socket: batch.writev). Any other net.Conn (a listener's wrapper, TLS)
+// would get one Write per buffer from net.Buffers, so small buffers are
+// copied together into writes of up to copyChunk bytes, in a buffer
+// borrowed for the call; large ones are written as they are.
+func (c *lockedConn) writeBuffers(bt *batch, raw syscall.RawConn) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if raw != nil && haveWritev {
+		return bt.writev(raw)
+	}
+	b := &bt.bufs
 	if _, ok := c.Conn.(*net.TCPConn); ok {
 		return b.WriteTo(c.Conn)
 	}

@@ -157,7 +157,7 @@ func loopConn(t testing.TB, h *Hub) *conn {
 		}
 	}()
 	u, _ := h.auth.(*auth.Service).Users().Lookup("root")
-	c := &conn{h: h, nc: &lockedConn{Conn: near}, user: u, slot: -1}
+	c := &conn{h: h, nc: &lockedConn{Conn: near}, raw: rawConn(near), user: u, slot: -1}
 	t.Cleanup(func() {
 		c.end(far)
 		<-done

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package ws
+
+import "syscall"
+
+// haveWritev: no batch.writev here; net's writev is used.
+const haveWritev = false
+
+func (b *batch) writev(syscall.RawConn) (int64, error) { panic("ws: no writev") }
