@@ -287,7 +287,8 @@ func ringing(status string) bool { return status == "ringing" || status == "busy
 
 // matchCalls finds each call on each screen: the callee's first ringing
 // update after the INVITE and its first connected update after that,
-// before the pair's next call.
+// before the pair's next call. It goes screen by screen, so that only one
+// screen's updates are rebuilt at a time.
 func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []*screen, cfg E2EConfig) {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].invite.Before(recs[j].invite) })
 	// next[i] is the INVITE time of the callee's following call.
@@ -305,32 +306,22 @@ func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []
 	}
 	secs := map[int]*Histogram{}
 	secCount := map[int]uint64{}
-	rep.Counters["calls_placed"] = uint64(len(recs))
-	views := make([]map[string][]observation, len(screens))
-	for i, s := range screens {
-		views[i] = s.byExten()
-	}
+	sec := make([]int, len(recs))
 	for i, c := range recs {
-		if c.ok.IsZero() {
-			kind := "call:" + callErrKind(c.err)
-			rep.Errors[kind]++
-			if _, ok := rep.FirstErrors[kind]; !ok && c.err != nil {
-				rep.FirstErrors[kind] = fmt.Sprintf("%s→%s: %v", c.caller, c.callee, c.err)
+		if sec[i] = int(c.invite.Sub(start) / time.Second); !c.ok.IsZero() && secs[sec[i]] == nil {
+			secs[sec[i]] = &Histogram{}
+		}
+	}
+	// missed[i] counts the screens that missed call i; why[i] describes
+	// the first three.
+	missed := make([]int, len(recs))
+	why := make([][]string, len(recs))
+	for ci, s := range screens {
+		view := s.byExten()
+		for i, c := range recs {
+			if c.ok.IsZero() {
+				continue
 			}
-			rep.Counters["calls_failed"]++
-			continue
-		}
-		rep.Requests++
-		rep.Counters["calls_answered"]++
-		sec := int(c.invite.Sub(start) / time.Second)
-		secCount[sec]++
-		if secs[sec] == nil {
-			secs[sec] = &Histogram{}
-		}
-		missing := false
-		var why []string
-		missed := 0 // screens that missed it
-		for ci, view := range views {
 			obs := view[c.callee]
 			var ringAt, connAt time.Time
 			for _, o := range obs {
@@ -349,15 +340,14 @@ func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []
 				}
 			}
 			if ringAt.IsZero() || connAt.IsZero() {
-				missing = true
-				if missed++; missed <= 3 {
+				if missed[i]++; missed[i] <= 3 {
 					var seen []string
 					for _, o := range obs {
 						if d := o.at.Sub(c.invite); d > -2*time.Second && d < 5*time.Second {
 							seen = append(seen, fmt.Sprintf("%+dms:%s/%d", d.Milliseconds(), o.status, o.convs))
 						}
 					}
-					why = append(why, fmt.Sprintf("client %d saw ringing=%v connected=%v, updates around it %v", ci, !ringAt.IsZero(), !connAt.IsZero(), seen))
+					why[i] = append(why[i], fmt.Sprintf("client %d saw ringing=%v connected=%v, updates around it %v", ci, !ringAt.IsZero(), !connAt.IsZero(), seen))
 				}
 				continue
 			}
@@ -365,14 +355,29 @@ func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []
 				rep.Counters["ringing_before_invite_stamp"]++
 			}
 			rep.Latency.Record(max(ringAt.Sub(c.invite), 0))
-			secs[sec].Record(max(ringAt.Sub(c.invite), 0))
+			secs[sec[i]].Record(max(ringAt.Sub(c.invite), 0))
 			connected.Record(max(connAt.Sub(c.ok), 0))
 		}
-		if missing {
+	}
+	rep.Counters["calls_placed"] = uint64(len(recs))
+	for i, c := range recs {
+		if c.ok.IsZero() {
+			kind := "call:" + callErrKind(c.err)
+			rep.Errors[kind]++
+			if _, ok := rep.FirstErrors[kind]; !ok && c.err != nil {
+				rep.FirstErrors[kind] = fmt.Sprintf("%s→%s: %v", c.caller, c.callee, c.err)
+			}
+			rep.Counters["calls_failed"]++
+			continue
+		}
+		rep.Requests++
+		rep.Counters["calls_answered"]++
+		secCount[sec[i]]++
+		if missed[i] > 0 {
 			rep.Counters["calls_missing"]++
 			if rep.Counters["calls_missing"] <= 3 {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("call missing from a screen: %s→%s, INVITE at %s, 200 OK %+dms: %s", c.caller, c.callee,
-					c.invite.Format("15:04:05.000"), c.ok.Sub(c.invite).Milliseconds(), fmt.Sprintf("on %d of %d screens: ", missed, len(views))+strings.Join(why, "; ")))
+				rep.Notes = append(rep.Notes, fmt.Sprintf("call missing from a screen: %s→%s, INVITE at %s, 200 OK %+dms: on %d of %d screens: %s", c.caller, c.callee,
+					c.invite.Format("15:04:05.000"), c.ok.Sub(c.invite).Milliseconds(), missed[i], len(screens), strings.Join(why[i], "; ")))
 			}
 		}
 	}

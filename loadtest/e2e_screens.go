@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"runtime"
 	"sync"
@@ -55,15 +56,17 @@ type decodedUpdate struct {
 }
 
 // screenRec is one update a screen read: when, and which (an index in
-// its worker's table). No pointer, so that millions cost the GC nothing.
+// its worker's table). 8 bytes and no pointer, so that tens of millions
+// (500 calls/s for 10 s on 1,000 screens) cost 300 MB and the GC nothing.
 type screenRec struct {
-	at int64 // Unix ns
+	at uint32 // µs since the screen's epoch (71 minutes at most)
 	u  int32
 }
 
 // screen is what one WebSocket client read.
 type screen struct {
 	w          *screenWorker
+	epoch      int64  // Unix ns: the zero of its records' times
 	subscribed bool   // its first snapshot came (worker only)
 	lastSeq    uint64 // the highest seq read (worker only)
 
@@ -98,7 +101,7 @@ func (e *extenJSON) observation() observation {
 	return o
 }
 
-func newScreen(w *screenWorker) *screen { return &screen{w: w} }
+func newScreen(w *screenWorker) *screen { return &screen{w: w, epoch: time.Now().UnixNano()} }
 
 func newScreenWorker() *screenWorker { return &screenWorker{bySeq: map[uint64]int32{}} }
 
@@ -112,8 +115,9 @@ func (s *screen) add(at int64, u decodedUpdate) {
 }
 
 func (s *screen) record(at int64, i int32) {
+	us := uint32(min(max(at-s.epoch, 0)/1e3, math.MaxUint32))
 	s.mu.Lock()
-	s.recs = append(s.recs, screenRec{at: at, u: i})
+	s.recs = append(s.recs, screenRec{at: us, u: i})
 	s.mu.Unlock()
 }
 
@@ -165,7 +169,7 @@ func (s *screen) byExten() map[string][]observation {
 	for _, r := range recs {
 		u := &s.w.table[r.u]
 		o := u.o
-		o.at = time.Unix(0, r.at)
+		o.at = time.Unix(0, s.epoch+int64(r.at)*1e3)
 		m[u.exten] = append(m[u.exten], o)
 	}
 	return m
