@@ -61,8 +61,10 @@ func (rep *Report) countGhosts(ctx context.Context, g ghostCheck, e2e E2EConfig,
 	rep.Counters["ghost_calls_late"] = screenN - min(screenN, stuckN)
 	rep.Counters["ghost_calls_rest_late"] = uint64(len(restGhosts) - min(len(restGhosts), len(stuckRest)))
 	if stuckN > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("a screen still showed %d extensions in a call %v after the PBX had no channel for them, e.g. %s",
-			stuckN, g.settle+g.recheck, ghostExamples(screens, pbxBusy(g.pbxChannels), 5)))
+		behind := screensBehind(screens)
+		rep.Counters["screens_behind"] = uint64(behind)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("a screen still showed %d extensions in a call %v after the PBX had no channel for them, e.g. %s; %d screens had read less far (a lower seq) than the furthest, so were still reading a backlog",
+			stuckN, g.settle+g.recheck, ghostExamples(screens, pbxBusy(g.pbxChannels), 5), behind))
 	}
 	if len(stuckRest) > 0 {
 		slices.Sort(stuckRest)
@@ -115,6 +117,27 @@ func channelExtens(chans []string) map[string]bool {
 		m[rest] = true
 	}
 	return m
+}
+
+// screensBehind counts the open screens whose last seq read is below the
+// furthest screen's: still reading a backlog (the hub wrote it, so it
+// sits in their sockets' buffers), so what they show is late, whatever
+// the bridge holds.
+func screensBehind(screens []*screen) int {
+	var furthest uint64
+	for _, s := range screens {
+		furthest = max(furthest, s.lastSeq.Load())
+	}
+	n := 0
+	for _, s := range screens {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if !closed && s.lastSeq.Load() < furthest {
+			n++
+		}
+	}
+	return n
 }
 
 // lastShown is what s last showed of each extension.

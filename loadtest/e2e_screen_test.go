@@ -67,6 +67,10 @@ func TestScreensShareDecodes(t *testing.T) {
 	if len(n) != 1 || n[ErrSeqBack] != 1 {
 		t.Errorf("errors %v, want one %s", n, ErrSeqBack)
 	}
+	// Screen b read up to seq 7 (its 5 came back), a up to 9: b is behind.
+	if n := screensBehind(w.screens); n != 1 {
+		t.Errorf("%d screens behind, want 1", n)
+	}
 	if got := w.bytesRead(); got < 3000 {
 		t.Errorf("%d bytes read", got)
 	}

@@ -68,7 +68,7 @@ type screen struct {
 	w          *screenWorker
 	epoch      int64  // Unix ns: the zero of its records' times
 	subscribed bool   // its first snapshot came (worker only)
-	lastSeq    uint64 // the highest seq read (worker only)
+	lastSeq    atomic.Uint64 // the highest seq read (written by its worker only)
 
 	mu      sync.Mutex
 	recs    []screenRec
@@ -252,7 +252,7 @@ func (w *screens) Message(worker, id int, msg []byte, now int64) {
 	seq := wsframe.UintField(msg, `"seq":`)
 	switch string(wsframe.Field(msg, `"op":"`)) {
 	case "snapshot":
-		s.lastSeq = seq
+		s.lastSeq.Store(seq)
 		if s.subscribed {
 			s.resync(now, msg)
 			return
@@ -261,10 +261,11 @@ func (w *screens) Message(worker, id int, msg []byte, now int64) {
 		w.sub.Add(1)
 		w.gone()
 	case "event":
-		if seq < s.lastSeq {
-			w.ws.errs.addKind(ErrSeqBack, fmt.Sprintf("client %d: seq %d after %d", id, seq, s.lastSeq))
+		if last := s.lastSeq.Load(); seq < last {
+			w.ws.errs.addKind(ErrSeqBack, fmt.Sprintf("client %d: seq %d after %d", id, seq, last))
+		} else {
+			s.lastSeq.Store(seq)
 		}
-		s.lastSeq = max(s.lastSeq, seq)
 		if string(wsframe.Field(msg, `"type":"`)) == "extenUpdate" {
 			s.event(now, seq, msg)
 		}
