@@ -66,8 +66,8 @@ type screenRec struct {
 // screen is what one WebSocket client read.
 type screen struct {
 	w          *screenWorker
-	epoch      int64  // Unix ns: the zero of its records' times
-	subscribed bool   // its first snapshot came (worker only)
+	epoch      int64         // Unix ns: the zero of its records' times
+	subscribed bool          // its first snapshot came (worker only)
 	lastSeq    atomic.Uint64 // the highest seq read (written by its worker only)
 
 	mu      sync.Mutex
