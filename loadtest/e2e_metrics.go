@@ -74,6 +74,6 @@ func (rep *Report) addHubCounters(before, after map[string]float64, clients int)
 		return
 	}
 	per := calls * float64(clients)
-	rep.Notes = append(rep.Notes, fmt.Sprintf("the bridge wrote, per answered call and screen, %.2f messages in %.2f socket writes, %.0f bytes (%d coalesced away in all)",
+	rep.Notes = append(rep.Notes, fmt.Sprintf("the bridge wrote, per answered call and screen, %.3g messages in %.3g socket writes, %.0f bytes (%d coalesced away in all)",
 		float64(rep.Counters["ws_messages_sent"])/per, float64(rep.Counters["ws_writes"])/per, float64(rep.Counters["ws_bytes_sent"])/per, rep.Counters["ws_coalesced"]))
 }
