@@ -61,7 +61,7 @@ rest_ext_p10=$(ltj http http://127.0.0.1:18081/astproxy/extensions --token "$tok
 rest_status_wrk=$(wrk_rps -H "Authorization: Bearer $tok" http://127.0.0.1:18081/astproxy/status)
 stop
 
-e2e() { # rate clients: an in-process pbxsim + bridge, SIPp when installed
+e2e() { # rate clients: pbxsim + bridge in a child process, SIPp when installed
   $lt e2e -r "$1" -c "$2" -d "$E2E_D" --json --max-missing -1 --max-ghosts -1 || true
 }
 echo "WebSocket fan-out: 500 clients watching 20 calls/s..." >&2
@@ -91,16 +91,23 @@ if [ -n "${SCALE:-}" ]; then
   ext5k_0=$(ext5k "$tmp/bench" 0)
   ext5k_200=$(ext5k "$tmp/bench" 200)
   base_ext5k_200=$(ext5k "$tmp/base-bench" 200)
-  e2e_at() { # binary rate clients: the report, or null when the run could not start
+  e2e_at() { # binary rate clients [duration]: the report, or null when the run could not start
+    # This tree's e2e runs pbxsim and the bridge in a child process, apart
+    # from the screens (BASE's may run them all in one); the report's
+    # bridge_cpu_ms and ws_* counters are the bridge's.
     local r
-    r=$("$1" loadtest e2e -r "$2" -c "$3" -d "$E2E_D" -rest-rate -1 --json --max-missing -1 --max-ghosts -1) || true
+    r=$("$1" loadtest e2e -r "$2" -c "$3" -d "${4:-$E2E_D}" -rest-rate -1 --json --max-missing -1 --max-ghosts -1) || true
     echo "${r:-null}"
   }
-  echo "scale: e2e 50 and 500 calls/s with 1,000 screens, 2 calls/s with 10,000..." >&2
+  echo "scale: e2e 50 and 500 calls/s with 1,000 and 100 screens, 2 calls/s with 10,000..." >&2
   s50=$(e2e_at "$tmp/ctibridge" 50 1000)
   base_s50=$(e2e_at "$tmp/base-ctibridge" 50 1000)
-  s500=$(e2e_at "$tmp/ctibridge" 500 1000)
-  base_s500=$(e2e_at "$tmp/base-ctibridge" 500 1000)
+  s50_100=$(e2e_at "$tmp/ctibridge" 50 100)
+  base_s50_100=$(e2e_at "$tmp/base-ctibridge" 50 100)
+  s500=$(e2e_at "$tmp/ctibridge" 500 1000 10s)
+  base_s500=$(e2e_at "$tmp/base-ctibridge" 500 1000 10s)
+  s500_100=$(e2e_at "$tmp/ctibridge" 500 100 10s)
+  base_s500_100=$(e2e_at "$tmp/base-ctibridge" 500 100 10s)
   s10k=$(e2e_at "$tmp/ctibridge" 2 10000)
   # The hub alone in a server process of its own, the clients read through
   # epoll (loadtest/wsbench): this tree, BASE's hub driven by this load,
@@ -133,6 +140,7 @@ if [ -n "${SCALE:-}" ]; then
   scale=$(jq -n --arg base "$base" --argjson bare5k "$bare5k" --argjson ext5k_0 "$ext5k_0" --argjson ext5k_200 "$ext5k_200" \
     --argjson base_ext5k_200 "$base_ext5k_200" --argjson s50 "$s50" --argjson base_s50 "$base_s50" \
     --argjson s500 "$s500" --argjson base_s500 "$base_s500" --argjson s10k "$s10k" \
+    --argjson s50_100 "$s50_100" --argjson base_s50_100 "$base_s50_100" --argjson s500_100 "$s500_100" --argjson base_s500_100 "$base_s500_100" \
     --argjson ws10k "$ws10k" --argjson base_ws10k "$base_ws10k" --argjson floor_ws10k "$floor_ws10k" \
     --argjson idle19k "$idle19k" --argjson base_idle19k "$base_idle19k" \
     --argjson eng "$eng" --argjson base_eng "$base_eng" --argjson synth "$synth" '
@@ -142,6 +150,7 @@ if [ -n "${SCALE:-}" ]; then
                        churn200: ($ext5k_200.requests.per_second / $bare5k.requests.per_second),
                        base_churn200: ($base_ext5k_200.requests.per_second / $bare5k.requests.per_second)}},
      e2e_1000_screens: {"50": $s50, base_50: $base_s50, "500": $s500, base_500: $base_s500},
+     e2e_100_screens: {"50": $s50_100, base_50: $base_s50_100, "500": $s500_100, base_500: $base_s500_100},
      e2e_10000_screens_2_calls_per_s: $s10k,
      wsbench: {screens_10000_2_per_s: $ws10k, base_screens_10000_2_per_s: $base_ws10k, floor_screens_10000_2_per_s: $floor_ws10k,
                idle_19000: $idle19k, base_idle_19000: $base_idle19k},
@@ -167,6 +176,7 @@ echo "wrote $out" >&2
 jq '{ratios, e2e_p99_ringing_ms: (.e2e | map_values(.latency_ms.p99)), e2e_missing: (.e2e | map_values(.counters.calls_missing)),
   scale: (if .scale == null then null else {rest_5000_ratio_to_bare: .scale.rest_5000_extensions.ratio_to_bare,
     e2e_1000_screens_p99_ringing_ms: (.scale.e2e_1000_screens | map_values(.latency_ms?.p99)),
+    e2e_100_screens_p99_ringing_ms: (.scale.e2e_100_screens | map_values(.latency_ms?.p99)),
     e2e_10000_screens_p99_ringing_ms: .scale.e2e_10000_screens_2_calls_per_s.latency_ms?.p99,
     engine_events_per_cpu_s: .scale.engine_apply_publish_events_per_cpu_s,
     synth_p99_ringing_ms: .scale.synth_5000_extensions_2000_calls_50_per_s.latency_ms?.p99} end)}' "$out"

@@ -3,7 +3,11 @@
 // an open-loop mode free of coordinated omission, a WebSocket fan-out
 // client swarm, and an end-to-end run that places SIP calls through pbxsim
 // (with SIPp or built-in sipgo phones) and times how long each call takes
-// to show on the WebSocket clients' screens.
+// to show on the WebSocket clients' screens. The e2e run's pbxsim and
+// bridge run in a child process (StartE2EChild, the command's `loadtest
+// e2e-bridge`, ServeE2EBridge on the child's side), so that the screens
+// and the calls' driver take none of the bridge's CPU, and the report
+// reads the bridge's CPU from /proc and its hub's writes from /metrics.
 //
 // RunSynth is the same measure at call-centre scale without SIP: a
 // SynthAMI (an ami.Server on loopback) holds thousands of extensions and
@@ -55,9 +59,11 @@
 // and bench/run.sh runs the standard suite with
 // rest/internal/bench as its REST server. loadtest/internal/wsframe reads
 // frame header fields for both, and its epoll Readers read wsbench's
-// clients and, with WSConfig.Epoll, RunWS's (RunE2E's screens): a few
-// goroutines for thousands of connections, each message handed to the
-// same per-message code as gorilla's client.
+// clients, RunWS's with WSConfig.Epoll (each message handed to the same
+// per-message code as gorilla's client) and RunE2E's and RunSynth's
+// screens (their own handler: a look at each message's head, one decode
+// per change and reader goroutine): a few goroutines for thousands of
+// connections.
 //
 // Concurrency: RunHTTP, RunWS, RunE2E, RunChaos and RunFailover each own every
 // goroutine (and child process) they start and return only after all

@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +62,16 @@ type E2EConfig struct {
 	// counting them again, to tell those shown late from those stuck.
 	// Default 10 s; negative: no recount.
 	Recheck time.Duration
+	// Admin, when set, is the bridge's admin listener
+	// ("http://127.0.0.1:9090"): the report gives what its WebSocket hub
+	// wrote while the calls were placed (ws_messages_sent, ws_writes,
+	// ws_bytes_sent, ws_coalesced, from /metrics) and that per call and
+	// screen.
+	Admin string
+	// BridgePID, when set, is the bridge's (and PBX's) process, a child
+	// or an --attach target on this machine: the report gives its CPU
+	// while the calls were placed.
+	BridgePID int
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
 	// Progress, when set, is called once a second with the calls answered
@@ -78,107 +87,6 @@ type callRecord struct {
 	end            time.Time // BYE sent (or failure)
 	err            error
 	hangupFailed   bool // the BYE got no answer in time: the PBX may keep the call
-}
-
-// observation is one extenUpdate as a client read it.
-type observation struct {
-	at        time.Time
-	status    string
-	connected bool // a conversation is connected
-	convs     int
-}
-
-// screen is what one WebSocket client saw, extension by extension.
-type screen struct {
-	mu      sync.Mutex
-	byExt   map[string][]observation
-	dec     *decoded
-	closed  bool // the server closed it: what it shows is no longer live
-	resyncs int  // snapshots after the first (queue overflows)
-}
-
-// decoded is the extenUpdates the screens read, decoded once each: every
-// screen reads the same bytes for a change (they are one user), so a
-// thousand screens cost one JSON decode per change, not a thousand, and
-// the load tool stays cheaper than the bridge it measures. Keyed by the
-// whole message, so a screen that got other bytes decodes its own.
-type decoded struct {
-	mu sync.Mutex
-	m  map[string]decodedUpdate
-}
-
-type decodedUpdate struct {
-	ok    bool // an extenUpdate
-	exten string
-	o     observation // without its time
-}
-
-func (d *decoded) get(raw []byte) decodedUpdate {
-	d.mu.Lock()
-	u, hit := d.m[string(raw)]
-	d.mu.Unlock()
-	if hit {
-		return u
-	}
-	var m struct {
-		Type string    `json:"type"`
-		Data extenJSON `json:"data"`
-	}
-	if json.Unmarshal(raw, &m) == nil && m.Type == "extenUpdate" {
-		u = decodedUpdate{ok: true, exten: m.Data.Exten, o: m.Data.observation()}
-	}
-	d.mu.Lock()
-	d.m[string(raw)] = u
-	d.mu.Unlock()
-	return u
-}
-
-func (s *screen) add(at time.Time, raw []byte) {
-	u := s.dec.get(raw)
-	if !u.ok {
-		return
-	}
-	o := u.o
-	o.at = at
-	s.mu.Lock()
-	s.byExt[u.exten] = append(s.byExt[u.exten], o)
-	s.mu.Unlock()
-}
-
-// extenJSON is what a screen reads of an extension.
-type extenJSON struct {
-	Exten         string `json:"exten"`
-	Status        string `json:"status"`
-	Conversations map[string]struct {
-		Connected bool `json:"connected"`
-	} `json:"conversations"`
-}
-
-func (e *extenJSON) observation() observation {
-	o := observation{status: e.Status, convs: len(e.Conversations)}
-	for _, c := range e.Conversations {
-		o.connected = o.connected || c.Connected
-	}
-	return o
-}
-
-// resync records a resync snapshot: every extension as it shows, as if
-// updated at read time at (a real screen redraws from it).
-func (s *screen) resync(at time.Time, raw []byte) {
-	var m struct {
-		Extensions map[string]extenJSON `json:"extensions"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.resyncs++
-	for x, e := range m.Extensions {
-		o := e.observation()
-		o.at = at
-		s.byExt[x] = append(s.byExt[x], o)
-	}
 }
 
 // RunE2E places calls and measures, for each, INVITE sent to the callee's
@@ -215,7 +123,8 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	defer stopREST()
 
 	start := time.Now()
-	cpu0, mach0 := cpuTime(), machineCPU()
+	hub0 := readHubCounters(ctx, cfg.Admin)
+	cpu0, mach0, bridge0 := cpuTime(), machineCPU(), procCPU(cfg.BridgePID)
 	var recs []callRecord
 	var genErr error
 	var sippRes sipp.Result
@@ -225,7 +134,8 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		recs, sippRes, genErr = placeWithSIPp(ctx, cfg)
 	}
 	restRep := stopREST()
-	elapsed, cpu1, mach1 := time.Since(start), cpuTime(), machineCPU()
+	elapsed, cpu1, mach1, bridge1 := time.Since(start), cpuTime(), machineCPU(), procCPU(cfg.BridgePID)
+	hub1 := readHubCounters(ctx, cfg.Admin)
 	if genErr != nil {
 		return nil, genErr
 	}
@@ -251,6 +161,8 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 		}
 	}
 	rep.Extra = append(rep.Extra, Series{Name: "200 OK→connected", Latency: connected})
+	rep.addHubCounters(hub0, hub1, cfg.Clients)
+	rep.Counters["screen_resyncs"] = 0
 	for _, s := range ws.screens {
 		s.mu.Lock()
 		rep.Counters["screen_resyncs"] += uint64(s.resyncs)
@@ -261,8 +173,15 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	if mach0 != nil && mach1 != nil {
 		rep.MachineCPU = mach1.busySince(mach0)
 	}
+	where := "this process used %.2f CPUs, including an in-process bridge and PBX"
+	if cfg.BridgePID > 0 && bridge0 >= 0 && bridge1 >= 0 {
+		cores := (bridge1 - bridge0).Seconds() / elapsed.Seconds()
+		rep.Counters["bridge_cpu_ms"] = uint64((bridge1 - bridge0).Milliseconds())
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the bridge and PBX process (pid %d) used %.2f CPUs while the calls were placed; the screens' and caller's process %.2f", cfg.BridgePID, cores, rep.ClientCPU))
+		where = "the screens' process used %.2f CPUs, the bridge and PBX theirs"
+	}
 	if rep.MachineCPU >= 0.9 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the PBX, the bridge, the phones and the clients competed for them (this process used %.2f CPUs, including an in-process bridge and PBX)", rep.MachineCPU*100, rep.ClientCPU))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the PBX, the bridge, the phones and the clients competed for them ("+where+")", rep.MachineCPU*100, rep.ClientCPU))
 	}
 	if cfg.Progress != nil {
 		for _, s := range rep.PerSecond {
@@ -368,7 +287,8 @@ func ringing(status string) bool { return status == "ringing" || status == "busy
 
 // matchCalls finds each call on each screen: the callee's first ringing
 // update after the INVITE and its first connected update after that,
-// before the pair's next call.
+// before the pair's next call. It goes screen by screen, so that only one
+// screen's updates are rebuilt at a time.
 func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []*screen, cfg E2EConfig) {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].invite.Before(recs[j].invite) })
 	// next[i] is the INVITE time of the callee's following call.
@@ -386,29 +306,23 @@ func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []
 	}
 	secs := map[int]*Histogram{}
 	secCount := map[int]uint64{}
-	rep.Counters["calls_placed"] = uint64(len(recs))
+	sec := make([]int, len(recs))
 	for i, c := range recs {
-		if c.ok.IsZero() {
-			kind := "call:" + callErrKind(c.err)
-			rep.Errors[kind]++
-			if _, ok := rep.FirstErrors[kind]; !ok && c.err != nil {
-				rep.FirstErrors[kind] = fmt.Sprintf("%s→%s: %v", c.caller, c.callee, c.err)
+		if sec[i] = int(c.invite.Sub(start) / time.Second); !c.ok.IsZero() && secs[sec[i]] == nil {
+			secs[sec[i]] = &Histogram{}
+		}
+	}
+	// missed[i] counts the screens that missed call i; why[i] describes
+	// the first three.
+	missed := make([]int, len(recs))
+	why := make([][]string, len(recs))
+	for ci, s := range screens {
+		view := s.byExten()
+		for i, c := range recs {
+			if c.ok.IsZero() {
+				continue
 			}
-			rep.Counters["calls_failed"]++
-			continue
-		}
-		rep.Requests++
-		rep.Counters["calls_answered"]++
-		sec := int(c.invite.Sub(start) / time.Second)
-		secCount[sec]++
-		if secs[sec] == nil {
-			secs[sec] = &Histogram{}
-		}
-		missing := false
-		var why []string
-		for ci, s := range screens {
-			s.mu.Lock()
-			obs := s.byExt[c.callee]
+			obs := view[c.callee]
 			var ringAt, connAt time.Time
 			for _, o := range obs {
 				// SIPp stamps its trace from a clock it refreshes once per
@@ -425,30 +339,45 @@ func matchCalls(rep *Report, connected *Histogram, recs []callRecord, screens []
 					connAt = o.at
 				}
 			}
-			s.mu.Unlock()
 			if ringAt.IsZero() || connAt.IsZero() {
-				missing = true
-				var seen []string
-				for _, o := range obs {
-					if d := o.at.Sub(c.invite); d > -2*time.Second && d < 5*time.Second {
-						seen = append(seen, fmt.Sprintf("%+dms:%s/%d", d.Milliseconds(), o.status, o.convs))
+				if missed[i]++; missed[i] <= 3 {
+					var seen []string
+					for _, o := range obs {
+						if d := o.at.Sub(c.invite); d > -2*time.Second && d < 5*time.Second {
+							seen = append(seen, fmt.Sprintf("%+dms:%s/%d", d.Milliseconds(), o.status, o.convs))
+						}
 					}
+					why[i] = append(why[i], fmt.Sprintf("client %d saw ringing=%v connected=%v, updates around it %v", ci, !ringAt.IsZero(), !connAt.IsZero(), seen))
 				}
-				why = append(why, fmt.Sprintf("client %d saw ringing=%v connected=%v, updates around it %v", ci, !ringAt.IsZero(), !connAt.IsZero(), seen))
 				continue
 			}
 			if ringAt.Before(c.invite) {
 				rep.Counters["ringing_before_invite_stamp"]++
 			}
 			rep.Latency.Record(max(ringAt.Sub(c.invite), 0))
-			secs[sec].Record(max(ringAt.Sub(c.invite), 0))
+			secs[sec[i]].Record(max(ringAt.Sub(c.invite), 0))
 			connected.Record(max(connAt.Sub(c.ok), 0))
 		}
-		if missing {
+	}
+	rep.Counters["calls_placed"] = uint64(len(recs))
+	for i, c := range recs {
+		if c.ok.IsZero() {
+			kind := "call:" + callErrKind(c.err)
+			rep.Errors[kind]++
+			if _, ok := rep.FirstErrors[kind]; !ok && c.err != nil {
+				rep.FirstErrors[kind] = fmt.Sprintf("%s→%s: %v", c.caller, c.callee, c.err)
+			}
+			rep.Counters["calls_failed"]++
+			continue
+		}
+		rep.Requests++
+		rep.Counters["calls_answered"]++
+		secCount[sec[i]]++
+		if missed[i] > 0 {
 			rep.Counters["calls_missing"]++
 			if rep.Counters["calls_missing"] <= 3 {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("call missing from a screen: %s→%s, INVITE at %s, 200 OK %+dms: %s", c.caller, c.callee,
-					c.invite.Format("15:04:05.000"), c.ok.Sub(c.invite).Milliseconds(), strings.Join(why, "; ")))
+				rep.Notes = append(rep.Notes, fmt.Sprintf("call missing from a screen: %s→%s, INVITE at %s, 200 OK %+dms: on %d of %d screens: %s", c.caller, c.callee,
+					c.invite.Format("15:04:05.000"), c.ok.Sub(c.invite).Milliseconds(), missed[i], len(screens), strings.Join(why[i], "; ")))
 			}
 		}
 	}

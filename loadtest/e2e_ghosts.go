@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -44,7 +45,7 @@ func (rep *Report) countGhosts(ctx context.Context, g ghostCheck, e2e E2EConfig,
 	if sleepCtx(ctx, g.settle); ctx.Err() != nil {
 		return
 	}
-	screenN, restGhosts, restLive := rep.ghostsNow(ctx, e2e, screens, busy)
+	screenN, restGhosts, restLive := rep.ghostsNow(ctx, e2e, screens, g.pbxChannels)
 	if g.pbxChannels != nil {
 		rep.Counters["rest_shows_pbx_busy"] = uint64(restLive)
 	}
@@ -55,16 +56,15 @@ func (rep *Report) countGhosts(ctx context.Context, g ghostCheck, e2e E2EConfig,
 	if sleepCtx(ctx, g.recheck); ctx.Err() != nil {
 		return
 	}
-	if g.pbxChannels != nil {
-		busy = channelExtens(g.pbxChannels())
-	}
-	stuckN, stuckRest, _ := rep.ghostsNow(ctx, e2e, screens, busy)
+	stuckN, stuckRest, _ := rep.ghostsNow(ctx, e2e, screens, g.pbxChannels)
 	rep.Counters["ghost_calls_stuck"], rep.Counters["ghost_calls_rest_stuck"] = stuckN, uint64(len(stuckRest))
 	rep.Counters["ghost_calls_late"] = screenN - min(screenN, stuckN)
 	rep.Counters["ghost_calls_rest_late"] = uint64(len(restGhosts) - min(len(restGhosts), len(stuckRest)))
 	if stuckN > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("a screen still showed %d extensions in a call %v after the PBX had no channel for them, e.g. %s",
-			stuckN, g.settle+g.recheck, ghostExamples(screens, busy, 5)))
+		behind := screensBehind(screens)
+		rep.Counters["screens_behind"] = uint64(behind)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("a screen still showed %d extensions in a call %v after the PBX had no channel for them, e.g. %s; %d screens had read less far (a lower seq) than the furthest, so were still reading a backlog",
+			stuckN, g.settle+g.recheck, ghostExamples(screens, pbxBusy(g.pbxChannels), 5), behind))
 	}
 	if len(stuckRest) > 0 {
 		slices.Sort(stuckRest)
@@ -74,20 +74,35 @@ func (rep *Report) countGhosts(ctx context.Context, g ghostCheck, e2e E2EConfig,
 }
 
 // ghostsNow counts ghosts now: the most extensions a screen shows in a
-// call, and the extensions REST shows in a call, neither counting busy
-// (the PBX's live calls), and how many of busy REST shows in a call. A
-// failed REST read counts in the errors.
-func (rep *Report) ghostsNow(ctx context.Context, e2e E2EConfig, screens []*screen, busy map[string]bool) (uint64, []string, int) {
+// call, and the extensions REST shows in a call, neither counting those
+// the PBX has a channel for, and how many of those REST shows in a call.
+// The PBX's channels are read just before the screens and again just
+// after REST (a call that ended before the counts or began during them
+// is the PBX's, not a ghost). A failed REST read counts in the errors.
+func (rep *Report) ghostsNow(ctx context.Context, e2e E2EConfig, screens []*screen, pbxChannels func() []string) (uint64, []string, int) {
+	busy := pbxBusy(pbxChannels)
 	var n uint64
 	for _, s := range screens {
 		n = max(n, ghostCount(s, busy))
 	}
-	rest, live, err := restGhosts(ctx, e2e, busy)
+	exts, err := restExtensions(ctx, e2e)
 	if err != nil {
 		rep.Errors["rest:"+Kind(err)]++
 		rep.FirstErrors["rest:"+Kind(err)] = err.Error()
+		return n, nil, 0
 	}
+	maps.Copy(busy, pbxBusy(pbxChannels))
+	rest, live := restGhostsOf(exts, busy)
 	return n, rest, live
+}
+
+// pbxBusy is the extensions the PBX has a channel for (none without
+// pbxChannels).
+func pbxBusy(pbxChannels func() []string) map[string]bool {
+	if pbxChannels == nil {
+		return map[string]bool{}
+	}
+	return channelExtens(pbxChannels())
 }
 
 // channelExtens is the extensions of channel names such as
@@ -104,54 +119,73 @@ func channelExtens(chans []string) map[string]bool {
 	return m
 }
 
-// ghostCount counts extensions a screen last showed in a call, but for
-// busy; none on a screen the server closed (clients_dropped: a real
-// client reconnects and reads a fresh snapshot).
-func ghostCount(s *screen, busy map[string]bool) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n uint64
-	if s.closed {
-		return 0
+// screensBehind counts the open screens whose last seq read is below the
+// furthest screen's: still reading a backlog (the hub wrote it, so it
+// sits in their sockets' buffers), so what they show is late, whatever
+// the bridge holds.
+func screensBehind(screens []*screen) int {
+	var furthest uint64
+	for _, s := range screens {
+		furthest = max(furthest, s.lastSeq.Load())
 	}
-	for x, obs := range s.byExt {
-		if len(obs) == 0 || busy[x] {
-			continue
-		}
-		if showsCall(obs[len(obs)-1]) {
+	n := 0
+	for _, s := range screens {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if !closed && s.lastSeq.Load() < furthest {
 			n++
 		}
 	}
 	return n
 }
 
-// ghostExamples describes up to k of the ghosts of the screen that shows
-// the most ("3001 busy/1 since 12:00:01.234": status, conversations, when
-// it read that).
-func ghostExamples(screens []*screen, busy map[string]bool, k int) string {
-	var worst *screen
-	var most uint64
-	for _, s := range screens {
-		if n := ghostCount(s, busy); n > most {
-			worst, most = s, n
-		}
+// lastShown is what s last showed of each extension.
+func lastShown(s *screen) map[string]observation {
+	last := map[string]observation{}
+	for x, obs := range s.byExten() {
+		last[x] = obs[len(obs)-1]
 	}
-	if worst == nil {
-		return ""
+	return last
+}
+
+// ghostCount counts extensions a screen last showed in a call, but for
+// busy; none on a screen the server closed (clients_dropped: a real
+// client reconnects and reads a fresh snapshot).
+func ghostCount(s *screen, busy map[string]bool) uint64 {
+	return uint64(len(ghosts(s, busy)))
+}
+
+// ghosts describes the extensions s last showed in a call, but for busy
+// ("3001 busy/1 since 12:00:01.234": status, conversations, when it read
+// that), in order; none when the server closed s.
+func ghosts(s *screen, busy map[string]bool) []string {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil
 	}
-	worst.mu.Lock()
-	defer worst.mu.Unlock()
 	var out []string
-	for x, obs := range worst.byExt {
-		if len(obs) == 0 || busy[x] {
-			continue
-		}
-		if last := obs[len(obs)-1]; showsCall(last) {
+	for x, last := range lastShown(s) {
+		if !busy[x] && showsCall(last) {
 			out = append(out, fmt.Sprintf("%s %s/%d since %s", x, last.status, last.convs, last.at.Format("15:04:05.000")))
 		}
 	}
 	slices.Sort(out)
-	return strings.Join(out[:min(len(out), k)], ", ")
+	return out
+}
+
+// ghostExamples describes up to k of the ghosts of the screen that shows
+// the most.
+func ghostExamples(screens []*screen, busy map[string]bool, k int) string {
+	var worst []string
+	for _, s := range screens {
+		if g := ghosts(s, busy); len(g) > len(worst) {
+			worst = g
+		}
+	}
+	return strings.Join(worst[:min(len(worst), k)], ", ")
 }
 
 // showsCall says whether an extension shown as o is in a call: a
@@ -161,34 +195,52 @@ func showsCall(o observation) bool {
 	return o.convs > 0 || (o.status != "" && o.status != "online" && o.status != "offline" && o.status != "dnd")
 }
 
-// restGhosts lists the extensions that REST shows in a call (showsCall: a
-// conversation, or a status other than online, offline, dnd), but for
-// busy, and counts those of busy it shows in one.
-func restGhosts(ctx context.Context, cfg E2EConfig, busy map[string]bool) (ghosts []string, live int, err error) {
+// restExtension is what the ghost count reads of an extension in REST.
+type restExtension struct {
+	Status        string                     `json:"status"`
+	Conversations map[string]json.RawMessage `json:"conversations"`
+}
+
+// restExtensions reads GET /astproxy/extensions.
+func restExtensions(ctx context.Context, cfg E2EConfig) (map[string]restExtension, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(cfg.HTTP, "/")+"/astproxy/extensions", nil)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+cfg.Token)
 	res, err := httpClient(false).Do(req)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if res.StatusCode != 200 {
-		return nil, 0, fmt.Errorf("GET /astproxy/extensions: HTTP %d: %s", res.StatusCode, trunc(b))
+		return nil, fmt.Errorf("GET /astproxy/extensions: HTTP %d: %s", res.StatusCode, trunc(b))
 	}
-	var exts map[string]struct {
-		Status        string                     `json:"status"`
-		Conversations map[string]json.RawMessage `json:"conversations"`
-	}
+	var exts map[string]restExtension
 	if err := json.Unmarshal(b, &exts); err != nil {
-		return nil, 0, fmt.Errorf("GET /astproxy/extensions: %w", err)
+		return nil, fmt.Errorf("GET /astproxy/extensions: %w", err)
 	}
+	return exts, nil
+}
+
+// restGhosts lists the extensions that REST shows in a call (showsCall: a
+// conversation, or a status other than online, offline, dnd), but for
+// busy, and counts those of busy it shows in one.
+func restGhosts(ctx context.Context, cfg E2EConfig, busy map[string]bool) (ghosts []string, live int, err error) {
+	exts, err := restExtensions(ctx, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	ghosts, live = restGhostsOf(exts, busy)
+	return ghosts, live, nil
+}
+
+// restGhostsOf is restGhosts of extensions read.
+func restGhostsOf(exts map[string]restExtension, busy map[string]bool) (ghosts []string, live int) {
 	for x, e := range exts {
 		switch {
 		case !showsCall(observation{status: e.Status, convs: len(e.Conversations)}):
@@ -198,5 +250,5 @@ func restGhosts(ctx context.Context, cfg E2EConfig, busy map[string]bool) (ghost
 			ghosts = append(ghosts, x)
 		}
 	}
-	return ghosts, live, nil
+	return ghosts, live
 }

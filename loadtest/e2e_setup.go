@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ctibridge/ctibridge/pbxsim"
@@ -145,67 +144,6 @@ func (p *e2ePhones) register(ctx context.Context) error {
 	}
 	rwg.Wait()
 	return errors.Join(errs...)
-}
-
-// screensRun is the run's WebSocket clients, each recording every
-// extenUpdate on its screen.
-type screensRun struct {
-	screens []*screen
-	rep     *Report
-	err     error
-	done    chan struct{}
-	cancel  context.CancelFunc
-}
-
-// startScreens connects cfg.Clients screens for total and returns once
-// all have subscribed.
-func startScreens(ctx context.Context, cfg E2EConfig, total time.Duration) (*screensRun, error) {
-	w := &screensRun{screens: make([]*screen, cfg.Clients), done: make(chan struct{})}
-	dec := &decoded{m: map[string]decodedUpdate{}}
-	for i := range w.screens {
-		w.screens[i] = &screen{byExt: map[string][]observation{}, dec: dec}
-	}
-	var subscribed atomic.Int64
-	allIn := make(chan struct{})
-	wsCtx, cancel := context.WithCancel(ctx)
-	w.cancel = cancel
-	go func() {
-		defer close(w.done)
-		w.rep, w.err = RunWS(wsCtx, WSConfig{URL: WSURL(cfg.HTTP), Token: cfg.Token, Clients: cfg.Clients, Duration: total, Epoll: true,
-			OnEvent:  func(c int, at time.Time, raw []byte) { w.screens[c].add(at, raw) },
-			OnResync: func(c int, at time.Time, raw []byte) { w.screens[c].resync(at, raw) },
-			OnDropped: func(c int) {
-				w.screens[c].mu.Lock()
-				w.screens[c].closed = true
-				w.screens[c].mu.Unlock()
-			},
-			OnSubscribed: func(int) {
-				if subscribed.Add(1) == int64(cfg.Clients) {
-					close(allIn)
-				}
-			}})
-	}()
-	select {
-	case <-allIn:
-		return w, nil
-	case <-w.done:
-		if w.err != nil {
-			return nil, w.err
-		}
-		return nil, fmt.Errorf("loadtest: e2e: WebSocket clients could not subscribe: %v %v", w.rep.Errors, w.rep.FirstErrors)
-	case <-time.After(15 * time.Second):
-		w.stop()
-		return nil, fmt.Errorf("loadtest: e2e: WebSocket clients not subscribed after 15 s (%d of %d)", subscribed.Load(), cfg.Clients)
-	case <-ctx.Done():
-		w.stop()
-		return nil, ctx.Err()
-	}
-}
-
-// stop ends the clients and waits for them; it may be called twice.
-func (w *screensRun) stop() {
-	w.cancel()
-	<-w.done
 }
 
 // addClients adds what the WebSocket and REST clients of an e2e run saw.

@@ -14,6 +14,9 @@ import (
 	"github.com/ctibridge/ctibridge/sipp"
 )
 
+// sippBackstop is how long after its last call's end SIPp may run.
+const sippBackstop = 45 * time.Second
+
 // placeWithSIPp places the calls with SIPp's register_invite_client
 // scenario (each call registers its caller, calls the callee, talks
 // cfg.Talk, hangs up) and reads each call's INVITE and 200 OK times from
@@ -40,10 +43,14 @@ func placeWithSIPp(ctx context.Context, cfg E2EConfig) ([]callRecord, sipp.Resul
 	msgs := filepath.Join(dir, "messages.log")
 	n := int(math.Round(cfg.Rate * cfg.Duration.Seconds()))
 	// SIPp stops by itself after n calls; the timeout is a backstop, the
-	// context the user's interrupt.
+	// context the user's interrupt. The backstop outlasts a last call's
+	// retransmissions (an INVITE or BYE unanswered is resent until Timer
+	// B or F, 64*T1 = 32 s, before SIPp counts that call failed): at 20 s
+	// it ended loaded 500 calls/s runs as a whole ("timed out after 32
+	// s", exit 255) for one such call.
 	res, err := sipp.Run(ctx, sipp.Options{Binary: cfg.SIPpBinary, Scenario: "register_invite_client.xml", Remote: cfg.SIPAddr,
 		InjectionFile: inf, Calls: n, Rate: cfg.Rate, Limit: len(cfg.Callers), Duration: cfg.Talk, Dir: dir,
-		Timeout: cfg.Duration + cfg.Ring + cfg.Talk + 20*time.Second, TraceMessages: true, Extra: []string{"-message_file", msgs}})
+		Timeout: cfg.Duration + cfg.Ring + cfg.Talk + sippBackstop, TraceMessages: true, Extra: []string{"-message_file", msgs}})
 	if err != nil {
 		return nil, res, err
 	}

@@ -145,6 +145,8 @@ func runLoadtest(ctx context.Context, args []string, getenv func(string) string,
 		return loadtestWS(ctx, args[1:], getenv, stdout, stderr)
 	case "e2e":
 		return loadtestE2E(ctx, args[1:], getenv, stdout, stderr)
+	case "e2e-bridge": // the child of e2e (loadtest_e2e_bridge.go)
+		return loadtestE2EBridge(ctx, args[1:], stdout, stderr)
 	case "chaos":
 		return loadtestChaos(ctx, args[1:], stdout, stderr)
 	case "failover":
@@ -344,9 +346,12 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	var c commonFlags
 	c.register(fs, getenv)
 	var cfg loadtest.E2EConfig
-	var attach, sipAddr, callers, callees, logLevel string
+	var attach, sipAddr, callers, callees, logLevel, bin string
 	var pairs int
-	fs.StringVar(&attach, "attach", "", "REST root of a running bridge (http://127.0.0.1:8080); default: start pbxsim and a bridge in this process")
+	var inProcess bool
+	fs.StringVar(&attach, "attach", "", "REST root of a running bridge (http://127.0.0.1:8080); default: start pbxsim and a bridge in a child process")
+	fs.BoolVar(&inProcess, "in-process", false, "start pbxsim and the bridge in this process, beside the screens (before: the screens' CPU and GC were the bridge's)")
+	fs.StringVar(&bin, "bin", "", "ctibridge binary to run as the child bridge process (default: this one)")
 	fs.StringVar(&sipAddr, "sip", "", "with --attach: the PBX's SIP address host:port")
 	fs.StringVar(&callers, "callers", "", "with --attach: caller extensions, a range like 200-249")
 	fs.StringVar(&callees, "callees", "", "with --attach: callee extensions, as many as callers")
@@ -389,11 +394,14 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 		if err := c.login(ctx, cfg.HTTP); err != nil {
 			return err
 		}
-		cfg.Token = c.token
+		cfg.Token, cfg.Admin = c.token, c.admin
 		return runE2E(ctx, &c, cfg, stdout, stderr)
 	}
 	if pairs <= 0 {
 		pairs = int(cfg.Rate*(cfg.Ring+cfg.Talk+300*time.Millisecond).Seconds()*1.5) + 5
+	}
+	if !inProcess {
+		return e2eWithChild(ctx, &c, cfg, bin, pairs, logLevel, stdout, stderr)
 	}
 	return withTestBridge(ctx, pairs, log, func(b testBridge) error {
 		cfg.SIPAddr, cfg.HTTP, cfg.Token = b.sip, b.http, b.token
@@ -402,6 +410,7 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 		if c.admin == "" {
 			c.admin = b.admin
 		}
+		cfg.Admin = c.admin
 		return runE2E(ctx, &c, cfg, stdout, stderr)
 	})
 }

@@ -11,15 +11,29 @@ import (
 	"time"
 )
 
-// A short e2e run through the command: pbxsim and a bridge in process,
-// calls from the built-in phones (and from SIPp when installed), every
-// call on every screen, no ghost, the JSON shape, the HTML report, and a
+// TestMain lets a test run this test binary as the ctibridge command
+// (the child bridge process of loadtest e2e) when CTIBRIDGE_TEST_MAIN is
+// set.
+func TestMain(m *testing.M) {
+	if os.Getenv("CTIBRIDGE_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// A short e2e run through the command: pbxsim and a bridge in a child
+// process (this test binary, run as the command) or, --in-process, in
+// this one, calls from the built-in phones (and from SIPp when
+// installed), every call on every screen, no ghost, the hub's counters
+// from the bridge's /metrics, the JSON shape, the HTML report, and a
 // profile of the bridge.
 func TestLoadtestE2EShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts pbxsim and a bridge")
 	}
-	for _, gen := range []string{"phones", "sipp"} {
+	t.Setenv("CTIBRIDGE_TEST_MAIN", "1") // for the child bridge process
+	for _, gen := range []string{"phones", "phones-in-process", "sipp"} {
 		t.Run(gen, func(t *testing.T) {
 			if gen == "sipp" {
 				if _, err := os.Stat("/usr/bin/sipp"); err != nil {
@@ -36,7 +50,11 @@ func TestLoadtestE2EShort(t *testing.T) {
 			// (a 300 ms talk did, about one run in ten): ring 400 ms, talk 1 s.
 			args := []string{"e2e", "--generator", gen, "-r", "10", "-d", "2s", "--ring", "400ms", "--talk", "1s", "-c", "2", "--json",
 				"--html", filepath.Join(dir, "r.html")}
-			if gen == "phones" {
+			gen, inProcess := strings.CutSuffix(gen, "-in-process")
+			args[2] = gen
+			if inProcess {
+				args = append(args, "--in-process")
+			} else if gen == "phones" {
 				args = append(args, "--profile", filepath.Join(dir, "prof"))
 			}
 			start := time.Now()
@@ -58,11 +76,19 @@ func TestLoadtestE2EShort(t *testing.T) {
 			if rep.Requests.Total < 15 || c["calls_missing"] != 0 || c["ghost_calls"] != 0 || c["ghost_calls_rest"] != 0 || c["calls_failed"] != 0 {
 				t.Errorf("report %s", out.String())
 			}
+			// Each answered call shows on each of the 2 screens in at
+			// least its callee's ringing, connected and idle updates.
+			if c["ws_messages_sent"] < 3*2*rep.Requests.Total || c["ws_writes"] == 0 || c["ws_bytes_sent"] < c["ws_messages_sent"] {
+				t.Errorf("hub counters %v", c)
+			}
+			if _, ok := c["bridge_cpu_ms"]; ok == inProcess {
+				t.Errorf("bridge_cpu_ms given %v, in process %v", ok, inProcess)
+			}
 			html, err := os.ReadFile(filepath.Join(dir, "r.html"))
 			if err != nil || !bytes.Contains(html, []byte("<svg")) || bytes.Contains(html, []byte("http://")) && bytes.Contains(html, []byte("<script src")) {
 				t.Errorf("html report: %v", err)
 			}
-			if gen == "phones" {
+			if gen == "phones" && !inProcess {
 				for _, f := range []string{"cpu.pprof", "heap.pprof", "cpu-flame.svg"} {
 					if _, err := os.Stat(filepath.Join(dir, "prof", f)); err != nil {
 						t.Errorf("profile: %v (stderr %s)", err, errb.String())

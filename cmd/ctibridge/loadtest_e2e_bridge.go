@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/ctibridge/ctibridge/loadtest"
+)
+
+// loadtestE2EBridge is `ctibridge loadtest e2e-bridge --pairs N`, the
+// child process of `loadtest e2e`: pbxsim with 2*N extensions and a bridge
+// on it, announced on stdout and serving the PBX's channels on request
+// until stdin ends (loadtest.ServeE2EBridge).
+func loadtestE2EBridge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("e2e-bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pairs := fs.Int("pairs", 0, "caller/callee pairs")
+	logLevel := fs.String("log-level", "error", "log level of the bridge and pbxsim")
+	if err := parseNoArgs(fs, args, stderr); err != nil {
+		return err
+	}
+	if *pairs <= 0 {
+		return errors.New("loadtest e2e-bridge: --pairs must be positive")
+	}
+	log, err := newLogger(stderr, "text", *logLevel)
+	if err != nil {
+		return err
+	}
+	return withTestBridge(ctx, *pairs, log, func(b testBridge) error {
+		return loadtest.ServeE2EBridge(ctx, loadtest.E2EBridge{SIP: b.sip, HTTP: b.http, Admin: b.admin, Token: b.token, Exts: b.exts},
+			b.channels, os.Stdin, stdout)
+	})
+}
+
+// e2eWithChild runs an e2e run against pbxsim and a bridge started as a
+// child process of bin (this binary by default), so that the screens and
+// the calls' driver take none of the bridge's CPU or GC.
+func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, bin string, pairs int, logLevel string, stdout, stderr io.Writer) error {
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("loadtest e2e: --bin: %w", err)
+		}
+		bin = self
+	}
+	// The child's standard error is copied from a goroutine of its own:
+	// only a file may take that beside this process's writes.
+	childErr, ok := stderr.(*os.File)
+	if !ok {
+		childErr = os.Stderr
+	}
+	child, err := loadtest.StartE2EChild(ctx, bin, []string{"loadtest", "e2e-bridge", "--pairs", strconv.Itoa(pairs), "--log-level", logLevel}, childErr)
+	if err != nil {
+		return err
+	}
+	defer child.Stop()
+	if len(child.Exts) != 2*pairs {
+		return fmt.Errorf("loadtest e2e: the bridge process has %d extensions, want %d", len(child.Exts), 2*pairs)
+	}
+	cfg.SIPAddr, cfg.HTTP, cfg.Token = child.SIP, child.HTTP, child.Token
+	cfg.Callers, cfg.Callees = child.Exts[:pairs], child.Exts[pairs:]
+	cfg.PBXChannels, cfg.BridgePID = child.Channels, child.PID
+	if c.admin == "" {
+		c.admin = child.Admin
+	}
+	cfg.Admin = c.admin
+	err = runE2E(ctx, c, cfg, stdout, stderr)
+	if serr := child.Stop(); serr != nil {
+		fmt.Fprintln(stderr, "loadtest e2e: the bridge process:", serr)
+	}
+	return err
+}
