@@ -35,8 +35,39 @@ func TestLoadtestSynthShort(t *testing.T) {
 	if rep.Requests.Total < 10 || c["calls_missing"] != 0 || c["ghost_calls"] != 0 || c["ghost_calls_rest"] != 0 {
 		t.Errorf("calls: %s", out.String())
 	}
-	if c["calls_up_max"] < 20 || c["fill_events"] != 20*15 || c["fill_events_applied"] < c["fill_events"] ||
+	if c["calls_up_max"] < 20 || c["fill_events"] != 20*18 || c["fill_events_applied"] < c["fill_events"] ||
 		c["events_applied"] == 0 || c["engine_ns_per_event"] == 0 || c["publish_us_per_batch"] == 0 && c["events_per_batch"] == 0 {
 		t.Errorf("engine figures: %s", out.String())
+	}
+}
+
+// The same with the call centre's mix: queue calls, trunk calls both
+// ways and transfers of both kinds through a real bridge (its resync
+// lists answered by the synthetic PBX), every kind placed, no ghost once
+// all is hung up.
+func TestLoadtestSynthMix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a bridge")
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	args := []string{"synth", "--exts", "80", "--queues", "2", "--members", "6", "--calls", "20", "-r", "10", "--ring", "300ms", "-d", "3s",
+		"--queue-share", "0.3", "--trunk-share", "0.2", "--transfer-share", "0.3", "-c", "2", "--rest-rate", "2", "--json"}
+	if err := runLoadtest(ctx, args, func(string) string { return "" }, &out, &errb); err != nil {
+		t.Fatalf("%v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+	}
+	var rep struct{ Counters map[string]int }
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	c := rep.Counters
+	if c["ghost_calls"] != 0 || c["ghost_calls_rest"] != 0 || c["calls_missing"] != 0 {
+		t.Errorf("ghosts or missing calls: %s", out.String())
+	}
+	for _, k := range []string{"internal", "trunk_in", "trunk_out", "queue", "blind_transfer", "attended_transfer"} {
+		if c["calls_placed_"+k] == 0 {
+			t.Errorf("no %s call placed: %s", k, out.String())
+		}
 	}
 }
