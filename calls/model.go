@@ -175,8 +175,12 @@ func extEqual(a, b *Extension) bool {
 }
 
 func trunkEqual(a, b *Trunk) bool {
-	return a.Name == b.Name && a.Status == b.Status && a.Registration == b.Registration &&
-		a.ChanType == b.ChanType && convsEqual(a.Conversations, b.Conversations)
+	return trunkFieldsEqual(a, b) && convsEqual(a.Conversations, b.Conversations)
+}
+
+// trunkFieldsEqual compares all but the conversations.
+func trunkFieldsEqual(a, b *Trunk) bool {
+	return a.Name == b.Name && a.Status == b.Status && a.Registration == b.Registration && a.ChanType == b.ChanType
 }
 
 func parkingEqual(a, b *Parking) bool {
