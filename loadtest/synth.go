@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,7 +35,7 @@ type SynthConfig struct {
 // held up, how fast new ones start, and their mix (synthpbx.Mix; the
 // shares not given are plain internal calls).
 type SynthTraffic struct {
-	Calls    int           // calls held up (concurrency); 2*Calls+2 <= the extensions no queue has
+	Calls    int           // calls held up (concurrency): CheckSynth
 	Rate     float64       // new calls a second in the steady phase; each lasts Calls/Rate seconds
 	Ring     time.Duration // how long a callee rings before it answers
 	Duration time.Duration // the steady phase
@@ -171,19 +172,40 @@ type synthGen struct {
 	stamp   func(callee int, t time.Time) // ServeSynth's: called just before a measured call is dialled
 }
 
+// CheckSynth says whether a PBX of size can hold tr's calls (with its
+// defaults): the calls that are no queue call need two extensions each
+// that are no queue's members (a trunk call one, a transfer a third for
+// a while: two is the bound that holds), the queue calls a member each.
+func CheckSynth(size SynthPBX, tr SynthTraffic) error {
+	tr.setDefaults()
+	if err := tr.mix().Check(); err != nil {
+		return fmt.Errorf("loadtest: synth: %w", err)
+	}
+	free := size.Extensions - size.Queues*size.Members
+	if need := int(math.Ceil(2*float64(tr.Calls)*(1-tr.QueueShare))) + 2; need > free {
+		return fmt.Errorf("loadtest: synth: %d calls need %d extensions that are no queue's members, have %d (%d extensions, %d queues of %d members)",
+			tr.Calls, need, free, size.Extensions, size.Queues, size.Members)
+	}
+	if need := int(math.Ceil(float64(tr.Calls) * tr.QueueShare)); need > size.Queues*size.Members {
+		return fmt.Errorf("loadtest: synth: %.0f%% of %d calls into queues need %d members, have %d queues of %d", tr.QueueShare*100, tr.Calls, need, size.Queues, size.Members)
+	}
+	return nil
+}
+
+// mix is tr's synthpbx.Mix: each call lasts Calls/Rate seconds.
+func (tr SynthTraffic) mix() synthpbx.Mix {
+	hold := time.Duration(float64(tr.Calls) / tr.Rate * float64(time.Second))
+	return synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Hold: hold, Ring: tr.Ring}
+}
+
 // newSynthGen checks tr (with its defaults) against a's PBX and makes
 // the generator of its calls.
 func newSynthGen(a *SynthAMI, tr SynthTraffic) (*synthGen, error) {
 	tr.setDefaults()
-	if free := a.cfg.Extensions - a.cfg.Queues*a.cfg.Members; 2*tr.Calls+2 > free {
-		return nil, fmt.Errorf("loadtest: synth: %d calls need %d extensions that are no queue's members, have %d", tr.Calls, 2*tr.Calls+2, free)
+	if err := CheckSynth(a.cfg, tr); err != nil {
+		return nil, err
 	}
-	hold := time.Duration(float64(tr.Calls) / tr.Rate * float64(time.Second))
-	if hold <= tr.Ring {
-		return nil, fmt.Errorf("loadtest: synth: %d calls at %g/s last %v, not longer than the ring time %v", tr.Calls, tr.Rate, hold, tr.Ring)
-	}
-	g := &synthGen{ami: a, rate: tr.Rate,
-		mix: synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Hold: hold, Ring: tr.Ring}}
+	g := &synthGen{ami: a, rate: tr.Rate, mix: tr.mix()}
 	var err error
 	a.do(func(p *synthpbx.PBX) { g.gen, err = synthpbx.NewGen(p, g.mix, uint64(time.Now().UnixNano())) })
 	if err != nil {
@@ -408,7 +430,7 @@ func sampleLag(ctx context.Context, admin string) float64 {
 
 func synthNotes(rep *Report, cfg SynthConfig) []string {
 	c := rep.Counters
-	hold := time.Duration(float64(cfg.Calls) / cfg.Rate * float64(time.Second))
+	hold := cfg.mix().Hold
 	notes := []string{
 		fmt.Sprintf("%d extensions, %d calls up (at most %d), %.0f new calls/s lasting %v (ringing %v): %d events/s offered",
 			cfg.AMI.cfg.Extensions, cfg.Calls, c["calls_up_max"], cfg.Rate, hold.Round(time.Millisecond), cfg.Ring, c["events_per_s_offered"]),

@@ -25,7 +25,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	fs.IntVar(&size.Extensions, "exts", 5000, "extensions of the synthetic PBX (2000 and up)")
 	fs.IntVar(&size.Queues, "queues", 0, "queues (q1 dialled 601, q2 602, ...), ringall, of --members static members each: the first extensions")
 	fs.IntVar(&size.Members, "members", 20, "static members of each queue (they take only queue calls)")
-	fs.IntVar(&cfg.Calls, "calls", 2000, "calls held up (2*calls+2 <= the extensions no queue has)")
+	fs.IntVar(&cfg.Calls, "calls", 2000, "calls held up (each call not into a queue needs two extensions that are no queue's members)")
 	fs.Float64Var(&cfg.QueueShare, "queue-share", 0, "share of the new calls that are outside callers into a queue (needs --queues)")
 	fs.Float64Var(&cfg.TrunkShare, "trunk-share", 0, "share of the new calls on the trunk, half inbound to an extension, half outbound")
 	fs.Float64Var(&cfg.TransferShare, "transfer-share", 0, "share of the new calls that are internal calls transferred, half blind (Redirect), half attended (Atxfer)")
@@ -41,12 +41,11 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if free := size.Extensions - size.Queues*size.Members; 2*cfg.Calls+2 > free {
-		return fmt.Errorf("loadtest synth: --calls %d needs %d extensions that are no queue's members, --exts %d with --queues %d of --members %d leave %d",
-			cfg.Calls, 2*cfg.Calls+2, size.Extensions, size.Queues, size.Members, free)
-	}
 	if size.Queues == 0 {
 		size.Members = 0
+	}
+	if err := loadtest.CheckSynth(size, cfg.SynthTraffic); err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, "text", logLevel)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -90,9 +91,6 @@ func NewGen(p *PBX, mix Mix, seed uint64) (*Gen, error) {
 
 // Up is how many calls are up (ringing or talking).
 func (g *Gen) Up() int { return len(g.calls) }
-
-// Free is how many extensions that are no queue's members are idle.
-func (g *Gen) Free() int { return len(g.free) }
 
 type stepKind uint8
 
@@ -270,21 +268,12 @@ func (g *Gen) answer(c *Call) {
 func (g *Gen) freeExt(exts ...int) {
 	for _, i := range exts {
 		if q := g.P.queueOf(i); q != nil {
-			qi := slicesIndex(g.P.queues, q)
+			qi := slices.Index(g.P.queues, q)
 			g.members[qi] = append(g.members[qi], i)
 		} else {
 			g.free = append(g.free, i)
 		}
 	}
-}
-
-func slicesIndex(qs []*Queue, q *Queue) int {
-	for i, x := range qs {
-		if x == q {
-			return i
-		}
-	}
-	return -1
 }
 
 // Due runs every step due at now.
@@ -344,4 +333,16 @@ func (g *Gen) HangupAll() {
 		g.hangup(c)
 	}
 	g.steps.s = nil
+}
+
+// sortCalls orders calls by their first channel's creation.
+func sortCalls(cs []*Call) {
+	slices.SortFunc(cs, func(a, b *Call) int { return a.first() - b.first() })
+}
+
+func (c *Call) first() int {
+	if len(c.live) == 0 {
+		return 0
+	}
+	return c.live[0].Seq
 }

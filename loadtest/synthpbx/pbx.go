@@ -2,6 +2,7 @@ package synthpbx
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -80,9 +81,6 @@ func New(exts, queues, members int, emit func(ami.Message), now func() time.Time
 	return p, nil
 }
 
-// Extensions is how many extensions the PBX has.
-func (p *PBX) Extensions() int { return p.exts }
-
 // Events is how many events were emitted so far.
 func (p *PBX) Events() uint64 { return p.events }
 
@@ -98,7 +96,7 @@ func (p *PBX) Chans() []*Chan {
 	for _, c := range p.chans {
 		out = append(out, c)
 	}
-	sortChans(out)
+	slices.SortFunc(out, func(a, b *Chan) int { return a.Seq - b.Seq })
 	return out
 }
 
@@ -255,8 +253,7 @@ func (p *PBX) memberState(m int) int {
 // memberStatus emits a QueueMemberStatus (or, live false, a QueueMember
 // list item) of member m of q.
 func (p *PBX) memberStatus(q *Queue, m int, event string, live bool) {
-	hs := p.MemberHeaders(q, m, event, live)
-	p.send(hs)
+	p.send(p.MemberHeaders(q, m, event, live))
 }
 
 // MemberHeaders are member m of q as QueueMemberStatus says it (a
