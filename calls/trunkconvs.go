@@ -31,11 +31,13 @@ type trunkConvs struct {
 	ids     []string                // cur's keys, sorted
 	pieces  map[string]convPiece    // `"id":{...}` in the Full class, by id
 	touched []*channel              // the trunk's channels this batch touched
+	head    []byte                  // trunkJSON's scratch
 }
 
 type convPiece struct {
-	dur int64 // the duration it was encoded with
-	b   []byte
+	answeredAt int64 // the conversation's (a piece is dropped when it changes)
+	dur        int64 // the duration it was encoded with
+	b          []byte
 }
 
 // trunkConvsOf brings t's conversations up to date with its touched
@@ -140,26 +142,32 @@ func (e *Engine) deriveTrunk(t *trunkState) (map[string]Conversation, bool) {
 
 // trunkJSON is appendTrunk's bytes for v, t's view, conversations from
 // the pieces kept (encoded again when missing or their duration moved
-// on).
+// on), written into a buffer of the exact size: a trunk's JSON is large,
+// and growing it copied it whole.
 func (e *Engine) trunkJSON(t *trunkState, v *Trunk, now int64, hint int) []byte {
 	tc := &t.conv
 	if !tc.valid || len(tc.ids) != len(v.Conversations) {
 		return appendTrunk(make([]byte, 0, hint), v, now, enc{}) // not the conversations tc holds
 	}
-	b := appendKey(appendTrunkHead(make([]byte, 0, hint), v), "conversations")
-	b = append(b, '{')
-	for i, id := range tc.ids {
-		cv := v.Conversations[id]
-		d := cv.Duration(now)
+	head := appendKey(appendTrunkHead(tc.head[:0], v), "conversations")
+	tc.head = head
+	size := len(head) + 2 + max(len(tc.ids)-1, 0) + len(appendPBX(nil, v.PBX)) + 1
+	for _, id := range tc.ids {
 		pc, ok := tc.pieces[id]
-		if !ok || pc.dur != d {
-			pc = convPiece{dur: d, b: appendConvEntry(nil, id, &cv, now, enc{})}
+		if !ok || durationAt(pc.answeredAt, now) != pc.dur {
+			cv := v.Conversations[id]
+			pc = convPiece{answeredAt: cv.AnsweredAt, dur: cv.Duration(now), b: appendConvEntry(nil, id, &cv, now, enc{})}
 			tc.pieces[id] = pc
 		}
+		size += len(pc.b)
+	}
+	b := append(make([]byte, 0, size), head...)
+	b = append(b, '{')
+	for i, id := range tc.ids {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, pc.b...)
+		b = append(b, tc.pieces[id].b...)
 	}
 	b = append(b, '}')
 	return append(appendPBX(b, v.PBX), '}')
