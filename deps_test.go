@@ -53,11 +53,12 @@ var rules = []rule{
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp", "loadtest/internal/wsframe"}, banned: []string{"testing"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp", "loadtest/internal/wsframe", "loadtest/synthpbx"}, banned: []string{"testing"}},
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
+	{pkg: "loadtest/synthpbx", allowed: []string{"ami"}, banned: []string{"testing"}},
 	// A program measuring the hub in-process: the one load program that
 	// imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp"}},
 }
 
 type listed struct {

@@ -16,9 +16,10 @@
 #                           # each also against BASE (a git revision,
 #                           # default main) built in this sitting; the
 #                           # engine's Apply+Publish benchmark at 5,000
-#                           # extensions and 2,000 calls, interleaved with
-#                           # BASE's; and `loadtest synth` (this tree only:
-#                           # BASE may not have it)
+#                           # extensions and 2,000 calls, plain calls and the
+#                           # call centre's mix, interleaved with BASE's;
+#                           # and `loadtest synth`, plain and the mix (this
+#                           # tree only: BASE may not have it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${D:-10s}
@@ -123,27 +124,38 @@ if [ -n "${SCALE:-}" ]; then
   floor_ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s -floor)
   idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s)
   base_idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s -server "$tmp/base-wsbench")
-  echo "scale: engine benchmark, 5,000 extensions, 2,000 calls up, this tree and BASE interleaved..." >&2
+  echo "scale: engine benchmark, 5,000 extensions, 2,000 calls up (plain calls, and the call centre's mix), this tree and BASE interleaved..." >&2
+  # BASE runs this tree's benchmark file and traffic generator, so both
+  # engines see the same events (BASE may predate the mix).
+  cp calls/scale_bench_test.go "$tmp/base/calls/" && rm -rf "$tmp/base/loadtest/synthpbx" && cp -r loadtest/synthpbx "$tmp/base/loadtest/"
   (cd "$tmp/base" && go test -c -o "$tmp/base-calls.test" ./calls)
   go test -c -o "$tmp/calls.test" ./calls
-  engine_bench() { # test-binary: events per CPU second of each run, batch 64
-    for _ in 1 2 3; do
-      GOMAXPROCS=1 taskset -c 0 "$1" -test.run X -test.bench 'ApplyPublishAtScale/batch64' -test.benchtime 300000x |
-        awk '/^Benchmark/ {for (i = 1; i < NF; i++) if ($(i+1) == "events/cpu-s") print $i}'
-    done | jq -s .
+  engine_bench() { # test-binary bench: events per CPU second
+    GOMAXPROCS=1 taskset -c 0 "$1" -test.run X -test.bench "ApplyPublishAtScale/$2\$" -test.benchtime 2s |
+      awk '/^Benchmark/ {for (i = 1; i < NF; i++) if ($(i+1) == "events/cpu-s") print $i}'
   }
-  eng=$(engine_bench "$tmp/calls.test")
-  base_eng=$(engine_bench "$tmp/base-calls.test")
-  echo "scale: loadtest synth, 5,000 extensions, 2,000 calls up, 50 calls/s..." >&2
+  eng= base_eng= mix= base_mix=
+  for _ in 1 2 3; do
+    eng+=" $(engine_bench "$tmp/calls.test" batch64)"
+    base_eng+=" $(engine_bench "$tmp/base-calls.test" batch64)"
+    mix+=" $(engine_bench "$tmp/calls.test" mix/batch64)"
+    base_mix+=" $(engine_bench "$tmp/base-calls.test" mix/batch64)"
+  done
+  eng=$(echo $eng | jq -s .) base_eng=$(echo $base_eng | jq -s .) mix=$(echo $mix | jq -s .) base_mix=$(echo $base_mix | jq -s .)
+  echo "scale: loadtest synth, 5,000 extensions, 2,000 calls up, 50 calls/s, plain and the mix..." >&2
   synth=$("$tmp/ctibridge" loadtest synth --exts 5000 --calls 2000 -r 50 -d "$E2E_D" --json --max-missing -1 --max-ghosts -1) || true
   synth=${synth:-null}
+  synth_mix=$("$tmp/ctibridge" loadtest synth --exts 5000 --queues 25 --members 40 --calls 2000 -r 50 -d "$E2E_D" \
+    --queue-share 0.3 --trunk-share 0.3 --transfer-share 0.1 --json --max-missing -1 --max-ghosts -1) || true
+  synth_mix=${synth_mix:-null}
   scale=$(jq -n --arg base "$base" --argjson bare5k "$bare5k" --argjson ext5k_0 "$ext5k_0" --argjson ext5k_200 "$ext5k_200" \
     --argjson base_ext5k_200 "$base_ext5k_200" --argjson s50 "$s50" --argjson base_s50 "$base_s50" \
     --argjson s500 "$s500" --argjson base_s500 "$base_s500" --argjson s10k "$s10k" \
     --argjson s50_100 "$s50_100" --argjson base_s50_100 "$base_s50_100" --argjson s500_100 "$s500_100" --argjson base_s500_100 "$base_s500_100" \
     --argjson ws10k "$ws10k" --argjson base_ws10k "$base_ws10k" --argjson floor_ws10k "$floor_ws10k" \
     --argjson idle19k "$idle19k" --argjson base_idle19k "$base_idle19k" \
-    --argjson eng "$eng" --argjson base_eng "$base_eng" --argjson synth "$synth" '
+    --argjson eng "$eng" --argjson base_eng "$base_eng" --argjson mix "$mix" --argjson base_mix "$base_mix" \
+    --argjson synth "$synth" --argjson synth_mix "$synth_mix" '
     {base: $base,
      rest_5000_extensions: {bare: $bare5k, churn0: $ext5k_0, churn200: $ext5k_200, base_churn200: $base_ext5k_200,
        ratio_to_bare: {churn0: ($ext5k_0.requests.per_second / $bare5k.requests.per_second),
@@ -154,8 +166,8 @@ if [ -n "${SCALE:-}" ]; then
      e2e_10000_screens_2_calls_per_s: $s10k,
      wsbench: {screens_10000_2_per_s: $ws10k, base_screens_10000_2_per_s: $base_ws10k, floor_screens_10000_2_per_s: $floor_ws10k,
                idle_19000: $idle19k, base_idle_19000: $base_idle19k},
-     engine_apply_publish_events_per_cpu_s: {this: $eng, base: $base_eng},
-     synth_5000_extensions_2000_calls_50_per_s: $synth}')
+     engine_apply_publish_events_per_cpu_s: {this: $eng, base: $base_eng, mix: $mix, base_mix: $base_mix},
+     synth_5000_extensions_2000_calls_50_per_s: $synth, synth_mix_5000_extensions_2000_calls_50_per_s: $synth_mix}')
 fi
 
 jq -n --arg when "$(date -u +%FT%TZ)" --arg host "$(uname -n) $(nproc) CPUs" --arg commit "$(git rev-parse --short HEAD)" \
@@ -179,4 +191,5 @@ jq '{ratios, e2e_p99_ringing_ms: (.e2e | map_values(.latency_ms.p99)), e2e_missi
     e2e_100_screens_p99_ringing_ms: (.scale.e2e_100_screens | map_values(.latency_ms?.p99)),
     e2e_10000_screens_p99_ringing_ms: .scale.e2e_10000_screens_2_calls_per_s.latency_ms?.p99,
     engine_events_per_cpu_s: .scale.engine_apply_publish_events_per_cpu_s,
-    synth_p99_ringing_ms: .scale.synth_5000_extensions_2000_calls_50_per_s.latency_ms?.p99} end)}' "$out"
+    synth_p99_ringing_ms: .scale.synth_5000_extensions_2000_calls_50_per_s.latency_ms?.p99,
+    synth_mix_p99_ringing_ms: .scale.synth_mix_5000_extensions_2000_calls_50_per_s.latency_ms?.p99} end)}' "$out"

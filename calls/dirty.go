@@ -111,9 +111,10 @@ func (e *Engine) markShowing() {
 			e.dirtyExt[k] = struct{}{}
 		}
 	}
-	for k := range e.busyTrk {
+	for k, t := range e.busyTrk {
 		if showsAny(e.pub.trunks[k].Conversations, e.renamedExts) {
 			e.dirtyTrunk[k] = struct{}{}
+			t.conv.valid = false
 		}
 	}
 	resetSet(&e.renamedExts)
@@ -151,8 +152,9 @@ func (e *Engine) markDirtyOwners() {
 		for k := range e.busyExt {
 			e.dirtyExt[k] = struct{}{}
 		}
-		for k := range e.busyTrk {
+		for k, t := range e.busyTrk {
 			e.dirtyTrunk[k] = struct{}{}
+			t.conv.valid = false
 		}
 		e.rederiveAll = false
 	}
@@ -167,6 +169,9 @@ func (e *Engine) markOwner(c *channel) {
 		e.dirtyExt[c.owner] = struct{}{}
 	case ownerTrunk:
 		e.dirtyTrunk[c.owner] = struct{}{}
+		if t := e.trunks[c.owner]; t != nil {
+			t.conv.touched = append(t.conv.touched, c) // once: touched holds a channel once a batch
+		}
 	}
 }
 

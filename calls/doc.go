@@ -141,9 +141,16 @@
 // entity changes again so the feed retains no superseded values), and
 // nothing more while no reader asks for the hidden class; the extensions' is
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
-// re-encoding its piece only, so REST writes the pieces as they are.
+// re-encoding its piece only, so REST writes the pieces as they are. A
+// trunk, which may hold hundreds of conversations, keeps them per channel
+// and the JSON of each: Publish re-derives the conversations of the
+// trunk's channels the batch touched and re-encodes those that changed
+// or whose duration second moved on (trunkconvs.go), but still copies the
+// trunk's map and writes its whole JSON once per Publish that changed it.
 // BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000
-// extensions and 2,000 calls up; BenchmarkPublishAtScale holds the cost of
+// extensions and 2,000 calls up, plain internal calls and a call
+// centre's mix (queue, trunk and transferred calls from
+// loadtest/synthpbx); BenchmarkPublishAtScale holds the cost of
 // one call ending and another starting flat from 10 to 2,000 calls up, and
 // TestPublishAtScaleAllocs bounds its allocations.
 package calls

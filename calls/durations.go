@@ -46,7 +46,7 @@ func (e *Engine) RefreshDurations() *Snapshot {
 			continue
 		}
 		old := p.trunk.ents[k]
-		p.setTrunk(k, old.refreshed(newEnt(t, now, e.cfg.Opaque, appendTrunk, old.size()+8)))
+		p.setTrunk(k, old.refreshed(e.trunkEnt(e.trunks[k], t, now, old.size()+8)))
 		trunks++
 	}
 	n += trunks

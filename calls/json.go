@@ -178,11 +178,17 @@ func appendConversations(b []byte, m map[string]Conversation, nowMs int64, e enc
 			b = append(b, ',')
 		}
 		c := m[k]
-		b = e.convID(b, k)
-		b = append(b, ':')
-		b = appendConversation(b, &c, nowMs, e)
+		b = appendConvEntry(b, k, &c, nowMs, e)
 	}
 	return append(b, '}')
+}
+
+// appendConvEntry writes one member of the conversations object: its id,
+// then the conversation.
+func appendConvEntry(b []byte, id string, c *Conversation, nowMs int64, e enc) []byte {
+	b = e.convID(b, id)
+	b = append(b, ':')
+	return appendConversation(b, c, nowMs, e)
 }
 
 func appendExtension(b []byte, x *Extension, nowMs int64, e enc) []byte {
@@ -224,6 +230,12 @@ func appendExtension(b []byte, x *Extension, nowMs int64, e enc) []byte {
 }
 
 func appendTrunk(b []byte, t *Trunk, nowMs int64, e enc) []byte {
+	b = appendConversations(appendKey(appendTrunkHead(b, t), "conversations"), t.Conversations, nowMs, e)
+	return append(appendPBX(b, t.PBX), '}')
+}
+
+// appendTrunkHead writes a trunk's fields before its conversations.
+func appendTrunkHead(b []byte, t *Trunk) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "name", t.Name)
 	b = append(b, ',')
@@ -232,9 +244,7 @@ func appendTrunk(b []byte, t *Trunk, nowMs int64, e enc) []byte {
 	b = appendStrField(b, "registration", t.Registration)
 	b = append(b, ',')
 	b = appendStrField(b, "chanType", t.ChanType)
-	b = append(b, ',')
-	b = appendConversations(appendKey(b, "conversations"), t.Conversations, nowMs, e)
-	return append(appendPBX(b, t.PBX), '}')
+	return append(b, ',')
 }
 
 func appendMemberFields(b []byte, m *QueueMember) []byte {

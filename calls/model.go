@@ -77,11 +77,15 @@ func convEqual(a, b Conversation) bool {
 }
 
 // Duration is the talk time in whole seconds at nowMs (0 if not answered).
-func (c Conversation) Duration(nowMs int64) int64 {
-	if c.AnsweredAt == 0 || nowMs < c.AnsweredAt {
+func (c Conversation) Duration(nowMs int64) int64 { return durationAt(c.AnsweredAt, nowMs) }
+
+// durationAt is the talk time in whole seconds at nowMs of a call
+// answered at answeredAt (0: not answered).
+func durationAt(answeredAt, nowMs int64) int64 {
+	if answeredAt == 0 || nowMs < answeredAt {
 		return 0
 	}
-	return (nowMs - c.AnsweredAt) / 1000
+	return (nowMs - answeredAt) / 1000
 }
 
 // Queue is an Asterisk app_queue queue keyed by its name.
@@ -175,8 +179,12 @@ func extEqual(a, b *Extension) bool {
 }
 
 func trunkEqual(a, b *Trunk) bool {
-	return a.Name == b.Name && a.Status == b.Status && a.Registration == b.Registration &&
-		a.ChanType == b.ChanType && convsEqual(a.Conversations, b.Conversations)
+	return trunkFieldsEqual(a, b) && convsEqual(a.Conversations, b.Conversations)
+}
+
+// trunkFieldsEqual compares all but the conversations.
+func trunkFieldsEqual(a, b *Trunk) bool {
+	return a.Name == b.Name && a.Status == b.Status && a.Registration == b.Registration && a.ChanType == b.ChanType
 }
 
 func parkingEqual(a, b *Parking) bool {

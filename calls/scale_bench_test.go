@@ -1,12 +1,14 @@
 package calls
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/loadtest/synthpbx"
 )
 
 // scalePBX generates the AMI events of a busy call centre: extensions
@@ -146,16 +148,27 @@ func (s *scalePBX) stream(n int) []ami.Message {
 
 // BenchmarkApplyPublishAtScale streams call ends and starts into an engine
 // holding 5,000 extensions and 2,000 calls, with a Publish every 64 events
-// (a full read batch of the AMI reader, as under load) or every 512.
+// (a full read batch of the AMI reader, as under load) or every 512:
+// plain internal calls (scalePBX), and a call centre's mix (mix, below).
 func BenchmarkApplyPublishAtScale(b *testing.B) {
 	for _, batch := range []int{64, 512} {
-		b.Run("batch"+strconv.Itoa(batch), func(b *testing.B) { benchAtScale(b, batch) })
+		b.Run("batch"+strconv.Itoa(batch), func(b *testing.B) {
+			e, s := scaleEngine(b, 5000, 2000)
+			benchAtScale(b, batch, e, func() []ami.Message { return s.stream(1 << 16) })
+		})
+	}
+	for _, batch := range []int{64, 512} {
+		b.Run("mix/batch"+strconv.Itoa(batch), func(b *testing.B) {
+			e, m := mixEngine(b, 5000, 2000)
+			benchAtScale(b, batch, e, func() []ami.Message { return m.stream(1 << 16) })
+		})
 	}
 }
 
-func benchAtScale(b *testing.B, batch int) {
-	e, s := scaleEngine(b, 5000, 2000)
-	msgs := s.stream(1 << 16) // pre-built: the benchmark measures the engine
+// benchAtScale applies the events next returns (pre-built, outside the
+// timer: the benchmark measures the engine) and Publishes every batch.
+func benchAtScale(b *testing.B, batch int, e *Engine, next func() []ami.Message) {
+	msgs := next()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
@@ -165,7 +178,7 @@ func benchAtScale(b *testing.B, batch int) {
 		if j++; j == len(msgs) {
 			b.StopTimer()
 			c := cpuTime()
-			msgs = s.stream(1 << 16)
+			msgs = next()
 			j = 0
 			cpu += cpuTime() - c
 			b.StartTimer()
@@ -177,6 +190,65 @@ func benchAtScale(b *testing.B, batch int) {
 	e.Publish()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.N)/(cpuTime()-cpu).Seconds(), "events/cpu-s")
+}
+
+// mixPBX is a call centre on loadtest/synthpbx, in virtual time: 25
+// queues of static members, a fifth of the extensions (at 5,000: 40
+// each, 1,000 agents), and of the new calls 30%
+// outside callers into a queue, 30% trunk calls (half in, half out), 10%
+// internal calls transferred (half blind, half attended), 30% plain
+// internal calls; 50 new calls a second, each ringing 1 s and lasting
+// 40 s, so 2,000 calls are up.
+type mixPBX struct {
+	gen *synthpbx.Gen
+	out []ami.Message
+	now time.Time
+}
+
+const mixRate = 50 // new calls a second
+
+// mixEngine is an engine holding exts extensions and calls calls of the
+// mix up, and the mix that keeps it that way.
+func mixEngine(tb testing.TB, exts, calls int) (*Engine, *mixPBX) {
+	tb.Helper()
+	m := &mixPBX{now: time.Unix(1796028439, 0)}
+	clock := func() time.Time { return m.now }
+	p, err := synthpbx.New(exts, 25, exts/125, func(msg ami.Message) { m.out = append(m.out, msg) }, clock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hold := time.Duration(calls) * time.Second / mixRate
+	m.gen, err = synthpbx.NewGen(p, synthpbx.Mix{Queue: 0.3, Trunk: 0.3, Transfer: 0.1, Hold: hold, Ring: time.Second}, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := New(Config{Now: clock})
+	p.Announce()
+	for range calls {
+		m.gen.Start(m.now) // a call's steps are spread over its length: start them as the steady state does
+		m.now = m.now.Add(time.Second / mixRate)
+		m.gen.Due(m.now)
+	}
+	for _, msg := range m.out {
+		e.Apply(msg)
+	}
+	m.out = m.out[:0]
+	e.Publish()
+	if up := m.gen.Up(); up < calls*9/10 {
+		tb.Fatalf("%d calls up, want about %d", up, calls)
+	}
+	return e, m
+}
+
+// stream is at least n more events of the steady mix.
+func (m *mixPBX) stream(n int) []ami.Message {
+	m.out = nil
+	for len(m.out) < n {
+		m.now = m.now.Add(time.Second / mixRate)
+		m.gen.Due(m.now)
+		m.gen.Start(m.now)
+	}
+	return m.out
 }
 
 // cpuTime is the CPU time the process used (user and system, GC included):
@@ -260,5 +332,35 @@ func TestPublishAtScaleAllocs(t *testing.T) {
 	t.Logf("%.1f allocations per round (22 events, one Publish)", n)
 	if n > 90 {
 		t.Errorf("a round allocates %.1f times, want at most 90", n)
+	}
+}
+
+// TestMixPublishDerivesWhatChanged runs the call centre's mix (queue,
+// trunk and transferred calls: hundreds of conversations on one trunk) in
+// batches of random size and, after every Publish, re-derives every
+// owner in full: what was published, and the trunk's bytes put together
+// from its conversations' pieces (trunkconvs.go), must be what a full
+// derivation and encoding give.
+func TestMixPublishDerivesWhatChanged(t *testing.T) {
+	e, m := mixEngine(t, 1200, 300)
+	r := rand.New(rand.NewPCG(3, 5))
+	checkFull(t, e, "after the fill")
+	msgs := m.stream(20000)
+	for i := 0; i < len(msgs); {
+		n := 1 + r.IntN(100)
+		for _, msg := range msgs[i:min(i+n, len(msgs))] {
+			e.Apply(msg)
+		}
+		i += n
+		m.now = m.now.Add(time.Duration(r.IntN(700)) * time.Millisecond) // durations move on
+		e.Publish()
+		checkFull(t, e, "event "+strconv.Itoa(i))
+		if i%3000 < n {
+			e.RefreshDurations()
+			checkFull(t, e, "refresh at event "+strconv.Itoa(i))
+		}
+	}
+	if n := len(e.pub.trunks["trunk"].Conversations); n < 50 {
+		t.Errorf("the trunk holds %d conversations, want about 120", n)
 	}
 }

@@ -295,19 +295,24 @@ func (e *Engine) convsOf(chans []*channel) map[string]Conversation {
 	}
 	m := make(map[string]Conversation, len(chans))
 	for _, c := range chans {
-		if c.gone {
-			continue
-		}
-		if cv := e.convFor(c); cv.ID != "" {
-			m[cv.ID] = cv
-		}
-		if c.consulting() {
-			if cv, ok := e.heldConv(c); ok {
-				m[cv.ID] = cv
-			}
+		if !c.gone {
+			e.chanConvs(c, func(cv Conversation) { m[cv.ID] = cv })
 		}
 	}
 	return m
+}
+
+// chanConvs derives a channel's conversations: its own, and the held one
+// of a transferer consulting.
+func (e *Engine) chanConvs(c *channel, yield func(Conversation)) {
+	if cv := e.convFor(c); cv.ID != "" {
+		yield(cv)
+	}
+	if c.consulting() {
+		if cv, ok := e.heldConv(c); ok {
+			yield(cv)
+		}
+	}
 }
 
 func (e *Engine) extView(x *extState) Extension {
@@ -333,14 +338,17 @@ func (e *Engine) extView(x *extState) Extension {
 	}
 }
 
-func (e *Engine) trunkView(t *trunkState) Trunk {
+// trunkView is t's view and whether its conversations changed since the
+// last (trunkconvs.go).
+func (e *Engine) trunkView(t *trunkState) (Trunk, bool) {
+	convs, changed := e.trunkConvsOf(t)
 	return Trunk{
 		Name:          t.name,
 		Status:        t.status,
 		Registration:  t.registration,
 		ChanType:      t.chanType,
-		Conversations: e.convsOf(t.chans),
-	}
+		Conversations: convs,
+	}, changed
 }
 
 func (q *queueState) view() Queue {
@@ -557,12 +565,12 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 		if t == nil {
 			continue
 		}
-		v := e.trunkView(t)
-		if old, ok := p.trunks[k]; ok && trunkEqual(&old, &v) {
+		v, convsChanged := e.trunkView(t)
+		if old, ok := p.trunks[k]; ok && !convsChanged && trunkFieldsEqual(&old, &v) {
 			continue
 		}
 		old := p.trunk.ents[k]
-		x := newEnt(v, now, e.cfg.Opaque, appendTrunk, old.size())
+		x := e.trunkEnt(t, v, now, old.size())
 		p.setTrunk(k, x)
 		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}

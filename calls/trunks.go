@@ -14,6 +14,7 @@ type trunkState struct {
 	registration string
 	chanType     string
 	chans        []*channel
+	conv         trunkConvs // its conversations as last published, and what to re-derive (trunkconvs.go)
 }
 
 func (e *Engine) ensureTrunk(name string) *trunkState {

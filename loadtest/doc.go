@@ -10,12 +10,15 @@
 // reads the bridge's CPU from /proc and its hub's writes from /metrics.
 //
 // RunSynth is the same measure at call-centre scale without SIP: a
-// SynthAMI (an ami.Server on loopback) holds thousands of extensions and
-// calls and emits their AMI events (Newchannel, Newstate, DialBegin/End,
-// BridgeEnter/Leave, Hangup, ExtensionStatus) at a given call rate, and
-// answers the bridge's resync and reconcile lists from the calls it has
-// up; the run times the ringing and answer events to the screens, REST
-// reads, and the engine's cost from the bridge's /metrics. ServeSynth
+// SynthAMI (an ami.Server on loopback in front of loadtest/synthpbx, the
+// synthetic Asterisk 22 that the engine's benchmarks also use) holds
+// thousands of extensions, queues of them and calls, and emits their AMI
+// events at a given call rate: a mix of internal, trunk (in and out),
+// queue and transferred (blind and attended) calls in the shapes of the
+// recordings; it answers the bridge's resync and reconcile lists from
+// its state. The run times the ringing and answer events of the internal
+// calls to the screens, REST reads, and the engine's cost from the
+// bridge's /metrics. ServeSynth
 // runs the same synthetic PBX and calls for bridges started elsewhere
 // (several at once: bench/edges.sh has a bus bridge and a plain serve
 // follow it) and writes each call's start time per callee, from which

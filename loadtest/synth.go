@@ -5,44 +5,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctibridge/ctibridge/loadtest/synthpbx"
 )
 
 // SynthConfig is one `loadtest synth` run: a SynthAMI holding Calls
-// two-party calls up between its extensions and starting Rate new ones a
-// second, a bridge following it, Clients WebSocket screens and REST reads.
+// calls up between its extensions and starting Rate new ones a second
+// (SynthTraffic), a bridge following it, Clients WebSocket screens and
+// REST reads.
 type SynthConfig struct {
 	AMI   *SynthAMI
 	HTTP  string // the bridge's REST root
 	Admin string // the bridge's admin root, for /metrics
 	Token string
+	SynthTraffic
 
-	Calls    int           // calls held up (concurrency); 2*Calls+2 <= the extensions
-	Rate     float64       // new calls a second in the steady phase; each lasts Calls/Rate seconds
-	Ring     time.Duration // how long a callee rings before it answers
-	Duration time.Duration // the steady phase
 	Clients  int           // WebSocket screens
 	RESTRate float64       // REST reads of every extension a second (negative: none)
 	Settle   time.Duration // after the last hangup, before looking for ghosts
 	Progress func(Second)
 }
 
+// SynthTraffic is the calls of a synth run or ServeSynth: how many are
+// held up, how fast new ones start, and their mix (synthpbx.Mix; the
+// shares not given are plain internal calls).
+type SynthTraffic struct {
+	Calls    int           // calls held up (concurrency): CheckSynth
+	Rate     float64       // new calls a second in the steady phase; each lasts Calls/Rate seconds
+	Ring     time.Duration // how long a callee rings before it answers
+	Duration time.Duration // the steady phase
+
+	QueueShare    float64 // of the new calls: outside callers into a queue (SynthPBX.Queues > 0)
+	TrunkShare    float64 // trunk calls, half inbound to an extension, half outbound
+	TransferShare float64 // internal calls transferred, half blind, half attended
+}
+
+func (t *SynthTraffic) setDefaults() {
+	if t.Calls <= 0 {
+		t.Calls = 100
+	}
+	if t.Rate <= 0 {
+		t.Rate = 10
+	}
+	if t.Ring <= 0 {
+		t.Ring = time.Second
+	}
+	if t.Duration <= 0 {
+		t.Duration = 10 * time.Second
+	}
+}
+
 func (cfg *SynthConfig) setDefaults() {
-	if cfg.Calls <= 0 {
-		cfg.Calls = 100
-	}
-	if cfg.Rate <= 0 {
-		cfg.Rate = 10
-	}
-	if cfg.Ring <= 0 {
-		cfg.Ring = time.Second
-	}
-	if cfg.Duration <= 0 {
-		cfg.Duration = 10 * time.Second
-	}
+	cfg.SynthTraffic.setDefaults()
 	if cfg.Clients <= 0 {
 		cfg.Clients = 5
 	}
@@ -54,35 +73,26 @@ func (cfg *SynthConfig) setDefaults() {
 	}
 }
 
-// synthCall is a call of the run and its record for matchCalls.
-type synthCall struct {
-	c          *SynthCall
-	rec        int       // index in recs; -1 for the calls of the fill
-	answer, up time.Time // when it is answered, hung up
-}
-
 // RunSynth fills the PBX with cfg.Calls answered calls as fast as the
 // bridge takes them (the fill: events applied per second end to end,
 // AMI reading included), then for cfg.Duration ends and starts calls at
 // cfg.Rate, each ringing cfg.Ring, keeping about cfg.Calls up. It
-// measures, for the steady phase's calls, the callee's ringing event
-// sent to the callee shown ringing on every screen (the main latency) and
-// the answer sent to the call shown connected, REST read latency, and
-// from the bridge's /metrics the engine's cost: apply time per event,
-// publish time per batch, events per batch, the share of a core it took,
-// and the largest batch lag sampled. At the end it hangs up every call
-// and counts the screens and REST still showing one (ghosts).
+// measures, for the steady phase's internal calls, the callee's ringing
+// event sent to the callee shown ringing on every screen (the main
+// latency) and the answer sent to the call shown connected, REST read
+// latency, and from the bridge's /metrics the engine's cost: apply time
+// per event, publish time per batch, events per batch, the share of a
+// core it took, and the largest batch lag sampled. At the end it hangs up
+// every call and counts the screens and REST still showing one (ghosts).
 func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	cfg.setDefaults()
-	if 2*cfg.Calls+2 > cfg.AMI.exts {
-		return nil, fmt.Errorf("loadtest: synth: %d calls need %d extensions, have %d", cfg.Calls, 2*cfg.Calls+2, cfg.AMI.exts)
+	g, err := newSynthGen(cfg.AMI, cfg.SynthTraffic)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hold := time.Duration(float64(cfg.Calls) / cfg.Rate * float64(time.Second))
-	if hold <= cfg.Ring {
-		return nil, fmt.Errorf("loadtest: synth: %d calls at %.0f/s last %v, not longer than the ring time %v", cfg.Calls, cfg.Rate, hold, cfg.Ring)
-	}
+	hold := g.mix.Hold
 	e2e := E2EConfig{HTTP: cfg.HTTP, Token: cfg.Token, Clients: cfg.Clients}
 	total := cfg.Duration + hold + cfg.Settle + 10*time.Second + 2*time.Minute // bounded: the fill and the hangups come first
 	ws, err := startScreens(ctx, e2e, total)
@@ -93,13 +103,9 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 
 	rep := &Report{Mode: "synth", Target: fmt.Sprintf("synthetic AMI %s, bridge %s", cfg.AMI.Addr(), cfg.HTTP),
 		Connections: cfg.Clients, Rate: cfg.Rate, Latency: &Histogram{}, Errors: map[string]uint64{},
-		FirstErrors: map[string]string{}, Counters: map[string]uint64{"extensions": uint64(cfg.AMI.exts)}}
-	g := &synthGen{ami: cfg.AMI, free: make([]int, cfg.AMI.exts)}
-	for i := range g.free {
-		g.free[i] = i
-	}
+		FirstErrors: map[string]string{}, Counters: map[string]uint64{"extensions": uint64(cfg.AMI.cfg.Extensions)}}
 
-	m1, err := g.fill(ctx, cfg, rep, hold)
+	m1, err := g.measuredFill(ctx, cfg, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +121,7 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	cpu0, mach0 := cpuTime(), machineCPU()
 	rep.Started = start
 	ev1 := cfg.AMI.Events()
-	g.steady(ctx, cfg, start, hold)
+	g.steady(ctx, cfg.SynthTraffic, start)
 	steady := time.Since(start)
 	m2, err := waitApplied(ctx, cfg.Admin, m1, cfg.AMI.Events()-ev1)
 	if err != nil {
@@ -126,8 +132,7 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	rep.Counters["batch_lag_max_sampled_us"] = uint64(<-lagDone * 1e6)
 	rep.Counters["events_per_s_offered"] = uint64(float64(cfg.AMI.Events()-ev1) / steady.Seconds())
 	engineCounters(rep, "", m1, m2, steady)
-	rep.Counters["calls_up_max"] = uint64(g.maxUp)
-	rep.Counters["calls_skipped_no_free_pair"] = uint64(g.skipped)
+	g.counters(rep)
 	rep.Elapsed = cfg.Duration
 	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / steady.Seconds()
 	if m := machineCPU(); mach0 != nil && m != nil {
@@ -145,7 +150,7 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	matchCalls(rep, connected, g.recs, ws.screens, e2e)
 	rep.Extra = append(rep.Extra, Series{Name: "answer→connected", Latency: connected})
 	rep.addClients(ws.rep, restRep)
-	rep.Notes = append(rep.Notes, synthNotes(rep, cfg, hold)...)
+	rep.Notes = append(rep.Notes, synthNotes(rep, cfg)...)
 	if cfg.Progress != nil {
 		for _, s := range rep.PerSecond {
 			cfg.Progress(s)
@@ -154,106 +159,150 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	return rep, nil
 }
 
-// synthGen places the calls: a FIFO of free extensions, the calls up in
-// the order they end (every call lasts as long, so FIFO is time order).
+// synthGen places the calls of a run (a synthpbx.Gen on the SynthAMI's
+// PBX, under its lock) and records the steady phase's internal calls for
+// matchCalls.
 type synthGen struct {
 	ami     *SynthAMI
-	free    []int
-	up      []*synthCall // by hangup time
-	ringing []*synthCall // by answer time
+	gen     *synthpbx.Gen
+	mix     synthpbx.Mix
+	rate    float64
 	recs    []callRecord
-	maxUp   int
-	skipped int
+	measure bool                          // the steady phase: record its internal calls
 	stamp   func(callee int, t time.Time) // ServeSynth's: called just before a measured call is dialled
 }
 
-// dial starts a call between the two longest-free extensions; rec says
-// whether the run measures it.
-func (g *synthGen) dial(rec int) *synthCall {
-	a, b := g.free[0], g.free[1]
-	g.free = g.free[2:]
-	if rec >= 0 && g.stamp != nil {
-		g.stamp(b, time.Now())
+// CheckSynth says whether a PBX of size can hold tr's calls (with its
+// defaults): the calls that are no queue call need two extensions each
+// that are no queue's members (a trunk call one, a transfer a third for
+// a while: two is the bound that holds), the queue calls a member each.
+func CheckSynth(size SynthPBX, tr SynthTraffic) error {
+	tr.setDefaults()
+	if err := tr.mix().Check(); err != nil {
+		return fmt.Errorf("loadtest: synth: %w", err)
 	}
-	c := &synthCall{c: g.ami.Dial(a, b), rec: -1}
-	if rec >= 0 {
-		c.rec = len(g.recs)
-		g.recs = append(g.recs, callRecord{caller: SynthExten(a), callee: SynthExten(b), invite: time.Now()})
+	free := size.Extensions - size.Queues*size.Members
+	if need := int(math.Ceil(2*float64(tr.Calls)*(1-tr.QueueShare))) + 2; need > free {
+		return fmt.Errorf("loadtest: synth: %d calls need %d extensions that are no queue's members, have %d (%d extensions, %d queues of %d members)",
+			tr.Calls, need, free, size.Extensions, size.Queues, size.Members)
 	}
-	g.up = append(g.up, c)
-	g.maxUp = max(g.maxUp, len(g.up))
-	return c
+	if need := int(math.Ceil(float64(tr.Calls) * tr.QueueShare)); need > size.Queues*size.Members {
+		return fmt.Errorf("loadtest: synth: %.0f%% of %d calls into queues need %d members, have %d queues of %d", tr.QueueShare*100, tr.Calls, need, size.Queues, size.Members)
+	}
+	return nil
 }
 
-// fill dials and answers cfg.Calls calls at once, their hangups spread
-// over one call length (so the steady phase starts in its steady state),
-// waits until the bridge has read them and counts what that cost; it
-// returns the scrape that ends it.
-func (g *synthGen) fill(ctx context.Context, cfg SynthConfig, rep *Report, hold time.Duration) (metrics, error) {
+// mix is tr's synthpbx.Mix: each call lasts Calls/Rate seconds.
+func (tr SynthTraffic) mix() synthpbx.Mix {
+	hold := time.Duration(float64(tr.Calls) / tr.Rate * float64(time.Second))
+	return synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Hold: hold, Ring: tr.Ring}
+}
+
+// newSynthGen checks tr (with its defaults) against a's PBX and makes
+// the generator of its calls.
+func newSynthGen(a *SynthAMI, tr SynthTraffic) (*synthGen, error) {
+	tr.setDefaults()
+	if err := CheckSynth(a.cfg, tr); err != nil {
+		return nil, err
+	}
+	g := &synthGen{ami: a, rate: tr.Rate, mix: tr.mix()}
+	var err error
+	a.do(func(p *synthpbx.PBX) { g.gen, err = synthpbx.NewGen(p, g.mix, uint64(time.Now().UnixNano())) })
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: synth: %w", err)
+	}
+	g.gen.Before = func(c *synthpbx.Call) {
+		if !g.measure || c.Kind != synthpbx.Internal {
+			return
+		}
+		if g.stamp != nil {
+			g.stamp(c.B, time.Now())
+		}
+		c.Tag = len(g.recs)
+		g.recs = append(g.recs, callRecord{caller: SynthExten(c.A), callee: SynthExten(c.B), invite: time.Now()})
+	}
+	g.gen.Answered = func(c *synthpbx.Call) {
+		if c.Tag >= 0 && g.recs[c.Tag].ok.IsZero() {
+			g.recs[c.Tag].ok = time.Now()
+		}
+	}
+	g.gen.Ended = func(c *synthpbx.Call) {
+		if c.Tag >= 0 {
+			g.recs[c.Tag].end = time.Now()
+		}
+	}
+	return g, nil
+}
+
+// fill places the calls held up at once, answered, their hangups spread
+// over one call length (so the steady phase starts in its steady
+// state); it returns how many it placed and the events they took.
+func (g *synthGen) fill(calls int) (placed int, events uint64) {
+	t0 := time.Now()
+	g.ami.do(func(p *synthpbx.PBX) {
+		ev0 := p.Events()
+		for i := range calls {
+			if g.gen.Fill(t0, t0.Add(g.mix.Hold*time.Duration(i+1)/time.Duration(calls))) != nil {
+				placed++
+			}
+		}
+		events = p.Events() - ev0
+	})
+	return placed, events
+}
+
+// measuredFill fills, waits until the bridge has read the fill and
+// counts what that cost; it returns the scrape that ends it.
+func (g *synthGen) measuredFill(ctx context.Context, cfg SynthConfig, rep *Report) (metrics, error) {
 	m0, err := scrapeMetrics(ctx, cfg.Admin)
 	if err != nil {
 		return nil, err
 	}
-	t0, ev0 := time.Now(), cfg.AMI.Events()
-	for i := range cfg.Calls {
-		c := g.dial(-1)
-		cfg.AMI.Answer(c.c)
-		c.up = t0.Add(hold * time.Duration(i+1) / time.Duration(cfg.Calls))
-	}
-	n := cfg.AMI.Events() - ev0
+	t0 := time.Now()
+	placed, n := g.fill(cfg.Calls)
 	m1, err := waitApplied(ctx, cfg.Admin, m0, n)
 	if err != nil {
 		return nil, err
 	}
 	d := time.Since(t0)
-	rep.Counters["fill_calls"] = uint64(cfg.Calls)
+	rep.Counters["fill_calls"] = uint64(placed)
 	rep.Counters["fill_events"] = n
 	rep.Counters["fill_events_per_s"] = uint64(float64(n) / d.Seconds())
 	engineCounters(rep, "fill_", m0, m1, d)
 	return m1, nil
 }
 
-// steady ends and starts calls for cfg.Duration.
-func (g *synthGen) steady(ctx context.Context, cfg SynthConfig, start time.Time, hold time.Duration) {
-	every := time.Duration(float64(time.Second) / cfg.Rate)
+// steady ends and starts calls for tr.Duration, recording the internal
+// ones.
+func (g *synthGen) steady(ctx context.Context, tr SynthTraffic, start time.Time) {
+	g.measure = true
+	defer func() { g.measure = false }()
+	every := time.Duration(float64(time.Second) / g.rate)
 	next := start
-	end := start.Add(cfg.Duration)
+	end := start.Add(tr.Duration)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		for len(g.ringing) > 0 && !g.ringing[0].answer.After(now) {
-			c := g.ringing[0]
-			g.ringing = g.ringing[1:]
-			g.ami.Answer(c.c)
-			g.recs[c.rec].ok = time.Now()
-		}
-		for len(g.up) > 0 && !g.up[0].up.After(now) {
-			g.hangup(g.up[0])
-			g.up = g.up[1:]
-		}
+		var wake time.Time
+		g.ami.do(func(*synthpbx.PBX) {
+			g.gen.Due(now)
+			if now.Before(end) {
+				for !next.After(now) {
+					next = next.Add(every)
+					g.gen.Start(now)
+				}
+			}
+			wake = g.gen.Next()
+		})
 		if !now.Before(end) {
 			return
 		}
-		for !next.After(now) {
-			next = next.Add(every)
-			if len(g.free) < 2 {
-				g.skipped++
-				continue
-			}
-			c := g.dial(0)
-			c.answer, c.up = now.Add(cfg.Ring), now.Add(hold)
-			g.ringing = append(g.ringing, c)
+		if wake.IsZero() || next.Before(wake) {
+			wake = next
 		}
-		wake := next
 		if end.Before(wake) {
 			wake = end
-		}
-		if len(g.ringing) > 0 && g.ringing[0].answer.Before(wake) {
-			wake = g.ringing[0].answer
-		}
-		if len(g.up) > 0 && g.up[0].up.Before(wake) {
-			wake = g.up[0].up
 		}
 		t.Reset(time.Until(wake))
 		select {
@@ -264,25 +313,10 @@ func (g *synthGen) steady(ctx context.Context, cfg SynthConfig, start time.Time,
 	}
 }
 
-func (g *synthGen) hangup(c *synthCall) {
-	g.ami.Hangup(c.c)
-	if c.rec >= 0 {
-		g.recs[c.rec].end = time.Now()
-	}
-	g.free = append(g.free, c.c.A, c.c.B)
-}
-
-// hangupAll ends every call still up, ringing ones first (unanswered:
-// the run does not measure them).
+// hangupAll ends every call still up (unanswered ones: the run does not
+// measure them).
 func (g *synthGen) hangupAll() {
-	for _, c := range g.ringing {
-		c.rec = -1
-	}
-	g.ringing = nil
-	for _, c := range g.up {
-		g.hangup(c)
-	}
-	g.up = nil
+	g.ami.do(func(*synthpbx.PBX) { g.gen.HangupAll() })
 	kept := g.recs[:0]
 	for _, r := range g.recs {
 		if !r.ok.IsZero() {
@@ -290,6 +324,17 @@ func (g *synthGen) hangupAll() {
 		}
 	}
 	g.recs = kept
+}
+
+// counters adds what the generator placed to rep.
+func (g *synthGen) counters(rep *Report) {
+	g.ami.do(func(*synthpbx.PBX) {
+		rep.Counters["calls_up_max"] = uint64(g.gen.MaxUp)
+		rep.Counters["calls_skipped_no_free_extension"] = uint64(g.gen.Skipped)
+		for k, n := range g.gen.Placed {
+			rep.Counters["calls_placed_"+synthpbx.Kind(k).String()] = uint64(n)
+		}
+	})
 }
 
 // metrics is a scrape of the bridge's /metrics: value by series.
@@ -383,11 +428,16 @@ func sampleLag(ctx context.Context, admin string) float64 {
 	}
 }
 
-func synthNotes(rep *Report, cfg SynthConfig, hold time.Duration) []string {
+func synthNotes(rep *Report, cfg SynthConfig) []string {
 	c := rep.Counters
+	hold := cfg.mix().Hold
 	notes := []string{
 		fmt.Sprintf("%d extensions, %d calls up (at most %d), %.0f new calls/s lasting %v (ringing %v): %d events/s offered",
-			cfg.AMI.exts, cfg.Calls, c["calls_up_max"], cfg.Rate, hold.Round(time.Millisecond), cfg.Ring, c["events_per_s_offered"]),
+			cfg.AMI.cfg.Extensions, cfg.Calls, c["calls_up_max"], cfg.Rate, hold.Round(time.Millisecond), cfg.Ring, c["events_per_s_offered"]),
+		fmt.Sprintf("mix: %d queues of %d members; of the new calls %.0f%% into a queue, %.0f%% on the trunk, %.0f%% transferred; placed %d internal, %d trunk in, %d trunk out, %d queue, %d blind and %d attended transfers; %d skipped (no idle extension or member)",
+			cfg.AMI.cfg.Queues, cfg.AMI.cfg.Members, cfg.QueueShare*100, cfg.TrunkShare*100, cfg.TransferShare*100,
+			c["calls_placed_internal"], c["calls_placed_trunk_in"], c["calls_placed_trunk_out"], c["calls_placed_queue"],
+			c["calls_placed_blind_transfer"], c["calls_placed_attended_transfer"], c["calls_skipped_no_free_extension"]),
 		fmt.Sprintf("fill: %d events (%d calls) applied at %d events/s end to end; engine %d ns/event, %d events/batch",
 			c["fill_events"], c["fill_calls"], c["fill_events_per_s"], c["fill_engine_ns_per_event"], c["fill_events_per_batch"]),
 		fmt.Sprintf("steady: apply %d ns/event, publish %d µs/batch of %d events, %.1f%% of a core; largest batch lag sampled %d µs",

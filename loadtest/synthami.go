@@ -2,75 +2,66 @@ package loadtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/loadtest/synthpbx"
 	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
 // SynthAMI is a synthetic Asterisk on loopback for `loadtest synth`: an
-// ami.Server that knows Extensions PJSIP endpoints (2000, 2001, ...,
-// registered), emits the AMI events of two-party calls between them as
-// Asterisk 22 does (Newchannel, Newstate, DialBegin/End, BridgeCreate,
-// BridgeEnter/Leave, Hangup, ExtensionStatus, with Uniqueid and Linkedid
-// as in calls/testdata) when told to Dial, Answer and Hangup, and answers
-// a bridge's resynchronisation and reconcile lists (CoreShowChannels,
+// ami.Server in front of a synthpbx.PBX (Extensions PJSIP endpoints
+// 2000, 2001, ..., registered; Queues queues of Members static members
+// each, the first extensions), sending the events of the calls a
+// synthpbx.Gen places on it (internal, trunk, queue and transferred
+// calls, as Asterisk 22 sends them: synthpbx's doc), and answering a
+// bridge's resynchronisation and reconcile lists (CoreShowChannels,
 // PJSIPShowEndpoints, PJSIPShowContacts, ExtensionStateList,
-// DeviceStateList; QueueStatus and ParkedCalls empty) from the calls it
-// has up. Other actions get Asterisk's "Invalid/unknown command" error,
-// which the bridge treats as a module not loaded.
+// DeviceStateList, QueueStatus; ParkedCalls empty) from the PBX's state.
+// Other actions get Asterisk's "Invalid/unknown command" error, which the
+// bridge treats as a module not loaded.
 //
 // Its methods are safe for concurrent use; events and list answers are
 // built under one lock, so a list never disagrees with the events sent
 // before it.
 type SynthAMI struct {
-	srv   *ami.Server
-	ln    net.Listener
-	exts  int
-	epoch int64
+	srv *ami.Server
+	ln  net.Listener
+	cfg SynthPBX
 
-	mu     sync.Mutex
-	seq    int                 // channels created: names and Uniqueids
-	chans  map[string]*synChan // up, by Uniqueid
-	status []int               // ExtensionStatus of each extension (0 idle, 1 in use, 8 ringing)
-	events uint64              // events broadcast
+	mu  sync.Mutex
+	pbx *synthpbx.PBX
 }
 
-// synChan is one channel as CoreShowChannels lists it.
-type synChan struct {
-	name, uid, linked, num, conn, exten, bridge, app string
-	state, seq                                       int
-	created                                          time.Time
-}
-
-// SynthCall is a call between two extensions placed by Dial.
-type SynthCall struct {
-	A, B   int // extension indexes: caller, callee
-	ca, cb *synChan
-	bridge string
+// SynthPBX is the synthetic PBX's size.
+type SynthPBX struct {
+	Extensions int
+	Queues     int // queues q1, q2, ... (dialled 601, 602, ...)
+	Members    int // static members of each queue
 }
 
 // SynthExten is the number of extension i.
-func SynthExten(i int) string { return strconv.Itoa(2000 + i) }
+func SynthExten(i int) string { return synthpbx.Exten(i) }
 
 // NewSynthAMI listens on addr (127.0.0.1:0) for a manager login as
 // user/secret and serves until ctx ends or Close.
-func NewSynthAMI(ctx context.Context, addr string, exts int, user, secret string, log *slog.Logger) (*SynthAMI, error) {
-	if exts < 2 {
-		return nil, errors.New("loadtest: synth: at least 2 extensions")
+func NewSynthAMI(ctx context.Context, addr string, cfg SynthPBX, user, secret string, log *slog.Logger) (*SynthAMI, error) {
+	s := &SynthAMI{cfg: cfg}
+	pbx, err := synthpbx.New(cfg.Extensions, cfg.Queues, cfg.Members, func(m ami.Message) { s.srv.Broadcast(m) }, nil)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: synth: %w", err)
 	}
+	s.pbx = pbx
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &SynthAMI{ln: ln, exts: exts, epoch: time.Now().Unix(), chans: map[string]*synChan{}, status: make([]int, exts)}
+	s.ln = ln
 	// A burst of thousands of calls is queued, never a reason to drop
 	// the bridge.
 	s.srv = ami.NewServer(ami.ServerConfig{Users: map[string]string{user: secret}, Log: log, QueueSize: 1 << 21})
@@ -79,8 +70,10 @@ func NewSynthAMI(ctx context.Context, addr string, exts int, user, secret string
 	s.srv.Handle(ami.ActionPJSIPShowContacts, s.contacts)
 	s.srv.Handle(ami.ActionExtensionStateList, s.extensionStates)
 	s.srv.Handle(ami.ActionDeviceStateList, s.deviceStates)
-	s.srv.Handle(ami.ActionQueueStatus, emptyList("Queue status will follow", ami.EventQueueStatusComplete))
-	s.srv.Handle(ami.ActionParkedCalls, emptyList("Parked calls will follow", ami.EventParkedCallsComplete))
+	s.srv.Handle(ami.ActionQueueStatus, s.queueStatus)
+	s.srv.Handle(ami.ActionParkedCalls, func(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+		return pbxsim.EventList(req, "Parked calls will follow", ami.EventParkedCallsComplete, nil)
+	})
 	go s.srv.Serve(ln)
 	go func() {
 		<-ctx.Done()
@@ -99,188 +92,26 @@ func (s *SynthAMI) Close() error { return s.srv.Close() }
 func (s *SynthAMI) Events() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.events
+	return s.pbx.Events()
 }
 
-// Dial starts a call from extension a to b: a's channel dials b's, which
-// rings. It returns once the events are queued to the bridge.
-func (s *SynthAMI) Dial(a, b int) *SynthCall {
+// do runs f on the PBX under the lock: whatever f makes the PBX emit is
+// queued to the bridges before a list answer can be built.
+func (s *SynthAMI) do(f func(*synthpbx.PBX)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	an, bn := SynthExten(a), SynthExten(b)
-	c := &SynthCall{A: a, B: b}
-	c.ca = s.newChan(an, an, bn)
-	c.ca.state, c.ca.app = 4, "Dial"
-	c.cb = s.newChan(bn, c.ca.linked, "s")
-	c.cb.conn, c.cb.app = an, "AppDial"
-	s.emit(chanEv(ami.EventNewchannel, c.ca))
-	s.emit(chanEv(ami.EventVarSet, c.ca, "Variable", "SIPCALLID", "Value", c.ca.uid+"@synth"))
-	s.emit(chanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+bn+",,Tt"))
-	s.emit(chanEv(ami.EventNewchannel, c.cb))
-	s.emit(dialEv(ami.EventDialBegin, c, "DialString", bn))
-	c.cb.state = 5
-	s.emit(chanEv(ami.EventNewstate, c.cb))
-	s.setStatus(b, 8)
-	return c
-}
-
-// Answer has the callee answer: both channels up and bridged.
-func (s *SynthAMI) Answer(c *SynthCall) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c.cb.state = 6
-	s.emit(chanEv(ami.EventNewstate, c.cb))
-	s.emit(dialEv(ami.EventDialEnd, c, "DialStatus", "ANSWER"))
-	c.ca.state, c.ca.conn = 6, c.cb.num
-	s.emit(chanEv(ami.EventNewstate, c.ca))
-	c.bridge = "synth-bridge-" + c.ca.uid
-	s.emit(ev(ami.EventBridgeCreate, "BridgeUniqueid", c.bridge, "BridgeType", "basic", "BridgeTechnology", "simple_bridge",
-		"BridgeCreator", "<unknown>", "BridgeName", "<unknown>", "BridgeNumChannels", "0"))
-	for i, ch := range []*synChan{c.cb, c.ca} {
-		ch.bridge = c.bridge
-		s.emit(chanEv(ami.EventBridgeEnter, ch, "BridgeUniqueid", c.bridge, "BridgeType", "basic",
-			"BridgeTechnology", "simple_bridge", "BridgeNumChannels", strconv.Itoa(i+1)))
-	}
-	s.setStatus(c.A, 1)
-	s.setStatus(c.B, 1)
-}
-
-// Hangup ends the call (answered or still ringing): the caller hangs up.
-func (s *SynthAMI) Hangup(c *SynthCall) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c.bridge != "" {
-		for i, ch := range []*synChan{c.ca, c.cb} {
-			ch.bridge = ""
-			s.emit(chanEv(ami.EventBridgeLeave, ch, "BridgeUniqueid", c.bridge, "BridgeType", "basic",
-				"BridgeTechnology", "simple_bridge", "BridgeNumChannels", strconv.Itoa(1-i)))
-		}
-		s.emit(ev(ami.EventBridgeDestroy, "BridgeUniqueid", c.bridge, "BridgeType", "basic", "BridgeTechnology", "simple_bridge"))
-	} else {
-		s.emit(dialEv(ami.EventDialEnd, c, "DialStatus", "CANCEL"))
-	}
-	for _, ch := range []*synChan{c.cb, c.ca} {
-		s.emit(chanEv(ami.EventHangup, ch, "Cause", "16", "Cause-txt", "Normal Clearing"))
-		delete(s.chans, ch.uid)
-	}
-	s.setStatus(c.A, 0)
-	s.setStatus(c.B, 0)
-}
-
-// newChan creates extension num's next channel, linked to linked (its
-// own Uniqueid when empty).
-func (s *SynthAMI) newChan(num, linked, exten string) *synChan {
-	s.seq++
-	uid := fmt.Sprintf("%d.%d", s.epoch, s.seq)
-	if linked == num {
-		linked = uid
-	}
-	ch := &synChan{name: fmt.Sprintf("PJSIP/%s-%08x", num, s.seq), uid: uid, linked: linked, num: num,
-		exten: exten, seq: s.seq, created: time.Now()}
-	s.chans[uid] = ch
-	return ch
-}
-
-var stateDesc = map[int]string{0: "Down", 4: "Ring", 5: "Ringing", 6: "Up"}
-
-func orUnknown(v string) string {
-	if v == "" {
-		return "<unknown>"
-	}
-	return v
-}
-
-// chanHeaders are a channel's snapshot headers, as in every channel event.
-func chanHeaders(hs []ami.Header, prefix string, c *synChan) []ami.Header {
-	return append(hs,
-		ami.Header{Key: prefix + "Channel", Value: c.name},
-		ami.Header{Key: prefix + "ChannelState", Value: strconv.Itoa(c.state)},
-		ami.Header{Key: prefix + "ChannelStateDesc", Value: stateDesc[c.state]},
-		ami.Header{Key: prefix + "CallerIDNum", Value: c.num},
-		ami.Header{Key: prefix + "CallerIDName", Value: "User " + c.num},
-		ami.Header{Key: prefix + "ConnectedLineNum", Value: orUnknown(c.conn)},
-		ami.Header{Key: prefix + "ConnectedLineName", Value: "<unknown>"},
-		ami.Header{Key: prefix + "Language", Value: "en"},
-		ami.Header{Key: prefix + "AccountCode", Value: ""},
-		ami.Header{Key: prefix + "Context", Value: "from-internal"},
-		ami.Header{Key: prefix + "Exten", Value: c.exten},
-		ami.Header{Key: prefix + "Priority", Value: "1"},
-		ami.Header{Key: prefix + "Uniqueid", Value: c.uid},
-		ami.Header{Key: prefix + "Linkedid", Value: c.linked},
-	)
-}
-
-func chanEv(name string, c *synChan, kv ...string) ami.Message {
-	hs := make([]ami.Header, 0, 18+len(kv)/2)
-	hs = append(hs, ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: "call,all"})
-	hs = chanHeaders(hs, "", c)
-	for i := 0; i+1 < len(kv); i += 2 {
-		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
-	}
-	return ami.NewMessage(hs...)
-}
-
-// dialEv is a DialBegin or DialEnd: the caller's headers, then the
-// callee's as Dest*.
-func dialEv(name string, c *SynthCall, kv ...string) ami.Message {
-	hs := make([]ami.Header, 0, 34)
-	hs = append(hs, ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: "call,all"})
-	hs = chanHeaders(hs, "", c.ca)
-	hs = chanHeaders(hs, "Dest", c.cb)
-	for i := 0; i+1 < len(kv); i += 2 {
-		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
-	}
-	return ami.NewMessage(hs...)
-}
-
-func ev(name string, kv ...string) ami.Message {
-	hs := make([]ami.Header, 0, 2+len(kv)/2)
-	hs = append(hs, ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: "call,all"})
-	for i := 0; i+1 < len(kv); i += 2 {
-		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
-	}
-	return ami.NewMessage(hs...)
-}
-
-func (s *SynthAMI) emit(m ami.Message) {
-	s.events++
-	s.srv.Broadcast(m)
-}
-
-var extStatusText = map[int]string{0: "Idle", 1: "InUse", 8: "Ringing", 9: "InUse&Ringing"}
-
-// setStatus changes extension i's hint state and says so.
-func (s *SynthAMI) setStatus(i, st int) {
-	s.status[i] = st
-	s.emit(ami.NewMessage(s.statusHeaders(ami.EventExtensionStatus, i)...))
-}
-
-func (s *SynthAMI) statusHeaders(event string, i int) []ami.Header {
-	x := SynthExten(i)
-	return []ami.Header{{Key: "Event", Value: event}, {Key: "Privilege", Value: "call,all"}, {Key: "Exten", Value: x},
-		{Key: "Context", Value: "ext-local"}, {Key: "Hint", Value: "PJSIP/" + x}, {Key: "Status", Value: strconv.Itoa(s.status[i])},
-		{Key: "StatusText", Value: extStatusText[s.status[i]]}}
-}
-
-func emptyList(startMsg, complete string) ami.HandlerFunc {
-	return func(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-		return pbxsim.EventList(req, startMsg, complete, nil)
-	}
+	f(s.pbx)
 }
 
 func (s *SynthAMI) coreShowChannels(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	chans := make([]*synChan, 0, len(s.chans))
-	for _, c := range s.chans {
-		chans = append(chans, c)
-	}
-	slices.SortFunc(chans, func(a, b *synChan) int { return a.seq - b.seq })
+	chans := s.pbx.Chans()
 	items := make([]ami.Message, 0, len(chans))
 	for _, c := range chans {
-		hs := chanHeaders([]ami.Header{{Key: "Event", Value: ami.EventCoreShowChannel}}, "", c)
-		hs = append(hs, ami.Header{Key: "Application", Value: c.app}, ami.Header{Key: "ApplicationData", Value: ""},
-			ami.Header{Key: "Duration", Value: fmtHMS(time.Since(c.created))}, ami.Header{Key: "BridgeId", Value: c.bridge})
+		hs := synthpbx.Headers([]ami.Header{{Key: "Event", Value: ami.EventCoreShowChannel}}, "", c)
+		hs = append(hs, ami.Header{Key: "Application", Value: c.App}, ami.Header{Key: "ApplicationData", Value: ""},
+			ami.Header{Key: "Duration", Value: fmtHMS(time.Since(c.Created))}, ami.Header{Key: "BridgeId", Value: c.Bridge})
 		items = append(items, ami.NewMessage(hs...))
 	}
 	return pbxsim.EventList(req, "Channels will follow", ami.EventCoreShowChannelsComplete, items)
@@ -294,11 +125,11 @@ func fmtHMS(d time.Duration) string {
 func (s *SynthAMI) endpoints(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	items := make([]ami.Message, 0, s.exts)
-	for i := range s.exts {
+	items := make([]ami.Message, 0, s.cfg.Extensions)
+	for i := range s.cfg.Extensions {
 		x := SynthExten(i)
 		dev := "Not in use"
-		if s.status[i] != 0 {
+		if s.pbx.Status(i) != 0 {
 			dev = "In use"
 		}
 		items = append(items, pbxsim.Item(ami.EventEndpointList, "ObjectType", "endpoint", "ObjectName", x, "Transport", "transport-udp",
@@ -308,8 +139,8 @@ func (s *SynthAMI) endpoints(_ context.Context, _ *ami.Session, req ami.Message)
 }
 
 func (s *SynthAMI) contacts(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-	items := make([]ami.Message, 0, s.exts)
-	for i := range s.exts {
+	items := make([]ami.Message, 0, s.cfg.Extensions)
+	for i := range s.cfg.Extensions {
 		x := SynthExten(i)
 		items = append(items, pbxsim.Item(ami.EventContactList, "ObjectType", "contact", "ObjectName", x+";@synth", "ViaAddr", "127.0.0.1",
 			"CallId", "synth-"+x, "Endpoint", x, "ViaPort", "5062", "Uri", "sip:"+x+"@127.0.0.1:5062", "UserAgent", "synth",
@@ -321,10 +152,9 @@ func (s *SynthAMI) contacts(_ context.Context, _ *ami.Session, req ami.Message) 
 func (s *SynthAMI) extensionStates(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	items := make([]ami.Message, 0, s.exts)
-	for i := range s.exts {
-		hs := s.statusHeaders(ami.EventExtensionStatus, i)
-		items = append(items, ami.NewMessage(append(hs[:1:1], hs[2:]...)...)) // list items carry no Privilege
+	items := make([]ami.Message, 0, s.cfg.Extensions)
+	for i := range s.cfg.Extensions {
+		items = append(items, ami.NewMessage(s.pbx.StatusHeaders(ami.EventExtensionStatus, i, false)...))
 	}
 	return pbxsim.EventList(req, "Extension Statuses will follow", ami.EventExtensionStateListComplete, items)
 }
@@ -332,16 +162,42 @@ func (s *SynthAMI) extensionStates(_ context.Context, _ *ami.Session, req ami.Me
 func (s *SynthAMI) deviceStates(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	items := make([]ami.Message, 0, s.exts)
-	for i := range s.exts {
+	items := make([]ami.Message, 0, s.cfg.Extensions)
+	for i := range s.cfg.Extensions {
 		st := "NOT_INUSE"
-		switch s.status[i] {
+		switch s.pbx.Status(i) {
 		case 1:
 			st = "INUSE"
 		case 8:
 			st = "RINGING"
+		case 16:
+			st = "ONHOLD"
 		}
 		items = append(items, pbxsim.Item(ami.EventDeviceStateChange, "Device", "PJSIP/"+SynthExten(i), "State", st))
 	}
 	return pbxsim.EventList(req, "Device State Changes will follow", ami.EventDeviceStateListComplete, items)
+}
+
+// queueStatus lists every queue as app_queue does (status_actions_during_call):
+// its QueueParams, its members, its callers waiting.
+func (s *SynthAMI) queueStatus(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var items []ami.Message
+	now := time.Now().Unix()
+	for _, q := range s.pbx.Queues() {
+		items = append(items, pbxsim.Item(ami.EventQueueParams, "Queue", q.Name, "Max", "0", "Strategy", "ringall",
+			"Calls", strconv.Itoa(len(q.Waiting)), "Holdtime", strconv.Itoa(q.HoldTime), "TalkTime", strconv.Itoa(q.TalkTime),
+			"Completed", strconv.Itoa(q.Completed), "Abandoned", strconv.Itoa(q.Abandoned), "ServiceLevel", "0",
+			"ServicelevelPerf", "0.0", "ServicelevelPerf2", "0.0", "Weight", "0"))
+		for _, m := range q.Members {
+			items = append(items, ami.NewMessage(s.pbx.MemberHeaders(q, m, ami.EventQueueMember, false)...))
+		}
+		for i, c := range q.Waiting {
+			items = append(items, pbxsim.Item(ami.EventQueueEntry, "Queue", q.Name, "Position", strconv.Itoa(i+1), "Channel", c.Name,
+				"Uniqueid", c.UID, "CallerIDNum", c.Num, "CallerIDName", c.CIDName, "ConnectedLineNum", "unknown",
+				"ConnectedLineName", "unknown", "Wait", strconv.FormatInt(now-c.Created.Unix(), 10), "Priority", "0"))
+		}
+	}
+	return pbxsim.EventList(req, "Queue status will follow", ami.EventQueueStatusComplete, items)
 }

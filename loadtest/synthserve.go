@@ -2,10 +2,11 @@ package loadtest
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/ctibridge/ctibridge/loadtest/synthpbx"
 )
 
 // SynthServeConfig is `loadtest synth --serve-ami`: the synthetic PBX of
@@ -14,24 +15,24 @@ import (
 // events at the same time), and nothing measured here: the screens are
 // measured by their own tool, against Stamps.
 type SynthServeConfig struct {
-	AMI      *SynthAMI
-	Calls    int           // calls held up; 2*Calls+2 <= the extensions
-	Rate     float64       // new calls a second; each lasts Calls/Rate seconds
-	Ring     time.Duration // how long a callee rings before it answers
-	Duration time.Duration // the steady phase; 0: until ctx ends
-	// Stamps, when not nil, gets one line per call of the steady phase,
-	// "<callee> <Unix ns>\n", the time taken just before the call's first
-	// event is queued to the bridges (the callee rings with the call's
-	// sixth event, microseconds later): what a screen's ringing is timed
-	// from (loadtest/wsbench -stamps). A line is written once per call, as
-	// the call starts, so a reader finds the stamp of every ringing it saw.
+	AMI *SynthAMI
+	SynthTraffic
+	// Duration (SynthTraffic's) 0: until ctx ends.
+
+	// Stamps, when not nil, gets one line per internal call of the steady
+	// phase, "<callee> <Unix ns>\n", the time taken just before the call's
+	// first event is queued to the bridges (the callee rings with the
+	// call's eighth event, microseconds later): what a screen's ringing is
+	// timed from (loadtest/wsbench -stamps). A line is written once per
+	// call, as the call starts, so a reader finds the stamp of every
+	// ringing it saw.
 	Stamps io.Writer
 }
 
 // SynthServed is what ServeSynth did.
 type SynthServed struct {
-	Calls    int // calls placed in the steady phase
-	Skipped  int // calls not placed: no two extensions free
+	Calls    int // internal calls placed in the steady phase (those Stamps has)
+	Skipped  int // calls not placed: too few idle extensions
 	Events   uint64
 	MaxUp    int
 	Duration time.Duration // of the steady phase
@@ -43,21 +44,14 @@ type SynthServed struct {
 // or ctx ends, then hangs every call up. It returns when the hangups are
 // queued to the bridges.
 func ServeSynth(ctx context.Context, cfg SynthServeConfig) (SynthServed, error) {
-	sc := SynthConfig{AMI: cfg.AMI, Calls: cfg.Calls, Rate: cfg.Rate, Ring: cfg.Ring, Duration: cfg.Duration}
-	sc.setDefaults()
-	if cfg.Duration <= 0 {
-		sc.Duration = 100 * 365 * 24 * time.Hour // until ctx ends
+	tr := cfg.SynthTraffic
+	if tr.Duration <= 0 {
+		tr.Duration = 100 * 365 * 24 * time.Hour // until ctx ends
 	}
-	if 2*sc.Calls+2 > cfg.AMI.exts {
-		return SynthServed{}, fmt.Errorf("loadtest: synth: %d calls need %d extensions, have %d", sc.Calls, 2*sc.Calls+2, cfg.AMI.exts)
-	}
-	hold := time.Duration(float64(sc.Calls) / sc.Rate * float64(time.Second))
-	if hold <= sc.Ring {
-		return SynthServed{}, fmt.Errorf("loadtest: synth: %d calls at %g/s last %v, not longer than the ring time %v", sc.Calls, sc.Rate, hold, sc.Ring)
-	}
-	g := &synthGen{ami: cfg.AMI, free: make([]int, cfg.AMI.exts)}
-	for i := range g.free {
-		g.free[i] = i
+	tr.setDefaults()
+	g, err := newSynthGen(cfg.AMI, tr)
+	if err != nil {
+		return SynthServed{}, err
 	}
 	if cfg.Stamps != nil {
 		var line []byte
@@ -66,15 +60,11 @@ func ServeSynth(ctx context.Context, cfg SynthServeConfig) (SynthServed, error) 
 			cfg.Stamps.Write(append(line, '\n')) // unbuffered: a reader finds every stamp of the calls placed
 		}
 	}
-	t0 := time.Now()
-	for i := range sc.Calls {
-		c := g.dial(-1)
-		cfg.AMI.Answer(c.c)
-		c.up = t0.Add(hold * time.Duration(i+1) / time.Duration(sc.Calls))
-	}
+	g.fill(tr.Calls)
 	start := time.Now()
-	g.steady(ctx, sc, start, hold)
-	out := SynthServed{Calls: len(g.recs), Skipped: g.skipped, MaxUp: g.maxUp, Duration: time.Since(start)}
+	g.steady(ctx, tr, start)
+	out := SynthServed{Calls: len(g.recs), Duration: time.Since(start)}
+	g.ami.do(func(*synthpbx.PBX) { out.Skipped, out.MaxUp = g.gen.Skipped, g.gen.MaxUp })
 	g.hangupAll()
 	out.Events = cfg.AMI.Events()
 	return out, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -149,6 +150,14 @@ func RunWS(ctx context.Context, cfg WSConfig) (*Report, error) {
 	if cfg.Epoll && u.Scheme == "ws" {
 		done = r.runEpoll(runCtx, u, workers)
 	}
+	readers := 0 // epoll readers' goroutines; 0: gorilla's client
+	switch {
+	case done != nil:
+		readers = runtime.GOMAXPROCS(0)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("clients read by wsframe's epoll Readers: %d goroutines for %d connections", readers, cfg.Clients))
+	case cfg.Epoll:
+		rep.Notes = append(rep.Notes, "epoll asked for, but it reads ws:// on Linux only: gorilla's client read the clients, a goroutine each")
+	}
 	if done == nil {
 		done = r.runGorilla(runCtx, workers)
 	}
@@ -166,6 +175,7 @@ func RunWS(ctx context.Context, cfg WSConfig) (*Report, error) {
 		"snapshots":         r.snapshots.Load(),
 		"events":            r.events.Load(),
 		"seq_backwards":     rep.Errors[ErrSeqBack],
+		"epoll_readers":     uint64(readers),
 	}
 	rep.ClientCPU = (cpuTime() - cpu0).Seconds() / time.Since(start).Seconds()
 	if m1 := machineCPU(); mach0 != nil && m1 != nil {

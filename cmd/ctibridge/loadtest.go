@@ -311,6 +311,7 @@ func loadtestWS(ctx context.Context, args []string, getenv func(string) string, 
 	fs.Float64Var(&cfg.RampUp, "ramp", 0, "clients connecting per second (0: all at once, 64 handshakes at a time)")
 	fs.StringVar(&topics, "topics", "extensions", "comma-separated topics to subscribe to")
 	maxDropped := fs.Int64("max-dropped", -1, "fail when more clients were dropped (-1: no limit)")
+	fs.BoolVar(&cfg.Epoll, "epoll", false, "read the clients with epoll readers, a few goroutines for all (Linux, ws://; else gorilla's client, a goroutine each), as e2e's screens: thousands of clients leave the CPU to the server")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: ctibridge loadtest ws ws://HOST:PORT/ws [flags]\n")
 		fs.PrintDefaults()

@@ -20,10 +20,15 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	var c commonFlags
 	c.register(fs, getenv)
 	var cfg loadtest.SynthConfig
-	var exts int
+	var size loadtest.SynthPBX
 	var logLevel, serveAMI, stamps string
-	fs.IntVar(&exts, "exts", 5000, "extensions of the synthetic PBX (2000 and up)")
-	fs.IntVar(&cfg.Calls, "calls", 2000, "calls held up (2*calls+2 <= exts)")
+	fs.IntVar(&size.Extensions, "exts", 5000, "extensions of the synthetic PBX (2000 and up)")
+	fs.IntVar(&size.Queues, "queues", 0, "queues (q1 dialled 601, q2 602, ...), ringall, of --members static members each: the first extensions")
+	fs.IntVar(&size.Members, "members", 20, "static members of each queue (they take only queue calls)")
+	fs.IntVar(&cfg.Calls, "calls", 2000, "calls held up (each call not into a queue needs two extensions that are no queue's members)")
+	fs.Float64Var(&cfg.QueueShare, "queue-share", 0, "share of the new calls that are outside callers into a queue (needs --queues)")
+	fs.Float64Var(&cfg.TrunkShare, "trunk-share", 0, "share of the new calls on the trunk, half inbound to an extension, half outbound")
+	fs.Float64Var(&cfg.TransferShare, "transfer-share", 0, "share of the new calls that are internal calls transferred, half blind (Redirect), half attended (Atxfer)")
 	fs.Float64Var(&cfg.Rate, "r", 50, "new calls per second in the steady phase (each lasts calls/r seconds)")
 	fs.DurationVar(&cfg.Ring, "ring", time.Second, "how long a callee rings before it answers")
 	fs.DurationVar(&cfg.Duration, "d", 20*time.Second, "the steady phase")
@@ -36,8 +41,11 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if 2*cfg.Calls+2 > exts {
-		return fmt.Errorf("loadtest synth: --calls %d needs --exts of at least %d", cfg.Calls, 2*cfg.Calls+2)
+	if size.Queues == 0 {
+		size.Members = 0
+	}
+	if err := loadtest.CheckSynth(size, cfg.SynthTraffic); err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, "text", logLevel)
 	if err != nil {
@@ -45,14 +53,14 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	}
 	cfg.Progress = c.progressFunc(stderr, "calls")
 	if serveAMI != "" {
-		return serveSynthAMI(ctx, serveAMI, stamps, exts, cfg, log, stdout)
+		return serveSynthAMI(ctx, serveAMI, stamps, size, cfg, log, stdout)
 	}
 	if stamps != "" {
 		return errors.New("loadtest synth: --stamps needs --serve-ami")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pbx, err := loadtest.NewSynthAMI(ctx, "127.0.0.1:0", exts, synthUser, synthSecret, log.With("component", "synth-ami"))
+	pbx, err := loadtest.NewSynthAMI(ctx, "127.0.0.1:0", size, synthUser, synthSecret, log.With("component", "synth-ami"))
 	if err != nil {
 		return err
 	}
@@ -68,7 +76,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 		}
 		if !c.json {
 			fmt.Fprintf(stdout, "Running synth test: %d extensions, %d calls up, %.0f calls/s for %v, bridge %s, %d WebSocket clients\n",
-				exts, cfg.Calls, cfg.Rate, cfg.Duration, cfg.HTTP, cfg.Clients)
+				size.Extensions, cfg.Calls, cfg.Rate, cfg.Duration, cfg.HTTP, cfg.Clients)
 		}
 		rep, err := loadtest.RunSynth(ctx, cfg)
 		if err != nil {

@@ -20,13 +20,13 @@ const synthUser, synthSecret = "ctibridge", "synth"
 // as bench/edges.sh's `serve --bus` bridge and plain `serve`. It prints
 // the address once it listens and, at the end (-d, or interrupted with
 // -d 0), what it did as one JSON line.
-func serveSynthAMI(ctx context.Context, addr, stampsPath string, exts int, cfg loadtest.SynthConfig, log *slog.Logger, stdout io.Writer) error {
-	pbx, err := loadtest.NewSynthAMI(context.Background(), addr, exts, synthUser, synthSecret, log.With("component", "synth-ami"))
+func serveSynthAMI(ctx context.Context, addr, stampsPath string, size loadtest.SynthPBX, cfg loadtest.SynthConfig, log *slog.Logger, stdout io.Writer) error {
+	pbx, err := loadtest.NewSynthAMI(context.Background(), addr, size, synthUser, synthSecret, log.With("component", "synth-ami"))
 	if err != nil {
 		return err
 	}
 	defer pbx.Close()
-	sc := loadtest.SynthServeConfig{AMI: pbx, Calls: cfg.Calls, Rate: cfg.Rate, Ring: cfg.Ring, Duration: cfg.Duration}
+	sc := loadtest.SynthServeConfig{AMI: pbx, SynthTraffic: cfg.SynthTraffic}
 	if stampsPath != "" {
 		f, err := os.OpenFile(stampsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
@@ -36,7 +36,7 @@ func serveSynthAMI(ctx context.Context, addr, stampsPath string, exts int, cfg l
 		sc.Stamps = f
 	}
 	fmt.Fprintf(stdout, "synthetic AMI on %s (user %s, secret %s): %d extensions, %d calls up, %g new calls/s\n",
-		pbx.Addr(), synthUser, synthSecret, exts, cfg.Calls, cfg.Rate)
+		pbx.Addr(), synthUser, synthSecret, size.Extensions, cfg.Calls, cfg.Rate)
 	done, err := loadtest.ServeSynth(ctx, sc)
 	if err != nil {
 		return err
