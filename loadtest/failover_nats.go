@@ -29,9 +29,11 @@ type FailoverNATSKill struct {
 	NotLive    int           `json:"not_live"`
 	NotLiveFor time.Duration `json:"not_live_for_ns"`
 	// The lease's holder before the kill and once the server is back
-	// (read then, not the run's watch, which may be behind).
+	// (read then, not the run's watch, which may be behind); Moved, the
+	// lease was given to another node meanwhile (and maybe back).
 	LeaderBefore string `json:"leader_before"`
 	LeaderAfter  string `json:"leader_after"`
+	Moved        bool   `json:"moved"`
 	// The state at the end of the outage, the server still dead: what a
 	// client was shown as live then.
 	judged
@@ -90,6 +92,7 @@ func (r *failRun) killNATS(ctx context.Context, n int) FailoverNATSKill {
 	}
 	k.After = r.judge(ctx, nil)
 	k.LeaderAfter = r.lease.read(ctx)
+	k.Moved = k.LeaderAfter != k.LeaderBefore || slices.ContainsFunc(r.lease.holdersAfter(t0), func(h string) bool { return h != k.LeaderBefore })
 	return k
 }
 

@@ -152,7 +152,7 @@ func (r *failRun) natsChecks(rep *FailoverReport) {
 		}
 		notLive += k.NotLive
 		notLiveFor = max(notLiveFor, k.NotLiveFor)
-		if k.LeaderAfter != k.LeaderBefore {
+		if k.Moved {
 			moved++
 		}
 		if k.Error != "" {

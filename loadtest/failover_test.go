@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,11 @@ func TestLeaseTakenAfter(t *testing.T) {
 	l.changes = append(l.changes, leaseAt{t0.Add(4 * time.Second), "bridge-a", 9})
 	if got := l.takenAfter(t0, "bridge-a", t0.Add(time.Second)); got.rev != 9 {
 		t.Errorf("the restarted bridge-a's takeover: %+v", got)
+	}
+	// Taken and given back: both holders after t0, each once.
+	l.changes = append(l.changes, leaseAt{t0.Add(5 * time.Second), "bridge-b", 10}, leaseAt{t0.Add(6 * time.Second), "bridge-a", 11})
+	if got := l.holdersAfter(t0); !slices.Equal(got, []string{"bridge-a", "bridge-b"}) {
+		t.Errorf("holders after the kill: %v, want bridge-a, bridge-b", got)
 	}
 }
 

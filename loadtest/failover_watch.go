@@ -462,6 +462,20 @@ func (l *leaseWatch) caughtUp(ctx context.Context) bool {
 	return len(l.changes) > 0 && l.changes[len(l.changes)-1].rev >= e.Revision()
 }
 
+// holdersAfter lists the holders the lease was given to after t, in
+// order, each once.
+func (l *leaseWatch) holdersAfter(t time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, c := range l.changes {
+		if c.at.After(t) && c.holder != "" && !slices.Contains(out, c.holder) {
+			out = append(out, c.holder)
+		}
+	}
+	return out
+}
+
 // takenAfter is the first change after t that gave the lease to a node
 // other than dead, or to dead again once its process was restarted
 // (after restarted): a renewal the dead leader sent just before its kill
