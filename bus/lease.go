@@ -9,16 +9,28 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// LeaseBucket is the JetStream KV bucket of the leases: one key per PBX,
+// the PBX's name, whose value names the node that leads it.
+const LeaseBucket = "ctibridge_leases"
+
+// DefaultLeaseTTL is Config.LeaseTTL's default.
+const DefaultLeaseTTL = 3 * time.Second
+
 // lease is the election of the bridge that holds a PBX's AMI link: a key
-// per PBX in the JetStream KV bucket ctibridge_leases, whose value names
-// the leader. The leader rewrites it every ttl/3 with a compare-and-set on
-// the revision it last wrote; a candidate that sees the revision stand
-// still for ttl takes it with a compare-and-set on the revision it saw, so
-// one candidate at most wins, and a leader whose rewrite fails on the
+// per PBX in the JetStream KV bucket LeaseBucket, whose value names the
+// leader. The leader rewrites it every ttl/3 with a compare-and-set on
+// the revision it last wrote; a candidate, reading it every ttl/30 (so
+// that it sees a renewal, and the stand-still's end, within 100 ms at the
+// default TTL: read every ttl/6, a takeover came at ttl+ttl/6 whenever the
+// sixth read found 2.999 s elapsed), that sees the revision stand still
+// for ttl takes it with a compare-and-set on the revision it saw, so one
+// candidate at most wins, and a leader whose rewrite fails on the
 // revision has been replaced. A leader that cannot rewrite (NATS out of
-// reach, a JetStream election) keeps trying: should a candidate take over
-// meanwhile, the leader's next rewrite or publish is refused on the
-// revision or the stream's last seq, and it steps down then.
+// reach, a JetStream election) keeps trying, and a candidate whose
+// takeover write fails so (not on the revision) counts the stand-still
+// again from then; should a candidate take over meanwhile, the leader's
+// next rewrite or publish is refused on the revision or the stream's
+// last seq, and it steps down then.
 type lease struct {
 	kv   jetstream.KeyValue
 	key  string
@@ -31,7 +43,7 @@ type lease struct {
 // contend runs until ctx ends: it sends on won once this node holds the
 // lease, then keeps it, sending on lost when it cannot.
 func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)) {
-	tick := time.NewTicker(l.ttl / 6)
+	tick := time.NewTicker(l.ttl / 30)
 	defer tick.Stop()
 	var seen uint64
 	var since time.Time
@@ -58,8 +70,16 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 			seen, since = e.Revision(), time.Now()
 		case time.Since(since) >= l.ttl:
 			l.log.Warn("lease not renewed: taking over", "holder", string(e.Value()), "for", time.Since(since).Round(time.Millisecond))
-			if rev, err := l.kv.Update(c, l.key, []byte(l.node), seen); err == nil {
+			rev, err := l.kv.Update(c, l.key, []byte(l.node), seen)
+			switch {
+			case err == nil:
 				l.rev = rev
+			case !isWrongSeq(err):
+				// The bucket takes no write (its JetStream leader died and
+				// the election is on: reads still come from the replicas),
+				// so the leader cannot renew either: count its stand-still
+				// again from now, or a NATS server's death deposes it.
+				since = time.Now()
 			}
 		}
 		cancel()

@@ -63,7 +63,7 @@ type Config struct {
 	RollAge   time.Duration
 	RollCheck time.Duration
 	// LeaseTTL is how long a lease not renewed stays with its holder.
-	// Default 3s; renewed every LeaseTTL/3.
+	// Default DefaultLeaseTTL; renewed every LeaseTTL/3.
 	LeaseTTL time.Duration
 	// Log receives lifecycle messages. Default: discard.
 	Log *slog.Logger
@@ -134,7 +134,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Node = h + "-" + strconv.Itoa(os.Getpid())
 	}
 	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = 3 * time.Second
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

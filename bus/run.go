@@ -41,7 +41,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { ferr <- n.follow(ctx, msgs) })
 	won := make(chan uint64, 1)
 	var l *lease
-	kv, err := n.bucket(ctx, "ctibridge_leases", n.stream.CachedInfo().Config.Replicas)
+	kv, err := n.bucket(ctx, LeaseBucket, n.stream.CachedInfo().Config.Replicas)
 	if err != nil {
 		return err
 	}

@@ -83,17 +83,25 @@ func serveHasFlag(bin, name string) bool {
 // an admin too, so it sees as much as the screens it competes with): the
 // ws scenario's attacker is a user of its own, as a real one would be.
 func writeUsersFile(bin, dir string) (string, error) {
+	hash, err := passwdHash(bin)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "users.yaml")
+	body := fmt.Sprintf("users:\n  - username: admin\n    password_hash: %q\n    role: admin\n"+
+		"  - username: flooder\n    password_hash: %q\n    role: admin\n", hash, hash)
+	return path, os.WriteFile(path, []byte(body), 0o600)
+}
+
+// passwdHash is the hash of the password "admin", by `bin passwd`.
+func passwdHash(bin string) (string, error) {
 	cmd := exec.Command(bin, "passwd")
 	cmd.Stdin = strings.NewReader("admin\n")
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s passwd: %w", bin, err)
 	}
-	path := filepath.Join(dir, "users.yaml")
-	hash := strings.TrimSpace(string(out))
-	body := fmt.Sprintf("users:\n  - username: admin\n    password_hash: %q\n    role: admin\n"+
-		"  - username: flooder\n    password_hash: %q\n    role: admin\n", hash, hash)
-	return path, os.WriteFile(path, []byte(body), 0o600)
+	return strings.TrimSpace(string(out)), nil
 }
 
 func freeTCPAddr() (string, error) {

@@ -43,10 +43,14 @@
 // throwaway PostgreSQL both bridges record CDRs in. It kills the leading
 // bridge with SIGKILL again and again (a supervisor starts it again as a
 // standby) and times, per kill, the lease taken (read from the bus's KV
-// bucket), every edge's WebSocket client told stalled, then live again;
-// then it judges the edges' REST and WebSocket state against pbxsim's
-// channels, resumes a WebSocket client on the other edge with its seq and
-// epoch, and at the end counts the CDR rows against the calls completed.
+// bucket), the new leader's steps (from its log), every edge's WebSocket
+// client told stalled, then live again; then it judges the edges' REST
+// and WebSocket state (the admin's and users' limited to some extensions)
+// against pbxsim's channels, resumes a WebSocket client on the other edge
+// with its seq and epoch. Between those kills it kills a nats-server
+// (calls must keep reaching the edges) and an edge (its clients resume on
+// another and miss no change), and at the end counts the CDR rows against
+// the calls completed.
 //
 // It talks to ctibridge only over the network: it never imports rest or
 // ws, so what it measures is what a client sees (the fault suite also

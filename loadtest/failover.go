@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,24 @@ type FailoverConfig struct {
 	// that disagrees counts (a ghost or a missing call), and how long after
 	// the edges are live again their state is judged. Default 1 s.
 	Grace time.Duration
+	// NATSKills is how many times one of the 3 nats-servers is killed
+	// (SIGKILL: in turn a server leading neither the op stream nor the
+	// lease bucket in JetStream, the op stream's leader, the lease
+	// bucket's leader) between the leader's kills;
+	// NATSDown how long it stays dead while calls run before it is started
+	// again (longer than nats-server's election timeout, up to 9 s).
+	// Defaults 3 and 10 s; negative NATSKills: none.
+	NATSKills int
+	NATSDown  time.Duration
+	// EdgeKills is how many times an edge is killed (SIGKILL, each in
+	// turn, started again RestartDelay later); its WebSocket clients resume
+	// on another edge. Default 2 with 2 edges or more; negative: none.
+	EdgeKills int
+	// LeaseTTL and LeaseBucket are the bus's lease TTL and KV bucket
+	// (bus.DefaultLeaseTTL, bus.LeaseBucket; serve has no setting for
+	// either). Required: loadtest knows ctibridge over the network only.
+	LeaseTTL    time.Duration
+	LeaseBucket string
 	// MaxLive, when set, is a bound every kill's "edges live again" must
 	// keep: an invariant check (CI's, looser than the 5 s target).
 	MaxLive time.Duration
@@ -65,10 +84,6 @@ type FailoverConfig struct {
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
 }
-
-// leaseTTL is the bus's default lease TTL (bus.Config.LeaseTTL), which
-// serve has no setting for: what every run uses.
-const leaseTTL = 3 * time.Second
 
 func (c *FailoverConfig) setDefaults() error {
 	if c.Binary == "" {
@@ -82,12 +97,27 @@ func (c *FailoverConfig) setDefaults() error {
 			*d = v
 		}
 	}
+	if c.LeaseTTL <= 0 || c.LeaseBucket == "" {
+		return errors.New("loadtest: failover: the bus's lease TTL and bucket are required")
+	}
 	if c.Kills <= 0 {
 		c.Kills = 20
 	}
 	if c.Edges <= 0 {
 		c.Edges = 2
 	}
+	if c.NATSKills == 0 {
+		c.NATSKills = 3
+	}
+	c.NATSKills = max(c.NATSKills, 0)
+	if c.EdgeKills == 0 && c.Edges > 1 {
+		c.EdgeKills = 2
+	}
+	if c.EdgeKills > 0 && c.Edges < 2 {
+		return errors.New("loadtest: failover: an edge's clients need another edge to resume on (--edges 2 or more)")
+	}
+	c.EdgeKills = max(c.EdgeKills, 0)
+	def(&c.NATSDown, 10*time.Second)
 	if c.Rate <= 0 {
 		c.Rate = 5
 	}
@@ -114,10 +144,59 @@ func (c *FailoverConfig) chaos() ChaosConfig {
 
 // failNode is one bridge or edge process and what the run reads of it.
 type failNode struct {
-	name  string
-	proc  *serveProc
-	token string
-	view  *wsView // edges: a client that stays connected the whole run
+	name   string
+	proc   *serveProc
+	tokens map[string]string // edges: user -> token
+	view   *wsView           // edges: the admin's client, on it but while it is down
+}
+
+// token is the admin's token on the node.
+func (n *failNode) token() string { return n.tokens["admin"] }
+
+// failClient is one WebSocket client kept the whole run: the admin's and
+// each limited user's on every edge; while its edge is down it is on
+// another.
+type failClient struct {
+	user string
+	home *failNode // the edge it belongs to
+	on   *failNode // the edge it is connected to
+	view *wsView
+}
+
+func (c *failClient) name() string { return c.home.name + " " + c.user + "'s WebSocket" }
+
+// foUser is a user of the run's users file that is limited to own: a
+// user (not an admin) who sees every extension's presence but the
+// numbers and channel names of its own calls only (docs/websocket.md,
+// "Permissions").
+type foUser struct {
+	name string
+	own  []string
+}
+
+// limitedUsers are the run's limited users: two, owning three callers
+// each (SIPp calls every caller in turn).
+func limitedUsers(callers []string) []foUser {
+	var out []foUser
+	for i := range 2 {
+		if len(callers) >= 3*(i+1) {
+			out = append(out, foUser{name: "agent" + strconv.Itoa(i+1), own: callers[3*i : 3*i+3]})
+		}
+	}
+	return out
+}
+
+// writeFailoverUsers writes dir/users.yaml (where newNodeProc's --users
+// points) with the admin and the limited users, password "admin" each:
+// the same file on every node (the users' names are in the engine's
+// fingerprint).
+func writeFailoverUsers(dir, hash string, users []foUser) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "users:\n  - username: admin\n    password_hash: %q\n    role: admin\n", hash)
+	for _, u := range users {
+		fmt.Fprintf(&b, "  - username: %s\n    password_hash: %q\n    role: user\n    endpoints: [%s]\n", u.name, hash, strings.Join(u.own, ", "))
+	}
+	return os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(b.String()), 0o600)
 }
 
 // failRun is the state of one failover run.
@@ -126,14 +205,19 @@ type failRun struct {
 	sc      *chaosScene
 	urls    string
 	dsn     string
+	nats    []*natscluster.Server
+	users   []foUser
 	bridges []*failNode
 	edges   []*failNode
+	clients []*failClient
 	lease   *leaseWatch
 	truth   *truth
 	wit     *cdrWitness
 	resume  *wsView // the client that moves to another edge at each kill
 	onEdge  int     // the edge resume is on
 	kills   []FailoverKill
+	natsK   []FailoverNATSKill
+	edgeK   []FailoverEdgeKill
 
 	callsMu  sync.Mutex
 	calls    sipp.Result
@@ -185,7 +269,8 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 		return nil, err
 	}
 	defer sc.close()
-	r := &failRun{cfg: cfg, sc: sc, urls: natscluster.URLs(nats), dsn: pg.DSN(), truth: newTruth(sc.pbx.busy), wit: newCDRWitness()}
+	r := &failRun{cfg: cfg, sc: sc, nats: nats, urls: natscluster.URLs(nats), dsn: pg.DSN(), truth: newTruth(sc.pbx.busy), wit: newCDRWitness(),
+		users: limitedUsers(sc.pbx.callers)}
 	sc.wg.Go(func() { r.truth.run(ctx) })
 	if err := r.wit.start(ctx, &sc.wg, sc.pbx.pbx.AMIAddr()); err != nil {
 		return nil, err
@@ -208,25 +293,31 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 // are ready.
 func (r *failRun) startNodes(ctx context.Context, dir string) error {
 	ccfg := r.cfg.chaos()
+	hash, err := passwdHash(r.cfg.Binary)
+	if err != nil {
+		return err
+	}
 	for i := range 2 + r.cfg.Edges {
-		var n failNode
+		n := &failNode{}
 		var err error
 		if i < 2 {
 			n.name = "bridge-" + string(rune('a'+i))
-			ndir := filepath.Join(dir, n.name)
-			if err = os.MkdirAll(ndir, 0o755); err != nil {
-				return err
-			}
-			n.proc, err = newServeProc(ccfg, ndir, r.sc.pbx.pbx.AMIAddr(), "--bus", r.urls, "--bus-node", n.name, "--db", r.dsn)
 		} else {
 			n.name = "edge-" + strconv.Itoa(i-1)
-			ndir := filepath.Join(dir, n.name)
-			if err = os.MkdirAll(ndir, 0o755); err != nil {
-				return err
-			}
+		}
+		ndir := filepath.Join(dir, n.name)
+		if err = os.MkdirAll(ndir, 0o755); err != nil {
+			return err
+		}
+		if i < 2 {
+			n.proc, err = newServeProc(ccfg, ndir, r.sc.pbx.pbx.AMIAddr(), "--bus", r.urls, "--bus-node", n.name, "--db", r.dsn)
+		} else {
 			n.proc, err = newNodeProc(ccfg, ndir, "edge", "--bus", r.urls, "--bus-node", n.name)
 		}
 		if err != nil {
+			return err
+		}
+		if err := writeFailoverUsers(ndir, hash, r.users); err != nil {
 			return err
 		}
 		r.sc.wg.Go(func() { n.proc.run(ctx) })
@@ -234,31 +325,56 @@ func (r *failRun) startNodes(ctx context.Context, dir string) error {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}
 		if i < 2 {
-			r.bridges = append(r.bridges, &n)
+			r.bridges = append(r.bridges, n)
 			continue
 		}
-		if n.token, err = n.proc.login(ctx); err != nil {
-			return fmt.Errorf("%s: %w", n.name, err)
-		}
-		n.view = newWSView()
-		if err := n.view.connect(ctx, n.proc.http, n.token, false); err != nil {
+		if err := r.login(ctx, n); err != nil {
 			return err
 		}
-		r.edges = append(r.edges, &n)
+		for _, u := range append([]foUser{{name: "admin"}}, r.users...) {
+			c := &failClient{user: u.name, home: n, on: n, view: newWSView()}
+			if u.own != nil {
+				c.view = newUserView(u.own)
+			}
+			if err := c.view.connect(ctx, n.proc.http, n.tokens[u.name], false); err != nil {
+				return err
+			}
+			r.clients = append(r.clients, c)
+		}
+		n.view = r.clients[len(r.clients)-1-len(r.users)].view
+		r.edges = append(r.edges, n)
 	}
-	var err error
-	if r.lease, err = watchLease(ctx, &r.sc.wg, r.urls, "default"); err != nil {
+	if r.lease, err = watchLease(ctx, &r.sc.wg, r.urls, r.cfg.LeaseBucket, "default"); err != nil {
 		return err
 	}
 	r.resume = newWSView()
-	return r.resume.connect(ctx, r.edges[0].proc.http, r.edges[0].token, false)
+	return r.resume.connect(ctx, r.edges[0].proc.http, r.edges[0].token(), false)
+}
+
+// login logs the admin and the limited users in on edge n.
+func (r *failRun) login(ctx context.Context, n *failNode) error {
+	n.tokens = map[string]string{}
+	for _, u := range append([]string{"admin"}, r.userNames()...) {
+		t, err := Login(ctx, n.proc.http, u, "admin", false)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.name, err)
+		}
+		n.tokens[u] = t
+	}
+	return nil
+}
+
+func (r *failRun) userNames() []string {
+	var out []string
+	for _, u := range r.users {
+		out = append(out, u.name)
+	}
+	return out
 }
 
 func (r *failRun) closeViews() {
-	for _, e := range r.edges {
-		if e.view != nil {
-			e.view.close()
-		}
+	for _, c := range r.clients {
+		c.view.close()
 	}
 	if r.resume != nil {
 		r.resume.close()

@@ -31,17 +31,19 @@ type FailoverKill struct {
 	// LiveBeforeLease counts the edges that said live again before the
 	// lease was taken: stale state shown as live.
 	LiveBeforeLease int `json:"live_before_lease"`
-	// Ghosts and Missing are what the edges' REST reads and WebSocket
-	// clients (the resumed one included) showed once live again, judged
-	// against pbxsim's channels: an extension in a call that pbxsim had
-	// ended Grace before, or one in a call since Grace before that they
-	// did not show. The *Stuck ones were still wrong a second look later;
-	// the others were late.
-	Ghosts       int      `json:"ghosts"`
-	GhostsStuck  int      `json:"ghosts_stuck"`
-	Missing      int      `json:"missing"`
-	MissingStuck int      `json:"missing_stuck"`
-	Wrong        []string `json:"wrong,omitempty"` // the stuck ones, "source: exten"
+	// EdgeLive: each edge's client told live again (Live is the last).
+	EdgeLive []time.Duration `json:"edge_live_ns"`
+	// Where the time went, from the nodes' logs (millisecond stamps; -1
+	// when not logged): Won, the new leader read the lease as its own;
+	// Leading, it had caught up and stored its lead record; Resynced, its
+	// link's resync was published (live, stored in the stream); EdgeLed,
+	// each edge applied the lead record.
+	Won      time.Duration   `json:"won_ns"`
+	Leading  time.Duration   `json:"leading_ns"`
+	Resynced time.Duration   `json:"resynced_ns"`
+	EdgeLed  []time.Duration `json:"edge_led_ns"`
+	// The state once live again: judged.
+	judged
 	// Resume: how the client that left an edge at the kill was answered
 	// on the other edge when it subscribed with its seq and epoch
 	// (resumed, snapshot, or the error).
@@ -49,49 +51,108 @@ type FailoverKill struct {
 	ResumeOn string `json:"resume_on"`
 }
 
-// killLoop kills the leader cfg.Kills times, measuring each takeover.
+// judged is what every edge's REST reads and WebSocket clients (the
+// admin's, the limited users', the resumed one) showed, against
+// pbxsim's channels: an extension in a call that pbxsim had ended Grace
+// before (a ghost), or one in a call since Grace before that they did not
+// show (missing). The *Stuck ones were still wrong a second look later;
+// the others were late. Limited counts the stuck ones in limited users'
+// clients.
+type judged struct {
+	Ghosts       int      `json:"ghosts"`
+	GhostsStuck  int      `json:"ghosts_stuck"`
+	Missing      int      `json:"missing"`
+	MissingStuck int      `json:"missing_stuck"`
+	Limited      int      `json:"limited_stuck"`
+	Wrong        []string `json:"wrong,omitempty"` // the stuck ones, "source: exten"
+}
+
+// Kinds of kill in a run's plan.
+const (
+	killBridge = "bridge"
+	killNATS   = "nats"
+	killEdge   = "edge"
+)
+
+// plan is the order of the run's kills: the leader's, with the NATS
+// servers' and the edges' (alternating) spread evenly between them.
+func (c *FailoverConfig) plan() []string {
+	var extras []string
+	for i := range max(c.NATSKills, c.EdgeKills) {
+		if i < c.NATSKills {
+			extras = append(extras, killNATS)
+		}
+		if i < c.EdgeKills {
+			extras = append(extras, killEdge)
+		}
+	}
+	var out []string
+	next := 0
+	for i := 1; i <= c.Kills; i++ {
+		out = append(out, killBridge)
+		// Extra j goes after leader kill ceil((j+1)*Kills/(extras+1)).
+		for next < len(extras) && (next+1)*c.Kills <= i*(len(extras)+1) {
+			out = append(out, extras[next])
+			next++
+		}
+	}
+	return append(out, extras[next:]...)
+}
+
+// killLoop runs the plan: the leader killed cfg.Kills times, the NATS
+// servers and the edges between, each from a steady state.
 func (r *failRun) killLoop(ctx context.Context) {
-	for i := 1; i <= r.cfg.Kills && ctx.Err() == nil; i++ {
-		if err := r.steady(ctx); err != nil {
-			r.cfg.Log.Error("failover: no steady state before a kill", "kill", i, "err", err)
-			r.kills = append(r.kills, FailoverKill{N: i, Lease: -1, Stalled: -1, Live: -1, Resume: "not killed: " + err.Error()})
+	for _, kind := range r.cfg.plan() {
+		if ctx.Err() != nil {
 			return
 		}
-		k := r.killOnce(ctx, i)
-		r.cfg.Log.Info("failover: kill", "n", i, "killed", k.Killed, "leader", k.Leader, "lease", fmtDur(k.Lease),
-			"stalled", fmtDur(k.Stalled), "live", fmtDur(k.Live), "ghosts_stuck", k.GhostsStuck, "resume", k.Resume)
-		r.kills = append(r.kills, k)
-		if k.Live < 0 {
-			return // no takeover: the next kill would measure nothing
+		if err := r.steady(ctx); err != nil {
+			r.cfg.Log.Error("failover: no steady state before a kill", "kind", kind, "err", err)
+			switch kind {
+			case killBridge:
+				r.kills = append(r.kills, FailoverKill{N: len(r.kills) + 1, Lease: -1, Stalled: -1, Live: -1, Resume: "not killed: " + err.Error()})
+			case killNATS:
+				r.natsK = append(r.natsK, FailoverNATSKill{N: len(r.natsK) + 1, Shown: -1, Error: "not killed: " + err.Error()})
+			case killEdge:
+				r.edgeK = append(r.edgeK, FailoverEdgeKill{N: len(r.edgeK) + 1, Back: -1, Error: "not killed: " + err.Error()})
+			}
+			return
+		}
+		switch kind {
+		case killNATS:
+			k := r.killNATS(ctx, len(r.natsK)+1)
+			r.cfg.Log.Info("failover: NATS server killed", "n", k.N, "server", k.Server, "shown", fmtDur(k.Shown), "not_live", k.NotLive,
+				"leader", k.LeaderBefore+" -> "+k.LeaderAfter, "ghosts_stuck", k.GhostsStuck, "missing_stuck", k.MissingStuck, "err", k.Error)
+			r.natsK = append(r.natsK, k)
+		case killEdge:
+			k := r.killEdge(ctx, len(r.edgeK)+1)
+			r.cfg.Log.Info("failover: edge killed", "n", k.N, "edge", k.Edge, "clients", k.Clients, "resumed", k.Resumed, "lost", k.Lost,
+				"back", fmtDur(k.Back), "ghosts_stuck", k.GhostsStuck, "err", k.Error)
+			r.edgeK = append(r.edgeK, k)
+		default:
+			k := r.killOnce(ctx, len(r.kills)+1)
+			r.cfg.Log.Info("failover: kill", "n", k.N, "killed", k.Killed, "leader", k.Leader, "lease", fmtDur(k.Lease),
+				"won", fmtDur(k.Won), "leading", fmtDur(k.Leading), "resynced", fmtDur(k.Resynced),
+				"stalled", fmtDur(k.Stalled), "live", fmtDur(k.Live), "ghosts_stuck", k.GhostsStuck, "resume", k.Resume)
+			r.kills = append(r.kills, k)
+			if k.Live < 0 {
+				return // no takeover: the next kill would measure nothing
+			}
 		}
 	}
 }
 
-// steady waits until both bridges are ready (the killed one restarted as
-// a standby), a bridge holds the lease, every edge is live, then lets
-// calls run for cfg.Settle and until pbxsim has calls up (so that some
-// end during the takeover).
+// steady waits until the run is settled (the killed bridge restarted as
+// a standby, the edges live and in step: settled), then lets calls run
+// for cfg.Settle and until pbxsim has calls up (so that some end during
+// the takeover).
 func (r *failRun) steady(ctx context.Context) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ok := r.lease.holder() != "" && r.bridge(r.lease.holder()) != nil
-		for _, b := range r.bridges {
-			ok = ok && b.proc.ready(ctx)
-		}
-		for _, e := range r.edges {
-			ok = ok && e.view.current() == "live"
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("after 60 s: lease held by %q, edges %v", r.lease.holder(), r.edgeStates())
-		}
-		sleepCtx(ctx, 50*time.Millisecond)
+	if err := r.settled(ctx); err != nil {
+		return err
 	}
 	sleepCtx(ctx, r.cfg.Settle)
-	for len(r.sc.pbx.pbx.Channels()) == 0 {
-		if time.Now().After(deadline.Add(r.cfg.Settle)) || ctx.Err() != nil {
+	for deadline := time.Now().Add(60 * time.Second); len(r.sc.pbx.pbx.Channels()) == 0; {
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("no call up on pbxsim after 60 s (SIPp: %v)", r.callsError())
 		}
 		sleepCtx(ctx, 50*time.Millisecond)
@@ -99,10 +160,33 @@ func (r *failRun) steady(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// settled waits, 60 s at most, until both bridges are ready, a bridge
+// holds the lease (the run's watch caught up), every client is live and
+// the edges are in step.
+func (r *failRun) settled(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok := r.lease.holder() != "" && r.bridge(r.lease.holder()) != nil
+		for _, b := range r.bridges {
+			ok = ok && b.proc.ready(ctx)
+		}
+		for _, c := range r.clients {
+			ok = ok && c.view.current() == "live"
+		}
+		if ok && r.lease.caughtUp(ctx) && r.inStep(ctx, time.Second) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("after 60 s: lease held by %q, clients %v", r.lease.holder(), r.edgeStates())
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+}
+
 func (r *failRun) edgeStates() []string {
 	var out []string
-	for _, e := range r.edges {
-		out = append(out, e.name+" "+e.view.current())
+	for _, c := range r.clients {
+		out = append(out, c.name()+" "+c.view.current())
 	}
 	return out
 }
@@ -111,7 +195,7 @@ func (r *failRun) edgeStates() []string {
 // every edge stale then live again, the state judged then, the resume
 // on another edge.
 func (r *failRun) killOnce(ctx context.Context, n int) FailoverKill {
-	k := FailoverKill{N: n, Killed: r.lease.holder(), Lease: -1, Stalled: -1, Live: -1}
+	k := FailoverKill{N: n, Killed: r.lease.holder(), Lease: -1, Stalled: -1, Live: -1, Won: -1, Leading: -1, Resynced: -1}
 	leader := r.bridge(k.Killed)
 	r.resume.close() // the client leaves at the kill, with its seq
 	k.CallsUp = len(r.sc.pbx.pbx.Channels())
@@ -157,14 +241,23 @@ func (r *failRun) killOnce(ctx context.Context, n int) FailoverKill {
 		k.Resume = "no takeover"
 		return k
 	}
-	for _, e := range r.edges {
-		if _, l := e.view.staleThenLive(t0); l.Before(t0.Add(k.Lease)) {
+	for _, c := range r.clients {
+		if s, l := c.view.staleThenLive(t0); !l.IsZero() && l.Before(t0.Add(k.Lease)) {
 			k.LiveBeforeLease++
+			k.Wrong = append(k.Wrong, fmt.Sprintf("%s: live %s after the kill (%s at %s), the lease at %s", c.name(),
+				fmtDur(l.Sub(t0)), s.state, fmtDur(s.at.Sub(t0)), fmtDur(k.Lease)))
 		}
+	}
+	for _, e := range r.edges {
+		_, l := e.view.staleThenLive(t0)
+		k.EdgeLive = append(k.EdgeLive, l.Sub(t0))
 	}
 	sleepCtx(ctx, time.Until(liveAll.Add(r.cfg.Grace)))
 	r.moveResume(ctx, &k)
-	r.judge(ctx, &k)
+	early := k.Wrong
+	k.judged = r.judge(ctx, nil)
+	k.Wrong = append(early, k.Wrong...)
+	r.phases(&k, t0)
 	return k
 }
 
@@ -174,7 +267,7 @@ func (r *failRun) moveResume(ctx context.Context, k *FailoverKill) {
 	r.onEdge = (r.onEdge + 1) % len(r.edges)
 	e := r.edges[r.onEdge]
 	k.ResumeOn = e.name
-	if err := r.resume.connect(ctx, e.proc.http, e.token, true); err != nil {
+	if err := r.resume.connect(ctx, e.proc.http, e.token(), true); err != nil {
 		k.Resume = err.Error()
 		return
 	}
@@ -186,29 +279,38 @@ func (r *failRun) moveResume(ctx context.Context, k *FailoverKill) {
 	}
 }
 
-// judge compares every edge's REST and WebSocket state, and the resumed
-// client's, with pbxsim's truth; what is wrong is looked at again after
-// Grace, and what is still wrong then is stuck.
-func (r *failRun) judge(ctx context.Context, k *FailoverKill) {
+// judge compares every edge's REST and every WebSocket client's state
+// (the resumed client's too) with pbxsim's truth; what is wrong is looked
+// at again after Grace, and what is still wrong then is stuck. down, when
+// set, is an edge that is not running: its REST is not read.
+func (r *failRun) judge(ctx context.Context, down *failNode) judged {
 	type source struct {
-		name  string
-		shown func() (map[string]bool, error)
+		name    string
+		limited bool
+		shown   func() (map[string]bool, error)
 	}
+	var j judged
 	var srcs []source
 	client := httpClient(false)
 	for _, e := range r.edges {
-		srcs = append(srcs, source{e.name + " REST", func() (map[string]bool, error) {
-			v, err := sampleBridge(ctx, client, e.proc.http, e.token)
+		if e == down {
+			continue
+		}
+		srcs = append(srcs, source{e.name + " REST", false, func() (map[string]bool, error) {
+			v, err := sampleBridge(ctx, client, e.proc.http, e.token())
 			return v.busy, err
-		}}, source{e.name + " WebSocket", func() (map[string]bool, error) { return e.view.shown(), nil }})
+		}})
 	}
-	srcs = append(srcs, source{"resumed client", func() (map[string]bool, error) { return r.resume.shown(), nil }})
+	for _, c := range r.clients {
+		srcs = append(srcs, source{c.name(), c.user != "admin", func() (map[string]bool, error) { return c.view.shown(), nil }})
+	}
+	srcs = append(srcs, source{"resumed client", false, func() (map[string]bool, error) { return r.resume.shown(), nil }})
 	look := func(s source) (ghosts, missing map[callKey]bool) {
 		ghosts, missing = map[callKey]bool{}, map[callKey]bool{}
 		at := time.Now()
 		shown, err := s.shown()
 		if err != nil {
-			k.Wrong = append(k.Wrong, s.name+": "+err.Error())
+			j.Wrong = append(j.Wrong, s.name+": "+err.Error())
 			return
 		}
 		g, m := r.truth.judge(shown, at, r.cfg.Grace)
@@ -225,32 +327,42 @@ func (r *failRun) judge(ctx context.Context, k *FailoverKill) {
 	for i, s := range srcs {
 		g, m := look(s)
 		first[i] = [2]map[callKey]bool{g, m}
-		k.Ghosts += len(g)
-		k.Missing += len(m)
+		j.Ghosts += len(g)
+		j.Missing += len(m)
 		again = again || len(g)+len(m) > 0
 	}
 	if !again {
-		return
+		return j
 	}
 	sleepCtx(ctx, r.cfg.Grace)
 	wrong := func(format string, args ...any) {
-		if len(k.Wrong) < 10 { // the first few say enough
-			k.Wrong = append(k.Wrong, fmt.Sprintf(format, args...))
+		if len(j.Wrong) < 10 { // the first few say enough
+			j.Wrong = append(j.Wrong, fmt.Sprintf(format, args...))
 		}
 	}
 	for i, s := range srcs {
 		g, m := look(s)
 		for c := range g {
 			if first[i][0][c] {
-				k.GhostsStuck++
+				j.GhostsStuck++
+				j.Limited += b2i(s.limited)
 				wrong("%s: ghost %s (ended on pbxsim %s)", s.name, c.exten, c.since.Format("15:04:05.000"))
 			}
 		}
 		for c := range m {
 			if first[i][1][c] {
-				k.MissingStuck++
+				j.MissingStuck++
+				j.Limited += b2i(s.limited)
 				wrong("%s: missing %s (in a call on pbxsim since %s)", s.name, c.exten, c.since.Format("15:04:05.000"))
 			}
 		}
 	}
+	return j
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,24 +23,108 @@ type stateAt struct {
 }
 
 // wsView is one WebSocket client of the failover scenario: it keeps the
-// state it was sent (which extensions show a conversation, the pbxStatus
-// changes with their read times, the last seq and the epoch), and can
-// disconnect and resume on another node with its seq and epoch.
+// state it was sent (which extensions show a conversation, each
+// extension's shown digest, the pbxStatus changes with their read times,
+// the last seq and the epoch), and can disconnect and resume on another
+// node with its seq and epoch. A view of a user limited to some
+// extensions (own) also counts what it was shown of the others' calls
+// (foCheckLeaks).
 type wsView struct {
+	own map[string]bool // nil: an admin's view, which sees every call in full
+
 	mu       sync.Mutex // guards the fields below
 	epoch    string
 	seq      uint64
 	inCall   map[string]bool
+	digest   map[string]string // exten -> what it shows (foDigest)
 	states   []stateAt
 	answer   string // how the last subscribe was answered: snapshot or resumed
 	answered chan struct{}
 	err      error // why the connection ended, other than by close
+	leaks    foLeaks
 
 	conn *websocket.Conn
 	done chan struct{} // the reader ended
 }
 
-func newWSView() *wsView { return &wsView{inCall: map[string]bool{}} }
+func newWSView() *wsView {
+	return &wsView{inCall: map[string]bool{}, digest: map[string]string{}}
+}
+
+// newUserView is the view of a user whose own extensions are own.
+func newUserView(own []string) *wsView {
+	v := newWSView()
+	v.own = map[string]bool{}
+	for _, x := range own {
+		v.own[x] = true
+	}
+	return v
+}
+
+// foExten is what a view reads of an extension's JSON.
+type foExten struct {
+	Exten         string `json:"exten"`
+	Status        string `json:"status"`
+	Conversations map[string]struct {
+		ID              string `json:"id"`
+		Connected       bool   `json:"connected"`
+		CounterpartNum  string `json:"counterpartNum"`
+		CounterpartName string `json:"counterpartName"`
+	} `json:"conversations"`
+}
+
+// foDigest is what e shows, as a string two views can compare: the
+// status and each conversation (id, connected, number), sorted.
+func foDigest(e foExten) string {
+	var parts []string
+	for k, c := range e.Conversations {
+		parts = append(parts, fmt.Sprintf("%s=%s/%v/%s/%s", k, c.ID, c.Connected, c.CounterpartNum, c.CounterpartName))
+	}
+	slices.Sort(parts)
+	return e.Status + " " + strings.Join(parts, " ")
+}
+
+// foLeaks is what a limited user's view was shown: conversations of its
+// own extensions with their number (Full) or without, and of others'
+// with a number, a name or a channel name in their id (a leak).
+type foLeaks struct {
+	ownFull, ownBlank, others, leaked int
+	first                             []string // the first few leaks
+}
+
+// foCheckLeaks counts what e shows a view limited to own (v.mu held).
+func (v *wsView) foCheckLeaks(e foExten) {
+	if v.own == nil {
+		return
+	}
+	for k, c := range e.Conversations {
+		switch {
+		case v.own[e.Exten] && c.CounterpartNum != "":
+			v.leaks.ownFull++
+		case v.own[e.Exten]:
+			v.leaks.ownBlank++
+		case c.CounterpartNum != "" || c.CounterpartName != "" || !opaqueID(k) || !opaqueID(c.ID):
+			v.leaks.leaked++
+			if len(v.leaks.first) < 5 {
+				v.leaks.first = append(v.leaks.first, fmt.Sprintf("%s: conversation %s number %q name %q", e.Exten, k, c.CounterpartNum, c.CounterpartName))
+			}
+		default:
+			v.leaks.others++
+		}
+	}
+}
+
+// opaqueID reports whether a conversation id names its channels by their
+// opaque names only ("~…>~…", docs/websocket.md "Permissions"; a side
+// with no channel, a call pbxsim answers itself, is empty).
+func opaqueID(id string) bool {
+	for side := range strings.SplitSeq(id, ">") {
+		if side != "" && !strings.HasPrefix(side, "~") {
+			return false
+		}
+	}
+	return id != ""
+}
 
 // wsMsg is what a view reads of a message.
 type wsMsg struct {
@@ -48,8 +135,8 @@ type wsMsg struct {
 	Pbx   struct {
 		Pbx string `json:"pbx"`
 	} `json:"pbx"`
-	Extensions map[string]extenJSON `json:"extensions"`
-	Data       json.RawMessage      `json:"data"`
+	Extensions map[string]foExten `json:"extensions"`
+	Data       json.RawMessage    `json:"data"`
 }
 
 // connect dials base's /ws with token and subscribes to the extensions,
@@ -119,9 +206,10 @@ func (v *wsView) apply(now time.Time, m wsMsg) {
 		}
 	case "snapshot", "resumed":
 		if m.Op == "snapshot" {
-			v.inCall = map[string]bool{}
+			v.inCall, v.digest = map[string]bool{}, map[string]string{}
 			for x, e := range m.Extensions {
-				v.inCall[x] = len(e.Conversations) > 0
+				v.inCall[x], v.digest[x] = len(e.Conversations) > 0, foDigest(e)
+				v.foCheckLeaks(e)
 			}
 			v.state(now, m.Pbx.Pbx)
 			v.epoch = m.Epoch
@@ -135,9 +223,10 @@ func (v *wsView) apply(now time.Time, m wsMsg) {
 		v.seq = max(v.seq, m.Seq)
 		switch m.Type {
 		case "extenUpdate":
-			var e extenJSON
+			var e foExten
 			if json.Unmarshal(m.Data, &e) == nil {
-				v.inCall[e.Exten] = len(e.Conversations) > 0
+				v.inCall[e.Exten], v.digest[e.Exten] = len(e.Conversations) > 0, foDigest(e)
+				v.foCheckLeaks(e)
 			}
 		case "pbxStatus":
 			var s struct {
@@ -195,6 +284,34 @@ func (v *wsView) position() (seq uint64, answer string) {
 	return v.seq, v.answer
 }
 
+// shows is the view's seq, epoch and every extension's digest.
+func (v *wsView) shows() (seq uint64, epoch string, digest map[string]string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.seq, v.epoch, maps.Clone(v.digest)
+}
+
+// leaked is what the view of a limited user was shown (foLeaks).
+func (v *wsView) leaked() foLeaks {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	l := v.leaks
+	l.first = slices.Clone(l.first)
+	return l
+}
+
+// closed is closed once the view's connection has ended.
+func (v *wsView) closed() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.done == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return v.done
+}
+
 // current is the last pbxStatus the view saw.
 func (v *wsView) current() string {
 	v.mu.Lock()
@@ -229,16 +346,20 @@ type leaseAt struct {
 	rev    uint64
 }
 
-// leaseWatch follows the lease of a PBX (KV bucket ctibridge_leases, key
-// the PBX's name: docs/scale-out.md) with a NATS connection of its own.
+// leaseWatch follows the lease of a PBX (the bus's KV bucket, key the
+// PBX's name: docs/scale-out.md) with a NATS connection of its own.
 type leaseWatch struct {
+	js  jetstream.JetStream
+	kv  jetstream.KeyValue
+	key string
+
 	mu      sync.Mutex
 	changes []leaseAt
 }
 
-// watchLease connects to urls and watches pbx's lease in wg until ctx
-// ends; the bucket must exist (a bridge has started).
-func watchLease(ctx context.Context, wg *sync.WaitGroup, urls, pbx string) (*leaseWatch, error) {
+// watchLease connects to urls and watches pbx's lease in bucket in wg
+// until ctx ends; the bucket must exist (a bridge has started).
+func watchLease(ctx context.Context, wg *sync.WaitGroup, urls, bucket, pbx string) (*leaseWatch, error) {
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: failover: NATS: %w", err)
@@ -248,7 +369,7 @@ func watchLease(ctx context.Context, wg *sync.WaitGroup, urls, pbx string) (*lea
 		nc.Close()
 		return nil, err
 	}
-	kv, err := js.KeyValue(ctx, "ctibridge_leases")
+	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("loadtest: failover: the lease bucket: %w", err)
@@ -258,7 +379,7 @@ func watchLease(ctx context.Context, wg *sync.WaitGroup, urls, pbx string) (*lea
 		nc.Close()
 		return nil, fmt.Errorf("loadtest: failover: watching the lease: %w", err)
 	}
-	l := &leaseWatch{}
+	l := &leaseWatch{js: js, kv: kv, key: pbx}
 	wg.Go(func() {
 		defer nc.Close()
 		defer w.Stop()
@@ -296,6 +417,63 @@ func (l *leaseWatch) holder() string {
 		return ""
 	}
 	return l.changes[len(l.changes)-1].holder
+}
+
+// read is the lease's holder as a read of it now finds it ("" when
+// none or unreadable): the watch may be behind after a NATS server's
+// death.
+func (l *leaseWatch) read(ctx context.Context) string {
+	c, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	e, err := l.kv.Get(c, l.key)
+	if err != nil {
+		return ""
+	}
+	return string(e.Value())
+}
+
+// streamLeaders maps each JetStream stream (the op stream, the lease
+// bucket's KV_ stream) to the server that leads it.
+func (l *leaseWatch) streamLeaders(ctx context.Context) map[string]string {
+	c, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	out := map[string]string{}
+	for info := range l.js.ListStreams(c).Info() {
+		if info.Cluster != nil {
+			out[info.Config.Name] = info.Cluster.Leader
+		}
+	}
+	return out
+}
+
+// caughtUp reports whether the watch has seen the lease's revision as a
+// read of it now finds it: after a NATS server's death the watch's
+// consumer may be behind for a while, and a takeover it has not seen
+// would not be measured.
+func (l *leaseWatch) caughtUp(ctx context.Context) bool {
+	c, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	e, err := l.kv.Get(c, l.key)
+	if err != nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.changes) > 0 && l.changes[len(l.changes)-1].rev >= e.Revision()
+}
+
+// holdersAfter lists the holders the lease was given to after t, in
+// order, each once.
+func (l *leaseWatch) holdersAfter(t time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, c := range l.changes {
+		if c.at.After(t) && c.holder != "" && !slices.Contains(out, c.holder) {
+			out = append(out, c.holder)
+		}
+	}
+	return out
 }
 
 // takenAfter is the first change after t that gave the lease to a node

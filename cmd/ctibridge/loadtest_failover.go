@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctibridge/ctibridge/bus"
 	"github.com/ctibridge/ctibridge/loadtest"
 )
 
@@ -30,6 +31,9 @@ func loadtestFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.DurationVar(&cfg.KillTimeout, "kill-timeout", 30*time.Second, "a kill not taken over (lease, every edge live) within this fails the run")
 	fs.DurationVar(&cfg.RestartDelay, "restart-delay", time.Second, "how long a killed bridge stays dead before it is started again as a standby")
 	fs.DurationVar(&cfg.Grace, "grace", time.Second, "how long pbxsim's truth must hold before a client that disagrees counts")
+	fs.IntVar(&cfg.NATSKills, "nats-kills", 0, "how many times one of the 3 nats-servers is killed (each in turn; 0: 3, -1: none)")
+	fs.DurationVar(&cfg.NATSDown, "nats-down", 10*time.Second, "how long a killed nats-server stays dead while calls run")
+	fs.IntVar(&cfg.EdgeKills, "edge-kills", 0, "how many times an edge is killed (each in turn; its clients resume on another; 0: 2 with 2 edges or more, -1: none)")
 	fs.DurationVar(&cfg.MaxLive, "max-live", 0, "fail (an invariant) when the edges are live again later than this after a kill (0: no bound)")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
@@ -41,6 +45,7 @@ func loadtestFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	// sipgo and nats log through the process-wide default logger.
 	slog.SetDefault(log)
 	cfg.Binary, cfg.ServeArgs, cfg.Dir, cfg.Keep, cfg.Log = sf.bin, sf.serveArgs, sf.dir, sf.keep, log
+	cfg.LeaseTTL, cfg.LeaseBucket = bus.DefaultLeaseTTL, bus.LeaseBucket
 	rep, err := loadtest.RunFailover(ctx, cfg)
 	if rep != nil {
 		sf.print(stdout, rep)
