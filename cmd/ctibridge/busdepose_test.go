@@ -13,6 +13,7 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/bus/natstest"
 	"github.com/ctibridge/ctibridge/pbxsim"
+	"github.com/ctibridge/ctibridge/ws"
 )
 
 // TestBusDeposedOnePBX: a bridge deposed for one PBX loses that PBX's
@@ -64,14 +65,7 @@ func TestBusDeposedOnePBX(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	ad := login(t, "http://"+a.api, "admin", "pw")
-	dcall, err := def.phones["201"].Call(ctx, "202")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scall, err := s2.phones["201"].Call(ctx, "202")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dcall, scall := callOnEach(ctx, t, def, s2)
 	exts := ad.waitExtensions("a call up on each PBX", func(m map[string]restExtension) bool {
 		return onlyConvOf(m["201"]).Connected && onlyConvOf(m["202"]).Connected && onlyConvOf(m["site2:201"]).Connected && onlyConvOf(m["site2:202"]).Connected
 	})
@@ -100,13 +94,8 @@ func TestBusDeposedOnePBX(t *testing.T) {
 
 	// On A's WebSocket the default PBX goes down or resyncing (B's
 	// takeover), then live; site2 stays live; the seqs run on.
-	var defStates []string
 	last := snap.Seq
-	for len(defStates) == 0 || defStates[len(defStates)-1] != "live" {
-		m, err := wc.Next(ctx)
-		if err != nil {
-			t.Fatalf("A's WebSocket after the deposal (the default PBX said %v): %v\n%s", defStates, err, a.logs)
-		}
+	defStates := watchLeadMove(ctx, t, wc, "default", "site2", func(m ws.Message) {
 		if m.Op != "event" {
 			t.Fatalf("A's WebSocket sent %s after the deposal (seq %d): its client resynchronised", m.Op, m.Seq)
 		}
@@ -114,18 +103,7 @@ func TestBusDeposedOnePBX(t *testing.T) {
 			t.Fatalf("A's WebSocket event seq %d after %d", m.Seq, last)
 		}
 		last = m.Seq
-		if m.Type != "pbxStatus" {
-			continue
-		}
-		var st struct {
-			PBXs map[string]struct{ PBX string }
-		}
-		json.Unmarshal(m.Data, &st)
-		if s := st.PBXs["site2"].PBX; s != "live" {
-			t.Fatalf("site2 said %q on A while the default PBX's lead moved: %s", s, m.Data)
-		}
-		defStates = append(defStates, st.PBXs["default"].PBX)
-	}
+	})
 	t.Logf("the default PBX on A after the deposal: %v", defStates)
 	if !slices.ContainsFunc(defStates, func(st string) bool { return st == "down" || st == "resyncing" }) {
 		t.Errorf("the default PBX's states on A after the deposal: %v, want down or resyncing before live", defStates)
@@ -162,4 +140,46 @@ func TestBusDeposedOnePBX(t *testing.T) {
 	ad.waitExtensions("site2's call gone on A", func(m map[string]restExtension) bool {
 		return len(m["site2:201"].Conversations) == 0
 	})
+}
+
+// watchLeadMove reads c's pbxStatus events until PBX moving is live
+// again (its lead moved) and returns the states it said; PBX steady must
+// say live throughout. each sees every message first.
+func watchLeadMove(ctx context.Context, t *testing.T, c *ws.Client, moving, steady string, each func(ws.Message)) []string {
+	t.Helper()
+	var states []string
+	for len(states) == 0 || states[len(states)-1] != "live" {
+		m, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("the WebSocket while %s's lead moved (it said %v): %v", moving, states, err)
+		}
+		if each != nil {
+			each(m)
+		}
+		if m.Op != "event" || m.Type != "pbxStatus" {
+			continue
+		}
+		var st struct {
+			PBXs map[string]struct{ PBX string }
+		}
+		json.Unmarshal(m.Data, &st)
+		if s := st.PBXs[steady].PBX; s != "live" {
+			t.Fatalf("PBX %s said %q while %s's lead moved: %s", steady, s, moving, m.Data)
+		}
+		states = append(states, st.PBXs[moving].PBX)
+	}
+	return states
+}
+
+// callOnEach calls 202 from 201 on the default PBX def and on s2.
+func callOnEach(ctx context.Context, t *testing.T, def, s2 *simSite) (dcall, scall *pbxsim.PhoneCall) {
+	t.Helper()
+	var err error
+	if dcall, err = def.phones["201"].Call(ctx, "202"); err != nil {
+		t.Fatal(err)
+	}
+	if scall, err = s2.phones["201"].Call(ctx, "202"); err != nil {
+		t.Fatal(err)
+	}
+	return dcall, scall
 }
