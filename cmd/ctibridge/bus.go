@@ -214,8 +214,8 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 
 // contend runs candidates until ctx ends: one deposed is closed and
 // replaced by a fresh one, which follows the stream and contends again
-// (a second after, so that two bridges fencing each other off do not
-// spin). Another error of a candidate's is the bridge's.
+// a second later (two bridges fencing each other off do not spin).
+// Another error of a candidate's is the bridge's.
 func (p *busPBX) contend(ctx context.Context) error {
 	for {
 		cand := p.cur.Load()
@@ -229,11 +229,6 @@ func (p *busPBX) contend(ctx context.Context) error {
 		}
 		p.log.Warn("deposed: this PBX's lead is lost, standing by again with a fresh engine; the state clients read goes on following",
 			"pbx", p.name, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
 		next, err := p.candidate(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -243,13 +238,41 @@ func (p *busPBX) contend(ctx context.Context) error {
 		}
 		p.cur.Store(next)
 		cand.node.Close()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
 	}
 }
 
 // leading reports whether this node leads the PBX.
-func (p *busPBX) leading() bool {
-	cand := p.cur.Load()
-	return cand != nil && !cand.done.Load() && cand.node.Leading()
+func (p *busPBX) leading() bool { return p.leader() != nil }
+
+// leader is the candidate that leads the PBX, or nil.
+func (p *busPBX) leader() *candidate {
+	if cand := p.cur.Load(); cand != nil && !cand.done.Load() && cand.node.Leading() {
+		return cand
+	}
+	return nil
+}
+
+// Do sends an action to the PBX (rest.PBX): through the candidate while
+// it leads (its own AMI client), else to the leader over NATS.
+func (p *busPBX) Do(ctx context.Context, a ami.Message) (ami.Response, error) {
+	if cand := p.leader(); cand != nil {
+		return cand.node.Do(ctx, a)
+	}
+	return p.node.Do(ctx, a)
+}
+
+// Refresh asks the leader's link to re-read what actions changed in
+// AstDB (rest.Refresher), as Do goes.
+func (p *busPBX) Refresh(actions ...ami.Message) bool {
+	if cand := p.leader(); cand != nil {
+		return cand.node.Refresh(actions...)
+	}
+	return p.node.Refresh(actions...)
 }
 
 // observeCDRs feeds the history recorder from the PBX's own AMI session

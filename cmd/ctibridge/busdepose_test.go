@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -24,8 +25,10 @@ import (
 // B leads it. A goes on running and leading site2: site2 is never
 // anything but live on A's WebSocket, which is sent no new snapshot and
 // whose seqs go on one by one, and site2's link did not resync; the
-// default PBX's call, led by B now, is still on A, and once hung up is
-// gone from A and B (A's clients follow the stream, no ghost call).
+// default PBX's call, led by B now, is still on A. Hangups asked on A
+// reach both PBXs (the default PBX's through B), and the default PBX's
+// call is then gone from A and B (A's clients follow the stream, no
+// ghost call).
 func TestBusDeposedOnePBX(t *testing.T) {
 	srv := natstest.Start(t)
 	def, s2 := startSimSite(t), startSimSite(t)
@@ -69,7 +72,7 @@ func TestBusDeposedOnePBX(t *testing.T) {
 	exts := ad.waitExtensions("a call up on each PBX", func(m map[string]restExtension) bool {
 		return onlyConvOf(m["201"]).Connected && onlyConvOf(m["202"]).Connected && onlyConvOf(m["site2:201"]).Connected && onlyConvOf(m["site2:202"]).Connected
 	})
-	dcv := onlyConvOf(exts["201"])
+	dcv, scv := onlyConvOf(exts["201"]), onlyConvOf(exts["site2:201"])
 	site2Before := pbxView(ad.extensions("?pbx=site2"))
 	site2Resyncs := a.metric(t, `ctibridge_resyncs_total{pbx="site2"}`)
 	wc, snap := wsExtensions(ctx, t, a.api, ad.token)
@@ -125,8 +128,21 @@ func TestBusDeposedOnePBX(t *testing.T) {
 		return onlyConvOf(m["201"]).ID == dcv.ID && onlyConvOf(m["201"]).Connected
 	})
 
-	// The default PBX's call ends: gone on A (following B) and on B.
-	hangUp(t, dcall)
+	// A hangup asked on A: the default PBX's goes to B, its leader now,
+	// site2's through A's own candidate. The default PBX's call is gone
+	// on A (following B) and on B.
+	hangupOnA := func(call *pbxsim.PhoneCall, exten, convid string) {
+		t.Helper()
+		if code, body := ad.do("POST", "/astproxy/hangup", `{"endpointId":"`+exten+`","convid":"`+convid+`"}`); code != http.StatusOK {
+			t.Fatalf("hangup of %s asked on A: %d %s", exten, code, body)
+		}
+		select {
+		case <-call.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the hangup of %s asked on A did not reach the phone", exten)
+		}
+	}
+	hangupOnA(dcall, "201", dcv.ID)
 	bd := login(t, "http://"+b.api, "admin", "pw")
 	for name, c := range map[string]*apiClient{"A": ad, "B": bd} {
 		c.waitExtensions("the default PBX's call gone on "+name, func(m map[string]restExtension) bool {
@@ -136,7 +152,7 @@ func TestBusDeposedOnePBX(t *testing.T) {
 	if st := ad.status(); st.PBX != "live" || st.PBXs["default"].PBX != "live" || st.PBXs["site2"].PBX != "live" {
 		t.Errorf("A's status after the deposal: %+v", st)
 	}
-	hangUp(t, scall)
+	hangupOnA(scall, "site2:201", scv.ID)
 	ad.waitExtensions("site2's call gone on A", func(m map[string]restExtension) bool {
 		return len(m["site2:201"].Conversations) == 0
 	})

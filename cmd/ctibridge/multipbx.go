@@ -313,7 +313,7 @@ func (ss *sites) restSites() []rest.Site {
 	var out []rest.Site
 	for _, s := range ss.list {
 		if s.bus != nil { // to the PBX's leader, wherever it is
-			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.bus.node, Refresh: s.bus.node})
+			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.bus, Refresh: s.bus})
 		} else {
 			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.client, Refresh: s.link})
 		}
