@@ -171,3 +171,7 @@ func bottleneckNotes(r *Report, addr string) []string {
 	}
 	return notes
 }
+
+// CPUTime is the CPU (user and system) this process has used, for the
+// other load tools (wsbench); 0 where it is not measured (no getrusage).
+func CPUTime() time.Duration { return cpuTime() }

@@ -3,7 +3,6 @@ package ws
 import (
 	"errors"
 	"math"
-	"net"
 	"runtime"
 	"sync"
 	"syscall"
@@ -257,18 +256,6 @@ func (w *dwriter) try(c *conn, b []byte) (int, error) {
 	return n, err
 }
 
-// rawWrite is one write(2) on the non-blocking socket, for RawConn.Control.
-func (w *dwriter) rawWrite(fd uintptr) {
-	for {
-		n, err := syscall.Write(int(fd), w.cur)
-		if err == syscall.EINTR {
-			continue
-		}
-		w.wrote, w.err = max(n, 0), err
-		return
-	}
-}
-
 // handOff gives c, which a writer holds (writing set, one flushers count
 // taken), to its flusher goroutine; under c.mu.
 func (c *conn) handOff() {
@@ -276,17 +263,4 @@ func (c *conn) handOff() {
 		c.flushFn = c.flush
 	}
 	go c.flushFn()
-}
-
-// rawConn is nc's raw socket when it is plain TCP (direct writes), else nil.
-func rawConn(nc net.Conn) syscall.RawConn {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return nil
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return rc
 }

@@ -13,10 +13,10 @@
 // A client's frames go out as soon as its socket is free. The fan-out
 // hands the clients it queued to GOMAXPROCS writer goroutines, each
 // owning a share of the clients, which write each one's queue with one
-// non-blocking write system call (direct.go): no goroutine, timer or
-// buffer per client per change. What a socket does not take at once, a
-// snapshot, a close, a reply and any connection that is not plain TCP
-// (TLS) go to the client's flusher goroutine, started for it, which
+// non-blocking write system call (direct.go, on Unix systems): no
+// goroutine, timer or buffer per client per change. What a socket does
+// not take at once, a snapshot, a close, a reply and any connection that
+// is not plain TCP (TLS), or any at all off Unix, go to the client's flusher goroutine, started for it, which
 // writes everything queued in one writev, waiting for the socket,
 // again while more was queued during that write, and ends when the
 // queue is empty (writer.go). Under load the hub

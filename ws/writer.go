@@ -41,13 +41,9 @@ func (c *conn) kick() {
 // batch is a flusher's scratch: borrowed from batches for one flush, so
 // idle connections hold none.
 type batch struct {
-	iov  [][]byte
-	bufs net.Buffers
-	// writev's (writev_linux.go):
-	vec  []syscall.Iovec
-	n    int64
-	err  error
-	step func(uintptr) bool
+	iov         [][]byte
+	bufs        net.Buffers
+	writevState // batch.writev's (writev_linux.go)
 }
 
 var batches = sync.Pool{New: func() any { return new(batch) }}

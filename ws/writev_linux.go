@@ -11,6 +11,14 @@ const haveWritev = true
 // maxIOV is the most buffers one writev takes (Linux's IOV_MAX).
 const maxIOV = 1024
 
+// writevState is a batch's scratch for writev.
+type writevState struct {
+	vec  []syscall.Iovec
+	n    int64
+	err  error
+	step func(uintptr) bool
+}
+
 // writev writes b.bufs with writev(2) on the raw socket, waiting for it
 // within the write deadline as net does, but with the batch's iovecs,
 // borrowed with it: net's own writev keeps an iovec array per socket, 16

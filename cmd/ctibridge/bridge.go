@@ -123,7 +123,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		rcfg.Recordings = rec // never a nil pointer in the interface
 	}
 	if b.bus != nil {
-		rcfg.PBX, rcfg.Refresh = b.bus.node, b.bus.node // to the leader, wherever it is
+		rcfg.PBX, rcfg.Refresh = b.bus, b.bus // to the leader, wherever it is
 	}
 	api, err := rest.NewHandler(rcfg)
 	if err != nil {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,20 +97,37 @@ func checkBusPBXs(c busConfig, specs []pbxSpec, add func(name string, warn bool,
 // edgeArgs are the arguments of `ctibridge edge`: serve's, as an edge.
 func edgeArgs(args []string) []string { return append([]string{"--bus-edge=true"}, args...) }
 
-// busPBX is one PBX's part of a bus node: its bus.Node and the engine of
-// the replica clients read; on a bridge also the AMI client and the link
-// it runs on the primary replica while it leads, and (with a CDR
-// recorder) an AMI session of its own that feeds the recorder whoever
-// leads, so no Cdr event is missed during a takeover (the writes are
-// idempotent: two bridges record each CDR once).
+// busPBX is one PBX's part of a bus node: the bus.Node that follows the
+// PBX's op log into the replica clients read (eng), and, on a bridge,
+// the candidate that contends for the PBX's lead and leads it (its own
+// bus.Node, AMI client and link) and (with a CDR recorder) an AMI
+// session of its own that feeds the recorder whoever leads, so no Cdr
+// event is missed during a takeover (the writes are idempotent: two
+// bridges record each CDR once). A candidate deposed (bus.ErrDeposed)
+// is replaced by a fresh one, standing by: the PBX's lead alone is
+// lost, the replica clients read goes on following, the process and its
+// other PBXs are untouched (docs/scale-out.md, "Deposed").
 type busPBX struct {
-	name      string // on the bus: its stream's and lease's
-	node      *bus.Node
+	name      string    // on the bus: its stream's and lease's
+	node      *bus.Node // follows; never leads
 	eng       *calls.Engine
-	client    *ami.Client // nil on an edge
-	link      *link.Link  // nil on an edge
-	cdrClient *ami.Client // nil on an edge or without a recorder
+	candidate func(ctx context.Context) (*candidate, error) // nil on an edge
+	cur       atomic.Pointer[candidate]                     // the one contending or leading
+	cdrClient *ami.Client                                   // nil on an edge or without a recorder
 	observe   func(ami.Message)
+	log       *slog.Logger
+}
+
+// candidate is what a bridge contends for a PBX's lead with, and leads
+// it with: a bus.Node whose primary replica the link drives while it
+// leads, over an AMI client of its own. Each is built fresh and used
+// once: a deposed one's primary engine may hold ops the stream lacks,
+// and an AMI client runs once.
+type candidate struct {
+	node   *bus.Node
+	client *ami.Client
+	link   *link.Link
+	done   atomic.Bool // its node's Run returned
 }
 
 // openBus builds the default PBX's bus node instead of a lone engine and
@@ -119,25 +138,22 @@ func (b *bridge) openBus(ctx context.Context, c serveConfig, specs []pbxSpec, ec
 	if rec != nil {
 		observe = rec.Observe
 	}
-	b.bus, err = openBusPBX(ctx, c, c.bus.pbx, defaultPBXConfig(specs, ecfg), lcfg, b.client, acfg, observe, b.log)
+	b.client = nil // each candidate has its own (busPBX.candidate)
+	b.bus, err = openBusPBX(ctx, c, c.bus.pbx, defaultPBXConfig(specs, ecfg), lcfg, acfg, observe, b.log)
 	if err != nil {
 		return err
 	}
-	b.eng, b.link = b.bus.eng, b.bus.link
+	b.eng = b.bus.eng
 	auth.SetOpaqueKey(b.bus.node.OpaqueKey())
 	b.sites, err = newSites(c, specs, b.eng, ecfg, lcfg, b.log, func(sp pbxSpec, sc siteConfig) (*site, error) {
-		var client *ami.Client
-		if !c.bus.edge {
-			client = ami.NewClient(sc.ami)
-		}
-		p, err := openBusPBX(ctx, c, sp.name, sc.eng, sc.link, client, sc.ami, observe, b.log)
+		p, err := openBusPBX(ctx, c, sp.name, sc.eng, sc.link, sc.ami, observe, b.log)
 		if err != nil {
 			return nil, err
 		}
 		if p.observe != nil {
 			p.observe = qualifyCDRs(sp.name, p.eng, p.observe)
 		}
-		return &site{spec: sp, client: client, eng: p.eng, link: p.link, bus: p}, nil
+		return &site{spec: sp, eng: p.eng, bus: p}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("--pbx: %w", err)
@@ -146,42 +162,117 @@ func (b *bridge) openBus(ctx context.Context, c serveConfig, specs []pbxSpec, ec
 }
 
 // openBusPBX opens the bus node of PBX pbx (its name on the bus) with
-// the engine configuration ecfg; client is nil on an edge. A bridge's
-// link drives a primary replica and its CDR session (when observe is
-// set) logs in with acfg.
-func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Config, lcfg link.Config, client *ami.Client, acfg ami.Config, observe func(ami.Message), log *slog.Logger) (*busPBX, error) {
+// the engine configuration ecfg and, on a bridge, its first candidate;
+// a candidate's AMI client and its CDR session (when observe is set) log
+// in with acfg.
+func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Config, lcfg link.Config, acfg ami.Config, observe func(ami.Message), log *slog.Logger) (_ *busPBX, err error) {
 	served := bus.NewReplica(ecfg)
-	p := &busPBX{name: pbx, eng: served.Engine(), client: client}
+	p := &busPBX{name: pbx, eng: served.Engine(), log: log}
 	cfg := bus.Config{URL: c.bus.url, PBX: pbx, Node: c.bus.node, Served: served,
 		Fingerprint: bus.EngineFingerprint(ecfg), Log: log}
-	if client != nil {
-		pcfg := ecfg
-		pcfg.FeedSize = 16 // its feed is read by nobody
-		primary := bus.NewReplica(pcfg)
-		lcfg.OnMessage = nil
-		cfg.LinkPBX = bus.NewLinkPBX(client) // lets the leader roll the op log over
-		p.link = link.New(cfg.LinkPBX, primary, lcfg)
-		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, p.link.Refresh
-		c.bus.rollSettings(&cfg)
-		cfg.Lead = p.lead
-		if observe != nil {
-			p.cdrClient, p.observe = ami.NewClient(acfg), observe
-		}
-	}
-	node, err := bus.Open(ctx, cfg)
-	if err != nil {
+	if p.node, err = bus.Open(ctx, cfg); err != nil {
 		return nil, err
 	}
-	p.node = node
+	if c.bus.edge {
+		return p, nil
+	}
+	lcfg.OnMessage = nil
+	p.candidate = func(ctx context.Context) (*candidate, error) {
+		client := ami.NewClient(acfg)
+		pcfg := ecfg
+		pcfg.FeedSize = 16 // their feeds are read by nobody
+		primary := bus.NewReplica(pcfg)
+		cfg := cfg
+		cfg.Served = bus.NewReplica(pcfg)
+		cfg.LinkPBX = bus.NewLinkPBX(client) // lets the leader roll the op log over
+		l := link.New(cfg.LinkPBX, primary, lcfg)
+		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, l.Refresh
+		c.bus.rollSettings(&cfg)
+		cfg.Lead = func(ctx context.Context) error {
+			// The client outlives the link so that it logs off.
+			client := goOwn(func(ctx context.Context) { client.Run(ctx) })
+			defer client.stop()
+			return l.Run(ctx)
+		}
+		node, err := bus.Open(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &candidate{node: node, client: client, link: l}, nil
+	}
+	cand, err := p.candidate(ctx)
+	if err != nil {
+		p.node.Close()
+		return nil, err
+	}
+	p.cur.Store(cand)
+	if observe != nil {
+		p.cdrClient, p.observe = ami.NewClient(acfg), observe
+	}
 	return p, nil
 }
 
-// lead runs the AMI link while this bridge leads: the client outlives the
-// link so that it logs off.
-func (p *busPBX) lead(ctx context.Context) error {
-	client := goOwn(func(ctx context.Context) { p.client.Run(ctx) })
-	defer client.stop()
-	return p.link.Run(ctx)
+// contend runs candidates until ctx ends: one deposed is closed and
+// replaced by a fresh one, which follows the stream and contends again
+// a second later (two bridges fencing each other off do not spin).
+// Another error of a candidate's is the bridge's.
+func (p *busPBX) contend(ctx context.Context) error {
+	for {
+		cand := p.cur.Load()
+		err := cand.node.Run(ctx)
+		cand.done.Store(true)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, bus.ErrDeposed) {
+			return err
+		}
+		p.log.Warn("deposed: this PBX's lead is lost, standing by again with a fresh engine; the state clients read goes on following",
+			"pbx", p.name, "err", err)
+		next, err := p.candidate(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("standing by again after a deposal: %w", err)
+		}
+		p.cur.Store(next)
+		cand.node.Close()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// leading reports whether this node leads the PBX.
+func (p *busPBX) leading() bool { return p.leader() != nil }
+
+// leader is the candidate that leads the PBX, or nil.
+func (p *busPBX) leader() *candidate {
+	if cand := p.cur.Load(); cand != nil && !cand.done.Load() && cand.node.Leading() {
+		return cand
+	}
+	return nil
+}
+
+// Do sends an action to the PBX (rest.PBX): through the candidate while
+// it leads (its own AMI client), else to the leader over NATS.
+func (p *busPBX) Do(ctx context.Context, a ami.Message) (ami.Response, error) {
+	if cand := p.leader(); cand != nil {
+		return cand.node.Do(ctx, a)
+	}
+	return p.node.Do(ctx, a)
+}
+
+// Refresh asks the leader's link to re-read what actions changed in
+// AstDB (rest.Refresher), as Do goes.
+func (p *busPBX) Refresh(actions ...ami.Message) bool {
+	if cand := p.leader(); cand != nil {
+		return cand.node.Refresh(actions...)
+	}
+	return p.node.Refresh(actions...)
 }
 
 // observeCDRs feeds the history recorder from the PBX's own AMI session
@@ -212,14 +303,23 @@ func (b *bridge) ready() bool {
 	return b.link.Ready()
 }
 
-// run starts the node (and the CDR session) on wg with ctx; it returns
-// what stops the CDR session, after ctx's goroutines have stopped.
+// run starts the node and the candidates (and the CDR session) on wg
+// with ctx; it returns what stops the CDR session, after ctx's
+// goroutines have stopped. An error is sent on errc unless ctx ends
+// first (Run reads one).
 func (p *busPBX) run(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (stop func()) {
-	wg.Go(func() {
-		if err := p.node.Run(ctx); err != nil && ctx.Err() == nil {
-			errc <- fmt.Errorf("bus %s: %w", p.name, err)
+	fail := func(err error) {
+		if err != nil && ctx.Err() == nil {
+			select {
+			case errc <- fmt.Errorf("bus %s: %w", p.name, err):
+			case <-ctx.Done():
+			}
 		}
-	})
+	}
+	wg.Go(func() { fail(p.node.Run(ctx)) })
+	if p.candidate != nil {
+		wg.Go(func() { fail(p.contend(ctx)) })
+	}
 	if p.cdrClient == nil {
 		return func() {}
 	}
@@ -244,7 +344,7 @@ func (b *bridge) busEpoch() string {
 func (b *bridge) webhookPBXs(c serveConfig) []webhookPBX {
 	out := []webhookPBX{{PBX: webhook.PBX{State: b.eng}}}
 	if b.bus != nil {
-		out[0].sending = b.bus.node.Leading
+		out[0].sending = b.bus.leading
 		if c.bus.edge && c.webhooks != "" {
 			b.log.Warn("webhooks on an edge send nothing: only the leading bridge sends them")
 		}
@@ -252,38 +352,72 @@ func (b *bridge) webhookPBXs(c serveConfig) []webhookPBX {
 	for _, s := range b.sites.all() {
 		w := webhookPBX{PBX: webhook.PBX{Name: s.spec.name, State: s.eng}}
 		if s.bus != nil {
-			w.sending = s.bus.node.Leading
+			w.sending = s.bus.leading
 		}
 		out = append(out, w)
 	}
 	return out
 }
 
-// registerBus adds the bus nodes' figures to /metrics: with named PBXs
-// each node's series labelled pbx="default" or pbx="<name>", as the
-// links' are.
+// registerBus adds the bus PBXs' figures to /metrics (pbxCollector):
+// with named PBXs each PBX's series labelled pbx="default" or
+// pbx="<name>".
 func (b *bridge) registerBus(reg prometheus.Registerer) error {
 	if b.bus == nil {
 		return nil
 	}
 	if b.sites == nil {
-		return reg.Register(bus.NewCollector(b.bus.node))
+		return reg.Register(pbxCollector{b.bus})
 	}
-	if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": calls.DefaultPBXName}, reg).Register(bus.NewCollector(b.bus.node)); err != nil {
+	if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": calls.DefaultPBXName}, reg).Register(pbxCollector{b.bus}); err != nil {
 		return err
 	}
 	for _, s := range b.sites.list {
-		if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": s.spec.name}, reg).Register(bus.NewCollector(s.bus.node)); err != nil {
+		if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": s.spec.name}, reg).Register(pbxCollector{s.bus}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// pbxCollector is a bus PBX's figures: on an edge its node's, on a
+// bridge its current candidate's (its node, which follows too and
+// leads, its link and AMI client: ctibridge_ami_*, ctibridge_ready).
+type pbxCollector struct{ p *busPBX }
+
+func (c pbxCollector) collectors() []prometheus.Collector {
+	cand := c.p.cur.Load()
+	if cand == nil {
+		return []prometheus.Collector{bus.NewCollector(c.p.node)}
+	}
+	return []prometheus.Collector{bus.NewCollector(cand.node), link.NewCollector(cand.link, cand.client)}
+}
+
+func (c pbxCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, col := range c.collectors() {
+		col.Describe(ch)
+	}
+}
+
+func (c pbxCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, col := range c.collectors() {
+		col.Collect(ch)
+	}
+}
+
 // closeBus closes the NATS connections (bridge.close).
 func (b *bridge) closeBus() {
 	if b.bus != nil {
-		b.bus.node.Close()
+		b.bus.close()
 	}
 	b.sites.close()
+}
+
+// close closes the PBX's NATS connections. Call it after run's
+// goroutines have stopped.
+func (p *busPBX) close() {
+	p.node.Close()
+	if cand := p.cur.Load(); cand != nil {
+		cand.node.Close()
+	}
 }

@@ -121,14 +121,7 @@ func TestBusTwoPBXs(t *testing.T) {
 	}
 
 	// A call on each PBX, 201 to 202.
-	dcall, err := def.phones["201"].Call(ctx, "202")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scall, err := s2.phones["201"].Call(ctx, "202")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dcall, scall := callOnEach(ctx, t, def, s2)
 	exts = ad.waitExtensions("a call up on each PBX", func(m map[string]restExtension) bool {
 		return onlyConvOf(m["201"]).Connected && onlyConvOf(m["site2:201"]).Connected && onlyConvOf(m["site2:202"]).Connected
 	})
@@ -228,14 +221,7 @@ func TestBusTwoPBXs(t *testing.T) {
 	}
 
 	// A second call on each PBX, up while A stops.
-	dcall, err = def.phones["201"].Call(ctx, "202")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scall, err = s2.phones["201"].Call(ctx, "202")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dcall, scall = callOnEach(ctx, t, def, s2)
 	exts = ad.waitExtensions("a second call up on each PBX", func(m map[string]restExtension) bool {
 		return onlyConvOf(m["201"]).Connected && onlyConvOf(m["202"]).Connected && onlyConvOf(m["site2:201"]).Connected && onlyConvOf(m["site2:202"]).Connected
 	})
@@ -265,24 +251,7 @@ func TestBusTwoPBXs(t *testing.T) {
 	stopped := time.Now()
 	// On the edge site2 goes down and resyncs (B's takeover), then live;
 	// the default PBX stays live throughout.
-	var site2 []string
-	for len(site2) == 0 || site2[len(site2)-1] != "live" {
-		m, err := wc.Next(ctx)
-		if err != nil {
-			t.Fatalf("admin's WebSocket on the edge after A stopped (site2 said %v): %v", site2, err)
-		}
-		if m.Op != "event" || m.Type != "pbxStatus" {
-			continue
-		}
-		var st struct {
-			PBXs map[string]struct{ PBX string }
-		}
-		json.Unmarshal(m.Data, &st)
-		if d := st.PBXs["default"].PBX; d != "live" {
-			t.Fatalf("the default PBX said %q while site2's lead moved: %s", d, m.Data)
-		}
-		site2 = append(site2, st.PBXs["site2"].PBX)
-	}
+	site2 := watchLeadMove(ctx, t, wc, "site2", "default", nil)
 	stopPoll()
 	if !<-notReady {
 		t.Errorf("the edge's /readyz was never 503 while site2's lead moved (site2 said %v)", site2)

@@ -313,7 +313,7 @@ func (ss *sites) restSites() []rest.Site {
 	var out []rest.Site
 	for _, s := range ss.list {
 		if s.bus != nil { // to the PBX's leader, wherever it is
-			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.bus.node, Refresh: s.bus.node})
+			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.bus, Refresh: s.bus})
 		} else {
 			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.client, Refresh: s.link})
 		}
@@ -333,15 +333,15 @@ func (ss *sites) all() []*site {
 func (ss *sites) close() {
 	for _, s := range ss.all() {
 		if s.bus != nil {
-			s.bus.node.Close()
+			s.bus.close()
 		}
 	}
 }
 
 // register registers the link metrics (ctibridge_ami_*, ctibridge_ready,
-// the engine's) of the default PBX's link l and client (none on a bus
-// edge: l nil) and, with named PBXs, of each, every series then labelled
-// pbx="default" or pbx="<name>".
+// the engine's) of the default PBX's link l and client (none on the
+// bus, l nil: registerBus registers them) and, with named PBXs, of each,
+// every series then labelled pbx="default" or pbx="<name>".
 func (ss *sites) register(reg prometheus.Registerer, l *link.Link, client *ami.Client) error {
 	if l == nil {
 		return nil

@@ -118,7 +118,7 @@ func runAttach(cfg loadConfig) error {
 
 	srv := &server{url: a.url, admin: a.admin}
 	l.measuring.Store(true)
-	t0, cpu0, self0 := time.Now(), procCPU(a.pid), selfCPU()
+	t0, cpu0, self0 := time.Now(), procCPU(a.pid), loadtest.CPUTime()
 	m0, w0, _, _, hasCounters := srv.counters()
 	_, peak := watch(a.pid, cfg, func() {})
 	l.measuring.Store(false)
@@ -127,7 +127,7 @@ func runAttach(cfg loadConfig) error {
 	m1, w1, _, _, _ := srv.counters()
 	l.report(cfg, el)
 	res.Seconds, res.ServerCPUSeconds = el.Seconds(), cpu.Seconds()
-	res.ServerCPUCores, res.ToolCPUCores = cpu.Seconds()/el.Seconds(), (selfCPU()-self0).Seconds()/el.Seconds()
+	res.ServerCPUCores, res.ToolCPUCores = cpu.Seconds()/el.Seconds(), (loadtest.CPUTime()-self0).Seconds()/el.Seconds()
 	res.RSSPeakKB = peak
 	res.Delivered, res.Changes, res.Lost = l.msgs.Load(), l.last0.Load()-l.first0.Load(), l.lost.Load()
 	if hasCounters {

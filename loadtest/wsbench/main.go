@@ -449,7 +449,7 @@ func runLoad(cfg loadConfig) error {
 	}
 	rBefore := rssKB(srv.pid)
 	l.measuring.Store(true)
-	t0, cpu0, self0 := time.Now(), procCPU(srv.pid), selfCPU()
+	t0, cpu0, self0 := time.Now(), procCPU(srv.pid), loadtest.CPUTime()
 	m0, w0, p0, _, hasCounters := srv.counters()
 	fs, err := startFlooders(cfg.flood, srv.url, srv.token, cfg.floodOp)
 	if err != nil {
@@ -460,7 +460,7 @@ func runLoad(cfg loadConfig) error {
 	stop := func() { once.Do(func() { floods = fs.stop() }) }
 	samples, peak := watch(srv.pid, cfg, stop)
 	l.measuring.Store(false)
-	el, cpu, self := time.Since(t0), procCPU(srv.pid)-cpu0, selfCPU()-self0
+	el, cpu, self := time.Since(t0), procCPU(srv.pid)-cpu0, loadtest.CPUTime()-self0
 	m1, w1, p1, _, _ := srv.counters()
 	stop()
 	l.report(cfg, el)

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/ctibridge/ctibridge/loadtest"
@@ -110,11 +109,4 @@ func (l *load) Closed(w, id int, err error) {
 		l.lost.Add(1)
 		fmt.Fprintln(os.Stderr, "client lost:", err)
 	}
-}
-
-// selfCPU is the CPU time this process has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -188,7 +187,7 @@ func (s *Server) start() error {
 	cmd := exec.Command(Binary, s.args...)
 	s.logs = &lockedBuf{}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("natscluster: %s: %w", s.Name, err)
 	}
