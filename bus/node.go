@@ -77,7 +77,8 @@ type Doer interface {
 
 // ErrDeposed is Run's error when this node led and lost the lease or a
 // publish was fenced off: its primary engine may hold ops nobody else has,
-// so the process must start again (systemd does).
+// so the node is not run again; a new Node (with a fresh primary) may
+// contend again (cmd/ctibridge stands by so, per PBX).
 var ErrDeposed = errors.New("bus: this node lost the lead of its PBX")
 
 var pbxName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -41,7 +41,7 @@ func TestLeadAgainUnderSameName(t *testing.T) {
 
 // TestDeposedRunReturns: a leader whose lease is taken from it steps
 // down, and Run returns ErrDeposed (its goroutines stopped, the lease's
-// renewal among them) so that the process exits and is restarted.
+// renewal among them) and the node no longer says it leads.
 func TestDeposedRunReturns(t *testing.T) {
 	srv := natstest.Start(t)
 	sim := startSim(t)
@@ -59,5 +59,8 @@ func TestDeposedRunReturns(t *testing.T) {
 	waitFor(t, "bridge-a's Run to return", 10*time.Second, a.stopped)
 	if !errors.Is(a.err, ErrDeposed) {
 		t.Errorf("Run returned %v, want ErrDeposed", a.err)
+	}
+	if a.n.Leading() {
+		t.Error("a deposed node's Run returned and it still says it leads")
 	}
 }

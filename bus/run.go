@@ -35,6 +35,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer func() {
 		cancel()
 		wg.Wait()
+		n.leading.Store(false) // a Run that returned leads nothing
 	}()
 	msgs := make(chan stored, 256)
 	ferr := make(chan error, 1)
@@ -61,7 +62,7 @@ func (n *Node) Run(ctx context.Context) error {
 		case err := <-ferr:
 			return err
 		case err := <-n.deposed:
-			n.log.Error("stepping down: this node's engine may hold ops the stream lacks; restart it", "err", err)
+			n.log.Error("stepping down: this node's engine may hold ops the stream lacks", "err", err)
 			return fmt.Errorf("%w: %v", ErrDeposed, err)
 		case <-won:
 			info, err := n.stream.Info(ctx)
