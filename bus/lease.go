@@ -27,8 +27,10 @@ const DefaultLeaseTTL = 3 * time.Second
 // candidate at most wins, and a leader whose rewrite fails on the
 // revision has been replaced. A leader that cannot rewrite (NATS out of
 // reach, a JetStream election) keeps trying, and a candidate whose
-// takeover write fails so (not on the revision) counts the stand-still
-// again from then; should a candidate take over meanwhile, the leader's
+// takeover write fails so (not on the revision), or who finds the
+// bucket's JetStream leader changed since the stand-still began (the
+// election is over, but the holder could not renew during it), counts
+// the stand-still again from then; should a candidate take over meanwhile, the leader's
 // next rewrite or publish is refused on the revision or the stream's
 // last seq, and it steps down then.
 type lease struct {
@@ -47,6 +49,7 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 	defer tick.Stop()
 	var seen uint64
 	var since time.Time
+	var leader string // the bucket's JetStream leader when the stand-still began
 	for l.rev == 0 {
 		select {
 		case <-ctx.Done():
@@ -65,10 +68,20 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 			// NATS out of reach or electing: the leader may be renewing
 			// fine elsewhere. Count the stand-still from when it is seen
 			// again, so a cluster election does not depose a live leader.
-			since = time.Now()
+			since, leader = time.Now(), ""
 		case e.Revision() != seen:
 			seen, since = e.Revision(), time.Now()
+			leader = l.bucketLeader(c)
 		case time.Since(since) >= l.ttl:
+			if now := l.bucketLeader(c); now == "" || now != leader {
+				// The bucket's JetStream leader changed during the
+				// stand-still (or none answers now): while it was
+				// elected nobody could write, the holder's renewals
+				// failed though its reads came from the replicas. Give it
+				// a TTL to renew under the new leader.
+				since, leader = time.Now(), now
+				break
+			}
 			l.log.Warn("lease not renewed: taking over", "holder", string(e.Value()), "for", time.Since(since).Round(time.Millisecond))
 			rev, err := l.kv.Update(c, l.key, []byte(l.node), seen)
 			switch {
@@ -86,6 +99,21 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 	}
 	won <- l.rev
 	l.keep(ctx, lost)
+}
+
+// bucketLeader names the JetStream leader of the lease bucket's stream:
+// "" when none answers (an election, NATS out of reach), "-" for a
+// bucket with no cluster (a single server).
+func (l *lease) bucketLeader(ctx context.Context) string {
+	st, err := l.kv.Status(ctx)
+	if err != nil {
+		return ""
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || bs.StreamInfo() == nil || bs.StreamInfo().Cluster == nil {
+		return "-"
+	}
+	return bs.StreamInfo().Cluster.Leader // "" while it has none
 }
 
 // keep renews the lease every ttl/3 until ctx ends or it is lost.
