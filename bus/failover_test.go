@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/bus/natstest"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
 // TestFailover: a 3-server JetStream cluster, two bridges on one pbxsim,
@@ -21,13 +22,8 @@ import (
 // before the takeover on the other edge. Then one NATS server is killed
 // and the service goes on.
 func TestFailover(t *testing.T) {
-	cluster := natstest.Cluster(t, 3)
-	url := natstest.URLs(cluster)
-	sim := startSim(t)
 	const ttl = 2 * time.Second
-	a := startNode(t, url, "bridge-a", sim.AMIAddr(), ttl)
-	waitFor(t, "bridge-a to lead", 30*time.Second, a.n.Leading)
-	b := startNode(t, url, "bridge-b", sim.AMIAddr(), ttl)
+	cluster, url, sim, a, b := startLeaderStandby(t, ttl)
 	e1 := startNode(t, url, "edge-1", "", ttl)
 	e2 := startNode(t, url, "edge-2", "", ttl)
 	waitFor(t, "live on both edges", 20*time.Second, func() bool { return live(e1.served) && live(e2.served) })
@@ -114,4 +110,16 @@ func TestFailover(t *testing.T) {
 	if !b.n.Leading() || e1.served.Engine().Snapshot().Link != calls.LinkLive {
 		t.Errorf("after a NATS server died: bridge-b leading %v, edge-1 %v", b.n.Leading(), e1.served.Engine().Snapshot().Link)
 	}
+}
+
+// startLeaderStandby starts a 3-server JetStream cluster (url its
+// servers), pbxsim, and two bridges on it: a, once it leads, then b.
+func startLeaderStandby(t *testing.T, ttl time.Duration) (cluster []*natstest.Server, url string, sim *pbxsim.PBX, a, b *testNode) {
+	cluster = natstest.Cluster(t, 3)
+	url = natstest.URLs(cluster)
+	sim = startSim(t)
+	a = startNode(t, url, "bridge-a", sim.AMIAddr(), ttl)
+	waitFor(t, "bridge-a to lead", 30*time.Second, a.n.Leading)
+	b = startNode(t, url, "bridge-b", sim.AMIAddr(), ttl)
+	return cluster, url, sim, a, b
 }

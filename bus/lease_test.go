@@ -18,13 +18,8 @@ import (
 // failover`, which killed NATS servers: a live leader was deposed in 2 of
 // 6 such kills).
 func TestLeaseBucketLeaderKilled(t *testing.T) {
-	cluster := natstest.Cluster(t, 3)
-	url := natstest.URLs(cluster)
-	sim := startSim(t)
 	const ttl = 2 * time.Second
-	a := startNode(t, url, "bridge-a", sim.AMIAddr(), ttl)
-	waitFor(t, "bridge-a to lead", 30*time.Second, a.n.Leading)
-	b := startNode(t, url, "bridge-b", sim.AMIAddr(), ttl)
+	cluster, _, _, a, b := startLeaderStandby(t, ttl)
 	waitFor(t, "bridge-b to follow", 20*time.Second, func() bool { return live(b.served) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
