@@ -278,6 +278,9 @@ func TestCloseParkedNoReply(t *testing.T) {
 		t.Fatalf("first frame %d %q, want the hello", op, p)
 	}
 	time.Sleep(50 * time.Millisecond) // parked by now
+	// A parked client not woken by Close would wait here for ever: fail
+	// instead.
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	done := make(chan struct{})
 	go func() { e.hub.Close(); close(done) }()
 	if code := untilClose(t, nc); code != CloseGoingAway {
