@@ -25,8 +25,12 @@ func (e *env) rawDial(user string) net.Conn {
 	}
 	e.t.Cleanup(func() { nc.Close() })
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	authz := "" // user "": no token, the auth message first
+	if user != "" {
+		authz = "Authorization: Bearer " + e.token(user) + "\r\n"
+	}
 	fmt.Fprintf(nc, "GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer %s\r\n\r\n", host, e.token(user))
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s\r\n", host, authz)
 	var resp []byte
 	b := make([]byte, 1)
 	for !bytes.HasSuffix(resp, []byte("\r\n\r\n")) { // byte by byte: not a byte of the frames
@@ -293,5 +297,20 @@ func TestCloseParkedNoReply(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not return")
+	}
+}
+
+// TestPingBeforeAuth: a client without a token may ping before its auth
+// message; the ping is answered and the auth message then accepted.
+func TestPingBeforeAuth(t *testing.T) {
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{})
+	nc := e.rawDial("")
+	nc.Write(clientFrame(true, opPing, []byte("p"), true))
+	if op, p := serverFrame(t, nc); op != opPong || string(p) != "p" {
+		t.Fatalf("answer to the ping %d %q, want its pong", op, p)
+	}
+	nc.Write(clientFrame(true, opText, []byte(`{"op":"auth","token":"`+e.token("alice")+`"}`), true))
+	if op, p := serverFrame(t, nc); op != opText || !bytes.HasPrefix(p, []byte(`{"op":"hello"`)) {
+		t.Fatalf("after the auth message %d %q, want the hello", op, p)
 	}
 }

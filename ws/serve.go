@@ -154,6 +154,11 @@ func (c *conn) authenticate(token string, hasToken bool) bool {
 	if !hasToken {
 		c.nc.SetReadDeadline(time.Now().Add(h.cfg.AuthTimeout))
 		m, err := c.read()
+		// A ping or pong before the auth message is answered (control
+		// charges it) and skipped, within AuthTimeout.
+		for errors.Is(err, errNoMessage) {
+			m, err = c.read()
+		}
 		c.spend(1)
 		switch {
 		case err == nil && m.Op == "auth" && m.Token != "":
