@@ -130,10 +130,11 @@ func (e *Engine) deriveTrunk(t *trunkState) (map[string]Conversation, bool) {
 			tc.byChan[c] = append(tc.byChan[c], cv.ID)
 		})
 	}
-	changed := !convsEqual(m, tc.cur)
+	changed := len(m) != len(tc.cur)
 	for id, cv := range tc.cur {
 		if w, ok := m[id]; !ok || !convEqual(w, cv) {
 			delete(tc.pieces, id)
+			changed = true
 		}
 	}
 	tc.cur, tc.ids = m, sortedKeys(m)
@@ -150,8 +151,9 @@ func (e *Engine) trunkJSON(t *trunkState, v *Trunk, now int64, hint int) []byte 
 		return appendTrunk(make([]byte, 0, hint), v, now, enc{}) // not the conversations tc holds
 	}
 	head := appendKey(appendTrunkHead(tc.head[:0], v), "conversations")
+	tail := append(appendPBX(head[len(head):], v.PBX), '}') // in head's spare room, when it has some
 	tc.head = head
-	size := len(head) + 2 + max(len(tc.ids)-1, 0) + len(appendPBX(nil, v.PBX)) + 1
+	size := len(head) + 2 + max(len(tc.ids)-1, 0) + len(tail)
 	for _, id := range tc.ids {
 		pc, ok := tc.pieces[id]
 		if !ok || durationAt(pc.answeredAt, now) != pc.dur {
@@ -170,7 +172,7 @@ func (e *Engine) trunkJSON(t *trunkState, v *Trunk, now int64, hint int) []byte 
 		b = append(b, tc.pieces[id].b...)
 	}
 	b = append(b, '}')
-	return append(appendPBX(b, v.PBX), '}')
+	return append(b, tail...)
 }
 
 // trunkEnt is t's entity for v, encoded from its pieces.
