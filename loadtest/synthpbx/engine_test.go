@@ -274,3 +274,32 @@ func TestMixEndsClean(t *testing.T) {
 	}
 	t.Logf("placed %v, skipped %d, at most %d up, %d events", g.Placed, g.Skipped, g.MaxUp, r.p.Events())
 }
+
+// Trunk calls go in and out in turn, transfers are blind and attended in
+// turn: twenty of each pair placed, ten of each kind (drawn at random, a
+// short run could make them all one way: CI once had eight trunk calls
+// and none inbound).
+func TestMixPairsInTurn(t *testing.T) {
+	for _, share := range []synthpbx.Mix{{Trunk: 1}, {Transfer: 1}} {
+		r := newRig(t, 80, 0, 0)
+		share.Hold, share.Ring = 4*time.Second, 500*time.Millisecond
+		g, err := synthpbx.NewGen(r.p, share, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			if g.Start(r.now) == nil {
+				t.Fatal("a call skipped with 80 extensions free")
+			}
+		}
+		first := synthpbx.TrunkIn
+		if share.Transfer > 0 {
+			first = synthpbx.Blind
+		}
+		if g.Placed[first] != 10 || g.Placed[first+1] != 10 {
+			t.Errorf("placed %v, want 10 %v and 10 %v", g.Placed, first, first+1)
+		}
+		g.HangupAll()
+		r.noCalls()
+	}
+}

@@ -45,7 +45,8 @@ func (m Mix) Check() error {
 // answers after another quarter, and an attended transfer completes
 // after a third. A call that finds too few idle extensions (or a queue
 // call no idle member) is not placed (Skipped); a transfer that finds no
-// target is not made. Gen is not safe for concurrent use.
+// target is not made. Trunk calls go in and out in turn, transfers are
+// blind and attended in turn. Gen is not safe for concurrent use.
 type Gen struct {
 	P   *PBX
 	mix Mix
@@ -57,6 +58,7 @@ type Gen struct {
 	calls   map[*Call]struct{}
 	nextQ   int
 	outside int
+	turn    [2]int // trunk calls, transfers: how many drawn, for in/out and blind/attended in turn
 
 	// Before, when set, is called for a call about to be placed (its
 	// Kind and parties set, nothing emitted yet); Answered when its
@@ -147,11 +149,19 @@ func (g *Gen) kind() Kind {
 	case r < g.mix.Queue:
 		return QueueCall
 	case r < g.mix.Queue+g.mix.Trunk:
-		return TrunkIn + Kind(g.rnd.IntN(2))
+		return TrunkIn + g.alternate(0)
 	case r < g.mix.Queue+g.mix.Trunk+g.mix.Transfer:
-		return Blind + Kind(g.rnd.IntN(2))
+		return Blind + g.alternate(1)
 	}
 	return Internal
+}
+
+// alternate is 0 and 1 in turn for the pair i: the trunk's calls go in
+// and out, the transfers are blind and attended, in equal numbers (drawn
+// at random, a short run could make eight trunk calls all outbound).
+func (g *Gen) alternate(i int) Kind {
+	g.turn[i]++
+	return Kind(g.turn[i] & 1)
 }
 
 func (g *Gen) take() int {
