@@ -3,7 +3,6 @@ package calls
 import (
 	"math/rand/v2"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -249,17 +248,6 @@ func (m *mixPBX) stream(n int) []ami.Message {
 		m.gen.Start(m.now)
 	}
 	return m.out
-}
-
-// cpuTime is the CPU time the process used (user and system, GC included):
-// on a machine other work loads, events per CPU second is steadier than
-// per wall second.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // scaleRounds pre-builds n rounds of the stream: in each, the oldest call
