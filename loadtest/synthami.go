@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 	"github.com/ctibridge/ctibridge/loadtest/synthpbx"
 	"github.com/ctibridge/ctibridge/pbxsim"
 )
@@ -109,7 +110,7 @@ func (s *SynthAMI) coreShowChannels(_ context.Context, _ *ami.Session, req ami.M
 	chans := s.pbx.Chans()
 	items := make([]ami.Message, 0, len(chans))
 	for _, c := range chans {
-		hs := synthpbx.Headers([]ami.Header{{Key: "Event", Value: ami.EventCoreShowChannel}}, "", c)
+		hs := amievent.AppendChannel([]ami.Header{{Key: "Event", Value: ami.EventCoreShowChannel}}, "", &c.Channel)
 		hs = append(hs, ami.Header{Key: "Application", Value: c.App}, ami.Header{Key: "ApplicationData", Value: ""},
 			ami.Header{Key: "Duration", Value: fmtHMS(time.Since(c.Created))}, ami.Header{Key: "BridgeId", Value: c.Bridge})
 		items = append(items, ami.NewMessage(hs...))
