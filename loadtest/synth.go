@@ -43,6 +43,7 @@ type SynthTraffic struct {
 	QueueShare    float64 // of the new calls: outside callers into a queue (SynthPBX.Queues > 0)
 	TrunkShare    float64 // trunk calls, half inbound to an extension, half outbound
 	TransferShare float64 // internal calls transferred, half blind, half attended
+	ForwardShare  float64 // outside callers to an extension forwarded to an outside number (both legs on the trunk)
 }
 
 func (t *SynthTraffic) setDefaults() {
@@ -174,8 +175,9 @@ type synthGen struct {
 
 // CheckSynth says whether a PBX of size can hold tr's calls (with its
 // defaults): the calls that are no queue call need two extensions each
-// that are no queue's members (a trunk call one, a transfer a third for
-// a while: two is the bound that holds), the queue calls a member each.
+// that are no queue's members (a trunk call or a forward one, a transfer
+// a third for a while: two is the bound that holds), the queue calls a
+// member each.
 func CheckSynth(size SynthPBX, tr SynthTraffic) error {
 	tr.setDefaults()
 	if err := tr.mix().Check(); err != nil {
@@ -195,7 +197,7 @@ func CheckSynth(size SynthPBX, tr SynthTraffic) error {
 // mix is tr's synthpbx.Mix: each call lasts Calls/Rate seconds.
 func (tr SynthTraffic) mix() synthpbx.Mix {
 	hold := time.Duration(float64(tr.Calls) / tr.Rate * float64(time.Second))
-	return synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Hold: hold, Ring: tr.Ring}
+	return synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Forward: tr.ForwardShare, Hold: hold, Ring: tr.Ring}
 }
 
 // newSynthGen checks tr (with its defaults) against a's PBX and makes
@@ -434,10 +436,10 @@ func synthNotes(rep *Report, cfg SynthConfig) []string {
 	notes := []string{
 		fmt.Sprintf("%d extensions, %d calls up (at most %d), %.0f new calls/s lasting %v (ringing %v): %d events/s offered",
 			cfg.AMI.cfg.Extensions, cfg.Calls, c["calls_up_max"], cfg.Rate, hold.Round(time.Millisecond), cfg.Ring, c["events_per_s_offered"]),
-		fmt.Sprintf("mix: %d queues of %d members; of the new calls %.0f%% into a queue, %.0f%% on the trunk, %.0f%% transferred; placed %d internal, %d trunk in, %d trunk out, %d queue, %d blind and %d attended transfers; %d skipped (no idle extension or member)",
-			cfg.AMI.cfg.Queues, cfg.AMI.cfg.Members, cfg.QueueShare*100, cfg.TrunkShare*100, cfg.TransferShare*100,
+		fmt.Sprintf("mix: %d queues of %d members; of the new calls %.0f%% into a queue, %.0f%% on the trunk, %.0f%% transferred, %.0f%% forwarded to the trunk; placed %d internal, %d trunk in, %d trunk out, %d queue, %d blind and %d attended transfers, %d forwarded; %d skipped (no idle extension or member)",
+			cfg.AMI.cfg.Queues, cfg.AMI.cfg.Members, cfg.QueueShare*100, cfg.TrunkShare*100, cfg.TransferShare*100, cfg.ForwardShare*100,
 			c["calls_placed_internal"], c["calls_placed_trunk_in"], c["calls_placed_trunk_out"], c["calls_placed_queue"],
-			c["calls_placed_blind_transfer"], c["calls_placed_attended_transfer"], c["calls_skipped_no_free_extension"]),
+			c["calls_placed_blind_transfer"], c["calls_placed_attended_transfer"], c["calls_placed_forward"], c["calls_skipped_no_free_extension"]),
 		fmt.Sprintf("fill: %d events (%d calls) applied at %d events/s end to end; engine %d ns/event, %d events/batch",
 			c["fill_events"], c["fill_calls"], c["fill_events_per_s"], c["fill_engine_ns_per_event"], c["fill_events_per_batch"]),
 		fmt.Sprintf("steady: apply %d ns/event, publish %d µs/batch of %d events, %.1f%% of a core; largest batch lag sampled %d µs",

@@ -19,9 +19,10 @@ const (
 	QueueCall             // an outside caller on the trunk into a queue; its free members ring
 	Blind                 // Internal, then A is redirected (AMI Redirect) to extension C
 	Attended              // Internal, then A consults C (Atxfer, a Local pair) and hangs up: B talks to C
+	Forward               // an outside caller on the trunk dials extension Fwd, forwarded (AstDB CF) to outside number FwdTo on the trunk
 )
 
-var kindNames = [...]string{"internal", "trunk_in", "trunk_out", "queue", "blind_transfer", "attended_transfer"}
+var kindNames = [...]string{"internal", "trunk_in", "trunk_out", "queue", "blind_transfer", "attended_transfer", "forward"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -31,7 +32,9 @@ func (k Kind) String() string { return kindNames[k] }
 type Call struct {
 	Kind    Kind
 	A, B, C int
-	Outside string // the outside party's number (trunk and queue calls)
+	Outside string // the outside party's number (trunk and queue calls; a forward's caller)
+	Fwd     int    // a Forward's extension: dialled, never rung (B and C are -1: both parties are outside)
+	FwdTo   string // a Forward's target, the outside number it is forwarded to
 	Queue   *Queue
 	Tag     int // the owner's, untouched here
 
@@ -151,6 +154,32 @@ func (p *PBX) DialIn(from string, b int) *Call {
 	return c
 }
 
+// DialForward starts a call from outside number from to extension b,
+// forwarded unconditionally to outside number to (AstDB CF/<b> = to):
+// the DID's dialplan on the trunk caller's channel dials to through the
+// trunk instead of b, so both legs are PJSIP/trunk-..., b never rings
+// and its hint stays idle. The caller's side is
+// calls/testdata/inbound_trunk_did's, the forward that of
+// call_forward_astdb (the Dial in the caller's own dialplan, no Local
+// channel, the callee's leg showing the extension dialled as its Exten),
+// the trunk's leg DialOut's.
+func (p *PBX) DialForward(from string, b int, to string) *Call {
+	c := &Call{Kind: Forward, A: -1, B: -1, C: -1, Outside: from, Fwd: b, FwdTo: to}
+	bn := Exten(b)
+	p.trunkCaller(c, bn)
+	c.held = append(c.held, b) // the owner's to free: no other call uses it meanwhile
+	p.chanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+to+"@trunk,15,tT")
+	c.cb = p.trunkLeg(c, to)
+	p.ring(c, c.ca, c.cb, to+"@trunk", -1)
+	return c
+}
+
+// trunkLeg creates the trunk's channel of a call dialled out to outside
+// number to.
+func (p *PBX) trunkLeg(c *Call, to string) *Chan {
+	return c.add(p.newChan("trunk", to, "", c.ca.Linked, "from-internal", "s", 0))
+}
+
 // DialOut starts a call from extension a to outside number to through
 // the trunk: the trunk's leg is PJSIP/trunk-..., showing the number
 // dialled as its caller ID (no recording has an outbound trunk call:
@@ -158,7 +187,7 @@ func (p *PBX) DialIn(from string, b int) *Call {
 func (p *PBX) DialOut(a int, to string) *Call {
 	c := &Call{Kind: TrunkOut, A: a, B: -1, C: -1, Outside: to}
 	p.caller(c, a, to, "PJSIP/"+to+"@trunk,,Tt")
-	c.cb = c.add(p.newChan("trunk", to, "", c.ca.Linked, "from-internal", "s", 0))
+	c.cb = p.trunkLeg(c, to)
 	p.ring(c, c.ca, c.cb, to+"@trunk", -1)
 	return c
 }
@@ -563,6 +592,6 @@ func (p *PBX) Hangup(c *Call) {
 	c.state = done
 }
 
-// Held are the extensions the call holds (ringing or talking), for its
-// owner to free when it ends.
+// Held are the extensions the call holds (ringing or talking, or a
+// forward's extension), for its owner to free when it ends.
 func (c *Call) Held() []int { return c.held }
