@@ -100,9 +100,6 @@ func (p *PBX) Chans() []*Chan {
 	return out
 }
 
-// CallsTaken is how many queue calls member m of q answered.
-func (q *Queue) CallsTaken(m int) int { return q.taken[m] }
-
 // newChan creates the next channel of endpoint ep (its name
 // "PJSIP/<ep>-<seq>"), caller ID num, linked to linked (its own Uniqueid
 // when empty), in context at exten.
