@@ -221,7 +221,7 @@ func newSynthGen(a *SynthAMI, tr SynthTraffic) (*synthGen, error) {
 			g.stamp(c.B, time.Now())
 		}
 		c.Tag = len(g.recs)
-		g.recs = append(g.recs, callRecord{caller: SynthExten(c.A), callee: SynthExten(c.B), invite: time.Now()})
+		g.recs = append(g.recs, callRecord{caller: synthpbx.Exten(c.A), callee: synthpbx.Exten(c.B), invite: time.Now()})
 	}
 	g.gen.Answered = func(c *synthpbx.Call) {
 		if c.Tag >= 0 && g.recs[c.Tag].ok.IsZero() {

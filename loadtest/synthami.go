@@ -46,9 +46,6 @@ type SynthPBX struct {
 	Members    int // static members of each queue
 }
 
-// SynthExten is the number of extension i.
-func SynthExten(i int) string { return synthpbx.Exten(i) }
-
 // NewSynthAMI listens on addr (127.0.0.1:0) for a manager login as
 // user/secret and serves until ctx ends or Close.
 func NewSynthAMI(ctx context.Context, addr string, cfg SynthPBX, user, secret string, log *slog.Logger) (*SynthAMI, error) {
@@ -128,7 +125,7 @@ func (s *SynthAMI) endpoints(_ context.Context, _ *ami.Session, req ami.Message)
 	defer s.mu.Unlock()
 	items := make([]ami.Message, 0, s.cfg.Extensions)
 	for i := range s.cfg.Extensions {
-		x := SynthExten(i)
+		x := synthpbx.Exten(i)
 		dev := "Not in use"
 		if s.pbx.Status(i) != 0 {
 			dev = "In use"
@@ -142,7 +139,7 @@ func (s *SynthAMI) endpoints(_ context.Context, _ *ami.Session, req ami.Message)
 func (s *SynthAMI) contacts(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	items := make([]ami.Message, 0, s.cfg.Extensions)
 	for i := range s.cfg.Extensions {
-		x := SynthExten(i)
+		x := synthpbx.Exten(i)
 		items = append(items, pbxsim.Item(ami.EventContactList, "ObjectType", "contact", "ObjectName", x+";@synth", "ViaAddr", "127.0.0.1",
 			"CallId", "synth-"+x, "Endpoint", x, "ViaPort", "5062", "Uri", "sip:"+x+"@127.0.0.1:5062", "UserAgent", "synth",
 			"Status", "NonQualified", "RoundtripUsec", "N/A"))
@@ -174,7 +171,7 @@ func (s *SynthAMI) deviceStates(_ context.Context, _ *ami.Session, req ami.Messa
 		case 16:
 			st = "ONHOLD"
 		}
-		items = append(items, pbxsim.Item(ami.EventDeviceStateChange, "Device", "PJSIP/"+SynthExten(i), "State", st))
+		items = append(items, pbxsim.Item(ami.EventDeviceStateChange, "Device", "PJSIP/"+synthpbx.Exten(i), "State", st))
 	}
 	return pbxsim.EventList(req, "Device State Changes will follow", ami.EventDeviceStateListComplete, items)
 }
