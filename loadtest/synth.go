@@ -151,7 +151,7 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	matchCalls(rep, connected, g.recs, ws.screens, e2e)
 	rep.Extra = append(rep.Extra, Series{Name: "answer→connected", Latency: connected})
 	rep.addClients(ws.rep, restRep)
-	rep.Notes = append(rep.Notes, synthNotes(rep, cfg)...)
+	rep.Notes = append(rep.Notes, synthNotes(rep, cfg, hold)...)
 	if cfg.Progress != nil {
 		for _, s := range rep.PerSecond {
 			cfg.Progress(s)
@@ -174,15 +174,22 @@ type synthGen struct {
 }
 
 // CheckSynth says whether a PBX of size can hold tr's calls (with its
-// defaults): the calls that are no queue call need two extensions each
-// that are no queue's members (a trunk call or a forward one, a transfer
-// a third for a while: two is the bound that holds), the queue calls a
-// member each.
+// defaults), as RunSynth and ServeSynth check them: for a caller to fail
+// before it starts a bridge.
 func CheckSynth(size SynthPBX, tr SynthTraffic) error {
 	tr.setDefaults()
 	if err := tr.mix().Check(); err != nil {
 		return fmt.Errorf("loadtest: synth: %w", err)
 	}
+	return checkRoom(size, tr)
+}
+
+// checkRoom says whether a PBX of size has the extensions tr's calls
+// need: the calls that are no queue call need two extensions each that
+// are no queue's members (a trunk call or a forward one, a transfer a
+// third for a while: two is the bound that holds), the queue calls a
+// member each.
+func checkRoom(size SynthPBX, tr SynthTraffic) error {
 	free := size.Extensions - size.Queues*size.Members
 	if need := int(math.Ceil(2*float64(tr.Calls)*(1-tr.QueueShare))) + 2; need > free {
 		return fmt.Errorf("loadtest: synth: %d calls need %d extensions that are no queue's members, have %d (%d extensions, %d queues of %d members)",
@@ -200,18 +207,18 @@ func (tr SynthTraffic) mix() synthpbx.Mix {
 	return synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Forward: tr.ForwardShare, Hold: hold, Ring: tr.Ring}
 }
 
-// newSynthGen checks tr (with its defaults) against a's PBX and makes
-// the generator of its calls.
+// newSynthGen makes the generator of tr's calls (its defaults filled by
+// the caller, once) on a's PBX, checking tr once: its mix in
+// synthpbx.NewGen, then the room for its calls.
 func newSynthGen(a *SynthAMI, tr SynthTraffic) (*synthGen, error) {
-	tr.setDefaults()
-	if err := CheckSynth(a.cfg, tr); err != nil {
-		return nil, err
-	}
 	g := &synthGen{ami: a, rate: tr.Rate, mix: tr.mix()}
 	var err error
 	a.do(func(p *synthpbx.PBX) { g.gen, err = synthpbx.NewGen(p, g.mix, uint64(time.Now().UnixNano())) })
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: synth: %w", err)
+	}
+	if err := checkRoom(a.cfg, tr); err != nil {
+		return nil, err
 	}
 	g.gen.Before = func(c *synthpbx.Call) {
 		if !g.measure || c.Kind != synthpbx.Internal {
@@ -430,9 +437,8 @@ func sampleLag(ctx context.Context, admin string) float64 {
 	}
 }
 
-func synthNotes(rep *Report, cfg SynthConfig) []string {
+func synthNotes(rep *Report, cfg SynthConfig, hold time.Duration) []string {
 	c := rep.Counters
-	hold := cfg.mix().Hold
 	notes := []string{
 		fmt.Sprintf("%d extensions, %d calls up (at most %d), %.0f new calls/s lasting %v (ringing %v): %d events/s offered",
 			cfg.AMI.cfg.Extensions, cfg.Calls, c["calls_up_max"], cfg.Rate, hold.Round(time.Millisecond), cfg.Ring, c["events_per_s_offered"]),
