@@ -1,42 +1,25 @@
 package amievent_test
 
 import (
-	"bufio"
-	"errors"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amievent"
+	"github.com/ctibridge/ctibridge/ami/amitest"
 )
 
 // recorded is the first event named name in a recording of Asterisk 22.
 func recorded(t *testing.T, file, name string) ami.Message {
 	t.Helper()
-	f, err := os.Open("../testdata/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := ami.NewReader(bufio.NewReader(f), ami.ReaderConfig{})
-	if _, err := r.ReadBanner(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		m, err := r.ReadMessage()
-		if errors.Is(err, io.EOF) {
-			t.Fatalf("%s: no %s", file, name)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range amitest.ReadRecording(t, "../testdata/"+file) {
 		if m.Event() == name {
 			return m
 		}
 	}
+	t.Fatalf("%s: no %s", file, name)
+	return ami.Message{}
 }
 
 // channel is the channel block of m prefixed p, as a Channel.
