@@ -28,6 +28,7 @@ type rule struct {
 
 var rules = []rule{
 	{pkg: "ami", stdOnly: true},
+	{pkg: "ami/amievent", allowed: []string{"ami"}, banned: []string{"testing"}},
 	{pkg: "ami/amitest", allowed: []string{"ami", "ami/amiproxy"}},
 	{pkg: "ami/amiproxy", allowed: []string{"ami"}, banned: []string{"testing"}},
 	{pkg: "calls", allowed: []string{"ami"}, banned: []string{"net/http", "database/sql", "os/exec"}, bannedDirect: []string{"net", "os", "net/http", "time/tzdata"}},
@@ -46,19 +47,19 @@ var rules = []rule{
 	{pkg: "history", allowed: []string{"ami", "calls", "sqldb", "upstream", "wal"}},
 	{pkg: "wal", stdOnly: true},
 	{pkg: "webhook", allowed: []string{"ami", "calls", "history", "sqldb", "upstream", "wal"}},
-	{pkg: "pbxsim", allowed: []string{"ami"}},
+	{pkg: "pbxsim", allowed: []string{"ami", "ami/amievent"}},
 	{pkg: "bus", allowed: []string{"ami", "calls", "link"}},
 	{pkg: "bus/natstest", allowed: []string{"bus/natstest/natscluster"}},
 	{pkg: "bus/natstest/natscluster", stdOnly: true},
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp", "loadtest/internal/wsframe", "loadtest/synthpbx"}, banned: []string{"testing"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amievent"}, banned: []string{"testing"}},
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
-	{pkg: "loadtest/synthpbx", allowed: []string{"ami"}, banned: []string{"testing"}},
+	{pkg: "loadtest/synthpbx", allowed: []string{"ami", "ami/amievent"}, banned: []string{"testing"}},
 	// A program measuring the hub in-process: the one load program that
 	// imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amiproxy", "ami/amievent", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp"}},
 }
 
 type listed struct {

@@ -14,8 +14,8 @@
 // synthetic Asterisk 22 that the engine's benchmarks also use) holds
 // thousands of extensions, queues of them and calls, and emits their AMI
 // events at a given call rate: a mix of internal, trunk (in and out),
-// queue and transferred (blind and attended) calls in the shapes of the
-// recordings; it answers the bridge's resync and reconcile lists from
+// queue, transferred (blind and attended) and forwarded (trunk in to
+// trunk out) calls in the shapes of the recordings; it answers the bridge's resync and reconcile lists from
 // its state. The run times the ringing and answer events of the internal
 // calls to the screens, REST reads, and the engine's cost from the
 // bridge's /metrics. ServeSynth

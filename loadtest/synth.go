@@ -43,6 +43,7 @@ type SynthTraffic struct {
 	QueueShare    float64 // of the new calls: outside callers into a queue (SynthPBX.Queues > 0)
 	TrunkShare    float64 // trunk calls, half inbound to an extension, half outbound
 	TransferShare float64 // internal calls transferred, half blind, half attended
+	ForwardShare  float64 // outside callers to an extension forwarded to an outside number (both legs on the trunk)
 }
 
 func (t *SynthTraffic) setDefaults() {
@@ -150,7 +151,7 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	matchCalls(rep, connected, g.recs, ws.screens, e2e)
 	rep.Extra = append(rep.Extra, Series{Name: "answer→connected", Latency: connected})
 	rep.addClients(ws.rep, restRep)
-	rep.Notes = append(rep.Notes, synthNotes(rep, cfg)...)
+	rep.Notes = append(rep.Notes, synthNotes(rep, cfg, hold)...)
 	if cfg.Progress != nil {
 		for _, s := range rep.PerSecond {
 			cfg.Progress(s)
@@ -173,14 +174,22 @@ type synthGen struct {
 }
 
 // CheckSynth says whether a PBX of size can hold tr's calls (with its
-// defaults): the calls that are no queue call need two extensions each
-// that are no queue's members (a trunk call one, a transfer a third for
-// a while: two is the bound that holds), the queue calls a member each.
+// defaults), as RunSynth and ServeSynth check them: for a caller to fail
+// before it starts a bridge.
 func CheckSynth(size SynthPBX, tr SynthTraffic) error {
 	tr.setDefaults()
 	if err := tr.mix().Check(); err != nil {
 		return fmt.Errorf("loadtest: synth: %w", err)
 	}
+	return checkRoom(size, tr)
+}
+
+// checkRoom says whether a PBX of size has the extensions tr's calls
+// need: the calls that are no queue call need two extensions each that
+// are no queue's members (a trunk call or a forward one, a transfer a
+// third for a while: two is the bound that holds), the queue calls a
+// member each.
+func checkRoom(size SynthPBX, tr SynthTraffic) error {
 	free := size.Extensions - size.Queues*size.Members
 	if need := int(math.Ceil(2*float64(tr.Calls)*(1-tr.QueueShare))) + 2; need > free {
 		return fmt.Errorf("loadtest: synth: %d calls need %d extensions that are no queue's members, have %d (%d extensions, %d queues of %d members)",
@@ -195,21 +204,21 @@ func CheckSynth(size SynthPBX, tr SynthTraffic) error {
 // mix is tr's synthpbx.Mix: each call lasts Calls/Rate seconds.
 func (tr SynthTraffic) mix() synthpbx.Mix {
 	hold := time.Duration(float64(tr.Calls) / tr.Rate * float64(time.Second))
-	return synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Hold: hold, Ring: tr.Ring}
+	return synthpbx.Mix{Queue: tr.QueueShare, Trunk: tr.TrunkShare, Transfer: tr.TransferShare, Forward: tr.ForwardShare, Hold: hold, Ring: tr.Ring}
 }
 
-// newSynthGen checks tr (with its defaults) against a's PBX and makes
-// the generator of its calls.
+// newSynthGen makes the generator of tr's calls (its defaults filled by
+// the caller, once) on a's PBX, checking tr once: its mix in
+// synthpbx.NewGen, then the room for its calls.
 func newSynthGen(a *SynthAMI, tr SynthTraffic) (*synthGen, error) {
-	tr.setDefaults()
-	if err := CheckSynth(a.cfg, tr); err != nil {
-		return nil, err
-	}
 	g := &synthGen{ami: a, rate: tr.Rate, mix: tr.mix()}
 	var err error
 	a.do(func(p *synthpbx.PBX) { g.gen, err = synthpbx.NewGen(p, g.mix, uint64(time.Now().UnixNano())) })
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: synth: %w", err)
+	}
+	if err := checkRoom(a.cfg, tr); err != nil {
+		return nil, err
 	}
 	g.gen.Before = func(c *synthpbx.Call) {
 		if !g.measure || c.Kind != synthpbx.Internal {
@@ -219,7 +228,7 @@ func newSynthGen(a *SynthAMI, tr SynthTraffic) (*synthGen, error) {
 			g.stamp(c.B, time.Now())
 		}
 		c.Tag = len(g.recs)
-		g.recs = append(g.recs, callRecord{caller: SynthExten(c.A), callee: SynthExten(c.B), invite: time.Now()})
+		g.recs = append(g.recs, callRecord{caller: synthpbx.Exten(c.A), callee: synthpbx.Exten(c.B), invite: time.Now()})
 	}
 	g.gen.Answered = func(c *synthpbx.Call) {
 		if c.Tag >= 0 && g.recs[c.Tag].ok.IsZero() {
@@ -428,16 +437,15 @@ func sampleLag(ctx context.Context, admin string) float64 {
 	}
 }
 
-func synthNotes(rep *Report, cfg SynthConfig) []string {
+func synthNotes(rep *Report, cfg SynthConfig, hold time.Duration) []string {
 	c := rep.Counters
-	hold := cfg.mix().Hold
 	notes := []string{
 		fmt.Sprintf("%d extensions, %d calls up (at most %d), %.0f new calls/s lasting %v (ringing %v): %d events/s offered",
 			cfg.AMI.cfg.Extensions, cfg.Calls, c["calls_up_max"], cfg.Rate, hold.Round(time.Millisecond), cfg.Ring, c["events_per_s_offered"]),
-		fmt.Sprintf("mix: %d queues of %d members; of the new calls %.0f%% into a queue, %.0f%% on the trunk, %.0f%% transferred; placed %d internal, %d trunk in, %d trunk out, %d queue, %d blind and %d attended transfers; %d skipped (no idle extension or member)",
-			cfg.AMI.cfg.Queues, cfg.AMI.cfg.Members, cfg.QueueShare*100, cfg.TrunkShare*100, cfg.TransferShare*100,
+		fmt.Sprintf("mix: %d queues of %d members; of the new calls %.0f%% into a queue, %.0f%% on the trunk, %.0f%% transferred, %.0f%% forwarded to the trunk; placed %d internal, %d trunk in, %d trunk out, %d queue, %d blind and %d attended transfers, %d forwarded; %d skipped (no idle extension or member)",
+			cfg.AMI.cfg.Queues, cfg.AMI.cfg.Members, cfg.QueueShare*100, cfg.TrunkShare*100, cfg.TransferShare*100, cfg.ForwardShare*100,
 			c["calls_placed_internal"], c["calls_placed_trunk_in"], c["calls_placed_trunk_out"], c["calls_placed_queue"],
-			c["calls_placed_blind_transfer"], c["calls_placed_attended_transfer"], c["calls_skipped_no_free_extension"]),
+			c["calls_placed_blind_transfer"], c["calls_placed_attended_transfer"], c["calls_placed_forward"], c["calls_skipped_no_free_extension"]),
 		fmt.Sprintf("fill: %d events (%d calls) applied at %d events/s end to end; engine %d ns/event, %d events/batch",
 			c["fill_events"], c["fill_calls"], c["fill_events_per_s"], c["fill_engine_ns_per_event"], c["fill_events_per_batch"]),
 		fmt.Sprintf("steady: apply %d ns/event, publish %d µs/batch of %d events, %.1f%% of a core; largest batch lag sampled %d µs",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 	"github.com/ctibridge/ctibridge/loadtest/synthpbx"
 	"github.com/ctibridge/ctibridge/pbxsim"
 )
@@ -44,9 +45,6 @@ type SynthPBX struct {
 	Queues     int // queues q1, q2, ... (dialled 601, 602, ...)
 	Members    int // static members of each queue
 }
-
-// SynthExten is the number of extension i.
-func SynthExten(i int) string { return synthpbx.Exten(i) }
 
 // NewSynthAMI listens on addr (127.0.0.1:0) for a manager login as
 // user/secret and serves until ctx ends or Close.
@@ -109,7 +107,7 @@ func (s *SynthAMI) coreShowChannels(_ context.Context, _ *ami.Session, req ami.M
 	chans := s.pbx.Chans()
 	items := make([]ami.Message, 0, len(chans))
 	for _, c := range chans {
-		hs := synthpbx.Headers([]ami.Header{{Key: "Event", Value: ami.EventCoreShowChannel}}, "", c)
+		hs := amievent.AppendChannel([]ami.Header{{Key: "Event", Value: ami.EventCoreShowChannel}}, "", &c.Channel)
 		hs = append(hs, ami.Header{Key: "Application", Value: c.App}, ami.Header{Key: "ApplicationData", Value: ""},
 			ami.Header{Key: "Duration", Value: fmtHMS(time.Since(c.Created))}, ami.Header{Key: "BridgeId", Value: c.Bridge})
 		items = append(items, ami.NewMessage(hs...))
@@ -127,7 +125,7 @@ func (s *SynthAMI) endpoints(_ context.Context, _ *ami.Session, req ami.Message)
 	defer s.mu.Unlock()
 	items := make([]ami.Message, 0, s.cfg.Extensions)
 	for i := range s.cfg.Extensions {
-		x := SynthExten(i)
+		x := synthpbx.Exten(i)
 		dev := "Not in use"
 		if s.pbx.Status(i) != 0 {
 			dev = "In use"
@@ -141,7 +139,7 @@ func (s *SynthAMI) endpoints(_ context.Context, _ *ami.Session, req ami.Message)
 func (s *SynthAMI) contacts(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	items := make([]ami.Message, 0, s.cfg.Extensions)
 	for i := range s.cfg.Extensions {
-		x := SynthExten(i)
+		x := synthpbx.Exten(i)
 		items = append(items, pbxsim.Item(ami.EventContactList, "ObjectType", "contact", "ObjectName", x+";@synth", "ViaAddr", "127.0.0.1",
 			"CallId", "synth-"+x, "Endpoint", x, "ViaPort", "5062", "Uri", "sip:"+x+"@127.0.0.1:5062", "UserAgent", "synth",
 			"Status", "NonQualified", "RoundtripUsec", "N/A"))
@@ -173,7 +171,7 @@ func (s *SynthAMI) deviceStates(_ context.Context, _ *ami.Session, req ami.Messa
 		case 16:
 			st = "ONHOLD"
 		}
-		items = append(items, pbxsim.Item(ami.EventDeviceStateChange, "Device", "PJSIP/"+SynthExten(i), "State", st))
+		items = append(items, pbxsim.Item(ami.EventDeviceStateChange, "Device", "PJSIP/"+synthpbx.Exten(i), "State", st))
 	}
 	return pbxsim.EventList(req, "Device State Changes will follow", ami.EventDeviceStateListComplete, items)
 }

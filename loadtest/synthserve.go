@@ -56,7 +56,7 @@ func ServeSynth(ctx context.Context, cfg SynthServeConfig) (SynthServed, error) 
 	if cfg.Stamps != nil {
 		var line []byte
 		g.stamp = func(callee int, t time.Time) {
-			line = append(append(append(line[:0], SynthExten(callee)...), ' '), strconv.FormatInt(t.UnixNano(), 10)...)
+			line = append(append(append(line[:0], synthpbx.Exten(callee)...), ' '), strconv.FormatInt(t.UnixNano(), 10)...)
 			cfg.Stamps.Write(append(line, '\n')) // unbuffered: a reader finds every stamp of the calls placed
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // Attended transfer by the AMI Atxfer action, as Asterisk 22 runs it
@@ -75,7 +76,7 @@ func (p *PBX) newLocalPair(c *call, exten, ctx string) (*channel, *channel) {
 
 // localEvent is LocalBridge, LocalOptimizationBegin or ...End. p.mu held.
 func localEvent(name string, l1, l2 *channel, kv ...string) ami.Message {
-	hs := ev(name, "call,all", 40)
+	hs := amievent.Head(name, "call,all", 40)
 	hs = chanHeaders(hs, "LocalOne", l1)
 	hs = chanHeaders(hs, "LocalTwo", l2)
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -243,7 +244,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 		c.sendBye(t, true)
 	}
 	c.leave(t)
-	hs := ev(ami.EventBridgeMerge, "call,all", 16)
+	hs := amievent.Head(ami.EventBridgeMerge, "call,all", 16)
 	hs = bridgeHeaders(hs, "To", x.br1)
 	hs = bridgeHeaders(hs, "From", x.br2)
 	p.emit(ami.NewMessage(hs...))
@@ -252,7 +253,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	y.onHold = false
 	p.emit(chanEvent(ami.EventMusicOnHoldStop, y))
 	p.updateDevice(y.endpoint)
-	hs = ev(ami.EventAttendedTransfer, "call,all", 100)
+	hs = amievent.Head(ami.EventAttendedTransfer, "call,all", 100)
 	hs = append(hs, ami.Header{Key: "Result", Value: "Success"})
 	hs = chanHeaders(hs, "OrigTransferer", t)
 	hs = bridgeHeaders(hs, "Orig", x.br1)

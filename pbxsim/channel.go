@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 	"github.com/emiago/sipgo"
 )
 
@@ -18,20 +18,6 @@ const (
 	stateRinging = 5
 	stateUp      = 6
 )
-
-func stateDesc(s int) string {
-	switch s {
-	case stateDown:
-		return "Down"
-	case stateRing:
-		return "Ring"
-	case stateRinging:
-		return "Ringing"
-	case stateUp:
-		return "Up"
-	}
-	return "Unknown"
-}
 
 // channel is one Asterisk channel. Its fields are guarded by PBX.mu; the
 // call that owns it is the only writer.
@@ -111,89 +97,51 @@ func newBridgeID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "<unknown>"
-	}
-	return s
+// snap is c's snapshot as its events show it.
+func (c *channel) snap() amievent.Channel {
+	return amievent.Channel{Name: c.name, State: c.state, Num: c.cidNum, CIDName: c.cidName, Conn: c.conNum, ConnName: c.conName,
+		Account: c.accountCode, Context: c.context, Exten: c.exten, Priority: c.priority, UID: c.uniqueid, Linked: c.linkedid}
 }
 
-// ev starts an event frame with its Privilege header.
-func ev(name, privilege string, n int) []ami.Header {
-	hs := make([]ami.Header, 0, n)
-	return append(hs, ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: privilege})
-}
-
-// chanHeaders appends the standard channel snapshot block, with every key
-// prefixed (Dest, Parkee, Transferer...) as Asterisk does.
+// chanHeaders appends c's snapshot block, every key prefixed (Dest,
+// Parkee, Transferer, ...) as Asterisk does.
 func chanHeaders(hs []ami.Header, prefix string, c *channel) []ami.Header {
-	k := func(s string) string {
-		if prefix == "" {
-			return s
-		}
-		return prefix + s
-	}
-	chKey := "Channel"
-	return append(hs,
-		ami.Header{Key: k(chKey), Value: c.name},
-		ami.Header{Key: k("ChannelState"), Value: strconv.Itoa(c.state)},
-		ami.Header{Key: k("ChannelStateDesc"), Value: stateDesc(c.state)},
-		ami.Header{Key: k("CallerIDNum"), Value: orUnknown(c.cidNum)},
-		ami.Header{Key: k("CallerIDName"), Value: orUnknown(c.cidName)},
-		ami.Header{Key: k("ConnectedLineNum"), Value: orUnknown(c.conNum)},
-		ami.Header{Key: k("ConnectedLineName"), Value: orUnknown(c.conName)},
-		ami.Header{Key: k("Language"), Value: "en"},
-		ami.Header{Key: k("AccountCode"), Value: c.accountCode},
-		ami.Header{Key: k("Context"), Value: c.context},
-		ami.Header{Key: k("Exten"), Value: c.exten},
-		ami.Header{Key: k("Priority"), Value: strconv.Itoa(c.priority)},
-		ami.Header{Key: k("Uniqueid"), Value: c.uniqueid},
-		ami.Header{Key: k("Linkedid"), Value: c.linkedid},
-	)
+	s := c.snap()
+	return amievent.AppendChannel(hs, prefix, &s)
+}
+
+func (b *bridge) snap() amievent.Bridge {
+	return amievent.Bridge{ID: b.id, Type: b.typ, Tech: b.tech, Creator: b.creator, Name: b.name, Channels: len(b.chans) + b.hidden}
 }
 
 func bridgeHeaders(hs []ami.Header, prefix string, b *bridge) []ami.Header {
-	return append(hs,
-		ami.Header{Key: prefix + "BridgeUniqueid", Value: b.id},
-		ami.Header{Key: prefix + "BridgeType", Value: b.typ},
-		ami.Header{Key: prefix + "BridgeTechnology", Value: b.tech},
-		ami.Header{Key: prefix + "BridgeCreator", Value: orUnknown(b.creator)},
-		ami.Header{Key: prefix + "BridgeName", Value: orUnknown(b.name)},
-		ami.Header{Key: prefix + "BridgeNumChannels", Value: strconv.Itoa(len(b.chans) + b.hidden)},
-		ami.Header{Key: prefix + "BridgeVideoSourceMode", Value: "none"},
-	)
+	s := b.snap()
+	return amievent.AppendBridge(hs, prefix, &s)
 }
 
 // chanEvent builds an event made of the channel block plus extra pairs.
 func chanEvent(name string, c *channel, kv ...string) ami.Message {
-	hs := ev(name, "call,all", 18+len(kv)/2)
-	hs = chanHeaders(hs, "", c)
-	for i := 0; i+1 < len(kv); i += 2 {
-		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
-	}
-	return ami.NewMessage(hs...)
+	s := c.snap()
+	return amievent.ChannelEvent(name, &s, kv...)
 }
 
 // dialEvent builds DialBegin/DialState/DialEnd. src may be nil (Originate).
 func dialEvent(name string, src, dst *channel, kv ...string) ami.Message {
-	hs := ev(name, "call,all", 34+len(kv)/2)
-	if src != nil {
-		hs = chanHeaders(hs, "", src)
+	d := dst.snap()
+	if src == nil {
+		return amievent.DialEvent(name, nil, &d, kv...)
 	}
-	hs = chanHeaders(hs, "Dest", dst)
-	for i := 0; i+1 < len(kv); i += 2 {
-		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
-	}
-	return ami.NewMessage(hs...)
+	s := src.snap()
+	return amievent.DialEvent(name, &s, &d, kv...)
 }
 
 func bridgeEvent(name string, b *bridge, c *channel) ami.Message {
-	hs := ev(name, "call,all", 24)
-	hs = bridgeHeaders(hs, "", b)
-	if c != nil {
-		hs = chanHeaders(hs, "", c)
+	s := b.snap()
+	if c == nil {
+		return amievent.BridgeEvent(name, &s, nil)
 	}
-	return ami.NewMessage(hs...)
+	cs := c.snap()
+	return amievent.BridgeEvent(name, &s, &cs)
 }
 
 // causeText is Asterisk's ast_cause2str for the causes pbxsim uses.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // ConfBridge as the recordings' dialplan has it: dialling 800 runs
@@ -39,7 +40,7 @@ type confUser struct {
 // confEvent is a Confbridge* event: the room and its bridge, then the
 // channel (if any) and kv. p.mu held.
 func confEvent(name string, cf *conference, ch *channel, kv ...string) ami.Message {
-	hs := ev(name, "call,all", 30)
+	hs := amievent.Head(name, "call,all", 30)
 	hs = append(hs, ami.Header{Key: "Conference", Value: cf.name})
 	hs = bridgeHeaders(hs, "", cf.br)
 	if ch != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // features are the PBX services behind AMI actions that touch no call
@@ -134,11 +135,11 @@ func (p *PBX) actSetvar(_ context.Context, _ *ami.Session, req ami.Message) []am
 		if ext, ok := dndHint(dev); ok {
 			// FreePBX's *76<ext> hint follows its DND device (call_forward_astdb).
 			st, txt := customExtStatus(state)
-			p.emit(ami.NewMessage(append(ev(ami.EventExtensionStatus, "call,all", 7),
+			p.emit(ami.NewMessage(append(amievent.Head(ami.EventExtensionStatus, "call,all", 7),
 				ami.Header{Key: "Exten", Value: "*76" + ext}, ami.Header{Key: "Context", Value: p.cfg.Context},
 				ami.Header{Key: "Hint", Value: dev}, ami.Header{Key: "Status", Value: st}, ami.Header{Key: "StatusText", Value: txt})...))
 		}
-		p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
+		p.emit(ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
 			ami.Header{Key: "Device", Value: dev}, ami.Header{Key: "State", Value: state})...))
 	}
 	return []ami.Message{resp("Success", "Message", "Variable Set")}
@@ -166,7 +167,7 @@ func (p *PBX) actMixMonitor(event string) ami.HandlerFunc {
 			p.mu.Unlock()
 			return errResp("No such channel")
 		}
-		hs := chanHeaders(ev(event, "call,all", 24), "", ch)
+		hs := chanHeaders(amievent.Head(event, "call,all", 24), "", ch)
 		p.mu.Unlock()
 		if event == ami.EventMixMonitorMute {
 			state := "0"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // hangupBridged ends a bridged call that x left, in the order Asterisk
@@ -267,7 +268,7 @@ func (p *PBX) cdrRecord(a *channel, dst, destCh, app, data string, start, at, no
 		answer = at.Format(layout)
 		billsec = int(now.Sub(at) / time.Second)
 	}
-	p.emit(ami.NewMessage(append(ev(ami.EventCdr, "cdr,all", 21),
+	p.emit(ami.NewMessage(append(amievent.Head(ami.EventCdr, "cdr,all", 21),
 		ami.Header{Key: "AccountCode", Value: a.accountCode},
 		ami.Header{Key: "Source", Value: a.cidNum},
 		ami.Header{Key: "Destination", Value: dst},
@@ -290,7 +291,7 @@ func (p *PBX) cdrRecord(a *channel, dst, destCh, app, data string, start, at, no
 
 // emitBlindTransfer reports the BlindTransfer action. p.mu held.
 func (p *PBX) emitBlindTransfer(transferer, transferee *channel, context, exten string) {
-	hs := ev(ami.EventBlindTransfer, "call,all", 44)
+	hs := amievent.Head(ami.EventBlindTransfer, "call,all", 44)
 	hs = append(hs, ami.Header{Key: "Result", Value: "Success"})
 	hs = chanHeaders(hs, "Transferer", transferer)
 	hs = chanHeaders(hs, "Transferee", transferee)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // originateReq is a parsed Originate action.
@@ -246,7 +247,7 @@ func (o originateReq) response(ok bool, reason int, ch *channel) ami.Message {
 			uid = "<null>"
 		}
 	}
-	hs := ev(ami.EventOriginateResponse, "call,all", 11)
+	hs := amievent.Head(ami.EventOriginateResponse, "call,all", 11)
 	if o.actionID != "" {
 		hs = append(hs, ami.Header{Key: "ActionID", Value: o.actionID})
 	}
@@ -257,7 +258,7 @@ func (o originateReq) response(ok bool, reason int, ch *channel) ami.Message {
 		hs = append(hs, ami.Header{Key: "Context", Value: o.context}, ami.Header{Key: "Exten", Value: o.exten})
 	}
 	hs = append(hs, ami.Header{Key: "Reason", Value: strconv.Itoa(reason)}, ami.Header{Key: "Uniqueid", Value: uid},
-		ami.Header{Key: "CallerIDNum", Value: orUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: orUnknown(o.cidName)})
+		ami.Header{Key: "CallerIDNum", Value: amievent.OrUnknown(o.cidNum)}, ami.Header{Key: "CallerIDName", Value: amievent.OrUnknown(o.cidName)})
 	return ami.NewMessage(hs...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // The parking lot of the recordings: "default", extension 700, spaces
@@ -20,7 +21,7 @@ func parkDevice(space int) string { return "park:" + strconv.Itoa(space) + "@par
 // parkedEvent builds ParkedCall, ParkedCallGiveUp, ParkedCallTimeOut and
 // UnParkedCall (with retriever) events. p.mu held.
 func (p *PBX) parkedEvent(name string, x *channel, retriever *channel) ami.Message {
-	hs := ev(name, "call,all", 40)
+	hs := amievent.Head(name, "call,all", 40)
 	hs = chanHeaders(hs, "Parkee", x)
 	if retriever != nil {
 		hs = chanHeaders(hs, "Retriever", retriever)
@@ -69,7 +70,7 @@ func (c *call) park(x, y *channel) (*channel, string) {
 	x.app, x.appData = "Park", ""
 	p.parked[space] = x
 	p.emit(p.parkedEvent(ami.EventParkedCall, x, nil))
-	p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
+	p.emit(ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
 		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "INUSE"})...))
 	c.enter(pb, x)
 	p.emit(chanEvent(ami.EventMusicOnHoldStart, x, "Class", "default"))
@@ -90,7 +91,7 @@ func (c *call) park(x, y *channel) (*channel, string) {
 		defer p.mu.Unlock()
 		p.emit(p.parkedEvent(name, x, nil))
 		delete(p.parked, space)
-		p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
+		p.emit(ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
 			ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})...))
 		p.emit(chanEvent(ami.EventMusicOnHoldStop, x))
 		br := x.bridge
@@ -174,7 +175,7 @@ func (c *call) retrieve(r *channel, space int) (*channel, string) {
 	p.emit(bridgeEvent(ami.EventBridgeCreate, br, nil))
 	p.emit(p.parkedEvent(ami.EventUnParkedCall, x, r))
 	p.emit(chanEvent(ami.EventMusicOnHoldStop, x))
-	p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
+	p.emit(ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
 		ami.Header{Key: "Device", Value: parkDevice(space)}, ami.Header{Key: "State", Value: "NOT_INUSE"})...))
 	// Asterisk keeps the lot's holding bridge alive; so does pbxsim (no
 	// BridgeDestroy for it here).

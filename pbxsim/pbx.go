@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 )
@@ -403,11 +404,11 @@ func (p *PBX) updateDevice(endpoint string) {
 	}
 	e.dev = d
 	st, txt := d.extStatus()
-	p.emit(ami.NewMessage(append(ev(ami.EventExtensionStatus, "call,all", 7),
+	p.emit(ami.NewMessage(append(amievent.Head(ami.EventExtensionStatus, "call,all", 7),
 		ami.Header{Key: "Exten", Value: e.num}, ami.Header{Key: "Context", Value: p.cfg.Context},
 		ami.Header{Key: "Hint", Value: "PJSIP/" + e.num},
 		ami.Header{Key: "Status", Value: strconv.Itoa(st)}, ami.Header{Key: "StatusText", Value: txt})...),
-		ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
+		ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
 			ami.Header{Key: "Device", Value: "PJSIP/" + e.num}, ami.Header{Key: "State", Value: d.device()})...))
 	if m := p.queue.byNum[e.num]; m != nil {
 		p.emit(p.queueMemberEvent(m)) // app_queue follows its members' devices

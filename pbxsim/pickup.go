@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // Directed pickup of a ringing call: dialling **<exten> (FreePBX's
@@ -80,7 +81,7 @@ func (c *call) pickup(d *channel, exten, chanName string) (*channel, string) {
 
 // pickupEvent is Pickup: picker d took ringing b.
 func pickupEvent(d, b *channel) ami.Message {
-	hs := ev(ami.EventPickup, "call,all", 40)
+	hs := amievent.Head(ami.EventPickup, "call,all", 40)
 	hs = chanHeaders(hs, "", d)
 	hs = chanHeaders(hs, "Target", b)
 	return ami.NewMessage(hs...)

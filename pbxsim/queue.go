@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // queueState is app_queue's queue (Config.Queue), guarded by PBX.mu.
@@ -104,7 +105,7 @@ func (p *PBX) memberEvent(event string, m *queueMember) ami.Message {
 	if m.dynamic {
 		membership = "dynamic"
 	}
-	return ami.NewMessage(append(ev(event, "agent,all", 18),
+	return ami.NewMessage(append(amievent.Head(event, "agent,all", 18),
 		ami.Header{Key: "Queue", Value: p.cfg.Queue}, ami.Header{Key: "MemberName", Value: name},
 		ami.Header{Key: "Interface", Value: m.iface}, ami.Header{Key: "StateInterface", Value: "PJSIP/" + m.num},
 		ami.Header{Key: "Membership", Value: membership}, ami.Header{Key: "Penalty", Value: "0"},
@@ -138,7 +139,7 @@ func boolNum(b bool) string {
 }
 
 func (p *PBX) queueDevice(state string) {
-	p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
+	p.emit(ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
 		ami.Header{Key: "Device", Value: "Queue:" + p.cfg.Queue}, ami.Header{Key: "State", Value: state})...))
 }
 

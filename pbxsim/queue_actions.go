@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // actQueueStatus reports the queue: QueueParams, a QueueMember per member
@@ -41,8 +42,8 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 		for i, e := range q.waiting {
 			a := e.ch
 			items = append(items, withTrailingID(item(ami.EventQueueEntry, "Queue", p.cfg.Queue, "Position", strconv.Itoa(i+1),
-				"Channel", a.name, "Uniqueid", a.uniqueid, "CallerIDNum", orUnknown(a.cidNum), "CallerIDName", orUnknown(a.cidName),
-				"ConnectedLineNum", orUnknown(a.conNum), "ConnectedLineName", orUnknown(a.conName),
+				"Channel", a.name, "Uniqueid", a.uniqueid, "CallerIDNum", amievent.OrUnknown(a.cidNum), "CallerIDName", amievent.OrUnknown(a.cidName),
+				"ConnectedLineNum", amievent.OrUnknown(a.conNum), "ConnectedLineName", amievent.OrUnknown(a.conName),
 				"Wait", strconv.Itoa(int(now.Sub(e.joined)/time.Second)), "Priority", "0"), req))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 	"github.com/emiago/sipgo/sip"
 	"github.com/icholy/digest"
 )
@@ -144,7 +145,7 @@ func (p *PBX) handleRegister(req *sip.Request, tx sip.ServerTransaction) {
 		e.contact = c
 		p.stats.Registers++
 		if created {
-			p.emit(ami.NewMessage(append(ev(ami.EventContactStatus, "system,all", 12),
+			p.emit(ami.NewMessage(append(amievent.Head(ami.EventContactStatus, "system,all", 12),
 				ami.Header{Key: "URI", Value: cURI.String()},
 				ami.Header{Key: "ContactStatus", Value: "Created"},
 				ami.Header{Key: "AOR", Value: e.num},
@@ -154,7 +155,7 @@ func (p *PBX) handleRegister(req *sip.Request, tx sip.ServerTransaction) {
 				ami.Header{Key: "RegExpire", Value: strconv.FormatInt(c.expires.Unix(), 10)},
 				ami.Header{Key: "ViaAddress", Value: c.source},
 				ami.Header{Key: "CallID", Value: callID})...),
-				ami.NewMessage(append(ev(ami.EventPeerStatus, "system,all", 5),
+				ami.NewMessage(append(amievent.Head(ami.EventPeerStatus, "system,all", 5),
 					ami.Header{Key: "ChannelType", Value: "PJSIP"},
 					ami.Header{Key: "Peer", Value: "PJSIP/" + e.num},
 					ami.Header{Key: "PeerStatus", Value: "Reachable"})...))
@@ -177,13 +178,13 @@ func (p *PBX) removeContact(e *ext) {
 		return
 	}
 	e.contact = nil
-	p.emit(ami.NewMessage(append(ev(ami.EventContactStatus, "system,all", 7),
+	p.emit(ami.NewMessage(append(amievent.Head(ami.EventContactStatus, "system,all", 7),
 		ami.Header{Key: "URI", Value: c.uri.String()},
 		ami.Header{Key: "ContactStatus", Value: "Removed"},
 		ami.Header{Key: "AOR", Value: e.num},
 		ami.Header{Key: "EndpointName", Value: e.num},
 		ami.Header{Key: "RoundtripUsec", Value: "0"})...),
-		ami.NewMessage(append(ev(ami.EventPeerStatus, "system,all", 5),
+		ami.NewMessage(append(amievent.Head(ami.EventPeerStatus, "system,all", 5),
 			ami.Header{Key: "ChannelType", Value: "PJSIP"},
 			ami.Header{Key: "Peer", Value: "PJSIP/" + e.num},
 			ami.Header{Key: "PeerStatus", Value: "Unreachable"})...))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // ChanSpy, as the REST start_spy (options qE: listen) and intrude (qEB:
@@ -16,7 +17,7 @@ import (
 
 // spyEvent is ChanSpyStart or ChanSpyStop. p.mu held.
 func spyEvent(name string, spyer, spyee *channel) ami.Message {
-	hs := ev(name, "call,all", 30)
+	hs := amievent.Head(name, "call,all", 30)
 	hs = chanHeaders(hs, "Spyer", spyer)
 	hs = chanHeaders(hs, "Spyee", spyee)
 	return ami.NewMessage(hs...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // Voicemail as the recordings' dialplan runs it (mwi_voicemail): a call to
@@ -86,7 +87,7 @@ func (c *call) voicemail(a *channel, target string) (*channel, string) {
 			"New", strconv.Itoa(m.new), "Old", strconv.Itoa(m.old)))
 		p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))
 		if m.new == 1 {
-			p.emit(ami.NewMessage(append(ev(ami.EventDeviceStateChange, "call,all", 4),
+			p.emit(ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
 				ami.Header{Key: "Device", Value: mwiDevice(target)}, ami.Header{Key: "State", Value: "INUSE"})...))
 		}
 		if byeA {

@@ -29,6 +29,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	fs.Float64Var(&cfg.QueueShare, "queue-share", 0, "share of the new calls that are outside callers into a queue (needs --queues)")
 	fs.Float64Var(&cfg.TrunkShare, "trunk-share", 0, "share of the new calls on the trunk, half inbound to an extension, half outbound")
 	fs.Float64Var(&cfg.TransferShare, "transfer-share", 0, "share of the new calls that are internal calls transferred, half blind (Redirect), half attended (Atxfer)")
+	fs.Float64Var(&cfg.ForwardShare, "forward-share", 0, "share of the new calls that are outside callers to an extension forwarded (AstDB CF) to an outside number: trunk in, trunk out")
 	fs.Float64Var(&cfg.Rate, "r", 50, "new calls per second in the steady phase (each lasts calls/r seconds)")
 	fs.DurationVar(&cfg.Ring, "ring", time.Second, "how long a callee rings before it answers")
 	fs.DurationVar(&cfg.Duration, "d", 20*time.Second, "the steady phase")

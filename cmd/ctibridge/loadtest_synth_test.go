@@ -49,17 +49,18 @@ func TestLoadtestSynthShort(t *testing.T) {
 }
 
 // The same with the call centre's mix: queue calls, trunk calls both
-// ways and transfers of both kinds through a real bridge (its resync
+// ways, transfers of both kinds and calls forwarded from the trunk to
+// the trunk through a real bridge (its resync
 // lists answered by the synthetic PBX), every kind placed, no ghost once
 // all is hung up.
 func TestLoadtestSynthMix(t *testing.T) {
 	rep, out := synthReport(t, "--exts", "80", "--queues", "2", "--members", "6", "--calls", "20", "-r", "10", "--ring", "300ms", "-d", "3s",
-		"--queue-share", "0.3", "--trunk-share", "0.2", "--transfer-share", "0.3", "-c", "2", "--rest-rate", "2")
+		"--queue-share", "0.3", "--trunk-share", "0.2", "--transfer-share", "0.3", "--forward-share", "0.1", "-c", "2", "--rest-rate", "2")
 	c := rep.Counters
 	if c["ghost_calls"] != 0 || c["ghost_calls_rest"] != 0 || c["calls_missing"] != 0 {
 		t.Errorf("ghosts or missing calls: %s", out)
 	}
-	for _, k := range []string{"internal", "trunk_in", "trunk_out", "queue", "blind_transfer", "attended_transfer"} {
+	for _, k := range []string{"internal", "trunk_in", "trunk_out", "queue", "blind_transfer", "attended_transfer", "forward"} {
 		if c["calls_placed_"+k] == 0 {
 			t.Errorf("no %s call placed: %s", k, out)
 		}

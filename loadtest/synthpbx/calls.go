@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // Kind is what a call is.
@@ -18,9 +19,10 @@ const (
 	QueueCall             // an outside caller on the trunk into a queue; its free members ring
 	Blind                 // Internal, then A is redirected (AMI Redirect) to extension C
 	Attended              // Internal, then A consults C (Atxfer, a Local pair) and hangs up: B talks to C
+	Forward               // an outside caller on the trunk dials extension Fwd, forwarded (AstDB CF) to outside number FwdTo on the trunk
 )
 
-var kindNames = [...]string{"internal", "trunk_in", "trunk_out", "queue", "blind_transfer", "attended_transfer"}
+var kindNames = [...]string{"internal", "trunk_in", "trunk_out", "queue", "blind_transfer", "attended_transfer", "forward"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -30,7 +32,9 @@ func (k Kind) String() string { return kindNames[k] }
 type Call struct {
 	Kind    Kind
 	A, B, C int
-	Outside string // the outside party's number (trunk and queue calls)
+	Outside string // the outside party's number (trunk and queue calls; a forward's caller)
+	Fwd     int    // a Forward's extension: dialled, never rung (B and C are -1: both parties are outside)
+	FwdTo   string // a Forward's target, the outside number it is forwarded to
 	Queue   *Queue
 	Tag     int // the owner's, untouched here
 
@@ -150,6 +154,32 @@ func (p *PBX) DialIn(from string, b int) *Call {
 	return c
 }
 
+// DialForward starts a call from outside number from to extension b,
+// forwarded unconditionally to outside number to (AstDB CF/<b> = to):
+// the DID's dialplan on the trunk caller's channel dials to through the
+// trunk instead of b, so both legs are PJSIP/trunk-..., b never rings
+// and its hint stays idle. The caller's side is
+// calls/testdata/inbound_trunk_did's, the forward that of
+// call_forward_astdb (the Dial in the caller's own dialplan, no Local
+// channel, the callee's leg showing the extension dialled as its Exten),
+// the trunk's leg DialOut's.
+func (p *PBX) DialForward(from string, b int, to string) *Call {
+	c := &Call{Kind: Forward, A: -1, B: -1, C: -1, Outside: from, Fwd: b, FwdTo: to}
+	bn := Exten(b)
+	p.trunkCaller(c, bn)
+	c.held = append(c.held, b) // the owner's to free: no other call uses it meanwhile
+	p.chanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+to+"@trunk,15,tT")
+	c.cb = p.trunkLeg(c, to)
+	p.ring(c, c.ca, c.cb, to+"@trunk", -1)
+	return c
+}
+
+// trunkLeg creates the trunk's channel of a call dialled out to outside
+// number to.
+func (p *PBX) trunkLeg(c *Call, to string) *Chan {
+	return c.add(p.newChan("trunk", to, "", c.ca.Linked, "from-internal", "s", 0))
+}
+
 // DialOut starts a call from extension a to outside number to through
 // the trunk: the trunk's leg is PJSIP/trunk-..., showing the number
 // dialled as its caller ID (no recording has an outbound trunk call:
@@ -157,7 +187,7 @@ func (p *PBX) DialIn(from string, b int) *Call {
 func (p *PBX) DialOut(a int, to string) *Call {
 	c := &Call{Kind: TrunkOut, A: a, B: -1, C: -1, Outside: to}
 	p.caller(c, a, to, "PJSIP/"+to+"@trunk,,Tt")
-	c.cb = c.add(p.newChan("trunk", to, "", c.ca.Linked, "from-internal", "s", 0))
+	c.cb = p.trunkLeg(c, to)
 	p.ring(c, c.ca, c.cb, to+"@trunk", -1)
 	return c
 }
@@ -200,31 +230,49 @@ func (p *PBX) QueueCall(from string, q *Queue, members []int) *Call {
 
 // bridge puts chans into a new basic bridge, in order.
 func (p *PBX) bridge(chans ...*Chan) string {
-	p.seq++
-	id := fmt.Sprintf("synth-bridge-%d.%d", p.epoch, p.seq)
-	p.ev(ami.EventBridgeCreate, "BridgeUniqueid", id, "BridgeType", "basic", "BridgeTechnology", "simple_bridge",
-		"BridgeCreator", "<unknown>", "BridgeName", "<unknown>", "BridgeNumChannels", "0")
+	id := p.newBridge()
 	for i, ch := range chans {
 		p.enter(ch, id, i+1)
 	}
 	return id
 }
 
+// newBridge creates an empty basic bridge and says so.
+func (p *PBX) newBridge() string {
+	p.seq++
+	id := fmt.Sprintf("synth-bridge-%d.%d", p.epoch, p.seq)
+	p.bridgeEv(ami.EventBridgeCreate, id, 0, nil)
+	return id
+}
+
+// basic is the snapshot of basic bridge id holding n channels.
+func basic(id string, n int) *amievent.Bridge {
+	return &amievent.Bridge{ID: id, Type: "basic", Tech: "simple_bridge", Channels: n}
+}
+
+// bridgeEv emits a bridge event of bridge id holding n channels, about
+// ch when not nil.
+func (p *PBX) bridgeEv(name, id string, n int, ch *Chan) {
+	var cs *amievent.Channel
+	if ch != nil {
+		cs = &ch.Channel
+	}
+	p.send(amievent.BridgeEvent(name, basic(id, n), cs))
+}
+
 func (p *PBX) enter(ch *Chan, id string, n int) {
 	ch.Bridge = id
-	p.chanEv(ami.EventBridgeEnter, ch, "BridgeUniqueid", id, "BridgeType", "basic", "BridgeTechnology", "simple_bridge",
-		"BridgeNumChannels", strconv.Itoa(n))
+	p.bridgeEv(ami.EventBridgeEnter, id, n, ch)
 }
 
 func (p *PBX) leave(ch *Chan, n int) {
 	id := ch.Bridge
 	ch.Bridge = ""
-	p.chanEv(ami.EventBridgeLeave, ch, "BridgeUniqueid", id, "BridgeType", "basic", "BridgeTechnology", "simple_bridge",
-		"BridgeNumChannels", strconv.Itoa(n))
+	p.bridgeEv(ami.EventBridgeLeave, id, n, ch)
 }
 
 func (p *PBX) destroy(id string) {
-	p.ev(ami.EventBridgeDestroy, "BridgeUniqueid", id, "BridgeType", "basic", "BridgeTechnology", "simple_bridge", "BridgeNumChannels", "0")
+	p.bridgeEv(ami.EventBridgeDestroy, id, 0, nil)
 }
 
 // Answer has the ringing party answer: for a queue call the first member
@@ -359,10 +407,7 @@ func (p *PBX) Transfer(c *Call, to int) {
 	c.local = [2]*Chan{l1, l2}
 	p.chanEv(ami.EventNewchannel, l1)
 	p.chanEv(ami.EventNewchannel, l2)
-	p.seq++
-	c.bridges[1] = fmt.Sprintf("synth-bridge-%d.%d", p.epoch, p.seq)
-	p.ev(ami.EventBridgeCreate, "BridgeUniqueid", c.bridges[1], "BridgeType", "basic", "BridgeTechnology", "simple_bridge",
-		"BridgeCreator", "<unknown>", "BridgeName", "<unknown>", "BridgeNumChannels", "0")
+	c.bridges[1] = p.newBridge()
 	l2.Num, l2.CIDName = a.Num, a.CIDName
 	p.chanEv(ami.EventNewCallerid, l2)
 	p.localEv(ami.EventLocalBridge, c, nil, "Context", "from-internal", "Exten", tn, "LocalOptimization", "Yes")
@@ -396,12 +441,12 @@ func (p *PBX) Transfer(c *Call, to int) {
 // localEv emits an event about the call's Local pair (LocalOne*,
 // LocalTwo*), with src as Source* when not nil.
 func (p *PBX) localEv(name string, c *Call, src *Chan, kv ...string) {
-	hs := Headers(head(name, "call,all", 48+len(kv)/2), "LocalOne", c.local[0])
-	hs = Headers(hs, "LocalTwo", c.local[1])
+	hs := amievent.AppendChannel(amievent.Head(name, "call,all", 48+len(kv)/2), "LocalOne", &c.local[0].Channel)
+	hs = amievent.AppendChannel(hs, "LocalTwo", &c.local[1].Channel)
 	if src != nil {
-		hs = Headers(hs, "Source", src)
+		hs = amievent.AppendChannel(hs, "Source", &src.Channel)
 	}
-	p.send(kvs(hs, kv))
+	p.send(ami.NewMessage(amievent.AppendPairs(hs, kv...)...))
 }
 
 func (p *PBX) answerConsult(c *Call) {
@@ -411,10 +456,7 @@ func (p *PBX) answerConsult(c *Call) {
 	p.dialEv(ami.EventDialEnd, l2, cc, "DialStatus", "ANSWER")
 	l2.State = 6
 	p.chanEv(ami.EventNewstate, l2)
-	p.seq++
-	c.bridges[2] = fmt.Sprintf("synth-bridge-%d.%d", p.epoch, p.seq)
-	p.ev(ami.EventBridgeCreate, "BridgeUniqueid", c.bridges[2], "BridgeType", "basic", "BridgeTechnology", "simple_bridge",
-		"BridgeCreator", "<unknown>", "BridgeName", "<unknown>", "BridgeNumChannels", "0")
+	c.bridges[2] = p.newBridge()
 	l1.State = 6
 	p.chanEv(ami.EventNewstate, l1)
 	p.dialEv(ami.EventDialEnd, nil, l1, "DialStatus", "ANSWER")
@@ -436,16 +478,18 @@ func (p *PBX) Complete(c *Call) {
 	orig, second := c.bridges[0], c.bridges[1]
 	p.chanEv(ami.EventHangupRequest, a, "Cause", "16")
 	p.leave(a, 1)
-	p.ev(ami.EventBridgeMerge, "ToBridgeUniqueid", orig, "ToBridgeNumChannels", "1", "FromBridgeUniqueid", second, "FromBridgeNumChannels", "1")
+	merge := amievent.AppendBridge(amievent.Head(ami.EventBridgeMerge, "call,all", 16), "To", basic(orig, 1))
+	p.send(ami.NewMessage(amievent.AppendBridge(merge, "From", basic(second, 1))...))
 	p.leave(l1, 0)
 	p.enter(l1, orig, 2)
 	p.setStatus(c.B, 1)
 	p.chanEv(ami.EventMusicOnHoldStop, b)
-	hs := head(ami.EventAttendedTransfer, "call,all", 80)
-	hs = append(Headers(hs, "OrigTransferer", a), ami.Header{Key: "OrigBridgeUniqueid", Value: orig})
-	hs = append(Headers(hs, "SecondTransferer", a), ami.Header{Key: "SecondBridgeUniqueid", Value: second})
-	hs = Headers(Headers(hs, "Transferee", b), "TransferTarget", l1)
-	p.send(kvs(append(hs, ami.Header{Key: "Result", Value: "Success"}), []string{"IsExternal", "No", "DestType", "Bridge", "DestBridgeUniqueid", orig}))
+	hs := amievent.Head(ami.EventAttendedTransfer, "call,all", 100)
+	hs = append(hs, ami.Header{Key: "Result", Value: "Success"})
+	hs = amievent.AppendBridge(amievent.AppendChannel(hs, "OrigTransferer", &a.Channel), "Orig", basic(orig, 2))
+	hs = amievent.AppendBridge(amievent.AppendChannel(hs, "SecondTransferer", &a.Channel), "Second", basic(second, 0))
+	hs = amievent.AppendChannel(amievent.AppendChannel(hs, "Transferee", &b.Channel), "TransferTarget", &l1.Channel)
+	p.send(ami.NewMessage(amievent.AppendPairs(hs, "IsExternal", "No", "DestType", "Bridge", "DestBridgeUniqueid", orig)...))
 	b.Conn, b.ConnName = cc.Num, cc.CIDName
 	p.chanEv(ami.EventNewConnectedLine, b)
 	p.chanEv(ami.EventSoftHangupRequest, a, "Cause", "16")
@@ -548,6 +592,6 @@ func (p *PBX) Hangup(c *Call) {
 	c.state = done
 }
 
-// Held are the extensions the call holds (ringing or talking), for its
-// owner to free when it ends.
+// Held are the extensions the call holds (ringing or talking, or a
+// forward's extension), for its owner to free when it ends.
 func (c *Call) Held() []int { return c.held }

@@ -35,6 +35,14 @@
 //     dials C; when A hangs up, BridgeMerge, AttendedTransfer, and the
 //     Local pair optimises away (LocalOptimizationBegin/End), leaving C
 //     in the original bridge with B.
+//   - Forward: an outside caller on the trunk for the DID of an extension
+//     whose calls are forwarded unconditionally to an outside number
+//     (AstDB CF/<ext>, call_forward_astdb: the Dial in the caller's own
+//     dialplan, no Local channel, the extension never rung and its hint
+//     idle, the callee's leg showing the extension dialled as its Exten),
+//     dialled out on the trunk as TrunkOut: both legs are
+//     PJSIP/trunk-..., one bridge. No recording has this call whole; it
+//     is inbound_trunk_did's caller with call_forward_astdb's forward.
 //
 // Queue members are the first extensions, queue by queue, and take only
 // queue calls; the other calls use the others. Announce emits what a

@@ -221,13 +221,55 @@ func TestEachKindDrivesTheEngine(t *testing.T) {
 	r.noCalls()
 }
 
+// A forwarded call: an outside caller dials 2010, whose calls are
+// forwarded to a cellphone on the trunk. Both legs are the trunk's: it
+// shows the call as one conversation (the engine's rule for a
+// trunk-to-trunk call: either leg's view, caller -> cellphone),
+// connected once the cellphone answers; 2010, never rung, shows no
+// call and stays online; nothing is left after the hangup.
+func TestForwardDrivesTheEngine(t *testing.T) {
+	r := newRig(t, 20, 0, 0)
+	const caller, cell = "0655555555", "0666666666"
+	fw := r.p.DialForward(caller, 10, cell)
+	check := func(connected bool) {
+		t.Helper()
+		r.want(10, "online")
+		convs := r.snap().Trunks["trunk"].Conversations
+		if len(convs) != 1 {
+			t.Fatalf("trunk: conversations %+v, want one", convs)
+		}
+		for id, cv := range convs {
+			if id != "PJSIP/trunk-00000001>PJSIP/trunk-00000002" || cv.CallID != "1796028439.1" || !cv.ThroughTrunk {
+				t.Errorf("trunk: conversation %s %+v, want the call from the caller's leg to the cellphone's", id, cv)
+			}
+			// The caller's leg sees the cellphone come in; the
+			// cellphone's leg sees the caller go out.
+			if !(cv.CounterpartNum == cell && cv.Direction == "in" || cv.CounterpartNum == caller && cv.Direction == "out") {
+				t.Errorf("trunk: talks to %s, direction %s; want %s in or %s out", cv.CounterpartNum, cv.Direction, cell, caller)
+			}
+			if cv.Connected != connected {
+				t.Errorf("trunk: connected %v, want %v", cv.Connected, connected)
+			}
+		}
+	}
+	check(false)
+	r.now = r.now.Add(2 * time.Second)
+	r.p.Answer(fw)
+	check(true)
+	if h := fw.Held(); !fw.Answered() || len(h) != 1 || h[0] != 10 {
+		t.Errorf("forward answered %v, holds %v; want true and [10] (its extension, for the owner to free)", fw.Answered(), h)
+	}
+	r.p.Hangup(fw)
+	r.noCalls()
+}
+
 // TestMixEndsClean runs a minute of mixed traffic (virtual time) through
 // the engine and hangs everything up: every extension idle, nothing
 // waiting, and each queue's completed calls and its members' calls taken
 // as many as the queue calls whose member answered and hung up.
 func TestMixEndsClean(t *testing.T) {
 	r := newRig(t, 80, 3, 5)
-	g, err := synthpbx.NewGen(r.p, synthpbx.Mix{Queue: 0.3, Trunk: 0.2, Transfer: 0.3, Hold: 4 * time.Second, Ring: 500 * time.Millisecond}, 1)
+	g, err := synthpbx.NewGen(r.p, synthpbx.Mix{Queue: 0.3, Trunk: 0.2, Transfer: 0.3, Forward: 0.1, Hold: 4 * time.Second, Ring: 500 * time.Millisecond}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,13 +281,25 @@ func TestMixEndsClean(t *testing.T) {
 			taken[synthpbx.Exten(c.B)]++
 		}
 	}
+	// A forwarded extension never rings: it shows no call while its
+	// forward is up.
+	forwards := map[*synthpbx.Call]bool{}
+	g.Answered = func(c *synthpbx.Call) {
+		if c.Kind == synthpbx.Forward {
+			forwards[c] = true
+		}
+	}
+	ended := g.Ended
+	g.Ended = func(c *synthpbx.Call) { delete(forwards, c); ended(c) }
 	start := r.now
 	for i := range 600 { // 10 calls a second for 60 s
 		r.now = start.Add(time.Duration(i) * 100 * time.Millisecond)
 		g.Due(r.now)
 		g.Start(r.now)
 		if i%7 == 0 {
-			r.e.Publish()
+			for c := range forwards {
+				r.want(c.Fwd, "online")
+			}
 		}
 	}
 	if g.Up() < 20 {
@@ -253,7 +307,7 @@ func TestMixEndsClean(t *testing.T) {
 	}
 	g.HangupAll()
 	r.noCalls()
-	for k := range 6 {
+	for k := range g.Placed {
 		if g.Placed[k] == 0 {
 			t.Errorf("no %v call placed", synthpbx.Kind(k))
 		}

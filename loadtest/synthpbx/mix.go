@@ -17,19 +17,20 @@ type Mix struct {
 	Queue    float64 // outside callers into a queue
 	Trunk    float64 // trunk calls, half inbound to an extension, half outbound
 	Transfer float64 // internal calls transferred, half blind (Redirect), half attended (Atxfer)
+	Forward  float64 // outside callers to an extension forwarded to an outside number: trunk in, trunk out
 	Hold     time.Duration
 	Ring     time.Duration
 }
 
 // Check says what is wrong with m, or nil.
 func (m Mix) Check() error {
-	for _, s := range []float64{m.Queue, m.Trunk, m.Transfer} {
+	for _, s := range []float64{m.Queue, m.Trunk, m.Transfer, m.Forward} {
 		if s < 0 || s > 1 {
 			return fmt.Errorf("synthpbx: a share of %g, want 0 to 1", s)
 		}
 	}
-	if m.Queue+m.Trunk+m.Transfer > 1+1e-9 {
-		return fmt.Errorf("synthpbx: queue, trunk and transfer shares add up to %g, more than 1", m.Queue+m.Trunk+m.Transfer)
+	if sum := m.Queue + m.Trunk + m.Transfer + m.Forward; sum > 1+1e-9 {
+		return fmt.Errorf("synthpbx: queue, trunk, transfer and forward shares add up to %g, more than 1", sum)
 	}
 	if m.Ring <= 0 || m.Hold <= m.Ring {
 		return fmt.Errorf("synthpbx: calls lasting %v, not longer than the ring time %v", m.Hold, m.Ring)
@@ -46,7 +47,9 @@ func (m Mix) Check() error {
 // after a third. A call that finds too few idle extensions (or a queue
 // call no idle member) is not placed (Skipped); a transfer that finds no
 // target is not made. Trunk calls go in and out in turn, transfers are
-// blind and attended in turn. Gen is not safe for concurrent use.
+// blind and attended in turn. A forward holds its extension (never rung)
+// while it is up, so no other call uses it. Gen is not safe for
+// concurrent use.
 type Gen struct {
 	P   *PBX
 	mix Mix
@@ -152,6 +155,8 @@ func (g *Gen) kind() Kind {
 		return TrunkIn + g.alternate(0)
 	case r < g.mix.Queue+g.mix.Trunk+g.mix.Transfer:
 		return Blind + g.alternate(1)
+	case r < g.mix.Queue+g.mix.Trunk+g.mix.Transfer+g.mix.Forward:
+		return Forward
 	}
 	return Internal
 }
@@ -209,16 +214,19 @@ func (g *Gen) start(now time.Time, k Kind, fill bool, hangup time.Time) *Call {
 		ring = append(ring, idle[:n]...)
 		g.members[qi] = idle[n:]
 		c.Queue, c.Outside = g.P.queues[qi], g.number()
-	case TrunkIn, TrunkOut:
+	case TrunkIn, TrunkOut, Forward:
 		if len(g.free) < 1 {
 			g.Skipped++
 			return nil
 		}
 		c.Outside = g.number()
-		if k == TrunkIn {
+		switch k {
+		case TrunkIn:
 			c.B = g.take()
-		} else {
+		case TrunkOut:
 			c.A = g.take()
+		default:
+			c.Fwd, c.FwdTo = g.take(), g.number()
 		}
 	default:
 		if len(g.free) < 2 {
@@ -238,6 +246,8 @@ func (g *Gen) start(now time.Time, k Kind, fill bool, hangup time.Time) *Call {
 		placed = g.P.DialIn(c.Outside, c.B)
 	case TrunkOut:
 		placed = g.P.DialOut(c.A, c.Outside)
+	case Forward:
+		placed = g.P.DialForward(c.Outside, c.Fwd, c.FwdTo)
 	default:
 		placed = g.P.Dial(c.A, c.B)
 	}

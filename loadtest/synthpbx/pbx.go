@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // PBX is the synthetic Asterisk's state: extensions 2000, 2001, ...
@@ -26,15 +27,14 @@ type PBX struct {
 	events uint64
 }
 
-// Chan is one channel as CoreShowChannels lists it.
+// Chan is one channel as CoreShowChannels lists it: the snapshot its
+// events carry, and what the list adds.
 type Chan struct {
-	Name, UID, Linked   string
-	Num, CIDName        string // CallerIDNum, CallerIDName
-	Conn, ConnName      string // ConnectedLine*: "" is <unknown>
-	Context, Exten, App string
-	Bridge              string // "" when in none
-	State, Seq          int
-	Created             time.Time
+	amievent.Channel
+	App     string
+	Bridge  string // "" when in none
+	Seq     int
+	Created time.Time
 }
 
 // Queue is a queue of the PBX: static members, ringall.
@@ -100,9 +100,6 @@ func (p *PBX) Chans() []*Chan {
 	return out
 }
 
-// CallsTaken is how many queue calls member m of q answered.
-func (q *Queue) CallsTaken(m int) int { return q.taken[m] }
-
 // newChan creates the next channel of endpoint ep (its name
 // "PJSIP/<ep>-<seq>"), caller ID num, linked to linked (its own Uniqueid
 // when empty), in context at exten.
@@ -116,82 +113,42 @@ func (p *PBX) named(chName, num, name, linked, context, exten string, state int)
 	if linked == "" {
 		linked = uid
 	}
-	c := &Chan{Name: chName, UID: uid, Linked: linked, Num: num, CIDName: name, Context: context, Exten: exten,
-		State: state, Seq: p.seq, Created: p.now()}
+	c := &Chan{Channel: amievent.Channel{Name: chName, UID: uid, Linked: linked, Num: num, CIDName: name, Context: context, Exten: exten,
+		State: state, Priority: 1}, Seq: p.seq, Created: p.now()}
 	p.chans[uid] = c
 	return c
 }
 
-var stateDesc = map[int]string{0: "Down", 4: "Ring", 5: "Ringing", 6: "Up"}
-
-func orUnknown(v string) string {
-	if v == "" {
-		return "<unknown>"
-	}
-	return v
-}
-
-// Headers appends a channel's snapshot headers, as in every channel
-// event, each key prefixed ("Dest", "LocalOne", ...).
-func Headers(hs []ami.Header, prefix string, c *Chan) []ami.Header {
-	return append(hs,
-		ami.Header{Key: prefix + "Channel", Value: c.Name},
-		ami.Header{Key: prefix + "ChannelState", Value: strconv.Itoa(c.State)},
-		ami.Header{Key: prefix + "ChannelStateDesc", Value: stateDesc[c.State]},
-		ami.Header{Key: prefix + "CallerIDNum", Value: c.Num},
-		ami.Header{Key: prefix + "CallerIDName", Value: orUnknown(c.CIDName)},
-		ami.Header{Key: prefix + "ConnectedLineNum", Value: orUnknown(c.Conn)},
-		ami.Header{Key: prefix + "ConnectedLineName", Value: orUnknown(c.ConnName)},
-		ami.Header{Key: prefix + "Language", Value: "en"},
-		ami.Header{Key: prefix + "AccountCode", Value: ""},
-		ami.Header{Key: prefix + "Context", Value: c.Context},
-		ami.Header{Key: prefix + "Exten", Value: c.Exten},
-		ami.Header{Key: prefix + "Priority", Value: "1"},
-		ami.Header{Key: prefix + "Uniqueid", Value: c.UID},
-		ami.Header{Key: prefix + "Linkedid", Value: c.Linked},
-	)
-}
-
-func kvs(hs []ami.Header, kv []string) []ami.Header {
-	for i := 0; i+1 < len(kv); i += 2 {
-		hs = append(hs, ami.Header{Key: kv[i], Value: kv[i+1]})
-	}
-	return hs
-}
-
-func head(name, priv string, n int) []ami.Header {
-	hs := make([]ami.Header, 0, n)
-	return append(hs, ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: priv})
-}
-
-// chanEv emits a channel event: c's headers, then kv.
+// chanEv emits a call event about c: its snapshot, then kv.
 func (p *PBX) chanEv(name string, c *Chan, kv ...string) {
-	p.send(kvs(Headers(head(name, "call,all", 18+len(kv)/2), "", c), kv))
+	p.send(amievent.ChannelEvent(name, &c.Channel, kv...))
 }
 
-// pairEv emits an event about two channels (DialBegin, AgentCalled, ...):
-// the first's headers, the second's prefixed, then kv. A nil first
-// channel is left out (a Local half dialled by no channel).
+// pairEv emits an event about two channels (AgentCalled,
+// QueueCallerJoin, ...): the first's snapshot (left out when nil), the
+// second's prefixed, then kv.
 func (p *PBX) pairEv(name, priv string, c *Chan, prefix string, d *Chan, kv ...string) {
-	hs := head(name, priv, 32+len(kv)/2)
+	var cs *amievent.Channel
 	if c != nil {
-		hs = Headers(hs, "", c)
+		cs = &c.Channel
 	}
-	p.send(kvs(Headers(hs, prefix, d), kv))
+	p.send(amievent.PairEvent(name, priv, cs, prefix, &d.Channel, kv...))
 }
 
+// dialEv emits a DialBegin, DialState or DialEnd of src (nil: a Local
+// half dialled by no channel) dialling dst.
 func (p *PBX) dialEv(name string, src, dst *Chan, kv ...string) {
 	p.pairEv(name, "call,all", src, "Dest", dst, kv...)
 }
 
 // ev emits an event of kv only.
 func (p *PBX) ev(name string, kv ...string) {
-	p.send(kvs(head(name, "call,all", 2+len(kv)/2), kv))
+	p.send(ami.NewMessage(amievent.AppendPairs(amievent.Head(name, "call,all", 2+len(kv)/2), kv...)...))
 }
 
-func (p *PBX) send(hs []ami.Header) {
+func (p *PBX) send(m ami.Message) {
 	p.events++
-	p.emit(ami.NewMessage(hs...))
+	p.emit(m)
 }
 
 var statusText = map[int]string{0: "Idle", 1: "InUse", 8: "Ringing", 9: "InUse&Ringing", 16: "Hold"}
@@ -202,7 +159,7 @@ func (p *PBX) setStatus(i, st int) {
 		return
 	}
 	p.status[i] = st
-	p.send(p.StatusHeaders(ami.EventExtensionStatus, i, true))
+	p.send(ami.NewMessage(p.StatusHeaders(ami.EventExtensionStatus, i, true)...))
 }
 
 // StatusHeaders are an ExtensionStatus of extension i (an
@@ -226,7 +183,7 @@ func (p *PBX) StatusHeaders(event string, i int, live bool) []ami.Header {
 func (p *PBX) Announce() {
 	for i := range p.exts {
 		x := Exten(i)
-		p.send(p.StatusHeaders(ami.EventExtensionStatus, i, true))
+		p.send(ami.NewMessage(p.StatusHeaders(ami.EventExtensionStatus, i, true)...))
 		p.ev(ami.EventContactStatus, "URI", "sip:"+x+"@127.0.0.1:5062", "ContactStatus", "Reachable", "AOR", x, "EndpointName", x)
 		p.ev(ami.EventEndpointDetail, "ObjectType", "endpoint", "ObjectName", x, "Context", "from-internal",
 			"Callerid", `"User `+x+`" <`+x+`>`, "DeviceState", "Not in use")
@@ -253,7 +210,7 @@ func (p *PBX) memberState(m int) int {
 // memberStatus emits a QueueMemberStatus (or, live false, a QueueMember
 // list item) of member m of q.
 func (p *PBX) memberStatus(q *Queue, m int, event string, live bool) {
-	p.send(p.MemberHeaders(q, m, event, live))
+	p.send(ami.NewMessage(p.MemberHeaders(q, m, event, live)...))
 }
 
 // MemberHeaders are member m of q as QueueMemberStatus says it (a
@@ -270,10 +227,10 @@ func (p *PBX) MemberHeaders(q *Queue, m int, event string, live bool) []ami.Head
 		hs = append(hs, ami.Header{Key: "Queue", Value: q.Name}, ami.Header{Key: "Name", Value: "User " + x},
 			ami.Header{Key: "Location", Value: "PJSIP/" + x})
 	}
-	return kvs(hs, []string{"StateInterface", "PJSIP/" + x, "Membership", "static", "Penalty", "0",
+	return amievent.AppendPairs(hs, "StateInterface", "PJSIP/"+x, "Membership", "static", "Penalty", "0",
 		"CallsTaken", strconv.Itoa(q.taken[m]), "LastCall", strconv.FormatInt(q.lastCall[m], 10), "LastPause", "0",
 		"LoginTime", strconv.FormatInt(p.epoch, 10), "InCall", inCall(p.status[m]), "Status", strconv.Itoa(p.memberState(m)),
-		"Paused", "0", "PausedReason", "", "Ringinuse", "0", "Wrapuptime", "0"})
+		"Paused", "0", "PausedReason", "", "Ringinuse", "0", "Wrapuptime", "0")
 }
 
 func inCall(st int) string {
