@@ -494,8 +494,10 @@ const (
 	// core and a backlog builds (p95 1.6 s seen once); the figure is logged.
 	screenLagStream = 3000
 	// firstPaintMax: the 1,000-card grid after a reload, best of three;
-	// 3,220 ms was seen at load 15 with five builds running beside it.
-	firstPaintMax = 6000
+	// 3,220 ms was seen at load 15 with five builds running beside it,
+	// 6,106 ms at load 18-20 (the whole suite under -race beside six
+	// builds); 0.4-0.9 s on a quiet machine (docs/panel.md).
+	firstPaintMax = 12000
 )
 
 // stats returns the median, the 95th percentile and the maximum.
