@@ -262,7 +262,7 @@ func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Chan
 // the default PBX's. The Multi owns it (its feed handle is the Multi's).
 func wrap[V any](src *multiSrc, x *ent[V], qualify func(V) V, encode encoder[V]) *ent[V] {
 	if src.name == "" {
-		return &ent[V]{v: x.v, full: x.full, at: x.at, encode: encode, op: x.op, from: x}
+		return &ent[V]{v: x.v, full: x.full, at: x.at, encode: encode, op: x.op, from: x, whole: x.whole}
 	}
 	return newEnt(qualify(x.v), x.at, x.op, encode, len(x.full)+len(src.name)*8+16)
 }
@@ -288,6 +288,10 @@ type collMerge[V any] struct {
 	encode  encoder[V]
 	refresh func(k string) bool // a duration refresh only; nil: none
 	gone    func(k string) V    // the value announcing a removal; nil: none
+	// change, when not nil, is the Change announcing x (key qk), the
+	// value it replaces was (nil: none) and h its handle (trunks: what
+	// changed, trunkdelta.go).
+	change func(qk string, was, x *ent[V], h classed, at int64) Change
 }
 
 // mergeColl takes the entities of a collection the engine re-encoded
@@ -331,6 +335,10 @@ func mergeColl[V any](ch []Change, src *multiSrc, old, cur *Snapshot, cm collMer
 		if cm.gone == nil {
 			cl = x.announce(was)
 		}
+		if cm.change != nil {
+			ch = append(ch, cm.change(qk, was, x, cl, cur.At))
+			continue
+		}
 		ch = append(ch, Change{Type: cm.typ, Key: qk, Data: x.full, At: cur.At, ent: cl})
 	}
 	return ch
@@ -347,13 +355,21 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 	ch = mergeColl(ch, src, old, cur, collMerge[Parking]{typ: "parkingUpdate",
 		of: func(s *Snapshot) *coll[Parking] { return s.park }, mine: func() *coll[Parking] { return p.park },
 		set: p.setPark, qualify: src.qualifyParking, encode: appendParking})
-	ch = mergeColl(ch, src, old, cur, collMerge[Trunk]{typ: "trunkUpdate",
+	ch = mergeColl(ch, src, old, cur, collMerge[Trunk]{typ: TrunkConversations,
 		of: func(s *Snapshot) *coll[Trunk] { return s.trunk }, mine: func() *coll[Trunk] { return p.trunk },
 		set: p.setTrunk, qualify: src.qualifyTrunk, encode: appendTrunk,
 		refresh: func(k string) bool {
 			was, ok := old.Trunks[k]
 			now := cur.Trunks[k]
 			return ok && trunkEqual(&was, &now)
+		},
+		change: func(qk string, was, x *ent[Trunk], h classed, at int64) Change {
+			var before ConvMap
+			if was != nil {
+				before = was.v.Conversations
+			}
+			d := newTrunkDelta(before, &x.v, at, x.op, h)
+			return Change{Type: TrunkConversations, Key: qk, Data: d.full, At: at, ent: d}
 		}})
 	return mergeColl(ch, src, old, cur, collMerge[Conference]{typ: "conferenceUpdate",
 		of: func(s *Snapshot) *coll[Conference] { return s.conf }, mine: func() *coll[Conference] { return p.conf },

@@ -42,7 +42,7 @@ func (src *multiSrc) qualifyTrunk(v Trunk) Trunk {
 	if src.name == "" {
 		return v
 	}
-	v.Name, v.PBX, v.Conversations = src.q(v.Name), src.name, src.qualifyConvs(v.Conversations)
+	v.Name, v.PBX, v.Conversations = src.q(v.Name), src.name, ConvMapOf(src.qualifyConvs(v.Conversations.Map()))
 	return v
 }
 

@@ -1,7 +1,9 @@
 package calls
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"syscall"
 	"testing"
@@ -345,6 +347,33 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 	e, m := mixEngine(t, 1200, 300)
 	r := rand.New(rand.NewPCG(3, 5))
 	checkFull(t, e, "after the fill")
+	// A reader of the feed that applies each trunkConversations change to
+	// the trunks of the first snapshot has, after every Publish, the
+	// trunks of that Publish's snapshot (durations aside: a conversation
+	// keeps the one it was sent with).
+	trunks := trunksOf(t, e.Snapshot().TrunksJSON())
+	seq := e.Snapshot().Seq
+	deltas := 0
+	follow := func(where string) {
+		t.Helper()
+		cs, ok := e.Feed().Since(seq)
+		if !ok {
+			t.Fatalf("%s: the feed lost changes after %d", where, seq)
+		}
+		for _, c := range cs {
+			seq = c.Seq
+			if c.Type == "trunkUpdate" {
+				t.Fatalf("%s: a trunkUpdate in the feed", where)
+			}
+			if c.Type == TrunkConversations {
+				applyTrunkDelta(t, trunks, c.Data)
+				deltas++
+			}
+		}
+		if want := trunksOf(t, e.Snapshot().TrunksJSON()); !reflect.DeepEqual(trunks, want) {
+			t.Fatalf("%s: the trunks the changes give\n%v\nthe snapshot's\n%v", where, trunks, want)
+		}
+	}
 	msgs := m.stream(20000)
 	for i := 0; i < len(msgs); {
 		n := 1 + r.IntN(100)
@@ -355,12 +384,64 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 		m.now = m.now.Add(time.Duration(r.IntN(700)) * time.Millisecond) // durations move on
 		e.Publish()
 		checkFull(t, e, "event "+strconv.Itoa(i))
+		follow("event " + strconv.Itoa(i))
 		if i%3000 < n {
 			e.RefreshDurations()
 			checkFull(t, e, "refresh at event "+strconv.Itoa(i))
 		}
 	}
-	if n := len(e.pub.trunks["trunk"].Conversations); n < 50 {
+	if n := e.pub.trunks["trunk"].Conversations.Len(); n < 50 {
 		t.Errorf("the trunk holds %d conversations, want about 120", n)
+	}
+	if deltas < 100 {
+		t.Errorf("%d trunkConversations changes, want hundreds", deltas)
+	}
+}
+
+// trunksOf decodes a trunks collection, each conversation without its
+// duration.
+func trunksOf(t *testing.T, b []byte) map[string]map[string]any {
+	t.Helper()
+	var m map[string]map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("trunks: %v\n%s", err, b)
+	}
+	for _, tr := range m {
+		for _, cv := range tr["conversations"].(map[string]any) {
+			delete(cv.(map[string]any), "duration")
+		}
+	}
+	return m
+}
+
+// applyTrunkDelta applies a trunkConversations change to trunks, as a
+// client would.
+func applyTrunkDelta(t *testing.T, trunks map[string]map[string]any, data []byte) {
+	t.Helper()
+	var d map[string]any
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("trunkConversations: %v\n%s", err, data)
+	}
+	name := d["name"].(string)
+	tr := trunks[name]
+	if tr == nil {
+		tr = map[string]any{"conversations": map[string]any{}}
+		trunks[name] = tr
+	}
+	convs := tr["conversations"].(map[string]any)
+	for id, cv := range d["set"].(map[string]any) {
+		delete(cv.(map[string]any), "duration")
+		convs[id] = cv
+	}
+	for _, id := range d["removed"].([]any) {
+		if _, ok := convs[id.(string)]; !ok {
+			t.Fatalf("trunkConversations removes %s, which the trunk does not hold", id)
+		}
+		delete(convs, id.(string))
+	}
+	for k, v := range d {
+		if k != "set" && k != "removed" {
+			tr[k] = v
+		}
 	}
 }
