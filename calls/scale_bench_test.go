@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,7 +214,9 @@ const mixRate = 50 // new calls a second
 
 // mixEngine is an engine holding exts extensions and calls calls of the
 // mix up, and the mix that keeps it that way.
-func mixEngine(tb testing.TB, exts, calls int) (*Engine, *mixPBX) { return mixEngineOf(tb, exts, calls, nil) }
+func mixEngine(tb testing.TB, exts, calls int) (*Engine, *mixPBX) {
+	return mixEngineOf(tb, exts, calls, nil)
+}
 
 // mixEngineOf is mixEngine with opaque names by op.
 func mixEngineOf(tb testing.TB, exts, calls int, op Opaquer) (*Engine, *mixPBX) {
@@ -468,5 +471,42 @@ func applyTrunkDelta(t *testing.T, trunks map[string]map[string]any, data []byte
 		if k != "set" && k != "removed" {
 			tr[k] = v
 		}
+	}
+}
+
+// TestMixPublishAllocs bounds what Apply and Publish allocate with the
+// call centre's mix at 5,000 extensions and 2,000 calls (about 1,200 on
+// the trunk), a Publish every 64 events: a trunk change copies the chunks
+// it changes and encodes the conversations that changed, not the trunk.
+// Copying the trunk's conversations or writing its JSON whole on each
+// change (14.7 KB and 22 allocations an event before convmap.go) breaks it.
+func TestMixPublishAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	if testing.Short() {
+		t.Skip("builds 2,000 calls")
+	}
+	e, m := mixEngine(t, 5000, 2000)
+	msgs := m.stream(64 * 300)
+	run := func(msgs []ami.Message) {
+		for i, msg := range msgs {
+			e.Apply(msg)
+			if i%64 == 63 {
+				e.Publish()
+			}
+		}
+	}
+	run(msgs[:64*50]) // warm up: scratch buffers at their size
+	msgs = msgs[64*50 : 64*300]
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	run(msgs)
+	runtime.ReadMemStats(&after)
+	n := float64(len(msgs))
+	allocs, bytes := float64(after.Mallocs-before.Mallocs)/n, float64(after.TotalAlloc-before.TotalAlloc)/n
+	t.Logf("%.1f allocations, %.0f bytes an event", allocs, bytes)
+	if allocs > 8 || bytes > 4096 {
+		t.Errorf("an event allocates %.1f times and %.0f bytes, want at most 8 and 4 KB", allocs, bytes)
 	}
 }
