@@ -292,6 +292,10 @@ type collMerge[V any] struct {
 	// value it replaces was (nil: none) and h its handle (trunks: what
 	// changed, trunkdelta.go).
 	change func(qk string, was, x *ent[V], h classed, at int64) Change
+	// wrap, when not nil, is the Multi's entity of the engine's y (key k),
+	// the Multi's was (nil: none) before it (trunks: qualified from was by
+	// what changed); nil: wrap.
+	wrap func(k string, y, was *ent[V]) *ent[V]
 }
 
 // mergeColl takes the entities of a collection the engine re-encoded
@@ -321,7 +325,11 @@ func mergeColl[V any](ch []Change, src *multiSrc, old, cur *Snapshot, cm collMer
 		was := cm.mine().ents[qk]
 		var x *ent[V]
 		if y := c.ents[k]; y != nil {
-			x = wrap(src, y, cm.qualify, cm.encode)
+			if cm.wrap != nil {
+				x = cm.wrap(k, y, was)
+			} else {
+				x = wrap(src, y, cm.qualify, cm.encode)
+			}
 			if cm.refresh != nil && cm.refresh(k) {
 				cm.set(qk, was.refreshed(x)) // no feed change, as in the engine
 				continue
@@ -362,6 +370,13 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 			was, ok := old.Trunks[k]
 			now := cur.Trunks[k]
 			return ok && trunkEqual(&was, &now)
+		},
+		wrap: func(k string, y, was *ent[Trunk]) *ent[Trunk] {
+			before, ok := old.Trunks[k]
+			if src.name == "" || was == nil || !ok {
+				return wrap(src, y, src.qualifyTrunk, appendTrunk)
+			}
+			return newLazyEnt(src.qualifyTrunkFrom(&before, &was.v, y.v), y.at, y.op, appendTrunk)
 		},
 		change: func(qk string, was, x *ent[Trunk], h classed, at int64) Change {
 			var before ConvMap
