@@ -1,6 +1,9 @@
 package calls
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // A call centre's trunk holds hundreds of conversations at once (every
 // outside caller, in a queue or talking, and every outbound call).
@@ -196,15 +199,5 @@ func (e *Engine) deriveTrunk(t *trunkState) {
 // scratch: convsOf's, the channel created last showing an id several
 // derive. The reference the kept conversations must equal (tests).
 func (e *Engine) trunkConvsFull(chans []*channel) map[string]Conversation {
-	return e.convsOf(slices.SortedFunc(slices.Values(chans), func(a, b *channel) int { return cmpUint(a.seq, b.seq) }))
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return e.convsOf(slices.SortedFunc(slices.Values(chans), func(a, b *channel) int { return cmp.Compare(a.seq, b.seq) }))
 }
