@@ -114,6 +114,15 @@ type ent[V any] struct {
 	// from is the engine's entity whose value and bytes these are (Multi,
 	// the default PBX): its NumbersHidden JSON is shared, not made again.
 	from *ent[V]
+	// whole, when not nil, holds the full JSON made on first need instead
+	// of full (a trunk: put together from its conversations' pieces only
+	// when a reader wants it whole, newLazyEnt).
+	whole *lazy
+}
+
+// newLazyEnt is v's entity, its JSON in every class made on first need.
+func newLazyEnt[V any](v V, at int64, op Opaquer, encode encoder[V]) *ent[V] {
+	return &ent[V]{v: v, at: at, encode: encode, op: op, whole: &lazy{}}
 }
 
 // feedRef is how a feed Change reaches its entity's NumbersHidden JSON.
@@ -170,6 +179,10 @@ func (x *ent[V]) json(c Class) []byte {
 		return nil
 	}
 	if c == Full {
+		if w := x.whole; w != nil {
+			w.once.Do(func() { w.b = x.encode(nil, &x.v, x.at, enc{}) })
+			return w.b
+		}
 		return x.full
 	}
 	if x.from != nil {

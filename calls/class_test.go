@@ -74,9 +74,9 @@ func TestHiddenExtension(t *testing.T) {
 	if !json.Valid([]byte(hid)) || strings.Contains(hid, "0612345678") || strings.Contains(hid, "Rossi") || strings.Contains(hid, "405") {
 		t.Errorf("hidden extension leaks or is not JSON: %s", hid)
 	}
-	tr := calls.Trunk{Name: "trunk", Status: "busy", Conversations: x.Conversations}
+	tr := calls.Trunk{Name: "trunk", Status: "busy", Conversations: calls.ConvMapOf(x.Conversations)}
 	wantT := tr
-	wantT.Conversations = want.Conversations
+	wantT.Conversations = calls.ConvMapOf(want.Conversations)
 	if got := seen(&tr, auth.ViewOf(alice), ""); got != full(&wantT) {
 		t.Errorf("trunk:\n%s", got)
 	}

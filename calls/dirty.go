@@ -120,8 +120,8 @@ func (e *Engine) markShowing() {
 	resetSet(&e.renamedExts)
 }
 
-func showsAny(convs map[string]Conversation, nums map[string]struct{}) bool {
-	for _, cv := range convs {
+func showsAny(convs ConvMap, nums map[string]struct{}) bool {
+	for _, cv := range convs.All() {
 		if _, ok := nums[cv.CounterpartNum]; ok {
 			return true
 		}

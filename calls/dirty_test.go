@@ -21,14 +21,22 @@ func checkFull(t *testing.T, e *Engine, where string) {
 	for k, tr := range e.trunks {
 		// In full, as convsOf does for an extension (trunkView derives
 		// what a batch touched: trunkconvs.go).
-		v := Trunk{Name: tr.name, Status: tr.status, Registration: tr.registration, ChanType: tr.chanType, Conversations: e.convsOf(tr.chans)}
+		convs := e.trunkConvsFull(tr.chans)
+		v := Trunk{Name: tr.name, Status: tr.status, Registration: tr.registration, ChanType: tr.chanType, Conversations: ConvMapOf(convs)}
 		old, ok := e.pub.trunks[k]
 		if !ok || !trunkEqual(&old, &v) {
-			t.Fatalf("%s: trunk %s published %+v, derives %+v", where, k, old.Conversations, v.Conversations)
+			t.Fatalf("%s: trunk %s published %+v, derives %+v", where, k, old.Conversations.Map(), convs)
 		}
+		// The bytes put together from the pieces are those of the
+		// conversations encoded whole.
 		x := e.pub.trunk.ents[k]
-		if want := appendTrunk(nil, &v, x.at, enc{}); !bytes.Equal(x.full, want) {
-			t.Fatalf("%s: trunk %s published\n%s\nencodes\n%s", where, k, x.full, want)
+		want := appendConversations(appendKey(appendTrunkHead(nil, &v), "conversations"), convs, x.at, enc{})
+		if want = append(want, '}'); !bytes.Equal(x.json(Full), want) {
+			t.Fatalf("%s: trunk %s published\n%s\nencodes\n%s", where, k, x.json(Full), want)
+		}
+		hid := appendConversations(appendKey(appendTrunkHead(nil, &v), "conversations"), convs, x.at, enc{hide: true, op: e.cfg.Opaque})
+		if hid = append(hid, '}'); !bytes.Equal(x.json(NumbersHidden), hid) {
+			t.Fatalf("%s: trunk %s published hidden\n%s\nencodes\n%s", where, k, x.json(NumbersHidden), hid)
 		}
 	}
 }

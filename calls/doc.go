@@ -58,9 +58,11 @@
 //     are the status of some PBXs only, for their readers
 //     (multi_status.go).
 //   - RefreshDurations, called by the link owner once a second, re-encodes
-//     the extensions and trunks holding an answered conversation so their
-//     "duration" is never more than about a second old, and stores a new
-//     snapshot; it appends nothing to the feed (durations.go).
+//     the extensions holding an answered conversation (and gives such
+//     trunks a new entity, put together with the durations at its time
+//     when read) so their "duration" is never more than about a second
+//     old, and stores a new snapshot; it appends nothing to the feed
+//     (durations.go).
 //   - SetLink, BeginResync, EndResync, BeginReconcile and Reconcile keep the
 //     state honest across reconnects and drift: channels not confirmed by
 //     CoreShowChannels are dropped, hung-up channels are never resurrected
@@ -142,11 +144,16 @@
 // nothing more while no reader asks for the hidden class; the extensions' is
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
 // re-encoding its piece only, so REST writes the pieces as they are. A
-// trunk, which may hold hundreds of conversations, keeps them per channel
-// and the JSON of each: Publish re-derives the conversations of the
-// trunk's channels the batch touched and re-encodes those that changed
-// or whose duration second moved on (trunkconvs.go), but still copies the
-// trunk's map and writes its whole JSON once per Publish that changed it.
+// trunk, which may hold a thousand conversations, keeps which of its
+// channels each is derived from (trunkconvs.go) and holds them in a
+// ConvMap (convmap.go): sorted chunks of conversations, each with its JSON
+// in two parts around the duration, shared by the snapshots until one of
+// them changes. Publish re-derives the conversations of the trunk's
+// channels the batch touched, copies the chunks it changes and encodes
+// those conversations only; the trunk's JSON is put together from the
+// pieces when a reader asks for it whole (durations at the entity's
+// time), and the feed gets what changed, a trunkConversations change
+// (trunkdelta.go).
 // BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000
 // extensions and 2,000 calls up, plain internal calls and a call
 // centre's mix (queue, trunk and transferred calls from

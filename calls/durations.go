@@ -42,11 +42,13 @@ func (e *Engine) RefreshDurations() *Snapshot {
 		n++
 	}
 	for k, t := range p.trunks { // trunks are few
-		if !anyAnswered(t.Conversations) {
+		if !t.Conversations.anyAnswered() {
 			continue
 		}
+		// Nothing is encoded: the trunk is put together from its
+		// conversations' pieces, with their durations at now, when read.
 		old := p.trunk.ents[k]
-		p.setTrunk(k, old.refreshed(e.trunkEnt(e.trunks[k], t, now, old.size()+8)))
+		p.setTrunk(k, old.refreshed(newLazyEnt(t, now, e.cfg.Opaque, appendTrunk)))
 		trunks++
 	}
 	n += trunks

@@ -98,6 +98,14 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func appendConversation(b []byte, c *Conversation, nowMs int64, e enc) []byte {
+	b = strconv.AppendInt(appendConvHead(b, c, e), c.Duration(nowMs), 10)
+	return appendConvTail(b, c, e)
+}
+
+// appendConvHead writes a conversation up to its duration's value, and
+// appendConvTail what follows it: a trunk keeps each conversation's JSON
+// in these two parts (convmap.go).
+func appendConvHead(b []byte, c *Conversation, e enc) []byte {
 	b = append(b, '{')
 	b = e.convID(appendKey(b, "id"), c.ID)
 	b = append(b, ',')
@@ -121,7 +129,10 @@ func appendConversation(b []byte, c *Conversation, nowMs int64, e enc) []byte {
 	b = append(b, ',')
 	b = appendIntField(b, "answeredAt", c.AnsweredAt)
 	b = append(b, ',')
-	b = appendIntField(b, "duration", c.Duration(nowMs))
+	return appendKey(b, "duration")
+}
+
+func appendConvTail(b []byte, c *Conversation, e enc) []byte {
 	b = append(b, ',')
 	b = appendStrField(b, "recording", c.Recording)
 	b = append(b, ',')
@@ -229,9 +240,20 @@ func appendExtension(b []byte, x *Extension, nowMs int64, e enc) []byte {
 	return append(appendPBX(b, x.PBX), '}')
 }
 
+// appendTrunk writes a trunk, its conversations from their pieces
+// (convmap.go: the bytes appendConversations would write).
 func appendTrunk(b []byte, t *Trunk, nowMs int64, e enc) []byte {
-	b = appendConversations(appendKey(appendTrunkHead(b, t), "conversations"), t.Conversations, nowMs, e)
+	c := classOf(e)
+	b = slices.Grow(b, 256+t.Conversations.jsonSize(c, e.op)) // a trunk's JSON is large: growing it copies it
+	b = t.Conversations.appendJSON(appendKey(appendTrunkHead(b, t), "conversations"), c, e.op, nowMs)
 	return append(appendPBX(b, t.PBX), '}')
+}
+
+func classOf(e enc) Class {
+	if e.hide {
+		return NumbersHidden
+	}
+	return Full
 }
 
 // appendTrunkHead writes a trunk's fields before its conversations.

@@ -152,7 +152,7 @@ type Trunk struct {
 	Status        string // online | offline | busy | unmonitored
 	Registration  string // registered | unregistered | rejected | unmonitored
 	ChanType      string
-	Conversations map[string]Conversation
+	Conversations ConvMap // by id (convmap.go)
 	// PBX names the PBX of a named site (Multi); "" for the default PBX,
 	// whose JSON has no "pbx" key.
 	PBX string
@@ -179,7 +179,7 @@ func extEqual(a, b *Extension) bool {
 }
 
 func trunkEqual(a, b *Trunk) bool {
-	return trunkFieldsEqual(a, b) && convsEqual(a.Conversations, b.Conversations)
+	return trunkFieldsEqual(a, b) && a.Conversations.equal(b.Conversations)
 }
 
 // trunkFieldsEqual compares all but the conversations.

@@ -262,7 +262,7 @@ func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Chan
 // the default PBX's. The Multi owns it (its feed handle is the Multi's).
 func wrap[V any](src *multiSrc, x *ent[V], qualify func(V) V, encode encoder[V]) *ent[V] {
 	if src.name == "" {
-		return &ent[V]{v: x.v, full: x.full, at: x.at, encode: encode, op: x.op, from: x}
+		return &ent[V]{v: x.v, full: x.full, at: x.at, encode: encode, op: x.op, from: x, whole: x.whole}
 	}
 	return newEnt(qualify(x.v), x.at, x.op, encode, len(x.full)+len(src.name)*8+16)
 }
@@ -288,6 +288,14 @@ type collMerge[V any] struct {
 	encode  encoder[V]
 	refresh func(k string) bool // a duration refresh only; nil: none
 	gone    func(k string) V    // the value announcing a removal; nil: none
+	// change, when not nil, is the Change announcing x (key qk), the
+	// value it replaces was (nil: none) and h its handle (trunks: what
+	// changed, trunkdelta.go).
+	change func(qk string, was, x *ent[V], h classed, at int64) Change
+	// wrap, when not nil, is the Multi's entity of the engine's y (key k),
+	// the Multi's was (nil: none) before it (trunks: qualified from was by
+	// what changed); nil: wrap.
+	wrap func(k string, y, was *ent[V]) *ent[V]
 }
 
 // mergeColl takes the entities of a collection the engine re-encoded
@@ -317,7 +325,11 @@ func mergeColl[V any](ch []Change, src *multiSrc, old, cur *Snapshot, cm collMer
 		was := cm.mine().ents[qk]
 		var x *ent[V]
 		if y := c.ents[k]; y != nil {
-			x = wrap(src, y, cm.qualify, cm.encode)
+			if cm.wrap != nil {
+				x = cm.wrap(k, y, was)
+			} else {
+				x = wrap(src, y, cm.qualify, cm.encode)
+			}
 			if cm.refresh != nil && cm.refresh(k) {
 				cm.set(qk, was.refreshed(x)) // no feed change, as in the engine
 				continue
@@ -330,6 +342,10 @@ func mergeColl[V any](ch []Change, src *multiSrc, old, cur *Snapshot, cm collMer
 		var cl classed = x // a conferenceUpdate carries its room (Change.Conference)
 		if cm.gone == nil {
 			cl = x.announce(was)
+		}
+		if cm.change != nil {
+			ch = append(ch, cm.change(qk, was, x, cl, cur.At))
+			continue
 		}
 		ch = append(ch, Change{Type: cm.typ, Key: qk, Data: x.full, At: cur.At, ent: cl})
 	}
@@ -347,13 +363,28 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 	ch = mergeColl(ch, src, old, cur, collMerge[Parking]{typ: "parkingUpdate",
 		of: func(s *Snapshot) *coll[Parking] { return s.park }, mine: func() *coll[Parking] { return p.park },
 		set: p.setPark, qualify: src.qualifyParking, encode: appendParking})
-	ch = mergeColl(ch, src, old, cur, collMerge[Trunk]{typ: "trunkUpdate",
+	ch = mergeColl(ch, src, old, cur, collMerge[Trunk]{typ: TrunkConversations,
 		of: func(s *Snapshot) *coll[Trunk] { return s.trunk }, mine: func() *coll[Trunk] { return p.trunk },
 		set: p.setTrunk, qualify: src.qualifyTrunk, encode: appendTrunk,
 		refresh: func(k string) bool {
 			was, ok := old.Trunks[k]
 			now := cur.Trunks[k]
 			return ok && trunkEqual(&was, &now)
+		},
+		wrap: func(k string, y, was *ent[Trunk]) *ent[Trunk] {
+			before, ok := old.Trunks[k]
+			if src.name == "" || was == nil || !ok {
+				return wrap(src, y, src.qualifyTrunk, appendTrunk)
+			}
+			return newLazyEnt(src.qualifyTrunkFrom(&before, &was.v, y.v), y.at, y.op, appendTrunk)
+		},
+		change: func(qk string, was, x *ent[Trunk], h classed, at int64) Change {
+			var before ConvMap
+			if was != nil {
+				before = was.v.Conversations
+			}
+			d := newTrunkDelta(before, &x.v, at, x.op, h)
+			return Change{Type: TrunkConversations, Key: qk, Data: d.full, At: at, ent: d}
 		}})
 	return mergeColl(ch, src, old, cur, collMerge[Conference]{typ: "conferenceUpdate",
 		of: func(s *Snapshot) *coll[Conference] { return s.conf }, mine: func() *coll[Conference] { return p.conf },

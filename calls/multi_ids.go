@@ -42,7 +42,22 @@ func (src *multiSrc) qualifyTrunk(v Trunk) Trunk {
 	if src.name == "" {
 		return v
 	}
-	v.Name, v.PBX, v.Conversations = src.q(v.Name), src.name, src.qualifyConvs(v.Conversations)
+	v.Name, v.PBX, v.Conversations = src.q(v.Name), src.name, ConvMapOf(src.qualifyConvs(v.Conversations.Map()))
+	return v
+}
+
+// qualifyTrunkFrom is qualifyTrunk(v) made from mine, the Multi's
+// qualified trunk of before: the conversations v changed since before
+// qualified, the others shared (a trunk holds a thousand; a change, a few).
+func (src *multiSrc) qualifyTrunkFrom(before, mine *Trunk, v Trunk) Trunk {
+	var w convWriter
+	w.begin(mine.Conversations)
+	before.Conversations.diff(v.Conversations, func(it *convItem) {
+		for _, cv := range src.qualifyConvs(map[string]Conversation{it.cv.ID: it.cv}) {
+			w.set(newConvItem(cv))
+		}
+	}, func(id string) { w.del(src.q(id)) })
+	v.Name, v.PBX, v.Conversations = src.q(v.Name), src.name, w.m
 	return v
 }
 

@@ -202,6 +202,24 @@ func TestMultiMatchesEngines(t *testing.T) {
 				if got := changeSet(cm, func(c Change) bool { return strings.HasPrefix(c.Key, "site2:") }); !reflect.DeepEqual(got, want) {
 					t.Fatalf("after #%d: site2's changes %v, want %v", i, got, want)
 				}
+				// site2's trunk changes say what changed, as the engine's:
+				// as many conversations set and removed as the default's.
+				sizes := map[string]string{}
+				for _, c := range cm {
+					if c.Type == TrunkConversations {
+						var d struct {
+							Set     map[string]any
+							Removed []string
+						}
+						json.Unmarshal(c.Data, &d)
+						sizes[c.Key] = fmt.Sprint(len(d.Set), len(d.Removed))
+					}
+				}
+				for k, n := range sizes {
+					if !strings.HasPrefix(k, "site2:") && sizes["site2:"+k] != n {
+						t.Fatalf("after #%d: trunk %s's change sets and removes %s, site2's %s", i, k, n, sizes["site2:"+k])
+					}
+				}
 				for _, c := range cm {
 					if c.Type != "pbxStatus" && strings.HasPrefix(c.Key, "site2:") && !bytes.Contains(c.Data, []byte(`"pbx":"site2"`)) && c.Type != "queueMemberUpdate" {
 						t.Fatalf("after #%d: %s %s has no pbx: %s", i, c.Type, c.Key, c.Data)

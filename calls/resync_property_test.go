@@ -34,7 +34,7 @@ func stateOf(s *Snapshot) string {
 		conv(k, x.Conversations)
 	}
 	for k, x := range s.Trunks {
-		conv(k, x.Conversations)
+		conv(k, x.Conversations.Map())
 	}
 	for k, q := range s.Queues {
 		for ch := range q.WaitingCallers {

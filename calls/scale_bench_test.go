@@ -1,8 +1,13 @@
 package calls
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +214,11 @@ const mixRate = 50 // new calls a second
 // mixEngine is an engine holding exts extensions and calls calls of the
 // mix up, and the mix that keeps it that way.
 func mixEngine(tb testing.TB, exts, calls int) (*Engine, *mixPBX) {
+	return mixEngineOf(tb, exts, calls, nil)
+}
+
+// mixEngineOf is mixEngine with opaque names by op.
+func mixEngineOf(tb testing.TB, exts, calls int, op Opaquer) (*Engine, *mixPBX) {
 	tb.Helper()
 	m := &mixPBX{now: time.Unix(1796028439, 0)}
 	clock := func() time.Time { return m.now }
@@ -221,7 +231,7 @@ func mixEngine(tb testing.TB, exts, calls int) (*Engine, *mixPBX) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e := New(Config{Now: clock})
+	e := New(Config{Now: clock, Opaque: op})
 	p.Announce()
 	for range calls {
 		m.gen.Start(m.now) // a call's steps are spread over its length: start them as the steady state does
@@ -330,9 +340,44 @@ func TestPublishAtScaleAllocs(t *testing.T) {
 // from its conversations' pieces (trunkconvs.go), must be what a full
 // derivation and encoding give.
 func TestMixPublishDerivesWhatChanged(t *testing.T) {
-	e, m := mixEngine(t, 1200, 300)
+	e, m := mixEngineOf(t, 1200, 300, hexOpaquer{})
 	r := rand.New(rand.NewPCG(3, 5))
 	checkFull(t, e, "after the fill")
+	// A reader of the feed that applies each trunkConversations change to
+	// the trunks of the first snapshot has, after every Publish, the
+	// trunks of that Publish's snapshot (durations aside: a conversation
+	// keeps the one it was sent with).
+	trunks := trunksOf(t, e.Snapshot().TrunksJSON())
+	hidden := trunksOf(t, e.Snapshot().TrunksJSONAs(NumbersHidden))
+	seq := e.Snapshot().Seq
+	deltas, follows := 0, 0
+	follow := func(where string) {
+		t.Helper()
+		cs, ok := e.Feed().Since(seq)
+		if !ok {
+			t.Fatalf("%s: the feed lost changes after %d", where, seq)
+		}
+		for _, c := range cs {
+			seq = c.Seq
+			if c.Type == "trunkUpdate" {
+				t.Fatalf("%s: a trunkUpdate in the feed", where)
+			}
+			if c.Type == TrunkConversations {
+				applyTrunkDelta(t, trunks, c.Data)
+				applyTrunkDelta(t, hidden, c.JSON(NumbersHidden))
+				deltas++
+			}
+		}
+		if follows++; follows%4 != 0 && !strings.HasPrefix(where, "end") {
+			return // the comparison costs what the trunks hold: one in four
+		}
+		if want := trunksOf(t, e.Snapshot().TrunksJSON()); !reflect.DeepEqual(trunks, want) {
+			t.Fatalf("%s: the trunks the changes give\n%v\nthe snapshot's\n%v", where, trunks, want)
+		}
+		if want := trunksOf(t, e.Snapshot().TrunksJSONAs(NumbersHidden)); !reflect.DeepEqual(hidden, want) {
+			t.Fatalf("%s: the hidden trunks the changes give\n%v\nthe snapshot's\n%v", where, hidden, want)
+		}
+	}
 	msgs := m.stream(20000)
 	for i := 0; i < len(msgs); {
 		n := 1 + r.IntN(100)
@@ -343,12 +388,113 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 		m.now = m.now.Add(time.Duration(r.IntN(700)) * time.Millisecond) // durations move on
 		e.Publish()
 		checkFull(t, e, "event "+strconv.Itoa(i))
+		follow("event " + strconv.Itoa(i))
 		if i%3000 < n {
 			e.RefreshDurations()
 			checkFull(t, e, "refresh at event "+strconv.Itoa(i))
 		}
 	}
-	if n := len(e.pub.trunks["trunk"].Conversations); n < 50 {
+	follow("end")
+	if n := e.pub.trunks["trunk"].Conversations.Len(); n < 50 {
 		t.Errorf("the trunk holds %d conversations, want about 120", n)
+	}
+	if deltas < 100 {
+		t.Errorf("%d trunkConversations changes, want hundreds", deltas)
+	}
+}
+
+// hexOpaquer names a channel by its name in hex: one name each, as the
+// real one (testOpaquer's names collide).
+type hexOpaquer struct{}
+
+func (hexOpaquer) AppendChannel(b []byte, name string) []byte {
+	if name == "" {
+		return b
+	}
+	return hex.AppendEncode(append(b, '~'), []byte(name))
+}
+
+// trunksOf decodes a trunks collection, each conversation without its
+// duration.
+func trunksOf(t *testing.T, b []byte) map[string]map[string]any {
+	t.Helper()
+	var m map[string]map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("trunks: %v\n%s", err, b)
+	}
+	for _, tr := range m {
+		for _, cv := range tr["conversations"].(map[string]any) {
+			delete(cv.(map[string]any), "duration")
+		}
+	}
+	return m
+}
+
+// applyTrunkDelta applies a trunkConversations change to trunks, as a
+// client would.
+func applyTrunkDelta(t *testing.T, trunks map[string]map[string]any, data []byte) {
+	t.Helper()
+	var d map[string]any
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("trunkConversations: %v\n%s", err, data)
+	}
+	name := d["name"].(string)
+	tr := trunks[name]
+	if tr == nil {
+		tr = map[string]any{"conversations": map[string]any{}}
+		trunks[name] = tr
+	}
+	convs := tr["conversations"].(map[string]any)
+	for id, cv := range d["set"].(map[string]any) {
+		delete(cv.(map[string]any), "duration")
+		convs[id] = cv
+	}
+	for _, id := range d["removed"].([]any) {
+		if _, ok := convs[id.(string)]; !ok {
+			t.Fatalf("trunkConversations removes %s, which the trunk does not hold", id)
+		}
+		delete(convs, id.(string))
+	}
+	for k, v := range d {
+		if k != "set" && k != "removed" {
+			tr[k] = v
+		}
+	}
+}
+
+// TestMixPublishAllocs bounds what Apply and Publish allocate with the
+// call centre's mix at 5,000 extensions and 2,000 calls (about 1,200 on
+// the trunk), a Publish every 64 events: a trunk change copies the chunks
+// it changes and encodes the conversations that changed, not the trunk.
+// Copying the trunk's conversations or writing its JSON whole on each
+// change (14.7 KB and 22 allocations an event before convmap.go) breaks it.
+func TestMixPublishAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	if testing.Short() {
+		t.Skip("builds 2,000 calls")
+	}
+	e, m := mixEngine(t, 5000, 2000)
+	msgs := m.stream(64 * 300)
+	run := func(msgs []ami.Message) {
+		for i, msg := range msgs {
+			e.Apply(msg)
+			if i%64 == 63 {
+				e.Publish()
+			}
+		}
+	}
+	run(msgs[:64*50]) // warm up: scratch buffers at their size
+	msgs = msgs[64*50 : 64*300]
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	run(msgs)
+	runtime.ReadMemStats(&after)
+	n := float64(len(msgs))
+	allocs, bytes := float64(after.Mallocs-before.Mallocs)/n, float64(after.TotalAlloc-before.TotalAlloc)/n
+	t.Logf("%.1f allocations, %.0f bytes an event", allocs, bytes)
+	if allocs > 8 || bytes > 4096 {
+		t.Errorf("an event allocates %.1f times and %.0f bytes, want at most 8 and 4 KB", allocs, bytes)
 	}
 }

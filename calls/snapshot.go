@@ -557,7 +557,9 @@ func (e *Engine) publishParks(ch []Change, now int64) []Change {
 	return ch
 }
 
-// publishTrunks re-derives the dirty trunks and encodes those that changed.
+// publishTrunks re-derives the dirty trunks and announces what changed
+// in those that did (trunkdelta.go): their entity, made whole on first
+// need, goes to the snapshot.
 func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 	p := &e.pub
 	for _, k := range sortedSet(e.dirtyTrunk, cmpString) {
@@ -566,13 +568,15 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 			continue
 		}
 		v, convsChanged := e.trunkView(t)
-		if old, ok := p.trunks[k]; ok && !convsChanged && trunkFieldsEqual(&old, &v) {
+		old, ok := p.trunks[k]
+		if ok && !convsChanged && trunkFieldsEqual(&old, &v) {
 			continue
 		}
-		old := p.trunk.ents[k]
-		x := e.trunkEnt(t, v, now, old.size())
+		was := p.trunk.ents[k]
+		x := newLazyEnt(v, now, e.cfg.Opaque, appendTrunk)
 		p.setTrunk(k, x)
-		ch = append(ch, Change{Type: "trunkUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
+		d := newTrunkDelta(old.Conversations, &x.v, now, e.cfg.Opaque, x.announce(was))
+		ch = append(ch, Change{Type: TrunkConversations, Key: k, Data: d.full, At: now, ent: d})
 	}
 	resetSet(&e.dirtyTrunk)
 	return ch

@@ -1,183 +1,203 @@
 package calls
 
 import (
-	"maps"
+	"cmp"
 	"slices"
 )
 
 // A call centre's trunk holds hundreds of conversations at once (every
 // outside caller, in a queue or talking, and every outbound call).
-// Re-deriving and re-encoding all of them whenever one changed made a
-// Publish cost what the trunk held: with 5,000 extensions, 2,000 calls
-// and 60% of them on the trunk, 72% of the engine's time and 44 µs an
-// event (BenchmarkApplyPublishAtScale/mix). So a trunk keeps what it
-// derived per channel and the JSON of each conversation: Publish
-// re-derives the conversations of the trunk's channels the batch touched
-// (markOwner collects them; a channel's conversations follow from it
-// and the channels linked with it, dirty.go), re-encodes a conversation
-// only when it changed or its duration (whole seconds) moved on, and
-// puts the trunk's JSON together from the pieces: the bytes appendTrunk
-// would write. A full re-derivation is kept for what may change any
-// conversation (a resync, an extension renamed: markDirtyOwners,
-// markShowing) and for a trunk two of whose channels show one
-// conversation (a trunk-to-trunk call: the last channel's wins, as in
-// convsOf).
+// Re-deriving all of them whenever one changed made a Publish cost what
+// the trunk held. So a trunk keeps which of its channels each
+// conversation is derived from: Publish re-derives the conversations of
+// the trunk's channels the batch touched (markOwner collects them; a
+// channel's conversations follow from it and the channels linked with
+// it, dirty.go) and changes those in its ConvMap (convmap.go), which
+// shares everything else with the snapshot before. A full re-derivation
+// is kept for what may change any conversation (a resync, an extension
+// renamed: markDirtyOwners, markShowing).
+//
+// Two of a trunk's channels can show one conversation: an outside caller
+// forwarded to a cellphone has both legs on the trunk, and both derive
+// the id "<inbound channel>><outbound channel>". The trunk shows the
+// conversation of the channel created last (the trunk's derivation in
+// full, trunkConvsFull, is the reference); the others are kept beside it
+// (more), so that when that channel lets the id go, the next one's is
+// shown, without re-deriving the trunk.
 type trunkConvs struct {
-	valid   bool                    // cur, owner and ids follow the channels but for touched
-	shared  bool                    // two channels derived one conversation id: derive in full
-	cur     map[string]Conversation // published (never written once published)
-	owner   map[string]*channel     // the channel each conversation is derived from
-	byChan  map[*channel][]string   // the conversation ids of each channel
-	ids     []string                // cur's keys, sorted
-	pieces  map[string]convPiece    // `"id":{...}` in the Full class, by id
-	touched []*channel              // the trunk's channels this batch touched
-	head    []byte                  // trunkJSON's scratch
-}
-
-type convPiece struct {
-	answeredAt int64 // the conversation's (a piece is dropped when it changes)
-	dur        int64 // the duration it was encoded with
-	b          []byte
+	valid   bool                  // owner, more and byChan follow the channels but for touched
+	w       convWriter            // w.m: the conversations as published
+	owner   map[string]*channel   // the channel each conversation is shown from
+	more    map[string][]*channel // every channel deriving an id that several derive
+	byChan  map[*channel][]string // the conversation ids of each channel
+	touched []*channel            // the trunk's channels this batch touched
+	now     []Conversation        // scratch: one channel's conversations
+	drop    []string              // scratch: the ids it let go
+	full    int                   // derivations in full (tests)
 }
 
 // trunkConvsOf brings t's conversations up to date with its touched
 // channels and says whether they changed since the last call.
-func (e *Engine) trunkConvsOf(t *trunkState) (map[string]Conversation, bool) {
+func (e *Engine) trunkConvsOf(t *trunkState) (ConvMap, bool) {
 	tc := &t.conv
 	defer func() { clear(tc.touched); tc.touched = tc.touched[:0] }()
-	if !tc.valid || tc.shared {
-		return e.deriveTrunk(t)
-	}
-	next := tc.cur // cloned on the first change
-	changed := false
-	write := func() {
-		if !changed {
-			next, changed = maps.Clone(tc.cur), true
-			if next == nil {
-				next = map[string]Conversation{}
-			}
+	tc.w.begin(tc.w.m)
+	if !tc.valid {
+		e.deriveTrunk(t)
+	} else {
+		for _, c := range tc.touched {
+			e.rederiveChan(tc, c)
 		}
 	}
-	var now []string
-	for _, c := range tc.touched {
-		now = now[:0]
-		if !c.gone {
-			var dup bool
-			e.chanConvs(c, func(cv Conversation) {
-				if o := tc.owner[cv.ID]; o != nil && o != c || slices.Contains(now, cv.ID) {
-					dup = true
-				}
-				now = append(now, cv.ID)
-				if old, ok := next[cv.ID]; ok && convEqual(old, cv) {
-					return
-				}
-				write()
-				next[cv.ID] = cv
-				delete(tc.pieces, cv.ID)
-				tc.owner[cv.ID] = c
-				if i, found := slices.BinarySearch(tc.ids, cv.ID); !found {
-					tc.ids = slices.Insert(tc.ids, i, cv.ID)
-				}
-			})
-			if dup {
-				return e.deriveTrunk(t)
-			}
+	clear(tc.now)
+	return tc.w.m, tc.w.changed
+}
+
+// derived is c's conversations in tc.now, one per id (the later of two
+// with one id, as convsOf keeps it).
+func (e *Engine) derived(tc *trunkConvs, c *channel) []Conversation {
+	tc.now = tc.now[:0]
+	if c.gone {
+		return nil
+	}
+	e.chanConvs(c, func(cv Conversation) {
+		if i := slices.IndexFunc(tc.now, func(x Conversation) bool { return x.ID == cv.ID }); i >= 0 {
+			tc.now[i] = cv
+			return
 		}
-		for _, id := range tc.byChan[c] {
-			if slices.Contains(now, id) {
-				continue
-			}
-			write()
-			delete(next, id)
-			delete(tc.pieces, id)
+		tc.now = append(tc.now, cv)
+	})
+	return tc.now
+}
+
+// rederiveChan re-derives touched channel c's conversations.
+func (e *Engine) rederiveChan(tc *trunkConvs, c *channel) {
+	now := e.derived(tc, c)
+	old := tc.byChan[c]
+	for _, id := range old {
+		if !slices.ContainsFunc(now, func(x Conversation) bool { return x.ID == id }) {
+			tc.drop = append(tc.drop, id)
+		}
+	}
+	for _, id := range tc.drop {
+		e.dropOwner(tc, id, c)
+	}
+	clear(tc.drop)
+	tc.drop = tc.drop[:0]
+	ids := old[:0]
+	for _, cv := range e.derived(tc, c) { // again: dropOwner may have used tc.now
+		tc.addOwner(cv.ID, c)
+		if tc.owner[cv.ID] == c {
+			e.put(tc, cv)
+		}
+		ids = append(ids, cv.ID)
+	}
+	if len(ids) == 0 {
+		delete(tc.byChan, c)
+	} else {
+		tc.byChan[c] = ids
+	}
+}
+
+// addOwner notes that c derives conversation id.
+func (tc *trunkConvs) addOwner(id string, c *channel) {
+	o := tc.owner[id]
+	switch {
+	case o == nil:
+		tc.owner[id] = c
+	case o != c:
+		m := tc.more[id]
+		if m == nil {
+			m = []*channel{o}
+		}
+		if !slices.Contains(m, c) {
+			m = append(m, c)
+		}
+		tc.more[id] = m
+		if c.seq > o.seq {
+			tc.owner[id] = c
+		}
+	}
+}
+
+// dropOwner notes that c no longer derives conversation id: it goes, or
+// the next channel deriving it shows it.
+func (e *Engine) dropOwner(tc *trunkConvs, id string, c *channel) {
+	m, shared := tc.more[id]
+	if !shared {
+		if tc.owner[id] == c {
 			delete(tc.owner, id)
-			if i, found := slices.BinarySearch(tc.ids, id); found {
-				tc.ids = slices.Delete(tc.ids, i, i+1)
-			}
+			tc.w.del(id)
 		}
-		if c.gone {
-			delete(tc.byChan, c)
-		} else {
-			tc.byChan[c] = append(tc.byChan[c][:0], now...)
+		return
+	}
+	m = slices.DeleteFunc(m, func(x *channel) bool { return x == c })
+	var win *channel
+	for _, x := range m {
+		if win == nil || x.seq > win.seq {
+			win = x
 		}
 	}
-	tc.cur = next
-	return next, changed
+	if len(m) > 1 {
+		tc.more[id] = m
+	} else {
+		delete(tc.more, id)
+	}
+	if tc.owner[id] != c {
+		return
+	}
+	tc.owner[id] = win
+	// win's conversation as it is now; when win no longer derives it, win
+	// was touched too and drops it in its turn.
+	for _, cv := range e.derived(tc, win) {
+		if cv.ID == id {
+			e.put(tc, cv)
+		}
+	}
 }
 
-// deriveTrunk derives every conversation of t's channels, as convsOf.
-func (e *Engine) deriveTrunk(t *trunkState) (map[string]Conversation, bool) {
+// put stores cv unless it is what the trunk shows already.
+func (e *Engine) put(tc *trunkConvs, cv Conversation) {
+	if it := tc.w.m.item(cv.ID); it != nil && convEqual(it.cv, cv) {
+		return
+	}
+	tc.w.set(newConvItem(cv))
+}
+
+// deriveTrunk derives every conversation of t's channels, keeping the
+// pieces of those that did not change.
+func (e *Engine) deriveTrunk(t *trunkState) {
 	tc := &t.conv
-	tc.valid, tc.shared = true, false
-	tc.owner, tc.byChan = map[string]*channel{}, map[*channel][]string{}
-	if tc.pieces == nil {
-		tc.pieces = map[string]convPiece{}
-	}
-	var m map[string]Conversation
-	if len(t.chans) > 0 {
-		m = make(map[string]Conversation, len(t.chans))
-	}
+	tc.valid = true
+	tc.full++
+	tc.owner, tc.more, tc.byChan = map[string]*channel{}, map[string][]*channel{}, map[*channel][]string{}
 	for _, c := range t.chans {
-		if c.gone {
-			continue
-		}
-		e.chanConvs(c, func(cv Conversation) {
-			if _, ok := m[cv.ID]; ok {
-				tc.shared = true
-			}
-			m[cv.ID] = cv
-			tc.owner[cv.ID] = c
+		for _, cv := range e.derived(tc, c) {
+			tc.addOwner(cv.ID, c)
 			tc.byChan[c] = append(tc.byChan[c], cv.ID)
-		})
-	}
-	changed := len(m) != len(tc.cur)
-	for id, cv := range tc.cur {
-		if w, ok := m[id]; !ok || !convEqual(w, cv) {
-			delete(tc.pieces, id)
-			changed = true
 		}
 	}
-	tc.cur, tc.ids = m, sortedKeys(m)
-	return m, changed
+	var gone []string
+	for it := range tc.w.m.items {
+		if tc.owner[it.cv.ID] == nil {
+			gone = append(gone, it.cv.ID)
+		}
+	}
+	for _, id := range gone {
+		tc.w.del(id)
+	}
+	for c, ids := range tc.byChan {
+		for _, cv := range e.derived(tc, c) {
+			if slices.Contains(ids, cv.ID) && tc.owner[cv.ID] == c {
+				e.put(tc, cv)
+			}
+		}
+	}
 }
 
-// trunkJSON is appendTrunk's bytes for v, t's view, conversations from
-// the pieces kept (encoded again when missing or their duration moved
-// on), written into a buffer of the exact size: a trunk's JSON is large,
-// and growing it copied it whole.
-func (e *Engine) trunkJSON(t *trunkState, v *Trunk, now int64, hint int) []byte {
-	tc := &t.conv
-	if !tc.valid || len(tc.ids) != len(v.Conversations) {
-		return appendTrunk(make([]byte, 0, hint), v, now, enc{}) // not the conversations tc holds
-	}
-	head := appendKey(appendTrunkHead(tc.head[:0], v), "conversations")
-	tail := append(appendPBX(head[len(head):], v.PBX), '}') // in head's spare room, when it has some
-	tc.head = head
-	size := len(head) + 2 + max(len(tc.ids)-1, 0) + len(tail)
-	for _, id := range tc.ids {
-		pc, ok := tc.pieces[id]
-		if !ok || durationAt(pc.answeredAt, now) != pc.dur {
-			cv := v.Conversations[id]
-			pc = convPiece{answeredAt: cv.AnsweredAt, dur: cv.Duration(now), b: appendConvEntry(nil, id, &cv, now, enc{})}
-			tc.pieces[id] = pc
-		}
-		size += len(pc.b)
-	}
-	b := append(make([]byte, 0, size), head...)
-	b = append(b, '{')
-	for i, id := range tc.ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, tc.pieces[id].b...)
-	}
-	b = append(b, '}')
-	return append(b, tail...)
-}
-
-// trunkEnt is t's entity for v, encoded from its pieces.
-func (e *Engine) trunkEnt(t *trunkState, v Trunk, now int64, hint int) *ent[Trunk] {
-	x := &ent[Trunk]{v: v, at: now, encode: appendTrunk, op: e.cfg.Opaque}
-	x.full = e.trunkJSON(t, &x.v, now, hint)
-	return x
+// trunkConvsFull derives the conversations of a trunk's channels from
+// scratch: convsOf's, the channel created last showing an id several
+// derive. The reference the kept conversations must equal (tests).
+func (e *Engine) trunkConvsFull(chans []*channel) map[string]Conversation {
+	return e.convsOf(slices.SortedFunc(slices.Values(chans), func(a, b *channel) int { return cmp.Compare(a.seq, b.seq) }))
 }

@@ -1,8 +1,13 @@
 package calls
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
 )
 
 // A trunk's conversation that shows an extension's number without being
@@ -19,7 +24,7 @@ func TestTrunkConversationFollowsRename(t *testing.T) {
 		"Exten", "600", "Uniqueid", "1.1", "Linkedid", "1.1"))
 	name := func() string {
 		t.Helper()
-		for _, cv := range e.Publish().Trunks["trunk"].Conversations {
+		for _, cv := range e.Publish().Trunks["trunk"].Conversations.All() {
 			return cv.CounterpartName
 		}
 		t.Fatal("the trunk has no conversation")
@@ -31,5 +36,58 @@ func TestTrunkConversationFollowsRename(t *testing.T) {
 	e.Apply(ev("EndpointDetail", "ObjectType", "endpoint", "ObjectName", "2001", "Callerid", `"Bea" <2001>`))
 	if n := name(); n != "Bea" {
 		t.Errorf("after the rename, counterpart %q, want Bea", n)
+	}
+}
+
+// An outside caller forwarded to a cellphone has both legs on the trunk:
+// the inbound leg and the outbound one derive the one conversation
+// "<inbound>><outbound>". The recording of an inbound DID call
+// (inbound_trunk_did: the trunk's leg bridged with 202's), with 202's leg
+// made an outbound leg on the trunk, replayed in batches of random size:
+// after every Publish the trunk is what its derivation in full gives
+// (checkFull), and Publish keeps the trunk's fast path (no derivation in
+// full once the call is up: the shared id is followed per channel).
+func TestTrunkInTrunkOut(t *testing.T) {
+	rec := loadRecording(t, "inbound_trunk_did")
+	const in, out = "PJSIP/202-0000003d", "PJSIP/trunk-0000003e"
+	var msgs []ami.Message
+	for _, m := range rec.msgs {
+		hs := m.Headers()
+		for i := range hs {
+			hs[i].Value = strings.ReplaceAll(hs[i].Value, in, out)
+		}
+		msgs = append(msgs, ami.NewMessage(hs...))
+	}
+	for seed := range uint64(6) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		var clk StreamClock
+		e := New(testConfig(clk.Now))
+		both, fullAt := false, -1
+		for i := 0; i < len(msgs); {
+			n := 1 + r.IntN(6)
+			for _, m := range msgs[i:min(i+n, len(msgs))] {
+				clk.Observe(m)
+				e.Apply(m)
+			}
+			i += n
+			e.Publish()
+			checkFull(t, e, fmt.Sprintf("seed %d, message %d", seed, i))
+			tr := e.trunks["trunk"]
+			if tr == nil {
+				continue
+			}
+			if len(tr.conv.more) > 0 && !both {
+				both, fullAt = true, tr.conv.full
+			}
+			if both && tr.conv.full != fullAt {
+				t.Fatalf("seed %d, message %d: the trunk was derived in full %d times since both legs showed the call", seed, i, tr.conv.full-fullAt)
+			}
+		}
+		if !both {
+			t.Fatalf("seed %d: never both legs on the trunk with one conversation", seed)
+		}
+		if n := e.Snapshot().Trunks["trunk"].Conversations.Len(); n != 0 {
+			t.Errorf("seed %d: %d conversations left on the trunk", seed, n)
+		}
 	}
 }

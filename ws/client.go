@@ -144,6 +144,26 @@ func (c *Client) Resume(epoch string, since uint64, topics ...string) error {
 	return c.send(map[string]any{"op": "subscribe", "topics": topics, "since": since, "epoch": epoch})
 }
 
+// Sub is a subscribe message (docs/websocket.md "Subscribing").
+type Sub struct {
+	Topics []string `json:"topics"`
+	PBXs   []string `json:"pbxs,omitempty"`
+	// Since and Epoch resume (Resume); Since nil: a snapshot.
+	Since *uint64 `json:"since,omitempty"`
+	Epoch string  `json:"epoch,omitempty"`
+	// Deltas lists the topics whose changes come as what changed:
+	// "trunks" brings trunkConversations events instead of trunkUpdate.
+	Deltas []string `json:"deltas,omitempty"`
+}
+
+// SubscribeWith sends subscribe message s.
+func (c *Client) SubscribeWith(s Sub) error {
+	return c.send(struct {
+		Op string `json:"op"`
+		Sub
+	}{"subscribe", s})
+}
+
 // Auth authenticates a connection dialled without a token, or renews the
 // token of an authenticated one.
 func (c *Client) Auth(token string) error {

@@ -54,8 +54,9 @@ type conn struct {
 	full        bool // sees everything: admin or operator_panel
 	seesUnowned bool // sees trunk, queue and parked calls
 	// Owned by the hub goroutine:
-	topics     uint8
-	subscribed bool
+	topics      uint8
+	subscribed  bool
+	trunkDeltas bool // trunks come as trunkConversations (what changed), not trunkUpdate
 	// Guarded by mu:
 	indexed bool // idx holds q's positions (only for long queues)
 	writing bool // a flusher or a direct writer has the connection
@@ -65,10 +66,11 @@ type conn struct {
 
 // subReq is a client's subscribe: topics, and where to resume from.
 type subReq struct {
-	topics uint8
-	pbxs   []string
-	since  uint64
-	resume bool
+	topics      uint8
+	pbxs        []string
+	since       uint64
+	resume      bool
+	trunkDeltas bool // "deltas":["trunks"]
 }
 
 // linearMax: queues up to this long are searched instead of indexed.

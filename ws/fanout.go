@@ -58,7 +58,7 @@ func kindOf(typ string) kind {
 		return kindMember
 	case "parkingUpdate":
 		return kindPark
-	case "trunkUpdate":
+	case calls.TrunkConversations, "trunkUpdate":
 		return kindTrunk
 	case "pbxStatus":
 		return kindStatus
@@ -83,6 +83,10 @@ type prep struct {
 	ent  uint32
 	full *frame // the change as everyone allowed to see it sees it
 	red  *frame // redacted, made on first need
+	// whole and wholeRed are a trunk's change as a trunkUpdate (the trunk
+	// whole), made on first need, for the clients that take no deltas.
+	whole, wholeRed *frame
+	wholeOK         [2]bool
 	// pbx is the PBX of ch.Key once pbxOK: split on the first limited
 	// client's need, not again for each (seesPBX).
 	pbx    string
@@ -92,6 +96,7 @@ type prep struct {
 
 func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
 	p.ch, p.kind, p.red, p.pbxOK = ch, kindOf(ch.Type), nil, false
+	p.whole, p.wholeRed, p.wholeOK = nil, nil, [2]bool{}
 	p.ent = 0
 	if p.kind != kindRing && p.kind != kindOther {
 		k := entKey{p.kind, ch.Key}
@@ -102,7 +107,28 @@ func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
 		}
 		p.ent = id
 	}
-	p.full = &frame{b: eventFrame(ch, ch.Data), seq: ch.Seq, ent: p.ent, at: at, msgs: 1}
+	ent := p.ent
+	if ch.Type == calls.TrunkConversations {
+		ent = 0 // a delta: never replaced by the next one
+	}
+	p.full = &frame{b: eventFrame(ch, ch.Data), seq: ch.Seq, ent: ent, at: at, msgs: 1}
+}
+
+// wholeFrame is trunk change p as a trunkUpdate in class cl, the trunk
+// whole (calls.Change.Whole), or nil when the trunk changed since (its
+// newer change follows).
+func (p *prep) wholeFrame(cl calls.Class) *frame {
+	f := &p.whole
+	if cl != calls.Full {
+		f = &p.wholeRed
+	}
+	if !p.wholeOK[cl] {
+		p.wholeOK[cl] = true
+		if data := p.ch.Whole(cl); data != nil {
+			*f = &frame{b: eventFrameAs(p.ch, "trunkUpdate", data), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+		}
+	}
+	return *f
 }
 
 // frameFor is the frame of p that c gets, or nil when c does not get it.
@@ -145,6 +171,12 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return nil
 		}
 		sees = c.seesUnowned
+		if !c.trunkDeltas && p.ch.Type == calls.TrunkConversations {
+			if sees {
+				return p.wholeFrame(calls.Full)
+			}
+			return p.wholeFrame(calls.NumbersHidden)
+		}
 	case kindStatus:
 		if c.pbxLimited() {
 			return statusFrame(c, p)
@@ -188,7 +220,7 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		if sameBytes(hid, p.ch.Data) {
 			p.red = p.full
 		} else {
-			p.red = &frame{b: eventFrame(p.ch, hid), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+			p.red = &frame{b: eventFrame(p.ch, hid), seq: p.full.seq, ent: p.full.ent, at: p.full.at, msgs: 1} // a delta's ent is 0: never replaced
 		}
 	}
 	return p.red

@@ -30,6 +30,9 @@ func TestFilterMatchesView(t *testing.T) {
 			conns := map[string]*conn{}
 			for _, u := range users.All() {
 				conns[u.Username] = h.addFake(u, allTopics)
+				d := h.addFake(u, allTopics) // trunks as deltas
+				d.trunkDeltas = true
+				conns[u.Username+" (deltas)"] = d
 			}
 			checked := 0
 			for _, msg := range loadRecording(t, rec) {
@@ -54,7 +57,17 @@ func TestFilterMatchesView(t *testing.T) {
 						switch ev.Type {
 						case "extenUpdate":
 							want = ch.JSON(v.Class(ch.Key))
-						case "trunkUpdate", "queueUpdate", "queueMemberUpdate", "parkingUpdate":
+						case "trunkUpdate":
+							if c.trunkDeltas {
+								t.Fatalf("%s: a trunkUpdate", name)
+							}
+							want = ch.Whole(v.Class(""))
+						case calls.TrunkConversations:
+							if !c.trunkDeltas {
+								t.Fatalf("%s: a trunkConversations", name)
+							}
+							want = ch.JSON(v.Class(""))
+						case "queueUpdate", "queueMemberUpdate", "parkingUpdate":
 							want = ch.JSON(v.Class(""))
 						default:
 							want = ch.Data
@@ -282,4 +295,69 @@ func TestStalledClient(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestTrunkDeltasNotCoalesced: a client that reads nothing while a
+// recording with trunk calls plays gets every trunkConversations change
+// queued (each says what changed since the one before: replacing one by
+// the next would lose it), and applying them to its snapshot gives the
+// engine's trunks; a client taking whole trunks has its trunkUpdates
+// replaced by the latest, as before.
+func TestTrunkDeltasNotCoalesced(t *testing.T) {
+	users := testUsers(t)
+	for _, name := range []string{"paula", "alice"} { // sees all calls, sees them hidden
+		t.Run(name, func(t *testing.T) {
+			eng := calls.New(calls.Config{Trunks: []string{"trunk"}, Opaque: auth.Opaquer{}})
+			eng.Publish()
+			h := bareHub(t, eng, users)
+			u, _ := users.Lookup(name)
+			d := h.addFake(u, topicTrunks)
+			d.trunkDeltas = true
+			w := h.addFake(u, topicTrunks)
+			var m mirror
+			m.apply(t, snapshotMessage(t, h.snapshotFrame(d, eng.Snapshot(), 0)))
+			sent := 0
+			for _, msg := range loadRecording(t, "inbound_trunk_did") {
+				eng.Apply(msg)
+				s := eng.Publish()
+				cs, _ := eng.Feed().Since(h.last)
+				for _, c := range cs {
+					if c.Type == calls.TrunkConversations {
+						sent++
+					}
+				}
+				h.fanout(cs)
+				h.last = s.Seq
+			}
+			got := d.take()
+			if len(got) != sent || sent < 3 {
+				t.Fatalf("%d trunk changes queued for the deltas client, %d sent", len(got), sent)
+			}
+			for _, f := range got {
+				var ev Message
+				if err := json.Unmarshal(payload(f), &ev); err != nil {
+					t.Fatal(err)
+				}
+				m.apply(t, ev)
+			}
+			s := eng.Snapshot()
+			want := s.TrunkJSONAs("trunk", auth.ViewOf(u).Class(""))
+			if g, w := normTrunk(t, m.colls["trunks"]["trunk"]), normTrunk(t, string(want)); g != w {
+				t.Errorf("the trunk the deltas give\n%s\nthe snapshot's\n%s", g, w)
+			}
+			if whole := w.take(); len(whole) != 1 {
+				t.Errorf("%d trunkUpdates queued for the whole-trunk client, want the latest only", len(whole))
+			}
+		})
+	}
+}
+
+// snapshotMessage decodes a snapshot frame.
+func snapshotMessage(t *testing.T, f *frame) Message {
+	t.Helper()
+	var m Message
+	if err := json.Unmarshal(payload(f), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -132,12 +132,15 @@ func pongFrame(data []byte) []byte {
 
 // eventFrame encodes {"op":"event","seq":N,"type":T,"at":MS,"data":DATA}
 // with one allocation.
-func eventFrame(c *calls.Change, data []byte) []byte {
-	b := newPayload(64 + len(c.Type) + len(data))
+func eventFrame(c *calls.Change, data []byte) []byte { return eventFrameAs(c, c.Type, data) }
+
+// eventFrameAs is eventFrame with the event type typ.
+func eventFrameAs(c *calls.Change, typ string, data []byte) []byte {
+	b := newPayload(64 + len(typ) + len(data))
 	b = append(b, `{"op":"event","seq":`...)
 	b = strconv.AppendUint(b, c.Seq, 10)
 	b = append(b, `,"type":"`...)
-	b = append(b, c.Type...) // calls' type names need no escaping
+	b = append(b, typ...) // calls' type names need no escaping
 	b = append(b, `","at":`...)
 	b = strconv.AppendInt(b, c.At, 10)
 	b = append(b, `,"data":`...)

@@ -249,6 +249,9 @@ func (m *mirror) apply(t testing.TB, msg Message) {
 			}
 			m.colls[kf[0]][key] = compact(t, msg.Data)
 		}
+		if msg.Type == calls.TrunkConversations {
+			m.trunkDelta(t, msg.Data)
+		}
 		if msg.Type == "extenRinging" {
 			m.ringing = append(m.ringing, string(msg.Data))
 		}
@@ -258,6 +261,65 @@ func (m *mirror) apply(t testing.TB, msg Message) {
 			m.stale = st.PBX != "live"
 		}
 	}
+}
+
+// trunkDelta applies a trunkConversations event as docs/websocket.md
+// tells a client to: the trunk's fields replaced, the conversations in
+// "set" put under their ids, those in "removed" deleted.
+func (m *mirror) trunkDelta(t testing.TB, data []byte) {
+	t.Helper()
+	var d struct {
+		Name    string                     `json:"name"`
+		Set     map[string]json.RawMessage `json:"set"`
+		Removed []string                   `json:"removed"`
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &d); err != nil || json.Unmarshal(data, &fields) != nil {
+		t.Fatalf("trunkConversations %s: %v", data, err)
+	}
+	if m.colls["trunks"] == nil {
+		m.colls["trunks"] = map[string]string{}
+	}
+	tr := map[string]json.RawMessage{}
+	convs := map[string]json.RawMessage{}
+	if old, ok := m.colls["trunks"][d.Name]; ok {
+		json.Unmarshal([]byte(old), &tr)
+		json.Unmarshal(tr["conversations"], &convs)
+	}
+	for k, v := range fields {
+		if k != "set" && k != "removed" {
+			tr[k] = v
+		}
+	}
+	for id, cv := range d.Set {
+		convs[id] = cv
+	}
+	for _, id := range d.Removed {
+		if _, ok := convs[id]; !ok {
+			t.Fatalf("trunkConversations removes %s, which trunk %s does not hold", id, d.Name)
+		}
+		delete(convs, id)
+	}
+	tr["conversations"], _ = json.Marshal(convs)
+	b, _ := json.Marshal(tr)
+	m.colls["trunks"][d.Name] = string(b)
+}
+
+// normTrunk is a trunk's JSON with its keys sorted and without its
+// conversations' durations: a conversation a client got in a delta keeps
+// the duration it was sent with.
+func normTrunk(t testing.TB, s string) string {
+	t.Helper()
+	var tr map[string]any
+	if err := json.Unmarshal([]byte(s), &tr); err != nil {
+		t.Fatalf("trunk %s: %v", s, err)
+	}
+	convs, _ := tr["conversations"].(map[string]any)
+	for _, cv := range convs {
+		delete(cv.(map[string]any), "duration")
+	}
+	b, _ := json.Marshal(tr)
+	return string(b)
 }
 
 // readUntil applies messages until the mirror has reached seq.

@@ -416,7 +416,7 @@ func (h *Hub) handle(m ctlMsg) {
 		if c.slot < 0 || req == nil {
 			return // left already
 		}
-		c.topics, c.pbxs = req.topics, req.pbxs
+		c.topics, c.pbxs, c.trunkDeltas = req.topics, req.pbxs, req.trunkDeltas
 		c.subscribed = true
 		if req.resume && h.resume(c, req.since) {
 			return

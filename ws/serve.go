@@ -134,6 +134,7 @@ type clientMsg struct {
 	PBXs   []string `json:"pbxs"`
 	Since  *uint64  `json:"since"`
 	Epoch  string   `json:"epoch"`
+	Deltas []string `json:"deltas"`
 }
 
 // requestToken takes the token from "Authorization: Bearer" or ?token=.
@@ -259,6 +260,13 @@ func (c *conn) handle(m clientMsg) {
 			return
 		}
 		req := subReq{topics: topics, pbxs: m.PBXs}
+		for _, d := range m.Deltas {
+			if d != "trunks" {
+				c.closeWith(CloseProtocolError, "deltas: "+quote(d)+" has none (known: trunks)", "protocol", false)
+				return
+			}
+			req.trunkDeltas = true
+		}
 		if m.Since != nil && m.Epoch == h.epoch {
 			req.since, req.resume = *m.Since, true
 		}

@@ -71,7 +71,7 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 	if n > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
 		return false
 	}
-	h.latestOnly(cs)
+	h.latestOnly(cs, c.trunkDeltas)
 	at := h.now()
 	b := newPayload(64)
 	b = append(b, `{"op":"resumed","since":`...)
@@ -98,11 +98,13 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 // latestOnly sets h.latest to the indexes in cs of the changes a replay
 // sends, in order: each entity's latest and every notification. The
 // queue would replace the others anyway; skipping them first bounds what
-// a resume costs by the number of entities, not the replay's length.
-func (h *Hub) latestOnly(cs []calls.Change) {
+// a resume costs by the number of entities, not the replay's length. A
+// client taking trunk deltas gets every trunk change: each says what
+// changed since the one before.
+func (h *Hub) latestOnly(cs []calls.Change, trunkDeltas bool) {
 	h.latest = h.latest[:0]
 	for i := len(cs) - 1; i >= 0; i-- {
-		if k := kindOf(cs[i].Type); k != kindRing && k != kindOther {
+		if k := kindOf(cs[i].Type); k != kindRing && k != kindOther && !(trunkDeltas && k == kindTrunk) {
 			e := entKey{k, cs[i].Key}
 			if _, dup := h.seen[e]; dup {
 				continue

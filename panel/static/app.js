@@ -11,7 +11,7 @@ import {CallsBar} from './calls.js';
 import {CardMenu} from './cardmenu.js';
 import {MyControls} from './mine.js';
 import {QueuesView} from './queues.js';
-import {TrunksView} from './trunks.js';
+import {TrunksView, applyTrunkDelta} from './trunks.js';
 import {ConfsView} from './confs.js';
 import {Phonebook} from './phonebook.js';
 import {History} from './history.js';
@@ -134,6 +134,7 @@ function event(m) {
     }
     case 'parkingUpdate': state.parkings[d.parking] = d; dirty(queues); grid.refresh(); break;
     case 'trunkUpdate': state.trunks[d.name] = d; dirty(trunks); break;
+    case 'trunkConversations': applyTrunkDelta(state.trunks, d); dirty(trunks); break;
     case 'conferenceUpdate': confs.apply(d); dirty(confs); break;
     case 'userPresenceUpdate':
       state.presence = {...state.presence, [d.exten]: d.status};

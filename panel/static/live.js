@@ -79,7 +79,10 @@ export class Live {
           this.everOpen = true;
           this.attempt = 0;
           if (this.polling) this.polling = false;
-          const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])]};
+          // Trunks as what changed in them (trunkConversations): a call
+          // centre's trunk holds a thousand calls. A server without
+          // deltas ignores the field and sends trunkUpdate.
+          const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])], deltas: ['trunks']};
           if (this.seq !== null && this.epoch && m.epoch === this.epoch) {
             sub.since = this.seq;
             sub.epoch = this.epoch;

@@ -1,5 +1,6 @@
 // Trunks: registration, channels in use and the live calls through each,
-// from the trunks collection of the snapshot and trunkUpdate events.
+// from the trunks collection of the snapshot and trunkConversations events
+// (trunkUpdate from a server without deltas).
 
 import {el, fmtDuration, numberButton} from './util.js';
 import {t} from './i18n.js';
@@ -16,6 +17,18 @@ function registration(tr) {
   if (r === 'registered') return 'registered';
   if (r === '' || r === 'unmonitored') return 'noreg';
   return 'unregistered';
+}
+
+// applyTrunkDelta applies a trunkConversations event (docs/websocket.md)
+// to trunks, in place: the trunk's fields replaced, the conversations of
+// "set" put under their ids, those of "removed" deleted.
+export function applyTrunkDelta(trunks, d) {
+  const {set, removed, ...fields} = d;
+  const tr = trunks[d.name] || (trunks[d.name] = {conversations: {}});
+  Object.assign(tr, fields);
+  const convs = tr.conversations || (tr.conversations = {});
+  for (const [id, c] of Object.entries(set || {})) convs[id] = c;
+  for (const id of removed || []) delete convs[id];
 }
 
 export class TrunksView {

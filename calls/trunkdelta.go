@@ -1,0 +1,94 @@
+package calls
+
+import "sync"
+
+// A trunk's change goes to the feed as what changed in it, a
+// trunkConversations change:
+//
+//	{"name":"trunk","status":"busy","registration":"registered","chanType":"pjsip",
+//	 "set":{"<id>":{Conversation},...},"removed":["<id>",...]}
+//
+// (and "pbx" last, for a named PBX): the trunk's fields, the
+// conversations that are new or changed, and the ids of those that
+// ended, both in id order. Applied in feed order to the trunk as a
+// snapshot holds it, the changes give the trunk as the snapshot of their
+// last seq holds it (TestMixPublishDerivesWhatChanged). Its bytes are a
+// few conversations', not the trunk's thousand; the whole trunk stays in
+// the snapshots (made on first need, convmap.go) and is reachable from
+// the change (Change.Whole) while it is the trunk's latest, for readers
+// that take a trunk whole (the WebSocket's trunkUpdate).
+
+// TrunkConversations is the feed type of a trunk's change.
+const TrunkConversations = "trunkConversations"
+
+// trunkDelta is a trunkConversations change's entity. Unlike an entity's
+// handle it is never cut: a reader that skipped one would miss what it
+// changed.
+type trunkDelta struct {
+	t       Trunk // the fields (its Conversations unused)
+	set     []*convItem
+	removed []string
+	at      int64
+	op      Opaquer // the removed ids' opaque names
+	full    []byte
+	once    sync.Once
+	hid     []byte
+	whole   classed // the trunk's entity, cut when it changes again
+}
+
+// newTrunkDelta is the change from conversations old to v's, whole the
+// handle of v's entity.
+func newTrunkDelta(old ConvMap, v *Trunk, at int64, op Opaquer, whole classed) *trunkDelta {
+	d := &trunkDelta{t: *v, at: at, op: op, whole: whole}
+	d.t.Conversations = ConvMap{}
+	old.diff(v.Conversations, func(it *convItem) { d.set = append(d.set, it) }, func(id string) { d.removed = append(d.removed, id) })
+	d.full = d.encode(Full)
+	return d
+}
+
+func (d *trunkDelta) json(c Class) []byte {
+	if c == Full {
+		return d.full
+	}
+	d.once.Do(func() { d.hid = d.encode(c) })
+	return d.hid
+}
+
+func (d *trunkDelta) encode(c Class) []byte {
+	n := 160
+	for _, it := range d.set {
+		n += len(it.piece(c, d.op).b) + 12
+	}
+	for _, id := range d.removed {
+		n += len(id) + 40
+	}
+	b := appendKey(appendTrunkHead(make([]byte, 0, n), &d.t), "set")
+	b = append(b, '{')
+	for i, it := range d.set {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = it.appendAt(b, c, d.op, d.at)
+	}
+	b = append(b, `},"removed":[`...)
+	e := enc{hide: c != Full, op: d.op}
+	for i, id := range d.removed {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = e.convID(b, id)
+	}
+	b = append(b, ']')
+	return append(appendPBX(b, d.t.PBX), '}')
+}
+
+// Whole is a trunkConversations change's trunk, whole, in class cl (a
+// trunkUpdate's data), or nil when the trunk has changed since (a newer
+// change of it follows in the feed) or the change is of another type.
+func (c *Change) Whole(cl Class) []byte {
+	d, ok := c.ent.(*trunkDelta)
+	if !ok {
+		return nil
+	}
+	return d.whole.json(cl)
+}
