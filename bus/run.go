@@ -88,10 +88,10 @@ func (n *Node) Run(ctx context.Context) error {
 
 // follow consumes the stream from the message after the last applied one,
 // in order, until ctx ends. The ordered consumer recreates itself when it
-// notices a gap; a watchdog restarts it from the last applied message when
-// the stream is ahead and nothing was applied for two checks (a consumer
-// left on a NATS server that died is not always noticed: seen with
-// nats-server 2.9.10).
+// notices a gap; watch restarts it from the last applied message when it
+// is silent with the stream ahead (a consumer left on a NATS server that
+// died is not always noticed: seen with nats-server 2.9.10) and when the
+// NATS connection reconnects.
 func (n *Node) follow(ctx context.Context, out chan<- stored) error {
 	for ctx.Err() == nil {
 		if err := n.consume(ctx, out); err != nil {
@@ -113,6 +113,7 @@ func (n *Node) consume(ctx context.Context, out chan<- stored) error {
 		}
 		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
 	}
+	n.consumer.Store(&cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
@@ -144,34 +145,47 @@ func (n *Node) consume(ctx context.Context, out chan<- stored) error {
 	}
 }
 
-// watch returns when ctx ends, or when the stream is ahead of what was
-// applied and nothing was applied between two checks.
+// watch checks every LeaseTTL/6 whether the node hears its stream
+// (unheard.go); it returns when ctx ends, when the consumer is silent
+// with the stream ahead, or when the NATS connection reconnected: the
+// consumer is then restarted.
 func (n *Node) watch(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
+	every := n.cfg.LeaseTTL / 6
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	last, behind := n.applied.Load(), 0
+	h := hearing{applied: n.applied.Load()}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-n.reconnected:
+			n.log.Info("NATS reconnected: restarting the consumer", "applied", n.applied.Load())
+			return
 		case <-tick.C:
 		}
-		c, cancel := context.WithTimeout(ctx, time.Second)
+		c, cancel := context.WithTimeout(ctx, 2*every)
 		info, err := n.stream.Info(c)
 		cancel()
+		var last uint64
 		if err == nil {
 			n.streamInfo(info)
+			last = info.State.LastSeq
+		} else if ctx.Err() != nil {
+			return
 		}
-		now := n.applied.Load()
-		if err == nil && info.State.LastSeq > now && now == last {
-			if behind++; behind >= 2 {
-				n.log.Warn("the stream is ahead and nothing comes: restarting the consumer", "applied", now, "stream_seq", info.State.LastSeq)
-				return
+		v, why, silent := h.check(last, err, n.applied.Load())
+		switch v {
+		case deaf:
+			n.setUnheard(true, why)
+		case heard:
+			if n.nc.IsConnected() {
+				n.setUnheard(false, "")
 			}
-		} else {
-			behind = 0
 		}
-		last = now
+		if silent {
+			n.log.Warn("the stream is ahead and nothing comes: restarting the consumer", "applied", n.applied.Load(), "stream_seq", last)
+			return
+		}
 	}
 }
 
