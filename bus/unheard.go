@@ -10,24 +10,26 @@ import (
 	"github.com/ctibridge/ctibridge/calls"
 )
 
-// A node that cannot hear its stream (docs/scale-out.md, "A NATS server
-// killed"). A stall marker (stall.go) says for every node at one seq
-// that the leader is silent; but while a NATS server is dead a node
-// whose ordered consumer sat on it hears nothing, and while the stream
-// elects a JetStream leader no marker can be stored. Its clients would
-// be shown its last state as live. So the node says so on its own: it
-// is *unheard* while
+// A node that cannot hear its stream (docs/scale-out.md, "A node that
+// cannot hear its stream"). A stall marker (stall.go) says for every
+// node at one seq that the leader is silent; but while a NATS server is
+// dead a node whose ordered consumer sat on it hears nothing, and while
+// the stream elects a JetStream leader no marker can be stored. Its
+// clients would be shown its last state as live. So the node says so on
+// its own: it is *unheard* while
 //
 //   - its NATS connection is down (the disconnect callback, at once);
 //   - the stream's info cannot be read twice running (no JetStream
 //     leader, or out of reach: nothing can be stored or delivered);
 //   - the stream held, a check ago, a message not applied since, and
-//     nothing was applied in between (the consumer is silent: the
-//     consumer is restarted at once).
+//     nothing was applied in between (the consumer is silent: it is
+//     restarted at once; a new one gets a check, and after each restart
+//     that did not help twice as many, up to 8, before it is judged).
 //
-// It is heard again once the stream's info says nothing is stored past
-// what it applied (the consumer caught up). The consumer is restarted
-// too as soon as the connection reconnects. Checks every LeaseTTL/6.
+// It is heard again at the first check that finds applied what the
+// stream held a check before, the connection up. The consumer is
+// restarted too as soon as the connection reconnects. The checks (run.go,
+// watch) read the stream's info every LeaseTTL/6, with that timeout.
 //
 // Unheard is outside the engine and its feed: clients read State, whose
 // Snapshot is then the engine's AsUnheard (stalled, stale, the same seq
@@ -149,7 +151,7 @@ func (n *Node) reconnect(*nats.Conn) {
 type hearing struct {
 	fails   int    // stream info reads failed in a row
 	applied uint64 // what was applied at the last check
-	ahead   uint64 // the stream's last seq at the last check, past applied; 0 none
+	prev    uint64 // the stream's last seq at the last check read; 0 none
 }
 
 // verdict is what one check says of the node's hearing.
@@ -162,8 +164,11 @@ const (
 )
 
 // check takes one reading of the stream's info (its last seq, or the
-// read's error err), applied what the node had applied after it. Silent:
-// the consumer must be restarted.
+// read's error err), applied what the node had applied after it. The
+// node hears its stream when it applied what the stream held a check
+// ago (on a busy stream the last message is often on its way: not yet
+// applied is not unheard); it is deaf when it did not, and nothing came
+// since the last check (silent: the consumer must be restarted).
 func (h *hearing) check(last uint64, err error, applied uint64) (v verdict, why string, silent bool) {
 	defer func() { h.applied = applied }()
 	if err != nil {
@@ -173,15 +178,13 @@ func (h *hearing) check(last uint64, err error, applied uint64) (v verdict, why 
 		return undecided, "", false
 	}
 	h.fails = 0
-	if applied >= last {
-		h.ahead = 0
+	prev := h.prev
+	h.prev = last
+	switch {
+	case applied >= last || prev != 0 && applied >= prev:
 		return heard, "", false
-	}
-	// A message stored a check ago is still not applied, and nothing
-	// came meanwhile: the consumer is silent.
-	if h.ahead != 0 && applied < h.ahead && applied == h.applied {
+	case prev != 0 && applied == h.applied:
 		return deaf, "the stream is ahead and nothing comes", true
 	}
-	h.ahead = last
-	return undecided, "", false
+	return undecided, "", false // behind, and applying (a catch-up)
 }

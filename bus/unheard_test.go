@@ -78,9 +78,14 @@ func TestUnheardServerKilled(t *testing.T) {
 	hungUp := time.Now()
 
 	// Until the edge shows the hangup, live: every sample that shows
-	// the ended call as live is stale state shown as live.
+	// the ended call as live is stale state shown as live (summed: also
+	// while the stream, its election over, has not stored the leader's
+	// retried publish yet, which no node can know of).
 	var ghostLive, unheardAt time.Duration
+	prev := time.Now()
 	waitFor(t, "the hangup shown live on the edge", 60*time.Second, func() bool {
+		now := time.Now()
+		defer func() { prev = now }()
 		base := e.served.Engine().Snapshot()
 		s := st.Snapshot()
 		if s.Unheard {
@@ -93,14 +98,14 @@ func TestUnheardServerKilled(t *testing.T) {
 		}
 		shown := showsCall(s, "201", "601")
 		if shown && !s.Stale {
-			ghostLive = time.Since(hungUp)
+			ghostLive += now.Sub(prev)
 		}
 		return !shown && !s.Stale
 	})
-	t.Logf("the ended call shown live on the edge up to %v after the hangup; the edge unheard %v after it (0: never)",
+	t.Logf("the ended call shown live on the edge for %v after the hangup; the edge unheard %v after it (0: never)",
 		ghostLive.Round(time.Millisecond), unheardAt.Round(time.Millisecond))
-	if limit := 2 * ttl; ghostLive > limit {
-		t.Errorf("the ended call was shown live %v after the hangup, want at most %v", ghostLive.Round(time.Millisecond), limit)
+	if limit := ttl; ghostLive > limit {
+		t.Errorf("the ended call was shown live for %v after the hangup, want at most %v", ghostLive.Round(time.Millisecond), limit)
 	}
 	waitFor(t, "the edge heard again, live, in the bridge's state", 30*time.Second, func() bool {
 		return !e.n.Unheard() && !st.Snapshot().Unheard && live(e.served) && same(a.served, e.served)
@@ -159,15 +164,17 @@ func TestHearingCheck(t *testing.T) {
 	}
 	for name, steps := range map[string][]step{
 		"caught up":            {{10, nil, 10, heard, false}, {12, nil, 12, heard, false}},
-		"behind, then applied": {{12, nil, 10, undecided, false}, {13, nil, 12, undecided, false}, {13, nil, 13, heard, false}},
+		"behind, then applied": {{12, nil, 10, undecided, false}, {13, nil, 12, heard, false}, {13, nil, 13, heard, false}},
+		// A busy stream: the last message always on its way.
+		"busy": {{11, nil, 10, undecided, false}, {13, nil, 12, heard, false}, {15, nil, 14, heard, false}},
 		// Behind a check ago and since, but applying: a slow replay.
-		"behind, applying": {{12, nil, 10, undecided, false}, {20, nil, 11, undecided, false}, {30, nil, 25, undecided, false}},
+		"behind, applying": {{30, nil, 10, undecided, false}, {40, nil, 11, undecided, false}, {50, nil, 25, undecided, false}, {50, nil, 45, undecided, false}, {50, nil, 50, heard, false}},
 		// A message stored a check ago not applied, nothing applied.
 		"silent":       {{12, nil, 10, undecided, false}, {12, nil, 10, deaf, true}},
 		"one info err": {{10, nil, 10, heard, false}, {0, errInfo, 10, undecided, false}, {10, nil, 10, heard, false}},
 		"two info err": {{0, errInfo, 10, undecided, false}, {0, errInfo, 10, deaf, false}, {0, errInfo, 10, deaf, false}, {11, nil, 11, heard, false}},
-		// Behind only since this check (a publish in flight): not yet.
-		"just stored": {{10, nil, 10, heard, false}, {11, nil, 10, undecided, false}},
+		// Behind only since this check (a publish in flight): heard.
+		"just stored": {{10, nil, 10, heard, false}, {11, nil, 10, heard, false}, {11, nil, 10, deaf, true}},
 	} {
 		h := hearing{applied: steps[0].applied}
 		for i, s := range steps {

@@ -2,7 +2,6 @@ package ws
 
 import (
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -15,8 +14,14 @@ import (
 type localState struct {
 	*calls.Engine
 	on   atomic.Bool
-	mu   sync.Mutex
-	wake chan struct{}
+	wake atomic.Pointer[chan struct{}] // closed and replaced by set
+}
+
+func newLocalState(eng *calls.Engine) *localState {
+	l := &localState{Engine: eng}
+	c := make(chan struct{})
+	l.wake.Store(&c)
+	return l
 }
 
 func (l *localState) Snapshot() *calls.Snapshot {
@@ -27,23 +32,12 @@ func (l *localState) Snapshot() *calls.Snapshot {
 	return s
 }
 
-func (l *localState) LocalChanged() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.wake == nil {
-		l.wake = make(chan struct{})
-	}
-	return l.wake
-}
+func (l *localState) LocalChanged() <-chan struct{} { return *l.wake.Load() }
 
 func (l *localState) set(on bool) {
 	l.on.Store(on)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.wake != nil {
-		close(l.wake)
-		l.wake = nil
-	}
+	c := make(chan struct{})
+	close(*l.wake.Swap(&c))
 }
 
 // TestLocalStale: a node saying on its own that its state is stale
@@ -54,7 +48,7 @@ func (l *localState) set(on bool) {
 func TestLocalStale(t *testing.T) {
 	var ls *localState
 	e := newEnvState(t, calls.Config{}, auth.Config{}, Config{Epoch: "e1"}, func(eng *calls.Engine) State {
-		ls = &localState{Engine: eng}
+		ls = newLocalState(eng)
 		return ls
 	})
 	e.eng.SetLink(calls.LinkLive)
