@@ -24,8 +24,13 @@
 // the leader is silent for half the lease TTL, publishes a stall marker
 // (stall.go) that every node replays as SetLink(stalled): no client is
 // told live while nobody follows the PBX; a leader alive after all adopts
-// the marker and publishes its link state again. Actions reach the
-// leader by request/reply (actions.go; the Node is a rest.PBX and a
+// the marker and publishes its link state again. A node that cannot
+// hear its stream (its NATS connection down, the stream's info
+// unreadable during an election, its consumer silent with the stream
+// ahead) says so on its own, outside the feed: its State is stalled and
+// stale at the same seq until it has caught up, and it restarts its
+// consumer as soon as it finds it silent or its connection reconnects
+// (unheard.go). Actions reach the leader by request/reply (actions.go; the Node is a rest.PBX and a
 // rest.Refresher).
 //
 // The log is cut into generations (rollover.go): past Config.RollBytes

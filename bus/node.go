@@ -95,13 +95,17 @@ type Node struct {
 	epoch   string
 	key     [32]byte
 
-	leading  atomic.Bool
-	ready    atomic.Bool
-	cutOff   atomic.Bool   // neither the lease nor the stream heard for LeaseTTL
-	applied  atomic.Uint64 // last stream seq applied to Served
-	pubMu    sync.Mutex    // a leader's publishes: its link's and its restores
-	pubSeq   uint64        // last seq this leader published
-	pubCount uint64
+	leading atomic.Bool
+	ready   atomic.Bool
+	cutOff  atomic.Bool // neither the lease nor the stream heard for LeaseTTL
+	unheard unheard     // the node says it cannot hear its stream (unheard.go)
+	// reconnected: the NATS connection came back, restart the consumer.
+	reconnected chan struct{}
+	consumer    atomic.Pointer[jetstream.Consumer] // the current one (tests: where it is)
+	applied     atomic.Uint64                      // last stream seq applied to Served
+	pubMu       sync.Mutex                         // a leader's publishes: its link's and its restores
+	pubSeq      uint64                             // last seq this leader published
+	pubCount    uint64
 	// pubTerm is the stream seq this node took the lead at: with the node
 	// name it makes the message ids of its publishes unique per leadership
 	// term, so a restarted node of the same name is not answered by the
@@ -144,9 +148,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("component", "bus", "pbx", cfg.PBX), subject: "ctibridge." + cfg.PBX + ".ops",
-		deposed: make(chan error, 1), stalls: make(chan struct{}, 1)}
+		deposed: make(chan error, 1), stalls: make(chan struct{}, 1), reconnected: make(chan struct{}, 1)}
 	nc, err := nats.Connect(cfg.URL, nats.Name("ctibridge "+cfg.Node), nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second))
+		nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second),
+		nats.DisconnectErrHandler(n.disconnected), nats.ReconnectHandler(n.reconnect))
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect %s: %w", cfg.URL, err)
 	}
@@ -301,11 +306,11 @@ func (n *Node) Epoch() string { return n.epoch }
 func (n *Node) OpaqueKey() [32]byte { return n.key }
 
 // Ready reports whether the node follows the stream (or leads), hears
-// from NATS, and the state it serves is live, or stale only while a new
+// from NATS and its stream (unheard.go), and the state it serves is live, or stale only while a new
 // generation of the log is built, for 30 s at most (every node is then
 // stale: rollover.go).
 func (n *Node) Ready() bool {
-	return n.ready.Load() && !n.cutOff.Load() && (!n.cfg.Served.Engine().Snapshot().Stale || n.cfg.Served.building())
+	return n.ready.Load() && !n.cutOff.Load() && !n.Unheard() && (!n.cfg.Served.Engine().Snapshot().Stale || n.cfg.Served.building())
 }
 
 // Leading reports whether this node holds the PBX link.

@@ -88,21 +88,31 @@ func (n *Node) Run(ctx context.Context) error {
 
 // follow consumes the stream from the message after the last applied one,
 // in order, until ctx ends. The ordered consumer recreates itself when it
-// notices a gap; a watchdog restarts it from the last applied message when
-// the stream is ahead and nothing was applied for two checks (a consumer
-// left on a NATS server that died is not always noticed: seen with
-// nats-server 2.9.10).
+// notices a gap; watch restarts it from the last applied message when it
+// is silent with the stream ahead (a consumer left on a NATS server that
+// died is not always noticed: seen with nats-server 2.9.10) and when the
+// NATS connection reconnects. watch runs for follow's whole time, so a
+// consumer that does not stop when told is no check lost.
 func (n *Node) follow(ctx context.Context, out chan<- stored) error {
+	restart := make(chan struct{}, 1)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go n.watch(wctx, restart)
 	for ctx.Err() == nil {
-		if err := n.consume(ctx, out); err != nil {
+		if err := n.consume(ctx, out, restart); err != nil {
 			return err
 		}
 	}
 	return ctx.Err()
 }
 
-// consume runs one ordered consumer until ctx ends or the watchdog stops it.
-func (n *Node) consume(ctx context.Context, out chan<- stored) error {
+// consume runs one ordered consumer until ctx ends or watch asks for a
+// restart. Its messages are read on a goroutine of their own and handed
+// on here only: once told to restart it hands on nothing more, even
+// from an iterator that does not stop (nats.go's ordered consumer may
+// be waiting in its own reset), so no message of an old consumer comes
+// after the new one's.
+func (n *Node) consume(ctx context.Context, out chan<- stored, restart chan struct{}) error {
 	cons, err := retried(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
 		return n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: n.applied.Load() + 1})
@@ -113,65 +123,119 @@ func (n *Node) consume(ctx context.Context, out chan<- stored) error {
 		}
 		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
 	}
+	select {
+	case <-restart: // asked of the one before: this one is new
+	default:
+	}
+	n.consumer.Store(&cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
+	defer it.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	msgs := make(chan stored)
 	go func() {
-		n.watch(wctx)
-		it.Stop()
+		for {
+			m, err := it.Next()
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					return
+				}
+				n.log.Warn("following the stream", "err", err)
+				continue
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			select {
+			case msgs <- stored{seq: md.Sequence.Stream, data: m.Data()}:
+			case <-done:
+				return
+			}
+		}
 	}()
 	for {
-		m, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+		select {
+		case m := <-msgs:
+			select {
+			case out <- m:
+			case <-ctx.Done():
 				return nil
 			}
-			n.log.Warn("following the stream", "err", err)
-			continue
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			continue
-		}
-		select {
-		case out <- stored{seq: md.Sequence.Stream, data: m.Data()}:
+		case <-restart:
+			return nil
 		case <-ctx.Done():
 			return nil
 		}
 	}
 }
 
-// watch returns when ctx ends, or when the stream is ahead of what was
-// applied and nothing was applied between two checks.
-func (n *Node) watch(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
+// watch checks every LeaseTTL/6 whether the node hears its stream
+// (unheard.go) until ctx ends; it asks for a restart of the consumer
+// when it is silent with the stream ahead, and when the NATS connection
+// reconnected.
+func (n *Node) watch(ctx context.Context, restart chan<- struct{}) {
+	every := n.cfg.LeaseTTL / 6
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	last, behind := n.applied.Load(), 0
+	ask := func() {
+		select {
+		case restart <- struct{}{}:
+		default:
+		}
+	}
+	h := hearing{applied: n.applied.Load()}
+	var cons *jetstream.Consumer
+	// A new consumer is judged a whole check after it came (not killed
+	// before its first delivery), and after each restart that did not
+	// help twice as many (up to 8: consumers made just after a stream's
+	// election may take seconds to deliver), until it is heard.
+	grace, skip := 1, 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-n.reconnected:
+			n.log.Info("NATS reconnected: restarting the consumer", "applied", n.applied.Load())
+			ask()
+			continue
 		case <-tick.C:
 		}
-		c, cancel := context.WithTimeout(ctx, time.Second)
+		c, cancel := context.WithTimeout(ctx, every)
 		info, err := n.stream.Info(c)
 		cancel()
+		var last uint64
 		if err == nil {
 			n.streamInfo(info)
+			last = info.State.LastSeq
+		} else if ctx.Err() != nil {
+			return
 		}
-		now := n.applied.Load()
-		if err == nil && info.State.LastSeq > now && now == last {
-			if behind++; behind >= 2 {
-				n.log.Warn("the stream is ahead and nothing comes: restarting the consumer", "applied", now, "stream_seq", info.State.LastSeq)
-				return
+		if c := n.consumer.Load(); c != cons {
+			cons, h.prev = c, 0
+		}
+		if skip > 0 {
+			skip--
+			h.prev = 0
+		}
+		v, why, silent := h.check(last, err, n.applied.Load())
+		switch v {
+		case deaf:
+			n.setUnheard(true, why)
+		case heard:
+			grace = 1
+			if n.nc.IsConnected() {
+				n.setUnheard(false, "")
 			}
-		} else {
-			behind = 0
 		}
-		last = now
+		if silent {
+			n.log.Warn("the stream is ahead and nothing comes: restarting the consumer", "applied", n.applied.Load(), "stream_seq", last)
+			ask()
+			skip, grace = grace-1, min(2*grace, 8)
+		}
 	}
 }
 

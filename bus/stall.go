@@ -34,8 +34,8 @@ import (
 //
 // A node cut off from NATS (no lease read and nothing applied for
 // LeaseTTL) can publish no marker: it answers not ready (Ready, /readyz)
-// until it hears from NATS again, though its clients' state stays as it
-// was.
+// until it hears from NATS again; its clients are told its state is
+// stale on its own say (unheard.go), its engine keeping it as it was.
 
 // maxStalls bounds the markers a leader adopts in one fenced publish.
 const maxStalls = 16

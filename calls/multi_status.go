@@ -142,3 +142,18 @@ func (c *Change) StatusFor(sees func(pbx string) bool) ([]byte, bool) {
 	}
 	return appendMultiStatus(nil, m.version, m.pbxs, sees), true
 }
+
+// AsUnheard is s as a node that cannot hear the source of its state
+// says it on its own (package bus: its op stream's consumer is silent):
+// stalled and stale since ms since, Unheard, the same Seq, Version and
+// entities. It is no state of the source: no change of the feed says
+// it, so every node keeps the same seq for the same state (readers
+// showing it must not let a client resume from it: ws names it with an
+// epoch of its own). A copy sharing s's encoded pieces; one engine's
+// snapshot only (a Multi's merges its sources' Link instead).
+func (s *Snapshot) AsUnheard(since int64) *Snapshot {
+	c := *s
+	c.Link, c.Stale, c.Since, c.Unheard = LinkStalled, true, since, true
+	c.status = appendStatus(nil, LinkStalled, s.Version, since)
+	return &c
+}

@@ -17,6 +17,10 @@ type Snapshot struct {
 	Stale   bool      // Link is not live: the PBX state may be out of date
 	Since   int64     // ms since the epoch when Link last changed
 	At      int64     // ms since the epoch of the Publish
+	// Unheard: the node serving it says on its own that it cannot hear
+	// the state's source (Snapshot.Unheard): Link stalled, Stale, at the
+	// same Seq and Version, no change of it in the feed.
+	Unheard bool
 
 	Extensions ExtensionMap       // by number
 	Queues     map[string]Queue   // by queue name

@@ -55,16 +55,21 @@ type FailoverKill struct {
 // admin's, the limited users', the resumed one) showed, against
 // pbxsim's channels: an extension in a call that pbxsim had ended Grace
 // before (a ghost), or one in a call since Grace before that they did not
-// show (missing). The *Stuck ones were still wrong a second look later;
-// the others were late. Limited counts the stuck ones in limited users'
+// show (missing). The *Stuck ones were still wrong a second look later
+// from a source that said live then (stale state shown as live); the
+// others were late, or said stale (StuckStale). Limited counts the stuck ones in limited users'
 // clients.
 type judged struct {
-	Ghosts       int      `json:"ghosts"`
-	GhostsStuck  int      `json:"ghosts_stuck"`
-	Missing      int      `json:"missing"`
-	MissingStuck int      `json:"missing_stuck"`
-	Limited      int      `json:"limited_stuck"`
-	Wrong        []string `json:"wrong,omitempty"` // the stuck ones, "source: exten"
+	Ghosts       int `json:"ghosts"`
+	GhostsStuck  int `json:"ghosts_stuck"`
+	Missing      int `json:"missing"`
+	MissingStuck int `json:"missing_stuck"`
+	Limited      int `json:"limited_stuck"`
+	// StuckStale: wrong at both looks too, from a source that said its
+	// state was stale at the second (a node that cannot hear its stream
+	// says so: not stale state shown as live, so not stuck above).
+	StuckStale int      `json:"stuck_stale"`
+	Wrong      []string `json:"wrong,omitempty"` // the stuck ones, "source: exten"
 }
 
 // Kinds of kill in a run's plan.
@@ -287,7 +292,8 @@ func (r *failRun) judge(ctx context.Context, down *failNode) judged {
 	type source struct {
 		name    string
 		limited bool
-		shown   func() (map[string]bool, error)
+		// shown is what the source shows and whether it says live.
+		shown func() (map[string]bool, bool, error)
 	}
 	var j judged
 	var srcs []source
@@ -296,19 +302,19 @@ func (r *failRun) judge(ctx context.Context, down *failNode) judged {
 		if e == down {
 			continue
 		}
-		srcs = append(srcs, source{e.name + " REST", false, func() (map[string]bool, error) {
+		srcs = append(srcs, source{e.name + " REST", false, func() (map[string]bool, bool, error) {
 			v, err := sampleBridge(ctx, client, e.proc.http, e.token())
-			return v.busy, err
+			return v.busy, !v.stale, err
 		}})
 	}
 	for _, c := range r.clients {
-		srcs = append(srcs, source{c.name(), c.user != "admin", func() (map[string]bool, error) { return c.view.shown(), nil }})
+		srcs = append(srcs, source{c.name(), c.user != "admin", viewShown(c.view)})
 	}
-	srcs = append(srcs, source{"resumed client", false, func() (map[string]bool, error) { return r.resume.shown(), nil }})
-	look := func(s source) (ghosts, missing map[callKey]bool) {
+	srcs = append(srcs, source{"resumed client", false, viewShown(r.resume)})
+	look := func(s source) (ghosts, missing map[callKey]bool, live bool) {
 		ghosts, missing = map[callKey]bool{}, map[callKey]bool{}
 		at := time.Now()
-		shown, err := s.shown()
+		shown, live, err := s.shown()
 		if err != nil {
 			j.Wrong = append(j.Wrong, s.name+": "+err.Error())
 			return
@@ -325,7 +331,7 @@ func (r *failRun) judge(ctx context.Context, down *failNode) judged {
 	first := make([][2]map[callKey]bool, len(srcs))
 	again := false
 	for i, s := range srcs {
-		g, m := look(s)
+		g, m, _ := look(s)
 		first[i] = [2]map[callKey]bool{g, m}
 		j.Ghosts += len(g)
 		j.Missing += len(m)
@@ -341,7 +347,16 @@ func (r *failRun) judge(ctx context.Context, down *failNode) judged {
 		}
 	}
 	for i, s := range srcs {
-		g, m := look(s)
+		g, m, live := look(s)
+		if !live {
+			for c := range g {
+				j.StuckStale += b2i(first[i][0][c])
+			}
+			for c := range m {
+				j.StuckStale += b2i(first[i][1][c])
+			}
+			continue
+		}
 		for c := range g {
 			if first[i][0][c] {
 				j.GhostsStuck++
@@ -358,6 +373,12 @@ func (r *failRun) judge(ctx context.Context, down *failNode) judged {
 		}
 	}
 	return j
+}
+
+// viewShown is a WebSocket view as a judged source: what it shows, and
+// whether its last pbxStatus said live.
+func viewShown(v *wsView) func() (map[string]bool, bool, error) {
+	return func() (map[string]bool, bool, error) { return v.shown(), v.current() == "live", nil }
 }
 
 func b2i(b bool) int {

@@ -122,6 +122,11 @@ type viewCache struct {
 
 func newVerCache(s *calls.Snapshot) *verCache {
 	tag := strconv.FormatUint(s.Version, 10)
+	if s.Unheard {
+		// The same version said stale by the node alone (package bus):
+		// not the bytes a client cached as that version.
+		tag += "-unheard"
+	}
 	vc := &verCache{
 		snap: s, tag: tag, etag: []string{`W/"` + tag + `"`},
 		exts: map[string]*entry{}, ques: map[string]*entry{},

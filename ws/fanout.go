@@ -16,11 +16,7 @@ func (h *Hub) pump(feed *calls.Feed) {
 		// replaced): nobody can be brought up to date by events.
 		h.log.Warn("ws hub fell behind the feed: resending snapshots", "last_seq", h.last)
 		h.last = feed.LastSeq()
-		for _, c := range h.clients {
-			if c.subscribed {
-				h.resync(c)
-			}
-		}
+		h.resyncAll("resync")
 		return
 	}
 	if len(cs) == 0 {
@@ -280,7 +276,7 @@ func (h *Hub) fanout(cs []calls.Change) {
 		}
 		c.mu.Unlock()
 		if over {
-			h.resync(c)
+			h.resync(c, "resync")
 		}
 		if h.writers.n >= dispatchEvery {
 			h.writers.dispatch()

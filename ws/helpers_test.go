@@ -61,6 +61,13 @@ type env struct {
 
 func newEnv(t testing.TB, ccfg calls.Config, acfg auth.Config, hcfg Config) *env {
 	t.Helper()
+	return newEnvState(t, ccfg, acfg, hcfg, nil)
+}
+
+// newEnvState is newEnv with the hub reading state(engine) when state is
+// not nil.
+func newEnvState(t testing.TB, ccfg calls.Config, acfg auth.Config, hcfg Config, state func(*calls.Engine) State) *env {
+	t.Helper()
 	if ccfg.Trunks == nil {
 		ccfg.Trunks = []string{"trunk"}
 	}
@@ -70,7 +77,11 @@ func newEnv(t testing.TB, ccfg calls.Config, acfg auth.Config, hcfg Config) *env
 	eng := calls.New(ccfg)
 	eng.Publish() // the configured trunks appear: later publishes hold only what a test does
 	svc := auth.NewService(testUsers(t), acfg)
-	h, err := NewHub(eng, svc, hcfg)
+	var st State = eng
+	if state != nil {
+		st = state(eng)
+	}
+	h, err := NewHub(st, svc, hcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -315,6 +315,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	paced.Stop()
 	defer paced.Stop()
 	waiting := false
+	local := h.localChanged()
 	for {
 		// Fan out at once, unless the last fan-outs spent the write
 		// budget: then the changes wait in the feed until it refills.
@@ -337,6 +338,9 @@ func (h *Hub) Run(ctx context.Context) error {
 		case <-refill:
 		case m := <-h.ctl:
 			h.handle(m)
+		case <-local:
+			local = h.localChanged()
+			h.resyncAll("local")
 		case <-tick.C:
 			h.pingAll()
 		case <-ctx.Done():

@@ -44,13 +44,13 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "ctibridge_ws_resumes_total", Help: "Subscriptions served from the replay buffer instead of a snapshot.",
 		}),
 		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ctibridge_ws_snapshots_sent_total", Help: "Snapshots sent: reason=subscribe, or resync (queue overflow; a snapshot resent).",
+			Name: "ctibridge_ws_snapshots_sent_total", Help: "Snapshots sent: reason=subscribe, resync (queue overflow; a snapshot resent), or local (the node said on its own that its state is stale, or no longer: package bus).",
 		}, []string{"reason"}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ctibridge_ws_closed_total", Help: "Client connections ended, by reason: slow (4008 or dropped), flood (4008: sent too much), expired, auth_failed, no_token, protocol, shutdown, client, gone, write_error.",
 		}, []string{"reason"}),
 	}
-	for _, r := range []string{"subscribe", "resync"} {
+	for _, r := range []string{"subscribe", "resync", "local"} {
 		m.snapshots.WithLabelValues(r)
 	}
 	for _, r := range []string{"slow", "flood", "expired", "auth_failed", "no_token", "protocol", "shutdown", "client", "gone", "write_error"} {

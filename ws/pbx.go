@@ -117,3 +117,41 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 	}
 	return s.PresenceJSONWhere(c.seesID) // kindPresence: never hidden
 }
+
+// LocalState is a State whose node may say on its own that the state it
+// serves is stale (package bus: a node that cannot hear its op stream),
+// outside the feed: its Snapshot is then Unheard (stalled, stale, at the
+// feed's seq) and LocalChanged's channel is closed at each change of
+// that. The hub then sends every subscribed client a fresh snapshot; an
+// Unheard snapshot names an epoch of its own (unheardEpoch), so that no
+// client resumes from it, here or on another node, and a resume asked
+// while the state is Unheard gets a snapshot.
+type LocalState interface {
+	State
+	LocalChanged() <-chan struct{}
+}
+
+// unheardEpoch is the epoch of a snapshot s, Unheard or not.
+func (h *Hub) unheardEpoch(s *calls.Snapshot) string {
+	if s.Unheard {
+		return h.epoch + "-unheard"
+	}
+	return h.epoch
+}
+
+// localChanged is the state's LocalChanged, or nil.
+func (h *Hub) localChanged() <-chan struct{} {
+	if l, ok := h.state.(LocalState); ok {
+		return l.LocalChanged()
+	}
+	return nil
+}
+
+// resyncAll sends every subscribed client a fresh snapshot.
+func (h *Hub) resyncAll(reason string) {
+	for _, c := range h.clients {
+		if c.subscribed {
+			h.resync(c, reason)
+		}
+	}
+}

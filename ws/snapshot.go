@@ -61,7 +61,7 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	p.str(`,"version":`)
 	p.cur = strconv.AppendUint(p.cur, s.Version, 10)
 	p.str(`,"epoch":`)
-	p.cur = appendString(p.cur, h.epoch)
+	p.cur = appendString(p.cur, h.unheardEpoch(s))
 	stale, status := s.Stale, s.StatusJSON()
 	if c.pbxLimited() {
 		stale, status = s.StaleFor(c.seesPBXName), s.StatusFor(c.seesPBXName)

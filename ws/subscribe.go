@@ -11,11 +11,11 @@ import (
 // subscribes, resumes, or has to be brought up to date again.
 
 // resync replaces whatever state is queued for c by a fresh snapshot.
-func (h *Hub) resync(c *conn) {
+func (h *Hub) resync(c *conn, reason string) {
 	c.mu.Lock()
 	c.dropState()
 	c.mu.Unlock()
-	h.sendSnapshot(c, "resync")
+	h.sendSnapshot(c, reason)
 }
 
 // sendSnapshot queues a snapshot for c, and the changes the hub has fanned
@@ -53,7 +53,7 @@ func (h *Hub) sendSnapshot(c *conn, reason string) {
 // resume queues the changes after since for c, when the feed still holds
 // them all and they are few and recent enough; it reports whether it did.
 func (h *Hub) resume(c *conn, since uint64) bool {
-	if since > h.last {
+	if since > h.last || h.state.Snapshot().Unheard {
 		return false
 	}
 	cs, ok := h.state.Feed().Since(since)

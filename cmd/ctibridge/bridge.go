@@ -89,6 +89,9 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		rest.State
 		ws.State
 	} = b.eng
+	if b.bus != nil {
+		state = b.bus.node.State() // stale while the node cannot hear its stream
+	}
 	if b.sites != nil {
 		state = b.sites.multi
 	}

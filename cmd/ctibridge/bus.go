@@ -145,7 +145,7 @@ func (b *bridge) openBus(ctx context.Context, c serveConfig, specs []pbxSpec, ec
 	}
 	b.eng = b.bus.eng
 	auth.SetOpaqueKey(b.bus.node.OpaqueKey())
-	b.sites, err = newSites(c, specs, b.eng, ecfg, lcfg, b.log, func(sp pbxSpec, sc siteConfig) (*site, error) {
+	b.sites, err = newSites(c, specs, b.bus.node.State(), ecfg, lcfg, b.log, func(sp pbxSpec, sc siteConfig) (*site, error) {
 		p, err := openBusPBX(ctx, c, sp.name, sc.eng, sc.link, sc.ami, observe, b.log)
 		if err != nil {
 			return nil, err
@@ -244,6 +244,15 @@ func (p *busPBX) contend(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// state is what clients read of the PBX: the served engine, said stale
+// while this node cannot hear the PBX's stream (bus.Node.State).
+func (s *site) state() calls.Source {
+	if s.bus != nil {
+		return s.bus.node.State()
+	}
+	return s.eng
 }
 
 // leading reports whether this node leads the PBX.

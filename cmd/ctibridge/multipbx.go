@@ -185,7 +185,7 @@ type siteConfig struct {
 // bus.go); ecfg and lcfg are the default's engine and link
 // configurations, before pbxConfig (the CDR recorder is shared, its ids
 // qualified: qualifyCDRs). On error, the sites opened are closed.
-func newSites(c serveConfig, specs []pbxSpec, def *calls.Engine, ecfg calls.Config, lcfg link.Config, log *slog.Logger, open func(pbxSpec, siteConfig) (*site, error)) (_ *sites, err error) {
+func newSites(c serveConfig, specs []pbxSpec, def calls.Source, ecfg calls.Config, lcfg link.Config, log *slog.Logger, open func(pbxSpec, siteConfig) (*site, error)) (_ *sites, err error) {
 	if len(specs) == 0 {
 		return nil, nil
 	}
@@ -215,7 +215,7 @@ func newSites(c serveConfig, specs []pbxSpec, def *calls.Engine, ecfg calls.Conf
 			return nil, fmt.Errorf("PBX %s: %w", sp.name, err)
 		}
 		ss.list = append(ss.list, s)
-		ss.srcs = append(ss.srcs, s.eng)
+		ss.srcs = append(ss.srcs, s.state())
 		names = append(names, sp.name)
 	}
 	ss.multi = calls.NewMulti(int(c.wsReplay), names, ss.srcs)
@@ -313,7 +313,7 @@ func (ss *sites) restSites() []rest.Site {
 	var out []rest.Site
 	for _, s := range ss.list {
 		if s.bus != nil { // to the PBX's leader, wherever it is
-			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.bus, Refresh: s.bus})
+			out = append(out, rest.Site{Name: s.spec.name, State: s.state(), PBX: s.bus, Refresh: s.bus})
 		} else {
 			out = append(out, rest.Site{Name: s.spec.name, State: s.eng, PBX: s.client, Refresh: s.link})
 		}

@@ -94,6 +94,9 @@ export class Live {
         }
         case 'snapshot':
           this.seq = m.seq;
+          // A node that cannot hear its bus names its stale snapshot
+          // with an epoch of its own: resume with the snapshot's.
+          if (m.epoch) this.epoch = m.epoch;
           this.h.snapshot(m);
           this.h.status('live');
           break;
