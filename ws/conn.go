@@ -38,11 +38,11 @@ type conn struct {
 	closing []byte // the close frame to send; once non-nil nothing more is queued, empty once sent
 	reason  string // why the connection ended (metrics label)
 	expiry  *time.Timer
-	unwatch func()  // stops the revocation watch (revoke.go)
-	partial []byte  // the rest of a direct write, for the flusher to send first
-	sub     *subReq // the latest subscribe not yet taken by the hub: a ctlSubscribe is on its way
-	flushFn func()  // c.flush, for kick
-	heard   int64   // hub clock of the last read deadline's extension: the client was heard
+	unwatch func()   // stops the revocation watch (revoke.go)
+	rest    [][]byte // what a writer's write left (pieces of shared frames), for the flusher to send first
+	sub     *subReq  // the latest subscribe not yet taken by the hub: a ctlSubscribe is on its way
+	flushFn func()   // c.flush, for kick
+	heard   int64    // hub clock of the last read deadline's extension: the client was heard
 
 	flushers sync.WaitGroup // the flusher, waited for by run
 
@@ -61,6 +61,10 @@ type conn struct {
 	writing bool // a flusher or a direct writer has the connection
 	ended   bool // the reader is done: no flusher starts any more
 	parked  bool // in the poller, no reader running (park.go)
+	// restClose: rest ends with the close frame. Guarded by mu.
+	restClose bool
+	// Immutable: the writer that writes it (direct.go).
+	wid uint8
 }
 
 // subReq is a client's subscribe: topics, and where to resume from.

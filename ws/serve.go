@@ -38,7 +38,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Upgrade has answered
 	}
 	c := &conn{h: h, nc: hw.nc, raw: rawConn(hw.nc.Conn), slot: -1, heard: h.now(),
-		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now())}
+		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now()),
+		wid:    uint8(h.nwid.Add(1) % uint32(len(h.writers.ws)))}
 	go c.run(token, hasToken)
 }
 
