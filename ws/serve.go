@@ -189,6 +189,9 @@ func (c *conn) authenticate(token string, hasToken bool) bool {
 	c.setExpiry(exp)
 	c.watchRevoke(token)
 	c.pushReply(h.helloFrame(u, exp), 0)
+	// Heard now: the read deadline becomes silentFor's (AuthTimeout's
+	// until then), and extendRead takes it on from here.
+	c.hear(h.now())
 	if !h.send(ctlMsg{kind: ctlJoin, c: c}) {
 		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
 		c.drain()

@@ -29,16 +29,7 @@ func TestStuckWriteDropped(t *testing.T) {
 			}
 			e := newEnv(t, calls.Config{Names: names}, auth.Config{}, Config{SlowTimeout: slow})
 			if wrapped {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv := &http.Server{Handler: e.hub}
-				go srv.Serve(wrappedListener{ln})
-				t.Cleanup(func() { srv.Close() })
-				w := *e
-				w.url = "ws://" + ln.Addr().String() + "/ws"
-				e = &w
+				e = e.wrapped()
 			}
 			nc := e.rawDial("root")
 			serverFrame(t, nc) // hello
@@ -87,4 +78,19 @@ func TestStuckWriteDropped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wrapped is e with its hub served through a listener whose connections
+// are not *net.TCPConn (as TLS): no direct writes, no parking.
+func (e *env) wrapped() *env {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	srv := &http.Server{Handler: e.hub}
+	go srv.Serve(wrappedListener{ln})
+	e.t.Cleanup(func() { srv.Close() })
+	w := *e
+	w.url = "ws://" + ln.Addr().String() + "/ws"
+	return &w
 }
