@@ -168,15 +168,16 @@ func (c *conn) write(b *batch, rest [][]byte, q []*frame, cf []byte) bool {
 		c.fail("write_error") // "slow" when the watchdog closed it
 		return false
 	}
-	c.checkLag(msgs, oldest)
+	c.checkLag(msgs, oldest, c.h.now())
 	return true
 }
 
 // checkLag closes c with 4008 when the oldest of the msgs messages it
-// was just sent had been queued longer than SlowTimeout.
-func (c *conn) checkLag(msgs int, oldest int64) {
+// was just sent had been queued longer than SlowTimeout at now (hub
+// clock).
+func (c *conn) checkLag(msgs int, oldest, now int64) {
 	h := c.h
-	if lag := h.now() - oldest; msgs > 0 && lag > int64(h.cfg.SlowTimeout) {
+	if lag := now - oldest; msgs > 0 && lag > int64(h.cfg.SlowTimeout) {
 		h.log.Warn("ws client too slow: closing", "user", c.user.Username, "remote", c.nc.RemoteAddr().String(),
 			"lag_ms", lag/1e6)
 		c.closeWith(CloseTooSlow, "too slow", "slow", false)
