@@ -75,8 +75,8 @@
 // the next; and, while a write to it is waiting for its socket, a flusher
 // goroutine; the last reader waits for both the flusher and a writer
 // goroutine holding the connection before it ends. The writer goroutines,
-// the watchdog (in Run) and the poller run while Run does; before Run
-// and after it, writes go to flushers. The engine never
+// the watchdog's and the poller run while Run does; before Run and after
+// it, writes go to flushers. The engine never
 // blocks on the hub: the hub reads the feed at its own pace, and if it
 // fell a whole feed behind it would resend snapshots. Client is the
 // matching Go client, safe for one reader and one writer at a time.

@@ -311,12 +311,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	defer h.goAway()
 	h.writers.start()
+	go h.watchStuck()
 	feed := h.state.Feed()
 	h.last = feed.LastSeq()
 	tick := time.NewTicker(h.cfg.PingInterval)
 	defer tick.Stop()
-	watch := time.NewTicker(h.watchEvery())
-	defer watch.Stop()
 	paced := time.NewTimer(time.Hour)
 	paced.Stop()
 	defer paced.Stop()
@@ -345,8 +344,6 @@ func (h *Hub) Run(ctx context.Context) error {
 			h.handle(m)
 		case <-tick.C:
 			h.pingAll()
-		case <-watch.C:
-			h.dropStuck()
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-h.quit:

@@ -8,10 +8,12 @@ import (
 // The watchdog: no write carries a deadline (a SetWriteDeadline per write
 // cost the fan-out a timer update per client). The writers never wait
 // for a socket; a flusher's write registers here when it starts waiting
-// for a full one (its client is not reading), and Run checks about ten
-// times per SlowTimeout: a write that has waited longer than SlowTimeout
-// has its connection dropped (closing the socket ends the write), as the
-// deadline did. A write that does not wait costs nothing here; one that
+// for a full one (its client is not reading), and a goroutine that Run
+// starts checks about ten times per SlowTimeout: a write that has waited
+// longer than SlowTimeout has its connection dropped (closing the socket
+// ends the write), as the deadline did. Not in Run's own loop: waking it
+// for nothing would count as a wait for the write budget while a
+// fan-out's wake-ups are still being paid for. A write that does not wait costs nothing here; one that
 // waits, two lock operations.
 type watchdog struct {
 	mu    sync.Mutex
@@ -36,13 +38,27 @@ func (w *watchdog) done(c *conn) {
 	w.mu.Unlock()
 }
 
-// watchEvery is how often Run looks for stuck writes.
+// watchEvery is how often the watchdog looks for stuck writes.
 func (h *Hub) watchEvery() time.Duration {
 	return min(max(h.cfg.SlowTimeout/10, time.Millisecond), time.Second)
 }
 
+// watchStuck drops stuck writes until Run returns.
+func (h *Hub) watchStuck() {
+	tick := time.NewTicker(h.watchEvery())
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			h.dropStuck()
+		case <-h.done:
+			return
+		}
+	}
+}
+
 // dropStuck drops the connections whose write has waited longer than
-// SlowTimeout; from Run.
+// SlowTimeout.
 func (h *Hub) dropStuck() {
 	now := h.now()
 	w := &h.stuck
