@@ -72,7 +72,11 @@ func (h *Hub) dropStuck() {
 	}
 	w.mu.Unlock()
 	for _, c := range stuck {
-		h.log.Warn("ws client too slow: dropped", "user", c.user.Username, "remote", c.nc.RemoteAddr().String())
+		user := "" // a close before authentication can wait too
+		if c.user != nil {
+			user = c.user.Username
+		}
+		h.log.Warn("ws client too slow: dropped", "user", user, "remote", c.nc.RemoteAddr().String())
 		c.fail("slow")
 	}
 }
