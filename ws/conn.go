@@ -38,15 +38,15 @@ type conn struct {
 	closing []byte // the close frame to send; once non-nil nothing more is queued, empty once sent
 	reason  string // why the connection ended (metrics label)
 	expiry  *time.Timer
-	unwatch func()  // stops the revocation watch (revoke.go)
-	partial []byte  // the rest of a direct write, for the flusher to send first
-	sub     *subReq // the latest subscribe not yet taken by the hub: a ctlSubscribe is on its way
-	flushFn func()  // c.flush, for kick
-	heard   int64   // hub clock of the last read deadline's extension: the client was heard
+	unwatch func()   // stops the revocation watch (revoke.go)
+	rest    [][]byte // what a writer's write left (pieces of shared frames), for the flusher to send first
+	sub     *subReq  // the latest subscribe not yet taken by the hub: a ctlSubscribe is on its way
+	flushFn func()   // c.flush, for kick
+	heard   int64    // hub clock of the last read deadline's extension (extendRead): the client was heard; written by the reader
 
 	flushers sync.WaitGroup // the flusher, waited for by run
 
-	pollID int32    // its id in the poller, guarded by the poller's mu; 0: not registered
+	pollID int32    // its id in the poller, owned by the reader (park, finish); 0: not registered
 	hdr    [14]byte // the frame header being read (read.go), owned by the reader
 
 	// The small fields, together (a conn is kept per client: its size
@@ -62,6 +62,10 @@ type conn struct {
 	writing bool // a flusher or a direct writer has the connection
 	ended   bool // the reader is done: no flusher starts any more
 	parked  bool // in the poller, no reader running (park.go)
+	// restClose: rest ends with the close frame. Guarded by mu.
+	restClose bool
+	// Immutable: the writer that writes it (direct.go).
+	wid uint8
 }
 
 // subReq is a client's subscribe: topics, and where to resume from.
@@ -234,11 +238,22 @@ func (c *conn) fail(reason string) {
 var silenceSlack = 10 * time.Second
 
 // extendRead notes that the client was heard and pushes the read
-// deadline out, unless a close is under way (the flusher then sets a
-// short one).
+// deadline out, before the reader reads; only once heardStep has passed
+// since it last did (heard is written by the reader alone, so it may read
+// it unlocked): a client that sends often costs a lock and a
+// SetReadDeadline a step, not a frame.
 func (c *conn) extendRead() {
+	if now := c.h.now(); now-c.heard >= c.h.heardStep() {
+		c.hear(now)
+	}
+}
+
+// hear notes that the client was heard at now (hub clock) and pushes the
+// read deadline out to silentFor from then, unless a close is under way
+// (the flusher then sets a short one).
+func (c *conn) hear(now int64) {
 	c.mu.Lock()
-	c.heard = c.h.now()
+	c.heard = now
 	if c.closing == nil {
 		c.nc.SetReadDeadline(time.Now().Add(time.Duration(c.h.silentFor())))
 	}

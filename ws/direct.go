@@ -2,28 +2,26 @@ package ws
 
 import (
 	"errors"
-	"math"
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Direct writes: a fan-out to thousands of clients would otherwise start
-// a flusher goroutine per client per change. Instead the hub hands the
-// clients it queued to a few writer goroutines (GOMAXPROCS of them, each
-// owning the clients whose slot falls to it), which copy each client's
-// queued frames into one buffer and write it with one non-blocking write
-// system call, with no goroutine, timer or deadline per client. A write
-// the socket does not take whole (the client's receive window is full),
-// a queue too large for the buffer or holding a snapshot's pieces, a
-// close, and a connection that is not plain TCP (TLS) go to the
-// connection's own flusher goroutine as before (writer.go), which waits
-// for the socket with SlowTimeout: a slow client never holds up a writer,
+// a goroutine per client per change. Instead every write to a plain TCP
+// connection (the fan-out's, and a reply's, a snapshot's or a close's
+// from kick) goes through a few writer goroutines (GOMAXPROCS of them,
+// each owning the connections whose conn.wid falls to it), which write
+// each client's queued frames without waiting: one non-blocking writev of
+// the shared frames (writev_linux.go; elsewhere a copy into one buffer
+// and one write), with no goroutine, timer or deadline per client. What
+// the socket does not take at once (the client's receive window is full,
+// or a snapshot larger than the socket buffer), and every write to a
+// connection that is not plain TCP (TLS), go to the connection's own
+// flusher goroutine (writer.go), which waits for the socket under the
+// hub's watchdog (watchdog.go): a slow client never holds up a writer,
 // and the slow-client rules are the same on both paths.
-
-// directMax is the most bytes a direct write copies; larger queues go to
-// the flusher.
-const directMax = 64 << 10
 
 // dispatchEvery: the fan-out hands its clients to the writers in groups
 // of this many, so writing starts while it still queues.
@@ -38,41 +36,42 @@ type writers struct {
 
 // dwriter is one writer goroutine and the clients handed to it.
 type dwriter struct {
-	h     *Hub
-	wake  chan struct{}
-	mu    sync.Mutex
-	list  []*conn
-	spare []*conn
-	buf   []byte
-	// The write in progress, for rawWrite (a method value made once: a
-	// closure would allocate per write).
-	fd    int
-	cur   []byte
-	wrote int
-	err   error
-	fn    func(uintptr)
+	h       *Hub
+	wake    chan struct{}
+	mu      sync.Mutex
+	list    []*conn
+	spare   []*conn
+	stopped bool  // not running: kick starts a flusher goroutine instead; under mu
+	b       batch // the write in progress (its iovecs, what the socket left)
+	directState
 	// Metrics of the current pass, added once per pass.
 	msgs, writes int
 	bytes        int64
+	now          int64 // hub clock at the pass's start, for the lag check (a clock read per write was 4 % of a fan-out)
 }
 
 func newWriters(h *Hub) *writers {
 	n := runtime.GOMAXPROCS(0)
 	ws := &writers{pending: make([][]*conn, n)}
 	for range n {
-		w := &dwriter{h: h, wake: make(chan struct{}, 1), buf: make([]byte, 0, directMax)}
-		w.fn = w.rawWrite
+		w := &dwriter{h: h, wake: make(chan struct{}, 1), stopped: true}
 		ws.ws = append(ws.ws, w)
 	}
 	return ws
 }
 
-// start runs the writers until the hub's Run returns.
+// start runs the writers until the hub's Run returns (h.done).
 func (ws *writers) start() {
 	for _, w := range ws.ws {
+		w.mu.Lock()
+		w.stopped = false
+		w.mu.Unlock()
 		go w.run()
 	}
 }
+
+// of is the writer that owns c.
+func (ws *writers) of(c *conn) *dwriter { return ws.ws[int(c.wid)%len(ws.ws)] }
 
 // queue hands c to its writer once this fan-out dispatches, or to its
 // flusher when it cannot be written directly; under c.mu, from the hub
@@ -81,20 +80,20 @@ func (h *Hub) queue(c *conn) {
 	if c.writing || c.ended {
 		return
 	}
-	if c.raw == nil || c.closing != nil {
+	if c.raw == nil {
 		c.kick()
 		return
 	}
 	c.writing = true
 	c.flushers.Add(1)
 	ws := h.writers
-	i := c.slot % len(ws.ws)
+	i := int(c.wid) % len(ws.ws)
 	ws.pending[i] = append(ws.pending[i], c)
 	ws.n++
 }
 
 // dispatch hands what queue gathered to the writers; from the hub
-// goroutine.
+// goroutine, while the writers run.
 func (ws *writers) dispatch() {
 	if ws.n == 0 {
 		return
@@ -107,14 +106,36 @@ func (ws *writers) dispatch() {
 		w.mu.Lock()
 		w.list = append(w.list, p...)
 		w.mu.Unlock()
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.poke()
 		clear(p)
 		ws.pending[i] = p[:0]
 	}
 	ws.n = 0
+}
+
+// take hands c, whose write kick has just claimed (writing set, one
+// flushers count taken), to its writer; under c.mu, from any goroutine.
+// False when the writers do not run: then c needs a flusher.
+func (ws *writers) take(c *conn) bool {
+	w := ws.of(c)
+	w.mu.Lock()
+	ok := !w.stopped
+	if ok {
+		w.list = append(w.list, c)
+	}
+	w.mu.Unlock()
+	if ok {
+		w.poke()
+	}
+	return ok
+}
+
+// poke wakes the writer if it sleeps.
+func (w *dwriter) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (w *dwriter) run() {
@@ -122,16 +143,18 @@ func (w *dwriter) run() {
 		select {
 		case <-w.wake:
 		case <-w.h.done:
-			// Run has returned: nothing more is handed over. What is
-			// left goes to the flushers.
+			// Run has returned: what is left, and every kick from now
+			// on, goes to the flushers.
 			w.mu.Lock()
-			for _, c := range w.list {
+			w.stopped = true
+			list := w.list
+			w.list = nil
+			w.mu.Unlock()
+			for _, c := range list {
 				c.mu.Lock()
 				c.handOff()
 				c.mu.Unlock()
 			}
-			w.list = nil
-			w.mu.Unlock()
 			return
 		}
 		for {
@@ -142,6 +165,7 @@ func (w *dwriter) run() {
 			if len(list) == 0 {
 				break
 			}
+			w.now = w.h.now()
 			for _, c := range list {
 				w.write(c)
 			}
@@ -157,26 +181,32 @@ func (w *dwriter) run() {
 	}
 }
 
-// write sends what c has queued, or hands c to its flusher.
+// write sends what c has queued without waiting for its socket, and
+// hands what the socket did not take to c's flusher.
 func (w *dwriter) write(c *conn) {
 	c.mu.Lock()
-	if c.ended || c.live == 0 && len(c.closing) == 0 && c.partial == nil {
+	if c.ended || c.live == 0 && len(c.closing) == 0 {
 		c.idle()
 		c.mu.Unlock()
 		c.flushers.Done()
 		return
 	}
-	b, msgs, oldest, ok := w.gather(c)
-	if !ok {
-		c.handOff()
-		c.mu.Unlock()
-		return
-	}
 	q := c.takeQueue()
+	cf := c.closing
+	if len(cf) > 0 {
+		c.closing = []byte{} // it goes out now
+	}
 	c.mu.Unlock()
+	b := &w.b
+	msgs, oldest := b.add(q, cf)
 	clear(q)
-
-	n, err := w.try(c, b)
+	n, err := w.try(c)
+	defer b.reset()
+	if n > 0 {
+		w.writes++
+		w.msgs += msgs
+		w.bytes += n
+	}
 	c.mu.Lock()
 	if c.spare == nil {
 		c.spare = q[:0]
@@ -187,22 +217,24 @@ func (w *dwriter) write(c *conn) {
 		c.flushers.Done() // writing stays set: no flusher starts on a failed connection
 		return
 	}
-	if n < len(b) {
-		// The socket took part of it: the flusher writes the rest first,
-		// waiting for the socket as long as SlowTimeout.
-		c.partial = append([]byte(nil), b[n:]...)
+	if len(b.bufs) > 0 {
+		// The socket took part of it: the flusher writes the rest
+		// first, waiting for the socket under the watchdog.
+		c.rest = append([][]byte(nil), b.bufs...)
+		c.restClose = len(cf) > 0
 		c.handOff()
 		c.mu.Unlock()
+		c.checkLag(msgs, oldest, w.now)
 		return
 	}
-	w.writes++
-	w.msgs += msgs
-	w.bytes += int64(n)
 	more := c.live > 0 || len(c.closing) > 0
 	if !more {
 		c.idle()
 	}
 	c.mu.Unlock()
+	if len(cf) > 0 {
+		c.closeSent()
+	}
 	if more {
 		// More came meanwhile (a reply, a close): another turn, in
 		// this writer's next pass.
@@ -212,55 +244,20 @@ func (w *dwriter) write(c *conn) {
 	} else {
 		c.flushers.Done()
 	}
-	c.checkLag(msgs, oldest)
+	c.checkLag(msgs, oldest, w.now)
 }
 
-// gather copies c's queued frames into w.buf, under c.mu; false when they
-// are not for a direct write.
-func (w *dwriter) gather(c *conn) (b []byte, msgs int, oldest int64, ok bool) {
-	if len(c.closing) > 0 || c.partial != nil {
-		return nil, 0, 0, false
-	}
-	b, oldest = w.buf[:0], math.MaxInt64
-	for _, f := range c.q {
-		if f == nil {
-			continue
-		}
-		if f.more != nil || len(b)+len(f.b) > directMax {
-			return nil, 0, 0, false
-		}
-		b = append(b, f.b...)
-		msgs += f.msgs
-		oldest = min(oldest, f.at)
-	}
-	return b, msgs, oldest, true
-}
-
-// try writes b to c's socket without waiting: the bytes written and the
-// error (EAGAIN when the socket took none). It gives up at once when
-// another write holds the socket (a close reply).
-func (w *dwriter) try(c *conn, b []byte) (int, error) {
-	if !c.nc.mu.TryLock() {
-		return 0, syscall.EAGAIN
-	}
-	defer c.nc.mu.Unlock()
-	w.cur, w.wrote, w.err = b, 0, nil
-	// Control, not Write: RawConn.Write fails once the write deadline a
-	// flusher set has passed, and waits for the socket, which a direct
-	// write must not.
-	if err := c.raw.Control(w.fn); err != nil {
-		return 0, err
-	}
-	n, err := w.wrote, w.err
-	w.cur = nil
-	return n, err
+// closeSent: the close frame is out; wait for the client's close reply,
+// but not for long.
+func (c *conn) closeSent() {
+	c.nc.SetReadDeadline(time.Now().Add(c.h.cfg.CloseWait))
 }
 
 // handOff gives c, which a writer holds (writing set, one flushers count
 // taken), to its flusher goroutine; under c.mu.
 func (c *conn) handOff() {
 	if c.flushFn == nil {
-		c.flushFn = c.flush
+		c.flushFn = c.flush // made once: go c.flush() would allocate each time
 	}
 	go c.flushFn()
 }

@@ -11,6 +11,9 @@ import (
 // through the connection's flusher (writer.go).
 func rawConn(net.Conn) syscall.RawConn { return nil }
 
-// rawWrite is never called: without a raw socket nothing is queued for
-// a writer (Hub.queue).
-func (w *dwriter) rawWrite(uintptr) { panic("ws: no direct writes") }
+// directState: no direct writes here.
+type directState struct{}
+
+// try is never called: without a raw socket nothing is handed to a
+// writer (Hub.queue, kick).
+func (w *dwriter) try(*conn) (int64, error) { panic("ws: no direct writes") }

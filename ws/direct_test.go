@@ -61,8 +61,41 @@ func TestDirectWrite(t *testing.T) {
 	if _, err := io.ReadFull(far, got); err != nil || string(got) != string(want) {
 		t.Fatalf("read %q, %v; want %q", got, err, want)
 	}
-	if c.writing || c.partial != nil {
-		t.Errorf("after the write: writing %v, partial %d bytes", c.writing, len(c.partial))
+	if c.writing || c.rest != nil {
+		t.Errorf("after the write: writing %v, rest %d pieces", c.writing, len(c.rest))
+	}
+}
+
+// TestKickWritesDirect: what the readers and the hub queue outside the
+// fan-out (a reply, a snapshot in pieces, a close) is written by the
+// connection's writer, with no flusher goroutine, whole and in order.
+func TestKickWritesDirect(t *testing.T) {
+	h := directHub(t)
+	c, far := pairConn(t, h)
+	reply := textFrame([]byte(`{"op":"pong"}`))
+	snap := textFrame([]byte(`{"op":"snapshot","extensions":{"201":{},"202":{}}}`))
+	cut := len(snap) - 12
+	c.mu.Lock()
+	c.push(&frame{b: reply, ent: entPong, msgs: 1, kind: frameReply})
+	c.push(&frame{b: snap[:cut], more: [][]byte{snap[cut : cut+5], snap[cut+5:]}, msgs: 1, kind: frameSnapshot})
+	c.kick()
+	c.mu.Unlock()
+	c.flushers.Wait()
+	c.closeWith(CloseGoingAway, "bye", "shutdown", true)
+	c.flushers.Wait()
+	want := string(reply) + string(snap) + string(closeFrame(CloseGoingAway, "bye"))
+	got := make([]byte, len(want))
+	far.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(far, got); err != nil || string(got) != want {
+		t.Fatalf("read %q, %v; want %q", got, err, want)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flushFn != nil {
+		t.Error("a flusher goroutine was started for writes the socket took at once")
+	}
+	if c.writing || c.rest != nil {
+		t.Errorf("after the writes: writing %v, rest %d pieces", c.writing, len(c.rest))
 	}
 }
 

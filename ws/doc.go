@@ -10,16 +10,21 @@
 // engine's bytes of calls.Full or calls.NumbersHidden: Change.JSON), as a
 // complete WebSocket frame shared by all its recipients; snapshots are
 // the engine's collection bytes of the client's class (snapshot.go).
-// A client's frames go out as soon as its socket is free. The fan-out
-// hands the clients it queued to GOMAXPROCS writer goroutines, each
-// owning a share of the clients, which write each one's queue with one
-// non-blocking write system call (direct.go, on Unix systems): no
-// goroutine, timer or buffer per client per change. What a socket does
-// not take at once, a snapshot, a close, a reply and any connection that
-// is not plain TCP (TLS), or any at all off Unix, go to the client's flusher goroutine, started for it, which
-// writes everything queued in one writev, waiting for the socket,
-// again while more was queued during that write, and ends when the
-// queue is empty (writer.go). Under load the hub
+// A client's frames go out as soon as its socket is free. The fan-out,
+// and whatever else queues a frame (a reply, a snapshot, a close), hands
+// the client to one of GOMAXPROCS writer goroutines, each owning a share
+// of the clients, which write each one's queue with one non-blocking
+// writev of the shared frames (direct.go, on Unix systems): no goroutine,
+// timer, deadline or buffer per client per change. What a socket does not
+// take at once (a client behind, a snapshot larger than the socket's
+// buffer), and every write to a connection that is not plain TCP (TLS),
+// or any at all off Unix, go to the client's flusher goroutine, started
+// for it, which writes the rest and everything queued since in one
+// writev, waiting for the socket, again while more was queued during that
+// write, and ends when the queue is empty (writer.go). No write carries a
+// deadline: a write that has waited for a full socket longer than
+// Config.SlowTimeout has its connection dropped by the hub's watchdog
+// (watchdog.go). Under load the hub
 // batches across all clients: past Config.WriteRate client wake-ups a
 // second, changes wait in the feed and go out together. The frames are
 // written and read by this package (frame.go, read.go), not by
@@ -69,8 +74,9 @@
 // one at a time: it ends when the connection parks, and the poller starts
 // the next; and, while a write to it is waiting for its socket, a flusher
 // goroutine; the last reader waits for both the flusher and a writer
-// goroutine holding the connection before it ends. The writer goroutines
-// and the poller run while Run does. The engine never
+// goroutine holding the connection before it ends. The writer goroutines,
+// the watchdog's and the poller run while Run does; before Run and after
+// it, writes go to flushers. The engine never
 // blocks on the hub: the hub reads the feed at its own pace, and if it
 // fell a whole feed behind it would resend snapshots. Client is the
 // matching Go client, safe for one reader and one writer at a time.

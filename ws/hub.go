@@ -53,8 +53,10 @@ type Config struct {
 	// has to send {"op":"auth"} before it is closed with 4001. Default 5 s.
 	AuthTimeout time.Duration
 	// SlowTimeout is how long a client may take to accept what is queued
-	// for it: a socket write blocked that long, or a frame delivered that
-	// late after it was queued, closes the client with 4008. Default 10 s.
+	// for it: a socket write blocked that long drops the client (the
+	// watchdog looks ten times per SlowTimeout, at most once a second),
+	// and a frame delivered that late after it was queued closes it with
+	// 4008. Default 10 s.
 	SlowTimeout time.Duration
 	// MaxPending bounds a client's queue after coalescing (frames). Past
 	// it the queue is dropped and replaced by a fresh snapshot. Default
@@ -180,7 +182,9 @@ type Hub struct {
 	latest  []int
 	writers *writers // direct writes of the fan-out (direct.go)
 
-	poll atomic.Pointer[poller] // parked connections (park.go), while Run runs; nil where there is none
+	poll  atomic.Pointer[poller] // parked connections (park.go), while Run runs; nil where there is none
+	stuck watchdog               // flusher writes waiting for a full socket (watchdog.go)
+	nwid  atomic.Uint32          // writers handed out to new connections, round robin
 }
 
 // NewHub returns a hub over the engine's state, authenticating with a.
@@ -307,6 +311,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	defer h.goAway()
 	h.writers.start()
+	go h.watchStuck()
 	feed := h.state.Feed()
 	h.last = feed.LastSeq()
 	tick := time.NewTicker(h.cfg.PingInterval)

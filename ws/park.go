@@ -1,21 +1,24 @@
 package ws
 
-// Parking: a client that has nothing to send costs no goroutine. Once a
-// reader has served a message (and, the frames being read exactly, holds
-// no byte of the next), it hands its connection to the hub's poller and
-// ends; the poller, one goroutine waiting on an epoll set (Linux), starts
-// a reader again when the client's next bytes arrive, and a close (the
-// token's expiry, a revocation, 4008, shutdown) or a failure starts one at
-// once, to wait for the close reply or to clean up. While parked the
-// connection has no read deadline to drop a silent client: the hub's ping
-// round drops a parked client it has not heard from for twice the ping
-// interval plus 10 s. A connection that is not plain TCP (TLS), or a hub
-// without a poller (other systems), keeps its reader goroutine blocked in
-// a read, as before.
+// Parking: a client that has nothing to send costs no goroutine. Once
+// it has joined, and after each message it sends (the frames being read
+// exactly, the reader then holds no byte of the next), its reader hands
+// the connection to the hub's poller and ends; the poller, one goroutine
+// waiting on an epoll set (Linux: park_linux.go), starts a reader again
+// when the client's next bytes arrive, and a close (the token's expiry, a
+// revocation, 4008, shutdown) or a failure starts one at once, to wait
+// for the close reply or to clean up. No read is pending while the
+// connection is parked, so no read deadline can drop a silent client:
+// the hub's ping round drops a parked client it has not heard from for
+// silentFor (twice the ping interval, 10 s and one heardStep). A
+// connection that is not plain TCP (TLS), or any when the hub has no
+// poller (other systems), keeps a reader goroutine blocked in a read,
+// under the read deadline that extendRead pushes out.
 
 // park hands c to the poller until its client sends something, from its
 // reader between two messages; false when it cannot (no poller, not
-// plain TCP, a close under way): the reader then reads on, blocking.
+// plain TCP, a close under way, the poller stopped or the socket closed):
+// the reader then reads on, blocking.
 func (c *conn) park() bool {
 	p := c.h.poll.Load()
 	if p == nil || c.raw == nil {
@@ -47,8 +50,20 @@ func (c *conn) turn() {
 }
 
 // silentFor is how long a client may send nothing (no message, no pong)
-// before it is dropped.
-func (h *Hub) silentFor() int64 { return int64(2*h.cfg.PingInterval + silenceSlack) }
+// before it is dropped: twice the ping interval and silenceSlack, and
+// one heardStep, as heard may be that much behind the client's last
+// frame.
+func (h *Hub) silentFor() int64 {
+	d := int64(2*h.cfg.PingInterval + silenceSlack)
+	return d + d/heardSteps
+}
+
+// heardSteps: the reader notes that a client was heard (conn.extendRead)
+// at most heardSteps times per silence allowed: every 2.2 s by default.
+const heardSteps = 32
+
+// heardStep is the least time between two notes that a client was heard.
+func (h *Hub) heardStep() int64 { return int64(2*h.cfg.PingInterval+silenceSlack) / heardSteps }
 
 // forgetPolled ends c's registration with the poller, once its reader is
 // done for good.

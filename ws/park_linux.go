@@ -10,22 +10,41 @@ import (
 // the poller's (not its file descriptor, which a closed socket's
 // successor may reuse), one-shot: an event disarms it until the next park
 // re-arms it. Every epoll_ctl goes through the socket's RawConn.Control,
-// so none can reach a descriptor that has been closed.
+// so none can reach a descriptor that has been closed, and under a read
+// lock of the set, so none can reach the set once stop has closed it:
+// parks on different connections do not wait for each other.
 type poller struct {
 	epfd int
 	pipe [2]int        // written by stop; its read end has id 0
 	done chan struct{} // closed when run returns
 
-	mu      sync.Mutex // guards the fields below
-	conns   []*conn    // by id-1
-	free    []int32    // ids of conns' empty slots
-	stopped bool
-	// The epoll_ctl in progress, for ctl (a method value made once: a
-	// closure would allocate per park).
-	op    int
-	ev    syscall.EpollEvent
-	err   error
-	ctlFn func(uintptr)
+	set     sync.RWMutex // read-held across an epoll_ctl, write-held by stop
+	stopped bool         // guarded by set
+
+	mu    sync.Mutex // guards the ids: held for no system call
+	conns []*conn    // by id-1
+	free  []int32    // ids of conns' empty slots
+}
+
+// pollCtl is one epoll_ctl in progress, for RawConn.Control (its method
+// value made once, the pollCtl reused through ctls: a closure would
+// allocate per park).
+type pollCtl struct {
+	epfd int
+	op   int
+	ev   syscall.EpollEvent
+	err  error
+	fn   func(uintptr)
+}
+
+var ctls = sync.Pool{New: func() any {
+	pc := new(pollCtl)
+	pc.fn = pc.ctl
+	return pc
+}}
+
+func (pc *pollCtl) ctl(fd uintptr) {
+	pc.err = syscall.EpollCtl(pc.epfd, pc.op, int(fd), &pc.ev)
 }
 
 const pollEvents = syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT
@@ -44,7 +63,6 @@ func newPoller() (*poller, error) {
 		p.closeFDs()
 		return nil, err
 	}
-	p.ctlFn = p.ctl
 	go p.run()
 	return p, nil
 }
@@ -58,14 +76,15 @@ func (p *poller) closeFDs() {
 // arm registers c, or re-arms its registration; under c.mu. False when
 // the poller has stopped or the socket is closed.
 func (p *poller) arm(c *conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.set.RLock()
+	defer p.set.RUnlock()
 	if p.stopped {
 		return false
 	}
 	op := syscall.EPOLL_CTL_MOD
 	if c.pollID == 0 {
 		op = syscall.EPOLL_CTL_ADD
+		p.mu.Lock()
 		if n := len(p.free); n > 0 {
 			c.pollID = p.free[n-1]
 			p.free = p.free[:n-1]
@@ -74,6 +93,7 @@ func (p *poller) arm(c *conn) bool {
 			p.conns = append(p.conns, c)
 			c.pollID = int32(len(p.conns))
 		}
+		p.mu.Unlock()
 	}
 	if p.control(c, op) {
 		return true
@@ -86,37 +106,37 @@ func (p *poller) arm(c *conn) bool {
 
 // forget drops c's registration when its reader is done for good.
 func (p *poller) forget(c *conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if c.pollID == 0 {
 		return
 	}
+	p.set.RLock()
 	if !p.stopped {
 		// Fails when the socket is closed already: the kernel dropped
 		// the registration with it.
 		p.control(c, syscall.EPOLL_CTL_DEL)
 	}
+	p.set.RUnlock()
 	p.release(c)
 }
 
-// release frees c's id, under p.mu.
+// release frees c's id.
 func (p *poller) release(c *conn) {
+	p.mu.Lock()
 	p.conns[c.pollID-1] = nil
 	p.free = append(p.free, c.pollID)
 	c.pollID = 0
+	p.mu.Unlock()
 }
 
-// control runs epoll_ctl op for c's socket, under p.mu.
+// control runs epoll_ctl op for c's socket, under a read lock of p.set.
 func (p *poller) control(c *conn, op int) bool {
-	p.op, p.ev, p.err = op, syscall.EpollEvent{Events: pollEvents, Fd: c.pollID}, nil
-	if err := c.raw.Control(p.ctlFn); err != nil {
+	pc := ctls.Get().(*pollCtl)
+	defer ctls.Put(pc)
+	pc.epfd, pc.op, pc.ev, pc.err = p.epfd, op, syscall.EpollEvent{Events: pollEvents, Fd: c.pollID}, nil
+	if err := c.raw.Control(pc.fn); err != nil {
 		return false
 	}
-	return p.err == nil
-}
-
-func (p *poller) ctl(fd uintptr) {
-	p.err = syscall.EpollCtl(p.epfd, p.op, int(fd), &p.ev)
+	return pc.err == nil
 }
 
 func (p *poller) run() {
@@ -153,9 +173,9 @@ func (p *poller) run() {
 // no more (their readers block instead). Every parked connection must
 // have been woken first (Hub.goAway's closes do).
 func (p *poller) stop() {
-	p.mu.Lock()
+	p.set.Lock()
 	p.stopped = true
-	p.mu.Unlock()
+	p.set.Unlock()
 	syscall.Write(p.pipe[1], []byte{1})
 	<-p.done
 	p.closeFDs()

@@ -5,6 +5,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -143,5 +144,61 @@ func TestIdleClientAlloc(t *testing.T) {
 	}
 	if g := runtime.NumGoroutine(); g > g0+5 {
 		t.Errorf("after one message each, %d goroutines (%d before): the readers did not park again", g, g0)
+	}
+}
+
+// TestArmWhileStopping: connections re-arming in the poller from many
+// goroutines at once (each epoll_ctl under the set's read lock, none
+// waiting for another's) all see the poller stop: every arm after stop
+// returns false, and forget after it makes no epoll_ctl on the closed
+// set but frees the id.
+func TestArmWhileStopping(t *testing.T) {
+	h := bareHub(t, calls.New(calls.Config{}), testUsers(t))
+	p, err := newPoller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	cs := make([]*conn, n)
+	for i := range cs {
+		near, far := tcpPair(t)
+		t.Cleanup(func() { near.Close(); far.Close() })
+		cs[i] = &conn{h: h, nc: &lockedConn{Conn: near}, raw: rawConn(near)}
+	}
+	done := make(chan int, n)
+	var armed sync.WaitGroup
+	armed.Add(n)
+	for _, c := range cs {
+		go func() {
+			arms := 0
+			for {
+				c.mu.Lock()
+				ok := p.arm(c)
+				c.mu.Unlock()
+				if !ok {
+					break
+				}
+				if arms++; arms == 10 {
+					armed.Done()
+				}
+			}
+			done <- arms
+		}()
+	}
+	armed.Wait() // each has armed ten times, and goes on
+	p.stop()
+	timeout := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatal("arms went on after the poller stopped")
+		}
+	}
+	for _, c := range cs {
+		p.forget(c)
+		if c.pollID != 0 {
+			t.Errorf("id %d kept after forget", c.pollID)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Reading: the client's frames are read by this package, not by gorilla
@@ -20,14 +22,6 @@ import (
 // maxClientMessage bounds a client message: beyond it the client is
 // closed with 1009.
 const maxClientMessage = 4096
-
-// Close codes of the reader's own (RFC 6455 section 7.4.1).
-const (
-	closeNormal        = 1000
-	closeProtocol      = 1002
-	closeNoStatus      = 1005
-	closeMessageTooBig = 1009
-)
 
 // readBufs are the reader's message buffers, borrowed for one message, so
 // an idle connection holds none.
@@ -55,16 +49,20 @@ type header struct {
 }
 
 // readHeader reads the next frame's header into c.hdr (the header only:
-// no byte of the payload). A frame the protocol forbids from a client
-// closes with 1002 and returns errClosing.
+// no byte of the payload, whether or not the frame is masked). A frame
+// the protocol forbids from a client closes with 1002 and returns
+// errClosing, once its payload is read past.
 func (c *conn) readHeader() (header, error) {
 	var h header
-	// The shortest client header: 2 bytes and the 4-byte mask.
-	if _, err := io.ReadFull(c.nc, c.hdr[:6]); err != nil {
+	// Two bytes tell how long the rest of the header is: the extended
+	// length, and the mask when there is one (a client's frame that has
+	// none is refused below, after reading exactly its header).
+	if _, err := io.ReadFull(c.nc, c.hdr[:2]); err != nil {
 		return h, err
 	}
 	b0, b1 := c.hdr[0], c.hdr[1]
 	h.fin, h.op, h.n = b0&0x80 != 0, b0&0x0F, int64(b1&0x7F)
+	masked := b1&0x80 != 0
 	ext := 0
 	switch h.n {
 	case 126:
@@ -72,20 +70,28 @@ func (c *conn) readHeader() (header, error) {
 	case 127:
 		ext = 8
 	}
-	if ext > 0 {
-		if _, err := io.ReadFull(c.nc, c.hdr[6:6+ext]); err != nil {
+	rest := ext
+	if masked {
+		rest += 4
+	}
+	if rest > 0 {
+		if _, err := io.ReadFull(c.nc, c.hdr[2:2+rest]); err != nil {
 			return h, err
 		}
+	}
+	if ext > 0 {
 		h.n = 0
 		for _, x := range c.hdr[2 : 2+ext] {
 			h.n = h.n<<8 | int64(x)
 		}
 	}
-	copy(h.mask[:], c.hdr[2+ext:6+ext])
+	if masked {
+		copy(h.mask[:], c.hdr[2+ext:6+ext])
+	}
 	switch {
 	case b0&0x70 != 0:
 		return h, c.protocolError(h, "reserved bits set")
-	case b1&0x80 == 0:
+	case !masked:
 		return h, c.protocolError(h, "client frame not masked")
 	case h.n < 0:
 		return h, c.protocolError(h, "bad payload length")
@@ -100,7 +106,7 @@ func (c *conn) readHeader() (header, error) {
 // protocolError closes for the frame h, after reading past its payload
 // so that what follows (the close reply) can be read.
 func (c *conn) protocolError(h header, text string) error {
-	c.closeWith(closeProtocol, text, "protocol", false)
+	c.closeWith(websocket.CloseProtocolError, text, "protocol", false)
 	c.skip(h)
 	return errClosing
 }
@@ -152,7 +158,7 @@ func (c *conn) nextMessage(h header, b []byte) (byte, []byte, error) {
 			op = h.op
 		}
 		if h.n > int64(maxClientMessage-len(b)) {
-			c.closeWith(closeMessageTooBig, "message too big", "protocol", false)
+			c.closeWith(websocket.CloseMessageTooBig, "message too big", "protocol", false)
 			c.skip(h)
 			return 0, nil, errClosing
 		}
@@ -180,9 +186,9 @@ func (c *conn) control(h header, scratch []byte) error {
 			c.pushReply(pongFrame(p), entWSPong)
 		}
 	case opPong:
-		if c.spend(1) {
-			c.extendRead()
-		}
+		// Charged only: the reader noted that the client was heard
+		// before reading (serveMessages).
+		c.spend(1)
 	case opClose:
 		c.clientClose(p)
 		return errClientClose
@@ -206,15 +212,15 @@ func (c *conn) clientClose(p []byte) {
 	if !echo {
 		return
 	}
-	code := closeNoStatus
+	code := websocket.CloseNoStatusReceived
 	if len(p) >= 2 {
 		code = int(p[0])<<8 | int(p[1])
 	}
 	switch {
-	case code == closeNoStatus:
-		code = closeNormal
+	case code == websocket.CloseNoStatusReceived:
+		code = websocket.CloseNormalClosure
 	case len(p) == 1 || !validCloseCode(code):
-		code = closeProtocol
+		code = websocket.CloseProtocolError
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	c.nc.Write(closeFrame(code, ""))
@@ -273,7 +279,7 @@ func (c *conn) drain() {
 		// Every byte is read, the close reply's too: a socket closed
 		// with unread bytes sends a reset, which can cost the client
 		// what it has not read yet.
-		if _, err := io.CopyN(io.Discard, c.nc, h.n); err != nil || h.op == opClose {
+		if err := c.skip(h); err != nil || h.op == opClose {
 			return
 		}
 		c.budget.spend(c.h.now(), 1)

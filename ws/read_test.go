@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 )
@@ -116,7 +118,7 @@ func untilClose(t testing.TB, r io.Reader) int {
 		op, p := serverFrame(t, r)
 		if op == opClose {
 			if len(p) < 2 {
-				return closeNoStatus
+				return websocket.CloseNoStatusReceived
 			}
 			return int(p[0])<<8 | int(p[1])
 		}
@@ -125,9 +127,12 @@ func untilClose(t testing.TB, r io.Reader) int {
 
 // TestReadFrames: the hub's reader takes the frames RFC 6455 lets a
 // client send (fragments, control frames between them, a message of
-// exactly 4 KiB) and closes on those it forbids.
+// exactly 4 KiB) and closes on those it forbids, reading exactly past
+// them (an unmasked frame's header has no mask: its payload starts two
+// bytes earlier), so that it finds the client's close reply and ends the
+// connection at once, not after CloseWait.
 func TestReadFrames(t *testing.T) {
-	e := newEnv(t, calls.Config{}, auth.Config{}, Config{})
+	e := newEnv(t, calls.Config{}, auth.Config{}, Config{CloseWait: 8 * time.Second})
 	sub := []byte(`{"op":"subscribe","topics":["extensions"]}`)
 	t.Run("fragments and a ping between them", func(t *testing.T) {
 		nc := e.rawDial("alice")
@@ -171,18 +176,21 @@ func TestReadFrames(t *testing.T) {
 		code   int
 		client bool // the client closed: no reply to send
 	}{
-		{"message over 4096 bytes", clientFrame(true, opText, bytes.Repeat([]byte(" "), maxClientMessage+1), true), closeMessageTooBig, false},
+		{"message over 4096 bytes", clientFrame(true, opText, bytes.Repeat([]byte(" "), maxClientMessage+1), true), websocket.CloseMessageTooBig, false},
 		{"message over 4096 bytes in fragments", append(clientFrame(false, opText, bytes.Repeat([]byte(" "), 4000), true),
-			clientFrame(true, 0, bytes.Repeat([]byte(" "), 97), true)...), closeMessageTooBig, false},
-		{"unmasked frame", clientFrame(true, opText, sub, false), closeProtocol, false},
-		{"reserved bit", append([]byte{0xC1}, clientFrame(true, opText, sub, true)[1:]...), closeProtocol, false},
-		{"unknown opcode", clientFrame(true, 0x3, sub, true), closeProtocol, false},
-		{"fragmented ping", clientFrame(false, opPing, nil, true), closeProtocol, false},
-		{"continuation first", clientFrame(true, 0, sub, true), closeProtocol, false},
-		{"message inside a message", append(clientFrame(false, opText, sub[:5], true), clientFrame(true, opText, sub, true)...), closeProtocol, false},
+			clientFrame(true, 0, bytes.Repeat([]byte(" "), 97), true)...), websocket.CloseMessageTooBig, false},
+		{"unmasked frame", clientFrame(true, opText, sub, false), websocket.CloseProtocolError, false},
+		{"unmasked empty ping", clientFrame(true, opPing, nil, false), websocket.CloseProtocolError, false},
+		{"unmasked frame of 2 bytes", clientFrame(true, opText, []byte("{}"), false), websocket.CloseProtocolError, false},
+		{"unmasked frame with a 16-bit length", clientFrame(true, opText, bytes.Repeat([]byte(" "), 300), false), websocket.CloseProtocolError, false},
+		{"reserved bit", append([]byte{0xC1}, clientFrame(true, opText, sub, true)[1:]...), websocket.CloseProtocolError, false},
+		{"unknown opcode", clientFrame(true, 0x3, sub, true), websocket.CloseProtocolError, false},
+		{"fragmented ping", clientFrame(false, opPing, nil, true), websocket.CloseProtocolError, false},
+		{"continuation first", clientFrame(true, 0, sub, true), websocket.CloseProtocolError, false},
+		{"message inside a message", append(clientFrame(false, opText, sub[:5], true), clientFrame(true, opText, sub, true)...), websocket.CloseProtocolError, false},
 		{"binary message", clientFrame(true, 0x2, sub, true), CloseProtocolError, false},
 		{"client's close echoed", clientFrame(true, opClose, []byte{0x0F, 0xA0, 'b', 'y', 'e'}, true), 4000, true},
-		{"client's close without a code", clientFrame(true, opClose, nil, true), closeNormal, true},
+		{"client's close without a code", clientFrame(true, opClose, nil, true), websocket.CloseNormalClosure, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			nc := e.rawDial("alice")
@@ -195,8 +203,12 @@ func TestReadFrames(t *testing.T) {
 			if !c.client {
 				nc.Write(clientFrame(true, opClose, []byte{0x03, 0xE8}, true))
 			}
+			start := time.Now()
 			if _, err := io.Copy(io.Discard, nc); err != nil {
 				t.Errorf("the server did not end the connection: %v", err)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("the server ended the connection %v after the close reply: it did not read the reply", d)
 			}
 		})
 	}
@@ -210,65 +222,75 @@ func TestSilentClientDropped(t *testing.T) {
 	silenceSlack = 0
 	t.Cleanup(func() { silenceSlack = slack })
 	const ping = 100 * time.Millisecond
-	e := newEnv(t, calls.Config{}, auth.Config{}, Config{PingInterval: ping})
-	live := e.rawDial("bob")
-	live.SetDeadline(time.Time{})
-	texts := make(chan string, 16)
-	go func() { // answers the pings, hands on the messages
-		defer close(texts)
-		for {
-			op, p, err := readServerFrame(live)
-			if err != nil {
-				return
+	// Parked (a plain TCP connection) and with a reader blocked in a
+	// read under its deadline (a wrapped one, as TLS).
+	for _, wrapped := range []bool{false, true} {
+		t.Run(fmt.Sprint("wrapped=", wrapped), func(t *testing.T) {
+			e := newEnv(t, calls.Config{}, auth.Config{}, Config{PingInterval: ping})
+			if wrapped {
+				e = e.wrapped()
 			}
-			switch op {
-			case opPing:
-				live.Write(clientFrame(true, opPong, p, true))
-			case opText:
-				texts <- string(p)
+			live := e.rawDial("bob")
+			live.SetDeadline(time.Time{})
+			texts := make(chan string, 16)
+			go func() { // answers the pings, hands on the messages
+				defer close(texts)
+				for {
+					op, p, err := readServerFrame(live)
+					if err != nil {
+						return
+					}
+					switch op {
+					case opPing:
+						live.Write(clientFrame(true, opPong, p, true))
+					case opText:
+						texts <- string(p)
+					}
+				}
+			}()
+			nc := e.rawDial("alice")
+			start := time.Now()
+			pings := 0
+			for {
+				op, _, err := readServerFrame(nc)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("silent client: %v, want the connection ended", err)
+				}
+				switch op {
+				case opPing:
+					pings++
+				case opClose:
+					t.Fatal("closed with a close frame: a silent client is dropped")
+				}
 			}
-		}
-	}()
-	nc := e.rawDial("alice")
-	start := time.Now()
-	pings := 0
-	for {
-		op, _, err := readServerFrame(nc)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("silent client: %v, want the connection ended", err)
-		}
-		switch op {
-		case opPing:
-			pings++
-		case opClose:
-			t.Fatal("closed with a close frame: a silent client is dropped")
-		}
-	}
-	if pings == 0 {
-		t.Error("dropped before any ping")
-	}
-	if d := time.Since(start); d < 2*ping || d > 10*time.Second {
-		t.Errorf("silent client dropped after %v, want 200-300 ms", d)
-	}
-	// The client that answered every ping meanwhile is still served.
-	live.Write(clientFrame(true, opText, []byte(`{"op":"ping"}`), true))
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case m, ok := <-texts:
-			if !ok {
-				t.Fatal("the client that answered the pings was dropped")
+			if pings == 0 {
+				t.Error("dropped before any ping")
 			}
-			if m != `{"op":"pong"}` {
-				continue
+			if d := time.Since(start); d < 2*ping || d > 10*time.Second {
+				t.Errorf("silent client dropped after %v, want 200-300 ms", d)
 			}
-		case <-timeout:
-			t.Fatal("no pong")
-		}
-		break
+			// The client that answered every ping meanwhile is still served.
+			live.Write(clientFrame(true, opText, []byte(`{"op":"ping"}`), true))
+			timeout := time.After(10 * time.Second)
+			for {
+				select {
+				case m, ok := <-texts:
+					if !ok {
+						t.Fatal("the client that answered the pings was dropped")
+					}
+					if m != `{"op":"pong"}` {
+						continue
+					}
+				case <-timeout:
+					t.Fatal("no pong")
+				}
+				break
+			}
+
+		})
 	}
 }
 
@@ -312,5 +334,35 @@ func TestPingBeforeAuth(t *testing.T) {
 	nc.Write(clientFrame(true, opText, []byte(`{"op":"auth","token":"`+e.token("alice")+`"}`), true))
 	if op, p := serverFrame(t, nc); op != opText || !bytes.HasPrefix(p, []byte(`{"op":"hello"`)) {
 		t.Fatalf("after the auth message %d %q, want the hello", op, p)
+	}
+}
+
+// TestHeardEveryStep: the reader notes that its client was heard (and
+// pushes the read deadline out) at most once a heardStep, however often
+// the client sends, and the deadline it sets still gives the client
+// silentFor from its last frame.
+func TestHeardEveryStep(t *testing.T) {
+	h := bareHub(t, calls.New(calls.Config{}), testUsers(t))
+	c := loopConn(t, h)
+	step := h.heardStep()
+	if step <= 0 || h.silentFor() < int64(2*h.cfg.PingInterval+silenceSlack)+step {
+		t.Fatalf("heardStep %v, silentFor %v", time.Duration(step), time.Duration(h.silentFor()))
+	}
+	c.heard = h.now() - step
+	c.extendRead()
+	first := c.heard
+	if h.now()-first > int64(time.Second) {
+		t.Fatalf("heard %v ago after a read", time.Duration(h.now()-first))
+	}
+	for range 100 {
+		c.extendRead()
+	}
+	if c.heard != first {
+		t.Errorf("heard noted again %v after the last time, within a step (%v)", time.Duration(c.heard-first), time.Duration(step))
+	}
+	c.heard -= step
+	c.extendRead()
+	if c.heard == first-step {
+		t.Error("heard not noted once a step had passed")
 	}
 }

@@ -38,7 +38,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Upgrade has answered
 	}
 	c := &conn{h: h, nc: hw.nc, raw: rawConn(hw.nc.Conn), slot: -1, heard: h.now(),
-		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now())}
+		budget: newBucket(h.cfg.ClientRate, float64(h.cfg.ClientBurst), h.now()),
+		wid:    uint8(h.nwid.Add(1) % uint32(len(h.writers.ws)))}
 	go c.run(token, hasToken)
 }
 
@@ -189,6 +190,9 @@ func (c *conn) authenticate(token string, hasToken bool) bool {
 	c.setExpiry(exp)
 	c.watchRevoke(token)
 	c.pushReply(h.helloFrame(u, exp), 0)
+	// Heard now: the read deadline becomes silentFor's (AuthTimeout's
+	// until then), and extendRead takes it on from here.
+	c.hear(h.now())
 	if !h.send(ctlMsg{kind: ctlJoin, c: c}) {
 		c.closeWith(CloseGoingAway, "server shutting down", "shutdown", false)
 		c.drain()

@@ -9,52 +9,81 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // Writing: a client's frames go out as soon as its socket is free. The
-// fan-out's go through the writer goroutines (direct.go) when the socket
-// takes them at once; otherwise, and for replies, snapshots and closes,
-// the first frame queued to an idle client starts a flusher goroutine, which
-// takes everything queued and writes it in one writev; frames queued
-// while that write is in flight (or while the flusher waits for a CPU)
+// first frame queued to an idle client hands it to its writer goroutine
+// (direct.go), which writes what is queued without waiting; what the
+// socket does not take, and every write to a connection that is not
+// plain TCP (TLS), go to the connection's flusher goroutine, which
+// writes it in one writev, waiting for the socket; frames queued while
+// that write is in flight (or while the flusher waits for a CPU)
 // coalesce in the queue and go out together in the next write, and the
 // flusher ends when the queue is empty. So an idle client gets a change
 // at once, a busy one gets batches as large as its backlog, and an idle
-// connection holds no goroutine and no write buffer. Under load the hub
-// batches as well, across all clients (Config.WriteRate).
+// connection holds no goroutine and no write buffer. No write carries a
+// deadline: a flusher whose socket stays full is dropped by the hub's
+// watchdog (watchdog.go). Under load the hub batches as well, across all
+// clients (Config.WriteRate).
 
-// kick starts the flusher unless it runs or the connection has ended;
-// under c.mu.
+// kick hands c to its writer, or starts its flusher, unless it is being
+// written or has ended; under c.mu.
 func (c *conn) kick() {
 	if c.writing || c.ended {
 		return
 	}
 	c.writing = true
 	c.flushers.Add(1)
-	if c.flushFn == nil {
-		c.flushFn = c.flush // made once: go c.flush() would allocate each time
+	if c.raw != nil && c.h.writers.take(c) {
+		return
 	}
-	go c.flushFn()
+	c.handOff()
 }
 
-// batch is a flusher's scratch: borrowed from batches for one flush, so
-// idle connections hold none.
+// batch is a write's scratch: a writer's own, or borrowed from batches
+// for one flush, so idle connections hold none.
 type batch struct {
 	iov         [][]byte
-	bufs        net.Buffers
-	writevState // batch.writev's (writev_linux.go)
+	bufs        net.Buffers // what is left to write of iov
+	c           *conn       // whose write: the watchdog drops it if it waits too long
+	waited      bool        // the write waited for the socket (watchdog.go)
+	writevState             // batch.writev's (writev_linux.go)
 }
 
 var batches = sync.Pool{New: func() any { return new(batch) }}
+
+// add appends q's frames and the close frame cf, if any, to b.iov: the
+// messages they hold and when the oldest of them was queued.
+func (b *batch) add(q []*frame, cf []byte) (msgs int, oldest int64) {
+	oldest = math.MaxInt64
+	for _, f := range q {
+		if f == nil {
+			continue
+		}
+		b.iov = append(b.iov, f.b)
+		b.iov = append(b.iov, f.more...)
+		msgs += f.msgs
+		oldest = min(oldest, f.at)
+	}
+	if len(cf) > 0 {
+		b.iov = append(b.iov, cf)
+	}
+	return msgs, oldest
+}
+
+// reset lets go of what the last write held.
+func (b *batch) reset() {
+	clear(b.iov)
+	b.iov, b.bufs, b.c = b.iov[:0], nil, nil
+}
 
 // keepQueue is the largest queue capacity a connection keeps between
 // batches; a burst's larger one is let go when the flusher ends.
 const keepQueue = 64
 
-// flush writes what is queued, again and again while more was queued
-// meanwhile, and ends when the queue is empty, the connection fails or
-// its close frame has gone out.
+// flush writes what a writer left (c.rest) and what is queued, again and
+// again while more was queued meanwhile, and ends when the queue is
+// empty, the connection fails or its close frame has gone out.
 func (c *conn) flush() {
 	defer c.flushers.Done()
 	b := batches.Get().(*batch)
@@ -65,7 +94,7 @@ func (c *conn) flush() {
 	}()
 	for {
 		c.mu.Lock()
-		if c.ended || c.live == 0 && len(c.closing) == 0 && c.partial == nil {
+		if c.ended || c.live == 0 && len(c.closing) == 0 && c.rest == nil {
 			c.idle()
 			c.mu.Unlock()
 			return
@@ -75,11 +104,11 @@ func (c *conn) flush() {
 		if len(cf) > 0 {
 			c.closing = []byte{} // it goes out now
 		}
-		part := c.partial
-		c.partial = nil
+		rest, closed := c.rest, c.restClose
+		c.rest, c.restClose = nil, false
 		c.mu.Unlock()
 
-		ok := c.write(b, part, q, cf)
+		ok := c.write(b, rest, q, cf)
 		clear(q)
 		c.mu.Lock()
 		if c.spare == nil {
@@ -89,9 +118,8 @@ func (c *conn) flush() {
 		if !ok {
 			return
 		}
-		if len(cf) > 0 {
-			// Wait for the client's close reply, but not for long.
-			c.nc.SetReadDeadline(time.Now().Add(c.h.cfg.CloseWait))
+		if len(cf) > 0 || closed {
+			c.closeSent()
 		}
 	}
 }
@@ -111,7 +139,7 @@ func (c *conn) takeQueue() []*frame {
 // under c.mu.
 func (c *conn) idle() {
 	c.writing = false
-	c.partial = nil
+	c.rest = nil
 	if cap(c.spare) > keepQueue {
 		c.spare = nil
 	}
@@ -123,71 +151,50 @@ func (c *conn) idle() {
 	}
 }
 
-// write sends part (the rest of a direct write the socket did not take
-// whole), q's frames and the close frame cf, if any, in one writev; false
-// when the connection failed.
-func (c *conn) write(b *batch, part []byte, q []*frame, cf []byte) bool {
-	h := c.h
-	iov := b.iov[:0]
-	msgs, oldest := 0, int64(math.MaxInt64)
-	if len(part) > 0 {
-		iov = append(iov, part)
-	}
-	for _, f := range q {
-		if f == nil {
-			continue
-		}
-		iov = append(iov, f.b)
-		iov = append(iov, f.more...)
-		msgs += f.msgs
-		oldest = min(oldest, f.at)
-	}
-	if len(cf) > 0 {
-		iov = append(iov, cf)
-	}
-	if len(iov) == 0 {
+// write sends rest (what a writer's write left), q's frames and the
+// close frame cf, if any, in one writev, waiting for the socket; false
+// when the connection failed (or the watchdog dropped it).
+func (c *conn) write(b *batch, rest [][]byte, q []*frame, cf []byte) bool {
+	b.iov = append(b.iov[:0], rest...)
+	msgs, oldest := b.add(q, cf)
+	if len(b.iov) == 0 {
 		return true
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(h.cfg.SlowTimeout))
-	b.bufs = iov
+	b.bufs, b.c = b.iov, c
 	n, err := c.nc.writeBuffers(b, c.raw)
-	clear(iov)
-	b.iov, b.bufs = iov[:0], nil
-	h.m.wrote(msgs, n)
+	b.reset()
+	c.h.m.wrote(msgs, n)
 	if err != nil {
-		if isTimeout(err) {
-			h.log.Warn("ws client too slow: dropped", "user", c.user.Username, "remote", c.nc.RemoteAddr().String())
-			c.fail("slow")
-		} else {
-			c.fail("write_error")
-		}
+		c.fail("write_error") // "slow" when the watchdog closed it
 		return false
 	}
-	c.checkLag(msgs, oldest)
+	c.checkLag(msgs, oldest, c.h.now())
 	return true
 }
 
 // checkLag closes c with 4008 when the oldest of the msgs messages it
-// was just sent had been queued longer than SlowTimeout.
-func (c *conn) checkLag(msgs int, oldest int64) {
+// was just sent had been queued longer than SlowTimeout at now (hub
+// clock).
+func (c *conn) checkLag(msgs int, oldest, now int64) {
 	h := c.h
-	if lag := h.now() - oldest; msgs > 0 && lag > int64(h.cfg.SlowTimeout) {
+	if lag := now - oldest; msgs > 0 && lag > int64(h.cfg.SlowTimeout) {
 		h.log.Warn("ws client too slow: closing", "user", c.user.Username, "remote", c.nc.RemoteAddr().String(),
 			"lag_ms", lag/1e6)
 		c.closeWith(CloseTooSlow, "too slow", "slow", false)
 	}
 }
 
-// isTimeout reports a deadline error, also as gorilla reports it (its own
-// net.Error, not wrapping os.ErrDeadlineExceeded).
+// isTimeout reports a read deadline's error (the auth timeout), as net
+// reports it or as a wrapping net.Conn (a listener's) may.
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// lockedConn serialises writes: the flusher and gorilla's own control
-// writes (the protocol-error close) share the socket, and each write holds
-// whole frames.
+// lockedConn serialises writes, so that each holds whole frames: the
+// writers' and the flusher's share the socket with the reader's reply to
+// a client's close (clientClose) and the last reader's close frame
+// (finish).
 type lockedConn struct {
 	net.Conn
 	mu sync.Mutex
@@ -210,13 +217,18 @@ const copyChunk = 16 << 10
 // socket: batch.writev). Any other net.Conn (a listener's wrapper, TLS)
 // would get one Write per buffer from net.Buffers, so small buffers are
 // copied together into writes of up to copyChunk bytes, in a buffer
-// borrowed for the call; large ones are written as they are.
+// borrowed for the call; large ones are written as they are. Those
+// writes, which cannot tell when they wait, are under the watchdog
+// whole.
 func (c *lockedConn) writeBuffers(bt *batch, raw syscall.RawConn) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if raw != nil && haveWritev {
 		return bt.writev(raw)
 	}
+	wd := &bt.c.h.stuck
+	wd.wait(bt.c)
+	defer wd.done(bt.c)
 	b := &bt.bufs
 	if _, ok := c.Conn.(*net.TCPConn); ok {
 		return b.WriteTo(c.Conn)

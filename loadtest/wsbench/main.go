@@ -158,8 +158,14 @@ func runServer(rate float64, burst, exts int, view string, writeRate float64) er
 	}
 	defer h.close()
 	if p := os.Getenv("WSBENCH_CPUPROFILE"); p != "" {
+		// From 6 s after the start for 5 s (the clients connecting, at
+		// 10,000), or from WSBENCH_CPUPROFILE_DELAY (the measuring).
+		delay := 6 * time.Second
+		if d, err := time.ParseDuration(os.Getenv("WSBENCH_CPUPROFILE_DELAY")); err == nil {
+			delay = d
+		}
 		go func() {
-			time.Sleep(6 * time.Second)
+			time.Sleep(delay)
 			f, _ := os.Create(p)
 			runpprof.StartCPUProfile(f)
 			time.Sleep(5 * time.Second)
