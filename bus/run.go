@@ -48,7 +48,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { n.watchLeader(ctx, kv) })
 	if n.cfg.Primary != nil {
-		l = &lease{kv: kv, key: n.cfg.PBX, node: n.cfg.Node, ttl: n.cfg.LeaseTTL, log: n.log}
+		l = &lease{kv: kv, key: n.cfg.PBX, node: n.cfg.Node, ttl: n.cfg.LeaseTTL, log: n.log, leaderChecks: &n.m.leaderChecks}
 		wg.Go(func() {
 			defer l.release()
 			l.contend(ctx, won, n.depose)
