@@ -43,14 +43,36 @@ const DefaultLeaseTTL = 3 * time.Second
 // for one renewal at least (it tries every ttl/3, each for ttl/3 at
 // most), so a revision still standing at ttl is its failure, not the
 // election's.
+//
+// A preferred candidate (Config.Prefer, handover.go) that sees the lease
+// renewed by another asks that leader to hand it over; a leader that
+// agrees rewrites the lease naming the candidate (transfer), which takes
+// it with a compare-and-set on that revision.
 type lease struct {
-	kv           jetstream.KeyValue
-	key          string
-	node         string
-	ttl          time.Duration
-	log          *slog.Logger
-	rev          uint64         // the revision this node wrote last, while leading
+	kv   jetstream.KeyValue
+	key  string
+	node string
+	ttl  time.Duration
+	log  *slog.Logger
+	rev  uint64 // the revision this node wrote last, while leading
+	// ask, on a preferred candidate, asks holder to hand the lease over
+	// (handover.go); false when it did not ask (not caught up).
+	ask   func(ctx context.Context, holder string) bool
+	asked time.Time // when this node last asked
+	// handedIn: the lease was won by a handover (the old leader stepped
+	// down at a batch's end and said resyncing).
+	handedIn bool
+	// handTo, while leading, takes a transfer to the named node:
+	// keep rewrites the lease naming it, answers the write's error and
+	// stops renewing.
+	handTo       chan transfer
 	leaderChecks *atomic.Uint64 // stream-info requests for the bucket's leader
+}
+
+// transfer asks keep to hand the lease to node.
+type transfer struct {
+	node string
+	done chan error
 }
 
 // contend runs until ctx ends: it sends on won once this node holds the
@@ -81,8 +103,20 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 			// fine elsewhere. Count the stand-still from when it is seen
 			// again, so a cluster election does not depose a live leader.
 			since, checked = time.Now(), false
+		case string(e.Value()) == l.node && time.Since(l.asked) < 2*l.ttl:
+			// Handed over to this node: take it on the holder's revision.
+			if rev, err := l.kv.Update(c, l.key, []byte(l.node), e.Revision()); err == nil {
+				l.rev, l.handedIn = rev, true
+			}
 		case e.Revision() != seen:
 			seen, since, checked = e.Revision(), time.Now(), false
+			if l.ask != nil && string(e.Value()) != l.node && time.Since(l.asked) >= l.ttl {
+				// Another renews it: ask it to hand over, at most once a
+				// TTL (an answer lost, the lease may name this node still).
+				if at := time.Now(); l.ask(c, string(e.Value())) {
+					l.asked = at
+				}
+			}
 		case !checked && time.Since(since) >= l.ttl/2:
 			leader, checked = l.bucketLeader(c), true
 		case checked && time.Since(since) >= l.ttl:
@@ -138,6 +172,9 @@ func (l *lease) keep(ctx context.Context, lost func(error)) {
 		select {
 		case <-ctx.Done():
 			return
+		case h := <-l.handTo:
+			h.done <- l.handOver(ctx, h.node)
+			return
 		case <-tick.C:
 		}
 		c, cancel := context.WithTimeout(ctx, l.ttl/3)
@@ -156,6 +193,18 @@ func (l *lease) keep(ctx context.Context, lost func(error)) {
 			l.log.Warn("lease not renewed, retrying", "err", err)
 		}
 	}
+}
+
+// handOver rewrites the lease naming node, on this leader's revision.
+// Done, the lease is not this node's to release any more.
+func (l *lease) handOver(ctx context.Context, node string) error {
+	c, cancel := context.WithTimeout(ctx, l.ttl/3)
+	defer cancel()
+	_, err := l.kv.Update(c, l.key, []byte(node), l.rev)
+	if err == nil {
+		l.rev = 0
+	}
+	return err
 }
 
 // release lets the lease go at a clean stop, so that a standby takes over

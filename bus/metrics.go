@@ -20,6 +20,7 @@ type counters struct {
 	stallsWritten  atomic.Uint64
 	stallsApplied  atomic.Uint64
 	dropped        atomic.Uint64 // ops too large for a message, dropped
+	handovers      atomic.Uint64 // leads handed over to a preferred node
 	leaderChecks   atomic.Uint64 // stream-info requests for the lease bucket's leader (lease.go)
 	streamLast     atomic.Uint64 // the stream's last seq, as last read
 	streamMsgs     atomic.Uint64 // the stream's messages and bytes: the current generation's once purged
@@ -46,6 +47,7 @@ type Stats struct {
 	GenerationBytes uint64
 	Rollovers       uint64 // new generations this node started as leader
 	Dropped         uint64 // ops larger than the servers' max_payload, dropped as leader
+	Handovers       uint64 // leads handed over to a preferred node
 	LeaderChecks    uint64 // stream-info requests for the lease bucket's JetStream leader
 }
 
@@ -65,7 +67,7 @@ func (n *Node) Stats() Stats {
 		Retries: c.retries.Load(), Adopted: c.adopted.Load(), Takeovers: c.takeovers.Load(),
 		StallsWritten: c.stallsWritten.Load(), StallsApplied: c.stallsApplied.Load(),
 		Generation: g.Gen, GenerationSeq: seq, GenerationMsgs: c.streamMsgs.Load(), GenerationBytes: c.streamBytes.Load(),
-		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load(), LeaderChecks: c.leaderChecks.Load()}
+		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load(), Handovers: c.handovers.Load(), LeaderChecks: c.leaderChecks.Load()}
 }
 
 type collector struct{ n *Node }
@@ -90,13 +92,14 @@ var (
 	descGenMsgs   = prometheus.NewDesc("ctibridge_bus_stream_messages", "Messages in the op stream (the current generation's once the old one is purged).", nil, nil)
 	descGenBytes  = prometheus.NewDesc("ctibridge_bus_stream_bytes", "Bytes in the op stream (the current generation's once the old one is purged).", nil, nil)
 	descRollovers = prometheus.NewDesc("ctibridge_bus_rollovers_total", "New generations of the op log this node started as leader.", nil, nil)
+	descHandovers = prometheus.NewDesc("ctibridge_bus_handovers_total", "Leads this node handed over to a preferred node (--bus-prefer).", nil, nil)
 	descChecks    = prometheus.NewDesc("ctibridge_bus_lease_leader_checks_total", "Stream-info requests for the lease bucket's JetStream leader, made by a standby when the lease stood still for half its TTL.", nil, nil)
 	descDropped   = prometheus.NewDesc("ctibridge_bus_dropped_ops_total", "Ops larger than the NATS max_payload this node dropped as leader (an AMI frame or a follow-up's answer item): the state may miss them until a reconcile or resync.", nil, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRole, descPublished, descPubBytes, descApplied, descAppBytes, descLagMsgs, descRetries,
-		descAdopted, descTakeovers, descStallsW, descStallsA, descGen, descGenMsgs, descGenBytes, descRollovers, descDropped, descChecks} {
+		descAdopted, descTakeovers, descStallsW, descStallsA, descGen, descGenMsgs, descGenBytes, descRollovers, descDropped, descHandovers, descChecks} {
 		ch <- d
 	}
 }
@@ -131,5 +134,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descGenBytes, s.GenerationBytes)
 	counter(descRollovers, s.Rollovers)
 	counter(descDropped, s.Dropped)
+	counter(descHandovers, s.Handovers)
 	counter(descChecks, s.LeaderChecks)
 }
