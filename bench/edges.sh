@@ -53,12 +53,7 @@ mkdir -p bench/out
 out=bench/out/edges.json
 tmp=$(mktemp -d)
 pids=()
-stop_all() { # the processes this script started, newest first
-  local i
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pids=()
-}
+. bench/lib.sh
 trap 'stop_all; rm -rf "$tmp"' EXIT
 go build -o "$tmp/ctibridge" ./cmd/ctibridge
 go build -o "$tmp/wsbench" ./loadtest/wsbench
@@ -66,25 +61,6 @@ cb=$tmp/ctibridge
 hash=$(echo admin | "$cb" passwd)
 printf 'users:\n  - username: admin\n    password_hash: "%s"\n    role: admin\n' "$hash" >"$tmp/users.yaml"
 : >"$out"
-
-freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-waitport() { # port: until something listens on it (10 s)
-  for _ in $(seq 200); do
-    (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on $1" >&2
-  return 1
-}
-waitready() { # admin-port name: until /readyz answers 200 (60 s)
-  for _ in $(seq 600); do
-    curl -fs "http://127.0.0.1:$1/readyz" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "$2 not ready; its log:" >&2
-  tail -20 "$tmp/$2.log" >&2
-  return 1
-}
 
 declare -A http admin pid
 node() { # name args...: a ctibridge serve or edge, started and ready
