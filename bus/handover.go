@@ -44,7 +44,7 @@ var ErrHandedOver = fmt.Errorf("%w: handed over to a preferred node", ErrDeposed
 
 // A handover request's answers.
 const (
-	handOK        = 0 // stepped down, the lease names the asking node
+	handOK        = 0 // stepped down; the lease names the asking node (or is let go when it could not be rewritten)
 	handPreferred = 1 // this leader is preferred too: it keeps the lead
 	handBusy      = 2 // not leading, stepping down already, or no safe point in time
 )
