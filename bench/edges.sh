@@ -49,17 +49,9 @@ if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -le "$((CLIENTS + 200))
   echo "bench/edges.sh: the hard fd limit $(ulimit -Hn) is too low for CLIENTS=$CLIENTS" >&2
   exit 1
 fi
-mkdir -p bench/out
-out=bench/out/edges.json
-tmp=$(mktemp -d)
-pids=()
 . bench/lib.sh
-trap 'stop_all; rm -rf "$tmp"' EXIT
-go build -o "$tmp/ctibridge" ./cmd/ctibridge
 go build -o "$tmp/wsbench" ./loadtest/wsbench
-cb=$tmp/ctibridge
-hash=$(echo admin | "$cb" passwd)
-printf 'users:\n  - username: admin\n    password_hash: "%s"\n    role: admin\n' "$hash" >"$tmp/users.yaml"
+out=bench/out/edges.json
 : >"$out"
 
 declare -A http admin pid

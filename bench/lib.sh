@@ -1,5 +1,7 @@
-# bench/lib.sh: what the bench scripts share; sourced after they set tmp
-# (their temporary directory) and pids (the processes they started).
+# bench/lib.sh: what the bench scripts share, sourced from the repository's
+# root: a temporary directory (tmp) removed at exit with every process the
+# script started (pids, killed newest first), ctibridge built there (cb),
+# a users file with admin/admin ($tmp/users.yaml), and the helpers below.
 
 stop_all() { # the processes this script started, newest first
   local i
@@ -25,3 +27,12 @@ waitready() { # admin-port name: until /readyz answers 200 (60 s)
   tail -20 "$tmp/$2.log" >&2
   return 1
 }
+
+mkdir -p bench/out
+tmp=$(mktemp -d)
+pids=()
+trap 'stop_all; rm -rf "$tmp"' EXIT
+go build -o "$tmp/ctibridge" ./cmd/ctibridge
+cb=$tmp/ctibridge
+hash=$(echo admin | "$cb" passwd)
+printf 'users:\n  - username: admin\n    password_hash: "%s"\n    role: admin\n' "$hash" >"$tmp/users.yaml"

@@ -23,16 +23,8 @@ D=${D:-30}
 for t in /usr/sbin/nats-server curl python3; do
   command -v "$t" >/dev/null || { echo "bench/replicas.sh: needs $t" >&2; exit 1; }
 done
-mkdir -p bench/out
-out=bench/out/replicas.json
-tmp=$(mktemp -d)
-pids=()
 . bench/lib.sh
-trap 'stop_all; rm -rf "$tmp"' EXIT
-go build -o "$tmp/ctibridge" ./cmd/ctibridge
-cb=$tmp/ctibridge
-hash=$(echo admin | "$cb" passwd)
-printf 'users:\n  - username: admin\n    password_hash: "%s"\n    role: admin\n' "$hash" >"$tmp/users.yaml"
+out=bench/out/replicas.json
 : >"$out"
 declare -A admin pid
 node() { # name args...: a ctibridge serve or edge
