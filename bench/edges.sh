@@ -54,20 +54,6 @@ go build -o "$tmp/wsbench" ./loadtest/wsbench
 out=bench/out/edges.json
 : >"$out"
 
-declare -A http admin pid
-node() { # name args...: a ctibridge serve or edge, started and ready
-  local name=$1
-  shift
-  http[$name]=$(freeport)
-  admin[$name]=$(freeport)
-  mkdir -p "$tmp/$name"
-  CTIBRIDGE_AMI_SECRET=synth "$cb" "$@" --http "127.0.0.1:${http[$name]}" --admin "127.0.0.1:${admin[$name]}" \
-    --users "$tmp/users.yaml" --data-dir "$tmp/$name" --record-cdr=false --access-log-every -1 --log-level warn \
-    2>"$tmp/$name.log" &
-  pid[$name]=$!
-  pids+=($!)
-}
-
 up() { # rate: nats-server, the synthetic PBX, the bridge, the edges and the single process
   local np ap i
   np=$(freeport)

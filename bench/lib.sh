@@ -27,6 +27,21 @@ waitready() { # admin-port name: until /readyz answers 200 (60 s)
   tail -20 "$tmp/$2.log" >&2
   return 1
 }
+# node name args...: a ctibridge serve or edge started (not waited for):
+# its ports in http and admin, its pid in pid.
+declare -A http admin pid
+node() {
+  local name=$1
+  shift
+  http[$name]=$(freeport)
+  admin[$name]=$(freeport)
+  mkdir -p "$tmp/$name"
+  CTIBRIDGE_AMI_SECRET=synth "$cb" "$@" --http "127.0.0.1:${http[$name]}" --admin "127.0.0.1:${admin[$name]}" \
+    --users "$tmp/users.yaml" --data-dir "$tmp/$name" --record-cdr=false --access-log-every -1 --log-level warn \
+    2>"$tmp/$name.log" &
+  pid[$name]=$!
+  pids+=($!)
+}
 
 mkdir -p bench/out
 tmp=$(mktemp -d)

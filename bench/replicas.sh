@@ -26,18 +26,6 @@ done
 . bench/lib.sh
 out=bench/out/replicas.json
 : >"$out"
-declare -A admin pid
-node() { # name args...: a ctibridge serve or edge
-  local name=$1
-  shift
-  admin[$name]=$(freeport)
-  mkdir -p "$tmp/$name"
-  CTIBRIDGE_AMI_SECRET=synth "$cb" "$@" --http "127.0.0.1:$(freeport)" --admin "127.0.0.1:${admin[$name]}" \
-    --users "$tmp/users.yaml" --data-dir "$tmp/$name" --record-cdr=false --access-log-every -1 --log-level warn \
-    2>"$tmp/$name.log" &
-  pid[$name]=$!
-  pids+=($!)
-}
 sample() { # name: RSS bytes, Go heap in use bytes, CPU ticks
   local p=${pid[$1]} rss heap cpu
   rss=$(awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$p/status")
