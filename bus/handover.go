@@ -16,7 +16,8 @@ import (
 // A bridge node with Config.Prefer set, standing by while another node
 // renews the lease, asks that leader, by request/reply on
 // ctibridge.<pbx>.handover, to hand the lead over (at most once a
-// LeaseTTL, while it follows the stream). A leader that is not preferred
+// LeaseTTL, while it follows the stream and reaches the PBX:
+// Config.Reachable). A leader that is not preferred
 // itself agrees, and steps down at a safe point: no publish in flight,
 // no batch of its link being chunked out (a batch's chunk published in
 // the last chunkQuiet; ops a Replica left waiting for the next Publish,
@@ -70,6 +71,16 @@ func (n *Node) askHandover(ctx context.Context, holder string) bool {
 	last := n.m.streamLast.Load() // read every second (watch); 0 until then
 	if !n.ready.Load() || n.cutOff.Load() || last == 0 || n.applied.Load()+64 < last {
 		return false
+	}
+	if n.cfg.Reachable != nil {
+		if err := n.cfg.Reachable(ctx); err != nil {
+			if !n.warnedUnreachable {
+				n.warnedUnreachable = true
+				n.log.Warn("preferred, but the PBX is out of reach: not asking for the lead", "leader", holder, "err", err)
+			}
+			return false
+		}
+		n.warnedUnreachable = false
 	}
 	m, err := n.nc.RequestWithContext(ctx, n.handoverSubject(), appendString([]byte{version}, n.cfg.Node))
 	switch {

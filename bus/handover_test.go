@@ -137,6 +137,26 @@ func TestPreferredLeaderKeeps(t *testing.T) {
 	}
 }
 
+// TestPreferredUnreachable: a preferred bridge that does not reach its
+// PBX (Config.Reachable fails) asks for no handover: the leader keeps
+// the lead.
+func TestPreferredUnreachable(t *testing.T) {
+	const ttl = 2 * time.Second
+	srv := natstest.Start(t)
+	sim := startSim(t)
+	a := startNode(t, srv.URL(), "bridge-a", sim.AMIAddr(), ttl)
+	waitFor(t, "bridge-a to lead", 30*time.Second, a.n.Leading)
+	b := startNodeWith(t, srv.URL(), "bridge-b", sim.AMIAddr(), ttl, func(c *Config) {
+		c.Prefer = true
+		c.Reachable = func(context.Context) error { return errors.New("connection refused") }
+	})
+	waitFor(t, "bridge-b to follow", 20*time.Second, func() bool { return live(b.served) })
+	time.Sleep(3 * ttl)
+	if a.stopped() || !a.n.Leading() || b.n.Leading() {
+		t.Errorf("bridge-a stopped %v (%v), leading %v; bridge-b (preferred, PBX out of reach) leading %v", a.stopped(), a.err, a.n.Leading(), b.n.Leading())
+	}
+}
+
 // checkStepDown fails unless the message before the last lead record of
 // node to in n's stream is the old leader's last: SetLink(state) and
 // Publish.

@@ -67,6 +67,10 @@ type Config struct {
 	// it (handover.go). Several nodes may prefer a PBX: whichever leads
 	// keeps it.
 	Prefer bool
+	// Reachable, on a preferred node, says whether it reaches the PBX
+	// (cmd/ctibridge dials its AMI address): a node that does not asks for
+	// no handover. Nil: it asks.
+	Reachable func(ctx context.Context) error
 	// LeaseTTL is how long a lease not renewed stays with its holder.
 	// Default DefaultLeaseTTL; renewed every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -132,8 +136,9 @@ type Node struct {
 	chunkAt time.Time
 	// handedOff: this leader stepped down to hand over, it publishes
 	// nothing more. pubMu held.
-	handedOff       bool
-	warnedPreferred bool // the lease's goroutine's
+	handedOff         bool
+	warnedPreferred   bool // the lease's goroutine's
+	warnedUnreachable bool // the lease's goroutine's
 }
 
 // Open connects to NATS, creates the PBX's stream and buckets if they do

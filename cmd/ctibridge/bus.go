@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -229,6 +230,7 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 		cfg.LinkPBX = bus.NewLinkPBX(client) // lets the leader roll the op log over
 		l := link.New(cfg.LinkPBX, primary, lcfg)
 		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, l.Refresh
+		cfg.Reachable = reachable(acfg.Addr)
 		c.bus.rollSettings(&cfg)
 		cfg.Lead = func(ctx context.Context) error {
 			// The client outlives the link so that it logs off.
@@ -252,6 +254,18 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 		p.cdrClient, p.observe = ami.NewClient(acfg), observe
 	}
 	return p, nil
+}
+
+// reachable is a preferred candidate's check before it asks for the lead
+// (bus.Config.Reachable): the PBX's AMI address takes a TCP connection.
+func reachable(addr string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
 }
 
 // contend runs candidates until ctx ends: one deposed is closed and
