@@ -30,8 +30,13 @@
 // ahead) says so on its own, outside the feed: its State is stalled and
 // stale at the same seq until it has caught up, and it restarts its
 // consumer as soon as it finds it silent or its connection reconnects
-// (unheard.go). Actions reach the leader by request/reply (actions.go; the Node is a rest.PBX and a
-// rest.Refresher).
+// (unheard.go). Actions reach the leader by request/reply (actions.go;
+// the Node is a rest.PBX and a rest.Refresher). A bridge with
+// Config.Prefer standing by asks a leader that does not prefer the PBX
+// to hand it over (handover.go): the leader steps down at a safe point,
+// its last message saying resyncing, and rewrites the lease naming the
+// preferred node, which leads without a "down" of its own; Run returns
+// ErrHandedOver on the old leader.
 //
 // The log is cut into generations (rollover.go): past Config.RollBytes
 // or RollAge the leader's link resyncs on the connection it has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,11 +29,25 @@ const DefaultLeaseTTL = 3 * time.Second
 // revision has been replaced. A leader that cannot rewrite (NATS out of
 // reach, a JetStream election) keeps trying, and a candidate whose
 // takeover write fails so (not on the revision), or who finds the
-// bucket's JetStream leader changed since the stand-still began (the
+// bucket's JetStream leader changed during the stand-still (the
 // election is over, but the holder could not renew during it), counts
 // the stand-still again from then; should a candidate take over meanwhile, the leader's
 // next rewrite or publish is refused on the revision or the stream's
 // last seq, and it steps down then.
+//
+// The bucket's JetStream leader is read (a stream-info request) once a
+// stand-still has lasted ttl/2, and again at ttl before a takeover: a
+// renewed lease costs a standby one KV read every ttl/30 and nothing
+// more (leaderChecks counts the stream-info requests). The holder had
+// the second half of the stand-still under one JetStream leader, time
+// for one renewal at least (it tries every ttl/3, each for ttl/3 at
+// most), so a revision still standing at ttl is its failure, not the
+// election's.
+//
+// A preferred candidate (Config.Prefer, handover.go) that sees the lease
+// renewed by another asks that leader to hand it over; a leader that
+// agrees rewrites the lease naming the candidate (transfer), which takes
+// it with a compare-and-set on that revision.
 type lease struct {
 	kv   jetstream.KeyValue
 	key  string
@@ -40,6 +55,24 @@ type lease struct {
 	ttl  time.Duration
 	log  *slog.Logger
 	rev  uint64 // the revision this node wrote last, while leading
+	// ask, on a preferred candidate, asks holder to hand the lease over
+	// (handover.go); false when it did not ask (not caught up).
+	ask   func(ctx context.Context, holder string) bool
+	asked time.Time // when this node last asked
+	// handedIn: the lease was won by a handover (the old leader stepped
+	// down at a batch's end and said resyncing).
+	handedIn bool
+	// handTo, while leading, takes a transfer to the named node:
+	// keep rewrites the lease naming it, answers the write's error and
+	// stops renewing.
+	handTo       chan transfer
+	leaderChecks *atomic.Uint64 // stream-info requests for the bucket's leader
+}
+
+// transfer asks keep to hand the lease to node.
+type transfer struct {
+	node string
+	done chan error
 }
 
 // contend runs until ctx ends: it sends on won once this node holds the
@@ -49,7 +82,8 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 	defer tick.Stop()
 	var seen uint64
 	var since time.Time
-	var leader string // the bucket's JetStream leader when the stand-still began
+	var leader string // the bucket's JetStream leader at ttl/2 of the stand-still
+	checked := false  // leader read for this stand-still
 	for l.rev == 0 {
 		select {
 		case <-ctx.Done():
@@ -68,18 +102,31 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 			// NATS out of reach or electing: the leader may be renewing
 			// fine elsewhere. Count the stand-still from when it is seen
 			// again, so a cluster election does not depose a live leader.
-			since, leader = time.Now(), ""
+			since, checked = time.Now(), false
+		case string(e.Value()) == l.node && time.Since(l.asked) < 2*l.ttl:
+			// Handed over to this node: take it on the holder's revision.
+			if rev, err := l.kv.Update(c, l.key, []byte(l.node), e.Revision()); err == nil {
+				l.rev, l.handedIn = rev, true
+			}
 		case e.Revision() != seen:
-			seen, since = e.Revision(), time.Now()
-			leader = l.bucketLeader(c)
-		case time.Since(since) >= l.ttl:
+			seen, since, checked = e.Revision(), time.Now(), false
+			if l.ask != nil && string(e.Value()) != l.node && time.Since(l.asked) >= l.ttl {
+				// Another renews it: ask it to hand over, at most once a
+				// TTL (an answer lost, the lease may name this node still).
+				if at := time.Now(); l.ask(c, string(e.Value())) {
+					l.asked = at
+				}
+			}
+		case !checked && time.Since(since) >= l.ttl/2:
+			leader, checked = l.bucketLeader(c), true
+		case checked && time.Since(since) >= l.ttl:
 			if now := l.bucketLeader(c); now == "" || now != leader {
 				// The bucket's JetStream leader changed during the
-				// stand-still (or none answers now): while it was
-				// elected nobody could write, the holder's renewals
-				// failed though its reads came from the replicas. Give it
-				// a TTL to renew under the new leader.
-				since, leader = time.Now(), now
+				// stand-still (or none answers): while it was elected
+				// nobody could write, the holder's renewals failed though
+				// its reads came from the replicas. Give it a TTL to
+				// renew under the new leader.
+				since, checked = time.Now(), false
 				break
 			}
 			l.log.Warn("lease not renewed: taking over", "holder", string(e.Value()), "for", time.Since(since).Round(time.Millisecond))
@@ -92,7 +139,7 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 				// the election is on: reads still come from the replicas),
 				// so the leader cannot renew either: count its stand-still
 				// again from now, or a NATS server's death deposes it.
-				since = time.Now()
+				since, checked = time.Now(), false
 			}
 		}
 		cancel()
@@ -105,6 +152,7 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 // "" when none answers (an election, NATS out of reach), "-" for a
 // bucket with no cluster (a single server).
 func (l *lease) bucketLeader(ctx context.Context) string {
+	l.leaderChecks.Add(1)
 	st, err := l.kv.Status(ctx)
 	if err != nil {
 		return ""
@@ -124,6 +172,9 @@ func (l *lease) keep(ctx context.Context, lost func(error)) {
 		select {
 		case <-ctx.Done():
 			return
+		case h := <-l.handTo:
+			h.done <- l.handOver(ctx, h.node)
+			return
 		case <-tick.C:
 		}
 		c, cancel := context.WithTimeout(ctx, l.ttl/3)
@@ -142,6 +193,18 @@ func (l *lease) keep(ctx context.Context, lost func(error)) {
 			l.log.Warn("lease not renewed, retrying", "err", err)
 		}
 	}
+}
+
+// handOver rewrites the lease naming node, on this leader's revision.
+// Done, the lease is not this node's to release any more.
+func (l *lease) handOver(ctx context.Context, node string) error {
+	c, cancel := context.WithTimeout(ctx, l.ttl/3)
+	defer cancel()
+	_, err := l.kv.Update(c, l.key, []byte(node), l.rev)
+	if err == nil {
+		l.rev = 0
+	}
+	return err
 }
 
 // release lets the lease go at a clean stop, so that a standby takes over

@@ -62,6 +62,15 @@ type Config struct {
 	RollBytes int64
 	RollAge   time.Duration
 	RollCheck time.Duration
+	// Prefer, on a bridge node, makes it the PBX's preferred leader: while
+	// it stands by, a leader that is not preferred hands the lead over to
+	// it (handover.go). Several nodes may prefer a PBX: whichever leads
+	// keeps it.
+	Prefer bool
+	// Reachable, on a preferred node, says whether it reaches the PBX
+	// (cmd/ctibridge dials its AMI address): a node that does not asks for
+	// no handover. Nil: it asks.
+	Reachable func(ctx context.Context) error
 	// LeaseTTL is how long a lease not renewed stays with its holder.
 	// Default DefaultLeaseTTL; renewed every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -122,6 +131,18 @@ type Node struct {
 	gen            generation
 	m              counters
 	bg             sync.WaitGroup // Run's goroutines started from elsewhere (purges)
+
+	lease *lease // Run's, on a bridge node
+	// handMu orders flush and stepDown (handover.go): chunkAt, when a
+	// chunk of a batch not ended went out (zero at a batch's end), is
+	// read at a safe point.
+	handMu  sync.Mutex
+	chunkAt time.Time
+	// handedOff: this leader stepped down to hand over, it publishes
+	// nothing more. pubMu held.
+	handedOff         bool
+	warnedPreferred   bool // the lease's goroutine's
+	warnedUnreachable bool // the lease's goroutine's
 }
 
 // Open connects to NATS, creates the PBX's stream and buckets if they do

@@ -48,7 +48,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	wg.Go(func() { n.watchLeader(ctx, kv) })
 	if n.cfg.Primary != nil {
-		l = &lease{kv: kv, key: n.cfg.PBX, node: n.cfg.Node, ttl: n.cfg.LeaseTTL, log: n.log}
+		l = n.newLease(kv)
 		wg.Go(func() {
 			defer l.release()
 			l.contend(ctx, won, n.depose)
@@ -62,6 +62,9 @@ func (n *Node) Run(ctx context.Context) error {
 		case err := <-ferr:
 			return err
 		case err := <-n.deposed:
+			if errors.Is(err, ErrHandedOver) {
+				return err // handover.go
+			}
 			n.log.Error("stepping down: this node's engine may hold ops the stream lacks", "err", err)
 			return fmt.Errorf("%w: %v", ErrDeposed, err)
 		case <-won:
@@ -289,17 +292,22 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 		n.depose(err)
 		return nil
 	}
-	p.Record(n.publishBatch, n.depose, nil)
+	p.Record(n.flush, n.depose, nil)
 	n.boundMessages(p)
 	if n.cfg.LinkPBX != nil {
 		p.onRoll = n.publishGenesis
 	}
 	// Until the new link has resynchronised, what the old leader last said
-	// is not known to be true.
-	p.SetLink(calls.LinkDown)
-	p.Publish()
+	// is not known to be true (one that handed over said so: resyncing).
+	if !n.lease.handedIn {
+		p.SetLink(calls.LinkDown)
+		p.Publish()
+	}
 	n.leading.Store(true)
 	if err := n.serveActions(); err != nil {
+		return err
+	}
+	if err := n.serveHandover(); err != nil {
 		return err
 	}
 	n.log.Info("leading: starting the PBX link", "stream_seq", n.pubSeq)
@@ -321,6 +329,9 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 // came after this leader's last (skipStalls). It gives up only when Run
 // ends. pubMu held once leading.
 func (n *Node) publish(data []byte) error {
+	if n.handedOff {
+		return ErrHandedOver
+	}
 	n.pubCount++
 	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubTerm, 10) + "/" + strconv.FormatUint(n.pubCount, 10)
 	warned := false

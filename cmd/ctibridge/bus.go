@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ type busConfig struct {
 	pbx  string // names the PBX's stream and subjects
 	edge bool   // follow the bus only: no AMI link
 	node string // this node's name in the lease
+	// prefer names the PBXs (by their names on the bus) this bridge
+	// leads whenever it is up (--bus-prefer): comma-separated.
+	prefer string
 	// A new generation of the op log past this size or age (0: never).
 	rollMiB int64
 	rollAge time.Duration
@@ -39,8 +43,20 @@ func busSettings(s *settings, c *busConfig) {
 	s.str(&c.pbx, "bus-pbx", "default", "name of the PBX on the bus (letters, digits, - and _): its stream and subjects")
 	s.boolean(&c.edge, "bus-edge", false, "edge node: no AMI link, the state comes from the bus (ctibridge edge sets it)")
 	s.str(&c.node, "bus-node", "", "this node's name on the bus, unique per node (default host-pid)")
+	s.str(&c.prefer, "bus-prefer", "", "PBXs this bridge leads whenever it is up, by their names on the bus (--bus-pbx's for the PBX of --ami, --pbx names), comma-separated: a bridge leading one of them that does not prefer it hands it over (docs/operations.md)")
+	s.list[len(s.list)-1].repeat = true
 	s.integer(&c.rollMiB, "bus-roll-mib", bus.DefaultRollBytes>>20, "the leader starts a new generation of the op log (a fresh resync; the old one purged) past this many MiB (0: never)")
 	s.dur(&c.rollAge, "bus-roll-age", bus.DefaultRollAge, "the leader starts a new generation of the op log when the current one is this old (0: never)")
+}
+
+// prefers reports whether --bus-prefer names pbx.
+func (c busConfig) prefers(pbx string) bool {
+	for _, p := range splitList(c.prefer) {
+		if p == pbx {
+			return true
+		}
+	}
+	return false
 }
 
 // rollSettings maps the rollover settings to bus.Config's (0: never).
@@ -59,6 +75,9 @@ func checkBus(c busConfig, add func(name string, warn bool, hint, format string,
 	if c.url == "" {
 		if c.edge {
 			add("bus-edge", false, "set --bus to the NATS servers", "an edge needs --bus")
+		}
+		if c.prefer != "" {
+			add("bus-prefer", false, "it says which bridge leads a PBX on the bus: set --bus, or drop it", "without --bus")
 		}
 		return
 	}
@@ -92,6 +111,30 @@ func checkBusPBXs(c busConfig, specs []pbxSpec, add func(name string, warn bool,
 		}
 		streams[st] = fmt.Sprintf("PBX %q", sp.name)
 	}
+	if c.prefer != "" && c.edge {
+		add("bus-prefer", false, "give it to the bridges: an edge leads no PBX", "on an edge")
+		return
+	}
+	for _, name := range splitList(c.prefer) {
+		if !followed(c, specs, name) {
+			add("bus-prefer", false, "name the PBX of --ami by --bus-pbx ("+strconv.Quote(c.pbx)+"), the others by their --pbx names",
+				"PBX %q is not one this bridge follows", name)
+		}
+	}
+}
+
+// followed reports whether name is the bus name of the PBX of --ami or
+// of one of specs.
+func followed(c busConfig, specs []pbxSpec, name string) bool {
+	if name == c.pbx {
+		return true
+	}
+	for _, sp := range specs {
+		if sp.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // edgeArgs are the arguments of `ctibridge edge`: serve's, as an edge.
@@ -169,7 +212,7 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 	served := bus.NewReplica(ecfg)
 	p := &busPBX{name: pbx, eng: served.Engine(), log: log}
 	cfg := bus.Config{URL: c.bus.url, PBX: pbx, Node: c.bus.node, Served: served,
-		Fingerprint: bus.EngineFingerprint(ecfg), Log: log}
+		Fingerprint: bus.EngineFingerprint(ecfg), Prefer: c.bus.prefers(pbx), Log: log}
 	if p.node, err = bus.Open(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -187,6 +230,7 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 		cfg.LinkPBX = bus.NewLinkPBX(client) // lets the leader roll the op log over
 		l := link.New(cfg.LinkPBX, primary, lcfg)
 		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, l.Refresh
+		cfg.Reachable = reachable(acfg.Addr)
 		c.bus.rollSettings(&cfg)
 		cfg.Lead = func(ctx context.Context) error {
 			// The client outlives the link so that it logs off.
@@ -212,6 +256,18 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 	return p, nil
 }
 
+// reachable is a preferred candidate's check before it asks for the lead
+// (bus.Config.Reachable): the PBX's AMI address takes a TCP connection.
+func reachable(addr string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
+}
+
 // contend runs candidates until ctx ends: one deposed is closed and
 // replaced by a fresh one, which follows the stream and contends again
 // a second later (two bridges fencing each other off do not spin).
@@ -227,8 +283,12 @@ func (p *busPBX) contend(ctx context.Context) error {
 		if !errors.Is(err, bus.ErrDeposed) {
 			return err
 		}
-		p.log.Warn("deposed: this PBX's lead is lost, standing by again with a fresh engine; the state clients read goes on following",
-			"pbx", p.name, "err", err)
+		if errors.Is(err, bus.ErrHandedOver) {
+			p.log.Info("handed over: a bridge that prefers this PBX leads it; standing by again with a fresh engine", "pbx", p.name)
+		} else {
+			p.log.Warn("deposed: this PBX's lead is lost, standing by again with a fresh engine; the state clients read goes on following",
+				"pbx", p.name, "err", err)
+		}
 		next, err := p.candidate(ctx)
 		if err != nil {
 			if ctx.Err() != nil {

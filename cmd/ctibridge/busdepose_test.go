@@ -11,8 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ctibridge/ctibridge/auth"
-	"github.com/ctibridge/ctibridge/bus/natstest"
 	"github.com/ctibridge/ctibridge/pbxsim"
 	"github.com/ctibridge/ctibridge/ws"
 )
@@ -30,36 +28,9 @@ import (
 // call is then gone from A and B (A's clients follow the stream, no
 // ghost call).
 func TestBusDeposedOnePBX(t *testing.T) {
-	srv := natstest.Start(t)
-	def, s2 := startSimSite(t), startSimSite(t)
-	hash, _ := auth.HashPassword("pw", 4)
-	users := writeFile(t, "users.yaml", "users:\n  - {username: admin, role: admin, password_hash: \""+hash+"\"}\n")
-	env := map[string]string{"CTIBRIDGE_AMI_SECRET": pbxsim.DefaultAMISecret, "CTIBRIDGE_USERS": users}
-	bridge := func(node string) *busNode {
-		return startBusNode(t, []string{"serve", "--bus", srv.URL(), "--bus-node", node, "--ami", def.pbx.AMIAddr(),
-			"--ami-user", pbxsim.DefaultAMIUser, "--pbx", "site2=" + s2.pbx.AMIAddr(), "--access-log-every", "-1"}, env)
-	}
-	roles := func(n *busNode) [2]string {
-		var out [2]string
-		for i, pbx := range []string{"default", "site2"} {
-			for _, r := range []string{"leader", "standby"} {
-				if n.metric(t, `ctibridge_bus_role{pbx="`+pbx+`",role="`+r+`"}`) == "1" {
-					out[i] = r
-				}
-			}
-		}
-		return out
-	}
-	waitRoles := func(n *busNode, want [2]string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for roles(n) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: roles (default, site2) %v, want %v\n%s", n.api, roles(n), want, n.logs)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	url, def, s2, start := twoPBXBridges(t)
+	bridge := func(node string) *busNode { return start(node) }
+	waitRoles := func(n *busNode, want [2]string) { t.Helper(); waitBusRoles(t, n, want) }
 	a := bridge("bridge-a")
 	waitRoles(a, [2]string{"leader", "leader"})
 	b := bridge("bridge-b")
@@ -81,7 +52,7 @@ func TestBusDeposedOnePBX(t *testing.T) {
 	}
 
 	// Take the default PBX's lease from A.
-	nc, err := nats.Connect(srv.URL())
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -343,9 +343,10 @@ func pbxView(m map[string]restExtension) []string {
 }
 
 // TestCheckConfigBusPBXs: check-config takes --pbx with --bus (an edge's
-// PBX by its name alone, or its bridges' NAME=host:port) and names what
-// cannot work: a bridge's PBX without an address, two PBXs whose streams
-// would be one.
+// PBX by its name alone, or its bridges' NAME=host:port) and a bridge's
+// --bus-prefer of the PBXs it follows, and names what cannot work: a
+// bridge's PBX without an address, two PBXs whose streams would be one,
+// --bus-prefer naming a PBX not followed, on an edge, without --bus.
 func TestCheckConfigBusPBXs(t *testing.T) {
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": "s", "CTIBRIDGE_AMI_USER": "u", "CTIBRIDGE_DATA_DIR": t.TempDir()}
 	for _, args := range [][]string{
@@ -353,6 +354,8 @@ func TestCheckConfigBusPBXs(t *testing.T) {
 		{"--bus-edge=true", "--bus", "nats://n1:4222", "--pbx", "site2,site3"},
 		{"--bus-edge=true", "--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039"}, // a bridges' config file serves an edge
 		{"--pbx", "site-2=127.0.0.1:5039,site_2=127.0.0.1:5040"},                        // no streams without the bus
+		{"--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039", "--bus-prefer", "default,site2"},
+		{"--bus", "nats://n1:4222", "--bus-pbx", "rome", "--bus-prefer", "rome"},
 	} {
 		if out, err := checkConfig(t, env, args...); err != nil {
 			t.Errorf("%v: %v\n%s", args, err, out)
@@ -371,6 +374,13 @@ func TestCheckConfigBusPBXs(t *testing.T) {
 			`error: --pbx: PBX "site_2" and PBX "site-2" would share the stream CTIBRIDGE_SITE_2`},
 		{[]string{"--bus-edge=true", "--bus", "nats://n1:4222", "--bus-pbx", "Site2", "--pbx", "site2"},
 			`error: --pbx: PBX "site2" and --bus-pbx "Site2" would share the stream CTIBRIDGE_SITE2`},
+		{[]string{"--bus", "nats://n1:4222", "--pbx", "site2=127.0.0.1:5039", "--bus-prefer", "site3"},
+			`error: --bus-prefer: PBX "site3" is not one this bridge follows`},
+		{[]string{"--bus", "nats://n1:4222", "--bus-pbx", "rome", "--bus-prefer", "default"},
+			`error: --bus-prefer: PBX "default" is not one this bridge follows`},
+		{[]string{"--bus-edge=true", "--bus", "nats://n1:4222", "--pbx", "site2", "--bus-prefer", "site2"},
+			`error: --bus-prefer: on an edge`},
+		{[]string{"--bus-prefer", "default"}, `error: --bus-prefer: without --bus`},
 	} {
 		out, err := checkConfig(t, env, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {
