@@ -11,7 +11,10 @@
 // ids, so a call re-keyed by a queue or a transfer is one call. At start
 // the calls in progress are taken silently; after a gap in the feed (the
 // reader fell behind the ring buffer) the difference with the current
-// snapshot is raised. CDR events come from history.RecorderConfig.OnTaken,
+// snapshot is raised; when the feed jumped to a new generation (a bus
+// rollover: calls.Engine.Adopt) its changes are replayed instead
+// (window.go), so that a call wholly inside the rollover's resync is
+// seen. CDR events come from history.RecorderConfig.OnTaken,
 // after the CDR is fsynced to the recorder's spool.
 //
 // Every event has an idempotency key, "<linkedid>:<uniqueid>:<type>" (a

@@ -77,11 +77,13 @@ type Service struct {
 
 	readers []*reader // the default PBX's first, then Options.PBXs'
 
-	started  chan struct{} // closed once every reader has taken its snapshot
-	running  atomic.Bool
-	feedBad  atomic.Uint64 // changes that could not be decoded
-	resyncs  atomic.Uint64 // gaps in a feed, closed from a snapshot
-	stopOnce sync.Once
+	started chan struct{} // closed once every reader has taken its snapshot
+	running atomic.Bool
+	feedBad atomic.Uint64 // changes that could not be decoded
+	resyncs atomic.Uint64 // gaps in a feed, closed from a snapshot
+	// generations are the feed's jumps to a new generation, replayed
+	generations atomic.Uint64
+	stopOnce    sync.Once
 
 	heldMu sync.Mutex
 	held   []heldCDRs // while not Sending, oldest first
@@ -235,11 +237,28 @@ func (s *Service) read(ctx context.Context, r *reader) {
 	}
 }
 
-// pump handles the changes after r.last; after a gap it resynchronises
+// pump handles the changes after r.last. When the feed jumped past
+// them to a new generation (a bus rollover's adoption, window.go) it
+// replays that generation's changes; after another gap it resynchronises
 // from the current snapshot.
 func (s *Service) pump(r *reader, feed *calls.Feed) {
 	cs, ok := feed.Since(r.last)
 	if !ok {
+		if base, gen, ok := feed.Generation(); ok && base > r.last {
+			snap := r.state.Snapshot()
+			s.generations.Add(1)
+			s.log.Info("webhook feed reader replays a new generation of the state", "pbx", r.pbx, "from_seq", r.last, "base", base, "changes", len(gen))
+			r.tr.replay(gen, snap, s.emit, func(err error) {
+				s.feedBad.Add(1)
+				s.log.Error("webhook: undecodable change skipped", "pbx", r.pbx, "err", err)
+			})
+			r.last = base
+			if len(gen) > 0 {
+				r.last = gen[len(gen)-1].Seq
+			}
+			r.readSeq.Store(r.last)
+			return
+		}
 		snap := r.state.Snapshot()
 		s.resyncs.Add(1)
 		s.log.Warn("webhook feed reader fell behind: resynchronised from a snapshot", "pbx", r.pbx, "from_seq", r.last, "to_seq", snap.Seq)
