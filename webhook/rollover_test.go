@@ -46,13 +46,13 @@ func loadRolloverCalls(t *testing.T) rolloverCalls {
 	return c
 }
 
-// caughtUp waits until s's default reader has read p's feed to its end.
-func caughtUp(t *testing.T, s *Service, p *pbx) {
+// caughtUp waits until reader r has read p's feed to its end.
+func caughtUp(t *testing.T, r *reader, p *pbx) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.readers[0].readSeq.Load() < p.eng.Feed().LastSeq() {
+	for r.readSeq.Load() < p.eng.Feed().LastSeq() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the reader is at seq %d, the feed at %d", s.readers[0].readSeq.Load(), p.eng.Feed().LastSeq())
+			t.Fatalf("the reader is at seq %d, the feed at %d", r.readSeq.Load(), p.eng.Feed().LastSeq())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -83,7 +83,7 @@ func TestRolloverWindowEvents(t *testing.T) {
 	p.play(c.inside)
 	p.play(c.items)
 	p.play(c.rest)
-	caughtUp(t, s, p)
+	caughtUp(t, s.readers[0], p)
 	want := plain.waitFor(t, 19, 10*time.Second) // 9 events of the queue call and 201-202's, 5 of each basic call
 	time.Sleep(200 * time.Millisecond)
 	want = plain.got()
@@ -97,7 +97,7 @@ func TestRolloverWindowEvents(t *testing.T) {
 	start(t, s)
 	p.play(c.before)
 	p.play(c.ended)
-	caughtUp(t, s, p)
+	caughtUp(t, s.readers[0], p)
 	// The new generation, on a shadow engine restarted past every seq
 	// given out: the resync's live events first (the window's call, whole),
 	// then the lists, which have the calls up but not the one that ended.
@@ -119,7 +119,7 @@ func TestRolloverWindowEvents(t *testing.T) {
 	p.eng.Adopt(shadow.eng)
 	p.sc = shadow.sc
 	p.play(c.rest)
-	caughtUp(t, s, p)
+	caughtUp(t, s.readers[0], p)
 	recv := r.waitFor(t, len(want), 10*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	recv = r.got()
