@@ -42,10 +42,13 @@
 // ("site2:201"), its CDRs' pbx is read from their qualified uniqueid. The
 // default PBX's events are as with one PBX.
 //
-// Options.Sending lets several nodes follow the same calls while one
-// sends (on the bus, the leading bridge): the others track the calls
-// without emitting and hold their CDRs for Options.CDRHold, sent once
-// they send (a takeover's; ids may repeat).
+// Options.Sending (the default PBX's) and PBX.Sending (a named PBX's)
+// let several nodes follow the same calls while one sends each PBX's (on
+// the bus, the PBX's leading bridge): the others track the PBX's calls
+// without emitting and hold its CDRs for Options.CDRHold, sent once they
+// send (a takeover's; ids may repeat). The queues are one a webhook
+// whatever the PBX; Options.Drain moves those of an earlier layout (a
+// service a PBX) into them.
 //
 // The package does not read flags or the environment; LoadFile reads a
 // webhooks file. A Service's Run owns its goroutines (feed reader, and a
