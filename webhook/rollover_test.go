@@ -46,6 +46,24 @@ func loadRolloverCalls(t *testing.T) rolloverCalls {
 	return c
 }
 
+// build makes shadow the new generation of p's PBX, as a bus rollover's
+// shadow replica does: restarted past every seq p gave out, its resync's
+// live events first (the window's call, whole), then the lists, which
+// have the calls up but not the one that ended.
+func (c *rolloverCalls) build(shadow, p *pbx) {
+	shadow.eng.Restart(p.eng.Feed().LastSeq() + 1<<20)
+	shadow.sc = p.sc
+	shadow.eng.SetLink(calls.LinkResyncing)
+	shadow.eng.BeginResync()
+	shadow.eng.Publish()
+	shadow.play(c.inside)
+	for _, m := range c.items {
+		shadow.eng.Apply(m)
+	}
+	shadow.eng.EndResync()
+	shadow.eng.Publish()
+}
+
 // caughtUp waits until reader r has read p's feed to its end.
 func caughtUp(t *testing.T, r *reader, p *pbx) {
 	t.Helper()
@@ -98,21 +116,9 @@ func TestRolloverWindowEvents(t *testing.T) {
 	p.play(c.before)
 	p.play(c.ended)
 	caughtUp(t, s.readers[0], p)
-	// The new generation, on a shadow engine restarted past every seq
-	// given out: the resync's live events first (the window's call, whole),
-	// then the lists, which have the calls up but not the one that ended.
+	// The new generation, on a shadow engine.
 	shadow := newPBX(t, nil)
-	shadow.eng.Restart(p.eng.Feed().LastSeq() + 1<<20)
-	shadow.sc = p.sc
-	shadow.eng.SetLink(calls.LinkResyncing)
-	shadow.eng.BeginResync()
-	shadow.eng.Publish()
-	shadow.play(c.inside)
-	for _, m := range c.items {
-		shadow.eng.Apply(m)
-	}
-	shadow.eng.EndResync()
-	shadow.eng.Publish()
+	c.build(shadow, p)
 	if snap := shadow.eng.Snapshot(); snap.Link != calls.LinkLive {
 		t.Fatalf("the shadow's link is %v after its resync", snap.Link)
 	}
@@ -182,5 +188,48 @@ func TestReplayHoldsGoneLegs(t *testing.T) {
 	}
 	if len(tr.legs["201"]) != 1 || len(tr.legs["204"]) != 1 || tr.win != nil {
 		t.Fatalf("after the replay: legs %v, window %v", tr.legs, tr.win)
+	}
+}
+
+// TestRolloverOutgrewFeed: when the new generation's changes no longer
+// fit the feed's buffer at the adoption, the reader falls back to the
+// snapshot (counted as a resync, not a replay): a call up across the
+// rollover still raises nothing more, and its hangup comes once.
+func TestRolloverOutgrewFeed(t *testing.T) {
+	c := loadRolloverCalls(t)
+	r := newReceiver(t)
+	small := func() *pbx {
+		p := &pbx{}
+		p.eng = calls.New(calls.Config{Now: p.sc.Now, Trunks: []string{"trunk"}, FeedSize: 8})
+		p.eng.SetLink(calls.LinkLive)
+		p.eng.Publish()
+		return p
+	}
+	p := newPBX(t, nil) // its reader keeps up; the shadow's buffer, adopted, is small
+	s, err := New(p.eng, []Config{hookConfig("crm", r.URL())}, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	p.play(c.before)
+	caughtUp(t, s.readers[0], p)
+	shadow := small()
+	c.build(shadow, p) // more than 8 changes
+	if _, _, ok := shadow.eng.Feed().Generation(); ok {
+		t.Fatal("the shadow's generation fits its feed: the test needs it not to")
+	}
+	p.eng.Adopt(shadow.eng)
+	p.sc = shadow.sc
+	caughtUp(t, s.readers[0], p)
+	p.play(c.rest)
+	caughtUp(t, s.readers[0], p)
+	g := r.waitFor(t, 9, 10*time.Second) // the queue call's 2 ringing and 2 hangups, 201-202's 5
+	time.Sleep(200 * time.Millisecond)
+	g = r.got()
+	if len(g) != 9 || len(slices.Compact(slices.Sorted(slices.Values(ids(g))))) != 9 {
+		t.Fatalf("%d events, want the 9 of the calls up across, once each: %v", len(g), ids(g))
+	}
+	if s.resyncs.Load() == 0 || s.generations.Load() != 0 {
+		t.Errorf("resyncs %d, generations replayed %d: want a resync, no replay", s.resyncs.Load(), s.generations.Load())
 	}
 }
