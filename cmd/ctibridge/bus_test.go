@@ -419,7 +419,10 @@ func TestBusRolloverWebSocket(t *testing.T) {
 	deadline = time.Now().Add(10 * time.Second)
 	for hangups() != before+1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d", hangups(), before+1)
+			mu.Lock()
+			t.Logf("webhook events: %v", seen)
+			mu.Unlock()
+			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d; bridge-a:\n%s\nbridge-b:\n%s", hangups(), before+1, a.logs, b.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
