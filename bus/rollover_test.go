@@ -366,3 +366,52 @@ func TestRolloverFenced(t *testing.T) {
 		t.Fatalf("generation %d, rollovers %d", g.Gen, a.n.Stats().Rollovers)
 	}
 }
+
+// TestGenesisWhileShadowing: the next genesis comes while the served
+// replica still builds the generation before (its resync never seen live
+// here: a stall marker after it, the leader live and rolling over
+// again). That generation is adopted as it is, not dropped: the engine's
+// feed holds its changes (calls.Feed.Generation), which the webhooks
+// replay, and the new generation is built on a new shadow.
+func TestGenesisWhileShadowing(t *testing.T) {
+	var log [][]byte
+	at := -1
+	leader := NewReplica(engineConfig())
+	leader.chunk = 256 // the rollover's resync in several messages
+	clock := time.UnixMilli(1796027700000)
+	leader.Record(func(data []byte, final bool) error {
+		log = append(log, bytes.Clone(data))
+		return nil
+	}, func(err error) { t.Fatal(err) }, func() time.Time { return clock })
+	tick := func() { clock = clock.Add(137 * time.Millisecond) }
+	var g2 genesis
+	leader.onRoll = func() (genesis, error) {
+		g2 = genesis{ID: "epoch", Created: clock.UnixMilli(), Gen: 2, Base: leader.Engine().Feed().LastSeq() + baseGap}
+		at = len(log)
+		log = append(log, g2.encode())
+		return g2, nil
+	}
+	drive(leader, readRecording(t, "../ami/testdata/load_10_calls_5cps.ami"), tick)
+	leader.Followups(calls.FollowPending) // as TestRestartDeterministic
+	leader.roll.Store(true)
+	drive(leader, readRecording(t, "../ami/testdata/basic_call_caller_hangup.ami"), tick)
+	if at < 0 || at+2 > len(log) {
+		t.Fatalf("genesis at %d of %d messages", at, len(log))
+	}
+	r := NewReplica(engineConfig())
+	replayLog(t, r, log[:at+2]) // the genesis and a message of its resync
+	if r.shadow == nil {
+		t.Fatal("the new generation was adopted a message after its genesis: the test needs it built still")
+	}
+	want := r.shadow.Engine().Feed().LastSeq()
+	r.stall(clock)
+	g3 := genesis{ID: "epoch", Created: clock.UnixMilli(), Gen: 3, Base: want + baseGap}
+	r.generation(g3)
+	base, cs, ok := r.Engine().Feed().Generation()
+	if !ok || base != g2.Base || len(cs) == 0 || cs[len(cs)-1].Seq <= want {
+		t.Fatalf("after the next genesis: generation base %d (want %d), %d changes up to %d, ok %v; want generation 2's, to past %d", base, g2.Base, len(cs), r.Engine().Feed().LastSeq(), ok, want)
+	}
+	if r.shadow == nil || r.shadow.Engine().Snapshot().Seq != g3.Base {
+		t.Fatal("generation 3 is not being built")
+	}
+}
