@@ -197,6 +197,14 @@ func (r *Replica) generation(g genesis) {
 		r.restart(g)
 		return
 	}
+	if r.shadow != nil {
+		// The generation being built never went live here (a stall
+		// marker after its resync, and the leader, live, rolled over
+		// again): adopt it as it is, so that its changes reach the
+		// feed's readers (package webhook replays them) rather than
+		// being dropped with it.
+		r.adopt()
+	}
 	r.shadowing.Store(time.Now().UnixNano()) // before the state goes stale: Node.Ready
 	r.now = time.UnixMilli(g.Created)
 	r.eng.SetLink(calls.LinkResyncing)
@@ -215,11 +223,17 @@ func (r *Replica) replayShadow(data []byte) error {
 	if s.eng.Snapshot().Link != calls.LinkLive {
 		return nil
 	}
+	r.adopt()
+	return nil
+}
+
+// adopt makes the shadow's state and feed the engine's.
+func (r *Replica) adopt() {
+	s := r.shadow
 	r.eng.Adopt(s.eng)
 	r.now, r.items, r.answer = s.now, s.items, s.answer
 	r.shadow = nil
 	r.shadowing.Store(0)
-	return nil
 }
 
 // applyGenesis starts a generation on Served (and restarts Primary while

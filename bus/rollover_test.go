@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/bus/natstest"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/pbxsim"
@@ -34,6 +35,48 @@ func replayLog(t *testing.T, r *Replica, log [][]byte) {
 	}
 }
 
+// rolledLog is the log of a recording replica that rolled over between
+// two recordings.
+type rolledLog struct {
+	leader *Replica
+	log    [][]byte
+	at     int     // index of the genesis in log
+	g      genesis // the genesis
+	before uint64  // the leader's feed seq before it
+	clock  time.Time
+}
+
+// recordRolled drives a recording replica over first, then rolls it over
+// in the middle of a batch (its ops go out as a chunk first) and drives
+// it over second; the resync after the genesis goes out in several
+// messages.
+func recordRolled(t *testing.T, first, second []ami.Message) *rolledLog {
+	rl := &rolledLog{at: -1, clock: time.UnixMilli(1796027700000)}
+	leader := NewReplica(engineConfig())
+	rl.leader = leader
+	leader.chunk = 256
+	leader.Record(func(data []byte, final bool) error {
+		rl.log = append(rl.log, bytes.Clone(data))
+		return nil
+	}, func(err error) { t.Fatal(err) }, func() time.Time { return rl.clock })
+	tick := func() { rl.clock = rl.clock.Add(137 * time.Millisecond) }
+	leader.onRoll = func() (genesis, error) {
+		rl.g = genesis{ID: "epoch", Created: rl.clock.UnixMilli(), Gen: 2, Base: leader.Engine().Feed().LastSeq() + baseGap}
+		rl.at = len(rl.log)
+		rl.log = append(rl.log, rl.g.encode())
+		return rl.g, nil
+	}
+	drive(leader, first, tick)
+	rl.before = leader.Engine().Feed().LastSeq()
+	leader.Followups(calls.FollowPending)
+	leader.roll.Store(true)
+	drive(leader, second, tick)
+	if rl.at < 0 {
+		t.Fatal("no genesis recorded")
+	}
+	return rl
+}
+
 // TestRestartDeterministic: a recording replica rolls over in the middle
 // of its traffic (the batch so far goes out, the genesis, the engine
 // restarts); a replica that replayed the whole log and one that replayed
@@ -41,32 +84,9 @@ func replayLog(t *testing.T, r *Replica, log [][]byte) {
 // recorder's, and a reader from before the genesis must start again from
 // a snapshot.
 func TestRestartDeterministic(t *testing.T) {
-	first := readRecording(t, "../ami/testdata/load_10_calls_5cps.ami")
 	second := readRecording(t, "../ami/testdata/basic_call_caller_hangup.ami")
-	var log [][]byte
-	at := -1 // index of the genesis in log
-	leader := NewReplica(engineConfig())
-	leader.chunk = 256 // the rollover's resync in several messages
-	clock := time.UnixMilli(1796027700000)
-	leader.Record(func(data []byte, final bool) error {
-		log = append(log, bytes.Clone(data))
-		return nil
-	}, func(err error) { t.Fatal(err) }, func() time.Time { return clock })
-	tick := func() { clock = clock.Add(137 * time.Millisecond) }
-	leader.onRoll = func() (genesis, error) {
-		g := genesis{ID: "epoch", Created: clock.UnixMilli(), Gen: 2, Base: leader.Engine().Feed().LastSeq() + baseGap}
-		at = len(log)
-		log = append(log, g.encode())
-		return g, nil
-	}
-	drive(leader, first, tick)
-	before := leader.Engine().Feed().LastSeq()
-	leader.Followups(calls.FollowPending) // a batch begun: its ops go out as a chunk first
-	leader.roll.Store(true)
-	drive(leader, second, tick)
-	if at < 0 {
-		t.Fatal("no genesis recorded")
-	}
+	rl := recordRolled(t, readRecording(t, "../ami/testdata/load_10_calls_5cps.ami"), second)
+	leader, log, at, before := rl.leader, rl.log, rl.at, rl.before
 	want := state(leader.Engine())
 	if s := leader.Engine().Snapshot().Seq; s <= before+baseGap {
 		t.Fatalf("seq after the rollover %d, want past %d", s, before+baseGap)
@@ -114,9 +134,9 @@ func TestRestartDeterministic(t *testing.T) {
 	fresh := NewReplica(engineConfig())
 	g, _ := func() (genesis, error) { _, g, _, err := decodeControl(log[at]); return g, err }()
 	fresh.restart(g)
-	clock = time.UnixMilli(g.Created)
+	clock := time.UnixMilli(g.Created)
 	fresh.Record(func([]byte, bool) error { return nil }, func(err error) { t.Fatal(err) }, func() time.Time { return clock })
-	drive(fresh, second, tick)
+	drive(fresh, second, func() { clock = clock.Add(137 * time.Millisecond) })
 	if got := state(fresh.Engine()); got != want {
 		t.Fatal("the restarted engine differs from a new one restarted at the same base")
 	}
@@ -364,5 +384,35 @@ func TestRolloverFenced(t *testing.T) {
 	}
 	if g, _ := a.n.gen.get(); g.Gen != 1 || a.n.Stats().Rollovers != 0 {
 		t.Fatalf("generation %d, rollovers %d", g.Gen, a.n.Stats().Rollovers)
+	}
+}
+
+// TestGenesisWhileShadowing: the next genesis comes while the served
+// replica still builds the generation before (its resync never seen live
+// here: a stall marker after it, the leader live and rolling over
+// again). That generation is adopted as it is, not dropped: the engine's
+// feed holds its changes (calls.Feed.Generation), which the webhooks
+// replay, and the new generation is built on a new shadow.
+func TestGenesisWhileShadowing(t *testing.T) {
+	rl := recordRolled(t, readRecording(t, "../ami/testdata/load_10_calls_5cps.ami"), readRecording(t, "../ami/testdata/basic_call_caller_hangup.ami"))
+	log, at, g2, clock := rl.log, rl.at, rl.g, rl.clock
+	if at+2 > len(log) {
+		t.Fatalf("genesis at %d of %d messages", at, len(log))
+	}
+	r := NewReplica(engineConfig())
+	replayLog(t, r, log[:at+2]) // the genesis and a message of its resync
+	if r.shadow == nil {
+		t.Fatal("the new generation was adopted a message after its genesis: the test needs it built still")
+	}
+	want := r.shadow.Engine().Feed().LastSeq()
+	r.stall(clock)
+	g3 := genesis{ID: "epoch", Created: clock.UnixMilli(), Gen: 3, Base: want + baseGap}
+	r.generation(g3)
+	base, cs, ok := r.Engine().Feed().Generation()
+	if !ok || base != g2.Base || len(cs) == 0 || cs[len(cs)-1].Seq <= want {
+		t.Fatalf("after the next genesis: generation base %d (want %d), %d changes up to %d, ok %v; want generation 2's, to past %d", base, g2.Base, len(cs), r.Engine().Feed().LastSeq(), ok, want)
+	}
+	if r.shadow == nil || r.shadow.Engine().Snapshot().Seq != g3.Base {
+		t.Fatal("generation 3 is not being built")
 	}
 }

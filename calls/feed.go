@@ -55,6 +55,7 @@ type Feed struct {
 	head int    // index of the oldest change
 	n    int    // changes held
 	last uint64 // seq of the newest change, 0 when none yet
+	base uint64 // seq the current run began after (Restart, Adopt): Generation
 	wake chan struct{}
 }
 

@@ -5,21 +5,22 @@ package calls
 // the feed is emptied and goes on after seq, and the snapshot published
 // is the new state's at seq. A reader behind seq finds the changes it
 // lacks gone (Feed.Since is not ok) and starts from the snapshot, as
-// after falling behind the feed; seq must be past every seq the feed has
-// given out so that no seq names two states. Package bus restarts every
-// node's engine at a generation of its op log (docs/scale-out.md).
-// Engine goroutine only.
+// after falling behind the feed, or replays Feed.Generation; seq must be
+// past every seq the feed has given out so that no seq names two states.
+// Package bus restarts every node's engine at a generation of its op log
+// (docs/scale-out.md). Engine goroutine only.
 func (e *Engine) Restart(seq uint64) {
 	e.init(e.cfg)
 	e.snap.Store(e.pub.snapshot(e, seq, e.linkSince))
 	e.feed.restart(seq)
 }
 
-// restart empties the feed and makes seq its last, waking its readers.
+// restart empties the feed and makes seq its last and its generation's
+// base, waking its readers.
 func (f *Feed) restart(seq uint64) {
 	f.mu.Lock()
 	clear(f.buf)
-	f.head, f.n, f.last = 0, 0, seq
+	f.head, f.n, f.last, f.base = 0, 0, seq, seq
 	wake := f.wake
 	f.wake = make(chan struct{})
 	f.mu.Unlock()
@@ -28,16 +29,49 @@ func (f *Feed) restart(seq uint64) {
 
 // Adopt takes the state of o, an engine built from the same Config and
 // fed since its own New or Restart, as if this engine had been fed what o
-// was: its snapshot becomes this engine's and the feed goes on after o's
-// last seq, emptied (readers start from the snapshot, as after Restart).
-// This engine keeps its own clock and lookups (its Config's). o must not
-// be used afterwards. Package bus builds a new generation of the op log
-// on a second engine while clients keep the old state, then adopts it.
+// was: its snapshot becomes this engine's, and so does its feed, the
+// changes o published since its New or Restart (those the buffer holds),
+// under this engine's Feed. A reader of this engine from before finds
+// its changes gone (Feed.Since is not ok) and starts from the snapshot,
+// or replays the adopted changes (Feed.Generation). This engine keeps
+// its own clock and lookups (its Config's). o must not be used
+// afterwards. Package bus builds a new generation of the op log on a
+// second engine while clients keep the old state, then adopts it.
 // Engine goroutine only (this engine's and o's).
 func (e *Engine) Adopt(o *Engine) {
 	cfg, now, log := e.cfg, e.now, e.log
 	e.engineState = o.engineState
 	e.cfg, e.now, e.log = cfg, now, log
 	e.snap.Store(o.snap.Load())
-	e.feed.restart(o.feed.LastSeq())
+	e.feed.adopt(o.feed)
+}
+
+// adopt takes o's changes and seqs, waking f's readers. o must not be
+// used afterwards: its buffer is f's now (an append to o panics).
+func (f *Feed) adopt(o *Feed) {
+	o.mu.Lock()
+	buf, head, n, last, base := o.buf, o.head, o.n, o.last, o.base
+	o.buf, o.head, o.n = nil, 0, 0
+	o.mu.Unlock()
+	f.mu.Lock()
+	f.buf, f.head, f.n, f.last, f.base = buf, head, n, last, base
+	wake := f.wake
+	f.wake = make(chan struct{})
+	f.mu.Unlock()
+	close(wake)
+}
+
+// Generation returns the seq this feed's current run began after (0 for
+// New's; the last Restart's seq, or that of the engine Adopt took over)
+// and the changes since, which took the engine from a new one's state at
+// base to its snapshot: what a reader from before base replays instead
+// of a jump to the snapshot (package webhook, so that no call of a
+// rollover's resync window goes unseen). ok is false when some fell out
+// of the buffer.
+func (f *Feed) Generation() (base uint64, changes []Change, ok bool) {
+	f.mu.RLock()
+	base = f.base
+	f.mu.RUnlock()
+	changes, ok = f.Since(base)
+	return base, changes, ok
 }

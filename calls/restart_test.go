@@ -47,6 +47,9 @@ func TestRestartAndAdopt(t *testing.T) {
 	if _, ok := feed.Since(before); ok {
 		t.Fatal("a reader from before the restart resumed")
 	}
+	if base, cs, ok := feed.Generation(); !ok || base != before+1000 || len(cs) != 0 {
+		t.Fatalf("restarted generation: base %d, %d changes (ok %v)", base, len(cs), ok)
+	}
 	// Adopt: b is fed the recording on its own; a takes its state over
 	// and both go on identically.
 	b := New(with(&bclock))
@@ -59,6 +62,21 @@ func TestRestartAndAdopt(t *testing.T) {
 	c := New(with(&cclock))
 	c.Restart(before + 2000)
 	feedAll(c, &cclock, rec)
+	// The adopted changes are a's now: a reader from before the
+	// adoption replays them as c's feed has them, from b's restart.
+	if _, ok := feed.Since(before + 1000); ok {
+		t.Fatal("a reader from before the adoption resumed")
+	}
+	base, ga, ok := feed.Generation()
+	_, gc, _ := c.Feed().Generation()
+	if !ok || base != before+2000 || len(ga) == 0 || len(ga) != len(gc) || ga[0].Seq != base+1 {
+		t.Fatalf("adopted generation: base %d, %d changes (ok %v), want base %d and c's %d", base, len(ga), ok, before+2000, len(gc))
+	}
+	for i := range ga {
+		if ga[i].Seq != gc[i].Seq || string(ga[i].Data) != string(gc[i].Data) {
+			t.Fatalf("adopted change %d: %d %s, want %d %s", i, ga[i].Seq, ga[i].Data, gc[i].Seq, gc[i].Data)
+		}
+	}
 	last := feed.LastSeq()
 	clock = bclock // a goes on at the adopted state's time
 	feedAll(a, &clock, rec)

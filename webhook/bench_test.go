@@ -67,11 +67,11 @@ func BenchmarkChange(b *testing.B) {
 // BenchmarkSendHeldNone is what the feed reader pays on every wake while
 // sending, with no CDRs held (nearly always).
 func BenchmarkSendHeldNone(b *testing.B) {
-	s := &Service{log: discard()}
+	s, r := &Service{log: discard()}, &reader{}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			s.sendHeld()
+			s.sendHeld(r)
 		}
 	})
 }

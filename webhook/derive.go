@@ -47,6 +47,7 @@ type tracker struct {
 	lookup func(number string) string // phonebook name of a number; may be nil
 	scope  func(exten string) bool    // is the extension of interest to any webhook
 	seen   map[string]bool            // scratch for apply
+	win    *window                    // a generation's replay under way (window.go); nil: none
 }
 
 func newTracker(pbx string, lookup func(string) string, scope func(string) bool) *tracker {
@@ -89,14 +90,19 @@ func (t *tracker) seed(snap *calls.Snapshot) {
 // events that the difference implies (calls gone hang up, new ones ring
 // or answer).
 func (t *tracker) resync(snap *calls.Snapshot, emit func(*Event)) {
-	for k := range t.legs {
-		if _, ok := snap.Extensions.Lookup(k); !ok {
-			t.apply(k, nil, snap.At, emit)
-		}
-	}
+	t.dropMissing(snap, emit)
 	for k, x := range snap.Extensions.All() {
 		if t.scope(k) {
 			t.apply(k, fromModel(x.Conversations), snap.At, emit)
+		}
+	}
+}
+
+// dropMissing hangs up the calls of the extensions snap does not have.
+func (t *tracker) dropMissing(snap *calls.Snapshot, emit func(*Event)) {
+	for k := range t.legs {
+		if _, ok := snap.Extensions.Lookup(k); !ok {
+			t.apply(k, nil, snap.At, emit)
 		}
 	}
 }
@@ -127,10 +133,12 @@ func (t *tracker) apply(exten string, convs map[string]conv, ms int64, emit func
 				legs = map[string]*leg{}
 				t.legs[exten] = legs
 			}
-			l = &leg{conv: c}
+			if l = t.win.back(exten, c.UniqueID); l == nil {
+				l = &leg{conv: c}
+				// Taken silently (seed): no ringing for it later either.
+				l.rang = emit == nil
+			}
 			legs[c.UniqueID] = l
-			// Taken silently (seed): no ringing for it later either.
-			l.rang = emit == nil
 		}
 		// The latest counterpart and queue: a queue call connects with
 		// the agent who answered. Keys stay those of the first sight.
@@ -159,20 +167,29 @@ func (t *tracker) apply(exten string, convs map[string]conv, ms int64, emit func
 			continue
 		}
 		delete(legs, id)
-		if emit != nil {
-			e := t.event(exten, l, TypeHangup, ms)
-			var talk int64
-			if l.answered && l.AnsweredAt > 0 && ms > l.AnsweredAt {
-				talk = (ms - l.AnsweredAt) / 1000
-			}
-			answered := l.answered
-			e.Answered, e.Duration = &answered, &talk
+		switch {
+		case t.win != nil:
+			t.win.hold(exten, id, l, ms) // hung up at the replay's end, unless back
+		case emit != nil:
+			e := t.hangup(exten, l, ms)
 			emit(&e)
 		}
 	}
 	if len(legs) == 0 {
 		delete(t.legs, exten)
 	}
+}
+
+// hangup is the hangup event of l, gone at ms, with its talk time.
+func (t *tracker) hangup(exten string, l *leg, ms int64) Event {
+	e := t.event(exten, l, TypeHangup, ms)
+	var talk int64
+	if l.answered && l.AnsweredAt > 0 && ms > l.AnsweredAt {
+		talk = (ms - l.AnsweredAt) / 1000
+	}
+	answered := l.answered
+	e.Answered, e.Duration = &answered, &talk
+	return e
 }
 
 // ringing raises the ringing event of l, with the phonebook's name.

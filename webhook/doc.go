@@ -11,7 +11,10 @@
 // ids, so a call re-keyed by a queue or a transfer is one call. At start
 // the calls in progress are taken silently; after a gap in the feed (the
 // reader fell behind the ring buffer) the difference with the current
-// snapshot is raised. CDR events come from history.RecorderConfig.OnTaken,
+// snapshot is raised; when the feed jumped to a new generation (a bus
+// rollover: calls.Engine.Adopt) its changes are replayed instead
+// (window.go), so that a call wholly inside the rollover's resync is
+// seen. CDR events come from history.RecorderConfig.OnTaken,
 // after the CDR is fsynced to the recorder's spool.
 //
 // Every event has an idempotency key, "<linkedid>:<uniqueid>:<type>" (a
@@ -39,10 +42,13 @@
 // ("site2:201"), its CDRs' pbx is read from their qualified uniqueid. The
 // default PBX's events are as with one PBX.
 //
-// Options.Sending lets several nodes follow the same calls while one
-// sends (on the bus, the leading bridge): the others track the calls
-// without emitting and hold their CDRs for Options.CDRHold, sent once
-// they send (a takeover's; ids may repeat).
+// Options.Sending (the default PBX's) and PBX.Sending (a named PBX's)
+// let several nodes follow the same calls while one sends each PBX's (on
+// the bus, the PBX's leading bridge): the others track the PBX's calls
+// without emitting and hold its CDRs for Options.CDRHold, sent once they
+// send (a takeover's; ids may repeat). The queues are one a webhook
+// whatever the PBX; Options.Drain moves those of an earlier layout (a
+// service a PBX) into them.
 //
 // The package does not read flags or the environment; LoadFile reads a
 // webhooks file. A Service's Run owns its goroutines (feed reader, and a

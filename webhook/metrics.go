@@ -8,6 +8,7 @@ var (
 	descDropped   = prometheus.NewDesc("ctibridge_webhook_dropped_total", "Events lost: queue full, disk error, or refused by the receiver with another 4xx.", []string{"webhook"}, nil)
 	descQueued    = prometheus.NewDesc("ctibridge_webhook_queued", "Events waiting for delivery, in memory and on disk.", []string{"webhook"}, nil)
 	descFeedGaps  = prometheus.NewDesc("ctibridge_webhook_feed_resyncs_total", "Times the webhook feed reader fell behind the engine's feed and resynchronised from a snapshot.", nil, nil)
+	descFeedGens  = prometheus.NewDesc("ctibridge_webhook_feed_generations_total", "Times the engine's feed jumped to a new generation (a bus rollover) and the webhook feed reader replayed its changes.", nil, nil)
 )
 
 // Collector returns a prometheus.Collector of the webhooks' counters.
@@ -16,7 +17,7 @@ func (s *Service) Collector() prometheus.Collector { return collector{s} }
 type collector struct{ s *Service }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDelivered, descFailed, descDropped, descQueued, descFeedGaps} {
+	for _, d := range []*prometheus.Desc{descDelivered, descFailed, descDropped, descQueued, descFeedGaps, descFeedGens} {
 		ch <- d
 	}
 }
@@ -29,4 +30,5 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(st.Queued), st.Name)
 	}
 	ch <- prometheus.MustNewConstMetric(descFeedGaps, prometheus.CounterValue, float64(c.s.resyncs.Load()))
+	ch <- prometheus.MustNewConstMetric(descFeedGens, prometheus.CounterValue, float64(c.s.generations.Load()))
 }

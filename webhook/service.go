@@ -33,11 +33,12 @@ type Options struct {
 	MaxMemory int
 	// Log receives outages and drops, rate-limited. Default: discard.
 	Log *slog.Logger
-	// Sending, when set, says whether this node sends (on the bus: while
-	// it leads the PBX, so that one node of several sends each event).
-	// While it says false the feed reader still follows the calls, so a
-	// node that takes the lead goes on with the calls it knows, and the
-	// recorder's CDRs are held for CDRHold, then dropped: those seen in
+	// Sending, when set, says whether this node sends the default PBX's
+	// events (on the bus: while it leads the PBX, so that one node of
+	// several sends each event; PBX.Sending a named PBX's). While it says
+	// false the PBX's feed reader still follows the calls, so a node that
+	// takes the lead goes on with the calls it knows, and the recorder's
+	// CDRs of the PBX are held for CDRHold, then dropped: those seen in
 	// the last CDRHold are queued once it says true (a takeover's CDRs;
 	// the old leader may have sent some: their ids repeat). Safe from any
 	// goroutine.
@@ -49,12 +50,21 @@ type Options struct {
 	// carry "pbx" and their ids qualified ("site2:201"), as the combined
 	// state shows them; New's state is the default PBX's.
 	PBXs []PBX
+	// Drain are queue directories of an earlier layout (on the bus, a
+	// service a PBX: <data-dir>/webhooks-<pbx>): New moves what each
+	// webhook's queue there holds into its queue in Dir, then removes it
+	// (upgrade.go). Optional.
+	Drain []string
 }
 
 // PBX is a named PBX's engine (its own ids, not the combined state's).
 type PBX struct {
 	Name  string
 	State State
+	// Sending says whether this node sends this PBX's events, as
+	// Options.Sending the default PBX's (on the bus: while it leads this
+	// PBX). nil: always.
+	Sending func() bool
 }
 
 // Stats counts what one webhook did.
@@ -77,31 +87,24 @@ type Service struct {
 
 	readers []*reader // the default PBX's first, then Options.PBXs'
 
-	started  chan struct{} // closed once every reader has taken its snapshot
-	running  atomic.Bool
-	feedBad  atomic.Uint64 // changes that could not be decoded
-	resyncs  atomic.Uint64 // gaps in a feed, closed from a snapshot
-	stopOnce sync.Once
-
-	heldMu sync.Mutex
-	held   []heldCDRs // while not Sending, oldest first
-	// holding is len(held) > 0, set and cleared under heldMu: sendHeld,
-	// on every feed wake while Sending, reads it instead of taking heldMu.
-	holding atomic.Bool
-}
-
-// heldCDRs are CDRs taken while not Sending, and when.
-type heldCDRs struct {
-	at   time.Time
-	cdrs []history.CDR
+	started chan struct{} // closed once every reader has taken its snapshot
+	running atomic.Bool
+	feedBad atomic.Uint64 // changes that could not be decoded
+	resyncs atomic.Uint64 // gaps in a feed, closed from a snapshot
+	// generations are the feed's jumps to a new generation, replayed
+	generations atomic.Uint64
+	stopOnce    sync.Once
 }
 
 // reader follows one PBX's engine: its feed and the tracker of its calls.
 type reader struct {
 	pbx     string // "" for the default PBX
 	state   State
+	sends   func() bool   // Options.Sending, PBX.Sending; nil: always
+	emit    func(*Event)  // Service.emit while sending
 	seeded  chan struct{} // closed once the snapshot is taken
 	readSeq atomic.Uint64 // last seq handled (tests)
+	held    cdrHold       // the PBX's CDRs while not sending (hold.go)
 
 	// Owned by the reader's goroutine.
 	tr   *tracker
@@ -142,24 +145,40 @@ func New(state State, cfgs []Config, opts Options) (*Service, error) {
 		}
 		s.hooks = append(s.hooks, h)
 	}
-	s.addReader("", state)
+	s.addReader(PBX{State: state, Sending: opts.Sending})
 	for _, p := range opts.PBXs {
-		if err := calls.CheckPBXName(p.Name); err != nil || p.State == nil {
+		if err := calls.CheckPBXName(p.Name); err != nil || p.State == nil || slices.ContainsFunc(s.readers, func(r *reader) bool { return r.pbx == p.Name }) {
 			s.Close()
-			return nil, fmt.Errorf("webhook: PBX %q: a PBX name and its engine", p.Name)
+			return nil, fmt.Errorf("webhook: PBX %q: a PBX name, once, and its engine", p.Name)
 		}
-		s.addReader(p.Name, p.State)
+		s.addReader(p)
+	}
+	for _, dir := range opts.Drain {
+		for _, h := range s.hooks {
+			if err := h.drainOld(dir); err != nil {
+				s.log.Error("webhook: a queue of an earlier version not moved: its events wait for the next start", "dir", dir, "err", err)
+			}
+		}
 	}
 	return s, nil
 }
 
-func (s *Service) addReader(pbx string, state State) {
+func (s *Service) addReader(p PBX) {
 	scope := s.inScope
-	if pbx != "" {
-		scope = func(exten string) bool { return s.inScope(calls.QualifyID(pbx, exten)) }
+	if p.Name != "" {
+		scope = func(exten string) bool { return s.inScope(calls.QualifyID(p.Name, exten)) }
 	}
-	s.readers = append(s.readers, &reader{pbx: pbx, state: state, seeded: make(chan struct{}), tr: newTracker(pbx, s.opts.Lookup, scope)})
+	r := &reader{pbx: p.Name, state: p.State, sends: p.Sending, seeded: make(chan struct{}), tr: newTracker(p.Name, s.opts.Lookup, scope)}
+	r.emit = func(e *Event) {
+		if r.sending() {
+			s.emit(e)
+		}
+	}
+	s.readers = append(s.readers, r)
 }
+
+// sending reports whether this node sends r's PBX's events now.
+func (r *reader) sending() bool { return r.sends == nil || r.sends() }
 
 // known reports whether name is one of Options.PBXs'.
 func (s *Service) known(name string) bool {
@@ -235,24 +254,41 @@ func (s *Service) read(ctx context.Context, r *reader) {
 	}
 }
 
-// pump handles the changes after r.last; after a gap it resynchronises
+// pump handles the changes after r.last. When the feed jumped past
+// them to a new generation (a bus rollover's adoption, window.go) it
+// replays that generation's changes; after another gap it resynchronises
 // from the current snapshot.
 func (s *Service) pump(r *reader, feed *calls.Feed) {
 	cs, ok := feed.Since(r.last)
 	if !ok {
+		if base, gen, ok := feed.Generation(); ok && base > r.last {
+			snap := r.state.Snapshot()
+			s.generations.Add(1)
+			s.log.Info("webhook feed reader replays a new generation of the state", "pbx", r.pbx, "from_seq", r.last, "base", base, "changes", len(gen))
+			r.tr.replay(gen, snap, r.emit, func(err error) {
+				s.feedBad.Add(1)
+				s.log.Error("webhook: undecodable change skipped", "pbx", r.pbx, "err", err)
+			})
+			r.last = base
+			if len(gen) > 0 {
+				r.last = gen[len(gen)-1].Seq
+			}
+			r.readSeq.Store(r.last)
+			return
+		}
 		snap := r.state.Snapshot()
 		s.resyncs.Add(1)
 		s.log.Warn("webhook feed reader fell behind: resynchronised from a snapshot", "pbx", r.pbx, "from_seq", r.last, "to_seq", snap.Seq)
-		r.tr.resync(snap, s.emit)
+		r.tr.resync(snap, r.emit)
 		r.last = snap.Seq
 		r.readSeq.Store(r.last)
 		return
 	}
-	if s.opts.Sending != nil && s.sending() {
-		s.sendHeld() // a takeover's CDRs, as soon as this node sends
+	if r.sends != nil && r.sending() {
+		s.sendHeld(r) // a takeover's CDRs, as soon as this node sends
 	}
 	for i := range cs {
-		if err := r.tr.change(&cs[i], s.emit); err != nil {
+		if err := r.tr.change(&cs[i], r.emit); err != nil {
 			s.feedBad.Add(1)
 			s.log.Error("webhook: undecodable change skipped", "pbx", r.pbx, "err", err)
 		}
@@ -261,14 +297,9 @@ func (s *Service) pump(r *reader, feed *calls.Feed) {
 	r.readSeq.Store(r.last)
 }
 
-// sending reports whether this node sends now (Options.Sending).
-func (s *Service) sending() bool { return s.opts.Sending == nil || s.opts.Sending() }
-
-// emit encodes e once and queues it for every webhook that wants it.
+// emit encodes e once and queues it for every webhook that wants it
+// (reader.emit, while this node sends the PBX's events).
 func (s *Service) emit(e *Event) {
-	if !s.sending() {
-		return
-	}
 	var r record
 	for _, h := range s.hooks {
 		if !h.wantsType(e.Type) || !h.wantsExten(e.Extension) {
@@ -283,50 +314,6 @@ func (s *Service) emit(e *Event) {
 			r = record{ID: e.ID, Type: e.Type, Body: b}
 		}
 		h.enqueue(r)
-	}
-}
-
-// CDRs queues the cdr events of CDRs the recorder has taken
-// (history.RecorderConfig.OnTaken). It never blocks. Safe from any
-// goroutine.
-func (s *Service) CDRs(cdrs []history.CDR) {
-	if !s.sending() {
-		s.hold(cdrs)
-		return
-	}
-	s.sendHeld()
-	s.queueCDRs(cdrs)
-}
-
-// hold keeps cdrs for CDRHold, dropping what is older.
-func (s *Service) hold(cdrs []history.CDR) {
-	now := time.Now()
-	s.heldMu.Lock()
-	defer s.heldMu.Unlock()
-	i := 0
-	for i < len(s.held) && now.Sub(s.held[i].at) > s.opts.CDRHold {
-		i++
-	}
-	s.held = append(s.held[i:], heldCDRs{at: now, cdrs: slices.Clone(cdrs)})
-	s.holding.Store(true)
-}
-
-// sendHeld queues the CDRs held in the last CDRHold, once Sending.
-// Nearly always none are: then it takes no lock. A hold that returned
-// before it is called is seen (holding is stored after the append).
-func (s *Service) sendHeld() {
-	if !s.holding.Load() {
-		return
-	}
-	s.heldMu.Lock()
-	held := s.held
-	s.held = nil
-	s.holding.Store(false)
-	s.heldMu.Unlock()
-	for _, h := range held {
-		if time.Since(h.at) <= s.opts.CDRHold {
-			s.queueCDRs(h.cdrs)
-		}
 	}
 }
 

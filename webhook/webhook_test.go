@@ -332,9 +332,10 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 	waitHeld := func(n int) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			s.heldMu.Lock()
-			held := len(s.held)
-			s.heldMu.Unlock()
+			h := &s.readers[0].held
+			h.mu.Lock()
+			held := len(h.held)
+			h.mu.Unlock()
 			if held >= n {
 				return
 			}
@@ -365,10 +366,10 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 	// Held too long: dropped.
 	leading.Store(false)
 	s.opts.CDRHold = time.Millisecond
-	s.hold([]history.CDR{{UniqueID: "old"}})
+	s.hold(s.readers[0], []history.CDR{{UniqueID: "old"}})
 	time.Sleep(5 * time.Millisecond)
 	leading.Store(true)
-	s.sendHeld()
+	s.sendHeld(s.readers[0])
 	time.Sleep(200 * time.Millisecond)
 	if n := len(r.got()); n != len(g) {
 		t.Fatalf("a CDR held past CDRHold was sent: %d events, want %d", n, len(g))
@@ -381,7 +382,8 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 // nothing.
 func TestHeldCDRsSentOnce(t *testing.T) {
 	h := memHook(t)
-	s := &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}}
+	r := &reader{}
+	s := &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}, readers: []*reader{r}}
 	queued := func() []string {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -391,16 +393,16 @@ func TestHeldCDRsSentOnce(t *testing.T) {
 		}
 		return out
 	}
-	s.sendHeld()
+	s.sendHeld(r)
 	if q := queued(); len(q) != 0 {
 		t.Fatalf("nothing held, queued %v", q)
 	}
-	s.hold([]history.CDR{{UniqueID: "1.1", Src: "201", Dst: "202"}})
-	s.sendHeld()
+	s.hold(r, []history.CDR{{UniqueID: "1.1", Src: "201", Dst: "202"}})
+	s.sendHeld(r)
 	if q := queued(); len(q) != 1 {
 		t.Fatalf("one CDR held, queued %v", q)
 	}
-	s.sendHeld()
+	s.sendHeld(r)
 	if q := queued(); len(q) != 1 {
 		t.Fatalf("sent twice: %v", q)
 	}
@@ -415,7 +417,7 @@ func TestHeldCDRsSentOnce(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				s.sendHeld()
+				s.sendHeld(r)
 			}
 		}
 	}()
@@ -425,14 +427,14 @@ func TestHeldCDRsSentOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range n / 4 {
-				s.hold([]history.CDR{{UniqueID: fmt.Sprintf("2.%d", g*n+i), Src: "201", Dst: "202"}})
+				s.hold(r, []history.CDR{{UniqueID: fmt.Sprintf("2.%d", g*n+i), Src: "201", Dst: "202"}})
 			}
 		}()
 	}
 	wg.Wait()
 	close(stop)
 	<-reader
-	s.sendHeld() // after every hold returned: the rest
+	s.sendHeld(r) // after every hold returned: the rest
 	q := queued()
 	slices.Sort(q)
 	if len(q) != n+1 || len(slices.Compact(q)) != n+1 {

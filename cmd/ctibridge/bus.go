@@ -410,20 +410,20 @@ func (b *bridge) busEpoch() string {
 // first; on the bus each says whether this node leads it (only the
 // leading bridge of a PBX sends its events: every node follows the same
 // calls, and every bridge's recorder takes every CDR).
-func (b *bridge) webhookPBXs(c serveConfig) []webhookPBX {
-	out := []webhookPBX{{PBX: webhook.PBX{State: b.eng}}}
+func (b *bridge) webhookPBXs(c serveConfig) []webhook.PBX {
+	out := []webhook.PBX{{State: b.eng}}
 	if b.bus != nil {
-		out[0].sending = b.bus.leading
+		out[0].Sending = b.bus.leading
 		if c.bus.edge && c.webhooks != "" {
 			b.log.Warn("webhooks on an edge send nothing: only the leading bridge sends them")
 		}
 	}
 	for _, s := range b.sites.all() {
-		w := webhookPBX{PBX: webhook.PBX{Name: s.spec.name, State: s.eng}}
+		p := webhook.PBX{Name: s.spec.name, State: s.eng}
 		if s.bus != nil {
-			w.sending = s.bus.leading
+			p.Sending = s.bus.leading
 		}
-		out = append(out, w)
+		out = append(out, p)
 	}
 	return out
 }

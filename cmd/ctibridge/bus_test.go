@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -332,8 +333,10 @@ func TestBusRolloverWebSocket(t *testing.T) {
 			t.Errorf("%s: ctibridge_bus_role{role=%q} = %q, want 1", n.api, role, v)
 		}
 	}
-	if v := edge.metric(t, "ctibridge_bus_generation"); v != "1" {
-		t.Fatalf("edge: ctibridge_bus_generation = %q before the rollover", v)
+	// At least 1: the age of 3 s may have passed while the three nodes
+	// started, on a loaded machine (generation 2 to 4 seen at load 18-20).
+	if v, err := strconv.Atoi(edge.metric(t, "ctibridge_bus_generation")); err != nil || v < 1 {
+		t.Fatalf("edge: ctibridge_bus_generation = %d (%v) before the rollover", v, err)
 	}
 	token := edge.login(t, "alice", "alice-pw")
 	conn, first := edge.wsSubscribe(t, token, "", 0)
@@ -384,7 +387,10 @@ func TestBusRolloverWebSocket(t *testing.T) {
 	deadline = time.Now().Add(10 * time.Second)
 	for hangups() < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d hangup webhooks for the 3 short calls", hangups())
+			mu.Lock()
+			t.Logf("webhook events: %v", seen)
+			mu.Unlock()
+			t.Fatalf("%d hangup webhooks for the 3 short calls; bridge-a:\n%s\nbridge-b:\n%s", hangups(), a.logs, b.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -413,7 +419,10 @@ func TestBusRolloverWebSocket(t *testing.T) {
 	deadline = time.Now().Add(10 * time.Second)
 	for hangups() != before+1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d", hangups(), before+1)
+			mu.Lock()
+			t.Logf("webhook events: %v", seen)
+			mu.Unlock()
+			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d; bridge-a:\n%s\nbridge-b:\n%s", hangups(), before+1, a.logs, b.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ctibridge/ctibridge/ami/amitest"
+	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/webhook"
 )
 
@@ -227,5 +231,58 @@ func (r *hookRecv) wait(t *testing.T, what string, match func(webhook.Event) boo
 			t.Fatalf("no webhook event %s among %d", what, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWebhooksDrainOldDirs: a data dir left by the version before, whose
+// bus nodes had a webhook service a named PBX (queues in
+// <data-dir>/webhooks-<pbx>), holding an event the receiver never took:
+// the one service of this version moves it into the webhook's queue in
+// <data-dir>/webhooks, removes the old directory, and delivers it once,
+// with its pbx, beside the new events.
+func TestWebhooksDrainOldDirs(t *testing.T) {
+	const secret = "0123456789abcdef0123"
+	data := t.TempDir()
+	site2 := calls.New(calls.Config{})
+	// The earlier layout, its receiver unreachable.
+	old, err := webhook.New(calls.New(calls.Config{}), []webhook.Config{{Name: "crm", URL: "http://127.0.0.1:1/in", Secret: secret}},
+		webhook.Options{Dir: filepath.Join(data, "webhooks-site2"), PBXs: []webhook.PBX{{Name: "site2", State: site2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); old.Run(ctx) }()
+	old.CDRs([]history.CDR{{UniqueID: "site2:1796028439.12", LinkedID: "site2:1796028439.11", Sequence: 1, Src: "site2:201", Dst: "site2:202"}})
+	cancel()
+	<-done
+
+	recv := newHookRecv(t, secret)
+	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.srv.URL+"/in\n    secret: "+secret+"\n")
+	c := serveConfig{dataDir: data, webhooks: hooks}
+	w, err := loadWebhooks(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := calls.New(calls.Config{})
+	if err := w.open(c, []webhook.PBX{{State: def}, {Name: "site2", State: site2}}, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "webhooks-site2")); !os.IsNotExist(err) {
+		t.Fatalf("the old queue directory is left: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go w.run(ctx)
+	c.cdrTaken([]history.CDR{{UniqueID: "1796028439.12", LinkedID: "1796028439.11", Sequence: 1, Src: "201", Dst: "202"}})
+	for deadline := time.Now().Add(20 * time.Second); len(recv.events()) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("received %+v, want the old queue's CDR and the new one", recv.events())
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	evs := recv.events()
+	if len(evs) != 2 || evs[0].PBX != "site2" || evs[0].UniqueID != "site2:1796028439.12" || evs[1].PBX != "" || evs[1].UniqueID != "1796028439.12" {
+		t.Fatalf("received %+v", evs)
 	}
 }
