@@ -232,8 +232,8 @@ func (e *Engine) dropChannel(c *channel) {
 		e.confLeave(c)
 	}
 	for _, q := range e.queues {
-		if _, ok := q.waiting[c.name]; ok {
-			delete(q.waiting, c.name)
+		if _, ok := q.waiting.m[c.name]; ok {
+			q.waiting.del(c.name)
 			e.dirtyQueue[q.name] = struct{}{}
 		}
 	}

@@ -3,6 +3,7 @@ package calls
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 )
@@ -37,6 +38,29 @@ func checkFull(t *testing.T, e *Engine, where string) {
 		hid := appendConversations(appendKey(appendTrunkHead(nil, &v), "conversations"), convs, x.at, enc{hide: true, op: e.cfg.Opaque})
 		if hid = append(hid, '}'); !bytes.Equal(x.json(NumbersHidden), hid) {
 			t.Fatalf("%s: trunk %s published hidden\n%s\nencodes\n%s", where, k, x.json(NumbersHidden), hid)
+		}
+	}
+	checkQueues(t, e, where)
+}
+
+// checkQueues: every queue as published is its state copied afresh, and
+// its bytes, members put together from their pieces (queuepieces.go),
+// are those of that copy encoded whole, in both classes.
+func checkQueues(t *testing.T, e *Engine, where string) {
+	t.Helper()
+	for k, q := range e.queues {
+		v := Queue{Queue: q.name, Name: q.name, Number: q.number, Members: maps.Clone(q.members.m), WaitingCallers: maps.Clone(q.waiting.m),
+			Completed: q.completed, Abandoned: q.abandoned, HoldTime: q.holdTime, TalkTime: q.talkTime}
+		old, ok := e.pub.queues[k]
+		if !ok || !queueEqual(&old, &v) {
+			t.Fatalf("%s: queue %s published %+v, holds %+v", where, k, old, v)
+		}
+		x := e.pub.queue.ents[k]
+		for _, c := range []Class{Full, NumbersHidden} {
+			want := appendQueue(nil, &v, x.at, enc{hide: c != Full, op: e.cfg.Opaque})
+			if got := x.json(c); !bytes.Equal(got, want) {
+				t.Fatalf("%s: queue %s published (class %d)\n%s\nencodes\n%s", where, k, c, got, want)
+			}
 		}
 	}
 }

@@ -304,7 +304,23 @@ func appendMemberUpdate(b []byte, m *QueueMember) []byte {
 	return append(b, '}')
 }
 
-// appendQueue writes a queue; at is unused (no durations in a queue).
+// appendMembers writes a queue's members object, by key.
+func appendMembers(b []byte, m map[string]QueueMember) []byte {
+	b = append(b, '{')
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		mb := m[k]
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendMember(b, &mb)
+	}
+	return append(b, '}')
+}
+
+// appendQueue writes a queue, its members from the engine's pieces when
+// it has them (queuepieces.go: the bytes appendMembers would write); at is unused (no durations in a queue).
 func appendQueue(b []byte, q *Queue, _ int64, e enc) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "queue", q.Queue)
@@ -314,17 +330,12 @@ func appendQueue(b []byte, q *Queue, _ int64, e enc) []byte {
 	b = appendStrField(b, "number", cmp.Or(q.Number, q.Queue))
 	b = append(b, ',')
 	b = appendKey(b, "members")
-	b = append(b, '{')
-	for i, k := range sortedKeys(q.Members) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		m := q.Members[k]
-		b = appendString(b, k)
-		b = append(b, ':')
-		b = appendMember(b, &m)
+	if p := q.pieces; p.of(q.Members) {
+		b = p.appendJSON(slices.Grow(b, p.size+2))
+	} else {
+		b = appendMembers(b, q.Members)
 	}
-	b = append(b, '}', ',')
+	b = append(b, ',')
 	b = appendKey(b, "waitingCallers")
 	b = append(b, '{')
 	for i, k := range sortedKeys(q.WaitingCallers) {

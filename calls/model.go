@@ -102,6 +102,9 @@ type Queue struct {
 	// PBX names the PBX of a named site (Multi); "" for the default PBX,
 	// whose JSON has no "pbx" key.
 	PBX string
+	// pieces is the members' JSON the engine keeps (queuepieces.go),
+	// used while it holds exactly Members.
+	pieces *memberPieces
 }
 
 // QueueMember is an agent of a queue.

@@ -77,6 +77,7 @@ func (src *multiSrc) qualifyQueue(v Queue) Queue {
 		members[mb.Member] = mb
 	}
 	v.Members, v.WaitingCallers = members, maps.Clone(v.WaitingCallers)
+	v.pieces = nil // of the unqualified members
 	return v
 }
 

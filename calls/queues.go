@@ -9,9 +9,10 @@ import (
 
 type queueState struct {
 	name      string
-	number    string // the number callers dial to reach it, learnt from QueueCallerJoin
-	members   map[string]QueueMember
-	waiting   map[string]QueueCaller // by channel name
+	number    string              // the number callers dial to reach it, learnt from QueueCallerJoin
+	members   cowMap[QueueMember] // by member key
+	waiting   cowMap[QueueCaller] // by channel name
+	pieces    *memberPieces       // the members' JSON as last published (queuepieces.go)
 	completed int
 	abandoned int
 	holdTime  int
@@ -31,7 +32,7 @@ func parseInt(s string) (int, error) { return strconv.Atoi(strings.TrimSpace(s))
 func (e *Engine) ensureQueue(name string) *queueState {
 	q := e.queues[name]
 	if q == nil {
-		q = &queueState{name: strings.Clone(name), members: map[string]QueueMember{}, waiting: map[string]QueueCaller{}}
+		q = &queueState{name: strings.Clone(name), members: newCowMap[QueueMember](), waiting: newCowMap[QueueCaller]()}
 		if n := e.cfg.QueueNumbers[name]; n != name && isDialString(n) {
 			q.number = n
 		}
@@ -106,7 +107,7 @@ func (e *Engine) onQueueMember(m ami.Message) {
 		return
 	}
 	e.stampQueue(q, m, false, key)
-	mb := q.members[key]
+	mb := q.members.m[key]
 	mb.Queue, mb.Member = q.name, strings.Clone(key)
 	name := m.Get("MemberName")
 	if name == "" {
@@ -134,7 +135,7 @@ func (e *Engine) onQueueMember(m ami.Message) {
 		mb.LastCall = int64(atoi(v)) * 1000
 	}
 	mb.LoggedIn = true
-	q.members[mb.Member] = mb
+	q.members.set(mb.Member, mb)
 	e.touchMember(q, mb.Member)
 }
 
@@ -145,8 +146,8 @@ func (e *Engine) onQueueMemberRemoved(m ami.Message) {
 		return
 	}
 	e.stampQueue(q, m, false, key)
-	if mb, ok := q.members[key]; ok {
-		delete(q.members, key)
+	if mb, ok := q.members.m[key]; ok {
+		q.members.del(key)
 		e.dirtyMember[memberKey{q.name, mb.Member}] = struct{}{}
 	}
 }
@@ -157,7 +158,7 @@ func (e *Engine) onQueueMemberPause(m ami.Message) {
 	if q == nil || key == "" {
 		return
 	}
-	mb, ok := q.members[key]
+	mb, ok := q.members.m[key]
 	if !ok {
 		e.onQueueMember(m)
 		return
@@ -172,7 +173,7 @@ func (e *Engine) onQueueMemberPause(m ami.Message) {
 	if !mb.Paused {
 		mb.PausedReason = ""
 	}
-	q.members[key] = mb
+	q.members.set(key, mb)
 	e.touchMember(q, key)
 }
 
@@ -188,13 +189,13 @@ func (e *Engine) addWaiting(q *queueState, m ami.Message, since int64) {
 		Position:     atoi(m.Get("Position")),
 		WaitingSince: since,
 	}
-	if old, ok := q.waiting[w.Channel]; ok && old.WaitingSince != 0 && old.WaitingSince < since {
+	if old, ok := q.waiting.m[w.Channel]; ok && old.WaitingSince != 0 && old.WaitingSince < since {
 		w.WaitingSince = old.WaitingSince
 	}
 	if !known(w.Name) {
 		w.Name = e.nameOf(w.Num)
 	}
-	q.waiting[w.Channel] = w
+	q.waiting.set(w.Channel, w)
 	if e.resync.active && q.listedWaiting != nil {
 		q.listedWaiting[w.Channel] = true
 	}
@@ -269,7 +270,7 @@ func (e *Engine) onQueueCallerLeave(m ami.Message, abandon bool) {
 		q.abandoned++
 	}
 	e.stampQueue(q, m, true, m.Get("Channel"))
-	delete(q.waiting, m.Get("Channel"))
+	q.waiting.del(m.Get("Channel"))
 	if c := e.chanBy(m.Get("Uniqueid"), m.Get("Channel")); c != nil {
 		e.updateCommon(c, m)
 	}

@@ -189,18 +189,18 @@ func (e *Engine) endResync() {
 		}
 		for _, q := range e.queues {
 			if q.listed {
-				for k := range q.members {
+				for k := range q.members.m {
 					if !q.listedMembers[k] && q.memberAt[k] == 0 {
-						delete(q.members, k)
+						q.members.del(k)
 						e.dirtyMember[memberKey{q.name, k}] = struct{}{}
 						e.dirtyQueue[q.name] = struct{}{}
 						repairs++
 					}
 				}
 			}
-			for k := range q.waiting {
+			for k := range q.waiting.m {
 				if (q.listed && !q.listedWaiting[k] && q.waitingAt[k] == 0) || e.byName[k] == nil {
-					delete(q.waiting, k)
+					q.waiting.del(k)
 					e.dirtyQueue[q.name] = struct{}{}
 					repairs++
 				}

@@ -355,24 +355,44 @@ func (e *Engine) trunkView(t *trunkState) (Trunk, bool) {
 	}, changed
 }
 
-func (q *queueState) view() Queue {
+// view is q as a snapshot shows it, its members and waiting callers the
+// maps the last view handed out unless they changed since (mc and wc say
+// whether they did), its members' pieces brought up to date.
+func (q *queueState) view() (v Queue, mc, wc bool) {
+	members, mc := q.members.publish()
+	waiting, wc := q.waiting.publish()
+	if mc || q.pieces == nil {
+		q.pieces = q.pieces.update(members)
+	}
 	return Queue{
 		Queue:          q.name,
 		Name:           q.name,
 		Number:         q.number,
-		Members:        maps.Clone(q.members),
-		WaitingCallers: maps.Clone(q.waiting),
+		Members:        members,
+		WaitingCallers: waiting,
 		Completed:      q.completed,
 		Abandoned:      q.abandoned,
 		HoldTime:       q.holdTime,
 		TalkTime:       q.talkTime,
-	}
+		pieces:         q.pieces,
+	}, mc, wc
+}
+
+// queueFieldsEqual compares all but the members and waiting callers.
+func queueFieldsEqual(a, b *Queue) bool {
+	return a.Queue == b.Queue && a.Name == b.Name && a.Number == b.Number && a.Completed == b.Completed &&
+		a.Abandoned == b.Abandoned && a.HoldTime == b.HoldTime && a.TalkTime == b.TalkTime
 }
 
 func queueEqual(a, b *Queue) bool {
-	return a.Queue == b.Queue && a.Name == b.Name && a.Number == b.Number && a.Completed == b.Completed &&
-		a.Abandoned == b.Abandoned && a.HoldTime == b.HoldTime && a.TalkTime == b.TalkTime &&
-		maps.Equal(a.Members, b.Members) && maps.Equal(a.WaitingCallers, b.WaitingCallers)
+	return queueFieldsEqual(a, b) && maps.Equal(a.Members, b.Members) && maps.Equal(a.WaitingCallers, b.WaitingCallers)
+}
+
+// queueSame is queueEqual of a queue and its view, whose members (mc
+// false) or waiting callers (wc false) are known to be the last view's
+// or equal to them.
+func queueSame(a, b *Queue, mc, wc bool) bool {
+	return queueFieldsEqual(a, b) && (!mc || maps.Equal(a.Members, b.Members)) && (!wc || maps.Equal(a.WaitingCallers, b.WaitingCallers))
 }
 
 func (p *parkState) view() Parking {
@@ -506,12 +526,16 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if q == nil {
 			continue
 		}
-		v := q.view()
-		if old, ok := p.queues[k]; ok && queueEqual(&old, &v) {
+		v, mc, wc := q.view()
+		// Unchanged maps are the published ones (or equal to them: a
+		// view that was not published was equal).
+		if old, ok := p.queues[k]; ok && queueSame(&old, &v, mc, wc) {
 			continue
 		}
 		old := p.queue.ents[k]
-		x := newEnt(v, now, e.cfg.Opaque, appendQueue, old.size())
+		// In the kept buffer, then copied at its size (a caller joining
+		// makes the queue outgrow its previous size).
+		x := newEntCopied(v, now, e.cfg.Opaque, appendQueue, &e.scratch)
 		p.setQueue(k, x)
 		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
@@ -526,7 +550,7 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if q == nil {
 			continue
 		}
-		mb, ok := q.members[k.member]
+		mb, ok := q.members.m[k.member]
 		if old, had := prev.Queues[k.queue].Members[k.member]; ok && had && old == mb {
 			continue
 		}
