@@ -1,0 +1,191 @@
+package calls
+
+// The publish step: what changed since the last Publish, by collection,
+// encoded and appended to the feed (the state it reads is snapshot.go's).
+
+// publish computes what changed since the last Publish, encodes only that,
+// appends it to the feed and stores a new snapshot.
+func (e *Engine) publish() *Snapshot {
+	prev := e.snap.Load()
+	now := e.nowMs()
+	p := &e.pub
+	p.exts.begin()
+	p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false
+	e.markDirtyOwners()
+	ch := e.publishExts(e.changes[:0], now)
+	ch = e.publishRinging(ch, now)
+	ch = e.publishQueues(ch, prev, now)
+	ch = e.publishParks(ch, now)
+	ch = e.publishTrunks(ch, now)
+	ch = e.publishConfs(ch, now)
+
+	if len(ch) == 0 && !e.linkDirty {
+		e.changes = ch
+		return prev
+	}
+	e.version++
+	s := p.snapshot(e, 0, now)
+	if e.linkDirty {
+		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: now})
+		e.linkDirty = false
+	}
+	s.Seq = e.feed.append(ch)
+	e.changes = ch
+	clear(e.changes) // drop references to published bytes
+	e.snap.Store(s)
+	return s
+}
+
+// publishExts re-derives the dirty extensions; those whose view changed
+// are encoded and announced.
+func (e *Engine) publishExts(ch []Change, now int64) []Change {
+	if len(e.dirtyExt) == 0 {
+		return ch
+	}
+	p := &e.pub
+	e.extKeys = appendSorted(e.extKeys[:0], e.dirtyExt)
+	for _, k := range e.extKeys {
+		x := e.exts[k]
+		if x == nil {
+			continue
+		}
+		v := e.extView(x)
+		old := p.exts.cur.ent(k)
+		if old != nil && extEqual(&old.v, &v) {
+			continue
+		}
+		// Encoded in a buffer kept across Publishes, then copied at its
+		// size: one allocation, no growing.
+		xe := newEntCopied(v, now, e.cfg.Opaque, appendExtension, &e.scratch)
+		p.setExt(k, xe)
+		// The presence change first: a batch's last seq stays the
+		// extension's (clients of topic "extensions" see it).
+		ch = e.presenceChange(ch, &xe.v, now)
+		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: xe.full, At: now, ent: xe.announce(old)})
+	}
+	resetSet(&e.dirtyExt)
+	clear(e.extKeys) // keep no key alive
+	return ch
+}
+
+// publishRinging announces the extension channels that started ringing.
+func (e *Engine) publishRinging(ch []Change, now int64) []Change {
+	for _, c := range e.ringing {
+		if c.gone {
+			continue
+		}
+		cv := e.convFor(c)
+		b := append([]byte(nil), `{"exten":`...)
+		b = appendString(b, c.owner)
+		b = append(b, `,"callerNum":`...)
+		b = appendString(b, cv.CounterpartNum)
+		b = append(b, `,"callerName":`...)
+		b = appendString(b, cv.CounterpartName)
+		b = append(b, `,"queue":`...)
+		b = appendString(b, c.queue)
+		b = append(b, `,"convid":`...)
+		b = appendString(b, cv.ID)
+		b = append(b, `,"phonebookName":`...)
+		b = appendString(b, e.phonebookName(c.owner, cv.CounterpartNum))
+		b = append(b, '}')
+		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
+	}
+	clear(e.ringing)
+	e.ringing = e.ringing[:0]
+	return ch
+}
+
+// publishQueues encodes the queues and queue members that changed.
+func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change {
+	if len(e.dirtyQueue) == 0 && len(e.dirtyMember) == 0 {
+		return ch
+	}
+	p := &e.pub
+	for _, k := range sortedSet(e.dirtyQueue, cmpString) {
+		q := e.queues[k]
+		if q == nil {
+			continue
+		}
+		v, mc, wc := q.view()
+		// Unchanged maps are the published ones (or equal to them: a
+		// view that was not published was equal).
+		if old, ok := p.queues[k]; ok && queueSame(&old, &v, mc, wc) {
+			continue
+		}
+		old := p.queue.ents[k]
+		// In the kept buffer, then copied at its size (a caller joining
+		// makes the queue outgrow its previous size).
+		x := newEntCopied(v, now, e.cfg.Opaque, appendQueue, &e.scratch)
+		p.setQueue(k, x)
+		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
+	}
+	resetSet(&e.dirtyQueue)
+	for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
+		if c := cmpString(a.queue, b.queue); c != 0 {
+			return c
+		}
+		return cmpString(a.member, b.member)
+	}) {
+		q := e.queues[k.queue]
+		if q == nil {
+			continue
+		}
+		mb, ok := q.members.m[k.member]
+		if old, had := prev.Queues[k.queue].Members[k.member]; ok && had && old == mb {
+			continue
+		}
+		if !ok {
+			// Removed: the member JSON logged out.
+			mb = QueueMember{Queue: q.name, Member: k.member}
+		}
+		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
+	}
+	resetSet(&e.dirtyMember)
+	return ch
+}
+
+// publishParks encodes the parking spaces that changed.
+func (e *Engine) publishParks(ch []Change, now int64) []Change {
+	p := &e.pub
+	for _, k := range sortedSet(e.dirtyPark, cmpString) {
+		ps := e.parks[k]
+		if ps == nil {
+			continue
+		}
+		v := ps.view()
+		if old, ok := p.parks[k]; ok && parkingEqual(&old, &v) {
+			continue
+		}
+		old := p.park.ents[k]
+		x := newEnt(v, now, e.cfg.Opaque, appendParking, old.size())
+		p.setPark(k, x)
+		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
+	}
+	resetSet(&e.dirtyPark)
+	return ch
+}
+
+// publishTrunks re-derives the dirty trunks and announces what changed
+// in those that did (trunkdelta.go): their entity, made whole on first
+// need, goes to the snapshot.
+func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
+	p := &e.pub
+	for _, k := range sortedSet(e.dirtyTrunk, cmpString) {
+		t := e.trunks[k]
+		if t == nil {
+			continue
+		}
+		v, convsChanged := e.trunkView(t)
+		old, ok := p.trunks[k]
+		if ok && !convsChanged && trunkFieldsEqual(&old, &v) {
+			continue
+		}
+		was := p.trunk.ents[k]
+		x := newLazyEnt(v, now, e.cfg.Opaque, appendTrunk)
+		p.setTrunk(k, x)
+		d := newTrunkDelta(old.Conversations, &x.v, now, e.cfg.Opaque, x.announce(was))
+		ch = append(ch, Change{Type: TrunkConversations, Key: k, Data: d.full, At: now, ent: d})
+	}
+	resetSet(&e.dirtyTrunk)
+	return ch
+}
