@@ -22,13 +22,7 @@ func TestQueuePiecesShared(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 9))
 	prev := map[string]*memberPieces{}
 	kept, encoded := 0, 0
-	msgs := m.stream(8000)
-	for i := 0; i < len(msgs); {
-		n := 1 + r.IntN(100)
-		for _, msg := range msgs[i:min(i+n, len(msgs))] {
-			e.Apply(msg)
-		}
-		i += n
+	inBatches(e, m.stream(8000), r, func(i, _ int) {
 		e.Publish()
 		for k, q := range e.queues {
 			p, was := q.pieces, prev[k]
@@ -58,7 +52,7 @@ func TestQueuePiecesShared(t *testing.T) {
 		for k, q := range e.queues {
 			prev[k] = q.pieces
 		}
-	}
+	})
 	t.Logf("%d member pieces kept, %d encoded", kept, encoded)
 	if encoded == 0 || kept < 4*encoded {
 		t.Errorf("%d member pieces kept and %d encoded, want some encoded and four times as many kept", kept, encoded)

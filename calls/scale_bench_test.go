@@ -378,13 +378,7 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 			t.Fatalf("%s: the hidden trunks the changes give\n%v\nthe snapshot's\n%v", where, hidden, want)
 		}
 	}
-	msgs := m.stream(20000)
-	for i := 0; i < len(msgs); {
-		n := 1 + r.IntN(100)
-		for _, msg := range msgs[i:min(i+n, len(msgs))] {
-			e.Apply(msg)
-		}
-		i += n
+	inBatches(e, m.stream(20000), r, func(i, n int) {
 		m.now = m.now.Add(time.Duration(r.IntN(700)) * time.Millisecond) // durations move on
 		e.Publish()
 		checkFull(t, e, "event "+strconv.Itoa(i))
@@ -393,7 +387,7 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 			e.RefreshDurations()
 			checkFull(t, e, "refresh at event "+strconv.Itoa(i))
 		}
-	}
+	})
 	follow("end")
 	if n := e.pub.trunks["trunk"].Conversations.Len(); n < 50 {
 		t.Errorf("the trunk holds %d conversations, want about 120", n)
@@ -496,5 +490,18 @@ func TestMixPublishAllocs(t *testing.T) {
 	t.Logf("%.1f allocations, %.0f bytes an event", allocs, bytes)
 	if allocs > 8 || bytes > 4096 {
 		t.Errorf("an event allocates %.1f times and %.0f bytes, want at most 8 and 4 KB", allocs, bytes)
+	}
+}
+
+// inBatches applies msgs to e in batches of 1 to 100 events drawn from r,
+// calling after with the events applied so far and the batch's size.
+func inBatches(e *Engine, msgs []ami.Message, r *rand.Rand, after func(i, n int)) {
+	for i := 0; i < len(msgs); {
+		n := 1 + r.IntN(100)
+		for _, msg := range msgs[i:min(i+n, len(msgs))] {
+			e.Apply(msg)
+		}
+		i += n
+		after(i, n)
 	}
 }
