@@ -69,6 +69,13 @@ func watchStatus(t *testing.T, eng *calls.Engine) *watch {
 	return w
 }
 
+// statuses is the order in which the status changed so far.
+func (w *watch) statuses() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.order...)
+}
+
 func (w *watch) since(status string, t0 time.Time) (time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -93,21 +100,21 @@ func TestHalfOpenMarkedStaleThenReconnected(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for client.Stats().Reconnects < 1 || decode(t, eng.Snapshot()).PBX.PBX != "live" {
 		if time.Now().After(deadline) {
-			t.Fatalf("not live again; statuses %v", w.order)
+			t.Fatalf("not live again; statuses %v", w.statuses())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	back := time.Since(frozen)
 	stale, ok := w.since("stalled", frozen)
 	if !ok {
-		t.Fatalf("never marked stalled; statuses %v", w.order)
+		t.Fatalf("never marked stalled; statuses %v", w.statuses())
 	}
 	// LinkDown and the next LinkUp may share a batch: "down" need not be
 	// seen. What matters is that the stale mark came before the drop.
 	if cs := client.Stats(); cs.LatePings < 1 || cs.PingFails < 1 {
 		t.Errorf("client stats %+v: want a late Ping, then a dropped link", cs)
 	}
-	t.Logf("half-open link: stale after %v, live again after %v (statuses %v)", stale, back, w.order)
+	t.Logf("half-open link: stale after %v, live again after %v (statuses %v)", stale, back, w.statuses())
 	if stale > 6*time.Second || back > 12*time.Second {
 		t.Errorf("stale after %v, live again after %v: want within 3 s and 6 s", stale, back)
 	}
@@ -159,7 +166,7 @@ func TestEndlessLineReconnects(t *testing.T) {
 	waitFor(t, eng, "live again", func(s state) bool { return s.PBX.PBX == "live" && client.Stats().Reconnects == 1 })
 	down, ok := w.since("down", sent)
 	if !ok {
-		t.Fatalf("never down; statuses %v", w.order)
+		t.Fatalf("never down; statuses %v", w.statuses())
 	}
 	t.Logf("endless line: down after %v, live again after %v", down, time.Since(sent))
 	if s := client.Stats(); s.Oversized != 1 {
