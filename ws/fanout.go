@@ -112,16 +112,24 @@ func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
 
 // wholeFrame is trunk change p as a trunkUpdate in class cl, the trunk
 // whole (calls.Change.Whole), or nil when the trunk changed since (its
-// newer change follows).
+// newer change follows). The trunk's bytes are the engine's, made once
+// per class, and not copied: the frame is a few bytes around them
+// (eventPieces), and when both classes' bytes are the same (nothing on
+// the trunk to hide) both share one frame.
 func (p *prep) wholeFrame(cl calls.Class) *frame {
-	f := &p.whole
+	f, other := &p.whole, p.wholeRed
 	if cl != calls.Full {
-		f = &p.wholeRed
+		f, other = &p.wholeRed, p.whole
 	}
 	if !p.wholeOK[cl] {
 		p.wholeOK[cl] = true
-		if data := p.ch.Whole(cl); data != nil {
-			*f = &frame{b: eventFrameAs(p.ch, "trunkUpdate", data), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+		switch data := p.ch.Whole(cl); {
+		case data == nil:
+		case other != nil && sameBytes(other.more[0], data):
+			*f = other
+		default:
+			b, more := eventPieces(p.ch, "trunkUpdate", data)
+			*f = &frame{b: b, more: more, seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
 		}
 	}
 	return *f
