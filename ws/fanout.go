@@ -88,10 +88,13 @@ type prep struct {
 	pbx    string
 	pbxOK  bool
 	status []statusMemo // pbxStatus frames by PBX set (statusFrame); every prep starts with none
+	// unheard: the state said Unheard (LocalState) when it was read for
+	// this fan-out or snapshot; a pbxStatus is then sent to nobody.
+	unheard bool
 }
 
-func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
-	p.ch, p.kind, p.red, p.pbxOK = ch, kindOf(ch.Type), nil, false
+func (h *Hub) prepare(p *prep, ch *calls.Change, at int64, unheard bool) {
+	p.ch, p.kind, p.red, p.pbxOK, p.unheard = ch, kindOf(ch.Type), nil, false, unheard
 	p.whole, p.wholeRed, p.wholeOK = nil, nil, [2]bool{}
 	p.ent = 0
 	if p.kind != kindRing && p.kind != kindOther {
@@ -182,6 +185,12 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return p.wholeFrame(calls.NumbersHidden)
 		}
 	case kindStatus:
+		if p.unheard {
+			// The feed may move while the node cannot hear its stream
+			// (a catch-up), and a link it gives as live is not: every
+			// client is sent a snapshot once the node hears again.
+			return nil
+		}
 		if c.pbxLimited() {
 			return statusFrame(c, p)
 		}
@@ -248,10 +257,11 @@ func sameBytes(a, b []byte) bool {
 // budget.
 func (h *Hub) fanout(cs []calls.Change) {
 	at := h.now()
+	unheard := h.state.Snapshot().Unheard
 	preps := h.preps[:0]
 	for i := range cs {
 		preps = append(preps, prep{})
-		h.prepare(&preps[len(preps)-1], &cs[i], at)
+		h.prepare(&preps[len(preps)-1], &cs[i], at, unheard)
 	}
 	var coalesced uint64
 	kicks := 0
