@@ -10,6 +10,10 @@
 // engine's bytes of calls.Full or calls.NumbersHidden: Change.JSON), as a
 // complete WebSocket frame shared by all its recipients; snapshots are
 // the engine's collection bytes of the client's class (snapshot.go).
+// A trunk's change, for the clients that take the trunk whole
+// (trunkUpdate, not "deltas"), is one frame per class holding the
+// engine's bytes of the trunk (calls.Change.Whole) uncopied, a few bytes
+// around them, shared by both classes when their bytes are the same.
 // A client's frames go out as soon as its socket is free. The fan-out,
 // and whatever else queues a frame (a reply, a snapshot, a close), hands
 // the client to one of GOMAXPROCS writer goroutines, each owning a share

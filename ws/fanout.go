@@ -88,10 +88,13 @@ type prep struct {
 	pbx    string
 	pbxOK  bool
 	status []statusMemo // pbxStatus frames by PBX set (statusFrame); every prep starts with none
+	// unheard: the state said Unheard (LocalState) when it was read for
+	// this fan-out or snapshot; a pbxStatus is then sent to nobody.
+	unheard bool
 }
 
-func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
-	p.ch, p.kind, p.red, p.pbxOK = ch, kindOf(ch.Type), nil, false
+func (h *Hub) prepare(p *prep, ch *calls.Change, at int64, unheard bool) {
+	p.ch, p.kind, p.red, p.pbxOK, p.unheard = ch, kindOf(ch.Type), nil, false, unheard
 	p.whole, p.wholeRed, p.wholeOK = nil, nil, [2]bool{}
 	p.ent = 0
 	if p.kind != kindRing && p.kind != kindOther {
@@ -112,16 +115,24 @@ func (h *Hub) prepare(p *prep, ch *calls.Change, at int64) {
 
 // wholeFrame is trunk change p as a trunkUpdate in class cl, the trunk
 // whole (calls.Change.Whole), or nil when the trunk changed since (its
-// newer change follows).
+// newer change follows). The trunk's bytes are the engine's, made once
+// per class, and not copied: the frame is a few bytes around them
+// (eventPieces), and when both classes' bytes are the same (nothing on
+// the trunk to hide) both share one frame.
 func (p *prep) wholeFrame(cl calls.Class) *frame {
-	f := &p.whole
+	f, other := &p.whole, p.wholeRed
 	if cl != calls.Full {
-		f = &p.wholeRed
+		f, other = &p.wholeRed, p.whole
 	}
 	if !p.wholeOK[cl] {
 		p.wholeOK[cl] = true
-		if data := p.ch.Whole(cl); data != nil {
-			*f = &frame{b: eventFrameAs(p.ch, "trunkUpdate", data), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+		switch data := p.ch.Whole(cl); {
+		case data == nil:
+		case other != nil && sameBytes(other.more[0], data):
+			*f = other
+		default:
+			b, more := eventPieces(p.ch, "trunkUpdate", data)
+			*f = &frame{b: b, more: more, seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
 		}
 	}
 	return *f
@@ -174,6 +185,12 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return p.wholeFrame(calls.NumbersHidden)
 		}
 	case kindStatus:
+		if p.unheard {
+			// The feed may move while the node cannot hear its stream
+			// (a catch-up), and a link it gives as live is not: every
+			// client is sent a snapshot once the node hears again.
+			return nil
+		}
 		if c.pbxLimited() {
 			return statusFrame(c, p)
 		}
@@ -240,10 +257,11 @@ func sameBytes(a, b []byte) bool {
 // budget.
 func (h *Hub) fanout(cs []calls.Change) {
 	at := h.now()
+	unheard := h.state.Snapshot().Unheard
 	preps := h.preps[:0]
 	for i := range cs {
 		preps = append(preps, prep{})
-		h.prepare(&preps[len(preps)-1], &cs[i], at)
+		h.prepare(&preps[len(preps)-1], &cs[i], at, unheard)
 	}
 	var coalesced uint64
 	kicks := 0

@@ -136,17 +136,34 @@ func eventFrame(c *calls.Change, data []byte) []byte { return eventFrameAs(c, c.
 
 // eventFrameAs is eventFrame with the event type typ.
 func eventFrameAs(c *calls.Change, typ string, data []byte) []byte {
-	b := newPayload(64 + len(typ) + len(data))
+	b := appendEventHead(newPayload(64+len(typ)+len(data)), c, typ)
+	b = append(b, data...)
+	b = append(b, '}')
+	return finish(b, opText)
+}
+
+// eventPieces is eventFrameAs for data too large to copy (a trunk whole,
+// hundreds of KB): the frame's first piece is its header and the event's
+// head, then data itself, shared with the engine, then the closing brace.
+func eventPieces(c *calls.Change, typ string, data []byte) (b []byte, more [][]byte) {
+	b = appendEventHead(newPayload(64+len(typ)), c, typ)
+	n := len(b) - maxHeader + len(data) + 1
+	start := maxHeader - headerLen(n)
+	putHeader(b[start:], opText, n)
+	return b[start:], [][]byte{data, closeBrace}
+}
+
+var closeBrace = []byte{'}'}
+
+// appendEventHead appends {"op":"event","seq":N,"type":T,"at":MS,"data":
+func appendEventHead(b []byte, c *calls.Change, typ string) []byte {
 	b = append(b, `{"op":"event","seq":`...)
 	b = strconv.AppendUint(b, c.Seq, 10)
 	b = append(b, `,"type":"`...)
 	b = append(b, typ...) // calls' type names need no escaping
 	b = append(b, `","at":`...)
 	b = strconv.AppendInt(b, c.At, 10)
-	b = append(b, `,"data":`...)
-	b = append(b, data...)
-	b = append(b, '}')
-	return finish(b, opText)
+	return append(b, `,"data":`...)
 }
 
 // appendString appends s as a JSON string (calls' encoder).

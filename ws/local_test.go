@@ -1,6 +1,8 @@
 package ws
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,5 +93,98 @@ func TestLocalStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectOp(t, r, want)
+	}
+}
+
+// TestUnheardStatusNotLive: while the node says on its own that its
+// state is stale, its feed may still move (a consumer restarted and
+// catching up stays unheard until it has applied what the stream held a
+// check before), and the leader's link coming back live is a pbxStatus
+// change in it. That event must not reach the clients then: it would
+// tell them the link is live (and, limited to some PBXs, their state not
+// stale) while the node says it cannot hear its stream, its snapshots
+// and REST stale. The changes of entities still go out (they are the
+// stream's, in order); heard again, every client gets a live snapshot.
+// Also the pbxStatus of a snapshot's gap (a change the hub had fanned
+// out that the snapshot does not hold yet).
+func TestUnheardStatusNotLive(t *testing.T) {
+	var ls *localState
+	e := newEnvState(t, calls.Config{}, auth.Config{}, Config{Epoch: "e1"}, func(eng *calls.Engine) State {
+		ls = newLocalState(eng)
+		return ls
+	})
+	e.eng.SetLink(calls.LinkStalled) // the leader silent (a stall marker)
+	e.eng.Publish()
+	c := e.dial("root")
+	expectOp(t, c, "hello")
+	if err := c.Subscribe("extensions"); err != nil {
+		t.Fatal(err)
+	}
+	if m := expectOp(t, c, "snapshot"); !m.Stale {
+		t.Fatal("first snapshot, the link stalled, not stale")
+	}
+	ls.set(true)
+	if m := expectOp(t, c, "snapshot"); !m.Stale || m.Epoch == "e1" {
+		t.Fatalf("snapshot when the node says it is stale: stale %v epoch %q", m.Stale, m.Epoch)
+	}
+	// The catch-up: the leader's link back, then a change of an extension.
+	e.eng.SetLink(calls.LinkLive)
+	e.eng.Publish()
+	e.apply(devState("201", true))
+	for {
+		m := expectOp(t, c, "event")
+		if m.Type == "pbxStatus" {
+			t.Fatalf("while the node is unheard, a pbxStatus event: %s", m.Data)
+		}
+		if m.Type == "extenUpdate" {
+			break
+		}
+	}
+	ls.set(false)
+	if m := expectOp(t, c, "snapshot"); m.Stale || m.Epoch != "e1" || !strings.Contains(string(m.PBX), `"live"`) {
+		t.Fatalf("heard again: stale %v epoch %q pbx %s", m.Stale, m.Epoch, m.PBX)
+	}
+}
+
+// behindState serves an Unheard snapshot older than its feed: the hub
+// ahead of the stored snapshot (the engine stores it just after
+// appending its changes).
+type behindState struct {
+	*calls.Engine
+	snap *calls.Snapshot
+}
+
+func (s behindState) Snapshot() *calls.Snapshot { return s.snap }
+
+// TestUnheardGapStatus: a snapshot sent while Unheard is followed by the
+// changes the hub fanned out that it does not hold yet, but not by their
+// pbxStatus (TestUnheardStatusNotLive).
+func TestUnheardGapStatus(t *testing.T) {
+	users := testUsers(t)
+	eng := calls.New(calls.Config{})
+	eng.SetLink(calls.LinkStalled)
+	old := eng.Publish()
+	eng.SetLink(calls.LinkLive)
+	eng.Publish()
+	eng.Apply(devState("201", true))
+	eng.Publish()
+	h, err := NewHub(behindState{eng, old.AsUnheard(1)}, auth.NewService(users, auth.Config{}), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.last = eng.Feed().LastSeq()
+	u, _ := users.Lookup("root")
+	c := h.addFake(u, topicExtensions)
+	h.sendSnapshot(c, "local")
+	var types []string
+	for _, f := range c.take() {
+		var m Message
+		if err := json.Unmarshal(payload(f), &m); err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, m.Op+" "+m.Type)
+	}
+	if !slices.Contains(types, "event extenUpdate") || slices.Contains(types, "event pbxStatus") {
+		t.Fatalf("an Unheard snapshot and its gap: %q, want the extenUpdate and no pbxStatus", types)
 	}
 }

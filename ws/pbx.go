@@ -125,7 +125,9 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 // that. The hub then sends every subscribed client a fresh snapshot; an
 // Unheard snapshot names an epoch of its own (unheardEpoch), so that no
 // client resumes from it, here or on another node, and a resume asked
-// while the state is Unheard gets a snapshot.
+// while the state is Unheard gets a snapshot. The feed may still move
+// then (a catch-up): its changes go out, but no pbxStatus (frameFor),
+// whose link would say live while the node says it cannot hear.
 type LocalState interface {
 	State
 	LocalChanged() <-chan struct{}

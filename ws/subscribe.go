@@ -40,7 +40,7 @@ func (h *Hub) sendSnapshot(c *conn, reason string) {
 			break
 		}
 		var p prep
-		h.prepare(&p, &gap[i], at)
+		h.prepare(&p, &gap[i], at, s.Unheard)
 		if g := h.frameFor(c, &p); g != nil {
 			c.push(g)
 		}
@@ -54,7 +54,7 @@ func (h *Hub) sendSnapshot(c *conn, reason string) {
 // them all and they are few and recent enough; it reports whether it did.
 func (h *Hub) resume(c *conn, since uint64) bool {
 	if since > h.last || h.state.Snapshot().Unheard {
-		return false
+		return false // while Unheard, a snapshot (LocalState)
 	}
 	cs, ok := h.state.Feed().Since(since)
 	if !ok {
@@ -84,7 +84,7 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 	c.push(&frame{b: finish(b, opText), seq: since, at: at, msgs: 1, kind: frameResumed})
 	for _, i := range h.latest {
 		var p prep
-		h.prepare(&p, &cs[i], at)
+		h.prepare(&p, &cs[i], at, false)
 		if f := h.frameFor(c, &p); f != nil {
 			c.push(f)
 		}
