@@ -319,18 +319,7 @@ func BenchmarkMessageGet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := ami.NewReader(bufio.NewReader(bytes.NewReader(data)), ami.ReaderConfig{})
-	if _, err := r.ReadBanner(); err != nil {
-		b.Fatal(err)
-	}
-	var msgs []ami.Message
-	for {
-		m, err := r.ReadMessage()
-		if err != nil {
-			break
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := readFrames(b, data)
 	keys := []string{"Uniqueid", "Channel", "ChannelState", "CallerIDNum", "CallerIDName",
 		"ConnectedLineNum", "ConnectedLineName", "Linkedid", "Exten", "AccountCode", "DestUniqueid"}
 	b.ReportAllocs()
