@@ -310,3 +310,30 @@ func BenchmarkClientDo(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMessageGet looks up, in each event of a recorded call, the
+// headers the call engine reads of a channel event (most present, one
+// missing), as calls.Engine.Apply does.
+func BenchmarkMessageGet(b *testing.B) {
+	data, err := os.ReadFile("testdata/basic_call_caller_hangup.ami")
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := readFrames(b, data)
+	keys := []string{"Uniqueid", "Channel", "ChannelState", "CallerIDNum", "CallerIDName",
+		"ConnectedLineNum", "ConnectedLineName", "Linkedid", "Exten", "AccountCode", "DestUniqueid"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for range b.N {
+		for _, m := range msgs {
+			for _, k := range keys {
+				n += len(m.Get(k))
+			}
+		}
+	}
+	if n == 0 {
+		b.Fatal("nothing found")
+	}
+	reportRate(b, len(keys)*len(msgs), "lookup")
+}

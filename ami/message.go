@@ -108,19 +108,38 @@ func (m Message) Lookup(key string) (string, bool) {
 
 // find returns the index of the first header named key, or -1.
 func (m Message) find(key string) int {
-	// Exact case first: it is what Asterisk sends and it is cheaper.
-	n := m.Len()
-	for i := range n {
-		if m.key(i) == key {
-			return i
+	// Exact case first: it is what Asterisk sends and it is cheaper. The
+	// length and the last byte, read straight from the offsets, rule out
+	// nearly every other header before a string compare (AMI keys of a
+	// length often share a prefix: Channel, Context; Uniqueid, Linkedid).
+	if key != "" {
+		t, idx, last := m.text, m.idx, key[len(key)-1]
+		for i := 0; i+1 < len(idx); i += 4 {
+			a, b := int(idx[i]), int(idx[i+1])
+			if b-a == len(key) && t[b-1] == last && t[a:b] == key {
+				return i / 4
+			}
 		}
 	}
-	for i := range n {
-		if strings.EqualFold(m.key(i), key) {
+	// Then any case. A key folding to an ASCII key is at least as long (a
+	// rune folding to an ASCII letter is one byte or more: K, U+212A KELVIN
+	// SIGN, to k), so shorter keys are skipped before EqualFold.
+	ascii := isASCII(key)
+	for i := range m.Len() {
+		if k := m.key(i); (!ascii || len(k) >= len(key)) && strings.EqualFold(k, key) {
 			return i
 		}
 	}
 	return -1
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Values returns every value of the headers named key, in order.

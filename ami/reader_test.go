@@ -243,3 +243,40 @@ func TestMessageIsAValue(t *testing.T) {
 		t.Errorf("empty message: %v", m)
 	}
 }
+
+// TestMessageLookup holds Get and Lookup to their contract: the first
+// header of that name, Asterisk's case before any other, then any case;
+// keys of the same length, first or last byte told apart.
+func TestMessageLookup(t *testing.T) {
+	m := NewMessage(
+		Header{"Event", "Newstate"}, Header{"Context", "from-internal"}, Header{"Channel", "PJSIP/201-00000001"},
+		Header{"uniqueid", "lower"}, Header{"Uniqueid", "1"}, Header{"Linkedid", "2"}, Header{"Uniqueid", "3"},
+		Header{"", "empty key"}, Header{"X", "one byte"}, Header{"Exten", ""}, Header{"\u212Aey", "kelvin"},
+	)
+	for _, tc := range []struct {
+		key, want string
+		ok        bool
+	}{
+		{"Channel", "PJSIP/201-00000001", true}, // Context: same length and first byte
+		{"Linkedid", "2", true},                 // Uniqueid: same length and last byte
+		{"Uniqueid", "1", true},                 // exact case first, the first of repeats
+		{"UNIQUEID", "lower", true},             // then any case, first in order
+		{"context", "from-internal", true},
+		{"", "empty key", true},
+		{"X", "one byte", true},
+		{"x", "one byte", true},
+		{"Exten", "", true},
+		{"Extens", "", false},
+		{"KEY", "kelvin", true}, // K folds to U+212A KELVIN SIGN, 3 bytes: a longer key
+		{"\u212AEY", "kelvin", true},
+		{"\u212Aeyx", "", false},
+		{"Missing", "", false},
+	} {
+		if v, ok := m.Lookup(tc.key); v != tc.want || ok != tc.ok {
+			t.Errorf("Lookup(%q) = %q, %v; want %q, %v", tc.key, v, ok, tc.want, tc.ok)
+		}
+		if v := m.Get(tc.key); v != tc.want {
+			t.Errorf("Get(%q) = %q, want %q", tc.key, v, tc.want)
+		}
+	}
+}

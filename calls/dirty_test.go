@@ -41,6 +41,28 @@ func checkFull(t *testing.T, e *Engine, where string) {
 		}
 	}
 	checkQueues(t, e, where)
+	checkShows(t, e, where)
+}
+
+// checkShows: the index of the numbers the published extensions'
+// conversations show (extWriter.shows, kept by set) is the one counted
+// afresh from them.
+func checkShows(t *testing.T, e *Engine, where string) {
+	t.Helper()
+	want := map[string]map[string]int{}
+	for k, x := range e.pub.exts.cur.All() {
+		for _, cv := range x.Conversations {
+			if n := cv.CounterpartNum; n != "" {
+				if want[n] == nil {
+					want[n] = map[string]int{}
+				}
+				want[n][k]++
+			}
+		}
+	}
+	if !maps.EqualFunc(e.pub.exts.shows, want, maps.Equal) {
+		t.Fatalf("%s: index of numbers shown %v, counts afresh %v", where, e.pub.exts.shows, want)
+	}
 }
 
 // checkQueues: every queue as published is its state copied afresh, and

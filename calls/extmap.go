@@ -351,6 +351,22 @@ func (w *extWriter) index(k string, x *Extension, d int) {
 	}
 }
 
+// sameShown reports whether a and b's conversations show the same
+// numbers, conversation by conversation: then the index counts are those
+// already kept (most changes of an extension are of its status or of a
+// conversation's state, not of whom it shows).
+func sameShown(a, b *Extension) bool {
+	if len(a.Conversations) != len(b.Conversations) {
+		return false
+	}
+	for id, cv := range a.Conversations {
+		if bv, ok := b.Conversations[id]; !ok || bv.CounterpartNum != cv.CounterpartNum {
+			return false
+		}
+	}
+	return true
+}
+
 // showing yields the extensions a conversation of which shows number n.
 func (w *extWriter) showing(n string) map[string]int { return w.shows[n] }
 
@@ -382,10 +398,12 @@ func (w *extWriter) set(k string, x *ent[Extension]) {
 		s, n.s[i%extFan] = c, c
 	}
 	j, ok := s.find(k)
-	if ok {
-		w.index(k, &s.e[j].x.v, -1)
+	if !ok {
+		w.index(k, &x.v, 1)
+	} else if old := &s.e[j].x.v; !sameShown(old, &x.v) {
+		w.index(k, old, -1)
+		w.index(k, &x.v, 1)
 	}
-	w.index(k, &x.v, 1)
 	if !ok {
 		if !w.keysOwn { // the published slice is shared: copy it first
 			w.cur.keys, w.keysOwn = slices.Clone(w.cur.keys), true
