@@ -43,9 +43,11 @@ func TestBusEdgeOutage(t *testing.T) {
 	up := func() bool {
 		select {
 		case err := <-edge.done:
-			t.Fatalf("the edge stopped: %v\n%s", err, edge.logs)
+			edge.done <- err // for its cleanup
+			t.Fatalf("the edge stopped: %v", err)
 		case err := <-bridge.done:
-			t.Fatalf("the bridge stopped: %v\n%s", err, bridge.logs)
+			bridge.done <- err
+			t.Fatalf("the bridge stopped: %v", err)
 		default:
 		}
 		return true
