@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/bus/natstest"
+	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
 // TestOutageLongerThanRetries: a 3-server cluster's NATS servers are
@@ -19,15 +20,8 @@ import (
 // bridge's seq and state, with the hangup the bridge published once it
 // could (its link's events held meanwhile, none lost).
 func TestOutageLongerThanRetries(t *testing.T) {
-	const ttl = 2 * time.Second
-	cluster := natstest.Cluster(t, 3)
-	url := natstest.URLs(cluster)
-	sim := startSim(t)
-	a := startNode(t, url, "bridge-a", sim.AMIAddr(), ttl)
-	waitFor(t, "bridge-a to lead", 30*time.Second, a.n.Leading)
-	e := startNode(t, url, "edge-1", "", ttl)
+	cluster, sim, a, e := startLeaderEdge(t, 2*time.Second)
 	st := e.n.State()
-	waitFor(t, "the edge ready, as the bridge", 20*time.Second, func() bool { return e.n.Ready() && same(a.served, e.served) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -83,4 +77,17 @@ func TestOutageLongerThanRetries(t *testing.T) {
 	if s := e.n.Stats(); s.ConsumerRetries == 0 || s.UnheardTimes == 0 {
 		t.Errorf("the edge's stats after the outage: consumer retries %d, unheard %d times", s.ConsumerRetries, s.UnheardTimes)
 	}
+}
+
+// startLeaderEdge starts a 3-server JetStream cluster, pbxsim, a bridge
+// (a, once it leads) and an edge (e, once it is ready, live, as a).
+func startLeaderEdge(t *testing.T, ttl time.Duration) (cluster []*natstest.Server, sim *pbxsim.PBX, a, e *testNode) {
+	cluster = natstest.Cluster(t, 3)
+	url := natstest.URLs(cluster)
+	sim = startSim(t)
+	a = startNode(t, url, "bridge-a", sim.AMIAddr(), ttl)
+	waitFor(t, "bridge-a to lead", 30*time.Second, a.n.Leading)
+	e = startNode(t, url, "edge-1", "", ttl)
+	waitFor(t, "the edge ready and live, as the bridge", 20*time.Second, func() bool { return e.n.Ready() && live(e.served) && same(a.served, e.served) })
+	return cluster, sim, a, e
 }
