@@ -36,11 +36,10 @@ func TestOutageLongerThanRetries(t *testing.T) {
 	}
 	killed := time.Now()
 	call.Hangup(ctx)
-	// A server's Restart returns once it is healthy, which a lone one of
-	// a cluster is not: each in a goroutine.
-	restarted := make(chan error, len(cluster))
-	restart := func(s *natstest.Server) { go func() { restarted <- s.Restart() }() }
-	restart(cluster[0])
+	// A lone server of a cluster is not healthy: relaunched, not waited for.
+	if err := cluster[0].Relaunch(); err != nil {
+		t.Fatal(err)
+	}
 	// The disconnect is said at once: a moment for the callback.
 	time.Sleep(500 * time.Millisecond)
 	for time.Since(killed) < 22*time.Second {
@@ -54,10 +53,13 @@ func TestOutageLongerThanRetries(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	restart(cluster[1])
-	restart(cluster[2])
-	for range cluster {
-		if err := <-restarted; err != nil {
+	for _, s := range cluster[1:] {
+		if err := s.Relaunch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range cluster {
+		if err := s.WaitHealthy(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -66,9 +66,9 @@ func TestBusEdgeOutage(t *testing.T) {
 	}
 	killed := time.Now()
 	call.Hangup(t.Context())
-	restarted := make(chan error, len(cluster))
-	restart := func(s *natstest.Server) { go func() { restarted <- s.Restart() }() }
-	restart(cluster[0])
+	if err := cluster[0].Relaunch(); err != nil { // alone: not healthy, not waited for
+		t.Fatal(err)
+	}
 	time.Sleep(500 * time.Millisecond) // the disconnect is said at once
 	for time.Since(killed) < 22*time.Second {
 		up()
@@ -79,10 +79,13 @@ func TestBusEdgeOutage(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	restart(cluster[1])
-	restart(cluster[2])
-	for range cluster {
-		if err := <-restarted; err != nil {
+	for _, s := range cluster[1:] {
+		if err := s.Relaunch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range cluster {
+		if err := s.WaitHealthy(); err != nil {
 			t.Fatal(err)
 		}
 	}
