@@ -30,7 +30,12 @@
 // ahead) says so on its own, outside the feed: its State is stalled and
 // stale at the same seq until it has caught up, and it restarts its
 // consumer as soon as it finds it silent or its connection reconnects
-// (unheard.go). Actions reach the leader by request/reply (actions.go;
+// (unheard.go). No running node gives up on NATS: its consumer is asked
+// for again, with backoff, for as long as Run lives (an outage of any
+// length leaves it unheard, then it resumes after the last seq it
+// applied), a leader's publish is retried until stored or Run ends (its
+// link waits meanwhile: no op is published into a void), and only Open's
+// setup gives up, after 15 s. Actions reach the leader by request/reply (actions.go;
 // the Node is a rest.PBX and a rest.Refresher). A bridge with
 // Config.Prefer standing by asks a leader that does not prefer the PBX
 // to hand it over (handover.go): the leader steps down at a safe point,
@@ -54,6 +59,28 @@
 // any message is dropped with an error rather than refusing every
 // publish. Node.Stats and NewCollector give the node's figures for
 // /metrics (metrics.go).
+//
+// What an unheard flip costs, and why it stays a snapshot (issue 16).
+// Going unheard and heard again sends every WebSocket client two whole
+// snapshots (ws: the unheard one under an epoch of its own): with 300
+// extensions 106 kB per client per flip, 9-10 µs of the hub's time per
+// client without sockets (BenchmarkUnheardFlip in ws; 1000 clients:
+// 106 MB and 10 ms per flip). A pbxStatus frame instead would be a few
+// hundred bytes, but it is only truthful with three changes made
+// together: (1) going unheard, a pbxStatus stalled/stale at the client's
+// seq, taking no seq; (2) while unheard, every pbxStatus delta of the
+// feed rewritten to the unheard view (a stall marker's, or a restore's
+// "live" applied during a catch-up, would otherwise show a node that
+// has not caught up as live; today the next snapshot hides that, the
+// deltas between do not); (3) "resumed" followed by the node's current
+// pbxStatus, always, so that a client that resumes elsewhere from a seq
+// it was told stale at out of the feed learns the status (the other
+// node's feed since that seq need not hold one). Heard again, the status
+// frame alone is enough when the client's seq is the feed's and no
+// change was applied while unheard; else the deltas it got meanwhile
+// already moved it, and the status frame ends the spell. (2) and (3)
+// change the ws protocol's reading of pbxStatus and touch the panel's
+// script: not done yet; the snapshot per flip stays.
 //
 // natstest starts real nats-server processes for the tests.
 package bus

@@ -15,6 +15,7 @@ type counters struct {
 	applied        atomic.Uint64 // stream messages applied to Served
 	appliedBytes   atomic.Uint64
 	retries        atomic.Uint64 // publishes tried again (no ack)
+	consRetries    atomic.Uint64 // consumers of the stream asked for again (run.go, consume)
 	adopted        atomic.Uint64 // stall markers a fenced publish adopted
 	takeovers      atomic.Uint64 // times this node took the lead
 	stallsWritten  atomic.Uint64
@@ -38,6 +39,7 @@ type Stats struct {
 	AppliedSeq      uint64 // last stream seq applied
 	StreamSeq       uint64 // the stream's last seq when last read (every second)
 	Retries         uint64 // publishes tried again after no ack
+	ConsumerRetries uint64 // consumers of the stream asked for again (NATS out of reach)
 	Adopted         uint64 // stall markers adopted by a fenced publish
 	Takeovers       uint64 // leads taken by this node
 	StallsWritten   uint64 // stall markers this node stored
@@ -67,7 +69,7 @@ func (n *Node) Stats() Stats {
 	c := &n.m
 	return Stats{Role: role, Published: c.published.Load(), PublishedBytes: c.publishedBytes.Load(),
 		Applied: c.applied.Load(), AppliedBytes: c.appliedBytes.Load(), AppliedSeq: n.applied.Load(), StreamSeq: c.streamLast.Load(),
-		Retries: c.retries.Load(), Adopted: c.adopted.Load(), Takeovers: c.takeovers.Load(),
+		Retries: c.retries.Load(), ConsumerRetries: c.consRetries.Load(), Adopted: c.adopted.Load(), Takeovers: c.takeovers.Load(),
 		StallsWritten: c.stallsWritten.Load(), StallsApplied: c.stallsApplied.Load(),
 		Generation: g.Gen, GenerationSeq: seq, GenerationMsgs: c.streamMsgs.Load(), GenerationBytes: c.streamBytes.Load(),
 		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load(), Unheard: n.Unheard(), UnheardTimes: c.unheard.Load(), Handovers: c.handovers.Load(), LeaderChecks: c.leaderChecks.Load()}
@@ -87,6 +89,7 @@ var (
 	descAppBytes  = prometheus.NewDesc("ctibridge_bus_applied_bytes_total", "Bytes of the op stream messages applied.", nil, nil)
 	descLagMsgs   = prometheus.NewDesc("ctibridge_bus_replay_lag_messages", "The stream's last seq (read every second) minus the last seq applied.", nil, nil)
 	descRetries   = prometheus.NewDesc("ctibridge_bus_publish_retries_total", "Publishes tried again after no acknowledgement (NATS out of reach, a JetStream election).", nil, nil)
+	descConsRetry = prometheus.NewDesc("ctibridge_bus_consumer_retries_total", "Consumers of the op stream this node asked for again after one could not be made (NATS out of reach, the stream without a JetStream leader): the node stays unheard meanwhile and never gives up.", nil, nil)
 	descAdopted   = prometheus.NewDesc("ctibridge_bus_stall_markers_adopted_total", "Stall markers a fenced publish of this leader found after its last seq and went on after.", nil, nil)
 	descTakeovers = prometheus.NewDesc("ctibridge_bus_takeovers_total", "Times this node took the lead of the PBX.", nil, nil)
 	descStallsW   = prometheus.NewDesc("ctibridge_bus_stall_markers_written_total", "Stall markers this node stored (the leader silent for half the lease TTL).", nil, nil)
@@ -103,7 +106,7 @@ var (
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRole, descPublished, descPubBytes, descApplied, descAppBytes, descLagMsgs, descRetries,
+	for _, d := range []*prometheus.Desc{descRole, descPublished, descPubBytes, descApplied, descAppBytes, descLagMsgs, descRetries, descConsRetry,
 		descAdopted, descTakeovers, descStallsW, descStallsA, descGen, descGenMsgs, descGenBytes, descRollovers, descDropped,
 		descUnheard, descUnheardT, descHandovers, descChecks} {
 		ch <- d
@@ -131,6 +134,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descAppBytes, s.AppliedBytes)
 	gauge(descLagMsgs, s.StreamSeq-min(s.StreamSeq, s.AppliedSeq))
 	counter(descRetries, s.Retries)
+	counter(descConsRetry, s.ConsumerRetries)
 	counter(descAdopted, s.Adopted)
 	counter(descTakeovers, s.Takeovers)
 	counter(descStallsW, s.StallsWritten)

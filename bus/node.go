@@ -223,17 +223,44 @@ func isNoReplicas(err error) bool {
 }
 
 // retried calls f until it succeeds or 15 s pass: a cluster that just
-// started (or lost a server) elects its JetStream leaders first.
+// started (or lost a server) elects its JetStream leaders first. For
+// Open's setup only: a running node never gives up on NATS (retry).
 func retried[T any](ctx context.Context, f func(ctx context.Context) (T, error)) (T, error) {
-	deadline := time.Now().Add(15 * time.Second)
+	return retry(ctx, time.Now().Add(15*time.Second), nil, f)
+}
+
+// Between retry's calls: minBackoff, doubled after each failure up to
+// maxBackoff.
+const (
+	minBackoff = 200 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// retry calls f, each call for 3 s at most, until it succeeds, ctx ends
+// or, deadline not zero, the deadline passes. Between calls it waits
+// minBackoff while there is a deadline (a startup's election is short),
+// a backoff up to maxBackoff when there is none, cut short when wake
+// fires (the NATS connection is back).
+func retry[T any](ctx context.Context, deadline time.Time, wake <-chan struct{}, f func(ctx context.Context) (T, error)) (T, error) {
+	wait, most := minBackoff, maxBackoff
+	if !deadline.IsZero() {
+		most = minBackoff
+	}
 	for {
 		c, cancel := context.WithTimeout(ctx, 3*time.Second)
 		v, err := f(c)
 		cancel()
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+		if err == nil || !deadline.IsZero() && time.Now().After(deadline) || ctx.Err() != nil {
 			return v, err
 		}
-		time.Sleep(200 * time.Millisecond)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+		wait = min(2*wait, most)
 	}
 }
 

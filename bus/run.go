@@ -38,8 +38,7 @@ func (n *Node) Run(ctx context.Context) error {
 		n.leading.Store(false) // a Run that returned leads nothing
 	}()
 	msgs := make(chan stored, 256)
-	ferr := make(chan error, 1)
-	wg.Go(func() { ferr <- n.follow(ctx, msgs) })
+	wg.Go(func() { n.follow(ctx, msgs) })
 	won := make(chan uint64, 1)
 	var l *lease
 	kv, err := n.bucket(ctx, LeaseBucket, n.stream.CachedInfo().Config.Replicas)
@@ -59,8 +58,6 @@ func (n *Node) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-ferr:
-			return err
 		case err := <-n.deposed:
 			if errors.Is(err, ErrHandedOver) {
 				return err // handover.go
@@ -95,47 +92,64 @@ func (n *Node) Run(ctx context.Context) error {
 // is silent with the stream ahead (a consumer left on a NATS server that
 // died is not always noticed: seen with nats-server 2.9.10) and when the
 // NATS connection reconnects. watch runs for follow's whole time, so a
-// consumer that does not stop when told is no check lost.
-func (n *Node) follow(ctx context.Context, out chan<- stored) error {
+// consumer that does not stop when told is no check lost. follow never
+// gives up on NATS (consume): a node that cannot hear its stream says so
+// (unheard.go) for as long as that lasts, and goes on.
+func (n *Node) follow(ctx context.Context, out chan<- stored) {
 	restart := make(chan struct{}, 1)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go n.watch(wctx, restart)
 	for ctx.Err() == nil {
-		if err := n.consume(ctx, out, restart); err != nil {
-			return err
-		}
+		n.consume(ctx, out, restart)
 	}
-	return ctx.Err()
 }
 
 // consume runs one ordered consumer until ctx ends or watch asks for a
-// restart. Its messages are read on a goroutine of their own and handed
-// on here only: once told to restart it hands on nothing more, even
-// from an iterator that does not stop (nats.go's ordered consumer may
-// be waiting in its own reset), so no message of an old consumer comes
-// after the new one's.
-func (n *Node) consume(ctx context.Context, out chan<- stored, restart chan struct{}) error {
-	cons, err := retried(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
-		return n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+// restart. A consumer that cannot be made (NATS out of reach, the stream
+// without a JetStream leader: an outage of any length) is asked for
+// again, with backoff up to maxBackoff, at once when the connection is
+// back (watch asks for a restart then), until ctx ends; each try starts
+// after the last applied message, so the node resumes there with no gap
+// (the ordered consumer) and no message twice (apply). Its messages are
+// read on a goroutine of their own and handed on here only: once told
+// to restart it hands on nothing more, even from an iterator that does
+// not stop (nats.go's ordered consumer may be waiting in its own reset),
+// so no message of an old consumer comes after the new one's.
+func (n *Node) consume(ctx context.Context, out chan<- stored, restart chan struct{}) {
+	var failed time.Time // the first try that failed, zero none
+	it, err := retry(ctx, time.Time{}, restart, func(ctx context.Context) (jetstream.MessagesContext, error) {
+		cons, err := n.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: n.applied.Load() + 1})
+		var it jetstream.MessagesContext
+		if err == nil {
+			if it, err = cons.Messages(); err == nil {
+				n.consumer.Store(&cons)
+				return it, nil
+			}
+		}
+		if failed.IsZero() && ctx.Err() == nil {
+			failed = time.Now()
+			n.log.Warn("cannot make a consumer of the stream: trying again until NATS answers", "err", err, "applied", n.applied.Load())
+		}
+		n.m.consRetries.Add(1)
+		return nil, err
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
+		return // ctx ended
+	}
+	// Stopped on a goroutine of Run's: nats.go's Stop waits for a reset
+	// of the ordered consumer in progress, which tries until it is
+	// stopped (its next try, 20 s at most) or NATS answers; the new
+	// consumer must not wait for that.
+	defer n.bg.Go(it.Stop)
+	if !failed.IsZero() {
+		n.log.Info("consumer of the stream made again", "after", time.Since(failed).Round(time.Millisecond), "applied", n.applied.Load())
 	}
 	select {
 	case <-restart: // asked of the one before: this one is new
 	default:
 	}
-	n.consumer.Store(&cons)
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("bus: follow %s: %w", n.subject, err)
-	}
-	defer it.Stop()
 	done := make(chan struct{})
 	defer close(done)
 	msgs := make(chan stored)
@@ -166,12 +180,12 @@ func (n *Node) consume(ctx context.Context, out chan<- stored, restart chan stru
 			select {
 			case out <- m:
 			case <-ctx.Done():
-				return nil
+				return
 			}
 		case <-restart:
-			return nil
+			return
 		case <-ctx.Done():
-			return nil
+			return
 		}
 	}
 }
@@ -214,6 +228,9 @@ func (n *Node) watch(ctx context.Context, restart chan<- struct{}) {
 		if err == nil {
 			n.streamInfo(info)
 			last = info.State.LastSeq
+			if info.Cluster != nil && info.Cluster.Leader == "" {
+				err = errNoLeader
+			}
 		} else if ctx.Err() != nil {
 			return
 		}

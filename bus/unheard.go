@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,10 @@ import (
 //
 //   - its NATS connection is down (the disconnect callback, at once);
 //   - the stream's info cannot be read twice running (no JetStream
-//     leader, or out of reach: nothing can be stored or delivered);
+//     leader, or out of reach: nothing can be stored or delivered); an
+//     info that names no leader counts as unread (errNoLeader: a server
+//     left alone of its cluster answers so after some 10 s, with the
+//     last seq it holds, while no leader can store anything);
 //   - the stream held, a check ago, a message not applied since, and
 //     nothing was applied in between (the consumer is silent: it is
 //     restarted at once; a new one gets a check, and after each restart
@@ -37,6 +41,9 @@ import (
 // an epoch of its own so that nobody resumes from it, and another when
 // it is lifted), and Ready is false. The seqs stay the stream's: every
 // node still shows the same seq for the same state.
+
+// errNoLeader: the stream's info names no JetStream leader (above).
+var errNoLeader = errors.New("the stream has no JetStream leader")
 
 // unheard is a node's own say that it cannot hear its stream.
 type unheard struct {

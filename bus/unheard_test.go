@@ -26,14 +26,8 @@ func showsCall(s *calls.Snapshot, exten, num string) bool {
 // call was shown live for the election and two watchdog checks more.
 func TestUnheardServerKilled(t *testing.T) {
 	const ttl = 2 * time.Second
-	cluster := natstest.Cluster(t, 3)
-	url := natstest.URLs(cluster)
-	sim := startSim(t)
-	a := startNode(t, url, "bridge-a", sim.AMIAddr(), ttl)
-	waitFor(t, "bridge-a to lead", 30*time.Second, a.n.Leading)
-	e := startNode(t, url, "edge-1", "", ttl)
+	cluster, sim, a, e := startLeaderEdge(t, ttl)
 	st := e.n.State()
-	waitFor(t, "live on the edge, as the bridge", 20*time.Second, func() bool { return live(e.served) && same(a.served, e.served) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -2,7 +2,9 @@ package ws
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -186,5 +188,56 @@ func TestUnheardGapStatus(t *testing.T) {
 	}
 	if !slices.Contains(types, "event extenUpdate") || slices.Contains(types, "event pbxStatus") {
 		t.Fatalf("an Unheard snapshot and its gap: %q, want the extenUpdate and no pbxStatus", types)
+	}
+}
+
+// BenchmarkUnheardFlip: what one flip of a node's own say costs (heard,
+// unheard, heard: LocalChanged twice, each a snapshot to every client),
+// with 300 extensions, for N admin clients (no sockets): the bytes
+// queued per flip and per client, and the hub's time per client.
+func BenchmarkUnheardFlip(b *testing.B) {
+	users := testUsers(b)
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) {
+			eng := calls.New(calls.Config{Trunks: []string{"trunk"}})
+			eng.SetLink(calls.LinkLive)
+			for i := range 300 {
+				eng.Apply(devState(strconv.Itoa(2000+i), i%3 == 0))
+			}
+			eng.Publish()
+			ls := newLocalState(eng)
+			h, err := NewHub(ls, auth.NewService(users, auth.Config{}), Config{MaxPending: 1 << 20})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.last = eng.Feed().LastSeq()
+			u, _ := users.Lookup("root")
+			for range n {
+				h.addFake(u, allTopics)
+			}
+			var bytes int
+			drain := func() {
+				for _, c := range h.clients {
+					for _, f := range c.take() {
+						bytes += len(f.b)
+						for _, p := range f.more {
+							bytes += len(p)
+						}
+					}
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, on := range []bool{true, false} {
+					ls.set(on)
+					h.resyncAll("local")
+					drain()
+				}
+			}
+			b.ReportMetric(float64(bytes)/float64(b.N), "B/flip")
+			b.ReportMetric(float64(bytes)/float64(b.N*n), "B/flip/client")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/client")
+		})
 	}
 }

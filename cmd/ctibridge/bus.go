@@ -269,8 +269,9 @@ func reachable(addr string) func(ctx context.Context) error {
 }
 
 // contend runs candidates until ctx ends: one deposed is closed and
-// replaced by a fresh one, which follows the stream and contends again
-// a second later (two bridges fencing each other off do not spin).
+// replaced by a fresh one (standBy), which follows the stream and
+// contends again a second later (two bridges fencing each other off do
+// not spin).
 // Another error of a candidate's is the bridge's.
 func (p *busPBX) contend(ctx context.Context) error {
 	for {
@@ -289,12 +290,9 @@ func (p *busPBX) contend(ctx context.Context) error {
 			p.log.Warn("deposed: this PBX's lead is lost, standing by again with a fresh engine; the state clients read goes on following",
 				"pbx", p.name, "err", err)
 		}
-		next, err := p.candidate(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("standing by again after a deposal: %w", err)
+		next := p.standBy(ctx)
+		if next == nil {
+			return nil // ctx ended
 		}
 		p.cur.Store(next)
 		cand.node.Close()
@@ -303,6 +301,31 @@ func (p *busPBX) contend(ctx context.Context) error {
 			return nil
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// standBy makes the candidate that stands by after a deposal, trying
+// again with backoff (1 s, doubling up to 30 s) for as long as ctx lives:
+// NATS out of reach then (bus.Open gives up after some 15 s) must not
+// stop the process, whose served state goes on following (unheard
+// meanwhile). Nil once ctx ended.
+func (p *busPBX) standBy(ctx context.Context) *candidate {
+	wait := time.Second
+	for {
+		next, err := p.candidate(ctx)
+		if err == nil {
+			return next
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.log.Warn("cannot stand by again after a deposal: trying again", "pbx", p.name, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 

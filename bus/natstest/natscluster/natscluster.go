@@ -239,6 +239,14 @@ func (s *Server) Restart() error {
 	return s.waitHealthy()
 }
 
+// Relaunch starts a killed server again on the same ports and store
+// without waiting: a lone server of a cluster is not healthy until
+// another joins it. WaitHealthy waits then.
+func (s *Server) Relaunch() error { return s.start() }
+
+// WaitHealthy waits until the server answers /healthz, 30 s at most.
+func (s *Server) WaitHealthy() error { return s.waitHealthy() }
+
 // Logs is what the server printed.
 func (s *Server) Logs() string {
 	s.mu.Lock()
