@@ -71,8 +71,9 @@
 // seq, taking no seq; (2) while unheard, every pbxStatus delta of the
 // feed rewritten to the unheard view (a stall marker's, or a restore's
 // "live" applied during a catch-up, would otherwise show a node that
-// has not caught up as live; today the next snapshot hides that, the
-// deltas between do not); (3) "resumed" followed by the node's current
+// has not caught up as live; today the ws hub sends no pbxStatus delta
+// while unheard, TestUnheardStatusNotLive, and the snapshot on hearing
+// again carries the status); (3) "resumed" followed by the node's current
 // pbxStatus, always, so that a client that resumes elsewhere from a seq
 // it was told stale at out of the feed learns the status (the other
 // node's feed since that seq need not hold one). Heard again, the status
