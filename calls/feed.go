@@ -51,12 +51,19 @@ func (c *Change) ConferenceJSONFor(sees func(exten string) bool) []byte {
 // goroutines read it concurrently.
 type Feed struct {
 	mu   sync.RWMutex // guards everything below
+	run               // the current run's changes
+	base uint64       // seq the current run began after (Restart, Adopt): Generation
+	prev run          // the run before the current one, as Adopt left it: Previous
+	wake chan struct{}
+}
+
+// run is a ring buffer of changes: a feed's current run, or the one
+// Adopt replaced (Feed.prev).
+type run struct {
 	buf  []Change
 	head int    // index of the oldest change
 	n    int    // changes held
 	last uint64 // seq of the newest change, 0 when none yet
-	base uint64 // seq the current run began after (Restart, Adopt): Generation
-	wake chan struct{}
 }
 
 // DefaultFeedSize is Config.FeedSize's default.
@@ -66,7 +73,7 @@ func newFeed(size int) *Feed {
 	if size <= 0 {
 		size = DefaultFeedSize
 	}
-	return &Feed{buf: make([]Change, size), wake: make(chan struct{})}
+	return &Feed{run: run{buf: make([]Change, size)}, wake: make(chan struct{})}
 }
 
 // append numbers the changes and stores them; it returns the last seq.
@@ -109,18 +116,23 @@ func (f *Feed) LastSeq() uint64 {
 func (f *Feed) Since(seq uint64) (changes []Change, ok bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if seq > f.last {
+	return f.run.since(seq)
+}
+
+// since is Since of the changes r holds.
+func (r *run) since(seq uint64) (changes []Change, ok bool) {
+	if seq > r.last {
 		return nil, false
 	}
-	oldest := f.last - uint64(f.n) + 1 // seq of buf[head]
+	oldest := r.last - uint64(r.n) + 1 // seq of buf[head]
 	if seq+1 < oldest {
 		return nil, false
 	}
-	k := int(f.last - seq)
+	k := int(r.last - seq)
 	out := make([]Change, k)
-	start := f.n - k
+	start := r.n - k
 	for i := range k {
-		out[i] = f.buf[(f.head+start+i)%len(f.buf)]
+		out[i] = r.buf[(r.head+start+i)%len(r.buf)]
 	}
 	return out, true
 }

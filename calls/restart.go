@@ -21,6 +21,7 @@ func (f *Feed) restart(seq uint64) {
 	f.mu.Lock()
 	clear(f.buf)
 	f.head, f.n, f.last, f.base = 0, 0, seq, seq
+	f.prev = run{}
 	wake := f.wake
 	f.wake = make(chan struct{})
 	f.mu.Unlock()
@@ -33,7 +34,8 @@ func (f *Feed) restart(seq uint64) {
 // changes o published since its New or Restart (those the buffer holds),
 // under this engine's Feed. A reader of this engine from before finds
 // its changes gone (Feed.Since is not ok) and starts from the snapshot,
-// or replays the adopted changes (Feed.Generation). This engine keeps
+// or replays the adopted changes (Feed.Generation), after what it had
+// not read of its own (Feed.Previous). This engine keeps
 // its own clock and lookups (its Config's). o must not be used
 // afterwards. Package bus builds a new generation of the op log on a
 // second engine while clients keep the old state, then adopts it.
@@ -46,15 +48,16 @@ func (e *Engine) Adopt(o *Engine) {
 	e.feed.adopt(o.feed)
 }
 
-// adopt takes o's changes and seqs, waking f's readers. o must not be
-// used afterwards: its buffer is f's now (an append to o panics).
+// adopt takes o's changes and seqs, waking f's readers; f's own run is
+// kept as the previous one (Previous). o must not be used afterwards:
+// its buffer is f's now (an append to o panics).
 func (f *Feed) adopt(o *Feed) {
 	o.mu.Lock()
-	buf, head, n, last, base := o.buf, o.head, o.n, o.last, o.base
-	o.buf, o.head, o.n = nil, 0, 0
+	r, base := o.run, o.base
+	o.run = run{last: r.last}
 	o.mu.Unlock()
 	f.mu.Lock()
-	f.buf, f.head, f.n, f.last, f.base = buf, head, n, last, base
+	f.prev, f.run, f.base = f.run, r, base
 	wake := f.wake
 	f.wake = make(chan struct{})
 	f.mu.Unlock()
@@ -74,4 +77,20 @@ func (f *Feed) Generation() (base uint64, changes []Change, ok bool) {
 	f.mu.RUnlock()
 	changes, ok = f.Since(base)
 	return base, changes, ok
+}
+
+// Previous returns the changes after seq of the run before the current
+// one, those the buffer held when Adopt replaced it: what a reader that
+// was behind at the adoption had not read of the old generation, to
+// apply before replaying Generation (package webhook: a call whose whole
+// life was in that tail is seen). ok is false when seq is not in that
+// run (a Restart since, two adoptions, or seq of another run) or some of
+// its changes after seq fell out of the buffer.
+func (f *Feed) Previous(seq uint64) (changes []Change, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.prev.buf == nil {
+		return nil, false
+	}
+	return f.prev.since(seq)
 }

@@ -92,3 +92,47 @@ func TestRestartAndAdopt(t *testing.T) {
 		}
 	}
 }
+
+// TestAdoptKeepsPrevious: after an adoption the changes of the run it
+// replaced are still there for a reader that had not read them all
+// (Previous), from any seq of that run, in order; not from a seq of
+// another run, nor after a second adoption or a Restart.
+func TestAdoptKeepsPrevious(t *testing.T) {
+	rec := loadRecording(t, "basic_call_caller_hangup")
+	var clock, bclock time.Time
+	a := New(Config{Now: func() time.Time { return clock }, FeedSize: 1000})
+	feed := a.Feed()
+	feedAll(a, &clock, rec)
+	mid, last := feed.LastSeq()/2, feed.LastSeq()
+	want, _ := feed.Since(mid)
+	b := New(Config{Now: func() time.Time { return bclock }, FeedSize: 1000})
+	b.Restart(last + 1000)
+	feedAll(b, &bclock, rec)
+	a.Adopt(b)
+	got, ok := feed.Previous(mid)
+	if !ok || len(got) != len(want) || len(got) == 0 {
+		t.Fatalf("previous run after seq %d: %d changes (ok %v), want %d", mid, len(got), ok, len(want))
+	}
+	for i := range got {
+		if got[i].Seq != want[i].Seq || string(got[i].Data) != string(want[i].Data) {
+			t.Fatalf("previous change %d: %d %s, want %d %s", i, got[i].Seq, got[i].Data, want[i].Seq, want[i].Data)
+		}
+	}
+	if cs, ok := feed.Previous(last); !ok || len(cs) != 0 {
+		t.Fatalf("a reader at the previous run's end: %d changes (ok %v), want none, ok", len(cs), ok)
+	}
+	if _, ok := feed.Previous(last + 1000); ok {
+		t.Fatal("Previous answered a seq of the current run")
+	}
+	c := New(Config{Now: func() time.Time { return bclock }, FeedSize: 1000})
+	c.Restart(feed.LastSeq() + 1000)
+	feedAll(c, &bclock, rec)
+	a.Adopt(c)
+	if _, ok := feed.Previous(mid); ok {
+		t.Fatal("a seq of the run two adoptions ago answered")
+	}
+	a.Restart(feed.LastSeq() + 1000)
+	if _, ok := feed.Previous(feed.LastSeq() - 1000); ok {
+		t.Fatal("Previous answered after a Restart")
+	}
+}

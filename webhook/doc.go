@@ -12,9 +12,11 @@
 // the calls in progress are taken silently; after a gap in the feed (the
 // reader fell behind the ring buffer) the difference with the current
 // snapshot is raised; when the feed jumped to a new generation (a bus
-// rollover: calls.Engine.Adopt) its changes are replayed instead
-// (window.go), so that a call wholly inside the rollover's resync is
-// seen. CDR events come from history.RecorderConfig.OnTaken,
+// rollover: calls.Engine.Adopt) what the reader had not read of the
+// generation before is applied first (calls.Feed.Previous), then the new
+// one's changes are replayed (window.go), so that a call wholly inside
+// the rollover's resync, or wholly in the old generation's last changes
+// while the reader was behind, is seen. CDR events come from history.RecorderConfig.OnTaken,
 // after the CDR is fsynced to the recorder's spool.
 //
 // Every event has an idempotency key, "<linkedid>:<uniqueid>:<type>" (a

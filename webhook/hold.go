@@ -12,6 +12,17 @@ import (
 
 // cdrHold keeps a PBX's CDRs taken while this node does not send its
 // events (Options.Sending, PBX.Sending), oldest first.
+//
+// A takeover sends all those of the last CDRHold, though the old sender
+// may have sent some (their ids repeat): nothing tells this node which.
+// Each bridge's recorder hears every Cdr on its own AMI session, not
+// through the op log; the old sender's queue and its receivers' 2xx are
+// on its own disk; and a sender that died loses what it had taken but
+// not yet written to its disk queue. What it did not send is known to
+// no one else, so the hold covers the whole takeover: the lease's
+// expiry, the catch-up, the new link's resync, with room for a loaded
+// machine. Sending only what the old sender did not confirm would need
+// it to publish its confirmations (on the bus, beside the op log).
 type cdrHold struct {
 	mu   sync.Mutex
 	held []heldCDRs

@@ -256,11 +256,17 @@ func (s *Service) read(ctx context.Context, r *reader) {
 
 // pump handles the changes after r.last. When the feed jumped past
 // them to a new generation (a bus rollover's adoption, window.go) it
-// replays that generation's changes; after another gap it resynchronises
-// from the current snapshot.
+// applies what it had not read of the one before (calls.Feed.Previous),
+// then replays the new one's changes; after another gap it
+// resynchronises from the current snapshot.
 func (s *Service) pump(r *reader, feed *calls.Feed) {
 	cs, ok := feed.Since(r.last)
 	if !ok {
+		// What the reader had not read of the generation before the
+		// jump goes first, as live (a call whose whole life was there).
+		if old, ok := feed.Previous(r.last); ok {
+			s.apply(r, old)
+		}
 		if base, gen, ok := feed.Generation(); ok && base > r.last {
 			snap := r.state.Snapshot()
 			s.generations.Add(1)
@@ -287,6 +293,12 @@ func (s *Service) pump(r *reader, feed *calls.Feed) {
 	if r.sends != nil && r.sending() {
 		s.sendHeld(r) // a takeover's CDRs, as soon as this node sends
 	}
+	s.apply(r, cs)
+	r.readSeq.Store(r.last)
+}
+
+// apply hands the changes cs, after r.last, to r's tracker.
+func (s *Service) apply(r *reader, cs []calls.Change) {
 	for i := range cs {
 		if err := r.tr.change(&cs[i], r.emit); err != nil {
 			s.feedBad.Add(1)
@@ -294,7 +306,6 @@ func (s *Service) pump(r *reader, feed *calls.Feed) {
 		}
 		r.last = cs[i].Seq
 	}
-	r.readSeq.Store(r.last)
 }
 
 // emit encodes e once and queues it for every webhook that wants it

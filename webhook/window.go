@@ -15,7 +15,10 @@ import (
 // state: the resync's lists, and the calls that rang, were answered and
 // hung up meanwhile. The reader replays them (calls.Feed.Generation)
 // rather than resynchronising from the snapshot alone, which would miss
-// a call wholly inside that window.
+// a call wholly inside that window. Before, it applies as live what it
+// had not read of the old generation (calls.Feed.Previous; pump): a
+// reader behind at the adoption would otherwise lose a call whose whole
+// life was in those changes (TestRolloverUnreadTail).
 //
 // A new engine's state is filled piecemeal, so a call in progress can be
 // missing from some of those states: a leg that disappears during the

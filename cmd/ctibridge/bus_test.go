@@ -371,6 +371,12 @@ func TestBusRolloverWebSocket(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// leads says which bridge took the lead how often (a takeover drops
+	// the call events neither node derived while it led, and resends
+	// the held CDRs: the failures' diagnostics).
+	leads := func() string {
+		return "takeovers: bridge-a " + a.metric(t, "ctibridge_bus_takeovers_total") + ", bridge-b " + b.metric(t, "ctibridge_bus_takeovers_total")
+	}
 	hangups := func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -390,7 +396,7 @@ func TestBusRolloverWebSocket(t *testing.T) {
 			mu.Lock()
 			t.Logf("webhook events: %v", seen)
 			mu.Unlock()
-			t.Fatalf("%d hangup webhooks for the 3 short calls; bridge-a:\n%s\nbridge-b:\n%s", hangups(), a.logs, b.logs)
+			t.Fatalf("%d hangup webhooks for the 3 short calls (%s); bridge-a:\n%s\nbridge-b:\n%s", hangups(), leads(), a.logs, b.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -422,7 +428,7 @@ func TestBusRolloverWebSocket(t *testing.T) {
 			mu.Lock()
 			t.Logf("webhook events: %v", seen)
 			mu.Unlock()
-			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d; bridge-a:\n%s\nbridge-b:\n%s", hangups(), before+1, a.logs, b.logs)
+			t.Fatalf("the long call's hangup: %d hangup webhooks, want %d (%s); bridge-a:\n%s\nbridge-b:\n%s", hangups(), before+1, leads(), a.logs, b.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -452,5 +458,8 @@ func TestBusRolloverWebSocket(t *testing.T) {
 	}
 	if cdrs != 4 {
 		t.Errorf("%d cdr events, want 4: %v", cdrs, seen)
+	}
+	if t.Failed() {
+		t.Logf("%s", leads())
 	}
 }
