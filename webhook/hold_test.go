@@ -123,19 +123,9 @@ func TestTakeoverHoldExpires(t *testing.T) {
 // first live event once sending goes after the held ones; beyond
 // holdMaxEvents call events the oldest are dropped, the CDRs kept.
 func TestHoldOrderAndBound(t *testing.T) {
-	h := memHook(t)
 	var sending atomic.Bool
 	r := &reader{sends: sending.Load}
-	s := &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}, readers: []*reader{r}}
-	queued := func() []string {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		var out []string
-		for _, r := range h.mem {
-			out = append(out, r.ID)
-		}
-		return out
-	}
+	s, queued := memService(t, r)
 	ev := func(linked, typ string) *Event {
 		return &Event{ID: linked + ":" + linked + ".1:" + typ, Type: typ, Extension: "202", LinkedID: linked, UniqueID: linked + ".1"}
 	}
@@ -155,7 +145,7 @@ func TestHoldOrderAndBound(t *testing.T) {
 		t.Fatalf("sent %v, want %v", q, want)
 	}
 
-	h.mem = nil
+	s.hooks[0].mem = nil
 	sending.Store(false)
 	s.holdCDRs(r, []history.CDR{{LinkedID: "0", UniqueID: "0.1", Sequence: 1, Src: "201", Dst: "202"}})
 	for i := range holdMaxEvents + 5 {

@@ -382,18 +382,8 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 // once, by a sendHeld after their hold; a sendHeld with none held queues
 // nothing.
 func TestHeldCDRsSentOnce(t *testing.T) {
-	h := memHook(t)
 	r := &reader{}
-	s := &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}, readers: []*reader{r}}
-	queued := func() []string {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		var out []string
-		for _, r := range h.mem {
-			out = append(out, r.ID)
-		}
-		return out
-	}
+	s, queued := memService(t, r)
 	s.sendHeld(r)
 	if q := queued(); len(q) != 0 {
 		t.Fatalf("nothing held, queued %v", q)
