@@ -47,8 +47,11 @@
 // Options.Sending (the default PBX's) and PBX.Sending (a named PBX's)
 // let several nodes follow the same calls while one sends each PBX's (on
 // the bus, the PBX's leading bridge): the others track the PBX's calls
-// without emitting and hold its CDRs for Options.CDRHold, sent once they
-// send (a takeover's; ids may repeat). The queues are one a webhook
+// without emitting, and hold the call events they derive and the CDRs
+// they take for Options.CDRHold (hold.go; at most holdMaxEvents call
+// events), sent once they send, oldest first, before what follows (a
+// takeover's: what the old sender had not sent when it lost the lead;
+// ids may repeat). The queues are one a webhook
 // whatever the PBX; Options.Drain moves those of an earlier layout (a
 // service a PBX) into them.
 //

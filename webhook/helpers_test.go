@@ -272,4 +272,20 @@ func memHook(tb testing.TB) *hook {
 	return h
 }
 
+// memService is a Service, not run, of one memHook and reader r, holding
+// for a minute; queued lists the ids in the hook's memory queue.
+func memService(tb testing.TB, r *reader) (s *Service, queued func() []string) {
+	h := memHook(tb)
+	s = &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}, readers: []*reader{r}}
+	return s, func() []string {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var out []string
+		for _, r := range h.mem {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+}
+
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -37,13 +37,15 @@ type Options struct {
 	// events (on the bus: while it leads the PBX, so that one node of
 	// several sends each event; PBX.Sending a named PBX's). While it says
 	// false the PBX's feed reader still follows the calls, so a node that
-	// takes the lead goes on with the calls it knows, and the recorder's
-	// CDRs of the PBX are held for CDRHold, then dropped: those seen in
-	// the last CDRHold are queued once it says true (a takeover's CDRs;
-	// the old leader may have sent some: their ids repeat). Safe from any
+	// takes the lead goes on with the calls it knows, and the call events
+	// it derives and the recorder's CDRs of the PBX are held for CDRHold,
+	// then dropped: those of the last CDRHold are queued once it says
+	// true, before what follows (a takeover's; the old leader may have
+	// sent some: their ids repeat). hold.go has the bound. Safe from any
 	// goroutine.
 	Sending func() bool
-	// CDRHold is how long CDRs are held while not Sending. Default 30s.
+	// CDRHold is how long call events and CDRs are held while not
+	// Sending. Default 30s.
 	CDRHold time.Duration
 	// PBXs are the named PBXs when several are followed in one process
 	// (docs/operations.md "Several PBXs"): their engines' call events
@@ -101,10 +103,10 @@ type reader struct {
 	pbx     string // "" for the default PBX
 	state   State
 	sends   func() bool   // Options.Sending, PBX.Sending; nil: always
-	emit    func(*Event)  // Service.emit while sending
+	emit    func(*Event)  // Service.eventOf: emitted while sending, else held
 	seeded  chan struct{} // closed once the snapshot is taken
 	readSeq atomic.Uint64 // last seq handled (tests)
-	held    cdrHold       // the PBX's CDRs while not sending (hold.go)
+	held    hold          // the PBX's call events and CDRs while not sending (hold.go)
 
 	// Owned by the reader's goroutine.
 	tr   *tracker
@@ -169,11 +171,7 @@ func (s *Service) addReader(p PBX) {
 		scope = func(exten string) bool { return s.inScope(calls.QualifyID(p.Name, exten)) }
 	}
 	r := &reader{pbx: p.Name, state: p.State, sends: p.Sending, seeded: make(chan struct{}), tr: newTracker(p.Name, s.opts.Lookup, scope)}
-	r.emit = func(e *Event) {
-		if r.sending() {
-			s.emit(e)
-		}
-	}
+	r.emit = func(e *Event) { s.eventOf(r, e) }
 	s.readers = append(s.readers, r)
 }
 
@@ -291,7 +289,7 @@ func (s *Service) pump(r *reader, feed *calls.Feed) {
 		return
 	}
 	if r.sends != nil && r.sending() {
-		s.sendHeld(r) // a takeover's CDRs, as soon as this node sends
+		s.sendHeld(r) // a takeover's events, as soon as this node sends
 	}
 	s.apply(r, cs)
 	r.readSeq.Store(r.last)
@@ -309,7 +307,7 @@ func (s *Service) apply(r *reader, cs []calls.Change) {
 }
 
 // emit encodes e once and queues it for every webhook that wants it
-// (reader.emit, while this node sends the PBX's events).
+// (eventOf and sendHeld, while this node sends the PBX's events).
 func (s *Service) emit(e *Event) {
 	var r record
 	for _, h := range s.hooks {

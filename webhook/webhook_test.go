@@ -314,9 +314,9 @@ func TestEnqueueNeverBlocks(t *testing.T) {
 
 // TestSendingOnlyWhileLeading: with Options.Sending false (a bus node
 // that does not lead) nothing is sent, though the calls are followed;
-// once it says true the next call's events are sent, and the CDR taken
-// while not sending (a takeover's) goes out too; one held longer than
-// CDRHold is dropped.
+// once it says true the next call's events are sent, and the call events
+// and the CDR derived and taken while not sending (a takeover's) go out
+// first; a CDR held longer than CDRHold is dropped.
 func TestSendingOnlyWhileLeading(t *testing.T) {
 	r := newReceiver(t)
 	var svc atomic.Pointer[Service]
@@ -334,7 +334,7 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 		for {
 			h := &s.readers[0].held
 			h.mu.Lock()
-			held := len(h.held)
+			held := len(h.cdrs)
 			h.mu.Unlock()
 			if held >= n {
 				return
@@ -352,21 +352,22 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 	}
 	leading.Store(true)
 	p.play(loadAMI(t, "queue_answered"))
-	g := r.waitFor(t, 8, 20*time.Second)
+	g := r.waitFor(t, 13, 20*time.Second)
 	time.Sleep(100 * time.Millisecond)
 	g = split(r.got())
 	var types []string
 	for _, e := range g {
 		types = append(types, e.Event.Extension+" "+e.Type)
 	}
-	want := "203 ringing,204 ringing,204 hangup,203 answered,203 hangup,cdr,cdr,cdr"
+	want := "202 ringing,201 answered,202 answered,202 hangup,201 hangup," +
+		"203 ringing,204 ringing,204 hangup,203 answered,203 hangup,cdr,cdr,cdr"
 	if got := strings.ReplaceAll(strings.Join(types, ","), " cdr", "cdr"); got != want {
 		t.Fatalf("sent %s, want %s", got, want)
 	}
 	// Held too long: dropped.
 	leading.Store(false)
 	s.opts.CDRHold = time.Millisecond
-	s.hold(s.readers[0], []history.CDR{{UniqueID: "old"}})
+	s.holdCDRs(s.readers[0], []history.CDR{{UniqueID: "old"}})
 	time.Sleep(5 * time.Millisecond)
 	leading.Store(true)
 	s.sendHeld(s.readers[0])
@@ -381,23 +382,13 @@ func TestSendingOnlyWhileLeading(t *testing.T) {
 // once, by a sendHeld after their hold; a sendHeld with none held queues
 // nothing.
 func TestHeldCDRsSentOnce(t *testing.T) {
-	h := memHook(t)
 	r := &reader{}
-	s := &Service{hooks: []*hook{h}, log: discard(), opts: Options{CDRHold: time.Minute}, readers: []*reader{r}}
-	queued := func() []string {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		var out []string
-		for _, r := range h.mem {
-			out = append(out, r.ID)
-		}
-		return out
-	}
+	s, queued := memService(t, r)
 	s.sendHeld(r)
 	if q := queued(); len(q) != 0 {
 		t.Fatalf("nothing held, queued %v", q)
 	}
-	s.hold(r, []history.CDR{{UniqueID: "1.1", Src: "201", Dst: "202"}})
+	s.holdCDRs(r, []history.CDR{{UniqueID: "1.1", Src: "201", Dst: "202"}})
 	s.sendHeld(r)
 	if q := queued(); len(q) != 1 {
 		t.Fatalf("one CDR held, queued %v", q)
@@ -427,7 +418,7 @@ func TestHeldCDRsSentOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range n / 4 {
-				s.hold(r, []history.CDR{{UniqueID: fmt.Sprintf("2.%d", g*n+i), Src: "201", Dst: "202"}})
+				s.holdCDRs(r, []history.CDR{{UniqueID: fmt.Sprintf("2.%d", g*n+i), Src: "201", Dst: "202"}})
 			}
 		}()
 	}

@@ -371,9 +371,9 @@ func TestBusRolloverWebSocket(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// leads says which bridge took the lead how often (a takeover drops
-	// the call events neither node derived while it led, and resends
-	// the held CDRs: the failures' diagnostics).
+	// leads says which bridge took the lead how often (a takeover resends
+	// the call events and CDRs the new leader held, some sent already:
+	// the failures' diagnostics).
 	leads := func() string {
 		return "takeovers: bridge-a " + a.metric(t, "ctibridge_bus_takeovers_total") + ", bridge-b " + b.metric(t, "ctibridge_bus_takeovers_total")
 	}
