@@ -83,7 +83,7 @@ func TestYieldToStandbyThatLogsIn(t *testing.T) {
 	waitFor(t, "pbx1 live on the edge", 20*time.Second, func() bool { return live(edge.served) })
 	st := strings.Join(pbxStatuses(edge.served, before), " ")
 	t.Logf("yield: bridge-b leads %v after bridge-a led (its link down throughout; %v after bridge-b started), the edge is live %v after; edge pbxStatus %s",
-		(time.Since(aLed)-time.Since(started)+led).Round(time.Millisecond), led.Round(time.Millisecond), time.Since(aLed).Round(time.Millisecond), st)
+		(time.Since(aLed) - time.Since(started) + led).Round(time.Millisecond), led.Round(time.Millisecond), time.Since(aLed).Round(time.Millisecond), st)
 	if liveEarly.Load() {
 		t.Error("the edge showed live before bridge-b led")
 	}
