@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"time"
@@ -90,8 +91,8 @@ func Probe(ctx context.Context, cfg Config) error {
 		return fail(ProbeAuthFailed, err)
 	case err != nil && (IsTimeout(err) || ctx.Err() != nil):
 		return fail(ProbeTimeout, err)
-	case err != nil && (errors.Is(err, ErrProtocol) || errors.Is(err, syscall.ECONNRESET)):
-		return fail(ProbeNotAMI, err)
+	case err != nil && (errors.Is(err, ErrProtocol) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+		return fail(ProbeNotAMI, err) // hung up on Login
 	case err != nil:
 		return fail(ProbeRefused, err)
 	}

@@ -3,7 +3,10 @@ package ami_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +29,13 @@ func TestProbe(t *testing.T) {
 
 	dead := listen(t, nil) // closed at once: nothing listens there
 	dead.Close()
-	http := listen(t, func(c net.Conn) { c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) })
+	var sentLogin atomic.Bool // the peer that is not AMI was sent the credentials
+	http := listen(t, func(c net.Conn) {
+		c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		b, _ := io.ReadAll(c)
+		sentLogin.Store(sentLogin.Load() || strings.Contains(string(b), "Login"))
+	})
 	silent := listen(t, func(c net.Conn) { time.Sleep(5 * time.Second) })
 	user, secret := pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
 	for _, tc := range []struct {
@@ -63,6 +72,10 @@ func TestProbe(t *testing.T) {
 			}
 			t.Logf("%v in %v", err, time.Since(started).Round(time.Millisecond))
 		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	if sentLogin.Load() {
+		t.Error("a peer with no manager banner was sent Login")
 	}
 }
 

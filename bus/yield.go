@@ -107,8 +107,8 @@ func (n *Node) yielding(ctx context.Context) {
 		if down < after || time.Since(asked) < after {
 			continue
 		}
-		asked = time.Now()
 		to, whys := n.askYield(ctx)
+		asked = time.Now() // the next ask comes YieldAfter after this one's end
 		if to == "" {
 			n.log.Warn("the PBX link is down, and no standby logs in either: keeping the lead, asking again later",
 				"down_for", down.Round(time.Millisecond), "again_in", after, "standbys", strings.Join(whys, "; "))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,13 +28,40 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
+// probes counts a node's Reachable calls and keeps the shortest gap
+// between two.
+type probes struct {
+	mu     sync.Mutex
+	n      int64
+	last   time.Time
+	minGap time.Duration
+}
+
+func (p *probes) Load() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+func (p *probes) gap() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.minGap
+}
+
 // probing makes a node's Reachable an AMI login at addr with secret,
-// counting the probes in n.
-func probing(addr, secret string, n *atomic.Int64) func(*Config) {
+// counted in n.
+func probing(addr, secret string, n *probes) func(*Config) {
 	return func(c *Config) {
 		c.YieldAfter = testYieldAfter
 		c.Reachable = func(ctx context.Context) error {
-			n.Add(1)
+			n.mu.Lock()
+			if n.n > 0 && (n.minGap == 0 || time.Since(n.last) < n.minGap) {
+				n.minGap = time.Since(n.last)
+			}
+			n.n++
+			n.last = time.Now()
+			n.mu.Unlock()
 			return ami.Probe(ctx, ami.Config{Addr: addr, Username: pbxsim.DefaultAMIUser, Secret: secret})
 		}
 	}
@@ -49,7 +77,7 @@ func TestYieldToStandbyThatLogsIn(t *testing.T) {
 	const ttl = 2 * time.Second
 	srv := natstest.Start(t)
 	sim := startSim(t)
-	var probesA, probesB atomic.Int64
+	var probesA, probesB probes
 	dead := deadAddr(t)
 	a := startNodeWith(t, srv.URL(), "bridge-a", dead, ttl, probing(dead, pbxsim.DefaultAMISecret, &probesA))
 	waitFor(t, "bridge-a to lead", 20*time.Second, a.n.Leading)
@@ -110,7 +138,7 @@ func TestNoYieldWhenNoStandbyLogsIn(t *testing.T) {
 			const ttl = 2 * time.Second
 			srv := natstest.Start(t)
 			sim := startSim(t)
-			var probesA, probesB atomic.Int64
+			var probesA, probesB probes
 			dead := deadAddr(t)
 			a := startNodeWith(t, srv.URL(), "bridge-a", dead, ttl, probing(dead, pbxsim.DefaultAMISecret, &probesA))
 			waitFor(t, "bridge-a to lead", 20*time.Second, a.n.Leading)
@@ -126,11 +154,12 @@ func TestNoYieldWhenNoStandbyLogsIn(t *testing.T) {
 			if h := a.n.Stats().Handovers; h != 0 {
 				t.Errorf("bridge-a handed over %d times", h)
 			}
-			// One ask a YieldAfter at most (and one more for the edges).
-			if n, most := probesB.Load(), int64(time.Since(started)/testYieldAfter)+2; n > most {
-				t.Errorf("bridge-b was asked %d times in %v, want %d at most (no yield loop)", n, time.Since(started).Round(time.Millisecond), most)
+			// After a refusal, the leader waits YieldAfter before it asks again.
+			if n, gap := probesB.Load(), probesB.gap(); n < 2 || gap < testYieldAfter {
+				t.Errorf("bridge-b was asked %d times in %v, %v apart at the least: want 2 at least, %v apart (no yield loop)",
+					n, time.Since(started).Round(time.Millisecond), gap.Round(time.Millisecond), testYieldAfter)
 			}
-			t.Logf("bridge-b probed %d times in %v", probesB.Load(), time.Since(started).Round(time.Millisecond))
+			t.Logf("bridge-b probed %d times in %v, %v apart at the least", probesB.Load(), time.Since(started).Round(time.Millisecond), probesB.gap().Round(time.Millisecond))
 		})
 	}
 }
@@ -143,7 +172,7 @@ func TestPreferredWithWrongSecretDoesNotLead(t *testing.T) {
 	const ttl = 2 * time.Second
 	srv := natstest.Start(t)
 	sim := startSim(t)
-	var probesA, probesB atomic.Int64
+	var probesA, probesB probes
 	a := startNodeWith(t, srv.URL(), "bridge-a", sim.AMIAddr(), ttl, probing(sim.AMIAddr(), pbxsim.DefaultAMISecret, &probesA))
 	waitFor(t, "bridge-a to lead, live", 20*time.Second, func() bool { return a.n.Leading() && live(a.served) })
 	wrong := probing(sim.AMIAddr(), "wrong", &probesB)
