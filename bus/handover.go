@@ -72,7 +72,8 @@ func (n *Node) following() bool {
 }
 
 // askHandover asks holder, the leader, to hand the lead over to this
-// node, if it follows the stream closely (the lease's ask).
+// node, if it follows the stream closely and passes Reachable (the
+// lease's ask; it reports whether it asked or probed).
 func (n *Node) askHandover(ctx context.Context, holder string) bool {
 	if !n.following() {
 		return false
@@ -83,7 +84,9 @@ func (n *Node) askHandover(ctx context.Context, holder string) bool {
 				n.warnedUnreachable = true
 				n.log.Warn("preferred, but the PBX is out of reach: not asking for the lead", "leader", holder, "err", err)
 			}
-			return false
+			// Probed: again a TTL later, not at every renewal (each
+			// probe is a login, a failed one in the PBX's security log).
+			return true
 		}
 		n.warnedUnreachable = false
 	}

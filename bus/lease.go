@@ -58,7 +58,8 @@ type lease struct {
 	log  *slog.Logger
 	rev  uint64 // the revision this node wrote last, while leading
 	// ask, on a preferred candidate, asks holder to hand the lease over
-	// (handover.go); false when it did not ask (not caught up).
+	// (handover.go); false when it neither asked nor probed the PBX (not
+	// caught up).
 	ask   func(ctx context.Context, holder string) bool
 	asked time.Time // when this node last asked
 	// invited: when this standby last offered to take the lead of a

@@ -67,6 +67,18 @@ func probing(addr, secret string, n *probes) func(*Config) {
 	}
 }
 
+// cutOffLeader starts a nats-server, a pbxsim and bridge-a, which leads
+// pbx1 with a dead AMI address: its link never comes up.
+func cutOffLeader(t *testing.T, ttl time.Duration) (*natstest.Server, *pbxsim.PBX, *testNode) {
+	srv := natstest.Start(t)
+	sim := startSim(t)
+	var probesA probes
+	dead := deadAddr(t)
+	a := startNodeWith(t, srv.URL(), "bridge-a", dead, ttl, probing(dead, pbxsim.DefaultAMISecret, &probesA))
+	waitFor(t, "bridge-a to lead", 20*time.Second, a.n.Leading)
+	return srv, sim, a
+}
+
 // TestYieldToStandbyThatLogsIn: bridge-a leads pbx1 but its AMI address
 // is dead for it; bridge-b reaches the PBX (pbxsim). Past YieldAfter,
 // bridge-a asks, bridge-b's probe logs in, bridge-a hands over (Run:
@@ -75,12 +87,8 @@ func probing(addr, secret string, n *probes) func(*Config) {
 // bridge-b leads, never stalled.
 func TestYieldToStandbyThatLogsIn(t *testing.T) {
 	const ttl = 2 * time.Second
-	srv := natstest.Start(t)
-	sim := startSim(t)
-	var probesA, probesB probes
-	dead := deadAddr(t)
-	a := startNodeWith(t, srv.URL(), "bridge-a", dead, ttl, probing(dead, pbxsim.DefaultAMISecret, &probesA))
-	waitFor(t, "bridge-a to lead", 20*time.Second, a.n.Leading)
+	srv, sim, a := cutOffLeader(t, ttl)
+	var probesB probes
 	aLed := time.Now() // its link down from its start
 	edge := startNodeWith(t, srv.URL(), "edge-1", "", ttl, nil)
 	waitFor(t, "the edge to follow", 20*time.Second, edge.n.ready.Load)
@@ -136,12 +144,8 @@ func TestNoYieldWhenNoStandbyLogsIn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const ttl = 2 * time.Second
-			srv := natstest.Start(t)
-			sim := startSim(t)
-			var probesA, probesB probes
-			dead := deadAddr(t)
-			a := startNodeWith(t, srv.URL(), "bridge-a", dead, ttl, probing(dead, pbxsim.DefaultAMISecret, &probesA))
-			waitFor(t, "bridge-a to lead", 20*time.Second, a.n.Leading)
+			srv, sim, a := cutOffLeader(t, ttl)
+			var probesB probes
 			addr, secret := tc.standby(t, sim)
 			b := startNodeWith(t, srv.URL(), "bridge-b", addr, ttl, probing(addr, secret, &probesB))
 			waitFor(t, "bridge-b to follow", 20*time.Second, b.n.ready.Load)
@@ -167,7 +171,8 @@ func TestNoYieldWhenNoStandbyLogsIn(t *testing.T) {
 // TestPreferredWithWrongSecretDoesNotLead: bridge-a leads pbx1 and
 // logs in; bridge-b prefers pbx1 but its secret is wrong. Its
 // Reachable (an AMI login) fails, so it never asks for the lead:
-// bridge-a keeps it, and the PBX stays live.
+// bridge-a keeps it, and the PBX stays live; bridge-b logs in once a
+// TTL, not at every renewal.
 func TestPreferredWithWrongSecretDoesNotLead(t *testing.T) {
 	const ttl = 2 * time.Second
 	srv := natstest.Start(t)
@@ -181,5 +186,9 @@ func TestPreferredWithWrongSecretDoesNotLead(t *testing.T) {
 	time.Sleep(3 * ttl)
 	if !a.n.Leading() || b.n.Leading() || !live(a.served) {
 		t.Fatalf("bridge-a leading %v (live %v), bridge-b leading %v: want bridge-a to keep the lead", a.n.Leading(), live(a.served), b.n.Leading())
+	}
+	// Each probe is a failed login on the PBX: once a TTL, not at every renewal.
+	if n, gap := probesB.Load(), probesB.gap(); n < 2 || gap < ttl*9/10 {
+		t.Errorf("bridge-b probed %d times, %v apart at the least: want 2 at least, a TTL (%v) apart", n, gap.Round(time.Millisecond), ttl)
 	}
 }
