@@ -173,11 +173,17 @@ func (c *Client) login(cn *conn, r *Reader) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ami: login: %w", err)
 	}
+	return banner, c.authenticate(cn, r)
+}
+
+// authenticate sends Login (after Challenge with MD5) and reads its
+// answer: an *ActionError when the manager refuses it.
+func (c *Client) authenticate(cn *conn, r *Reader) error {
 	login := NewAction(ActionLogin, "Username", c.cfg.Username)
 	if c.cfg.MD5 {
 		resp, err := c.exchange(cn, r, NewAction(ActionChallenge, "AuthType", "MD5"))
 		if err != nil {
-			return "", fmt.Errorf("ami: login: %w", err)
+			return fmt.Errorf("ami: login: %w", err)
 		}
 		sum := md5.Sum([]byte(resp.Get("Challenge") + c.cfg.Secret))
 		login = login.Add("AuthType", "md5").Add("Key", hex.EncodeToString(sum[:]))
@@ -185,9 +191,9 @@ func (c *Client) login(cn *conn, r *Reader) (string, error) {
 		login = login.Add("Secret", c.cfg.Secret)
 	}
 	if _, err := c.exchange(cn, r, login.Add("Events", c.cfg.Events)); err != nil {
-		return "", fmt.Errorf("ami: login: %w", err)
+		return fmt.Errorf("ami: login: %w", err)
 	}
-	return banner, nil
+	return nil
 }
 
 // exchange writes one action and reads frames until its response. Frames

@@ -26,7 +26,10 @@
 // block the reader (past MaxQueue the connection is dropped and the
 // consumer resynchronises); Do, safe for any
 // number of goroutines, pipelines actions and gathers event lists into one
-// Response. Server is the other side (tests, the simulated PBX), and Recorder
+// Response. Probe (probe.go) logs in once with a Client's Config, the
+// Client's own login code, and logs off: it tells a refused connection,
+// a timeout, a refused login and a peer that is not a manager apart
+// (ProbeError). Server is the other side (tests, the simulated PBX), and Recorder
 // writes raw streams to rotating files with secrets scrubbed. See
 // docs/ami.md for the design and measurements.
 //

@@ -41,7 +41,13 @@
 // to hand it over (handover.go): the leader steps down at a safe point,
 // its last message saying resyncing, and rewrites the lease naming the
 // preferred node, which leads without a "down" of its own; Run returns
-// ErrHandedOver on the old leader.
+// ErrHandedOver on the old leader. A preferred node asks only while
+// Config.Reachable passes (cmd/ctibridge: an AMI login, ami.Probe). A
+// leader whose AMI link has been down for Config.YieldAfter (default
+// 10 s) asks the standbys, on ctibridge.<pbx>.yield, whether they pass
+// Reachable, and hands the lead by the same handover to the first that
+// does (yield.go); when none does it keeps the lead and asks again
+// YieldAfter after the refusal.
 //
 // The log is cut into generations (rollover.go): past Config.RollBytes
 // or RollAge the leader's link resyncs on the connection it has

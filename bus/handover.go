@@ -39,9 +39,9 @@ import (
 // and is taken over after LeaseTTL as after any leader's death.
 
 // ErrHandedOver is Run's error when this node handed its lead over to a
-// preferred node: as after ErrDeposed (which it wraps) the node is not
+// preferred node, or yielded it to a standby that logs in (yield.go): as after ErrDeposed (which it wraps) the node is not
 // run again, and a new one stands by.
-var ErrHandedOver = fmt.Errorf("%w: handed over to a preferred node", ErrDeposed)
+var ErrHandedOver = fmt.Errorf("%w: handed over to another node", ErrDeposed)
 
 // A handover request's answers.
 const (
@@ -64,12 +64,18 @@ func (n *Node) newLease(kv jetstream.KeyValue) *lease {
 
 func (n *Node) handoverSubject() string { return "ctibridge." + n.cfg.PBX + ".handover" }
 
-// askHandover asks holder, the leader, to hand the lead over to this
-// node, if it follows the stream closely (64 messages behind at most:
-// it catches up before it leads) (the lease's ask).
-func (n *Node) askHandover(ctx context.Context, holder string) bool {
+// following reports whether this standby follows the stream closely
+// (64 messages behind at most: it catches up before it leads).
+func (n *Node) following() bool {
 	last := n.m.streamLast.Load() // read every second (watch); 0 until then
-	if !n.ready.Load() || n.cutOff.Load() || last == 0 || n.applied.Load()+64 < last {
+	return n.ready.Load() && !n.cutOff.Load() && last != 0 && n.applied.Load()+64 >= last
+}
+
+// askHandover asks holder, the leader, to hand the lead over to this
+// node, if it follows the stream closely and passes Reachable (the
+// lease's ask; it reports whether it asked or probed).
+func (n *Node) askHandover(ctx context.Context, holder string) bool {
+	if !n.following() {
 		return false
 	}
 	if n.cfg.Reachable != nil {
@@ -78,7 +84,9 @@ func (n *Node) askHandover(ctx context.Context, holder string) bool {
 				n.warnedUnreachable = true
 				n.log.Warn("preferred, but the PBX is out of reach: not asking for the lead", "leader", holder, "err", err)
 			}
-			return false
+			// Probed: again a TTL later, not at every renewal (each
+			// probe is a login, a failed one in the PBX's security log).
+			return true
 		}
 		n.warnedUnreachable = false
 	}
@@ -122,8 +130,19 @@ func (n *Node) handOver(to string) byte {
 	if n.cfg.Prefer {
 		return handPreferred
 	}
-	if !n.leading.Load() || !n.stepDown() {
+	if !n.handLead(to) {
 		return handBusy
+	}
+	return handOK
+}
+
+// handLead is every handover: to a preferred node that asked
+// (handOver), and to a standby that logs in while this leader's link is
+// down (yield.go). If this node leads, it steps down at a safe point
+// and hands the lease to to; it reports whether it did.
+func (n *Node) handLead(to string) bool {
+	if !n.leading.Load() || !n.stepDown() {
+		return false
 	}
 	n.m.handovers.Add(1)
 	h := transfer{node: to, done: make(chan error, 1)}
@@ -140,10 +159,10 @@ func (n *Node) handOver(to string) byte {
 		// Run's end releases the lease: someone takes it at once.
 		n.log.Warn("handover: the lease could not be rewritten for the preferred node; letting it go", "to", to, "err", err)
 	} else {
-		n.log.Info("handed the lead over to a preferred node", "to", to, "stream_seq", n.pubSeqNow())
+		n.log.Info("handed the lead over", "to", to, "stream_seq", n.pubSeqNow())
 	}
 	n.depose(ErrHandedOver)
-	return handOK
+	return true
 }
 
 // chunkQuiet: a batch whose last chunk went out longer ago than this is

@@ -47,7 +47,9 @@ const DefaultLeaseTTL = 3 * time.Second
 // A preferred candidate (Config.Prefer, handover.go) that sees the lease
 // renewed by another asks that leader to hand it over; a leader that
 // agrees rewrites the lease naming the candidate (transfer), which takes
-// it with a compare-and-set on that revision.
+// it with a compare-and-set on that revision. A standby that offered to
+// lead when the leader's link was down (invite, yield.go) takes a lease
+// naming it so too.
 type lease struct {
 	kv   jetstream.KeyValue
 	key  string
@@ -56,9 +58,14 @@ type lease struct {
 	log  *slog.Logger
 	rev  uint64 // the revision this node wrote last, while leading
 	// ask, on a preferred candidate, asks holder to hand the lease over
-	// (handover.go); false when it did not ask (not caught up).
+	// (handover.go); false when it neither asked nor probed the PBX (not
+	// caught up).
 	ask   func(ctx context.Context, holder string) bool
 	asked time.Time // when this node last asked
+	// invited: when this standby last offered to take the lead of a
+	// leader whose link is down (yield.go; unix ns, set from a NATS
+	// callback).
+	invited atomic.Int64
 	// handedIn: the lease was won by a handover (the old leader stepped
 	// down at a batch's end and said resyncing).
 	handedIn bool
@@ -103,7 +110,7 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 			// fine elsewhere. Count the stand-still from when it is seen
 			// again, so a cluster election does not depose a live leader.
 			since, checked = time.Now(), false
-		case string(e.Value()) == l.node && time.Since(l.asked) < 2*l.ttl:
+		case string(e.Value()) == l.node && (time.Since(l.asked) < 2*l.ttl || l.invitedLately()):
 			// Handed over to this node: take it on the holder's revision.
 			if rev, err := l.kv.Update(c, l.key, []byte(l.node), e.Revision()); err == nil {
 				l.rev, l.handedIn = rev, true
@@ -146,6 +153,14 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 	}
 	won <- l.rev
 	l.keep(ctx, lost)
+}
+
+// invite notes that this standby offered to take the lead (yield.go):
+// for 2·ttl, a lease naming it is taken as a handover.
+func (l *lease) invite() { l.invited.Store(time.Now().UnixNano()) }
+
+func (l *lease) invitedLately() bool {
+	return time.Since(time.Unix(0, l.invited.Load())) < 2*l.ttl
 }
 
 // bucketLeader names the JetStream leader of the lease bucket's stream:

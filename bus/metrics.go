@@ -22,7 +22,7 @@ type counters struct {
 	stallsApplied  atomic.Uint64
 	dropped        atomic.Uint64 // ops too large for a message, dropped
 	unheard        atomic.Uint64 // times the node said it cannot hear its stream (unheard.go)
-	handovers      atomic.Uint64 // leads handed over to a preferred node
+	handovers      atomic.Uint64 // leads handed over: to a preferred node, or yielded (yield.go)
 	leaderChecks   atomic.Uint64 // stream-info requests for the lease bucket's leader (lease.go)
 	streamLast     atomic.Uint64 // the stream's last seq, as last read
 	streamMsgs     atomic.Uint64 // the stream's messages and bytes: the current generation's once purged
@@ -52,7 +52,7 @@ type Stats struct {
 	Dropped         uint64 // ops larger than the servers' max_payload, dropped as leader
 	Unheard         bool   // the node says it cannot hear its stream (unheard.go)
 	UnheardTimes    uint64 // times it went so
-	Handovers       uint64 // leads handed over to a preferred node
+	Handovers       uint64 // leads handed over: to a preferred node, or yielded (yield.go)
 	LeaderChecks    uint64 // stream-info requests for the lease bucket's JetStream leader
 }
 
@@ -100,7 +100,7 @@ var (
 	descRollovers = prometheus.NewDesc("ctibridge_bus_rollovers_total", "New generations of the op log this node started as leader.", nil, nil)
 	descUnheard   = prometheus.NewDesc("ctibridge_bus_unheard", "1 while this node cannot hear its op stream (its NATS connection down, the stream's info unreadable, or its consumer silent with the stream ahead): its clients are told the state is stale.", nil, nil)
 	descUnheardT  = prometheus.NewDesc("ctibridge_bus_unheard_total", "Times this node went unable to hear its op stream.", nil, nil)
-	descHandovers = prometheus.NewDesc("ctibridge_bus_handovers_total", "Leads this node handed over to a preferred node (--bus-prefer).", nil, nil)
+	descHandovers = prometheus.NewDesc("ctibridge_bus_handovers_total", "Leads this node handed over to a preferred node (--bus-prefer) or yielded to a standby that logs in while its own link was down.", nil, nil)
 	descChecks    = prometheus.NewDesc("ctibridge_bus_lease_leader_checks_total", "Stream-info requests for the lease bucket's JetStream leader, made by a standby when the lease stood still for half its TTL.", nil, nil)
 	descDropped   = prometheus.NewDesc("ctibridge_bus_dropped_ops_total", "Ops larger than the NATS max_payload this node dropped as leader (an AMI frame or a follow-up's answer item): the state may miss them until a reconcile or resync.", nil, nil)
 )

@@ -67,10 +67,18 @@ type Config struct {
 	// it (handover.go). Several nodes may prefer a PBX: whichever leads
 	// keeps it.
 	Prefer bool
-	// Reachable, on a preferred node, says whether it reaches the PBX
-	// (cmd/ctibridge dials its AMI address): a node that does not asks for
-	// no handover. Nil: it asks.
+	// Reachable, on a bridge node, says whether it could lead: whether
+	// it logs in to the PBX (cmd/ctibridge: ami.Probe with its AMI
+	// credentials). A preferred node that does not asks for no handover
+	// (nil: it asks); a standby answers a leader whose link is down
+	// (YieldAfter) with it (nil: it declines).
 	Reachable func(ctx context.Context) error
+	// YieldAfter: a leader whose AMI link has been down continuously
+	// for this long asks the standbys whether they log in, hands the
+	// lead over to one that does, and asks again YieldAfter after
+	// each refusal (yield.go). Default DefaultYieldAfter; negative
+	// disables.
+	YieldAfter time.Duration
 	// LeaseTTL is how long a lease not renewed stays with its holder.
 	// Default DefaultLeaseTTL; renewed every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -122,6 +130,10 @@ type Node struct {
 	pubTerm  uint64
 	midLink  bool            // a chunk published since the last batch's end changes the link
 	lastLink calls.LinkState // the link state of the last batch published
+	// downSince: since when the state this leader publishes says the
+	// link is down (zero when it does not); from lead's start, as the
+	// link is not up yet (yield.go). pubMu held.
+	downSince time.Time
 	// restorePending: a stall marker came while midLink; restore after
 	// the batch's end.
 	restorePending bool
@@ -161,6 +173,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.YieldAfter == 0 {
+		cfg.YieldAfter = DefaultYieldAfter
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

@@ -48,6 +48,9 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.watchLeader(ctx, kv) })
 	if n.cfg.Primary != nil {
 		l = n.newLease(kv)
+		if err := n.serveYield(); err != nil {
+			return err
+		}
 		wg.Go(func() {
 			defer l.release()
 			l.contend(ctx, won, n.depose)
@@ -300,6 +303,9 @@ func (n *Node) apply(m stored, primary bool) error {
 // lead takes the PBX link: Primary is at the stream's seq last.
 func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error {
 	n.pubSeq, n.pubTerm = last, last
+	n.pubMu.Lock()
+	n.downSince = time.Now() // no link yet
+	n.pubMu.Unlock()
 	n.m.takeovers.Add(1)
 	p := n.cfg.Primary
 	// The lead record goes first and is fenced like every publish: a
@@ -330,6 +336,7 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 	n.log.Info("leading: starting the PBX link", "stream_seq", n.pubSeq)
 	wg.Go(func() { n.restoring(ctx) })
 	wg.Go(func() { n.rolling(ctx) })
+	wg.Go(func() { n.yielding(ctx) })
 	wg.Go(func() {
 		if err := n.cfg.Lead(ctx); err != nil && ctx.Err() == nil {
 			n.depose(fmt.Errorf("link stopped: %w", err))

@@ -214,6 +214,7 @@ func (n *Node) publishBatch(data []byte, final bool) error {
 	n.midLink = false
 	// The engine published before flushing: its snapshot is this batch's.
 	n.lastLink = n.cfg.Primary.Engine().Snapshot().Link
+	n.noteLink()
 	if n.restorePending {
 		n.restorePending = false
 		return n.publishRestore()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -230,7 +229,7 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 		cfg.LinkPBX = bus.NewLinkPBX(client) // lets the leader roll the op log over
 		l := link.New(cfg.LinkPBX, primary, lcfg)
 		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, l.Refresh
-		cfg.Reachable = reachable(acfg.Addr)
+		cfg.Reachable = reachable(acfg)
 		c.bus.rollSettings(&cfg)
 		cfg.Lead = func(ctx context.Context) error {
 			// The client outlives the link so that it logs off.
@@ -256,16 +255,13 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 	return p, nil
 }
 
-// reachable is a preferred candidate's check before it asks for the lead
-// (bus.Config.Reachable): the PBX's AMI address takes a TCP connection.
-func reachable(addr string) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			conn.Close()
-		}
-		return err
-	}
+// reachable is a bridge candidate's check that it could lead
+// (bus.Config.Reachable): before a preferred one asks for the lead, and
+// when a leader whose link is down asks it to take over. It logs in to
+// the PBX's manager with acfg and logs off (ami.Probe): a wrong secret
+// fails it as a dead address does.
+func reachable(acfg ami.Config) func(ctx context.Context) error {
+	return func(ctx context.Context) error { return ami.Probe(ctx, acfg) }
 }
 
 // contend runs candidates until ctx ends: one deposed is closed and

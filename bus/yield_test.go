@@ -1,0 +1,194 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/bus/natstest"
+	"github.com/ctibridge/ctibridge/pbxsim"
+)
+
+const testYieldAfter = 3 * time.Second
+
+// deadAddr is an address nobody listens on.
+func deadAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// probes counts a node's Reachable calls and keeps the shortest gap
+// between two.
+type probes struct {
+	mu     sync.Mutex
+	n      int64
+	last   time.Time
+	minGap time.Duration
+}
+
+func (p *probes) Load() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+func (p *probes) gap() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.minGap
+}
+
+// probing makes a node's Reachable an AMI login at addr with secret,
+// counted in n.
+func probing(addr, secret string, n *probes) func(*Config) {
+	return func(c *Config) {
+		c.YieldAfter = testYieldAfter
+		c.Reachable = func(ctx context.Context) error {
+			n.mu.Lock()
+			if n.n > 0 && (n.minGap == 0 || time.Since(n.last) < n.minGap) {
+				n.minGap = time.Since(n.last)
+			}
+			n.n++
+			n.last = time.Now()
+			n.mu.Unlock()
+			return ami.Probe(ctx, ami.Config{Addr: addr, Username: pbxsim.DefaultAMIUser, Secret: secret})
+		}
+	}
+}
+
+// cutOffLeader starts a nats-server, a pbxsim and bridge-a, which leads
+// pbx1 with a dead AMI address: its link never comes up.
+func cutOffLeader(t *testing.T, ttl time.Duration) (*natstest.Server, *pbxsim.PBX, *testNode) {
+	srv := natstest.Start(t)
+	sim := startSim(t)
+	var probesA probes
+	dead := deadAddr(t)
+	a := startNodeWith(t, srv.URL(), "bridge-a", dead, ttl, probing(dead, pbxsim.DefaultAMISecret, &probesA))
+	waitFor(t, "bridge-a to lead", 20*time.Second, a.n.Leading)
+	return srv, sim, a
+}
+
+// TestYieldToStandbyThatLogsIn: bridge-a leads pbx1 but its AMI address
+// is dead for it; bridge-b reaches the PBX (pbxsim). Past YieldAfter,
+// bridge-a asks, bridge-b's probe logs in, bridge-a hands over (Run:
+// ErrHandedOver) and bridge-b leads within YieldAfter and a few
+// seconds; the edge goes from down to live, never live before
+// bridge-b leads, never stalled.
+func TestYieldToStandbyThatLogsIn(t *testing.T) {
+	const ttl = 2 * time.Second
+	srv, sim, a := cutOffLeader(t, ttl)
+	var probesB probes
+	aLed := time.Now() // its link down from its start
+	edge := startNodeWith(t, srv.URL(), "edge-1", "", ttl, nil)
+	waitFor(t, "the edge to follow", 20*time.Second, edge.n.ready.Load)
+	before := edge.served.Engine().Feed().LastSeq()
+	b := startNodeWith(t, srv.URL(), "bridge-b", sim.AMIAddr(), ttl, probing(sim.AMIAddr(), pbxsim.DefaultAMISecret, &probesB))
+	started := time.Now()
+	var liveEarly atomic.Bool
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // live on the edge while bridge-b does not lead yet is stale state shown as live
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if live(edge.served) && !b.n.Leading() {
+				liveEarly.Store(true)
+			}
+		}
+	}()
+	waitFor(t, "bridge-b to lead", testYieldAfter+3*ttl+5*time.Second, b.n.Leading)
+	led := time.Since(started)
+	waitFor(t, "bridge-a to step down", 10*time.Second, a.stopped)
+	if !errors.Is(a.err, ErrHandedOver) {
+		t.Errorf("bridge-a's Run returned %v, want ErrHandedOver", a.err)
+	}
+	waitFor(t, "pbx1 live on the edge", 20*time.Second, func() bool { return live(edge.served) })
+	st := strings.Join(pbxStatuses(edge.served, before), " ")
+	t.Logf("yield: bridge-b leads %v after bridge-a led (its link down throughout; %v after bridge-b started), the edge is live %v after; edge pbxStatus %s",
+		(time.Since(aLed) - time.Since(started) + led).Round(time.Millisecond), led.Round(time.Millisecond), time.Since(aLed).Round(time.Millisecond), st)
+	if liveEarly.Load() {
+		t.Error("the edge showed live before bridge-b led")
+	}
+	if strings.Contains(st, "stalled") || !strings.HasSuffix(st, "live") {
+		t.Errorf("edge pbxStatus: %s, want down ... live, never stalled", st)
+	}
+	if probesB.Load() == 0 {
+		t.Error("bridge-b led without probing the PBX")
+	}
+}
+
+// TestNoYieldWhenNoStandbyLogsIn: both bridges' AMI address is dead (or
+// the standby's secret is wrong). bridge-a keeps the lead, asking about
+// once a YieldAfter, and nothing is handed over.
+func TestNoYieldWhenNoStandbyLogsIn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		standby func(t *testing.T, sim *pbxsim.PBX) (addr, secret string)
+	}{
+		{"both cut off", func(t *testing.T, _ *pbxsim.PBX) (string, string) { return deadAddr(t), pbxsim.DefaultAMISecret }},
+		{"standby's secret wrong", func(t *testing.T, sim *pbxsim.PBX) (string, string) { return sim.AMIAddr(), "wrong" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const ttl = 2 * time.Second
+			srv, sim, a := cutOffLeader(t, ttl)
+			var probesB probes
+			addr, secret := tc.standby(t, sim)
+			b := startNodeWith(t, srv.URL(), "bridge-b", addr, ttl, probing(addr, secret, &probesB))
+			waitFor(t, "bridge-b to follow", 20*time.Second, b.n.ready.Load)
+			started := time.Now()
+			waitFor(t, "bridge-a to ask bridge-b", 2*testYieldAfter+5*time.Second, func() bool { return probesB.Load() > 0 })
+			time.Sleep(3 * testYieldAfter)
+			if !a.n.Leading() || b.n.Leading() || a.stopped() {
+				t.Fatalf("bridge-a leading %v (stopped %v), bridge-b leading %v: want the lead kept by bridge-a", a.n.Leading(), a.stopped(), b.n.Leading())
+			}
+			if h := a.n.Stats().Handovers; h != 0 {
+				t.Errorf("bridge-a handed over %d times", h)
+			}
+			// After a refusal, the leader waits YieldAfter before it asks again.
+			if n, gap := probesB.Load(), probesB.gap(); n < 2 || gap < testYieldAfter {
+				t.Errorf("bridge-b was asked %d times in %v, %v apart at the least: want 2 at least, %v apart (no yield loop)",
+					n, time.Since(started).Round(time.Millisecond), gap.Round(time.Millisecond), testYieldAfter)
+			}
+			t.Logf("bridge-b probed %d times in %v, %v apart at the least", probesB.Load(), time.Since(started).Round(time.Millisecond), probesB.gap().Round(time.Millisecond))
+		})
+	}
+}
+
+// TestPreferredWithWrongSecretDoesNotLead: bridge-a leads pbx1 and
+// logs in; bridge-b prefers pbx1 but its secret is wrong. Its
+// Reachable (an AMI login) fails, so it never asks for the lead:
+// bridge-a keeps it, and the PBX stays live; bridge-b logs in once a
+// TTL, not at every renewal.
+func TestPreferredWithWrongSecretDoesNotLead(t *testing.T) {
+	const ttl = 2 * time.Second
+	srv := natstest.Start(t)
+	sim := startSim(t)
+	var probesA, probesB probes
+	a := startNodeWith(t, srv.URL(), "bridge-a", sim.AMIAddr(), ttl, probing(sim.AMIAddr(), pbxsim.DefaultAMISecret, &probesA))
+	waitFor(t, "bridge-a to lead, live", 20*time.Second, func() bool { return a.n.Leading() && live(a.served) })
+	wrong := probing(sim.AMIAddr(), "wrong", &probesB)
+	b := startNodeWith(t, srv.URL(), "bridge-b", sim.AMIAddr(), ttl, func(c *Config) { wrong(c); c.Prefer = true })
+	waitFor(t, "bridge-b to probe", 20*time.Second, func() bool { return probesB.Load() > 0 })
+	time.Sleep(3 * ttl)
+	if !a.n.Leading() || b.n.Leading() || !live(a.served) {
+		t.Fatalf("bridge-a leading %v (live %v), bridge-b leading %v: want bridge-a to keep the lead", a.n.Leading(), live(a.served), b.n.Leading())
+	}
+	// Each probe is a failed login on the PBX: once a TTL, not at every renewal.
+	if n, gap := probesB.Load(), probesB.gap(); n < 2 || gap < ttl*9/10 {
+		t.Errorf("bridge-b probed %d times, %v apart at the least: want 2 at least, a TTL (%v) apart", n, gap.Round(time.Millisecond), ttl)
+	}
+}
