@@ -79,16 +79,22 @@ func (n *Node) askHandover(ctx context.Context, holder string) bool {
 		return false
 	}
 	if n.cfg.Reachable != nil {
+		if time.Now().Before(n.probeAgain) {
+			return true // backing off: counts as probed
+		}
 		if err := n.cfg.Reachable(ctx); err != nil {
 			if !n.warnedUnreachable {
 				n.warnedUnreachable = true
 				n.log.Warn("preferred, but the PBX is out of reach: not asking for the lead", "leader", holder, "err", err)
 			}
-			// Probed: again a TTL later, not at every renewal (each
-			// probe is a login, a failed one in the PBX's security log).
+			// Probed: each probe is a login, a failed one in the PBX's
+			// security log (and fail2ban's): again a TTL later, then
+			// twice as long after each failure in a row.
+			n.probeFails++
+			n.probeAgain = time.Now().Add(probeBackoff(n.probeFails, n.cfg.LeaseTTL))
 			return true
 		}
-		n.warnedUnreachable = false
+		n.warnedUnreachable, n.probeFails, n.probeAgain = false, 0, time.Time{}
 	}
 	m, err := n.nc.RequestWithContext(ctx, n.handoverSubject(), appendString([]byte{version}, n.cfg.Node))
 	switch {
@@ -103,6 +109,21 @@ func (n *Node) askHandover(ctx context.Context, holder string) bool {
 		}
 	}
 	return true
+}
+
+// maxProbeBackoff bounds the wait between a preferred node's probes
+// that keep failing.
+const maxProbeBackoff = 5 * time.Minute
+
+// probeBackoff is the wait after the fails-th failed probe in a row:
+// one TTL after the first (the lease asks no sooner anyway), doubling
+// after each further one up to maxProbeBackoff.
+func probeBackoff(fails int, ttl time.Duration) time.Duration {
+	d := ttl
+	for i := 1; i < fails && d < maxProbeBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxProbeBackoff)
 }
 
 // serveHandover subscribes the leader to handover requests until Run

@@ -155,6 +155,10 @@ type Node struct {
 	handedOff         bool
 	warnedPreferred   bool // the lease's goroutine's
 	warnedUnreachable bool // the lease's goroutine's
+	// probeFails counts a preferred node's failed Reachable probes in a
+	// row, probeAgain is when it may probe again (the lease's goroutine's).
+	probeFails int
+	probeAgain time.Time
 }
 
 // Open connects to NATS, creates the PBX's stream and buckets if they do

@@ -35,12 +35,19 @@ type probes struct {
 	n      int64
 	last   time.Time
 	minGap time.Duration
+	gaps   []time.Duration // between one probe and the next, in order
 }
 
 func (p *probes) Load() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.n
+}
+
+func (p *probes) allGaps() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Duration(nil), p.gaps...)
 }
 
 func (p *probes) gap() time.Duration {
@@ -58,6 +65,9 @@ func probing(addr, secret string, n *probes) func(*Config) {
 			n.mu.Lock()
 			if n.n > 0 && (n.minGap == 0 || time.Since(n.last) < n.minGap) {
 				n.minGap = time.Since(n.last)
+			}
+			if n.n > 0 {
+				n.gaps = append(n.gaps, time.Since(n.last))
 			}
 			n.n++
 			n.last = time.Now()
@@ -172,7 +182,7 @@ func TestNoYieldWhenNoStandbyLogsIn(t *testing.T) {
 // logs in; bridge-b prefers pbx1 but its secret is wrong. Its
 // Reachable (an AMI login) fails, so it never asks for the lead:
 // bridge-a keeps it, and the PBX stays live; bridge-b logs in once a
-// TTL, not at every renewal.
+// TTL at first, not at every renewal, then less and less often.
 func TestPreferredWithWrongSecretDoesNotLead(t *testing.T) {
 	const ttl = 2 * time.Second
 	srv := natstest.Start(t)
@@ -183,12 +193,26 @@ func TestPreferredWithWrongSecretDoesNotLead(t *testing.T) {
 	wrong := probing(sim.AMIAddr(), "wrong", &probesB)
 	b := startNodeWith(t, srv.URL(), "bridge-b", sim.AMIAddr(), ttl, func(c *Config) { wrong(c); c.Prefer = true })
 	waitFor(t, "bridge-b to probe", 20*time.Second, func() bool { return probesB.Load() > 0 })
-	time.Sleep(3 * ttl)
+	// Probes a TTL, then 2 TTLs apart (backing off): the third 3 TTLs on.
+	waitFor(t, "bridge-b to probe thrice", 30*time.Second, func() bool { return probesB.Load() >= 3 })
 	if !a.n.Leading() || b.n.Leading() || !live(a.served) {
 		t.Fatalf("bridge-a leading %v (live %v), bridge-b leading %v: want bridge-a to keep the lead", a.n.Leading(), live(a.served), b.n.Leading())
 	}
-	// Each probe is a failed login on the PBX: once a TTL, not at every renewal.
-	if n, gap := probesB.Load(), probesB.gap(); n < 2 || gap < ttl*9/10 {
-		t.Errorf("bridge-b probed %d times, %v apart at the least: want 2 at least, a TTL (%v) apart", n, gap.Round(time.Millisecond), ttl)
+	// Each probe is a failed login on the PBX: once a TTL at first, not
+	// at every renewal, then twice as long after each failure.
+	if gap := probesB.gap(); gap < ttl*9/10 {
+		t.Errorf("bridge-b probed %v apart at the least: want a TTL (%v) apart", gap.Round(time.Millisecond), ttl)
+	}
+	if gaps := probesB.allGaps(); len(gaps) < 2 || gaps[1] < 2*ttl*9/10 {
+		t.Errorf("bridge-b's probes %v apart: want the second gap twice the TTL (%v), backing off", gaps, ttl)
+	}
+}
+
+func TestProbeBackoff(t *testing.T) {
+	const ttl = 3 * time.Second
+	for fails, want := range map[int]time.Duration{1: ttl, 2: 2 * ttl, 3: 4 * ttl, 7: 64 * ttl, 8: maxProbeBackoff, 60: maxProbeBackoff} {
+		if got := probeBackoff(fails, ttl); got != want {
+			t.Errorf("probeBackoff(%d, %v) = %v, want %v", fails, ttl, got, want)
+		}
 	}
 }
