@@ -97,16 +97,20 @@ func (p *PBX) caller(c *Call, a int, exten, dialArg string) {
 	c.ca = p.extChan(c, a, "", exten, 4)
 	c.ca.App = "Dial"
 	p.chanEv(ami.EventNewchannel, c.ca)
-	p.chanEv(ami.EventVarSet, c.ca, "Variable", "SIPCALLID", "Value", c.ca.UID+"@synth")
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", exten, "Application", "Dial", "AppData", dialArg)
+	p.dialplanEv(ami.EventVarSet, c.ca, "Variable", "SIPCALLID", "Value", c.ca.UID+"@synth")
+	c.ca.Priority = 2 // after the recordings' NoOp
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", exten, "Application", "Dial", "AppData", dialArg)
 }
 
 // trunkCaller starts an outside caller's channel on the trunk for the
-// DID exten, sent on to from-internal as from-trunk does.
+// DID exten, sent on to from-internal as from-trunk does: the Goto at
+// priority 2 (after a NoOp), from-internal's next step at 2 (after its
+// NoOp), as inbound_trunk_did's.
 func (p *PBX) trunkCaller(c *Call, exten string) {
 	c.ca = c.add(p.newChan("trunk", c.Outside, "Caller "+c.Outside, "", "from-trunk", exten, 4))
 	p.chanEv(ami.EventNewchannel, c.ca)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", exten, "Application", "Goto", "AppData", "from-internal,"+exten+",1")
+	c.ca.Priority = 2
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", exten, "Application", "Goto", "AppData", "from-internal,"+exten+",1")
 	c.ca.Context = "from-internal"
 }
 
@@ -148,7 +152,7 @@ func (p *PBX) DialIn(from string, b int) *Call {
 	c := &Call{Kind: TrunkIn, A: -1, B: b, C: -1, Outside: from}
 	bn := Exten(b)
 	p.trunkCaller(c, bn)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+bn+",,Tt")
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+bn+",,Tt")
 	c.cb = p.extChan(c, b, c.ca.Linked, "s", 0)
 	p.ring(c, c.ca, c.cb, bn, b)
 	return c
@@ -168,7 +172,7 @@ func (p *PBX) DialForward(from string, b int, to string) *Call {
 	bn := Exten(b)
 	p.trunkCaller(c, bn)
 	c.held = append(c.held, b) // the owner's to free: no other call uses it meanwhile
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+to+"@trunk,15,tT")
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+to+"@trunk,15,tT")
 	c.cb = p.trunkLeg(c, to)
 	p.ring(c, c.ca, c.cb, to+"@trunk", -1)
 	return c
@@ -199,11 +203,12 @@ func (p *PBX) DialOut(a int, to string) *Call {
 func (p *PBX) QueueCall(from string, q *Queue, members []int) *Call {
 	c := &Call{Kind: QueueCall, A: -1, B: -1, C: -1, Outside: from, Queue: q, joined: p.now().Unix()}
 	p.trunkCaller(c, q.Number)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Answer", "AppData", "")
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Answer", "AppData", "")
 	c.ca.State = 6
 	p.chanEv(ami.EventNewstate, c.ca)
 	c.ca.App = "Queue"
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Queue", "AppData", q.Name+",tT,,,60")
+	c.ca.Priority = 3
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Queue", "AppData", q.Name+",tT,,,60")
 	q.Waiting = append(q.Waiting, c.ca)
 	p.pairEv(ami.EventQueueCallerJoin, "agent,all", nil, "", c.ca, "Queue", q.Name, "Position", strconv.Itoa(len(q.Waiting)), "Count", strconv.Itoa(len(q.Waiting)))
 	p.chanEv(ami.EventMusicOnHoldStart, c.ca, "Class", "default")
@@ -379,7 +384,7 @@ func (p *PBX) Redirect(c *Call, to int) {
 	c.drop(c.cb)
 	p.setStatus(c.B, 0)
 	c.release(c.B)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", tn, "Application", "Dial", "AppData", "PJSIP/"+tn+",,Tt")
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", tn, "Application", "Dial", "AppData", "PJSIP/"+tn+",,Tt")
 	c.B, c.C = to, to
 	c.cb = p.extChan(c, to, c.ca.Linked, "s", 0)
 	p.ring(c, c.ca, c.cb, tn, to)
@@ -409,7 +414,7 @@ func (p *PBX) Transfer(c *Call, to int) {
 	p.chanEv(ami.EventNewchannel, l2)
 	c.bridges[1] = p.newBridge()
 	l2.Num, l2.CIDName = a.Num, a.CIDName
-	p.chanEv(ami.EventNewCallerid, l2)
+	p.chanEv(ami.EventNewCallerid, l2, "CID-CallingPres", cidPres)
 	p.localEv(ami.EventLocalBridge, c, nil, "Context", "from-internal", "Exten", tn, "LocalOptimization", "Yes")
 	l1.Conn, l1.ConnName = a.Num, a.CIDName
 	p.chanEv(ami.EventNewConnectedLine, l1)
@@ -507,7 +512,7 @@ func (p *PBX) Complete(c *Call) {
 	p.leave(l1, 1)
 	p.enter(cc, orig, 2)
 	l2.Num, l2.CIDName = b.Num, b.CIDName
-	p.chanEv(ami.EventNewCallerid, l2)
+	p.chanEv(ami.EventNewCallerid, l2, "CID-CallingPres", cidPres)
 	p.localEv(ami.EventLocalOptimizationEnd, c, nil, "Success", "No", "Id", "0")
 	p.chanEv(ami.EventHangupRequest, l2, "Cause", "16")
 	p.hangup(l1, "16", "Normal Clearing")
