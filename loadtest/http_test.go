@@ -137,11 +137,18 @@ func TestHTTPErrorKinds(t *testing.T) {
 		t.Run(c.kind, func(t *testing.T) {
 			t.Parallel()
 			start := time.Now()
-			timeout := 5 * time.Second
-			if c.kind == ErrTimeout {
+			timeout, dur := 5*time.Second, 600*time.Millisecond
+			switch c.kind {
+			case ErrTimeout:
 				timeout = 200 * time.Millisecond
+			case ErrTLS:
+				// A handshake cut by the end of the run counts as no error:
+				// at load 20 and more none completed within 600 ms once in
+				// 20 runs. The error's kind is what this case checks, not
+				// how soon it comes.
+				dur = 3 * time.Second
 			}
-			rep, err := RunHTTP(context.Background(), HTTPConfig{URL: c.url, Connections: 2, Duration: 600 * time.Millisecond, Timeout: timeout})
+			rep, err := RunHTTP(context.Background(), HTTPConfig{URL: c.url, Connections: 2, Duration: dur, Timeout: timeout})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +158,7 @@ func TestHTTPErrorKinds(t *testing.T) {
 			// Duration, the default 2 s Grace, and 1 s for a loaded machine:
 			// still less than the 5 s Timeout a run that ignored its
 			// duration would wait for.
-			if el := time.Since(start); el > 600*time.Millisecond+3*time.Second {
+			if el := time.Since(start); el > dur+3*time.Second {
 				t.Errorf("run took %v", el)
 			}
 		})

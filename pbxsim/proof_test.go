@@ -52,6 +52,7 @@ func proof(t *testing.T, name string, points []checkpoint, drive func(t *testing
 	got := capt.settle(t, want)
 	checkStates(t, name, want, got, points)
 	checkHeaders(t, want, got)
+	checkShapes(t, got)
 	if w, g := cdrsOf(want), cdrsOf(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("%s: Cdrs\nrecording: %q\npbxsim:    %q", name, w, g)
 	}

@@ -146,7 +146,15 @@ func (p *PBX) queueDevice(state string) {
 // agentEvent is AgentCalled, AgentConnect, AgentComplete... p.mu held.
 func (p *PBX) agentEvent(name string, a, b *channel, m *queueMember, kv ...string) ami.Message {
 	member, _ := p.memberNameStatus(m)
-	return dialEvent(name, a, b, append([]string{"Queue", p.cfg.Queue, "Interface", m.iface, "MemberName", member}, kv...)...)
+	as, bs := a.snap(), b.snap()
+	return amievent.PairEvent(name, "agent,all", &as, "Dest", &bs, append([]string{"Queue", p.cfg.Queue, "Interface", m.iface, "MemberName", member}, kv...)...)
+}
+
+// queueEvent is an app_queue event about caller a (QueueCallerJoin,
+// QueueCallerLeave, QueueCallerAbandon): agent,all, as recorded.
+func queueEvent(name string, a *channel, kv ...string) ami.Message {
+	s := a.snap()
+	return amievent.PairEvent(name, "agent,all", nil, "", &s, kv...)
 }
 
 // freeMembers returns the members that may ring now, in the order of the
@@ -288,7 +296,7 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 	if len(q.waiting) == 0 {
 		p.queueDevice("NOT_INUSE")
 	}
-	p.emit(chanEvent(ami.EventQueueCallerLeave, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
+	p.emit(queueEvent(ami.EventQueueCallerLeave, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
 	hold := int(now.Sub(joined) / time.Second)
 	p.emit(p.agentEvent(ami.EventAgentConnect, a, b, l.m, "HoldTime", strconv.Itoa(hold), "RingTime", strconv.Itoa(int(now.Sub(l.rang)/time.Second))))
 	q.holdTime = (q.holdTime*3 + hold) / 4

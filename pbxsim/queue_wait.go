@@ -40,7 +40,7 @@ func (c *call) queueJoin(a *channel, target string) *queueWait {
 	if len(q.waiting) == 1 {
 		p.queueDevice("RINGING")
 	}
-	p.emit(chanEvent(ami.EventQueueCallerJoin, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(ent.orig), "Count", strconv.Itoa(len(q.waiting))))
+	p.emit(queueEvent(ami.EventQueueCallerJoin, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(ent.orig), "Count", strconv.Itoa(len(q.waiting))))
 	p.emit(chanEvent(ami.EventMusicOnHoldStart, a, "Class", "default"))
 	w := &queueWait{c: c, a: a, target: target, ent: ent}
 	w.ring()
@@ -105,7 +105,7 @@ func (w *queueWait) leave() {
 	if len(q.waiting) == 0 {
 		p.queueDevice("NOT_INUSE")
 	}
-	p.emit(chanEvent(ami.EventQueueCallerLeave, w.a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
+	p.emit(queueEvent(ami.EventQueueCallerLeave, w.a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(pos), "Count", strconv.Itoa(len(q.waiting))))
 }
 
 // event applies one call event; over reports that Queue() is done, with
@@ -182,7 +182,7 @@ func (w *queueWait) abandon(bye bool) {
 		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", "CANCEL"))
 	}
 	hold := int(p.cfg.Now().Sub(w.ent.joined) / time.Second)
-	p.emit(chanEvent(ami.EventQueueCallerAbandon, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(q.position(a)),
+	p.emit(queueEvent(ami.EventQueueCallerAbandon, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(q.position(a)),
 		"OriginalPosition", strconv.Itoa(w.ent.orig), "HoldTime", strconv.Itoa(hold)))
 	q.abandoned++
 	w.leave()

@@ -5,7 +5,9 @@
 // turns them half-open on command (Freeze): sockets kept, bytes swallowed.
 // Model answers a resync's list actions (CoreShowChannels, QueueStatus,
 // ...) from the events of a stream so far, as Asterisk would at that
-// point.
+// point. Shapes learns from recordings each event kind's header lists,
+// fixed values and Newexten steps, for a PBX that builds its own events
+// (pbxsim, loadtest/synthpbx) to compare them with.
 //
 // A Server or Proxy belongs to one test; their methods are safe for
 // concurrent use.

@@ -1,12 +1,12 @@
+// The calls: their kinds, how each is placed, answered and hung up.
+
 package synthpbx
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/ctibridge/ctibridge/ami"
-	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
 // Kind is what a call is.
@@ -69,69 +69,6 @@ func (c *Call) Answered() bool {
 	return c.state == up || c.state == consulted || c.state == done && c.endedUp
 }
 
-func (c *Call) add(ch *Chan) *Chan {
-	c.live = append(c.live, ch)
-	return ch
-}
-
-func (c *Call) drop(ch *Chan) {
-	c.live = slices.DeleteFunc(c.live, func(x *Chan) bool { return x == ch })
-}
-
-func (c *Call) endDial(dst *Chan) {
-	c.dials = slices.DeleteFunc(c.dials, func(d [2]*Chan) bool { return d[1] == dst })
-}
-
-func (c *Call) release(i int) {
-	c.held = slices.DeleteFunc(c.held, func(x int) bool { return x == i })
-}
-
-func (p *PBX) extChan(c *Call, i int, linked, exten string, state int) *Chan {
-	x := Exten(i)
-	c.held = append(c.held, i)
-	return c.add(p.newChan(x, x, "User "+x, linked, "from-internal", exten, state))
-}
-
-// caller starts extension a's channel dialling exten.
-func (p *PBX) caller(c *Call, a int, exten, dialArg string) {
-	c.ca = p.extChan(c, a, "", exten, 4)
-	c.ca.App = "Dial"
-	p.chanEv(ami.EventNewchannel, c.ca)
-	p.chanEv(ami.EventVarSet, c.ca, "Variable", "SIPCALLID", "Value", c.ca.UID+"@synth")
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", exten, "Application", "Dial", "AppData", dialArg)
-}
-
-// trunkCaller starts an outside caller's channel on the trunk for the
-// DID exten, sent on to from-internal as from-trunk does.
-func (p *PBX) trunkCaller(c *Call, exten string) {
-	c.ca = c.add(p.newChan("trunk", c.Outside, "Caller "+c.Outside, "", "from-trunk", exten, 4))
-	p.chanEv(ami.EventNewchannel, c.ca)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", exten, "Application", "Goto", "AppData", "from-internal,"+exten+",1")
-	c.ca.Context = "from-internal"
-}
-
-// ring has src dial dst (created Down): dst rings and says so, as the
-// recordings' PJSIP legs do.
-func (p *PBX) ring(c *Call, src, dst *Chan, dialString string, ext int) {
-	dst.App = "AppDial"
-	p.chanEv(ami.EventNewchannel, dst)
-	dst.Conn, dst.ConnName, dst.Exten = src.Num, src.CIDName, src.Exten
-	p.chanEv(ami.EventNewConnectedLine, dst)
-	p.dialEv(ami.EventDialBegin, src, dst, "DialString", dialString)
-	c.dials = append(c.dials, [2]*Chan{src, dst})
-	src.Conn, src.ConnName = dst.Num, dst.CIDName
-	p.chanEv(ami.EventNewConnectedLine, src)
-	dst.State = 5
-	p.chanEv(ami.EventNewstate, dst)
-	if ext >= 0 {
-		p.setStatus(ext, 8)
-	}
-	if c.A >= 0 && src == c.ca {
-		p.setStatus(c.A, 1)
-	}
-	p.dialEv(ami.EventDialState, src, dst, "DialStatus", "RINGING")
-}
-
 // Dial starts an internal call from extension a to b: b rings.
 func (p *PBX) Dial(a, b int) *Call {
 	c := &Call{Kind: Internal, A: a, B: b, C: -1}
@@ -148,7 +85,7 @@ func (p *PBX) DialIn(from string, b int) *Call {
 	c := &Call{Kind: TrunkIn, A: -1, B: b, C: -1, Outside: from}
 	bn := Exten(b)
 	p.trunkCaller(c, bn)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+bn+",,Tt")
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+bn+",,Tt")
 	c.cb = p.extChan(c, b, c.ca.Linked, "s", 0)
 	p.ring(c, c.ca, c.cb, bn, b)
 	return c
@@ -168,16 +105,10 @@ func (p *PBX) DialForward(from string, b int, to string) *Call {
 	bn := Exten(b)
 	p.trunkCaller(c, bn)
 	c.held = append(c.held, b) // the owner's to free: no other call uses it meanwhile
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+to+"@trunk,15,tT")
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", bn, "Application", "Dial", "AppData", "PJSIP/"+to+"@trunk,15,tT")
 	c.cb = p.trunkLeg(c, to)
 	p.ring(c, c.ca, c.cb, to+"@trunk", -1)
 	return c
-}
-
-// trunkLeg creates the trunk's channel of a call dialled out to outside
-// number to.
-func (p *PBX) trunkLeg(c *Call, to string) *Chan {
-	return c.add(p.newChan("trunk", to, "", c.ca.Linked, "from-internal", "s", 0))
 }
 
 // DialOut starts a call from extension a to outside number to through
@@ -199,11 +130,12 @@ func (p *PBX) DialOut(a int, to string) *Call {
 func (p *PBX) QueueCall(from string, q *Queue, members []int) *Call {
 	c := &Call{Kind: QueueCall, A: -1, B: -1, C: -1, Outside: from, Queue: q, joined: p.now().Unix()}
 	p.trunkCaller(c, q.Number)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Answer", "AppData", "")
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Answer", "AppData", "")
 	c.ca.State = 6
 	p.chanEv(ami.EventNewstate, c.ca)
 	c.ca.App = "Queue"
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Queue", "AppData", q.Name+",tT,,,60")
+	c.ca.Priority = 3
+	p.dialplanEv(ami.EventNewexten, c.ca, "Extension", q.Number, "Application", "Queue", "AppData", q.Name+",tT,,,60")
 	q.Waiting = append(q.Waiting, c.ca)
 	p.pairEv(ami.EventQueueCallerJoin, "agent,all", nil, "", c.ca, "Queue", q.Name, "Position", strconv.Itoa(len(q.Waiting)), "Count", strconv.Itoa(len(q.Waiting)))
 	p.chanEv(ami.EventMusicOnHoldStart, c.ca, "Class", "default")
@@ -226,53 +158,6 @@ func (p *PBX) QueueCall(from string, q *Queue, members []int) *Call {
 		p.setAgent(q, c.agentIdx[i], 8)
 	}
 	return c
-}
-
-// bridge puts chans into a new basic bridge, in order.
-func (p *PBX) bridge(chans ...*Chan) string {
-	id := p.newBridge()
-	for i, ch := range chans {
-		p.enter(ch, id, i+1)
-	}
-	return id
-}
-
-// newBridge creates an empty basic bridge and says so.
-func (p *PBX) newBridge() string {
-	p.seq++
-	id := fmt.Sprintf("synth-bridge-%d.%d", p.epoch, p.seq)
-	p.bridgeEv(ami.EventBridgeCreate, id, 0, nil)
-	return id
-}
-
-// basic is the snapshot of basic bridge id holding n channels.
-func basic(id string, n int) *amievent.Bridge {
-	return &amievent.Bridge{ID: id, Type: "basic", Tech: "simple_bridge", Channels: n}
-}
-
-// bridgeEv emits a bridge event of bridge id holding n channels, about
-// ch when not nil.
-func (p *PBX) bridgeEv(name, id string, n int, ch *Chan) {
-	var cs *amievent.Channel
-	if ch != nil {
-		cs = &ch.Channel
-	}
-	p.send(amievent.BridgeEvent(name, basic(id, n), cs))
-}
-
-func (p *PBX) enter(ch *Chan, id string, n int) {
-	ch.Bridge = id
-	p.bridgeEv(ami.EventBridgeEnter, id, n, ch)
-}
-
-func (p *PBX) leave(ch *Chan, n int) {
-	id := ch.Bridge
-	ch.Bridge = ""
-	p.bridgeEv(ami.EventBridgeLeave, id, n, ch)
-}
-
-func (p *PBX) destroy(id string) {
-	p.bridgeEv(ami.EventBridgeDestroy, id, 0, nil)
 }
 
 // Answer has the ringing party answer: for a queue call the first member
@@ -359,167 +244,6 @@ func (p *PBX) leaveQueue(c *Call) {
 	}
 	q.Waiting = slices.Delete(q.Waiting, pos, pos+1)
 	p.pairEv(ami.EventQueueCallerLeave, "agent,all", nil, "", c.ca, "Queue", q.Name, "Position", strconv.Itoa(pos+1), "Count", strconv.Itoa(len(q.Waiting)))
-}
-
-// Redirect blind-transfers an answered internal call's caller to
-// extension to with AMI Redirect (the shape of
-// calls/testdata/blind_transfer_redirect): the bridge breaks, B is hung
-// up, A's channel runs the dialplan again and dials to, who rings.
-func (p *PBX) Redirect(c *Call, to int) {
-	if c.state != up || c.A < 0 || c.B < 0 {
-		return
-	}
-	tn := Exten(to)
-	c.ca.Exten = tn
-	br := c.ca.Bridge
-	p.leave(c.ca, 1)
-	p.leave(c.cb, 0)
-	p.destroy(br)
-	p.hangup(c.cb, "16", "Normal Clearing")
-	c.drop(c.cb)
-	p.setStatus(c.B, 0)
-	c.release(c.B)
-	p.chanEv(ami.EventNewexten, c.ca, "Extension", tn, "Application", "Dial", "AppData", "PJSIP/"+tn+",,Tt")
-	c.B, c.C = to, to
-	c.cb = p.extChan(c, to, c.ca.Linked, "s", 0)
-	p.ring(c, c.ca, c.cb, tn, to)
-	c.state = ringing
-}
-
-// Transfer starts an attended transfer of an answered internal call by
-// its caller to extension to (Atxfer, the shape of
-// calls/testdata/atxfer_complete): B is held in the call's bridge, A
-// moves to a consult bridge with a Local pair whose ;2 dials to.
-func (p *PBX) Transfer(c *Call, to int) {
-	if c.state != up || c.A < 0 || c.B < 0 {
-		return
-	}
-	a, b := c.ca, c.cb
-	tn := Exten(to)
-	c.C = to
-	p.chanEv(ami.EventHold, a)
-	p.chanEv(ami.EventMusicOnHoldStart, b, "Class", "default")
-	p.setStatus(c.B, 16)
-	p.seq++
-	lname := fmt.Sprintf("Local/%s@from-internal-%08x;", tn, p.seq)
-	l1 := c.add(p.named(lname+"1", "", "", a.Linked, "from-internal", tn, 0))
-	l2 := c.add(p.named(lname+"2", "", "", a.Linked, "from-internal", tn, 4))
-	c.local = [2]*Chan{l1, l2}
-	p.chanEv(ami.EventNewchannel, l1)
-	p.chanEv(ami.EventNewchannel, l2)
-	c.bridges[1] = p.newBridge()
-	l2.Num, l2.CIDName = a.Num, a.CIDName
-	p.chanEv(ami.EventNewCallerid, l2)
-	p.localEv(ami.EventLocalBridge, c, nil, "Context", "from-internal", "Exten", tn, "LocalOptimization", "Yes")
-	l1.Conn, l1.ConnName = a.Num, a.CIDName
-	p.chanEv(ami.EventNewConnectedLine, l1)
-	p.enter(l1, c.bridges[1], 1)
-	p.leave(a, 1)
-	p.enter(a, c.bridges[1], 2)
-	cc := p.extChan(c, to, a.Linked, "s", 0)
-	c.consult = cc
-	cc.App = "AppDial"
-	p.chanEv(ami.EventNewchannel, cc)
-	cc.Conn, cc.ConnName, cc.Exten = a.Num, a.CIDName, tn
-	p.chanEv(ami.EventNewConnectedLine, cc)
-	p.dialEv(ami.EventDialBegin, l2, cc, "DialString", tn)
-	c.dials = append(c.dials, [2]*Chan{l2, cc}, [2]*Chan{nil, l1})
-	l2.Conn, l2.ConnName = cc.Num, cc.CIDName
-	p.chanEv(ami.EventNewConnectedLine, l2)
-	a.Conn, a.ConnName = cc.Num, cc.CIDName
-	p.chanEv(ami.EventNewConnectedLine, a)
-	cc.State = 5
-	p.chanEv(ami.EventNewstate, cc)
-	l1.State = 5
-	p.chanEv(ami.EventNewstate, l1)
-	p.setStatus(to, 8)
-	p.dialEv(ami.EventDialState, l2, cc, "DialStatus", "RINGING")
-	p.dialEv(ami.EventDialState, nil, l1, "DialStatus", "RINGING")
-	c.state = consulting
-}
-
-// localEv emits an event about the call's Local pair (LocalOne*,
-// LocalTwo*), with src as Source* when not nil.
-func (p *PBX) localEv(name string, c *Call, src *Chan, kv ...string) {
-	hs := amievent.AppendChannel(amievent.Head(name, "call,all", 48+len(kv)/2), "LocalOne", &c.local[0].Channel)
-	hs = amievent.AppendChannel(hs, "LocalTwo", &c.local[1].Channel)
-	if src != nil {
-		hs = amievent.AppendChannel(hs, "Source", &src.Channel)
-	}
-	p.send(ami.NewMessage(amievent.AppendPairs(hs, kv...)...))
-}
-
-func (p *PBX) answerConsult(c *Call) {
-	l1, l2, cc := c.local[0], c.local[1], c.consult
-	cc.State = 6
-	p.chanEv(ami.EventNewstate, cc)
-	p.dialEv(ami.EventDialEnd, l2, cc, "DialStatus", "ANSWER")
-	l2.State = 6
-	p.chanEv(ami.EventNewstate, l2)
-	c.bridges[2] = p.newBridge()
-	l1.State = 6
-	p.chanEv(ami.EventNewstate, l1)
-	p.dialEv(ami.EventDialEnd, nil, l1, "DialStatus", "ANSWER")
-	c.dials = nil
-	p.enter(cc, c.bridges[2], 1)
-	p.setStatus(c.C, 1)
-	p.enter(l2, c.bridges[2], 2)
-	c.state = consulted
-}
-
-// Complete ends an attended transfer whose target answered: the
-// transferer hangs up, the consult bridge merges into the original one,
-// and the Local pair optimises itself away, leaving B talking to C.
-func (p *PBX) Complete(c *Call) {
-	if c.state != consulted {
-		return
-	}
-	a, b, l1, l2, cc := c.ca, c.cb, c.local[0], c.local[1], c.consult
-	orig, second := c.bridges[0], c.bridges[1]
-	p.chanEv(ami.EventHangupRequest, a, "Cause", "16")
-	p.leave(a, 1)
-	merge := amievent.AppendBridge(amievent.Head(ami.EventBridgeMerge, "call,all", 16), "To", basic(orig, 1))
-	p.send(ami.NewMessage(amievent.AppendBridge(merge, "From", basic(second, 1))...))
-	p.leave(l1, 0)
-	p.enter(l1, orig, 2)
-	p.setStatus(c.B, 1)
-	p.chanEv(ami.EventMusicOnHoldStop, b)
-	hs := amievent.Head(ami.EventAttendedTransfer, "call,all", 100)
-	hs = append(hs, ami.Header{Key: "Result", Value: "Success"})
-	hs = amievent.AppendBridge(amievent.AppendChannel(hs, "OrigTransferer", &a.Channel), "Orig", basic(orig, 2))
-	hs = amievent.AppendBridge(amievent.AppendChannel(hs, "SecondTransferer", &a.Channel), "Second", basic(second, 0))
-	hs = amievent.AppendChannel(amievent.AppendChannel(hs, "Transferee", &b.Channel), "TransferTarget", &l1.Channel)
-	p.send(ami.NewMessage(amievent.AppendPairs(hs, "IsExternal", "No", "DestType", "Bridge", "DestBridgeUniqueid", orig)...))
-	b.Conn, b.ConnName = cc.Num, cc.CIDName
-	p.chanEv(ami.EventNewConnectedLine, b)
-	p.chanEv(ami.EventSoftHangupRequest, a, "Cause", "16")
-	l1.Conn, l1.ConnName = b.Num, b.CIDName
-	p.chanEv(ami.EventNewConnectedLine, l1)
-	p.destroy(second)
-	p.setStatus(c.A, 0)
-	p.hangup(a, "16", "Normal Clearing")
-	c.drop(a)
-	c.release(c.A)
-	cc.Conn, cc.ConnName = b.Num, b.CIDName
-	p.chanEv(ami.EventNewConnectedLine, cc)
-	p.localEv(ami.EventLocalOptimizationBegin, c, cc, "DestUniqueId", l2.UID, "Id", "0")
-	p.leave(cc, 1)
-	p.leave(l1, 1)
-	p.enter(cc, orig, 2)
-	l2.Num, l2.CIDName = b.Num, b.CIDName
-	p.chanEv(ami.EventNewCallerid, l2)
-	p.localEv(ami.EventLocalOptimizationEnd, c, nil, "Success", "No", "Id", "0")
-	p.chanEv(ami.EventHangupRequest, l2, "Cause", "16")
-	p.hangup(l1, "16", "Normal Clearing")
-	p.leave(l2, 0)
-	p.destroy(c.bridges[2])
-	p.chanEv(ami.EventSoftHangupRequest, l2, "Cause", "16")
-	p.hangup(l2, "16", "Normal Clearing")
-	c.drop(l1)
-	c.drop(l2)
-	c.ca, c.cb, c.A, c.B = b, cc, c.B, c.C
-	c.local, c.consult = [2]*Chan{}, nil
-	c.state = up
 }
 
 // Hangup ends the call in whatever state it is: a queue caller still

@@ -124,6 +124,14 @@ func (p *PBX) chanEv(name string, c *Chan, kv ...string) {
 	p.send(amievent.ChannelEvent(name, &c.Channel, kv...))
 }
 
+// dialplanEv emits a dialplan event (Newexten, VarSet) about c.
+func (p *PBX) dialplanEv(name string, c *Chan, kv ...string) {
+	p.pairEv(name, "dialplan,all", nil, "", c, kv...)
+}
+
+// cidPres is a NewCallerid's CID-CallingPres, as recorded.
+const cidPres = "0 (Presentation Allowed, Not Screened)"
+
 // pairEv emits an event about two channels (AgentCalled,
 // QueueCallerJoin, ...): the first's snapshot (left out when nil), the
 // second's prefixed, then kv.
@@ -142,8 +150,8 @@ func (p *PBX) dialEv(name string, src, dst *Chan, kv ...string) {
 }
 
 // ev emits an event of kv only.
-func (p *PBX) ev(name string, kv ...string) {
-	p.send(ami.NewMessage(amievent.AppendPairs(amievent.Head(name, "call,all", 2+len(kv)/2), kv...)...))
+func (p *PBX) ev(name, priv string, kv ...string) {
+	p.send(ami.NewMessage(amievent.AppendPairs(amievent.Head(name, priv, 2+len(kv)/2), kv...)...))
 }
 
 func (p *PBX) send(m ami.Message) {
@@ -171,7 +179,7 @@ func (p *PBX) StatusHeaders(event string, i int, live bool) []ami.Header {
 	if live {
 		hs = append(hs, ami.Header{Key: "Privilege", Value: "call,all"})
 	}
-	return append(hs, ami.Header{Key: "Exten", Value: x}, ami.Header{Key: "Context", Value: "ext-local"},
+	return append(hs, ami.Header{Key: "Exten", Value: x}, ami.Header{Key: "Context", Value: "from-internal"},
 		ami.Header{Key: "Hint", Value: "PJSIP/" + x}, ami.Header{Key: "Status", Value: strconv.Itoa(p.status[i])},
 		ami.Header{Key: "StatusText", Value: statusText[p.status[i]]})
 }
@@ -184,8 +192,9 @@ func (p *PBX) Announce() {
 	for i := range p.exts {
 		x := Exten(i)
 		p.send(ami.NewMessage(p.StatusHeaders(ami.EventExtensionStatus, i, true)...))
-		p.ev(ami.EventContactStatus, "URI", "sip:"+x+"@127.0.0.1:5062", "ContactStatus", "Reachable", "AOR", x, "EndpointName", x)
-		p.ev(ami.EventEndpointDetail, "ObjectType", "endpoint", "ObjectName", x, "Context", "from-internal",
+		p.ev(ami.EventContactStatus, "system,all", "URI", "sip:"+x+"@127.0.0.1:5062", "ContactStatus", "Reachable", "AOR", x,
+			"EndpointName", x, "RoundtripUsec", "0")
+		p.ev(ami.EventEndpointDetail, "call,all", "ObjectType", "endpoint", "ObjectName", x, "Context", "from-internal",
 			"Callerid", `"User `+x+`" <`+x+`>`, "DeviceState", "Not in use")
 	}
 	for _, q := range p.queues {
