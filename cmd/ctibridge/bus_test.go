@@ -443,14 +443,22 @@ func TestBusRolloverWebSocket(t *testing.T) {
 	if v := a.metric(t, "ctibridge_bus_rollovers_total"); v == "" || v == "0" {
 		t.Errorf("bridge-a: ctibridge_bus_rollovers_total = %q", v)
 	}
-	// Webhooks: every event once, from the leader.
+	// Webhooks: every event once, from the leader. A takeover (the
+	// lease lost on a loaded machine: bridge-a took the lead more than
+	// once, or bridge-b at all) resends what the new leader held, under
+	// the same keys: repeats are then the receiver's to drop.
 	time.Sleep(time.Second)
+	takeovers := func(n *busNode) int {
+		v, _ := strconv.Atoi(n.metric(t, "ctibridge_bus_takeovers_total"))
+		return v
+	}
+	tookOver := takeovers(b) > 0 || takeovers(a) > 1
 	mu.Lock()
 	defer mu.Unlock()
 	cdrs := 0
 	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("webhook event %s received %d times", id, n)
+		if n != 1 && !tookOver {
+			t.Errorf("webhook event %s received %d times (%s)", id, n, leads())
 		}
 		if strings.Contains(id, ":cdr:") {
 			cdrs++
