@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -214,5 +215,127 @@ func TestProbeBackoff(t *testing.T) {
 		if got := probeBackoff(fails, ttl); got != want {
 			t.Errorf("probeBackoff(%d, %v) = %v, want %v", fails, ttl, got, want)
 		}
+	}
+}
+
+// heldRelay is an AMI address that holds every connection silent (the
+// client waits for the banner) until open, then relays them all to the
+// PBX: a leader's link that is down and comes back at a chosen moment.
+type heldRelay struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	open   bool
+	held   []net.Conn
+	conns  []net.Conn
+}
+
+func newHeldRelay(t *testing.T, target string) *heldRelay {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &heldRelay{ln: ln, target: target}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, c)
+			if r.open {
+				go r.relay(c)
+			} else {
+				r.held = append(r.held, c)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, c := range r.conns {
+			c.Close()
+		}
+	})
+	return r
+}
+
+func (r *heldRelay) addr() string { return r.ln.Addr().String() }
+
+// release relays the held connections and every later one.
+func (r *heldRelay) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open = true
+	for _, c := range r.held {
+		go r.relay(c)
+	}
+	r.held = nil
+}
+
+func (r *heldRelay) relay(down net.Conn) {
+	defer down.Close()
+	up, err := net.Dial("tcp", r.target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() { io.Copy(up, down); up.Close() }()
+	io.Copy(down, up)
+}
+
+// TestNoYieldWhenLinkComesBackWhileAsking: bridge-a leads pbx1, its
+// AMI link held down (the connection gets no banner); past YieldAfter
+// it asks bridge-b, which logs in. While bridge-b's probe runs, bridge-a's
+// link comes back (bridge-b's Reachable releases it and answers yes only
+// once bridge-a publishes its link as up): bridge-a keeps the lead, hands
+// nothing over, and pbx1 is live on both.
+func TestNoYieldWhenLinkComesBackWhileAsking(t *testing.T) {
+	const ttl = 2 * time.Second
+	srv := natstest.Start(t)
+	sim := startSim(t)
+	relay := newHeldRelay(t, sim.AMIAddr())
+	var probesA, probesB probes
+	a := startNodeWith(t, srv.URL(), "bridge-a", relay.addr(), ttl, probing(relay.addr(), pbxsim.DefaultAMISecret, &probesA))
+	waitFor(t, "bridge-a to lead", 20*time.Second, a.n.Leading)
+	var asked atomic.Bool
+	probeB := probing(sim.AMIAddr(), pbxsim.DefaultAMISecret, &probesB)
+	b := startNodeWith(t, srv.URL(), "bridge-b", sim.AMIAddr(), ttl, func(c *Config) {
+		probeB(c)
+		reach := c.Reachable
+		c.Reachable = func(ctx context.Context) error {
+			if asked.CompareAndSwap(false, true) && a.n.linkDownFor() > 0 { // the first ask: bridge-a's link comes back now
+				relay.release()
+				for a.n.linkDownFor() > 0 {
+					select {
+					case <-ctx.Done():
+						return errors.New("bridge-a's link did not come back within the probe")
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}
+			return reach(ctx)
+		}
+	})
+	waitFor(t, "bridge-a to ask bridge-b", testYieldAfter+3*ttl+10*time.Second, asked.Load)
+	waitFor(t, "pbx1 live on bridge-b", 20*time.Second, func() bool { return live(b.served) })
+	time.Sleep(2 * ttl) // past the ask's window and the lease bridge-b was invited to take
+	if !a.n.Leading() || a.stopped() || b.n.Leading() {
+		t.Fatalf("bridge-a leading %v (stopped %v, Run: %v), bridge-b leading %v: want the lead kept by bridge-a", a.n.Leading(), a.stopped(), a.err, b.n.Leading())
+	}
+	if h := a.n.Stats().Handovers; h != 0 {
+		t.Errorf("bridge-a handed over %d times", h)
+	}
+	if !live(a.served) || !live(b.served) {
+		t.Errorf("pbx1 live on bridge-a %v, on bridge-b %v: want live on both", live(a.served), live(b.served))
+	}
+	if probesB.Load() == 0 {
+		t.Error("bridge-b was never asked")
 	}
 }

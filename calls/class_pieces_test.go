@@ -75,7 +75,7 @@ func TestExtensionsForAcrossChanges(t *testing.T) {
 		if step%3 == 2 {
 			x = fmt.Sprint(10001 + 2*step*300)
 		}
-		e.Apply(ev("Event", "ExtensionStatus", "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", strconv.Itoa(8*(step%2)), "StatusText", "x"))
+		e.Apply(ev("Event", "ExtensionStatus", "Exten", x, "Context", "from-internal", "Hint", "PJSIP/"+x, "Status", strconv.Itoa(8*(step%2)), "StatusText", "x"))
 		now = now.Add(time.Second)
 		s = e.Publish()
 	}
@@ -110,7 +110,7 @@ func TestHiddenClassIsLazy(t *testing.T) {
 		t.Fatal("the change and the snapshot do not share the hidden bytes")
 	}
 	e.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "ExtensionStatus"}, ami.Header{Key: "Exten", Value: "202"},
-		ami.Header{Key: "Context", Value: "ext-local"}, ami.Header{Key: "Hint", Value: "PJSIP/202"}, ami.Header{Key: "Status", Value: "8"}, ami.Header{Key: "StatusText", Value: "Ringing"}))
+		ami.Header{Key: "Context", Value: "from-internal"}, ami.Header{Key: "Hint", Value: "PJSIP/202"}, ami.Header{Key: "Status", Value: "8"}, ami.Header{Key: "StatusText", Value: "Ringing"}))
 	s2 := e.Publish()
 	if s2 == s {
 		t.Fatal("nothing published")
@@ -134,7 +134,7 @@ func TestSupersededChangeLetsGo(t *testing.T) {
 	e.Publish()
 	status := func(s string) {
 		e.Apply(ami.NewMessage(ami.Header{Key: "Event", Value: "ExtensionStatus"}, ami.Header{Key: "Exten", Value: "201"},
-			ami.Header{Key: "Context", Value: "ext-local"}, ami.Header{Key: "Hint", Value: "PJSIP/201"}, ami.Header{Key: "Status", Value: s}, ami.Header{Key: "StatusText", Value: "x"}))
+			ami.Header{Key: "Context", Value: "from-internal"}, ami.Header{Key: "Hint", Value: "PJSIP/201"}, ami.Header{Key: "Status", Value: s}, ami.Header{Key: "StatusText", Value: "x"}))
 		now = now.Add(time.Second)
 		e.Publish()
 	}

@@ -62,7 +62,7 @@ func (s *scalePBX) register() []ami.Message {
 	for i := range s.exts {
 		x := scaleExten(i)
 		out = append(out,
-			scaleEv("ExtensionStatus", "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"),
+			scaleEv("ExtensionStatus", "Exten", x, "Context", "from-internal", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"),
 			scaleEv("ContactStatus", "URI", "sip:"+x+"@10.0.0.1:5062", "ContactStatus", "Reachable", "AOR", x, "EndpointName", x),
 			scaleEv("EndpointDetail", "ObjectType", "endpoint", "ObjectName", x, "Context", "from-internal",
 				"Callerid", `"User `+x+`" <`+x+`>`, "DeviceState", "Not in use"),
@@ -91,15 +91,15 @@ func (s *scalePBX) start() []ami.Message {
 		scaleChanEv("Newchannel", id.cb, b, "<unknown>", "s", id.ub, id.ua, 0),
 		scaleChanEv("DialBegin", id.ca, a, "<unknown>", b, id.ua, id.ua, 4, "DestChannel", id.cb, "DestUniqueid", id.ub, "DialString", b),
 		scaleChanEv("Newstate", id.cb, b, a, b, id.ub, id.ua, 5),
-		scaleEv("ExtensionStatus", "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "8", "StatusText", "Ringing"),
+		scaleEv("ExtensionStatus", "Exten", b, "Context", "from-internal", "Hint", "PJSIP/"+b, "Status", "8", "StatusText", "Ringing"),
 		scaleChanEv("Newstate", id.cb, b, a, b, id.ub, id.ua, 6),
 		scaleChanEv("DialEnd", id.ca, a, b, b, id.ua, id.ua, 4, "DestChannel", id.cb, "DestUniqueid", id.ub, "DialStatus", "ANSWER"),
 		scaleChanEv("Newstate", id.ca, a, b, b, id.ua, id.ua, 6),
 		scaleEv("BridgeCreate", "BridgeUniqueid", id.br, "BridgeType", "basic", "BridgeTechnology", "simple_bridge"),
 		scaleChanEv("BridgeEnter", id.cb, b, a, "", id.ub, id.ua, 6, "BridgeUniqueid", id.br),
 		scaleChanEv("BridgeEnter", id.ca, a, b, b, id.ua, id.ua, 6, "BridgeUniqueid", id.br),
-		scaleEv("ExtensionStatus", "Exten", a, "Context", "ext-local", "Hint", "PJSIP/"+a, "Status", "1", "StatusText", "InUse"),
-		scaleEv("ExtensionStatus", "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "1", "StatusText", "InUse"),
+		scaleEv("ExtensionStatus", "Exten", a, "Context", "from-internal", "Hint", "PJSIP/"+a, "Status", "1", "StatusText", "InUse"),
+		scaleEv("ExtensionStatus", "Exten", b, "Context", "from-internal", "Hint", "PJSIP/"+b, "Status", "1", "StatusText", "InUse"),
 	)
 }
 
@@ -115,8 +115,8 @@ func (s *scalePBX) end() []ami.Message {
 		scaleEv("BridgeDestroy", "BridgeUniqueid", id.br),
 		scaleChanEv("Hangup", id.cb, b, a, "", id.ub, id.ua, 6, "Cause", "16"),
 		scaleChanEv("Hangup", id.ca, a, b, b, id.ua, id.ua, 6, "Cause", "16"),
-		scaleEv("ExtensionStatus", "Exten", a, "Context", "ext-local", "Hint", "PJSIP/"+a, "Status", "0", "StatusText", "Idle"),
-		scaleEv("ExtensionStatus", "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "0", "StatusText", "Idle"),
+		scaleEv("ExtensionStatus", "Exten", a, "Context", "from-internal", "Hint", "PJSIP/"+a, "Status", "0", "StatusText", "Idle"),
+		scaleEv("ExtensionStatus", "Exten", b, "Context", "from-internal", "Hint", "PJSIP/"+b, "Status", "0", "StatusText", "Idle"),
 	)
 }
 

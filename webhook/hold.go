@@ -32,7 +32,9 @@ import (
 //
 // Bound: what is older than CDRHold is dropped at each hold and at the
 // takeover; and at most holdMaxEvents call events are kept (the oldest go
-// first), so a flood of calls on a standby cannot grow it without end.
+// first), so a flood of calls on a standby cannot grow it without end;
+// those are counted (ctibridge_webhook_held_dropped_total) and logged,
+// at most once a minute with the count since the last line.
 // CDRs are bounded by time only, as each is a call record: their rate is
 // the PBX's calls'.
 type hold struct {
@@ -43,7 +45,14 @@ type hold struct {
 	// sendHeld, on every feed wake and live event while sending, reads
 	// it instead of taking mu.
 	holding atomic.Bool
+	// unlogged are the call events dropped by the bound since the last
+	// log line about it, at loggedDrop. Under mu.
+	unlogged   int
+	loggedDrop time.Time
 }
+
+// holdDropLogEvery spaces the log lines of a hold that drops events.
+const holdDropLogEvery = time.Minute
 
 // holdMaxEvents bounds the call events a PBX's hold keeps: some 500
 // bytes each, a few MB, and some 300 events a second over CDRHold's
@@ -124,7 +133,15 @@ func (s *Service) holdEvent(r *reader, e *Event) {
 	now := time.Now()
 	h.expire(now, s.opts.CDRHold)
 	if len(h.events) >= holdMaxEvents {
-		h.events = h.events[len(h.events)-holdMaxEvents+1:]
+		n := len(h.events) - holdMaxEvents + 1
+		h.events = h.events[n:]
+		s.heldDropped.Add(uint64(n))
+		h.unlogged += n
+		if now.Sub(h.loggedDrop) >= holdDropLogEvery {
+			s.log.Warn("webhook: the hold of a PBX not sent is full: its oldest call events dropped, a takeover will not send them",
+				"pbx", r.pbx, "dropped", h.unlogged, "max_events", holdMaxEvents)
+			h.unlogged, h.loggedDrop = 0, now
+		}
 	}
 	h.events = append(h.events, heldEvent{at: now, e: *e})
 	h.holding.Store(true)

@@ -1,11 +1,16 @@
 package webhook
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ctibridge/ctibridge/history"
 )
@@ -121,11 +126,15 @@ func TestTakeoverHoldExpires(t *testing.T) {
 // TestHoldOrderAndBound: a CDR taken before the feed reader derived its
 // call's hangup goes after it, but before a later call's event; the
 // first live event once sending goes after the held ones; beyond
-// holdMaxEvents call events the oldest are dropped, the CDRs kept.
+// holdMaxEvents call events the oldest are dropped, the CDRs kept, and
+// counted (ctibridge_webhook_held_dropped_total) and logged at most once
+// a minute with the count since the last line.
 func TestHoldOrderAndBound(t *testing.T) {
 	var sending atomic.Bool
-	r := &reader{sends: sending.Load}
+	r := &reader{pbx: "pbx1", sends: sending.Load}
 	s, queued := memService(t, r)
+	var logged bytes.Buffer
+	s.log = slog.New(slog.NewTextHandler(&logged, nil))
 	ev := func(linked, typ string) *Event {
 		return &Event{ID: linked + ":" + linked + ".1:" + typ, Type: typ, Extension: "202", LinkedID: linked, UniqueID: linked + ".1"}
 	}
@@ -155,5 +164,37 @@ func TestHoldOrderAndBound(t *testing.T) {
 	q := queued()
 	if len(q) != holdMaxEvents+1 || q[0] != "0:0.1:cdr:1" || q[1] != "15:15.1:ringing" || q[len(q)-1] != fmt.Sprintf("%d:%d.1:ringing", 10+holdMaxEvents+4, 10+holdMaxEvents+4) {
 		t.Fatalf("%d sent, %v ... %v; want the CDR and the last %d events", len(q), q[:2], q[len(q)-1], holdMaxEvents)
+	}
+	dropLines := func() []string {
+		var out []string
+		for l := range strings.Lines(logged.String()) {
+			if strings.Contains(l, "hold of a PBX not sent is full") {
+				out = append(out, strings.TrimSpace(l))
+			}
+		}
+		return out
+	}
+	// 5 dropped: the first logged at once, the 4 after within the minute not.
+	if l := dropLines(); len(l) != 1 || !strings.Contains(l[0], "pbx=pbx1 dropped=1 ") {
+		t.Errorf("log lines about the drops: %q, want one, of the first drop", l)
+	}
+	want := "# HELP ctibridge_webhook_held_dropped_total Call events a node not sending its PBX's events held for a takeover and dropped, the oldest, past the hold's bound (10000 a PBX).\n" +
+		"# TYPE ctibridge_webhook_held_dropped_total counter\nctibridge_webhook_held_dropped_total %d\n"
+	if err := testutil.CollectAndCompare(s.Collector(), strings.NewReader(fmt.Sprintf(want, 5)), "ctibridge_webhook_held_dropped_total"); err != nil {
+		t.Error(err)
+	}
+	// A minute after the last line, the next drop logs those since it.
+	for i := range holdMaxEvents + 1 {
+		s.eventOf(r, ev(fmt.Sprint(20000+i), TypeRinging))
+	}
+	r.held.mu.Lock()
+	r.held.loggedDrop = r.held.loggedDrop.Add(-holdDropLogEvery)
+	r.held.mu.Unlock()
+	s.eventOf(r, ev("40000", TypeRinging))
+	if l := dropLines(); len(l) != 2 || !strings.Contains(l[1], "pbx=pbx1 dropped=6 ") {
+		t.Errorf("log lines about the drops: %q, want a second a minute on, of 4+2 drops", l)
+	}
+	if err := testutil.CollectAndCompare(s.Collector(), strings.NewReader(fmt.Sprintf(want, 7)), "ctibridge_webhook_held_dropped_total"); err != nil {
+		t.Error(err)
 	}
 }

@@ -9,6 +9,7 @@ var (
 	descQueued    = prometheus.NewDesc("ctibridge_webhook_queued", "Events waiting for delivery, in memory and on disk.", []string{"webhook"}, nil)
 	descFeedGaps  = prometheus.NewDesc("ctibridge_webhook_feed_resyncs_total", "Times the webhook feed reader fell behind the engine's feed and resynchronised from a snapshot.", nil, nil)
 	descFeedGens  = prometheus.NewDesc("ctibridge_webhook_feed_generations_total", "Times the engine's feed jumped to a new generation (a bus rollover) and the webhook feed reader replayed its changes.", nil, nil)
+	descHeldDrop  = prometheus.NewDesc("ctibridge_webhook_held_dropped_total", "Call events a node not sending its PBX's events held for a takeover and dropped, the oldest, past the hold's bound (10000 a PBX).", nil, nil)
 )
 
 // Collector returns a prometheus.Collector of the webhooks' counters.
@@ -17,7 +18,7 @@ func (s *Service) Collector() prometheus.Collector { return collector{s} }
 type collector struct{ s *Service }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDelivered, descFailed, descDropped, descQueued, descFeedGaps, descFeedGens} {
+	for _, d := range []*prometheus.Desc{descDelivered, descFailed, descDropped, descQueued, descFeedGaps, descFeedGens, descHeldDrop} {
 		ch <- d
 	}
 }
@@ -31,4 +32,5 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descFeedGaps, prometheus.CounterValue, float64(c.s.resyncs.Load()))
 	ch <- prometheus.MustNewConstMetric(descFeedGens, prometheus.CounterValue, float64(c.s.generations.Load()))
+	ch <- prometheus.MustNewConstMetric(descHeldDrop, prometheus.CounterValue, float64(c.s.heldDropped.Load()))
 }

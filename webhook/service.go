@@ -95,6 +95,8 @@ type Service struct {
 	resyncs atomic.Uint64 // gaps in a feed, closed from a snapshot
 	// generations are the feed's jumps to a new generation, replayed
 	generations atomic.Uint64
+	// heldDropped are the call events a hold dropped, over holdMaxEvents
+	heldDropped atomic.Uint64
 	stopOnce    sync.Once
 }
 
