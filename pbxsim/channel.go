@@ -125,6 +125,20 @@ func chanEvent(name string, c *channel, kv ...string) ami.Message {
 	return amievent.ChannelEvent(name, &s, kv...)
 }
 
+// setAccountCode gives ch the account code code. A change is reported
+// as Asterisk's manager_channels reports it from the channel's next
+// snapshot (channel_new_accountcode): NewAccountCode with the channel as
+// it is now and OldAccountCode; callers emit it where that snapshot's
+// other events go (after Newstate, before NewConnectedLine). p.mu held.
+func (p *PBX) setAccountCode(ch *channel, code string) {
+	if ch.accountCode == code {
+		return
+	}
+	old := ch.accountCode
+	ch.accountCode = code
+	p.emit(chanEvent(ami.EventNewAccountCode, ch, "OldAccountCode", old))
+}
+
 // dialEvent builds DialBegin/DialState/DialEnd. src may be nil (Originate).
 func dialEvent(name string, src, dst *channel, kv ...string) ami.Message {
 	d := dst.snap()

@@ -18,8 +18,10 @@ func (c *call) dial(a *channel, target string) (*channel, string) {
 }
 
 // newLeg creates and announces the channel a dials to endpoint (Dial or
-// app_queue's ring_entry: AppDial, a's Linkedid and account code) and
-// returns it with endpoint's contact. p.mu held; endpoint has a contact.
+// app_queue's ring_entry: AppDial, a's Linkedid) and returns it with
+// endpoint's contact. Like chan_pjsip's, it starts with no account code:
+// the caller gives it a's afterwards (setAccountCode). p.mu held;
+// endpoint has a contact.
 func (c *call) newLeg(a *channel, endpoint string) (*channel, contact) {
 	p := c.p
 	ct := *p.exts[endpoint].contact
@@ -27,7 +29,6 @@ func (c *call) newLeg(a *channel, endpoint string) (*channel, contact) {
 	b.dialler = a
 	b.linkedid = a.linkedid
 	b.exten = "s"
-	b.accountCode = a.accountCode
 	b.app, b.appData = "AppDial", "(Outgoing Line)"
 	b.tcp = ct.tcp
 	p.emit(chanEvent(ami.EventNewchannel, b))
@@ -49,6 +50,7 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	a.dialled, a.dialData = target, a.appData
 	b.exten = target
 	b.conNum, b.conName = a.cidNum, a.cidName
+	p.setAccountCode(b, a.accountCode) // app_dial's ast_channel_req_accountcodes
 	p.emit(chanEvent(ami.EventNewConnectedLine, b))
 	p.emit(dialEvent(ami.EventDialBegin, a, b, "DialString", endpoint))
 	a.conNum, a.conName = b.cidNum, b.cidName

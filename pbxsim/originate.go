@@ -111,9 +111,9 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 	ch.linkedid = ch.uniqueid
 	ch.dialplan = true // once answered, it runs Exten or Application
 	ch.exten, ch.context = "s", o.context
-	ch.accountCode = o.account
 	ch.app, ch.appData = "AppDial2", "(Outgoing Line)"
 	p.emit(chanEvent(ami.EventNewchannel, ch))
+	p.setAccountCode(ch, o.account) // after the request, as pbx_outgoing_attempt does
 	num := o.cidNum
 	if num == "" {
 		num = o.endpoint

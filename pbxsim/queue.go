@@ -230,9 +230,12 @@ func (c *call) queueCall(a *channel, target string) (*channel, string) {
 func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 	p := c.p
 	b, ct := c.newLeg(a, m.num)
-	// AgentCalled shows the member's channel as it will be once dialled.
+	// AgentCalled shows the member's channel as it will be once dialled,
+	// the other events as last published: ring_entry sets the account
+	// code and connected line without publishing, the first Newstate's
+	// snapshot reports them.
 	snap := *b
-	snap.conNum, snap.conName, snap.exten = a.cidNum, a.cidName, target
+	snap.conNum, snap.conName, snap.exten, snap.accountCode = a.cidNum, a.cidName, target, a.accountCode
 	p.emit(p.agentEvent(ami.EventAgentCalled, a, &snap, m))
 	p.emit(dialEvent(ami.EventDialBegin, a, b, "DialString", m.iface))
 	b.conNum, b.conName, b.exten = a.cidNum, a.cidName, target
@@ -259,6 +262,7 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 		b.state = stateUp
 		b.answered = now
 		p.emit(chanEvent(ami.EventNewstate, b))
+		p.setAccountCode(b, a.accountCode)
 	}
 	b.sdp = answer
 	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", "ANSWER"))

@@ -1,6 +1,8 @@
 package pbxsim
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,4 +167,45 @@ func TestQueueTimeout(t *testing.T) {
 	if n := count(msgs, "AgentCalled"); n < 4 {
 		t.Errorf("%d AgentCalled, want at least 2 rounds", n)
 	}
+}
+
+// An originated caller's account code reaches the members it rings as
+// app_queue's ring_entry gives it (ast_channel_req_accountcodes_precious):
+// each member's channel is created with none, and the snapshot of its
+// first Newstate reports it (NewAccountCode after the Newstate, before
+// the NewConnectedLine, in manager_channels' monitor order).
+func TestQueueMemberAccountCode(t *testing.T) {
+	p := startPBX(t, Config{})
+	startPhone(t, p, PhoneConfig{Exten: "201"})
+	carol := startPhone(t, p, PhoneConfig{Exten: "203", RingTime: 100 * time.Millisecond})
+	startPhone(t, p, PhoneConfig{Exten: "204", NoAnswer: true})
+	capt := startCapture(t, p.AMIAddr())
+	res, err := capt.cli.Do(ctx5(t), ami.NewAction("Originate", "Channel", "PJSIP/201", "Exten", "600",
+		"Account", "600", "Async", "true"))
+	if err != nil || res.Response() != "Success" {
+		t.Fatalf("Originate: %v %v", res, err)
+	}
+	in := <-carol.Answered()
+	msgs := capt.waitFor(t, "member bridged", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	for _, ep := range []string{"203", "204"} {
+		var seq []string
+		for _, m := range msgs {
+			if !strings.HasPrefix(m.Get("Channel"), "PJSIP/"+ep+"-") {
+				continue
+			}
+			switch m.Event() {
+			case "Newchannel", "Newstate", "NewAccountCode", "NewConnectedLine":
+				seq = append(seq, m.Event()+"="+m.Get("AccountCode")+"/"+m.Get("OldAccountCode"))
+			}
+		}
+		if len(seq) < 4 {
+			t.Fatalf("%s: events %v", ep, seq)
+		}
+		want := []string{"Newchannel=/", "Newstate=/", "NewAccountCode=600/", "NewConnectedLine=600/"}
+		if !slices.Equal(seq[:4], want) {
+			t.Errorf("%s: events %v, want %v first", ep, seq, want)
+		}
+	}
+	in.Hangup(ctx5(t))
+	waitNoChannels(t, p)
 }

@@ -120,6 +120,7 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 		if b.state != stateRinging && b.state != stateUp {
 			b.state = stateRinging
 			p.emit(chanEvent(ami.EventNewstate, b))
+			p.setAccountCode(b, a.accountCode)
 			p.emit(chanEvent(ami.EventNewConnectedLine, b))
 			p.emit(dialEvent(ami.EventDialState, a, b, "DialStatus", "RINGING"))
 			p.updateDevice(b.endpoint)
