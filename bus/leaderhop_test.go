@@ -102,7 +102,7 @@ func leaderHop(tb testing.TB, url string, batches int) func() hop {
 
 func extStatus(ext string, status int) ami.Message {
 	return ami.NewMessage(ami.Header{Key: "Event", Value: "ExtensionStatus"}, ami.Header{Key: "Exten", Value: ext},
-		ami.Header{Key: "Context", Value: "ext-local"}, ami.Header{Key: "Hint", Value: "PJSIP/" + ext},
+		ami.Header{Key: "Context", Value: "from-internal"}, ami.Header{Key: "Hint", Value: "PJSIP/" + ext},
 		ami.Header{Key: "Status", Value: strconv.Itoa(status)}, ami.Header{Key: "StatusText", Value: "x"})
 }
 

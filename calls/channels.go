@@ -144,8 +144,9 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 	}
 	c.originator = c.state == stateRing || c.state == stateUp
 	if a := m.Get("AccountCode"); a != "" {
-		// Asterisk sets it with NewAccountCode; list items (and pbxsim)
-		// carry it here.
+		// Asterisk (and pbxsim) set it with NewAccountCode after
+		// Newchannel; a channel already up carries it here in the list
+		// items of a resync (CoreShowChannel, Status).
 		c.more().account = a
 	}
 	tech, ep := splitChannel(name)

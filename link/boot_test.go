@@ -28,7 +28,7 @@ func TestConnectWhileBootingResyncsAtFullyBooted(t *testing.T) {
 	srv.Handle("ExtensionStateList", func(_ context.Context, _ *ami.Session, _ ami.Message) []ami.Message {
 		out := []ami.Message{amitest.Response("Success", "EventList", "start")}
 		if booted.Load() {
-			out = append(out, amitest.Event("ExtensionStatus", "Exten", "201", "Context", "ext-local", "Hint", "PJSIP/201", "Status", "1", "StatusText", "InUse"))
+			out = append(out, amitest.Event("ExtensionStatus", "Exten", "201", "Context", "from-internal", "Hint", "PJSIP/201", "Status", "1", "StatusText", "InUse"))
 		}
 		return append(out, amitest.Event("ExtensionStateListComplete", "EventList", "Complete"))
 	})

@@ -70,7 +70,7 @@ func Events(o Options) []ami.Message {
 	for i := range o.Extensions {
 		x := Exten(i)
 		out = append(out,
-			ev(ami.EventExtensionStatus, "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"),
+			ev(ami.EventExtensionStatus, "Exten", x, "Context", "from-internal", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle"),
 			ev(ami.EventContactStatus, "URI", "sip:"+x+"@10.0.0."+strconv.Itoa(i%250+1)+":5062", "ContactStatus", "Reachable",
 				"AOR", x, "EndpointName", x, "UserAgent", "SIPp"),
 		)
@@ -96,8 +96,8 @@ func Events(o Options) []ami.Message {
 			ev(ami.EventBridgeCreate, "BridgeUniqueid", br, "BridgeType", "basic", "BridgeTechnology", "simple_bridge", "BridgeNumChannels", "0"),
 			channelEv(ami.EventBridgeEnter, cb, b, nb, a, na, "", ub, ua, 6, "BridgeUniqueid", br, "BridgeNumChannels", "1"),
 			channelEv(ami.EventBridgeEnter, ca, a, na, b, nb, b, ua, ua, 6, "BridgeUniqueid", br, "BridgeNumChannels", "2"),
-			ev(ami.EventExtensionStatus, "Exten", a, "Context", "ext-local", "Hint", "PJSIP/"+a, "Status", "1", "StatusText", "InUse"),
-			ev(ami.EventExtensionStatus, "Exten", b, "Context", "ext-local", "Hint", "PJSIP/"+b, "Status", "1", "StatusText", "InUse"),
+			ev(ami.EventExtensionStatus, "Exten", a, "Context", "from-internal", "Hint", "PJSIP/"+a, "Status", "1", "StatusText", "InUse"),
+			ev(ami.EventExtensionStatus, "Exten", b, "Context", "from-internal", "Hint", "PJSIP/"+b, "Status", "1", "StatusText", "InUse"),
 		)
 	}
 	// A trunk with an inbound call ringing nobody yet, a queue caller and a
@@ -156,7 +156,7 @@ func Churn(o Options, i int) ami.Message {
 	idle := max(1, o.Extensions-o.InCall)
 	x := Exten(o.InCall + i%idle)
 	if (i/idle)%2 == 0 {
-		return ev(ami.EventExtensionStatus, "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "8", "StatusText", "Ringing")
+		return ev(ami.EventExtensionStatus, "Exten", x, "Context", "from-internal", "Hint", "PJSIP/"+x, "Status", "8", "StatusText", "Ringing")
 	}
-	return ev(ami.EventExtensionStatus, "Exten", x, "Context", "ext-local", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle")
+	return ev(ami.EventExtensionStatus, "Exten", x, "Context", "from-internal", "Hint", "PJSIP/"+x, "Status", "0", "StatusText", "Idle")
 }
