@@ -3,6 +3,7 @@ package pbxsim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -164,7 +165,7 @@ func (c *call) invite(b *channel, ct contact, cidNum, cidName string, offer []by
 		p.mu.Lock()
 		b.cli = sess
 		p.mu.Unlock()
-		err = sess.WaitAnswer(ctx, sipgo.AnswerOptions{OnResponse: func(r *sip.Response) error {
+		err = waitAnswer(ctx, sess, sipgo.AnswerOptions{OnResponse: func(r *sip.Response) error {
 			if r.IsProvisional() && r.StatusCode > 100 {
 				c.post(callEvent{kind: evResponse, ch: b, res: r})
 			}
@@ -196,6 +197,27 @@ func (c *call) invite(b *channel, ct contact, cidNum, cidName string, offer []by
 		}
 		c.post(callEvent{kind: evFail, ch: b})
 	}()
+}
+
+// waitAnswer is sess.WaitAnswer with its panic made an error. sipgo
+// v1.7.3 (the newest served) dereferences a nil response when the
+// callee is given up (ctx cancelled) and the CANCEL's transaction ends
+// with neither a response nor an error (DialogClientSession.inviteCancel:
+// Do returns nil, tx.Err() and tx.Err() may be nil), seen once in
+// cmd/ctibridge's tests: without this it takes the whole PBX down. The
+// transaction is terminated by WaitAnswer's own defer either way.
+func waitAnswer(ctx context.Context, sess *sipgo.DialogClientSession, opts sipgo.AnswerOptions) error {
+	return recovered(func() error { return sess.WaitAnswer(ctx, opts) })
+}
+
+// recovered runs f and returns its error, or a panic of f's as one.
+func recovered(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pbxsim: sipgo panicked: %v", r)
+		}
+	}()
+	return f()
 }
 
 // byeStale hangs up a callee that answered after it was given up.
