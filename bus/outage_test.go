@@ -53,15 +53,8 @@ func TestOutageLongerThanRetries(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, s := range cluster[1:] {
-		if err := s.Relaunch(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range cluster {
-		if err := s.WaitHealthy(); err != nil {
-			t.Fatal(err)
-		}
+	if err := natstest.Rejoin(cluster, cluster[1:]); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("the cluster whole again %v after the kill", time.Since(killed).Round(time.Millisecond))
 	back := time.Now()

@@ -19,6 +19,10 @@ type Server = natscluster.Server
 // URLs joins the servers' client URLs, as --bus takes them.
 func URLs(ss []*Server) string { return natscluster.URLs(ss) }
 
+// Rejoin relaunches the killed servers down and waits until all are
+// healthy (natscluster.Rejoin).
+func Rejoin(all, down []*Server) error { return natscluster.Rejoin(all, down) }
+
 // Need skips the test when nats-server is not installed.
 func Need(t testing.TB) {
 	t.Helper()

@@ -79,15 +79,8 @@ func TestBusEdgeOutage(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	for _, s := range cluster[1:] {
-		if err := s.Relaunch(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range cluster {
-		if err := s.WaitHealthy(); err != nil {
-			t.Fatal(err)
-		}
+	if err := natstest.Rejoin(cluster, cluster[1:]); err != nil {
+		t.Fatal(err)
 	}
 	waitUntil(t, "the edge ready again, as the bridge", 60*time.Second, func() bool {
 		up()

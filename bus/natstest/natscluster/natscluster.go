@@ -247,6 +247,22 @@ func (s *Server) Relaunch() error { return s.start() }
 // WaitHealthy waits until the server answers /healthz, 30 s at most.
 func (s *Server) WaitHealthy() error { return s.waitHealthy() }
 
+// Rejoin relaunches the killed servers down, then waits until every
+// server of all is healthy: a cluster whole again after an outage.
+func Rejoin(all, down []*Server) error {
+	for _, s := range down {
+		if err := s.Relaunch(); err != nil {
+			return err
+		}
+	}
+	for _, s := range all {
+		if err := s.WaitHealthy(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Logs is what the server printed.
 func (s *Server) Logs() string {
 	s.mu.Lock()
