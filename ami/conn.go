@@ -165,7 +165,7 @@ func (c *Client) runConn(ctx context.Context) (loggedIn bool, err error) {
 	return true, err
 }
 
-// login reads the banner and logs in, reading frames sequentially from r
+// login reads the banner and, if it is a manager's, logs in, reading frames sequentially from r
 // (nothing else reads yet). The read deadline bounds the whole exchange.
 func (c *Client) login(cn *conn, r *Reader) (string, error) {
 	cn.nc.SetDeadline(time.Now().Add(c.cfg.ActionTimeout))
@@ -173,8 +173,15 @@ func (c *Client) login(cn *conn, r *Reader) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ami: login: %w", err)
 	}
+	if !strings.Contains(banner, "Call Manager") {
+		return "", fmt.Errorf("ami: login: banner %.80q: %w", banner, ErrNotManager)
+	}
 	return banner, c.authenticate(cn, r)
 }
+
+// ErrNotManager: the peer's first line is not an Asterisk manager's
+// banner ("Asterisk Call Manager/..."): it is not sent the credentials.
+var ErrNotManager = errors.New("the peer is not an Asterisk manager")
 
 // authenticate sends Login (after Challenge with MD5) and reads its
 // answer: an *ActionError when the manager refuses it.

@@ -17,7 +17,8 @@
 // WriteMessage refuses any header whose key or value holds CR, LF or NUL, so
 // a value taken from a user can never become a header or an action of its own.
 //
-// Client is the reconnecting client: Run owns the connection (banner, login,
+// Client is the reconnecting client: Run owns the connection (banner, login
+// only after a manager's banner: ErrNotManager,
 // one bufio.Reader for everything read, keep-alive Ping with a read-idle
 // deadline, backoff with a fast phase after a connection that was up
 // dropped, rate-limited logs of malformed input); Next hands the unsolicited

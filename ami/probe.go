@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -73,26 +72,15 @@ func Probe(ctx context.Context, cfg Config) error {
 	defer stop()
 	r := NewReader(bufio.NewReaderSize(nc, 4<<10), c.cfg.Reader)
 	cn := &conn{nc: nc, bw: bufio.NewWriterSize(nc, 1<<10)}
-	nc.SetDeadline(time.Now().Add(c.cfg.ActionTimeout))
-	banner, err := r.ReadBanner()
-	switch {
-	case err != nil && (IsTimeout(err) || ctx.Err() != nil):
-		return fail(ProbeTimeout, err)
-	case err != nil:
-		return fail(ProbeNotAMI, err)
-	case !strings.Contains(banner, "Call Manager"):
-		// Not a manager: it is not sent the credentials.
-		return fail(ProbeNotAMI, fmt.Errorf("banner %.80q", banner))
-	}
-	err = c.authenticate(cn, r)
+	_, err = c.login(cn, r) // the Client's own: no credentials to a peer that is not a manager
 	var ae *ActionError
 	switch {
 	case errors.As(err, &ae):
 		return fail(ProbeAuthFailed, err)
 	case err != nil && (IsTimeout(err) || ctx.Err() != nil):
 		return fail(ProbeTimeout, err)
-	case err != nil && (errors.Is(err, ErrProtocol) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
-		return fail(ProbeNotAMI, err) // hung up on Login
+	case err != nil && (errors.Is(err, ErrNotManager) || errors.Is(err, ErrProtocol) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+		return fail(ProbeNotAMI, err) // not a manager, or hung up on Login
 	case err != nil:
 		return fail(ProbeRefused, err)
 	}

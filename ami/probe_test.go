@@ -100,3 +100,28 @@ func listen(t *testing.T, serve func(net.Conn)) net.Listener {
 	}
 	return ln
 }
+
+// TestClientNoLoginToNonManager: the Client, as the probe, sends no
+// credentials to a peer whose first line is not a manager's banner; its
+// connection attempt fails instead.
+func TestClientNoLoginToNonManager(t *testing.T) {
+	var sentLogin atomic.Bool
+	peer := listen(t, func(c net.Conn) {
+		c.Write([]byte("SSH-2.0-OpenSSH_9.2\r\n"))
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		b, _ := io.ReadAll(c)
+		sentLogin.Store(sentLogin.Load() || strings.Contains(string(b), "Login"))
+	})
+	c := startClient(t, ami.Config{Addr: peer.Addr().String(), Username: "u", Secret: "s"})
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Failures < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no failed connection attempt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the peer's read
+	if sentLogin.Load() || c.Connected() {
+		t.Errorf("a peer with no manager banner: sent Login %v, connected %v", sentLogin.Load(), c.Connected())
+	}
+}

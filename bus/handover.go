@@ -39,8 +39,9 @@ import (
 // and is taken over after LeaseTTL as after any leader's death.
 
 // ErrHandedOver is Run's error when this node handed its lead over to a
-// preferred node, or yielded it to a standby that logs in (yield.go): as after ErrDeposed (which it wraps) the node is not
-// run again, and a new one stands by.
+// preferred node, or yielded it to a standby that logs in (yield.go):
+// as after ErrDeposed (which it wraps) the node is not run again, and a
+// new one stands by.
 var ErrHandedOver = fmt.Errorf("%w: handed over to another node", ErrDeposed)
 
 // A handover request's answers.
