@@ -33,7 +33,10 @@
 // (unheard.go). No running node gives up on NATS: its consumer is asked
 // for again, with backoff, for as long as Run lives (an outage of any
 // length leaves it unheard, then it resumes after the last seq it
-// applied), a leader's publish is retried until stored or Run ends (its
+// applied; a message after a hole in the seqs that is not a genesis,
+// which the ordered consumer and the purge-keeps-genesis rollover make
+// impossible, is refused with ErrGap and stops Run rather than serve a
+// state short of ops), a leader's publish is retried until stored or Run ends (its
 // link waits meanwhile: no op is published into a void), and only Open's
 // setup gives up, after 15 s. Actions reach the leader by request/reply (actions.go;
 // the Node is a rest.PBX and a rest.Refresher). A bridge with

@@ -98,6 +98,12 @@ type Doer interface {
 // contend again (cmd/ctibridge stands by so, per PBX).
 var ErrDeposed = errors.New("bus: this node lost the lead of its PBX")
 
+// ErrGap: the stream delivered a message other than a genesis after a hole
+// in its seqs. What the node serves would lack the missing ops, so it
+// applies nothing more and Run returns the error: started again, the node
+// reads the stream from its genesis.
+var ErrGap = errors.New("bus: the op stream skipped seqs")
+
 var pbxName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Node is one ctibridge node on the bus: it follows the PBX's op stream

@@ -272,6 +272,12 @@ func (n *Node) apply(m stored, primary bool) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("bus: stream message %d: %w", m.seq, err)
+	case kind != kindGenesis && m.seq != n.applied.Load()+1:
+		// A stream's seqs are contiguous but where a rollover purged
+		// the old generation, and what follows a purge is the new
+		// genesis: any other message after a hole would build a state
+		// on ops missing under it.
+		return fmt.Errorf("%w: message %d follows %d", ErrGap, m.seq, n.applied.Load())
 	case kind == kindGenesis:
 		n.applyGenesis(m.seq, g, primary)
 	case kind == kindLead:

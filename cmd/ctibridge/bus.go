@@ -35,6 +35,9 @@ type busConfig struct {
 	// A new generation of the op log past this size or age (0: never).
 	rollMiB int64
 	rollAge time.Duration
+	// yieldAfter: a leader whose AMI link is down this long hands the
+	// lead to a standby that logs in (negative: never).
+	yieldAfter time.Duration
 }
 
 func busSettings(s *settings, c *busConfig) {
@@ -46,6 +49,7 @@ func busSettings(s *settings, c *busConfig) {
 	s.list[len(s.list)-1].repeat = true
 	s.integer(&c.rollMiB, "bus-roll-mib", bus.DefaultRollBytes>>20, "the leader starts a new generation of the op log (a fresh resync; the old one purged) past this many MiB (0: never)")
 	s.dur(&c.rollAge, "bus-roll-age", bus.DefaultRollAge, "the leader starts a new generation of the op log when the current one is this old (0: never)")
+	s.dur(&c.yieldAfter, "bus-yield-after", bus.DefaultYieldAfter, "a leading bridge whose AMI link has been down this long hands the lead to a standby bridge that logs in to the PBX (0: never)")
 }
 
 // prefers reports whether --bus-prefer names pbx.
@@ -67,6 +71,14 @@ func (c busConfig) rollSettings(cfg *bus.Config) {
 	if c.rollAge == 0 {
 		cfg.RollAge = -1
 	}
+}
+
+// yieldSetting maps --bus-yield-after to bus.Config's (0: never).
+func (c busConfig) yieldSetting() time.Duration {
+	if c.yieldAfter == 0 {
+		return -1
+	}
+	return c.yieldAfter
 }
 
 // checkBus validates the bus settings.
@@ -91,6 +103,9 @@ func checkBus(c busConfig, add func(name string, warn bool, hint, format string,
 	}
 	if c.rollMiB < 0 || c.rollAge < 0 {
 		add("bus-roll-mib", false, "a size in MiB and a duration, 0 for never", "negative rollover setting (%d MiB, %v)", c.rollMiB, c.rollAge)
+	}
+	if c.yieldAfter < 0 {
+		add("bus-yield-after", false, "a duration, 0 for never", "negative: %v", c.yieldAfter)
 	}
 }
 
@@ -211,7 +226,7 @@ func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Confi
 	served := bus.NewReplica(ecfg)
 	p := &busPBX{name: pbx, eng: served.Engine(), log: log}
 	cfg := bus.Config{URL: c.bus.url, PBX: pbx, Node: c.bus.node, Served: served,
-		Fingerprint: bus.EngineFingerprint(ecfg), Prefer: c.bus.prefers(pbx), Log: log}
+		Fingerprint: bus.EngineFingerprint(ecfg), Prefer: c.bus.prefers(pbx), YieldAfter: c.bus.yieldSetting(), Log: log}
 	if p.node, err = bus.Open(ctx, cfg); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/bus"
 	"github.com/ctibridge/ctibridge/bus/natstest"
 	"github.com/ctibridge/ctibridge/dbtest"
 	"github.com/ctibridge/ctibridge/pbxsim"
@@ -242,6 +243,29 @@ func TestCheckConfigBus(t *testing.T) {
 	out, err = checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222", "--bus-roll-mib", "-1")
 	if want := "error: --bus-roll-mib: negative rollover setting"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("--bus-roll-mib -1: %v, output lacks %q:\n%s", err, want, out)
+	}
+	out, err = checkConfig(t, nil, "--bus-edge=true", "--bus", "nats://n1:4222", "--bus-yield-after", "-1s")
+	if want := "error: --bus-yield-after: negative"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("--bus-yield-after -1s: %v, output lacks %q:\n%s", err, want, out)
+	}
+}
+
+// TestBusYieldSetting: --bus-yield-after is bus.Config.YieldAfter, its 0
+// the config's never (negative), its default the bus's.
+func TestBusYieldSetting(t *testing.T) {
+	for _, c := range []struct {
+		flag time.Duration
+		want time.Duration
+	}{{bus.DefaultYieldAfter, bus.DefaultYieldAfter}, {3 * time.Second, 3 * time.Second}, {0, -1}} {
+		if got := (busConfig{yieldAfter: c.flag}).yieldSetting(); got != c.want {
+			t.Errorf("--bus-yield-after %v: bus.Config.YieldAfter %v, want %v", c.flag, got, c.want)
+		}
+	}
+	s := &settings{}
+	var c busConfig
+	busSettings(s, &c)
+	if c.yieldAfter != bus.DefaultYieldAfter {
+		t.Errorf("default --bus-yield-after %v, want %v", c.yieldAfter, bus.DefaultYieldAfter)
 	}
 }
 
