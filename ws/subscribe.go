@@ -24,24 +24,16 @@ func (h *Hub) resync(c *conn, reason string) {
 // Changes up to c.base are then skipped by fanout.
 func (h *Hub) sendSnapshot(c *conn, reason string) {
 	s := h.state.Snapshot()
-	at := h.now()
-	f := h.snapshotFrame(c, s, at)
+	f := h.snapshotFrame(c, s, h.now())
 	var gap []calls.Change
 	if s.Seq < h.last {
-		if cs, ok := h.state.Feed().Since(s.Seq); ok {
-			gap = cs
-		}
+		gap, _ = h.replayed(s.Seq, s.Unheard)
 	}
 	c.base = max(s.Seq, h.last)
 	c.mu.Lock()
 	c.push(f)
 	for i := range gap {
-		if gap[i].Seq > h.last {
-			break
-		}
-		var p prep
-		h.prepare(&p, &gap[i], at, s.Unheard)
-		if g := h.frameFor(c, &p); g != nil {
+		if g := h.frameFor(c, h.replayPrep(&gap[i], s.Unheard)); g != nil {
 			c.push(g)
 		}
 	}
@@ -56,23 +48,14 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 	if since > h.last || h.state.Snapshot().Unheard {
 		return false // while Unheard, a snapshot (LocalState)
 	}
-	cs, ok := h.state.Feed().Since(since)
-	if !ok {
+	cs, ok := h.replayed(since, false)
+	if !ok || len(cs) > h.cfg.ReplayMax {
 		return false
 	}
-	n := 0
-	for n < len(cs) && cs[n].Seq <= h.last {
-		n++
-	}
-	cs = cs[:n]
-	if n > h.cfg.ReplayMax {
+	if len(cs) > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
 		return false
 	}
-	if n > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
-		return false
-	}
-	h.latestOnly(cs, c.trunkDeltas)
-	at := h.now()
+	h.replayLatest(cs, since, c.trunkDeltas)
 	b := newPayload(64)
 	b = append(b, `{"op":"resumed","since":`...)
 	b = appendUint(b, since)
@@ -81,11 +64,9 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 	b = append(b, '}')
 	c.base = h.last
 	c.mu.Lock()
-	c.push(&frame{b: finish(b, opText), seq: since, at: at, msgs: 1, kind: frameResumed})
+	c.push(&frame{b: finish(b, opText), seq: since, at: h.now(), msgs: 1, kind: frameResumed})
 	for _, i := range h.latest {
-		var p prep
-		h.prepare(&p, &cs[i], at, false)
-		if f := h.frameFor(c, &p); f != nil {
+		if f := h.frameFor(c, h.replayPrep(&cs[i], false)); f != nil {
 			c.push(f)
 		}
 	}
