@@ -74,6 +74,11 @@
 // (snapshot and pbxStatus) names its PBXs' links only, and another PBX's
 // link change is not sent to it.
 //
+// A bus node's own say (LocalState: it cannot hear its stream, then it
+// hears it again) is a snapshot to every client, or, to a client that
+// asked for status deltas ("deltas":["status"]), a pbxStatus at its seq
+// taking none, kept true by the rules of unheard.go.
+//
 // Concurrency: one goroutine (Hub.Run) reads the feed and queues frames;
 // it never blocks on a client. Each connection has a reader goroutine,
 // which ServeHTTP starts once the connection is upgraded (so that

@@ -348,7 +348,7 @@ func (h *Hub) Run(ctx context.Context) error {
 			h.handleQueued()
 		case <-local:
 			local = h.localChanged()
-			h.resyncAll("local")
+			h.localFlip()
 		case <-tick.C:
 			h.pingAll()
 		case <-ctx.Done():
@@ -428,7 +428,7 @@ func (h *Hub) handle(m ctlMsg) {
 		if c.slot < 0 || req == nil {
 			return // left already
 		}
-		c.topics, c.pbxs, c.trunkDeltas = req.topics, req.pbxs, req.trunkDeltas
+		c.topics, c.pbxs, c.trunkDeltas, c.statusDeltas = req.topics, req.pbxs, req.trunkDeltas, req.statusDeltas
 		c.subscribed = true
 		if req.resume && h.resume(c, req.since) {
 			return

@@ -25,14 +25,14 @@ const passMax = 128
 
 // replayPass is the state of one pass, owned by Run.
 type replayPass struct {
-	open    bool
-	last    uint64         // h.last when cs was read
-	unheard bool           // the state's Unheard that preps were made with
-	at      int64          // hub clock of the pass's frames
-	since   uint64         // cs: the feed's changes after since, up to last
-	cs      []calls.Change // read once, shared: preps point into it
-	preps   []prep         // preps[i] is cs[i]'s once prepared (ch set)
-	memo    [2]latestMemo  // latestOnly per trunkDeltas (false, true)
+	open  bool
+	last  uint64          // h.last when cs was read
+	snap  *calls.Snapshot // the state's snapshot preps were made with (its Unheard: prepare)
+	at    int64           // hub clock of the pass's frames
+	since uint64          // cs: the feed's changes after since, up to last
+	cs    []calls.Change  // read once, shared: preps point into it
+	preps []prep          // preps[i] is cs[i]'s once prepared (ch set)
+	memo  [2]latestMemo   // latestOnly per trunkDeltas (false, true)
 }
 
 // latestMemo is a latestOnly result: h.latest for since.
@@ -53,7 +53,7 @@ func (h *Hub) endPass() {
 		return
 	}
 	r.open = false
-	r.cs = nil
+	r.cs, r.snap = nil, nil
 	if cap(r.preps) > keepPreps {
 		r.preps = nil
 	} else {
@@ -66,11 +66,11 @@ func (h *Hub) endPass() {
 }
 
 // replayed returns the changes after since up to h.last, for a replay
-// made with the state's Unheard, from the pass (started if need be); ok
-// is false when the feed no longer holds them all.
-func (h *Hub) replayed(since uint64, unheard bool) (cs []calls.Change, ok bool) {
+// made with the state's snapshot s, from the pass (started if need be);
+// ok is false when the feed no longer holds them all.
+func (h *Hub) replayed(since uint64, s *calls.Snapshot) (cs []calls.Change, ok bool) {
 	r := &h.replay
-	if r.open && (r.last != h.last || r.unheard != unheard) {
+	if r.open && (r.last != h.last || r.snap.Unheard != s.Unheard) {
 		h.endPass()
 	}
 	if r.open && since >= r.since {
@@ -90,7 +90,7 @@ func (h *Hub) replayed(since uint64, unheard bool) (cs []calls.Change, ok bool) 
 		return all, true
 	}
 	if !r.open {
-		r.open, r.last, r.unheard, r.at = true, h.last, unheard, h.now()
+		r.open, r.last, r.snap, r.at = true, h.last, s, h.now()
 	} else {
 		// An earlier since: the pass's changes are the tail of these.
 		// Keep what was prepared, under the new indexes.
@@ -112,22 +112,22 @@ func consecutive(cs []calls.Change, since uint64) bool {
 	return len(cs) == 0 || cs[0].Seq == since+1 && cs[len(cs)-1].Seq == since+uint64(len(cs))
 }
 
-// replayPrep is change ch prepared for a replay made with unheard: once
-// in the pass, ch being one of the changes replayed returned since the
-// pass began.
-func (h *Hub) replayPrep(ch *calls.Change, unheard bool) *prep {
+// replayPrep is change ch prepared for a replay made with snapshot s:
+// once in the pass, ch being one of the changes replayed returned since
+// the pass began.
+func (h *Hub) replayPrep(ch *calls.Change, s *calls.Snapshot) *prep {
 	r := &h.replay
 	if i := ch.Seq - r.since - 1; r.open && ch.Seq > r.since && i < uint64(len(r.cs)) && &r.cs[i] == ch {
 		p := &r.preps[i]
 		if p.ch == nil {
-			h.prepare(p, ch, r.at, r.unheard)
+			h.prepare(p, ch, r.at, r.snap)
 		}
 		return p
 	}
 	// Not the pass's (replayed found a feed other than the one it read):
 	// a prep of its own.
 	p := new(prep)
-	h.prepare(p, ch, h.now(), unheard)
+	h.prepare(p, ch, h.now(), s)
 	return p
 }
 

@@ -228,20 +228,23 @@ func TestReplayPassEnds(t *testing.T) {
 	eng.Apply(devState("201", true))
 	eng.Publish()
 	h.last = eng.Feed().LastSeq()
-	cs, _ := h.replayed(since, false)
-	f := h.replayPrep(&cs[0], false).full
-	if h.replayPrep(&cs[0], false).full != f {
+	heard := eng.Snapshot()
+	cs, _ := h.replayed(since, heard)
+	f := h.replayPrep(&cs[0], heard).full
+	if h.replayPrep(&cs[0], heard).full != f {
 		t.Fatal("a change prepared twice in a pass")
 	}
 	eng.Apply(devState("202", true))
 	eng.Publish()
 	h.last = eng.Feed().LastSeq()
-	if cs2, _ := h.replayed(since, false); len(cs2) != 2 || h.replayPrep(&cs2[0], false).full == f {
+	heard = eng.Snapshot()
+	if cs2, _ := h.replayed(since, heard); len(cs2) != 2 || h.replayPrep(&cs2[0], heard).full == f {
 		t.Fatal("the pass outlived a fan-out")
 	}
-	cs, _ = h.replayed(since, false)
-	f = h.replayPrep(&cs[0], false).full
-	if cs2, _ := h.replayed(since, true); h.replayPrep(&cs2[0], true).full == f || !h.replayPrep(&cs2[0], true).unheard {
+	cs, _ = h.replayed(since, heard)
+	f = h.replayPrep(&cs[0], heard).full
+	unheard := heard.AsUnheard(1)
+	if cs2, _ := h.replayed(since, unheard); h.replayPrep(&cs2[0], unheard).full == f || !h.replayPrep(&cs2[0], unheard).unheard {
 		t.Fatal("the pass outlived a change of Unheard")
 	}
 	h.endPass()

@@ -27,13 +27,14 @@ func (h *Hub) sendSnapshot(c *conn, reason string) {
 	f := h.snapshotFrame(c, s, h.now())
 	var gap []calls.Change
 	if s.Seq < h.last {
-		gap, _ = h.replayed(s.Seq, s.Unheard)
+		gap, _ = h.replayed(s.Seq, s)
 	}
 	c.base = max(s.Seq, h.last)
+	c.unheardSnap = s.Unheard
 	c.mu.Lock()
 	c.push(f)
 	for i := range gap {
-		if g := h.frameFor(c, h.replayPrep(&gap[i], s.Unheard)); g != nil {
+		if g := h.frameFor(c, h.replayPrep(&gap[i], s)); g != nil {
 			c.push(g)
 		}
 	}
@@ -45,10 +46,11 @@ func (h *Hub) sendSnapshot(c *conn, reason string) {
 // resume queues the changes after since for c, when the feed still holds
 // them all and they are few and recent enough; it reports whether it did.
 func (h *Hub) resume(c *conn, since uint64) bool {
-	if since > h.last || h.state.Snapshot().Unheard {
+	s := h.state.Snapshot()
+	if since > h.last || s.Unheard {
 		return false // while Unheard, a snapshot (LocalState)
 	}
-	cs, ok := h.replayed(since, false)
+	cs, ok := h.replayed(since, s)
 	if !ok || len(cs) > h.cfg.ReplayMax {
 		return false
 	}
@@ -62,11 +64,16 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 	b = append(b, `,"seq":`...)
 	b = appendUint(b, h.last)
 	b = append(b, '}')
-	c.base = h.last
+	c.base, c.unheardSnap = h.last, false
 	c.mu.Lock()
 	c.push(&frame{b: finish(b, opText), seq: since, at: h.now(), msgs: 1, kind: frameResumed})
+	if c.statusDeltas {
+		// It may have been told stale out of the feed (unheard.go), by
+		// this node or another: the node's status, at since.
+		c.push(h.statusFrameAt(c, s, since))
+	}
 	for _, i := range h.latest {
-		if f := h.frameFor(c, h.replayPrep(&cs[i], false)); f != nil {
+		if f := h.frameFor(c, h.replayPrep(&cs[i], s)); f != nil {
 			c.push(f)
 		}
 	}
