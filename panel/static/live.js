@@ -83,8 +83,11 @@ export class Live {
           // centre's trunk holds a thousand calls. A server without
           // deltas ignores the field and sends trunkUpdate. Status: a
           // node that cannot hear its bus (and hears it again) says so
-          // with a pbxStatus at the seq we have, not a snapshot.
-          const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])], deltas: ['trunks', 'status']};
+          // with a pbxStatus at the seq we have, not a snapshot; a
+          // server from before it closes with 4004 (a node not upgraded
+          // yet): then without.
+          const deltas = this.noStatus ? ['trunks'] : ['trunks', 'status'];
+          const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])], deltas};
           if (this.seq !== null && this.epoch && m.epoch === this.epoch) {
             sub.since = this.seq;
             sub.epoch = this.epoch;
@@ -123,6 +126,9 @@ export class Live {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.stopped) return;
+      if (ev.code === 4004 && !this.noStatus && ev.reason.includes('status')) {
+        this.noStatus = true; // its deltas know no "status"
+      }
       if (ev.code === 4001 || ev.code === 4002 || ev.code === 4003) {
         this.h.authFailed();
         return;
