@@ -69,28 +69,33 @@
 // publish. Node.Stats and NewCollector give the node's figures for
 // /metrics (metrics.go).
 //
-// What an unheard flip costs, and why it stays a snapshot (issue 16).
-// Going unheard and heard again sends every WebSocket client two whole
-// snapshots (ws: the unheard one under an epoch of its own): with 300
-// extensions 106 kB per client per flip, 9-10 µs of the hub's time per
-// client without sockets (BenchmarkUnheardFlip in ws; 1000 clients:
-// 106 MB and 10 ms per flip). A pbxStatus frame instead would be a few
-// hundred bytes, but it is only truthful with three changes made
-// together: (1) going unheard, a pbxStatus stalled/stale at the client's
-// seq, taking no seq; (2) while unheard, every pbxStatus delta of the
-// feed rewritten to the unheard view (a stall marker's, or a restore's
-// "live" applied during a catch-up, would otherwise show a node that
-// has not caught up as live; today the ws hub sends no pbxStatus delta
-// while unheard, TestUnheardStatusNotLive, and the snapshot on hearing
-// again carries the status); (3) "resumed" followed by the node's current
-// pbxStatus, always, so that a client that resumes elsewhere from a seq
+// What an unheard flip costs (issue 16). Going unheard and heard again
+// sends every WebSocket client two whole snapshots (ws: the unheard one
+// under an epoch of its own): with 300 extensions 106 kB per client per
+// flip, 9-10 µs of the hub's time per client without sockets
+// (BenchmarkUnheardFlip in ws; 1000 clients: 106 MB and 10 ms per
+// flip), unless the client asked for status deltas ("deltas":["status"]
+// in its subscribe, as the panel does): then a flip is two pbxStatus
+// events, 231 bytes per client per flip and 0.3-1.7 µs of the hub's time
+// per client (BenchmarkUnheardFlipStatus, 1000 clients, at a load of 12
+// where the snapshots took 13-47 µs), which are truthful through three
+// rules (ws/unheard.go): (1) going unheard, a
+// pbxStatus stalled/stale at the client's seq, taking no seq, and heard
+// again one of the node's status the same way; (2) while unheard, every
+// pbxStatus change of the feed (a stall marker's, or a restore's "live"
+// applied during a catch-up) is sent to them as the node says it,
+// stalled, and to the other clients not at all (TestUnheardStatusNotLive,
+// TestUnheardStatusDeltas); (3) "resumed" is followed by the node's
+// current pbxStatus, so that a client that resumes elsewhere from a seq
 // it was told stale at out of the feed learns the status (the other
-// node's feed since that seq need not hold one). Heard again, the status
-// frame alone is enough when the client's seq is the feed's and no
-// change was applied while unheard; else the deltas it got meanwhile
-// already moved it, and the status frame ends the spell. (2) and (3)
-// change the ws protocol's reading of pbxStatus and touch the panel's
-// script: not done yet; the snapshot per flip stays.
+// node's feed since that seq need not hold one: TestResumedStatus). The
+// snapshots stay for the other clients: an event whose seq does not grow
+// is dropped as already applied by a client that follows the older rule
+// (the panel did, panel/static/live.js), which would go on showing the
+// link live; and for a client whose last snapshot was unheard (it
+// subscribed while unheard): it holds the unheard epoch, so it gets the
+// live snapshot on hearing again (TestUnheardSnapshotThenHeard). A resume
+// asked while unheard still gets the unheard snapshot.
 //
 // natstest starts real nats-server processes for the tests.
 package bus

@@ -54,9 +54,11 @@ type conn struct {
 	full        bool // sees everything: admin or operator_panel
 	seesUnowned bool // sees trunk, queue and parked calls
 	// Owned by the hub goroutine:
-	topics      uint8
-	subscribed  bool
-	trunkDeltas bool // trunks come as trunkConversations (what changed), not trunkUpdate
+	topics       uint8
+	subscribed   bool
+	trunkDeltas  bool // trunks come as trunkConversations (what changed), not trunkUpdate
+	statusDeltas bool // "deltas":["status"]: the node's own say as pbxStatus at the client's seq (unheard.go)
+	unheardSnap  bool // its last snapshot was Unheard (under the unheard epoch)
 	// Guarded by mu:
 	indexed bool // idx holds q's positions (only for long queues)
 	writing bool // a flusher or a direct writer has the connection
@@ -70,11 +72,12 @@ type conn struct {
 
 // subReq is a client's subscribe: topics, and where to resume from.
 type subReq struct {
-	topics      uint8
-	pbxs        []string
-	since       uint64
-	resume      bool
-	trunkDeltas bool // "deltas":["trunks"]
+	topics       uint8
+	pbxs         []string
+	since        uint64
+	resume       bool
+	trunkDeltas  bool // "deltas":["trunks"]
+	statusDeltas bool // "deltas":["status"]
 }
 
 // linearMax: queues up to this long are searched instead of indexed.

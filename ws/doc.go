@@ -14,6 +14,9 @@
 // (trunkUpdate, not "deltas"), is one frame per class holding the
 // engine's bytes of the trunk (calls.Change.Whole) uncopied, a few bytes
 // around them, shared by both classes when their bytes are the same.
+// The resumes the hub serves in one pass (replay.go) share the frames of
+// the changes they replay the same way, so a reconnect storm frames each
+// change once per class, not once per client.
 // A client's frames go out as soon as its socket is free. The fan-out,
 // and whatever else queues a frame (a reply, a snapshot, a close), hands
 // the client to one of GOMAXPROCS writer goroutines, each owning a share
@@ -70,6 +73,11 @@
 // collections picked by calls.Snapshot.CollectionWhere). Its link status
 // (snapshot and pbxStatus) names its PBXs' links only, and another PBX's
 // link change is not sent to it.
+//
+// A bus node's own say (LocalState: it cannot hear its stream, then it
+// hears it again) is a snapshot to every client, or, to a client that
+// asked for status deltas ("deltas":["status"]), a pbxStatus at its seq
+// taking none, kept true by the rules of unheard.go.
 //
 // Concurrency: one goroutine (Hub.Run) reads the feed and queues frames;
 // it never blocks on a client. Each connection has a reader goroutine,

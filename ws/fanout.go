@@ -89,28 +89,42 @@ type prep struct {
 	pbxOK  bool
 	status []statusMemo // pbxStatus frames by PBX set (statusFrame); every prep starts with none
 	// unheard: the state said Unheard (LocalState) when it was read for
-	// this fan-out or snapshot; a pbxStatus is then sent to nobody.
-	unheard bool
+	// this fan-out or snapshot; a pbxStatus then goes only to the clients
+	// taking status deltas, as unheardStatus says it (unheardFrame).
+	unheard       bool
+	unheardStatus []byte
+	unheardF      *frame
 }
 
-func (h *Hub) prepare(p *prep, ch *calls.Change, at int64, unheard bool) {
-	p.ch, p.kind, p.red, p.pbxOK, p.unheard = ch, kindOf(ch.Type), nil, false, unheard
+// prepare readies change ch for a fan-out, a snapshot's gap or a replay
+// made with the state's snapshot s (whose Unheard decides what becomes
+// of a pbxStatus).
+func (h *Hub) prepare(p *prep, ch *calls.Change, at int64, s *calls.Snapshot) {
+	p.ch, p.kind, p.red, p.pbxOK, p.unheard = ch, kindOf(ch.Type), nil, false, s.Unheard
+	p.unheardStatus, p.unheardF = nil, nil
+	if s.Unheard {
+		p.unheardStatus = s.StatusJSON()
+	}
 	p.whole, p.wholeRed, p.wholeOK = nil, nil, [2]bool{}
 	p.ent = 0
 	if p.kind != kindRing && p.kind != kindOther {
-		k := entKey{p.kind, ch.Key}
-		id, ok := h.ents[k]
-		if !ok {
-			id = uint32(len(h.ents)) + firstEnt // 0: never coalesced; below firstEnt: replies
-			h.ents[k] = id
-		}
-		p.ent = id
+		p.ent = h.entID(entKey{p.kind, ch.Key})
 	}
 	ent := p.ent
 	if ch.Type == calls.TrunkConversations {
 		ent = 0 // a delta: never replaced by the next one
 	}
 	p.full = &frame{b: eventFrame(ch, ch.Data), seq: ch.Seq, ent: ent, at: at, msgs: 1}
+}
+
+// entID is the coalescing id of entity k.
+func (h *Hub) entID(k entKey) uint32 {
+	id, ok := h.ents[k]
+	if !ok {
+		id = uint32(len(h.ents)) + firstEnt // 0: never coalesced; below firstEnt: replies
+		h.ents[k] = id
+	}
+	return id
 }
 
 // wholeFrame is trunk change p as a trunkUpdate in class cl, the trunk
@@ -187,9 +201,17 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 	case kindStatus:
 		if p.unheard {
 			// The feed may move while the node cannot hear its stream
-			// (a catch-up), and a link it gives as live is not: every
-			// client is sent a snapshot once the node hears again.
-			return nil
+			// (a catch-up), and a link it gives as live is not: the
+			// clients taking status deltas get the change as the node
+			// says it (stalled), the others nothing (they are sent a
+			// snapshot once the node hears again).
+			if !c.statusDeltas {
+				return nil
+			}
+			if p.unheardF == nil {
+				p.unheardF = &frame{b: eventFrame(p.ch, p.unheardStatus), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
+			}
+			return p.unheardF
 		}
 		if c.pbxLimited() {
 			return statusFrame(c, p)
@@ -257,11 +279,11 @@ func sameBytes(a, b []byte) bool {
 // budget.
 func (h *Hub) fanout(cs []calls.Change) {
 	at := h.now()
-	unheard := h.state.Snapshot().Unheard
+	s := h.state.Snapshot()
 	preps := h.preps[:0]
 	for i := range cs {
 		preps = append(preps, prep{})
-		h.prepare(&preps[len(preps)-1], &cs[i], at, unheard)
+		h.prepare(&preps[len(preps)-1], &cs[i], at, s)
 	}
 	var coalesced uint64
 	kicks := 0

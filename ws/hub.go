@@ -180,7 +180,8 @@ type Hub struct {
 	pace    bucket // client wake-ups (Config.WriteRate)
 	seen    map[entKey]struct{}
 	latest  []int
-	writers *writers // direct writes of the fan-out (direct.go)
+	replay  replayPass // what this pass's replays share (replay.go)
+	writers *writers   // direct writes of the fan-out (direct.go)
 
 	poll  atomic.Pointer[poller] // parked connections (park.go), while Run runs; nil where there is none
 	stuck watchdog               // flusher writes waiting for a full socket (watchdog.go)
@@ -322,6 +323,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	waiting := false
 	local := h.localChanged()
 	for {
+		h.endPass()
 		// Fan out at once, unless the last fan-outs spent the write
 		// budget: then the changes wait in the feed until it refills.
 		var wake <-chan struct{}
@@ -343,9 +345,10 @@ func (h *Hub) Run(ctx context.Context) error {
 		case <-refill:
 		case m := <-h.ctl:
 			h.handle(m)
+			h.handleQueued()
 		case <-local:
 			local = h.localChanged()
-			h.resyncAll("local")
+			h.localFlip()
 		case <-tick.C:
 			h.pingAll()
 		case <-ctx.Done():
@@ -425,12 +428,26 @@ func (h *Hub) handle(m ctlMsg) {
 		if c.slot < 0 || req == nil {
 			return // left already
 		}
-		c.topics, c.pbxs, c.trunkDeltas = req.topics, req.pbxs, req.trunkDeltas
+		c.topics, c.pbxs, c.trunkDeltas, c.statusDeltas = req.topics, req.pbxs, req.trunkDeltas, req.statusDeltas
 		c.subscribed = true
 		if req.resume && h.resume(c, req.since) {
 			return
 		}
 		h.sendSnapshot(c, "subscribe")
+	}
+}
+
+// handleQueued serves the requests already queued after one, up to
+// passMax in all, in the same replay pass (replay.go): the resumes of a
+// reconnect storm share their frames.
+func (h *Hub) handleQueued() {
+	for range passMax - 1 {
+		select {
+		case m := <-h.ctl:
+			h.handle(m)
+		default:
+			return
+		}
 	}
 }
 

@@ -44,17 +44,23 @@ func (l *localState) set(on bool) {
 	close(*l.wake.Swap(&c))
 }
 
+// newLocalEnv is an env whose hub, of epoch e1, serves a localState.
+func newLocalEnv(t *testing.T) (*env, *localState) {
+	var ls *localState
+	e := newEnvState(t, calls.Config{}, auth.Config{}, Config{Epoch: "e1"}, func(eng *calls.Engine) State {
+		ls = newLocalState(eng)
+		return ls
+	})
+	return e, ls
+}
+
 // TestLocalStale: a node saying on its own that its state is stale
 // sends every client a snapshot, stale and stalled at the feed's seq,
 // under an epoch of its own (nobody resumes from it: a resume from it, or
 // with the hub's epoch while it says so, gets a snapshot), then, heard
 // again, a live snapshot under the hub's epoch from which one resumes.
 func TestLocalStale(t *testing.T) {
-	var ls *localState
-	e := newEnvState(t, calls.Config{}, auth.Config{}, Config{Epoch: "e1"}, func(eng *calls.Engine) State {
-		ls = newLocalState(eng)
-		return ls
-	})
+	e, ls := newLocalEnv(t)
 	e.eng.SetLink(calls.LinkLive)
 	e.apply(devState("201", true))
 	c := e.dial("root")
@@ -110,11 +116,7 @@ func TestLocalStale(t *testing.T) {
 // Also the pbxStatus of a snapshot's gap (a change the hub had fanned
 // out that the snapshot does not hold yet).
 func TestUnheardStatusNotLive(t *testing.T) {
-	var ls *localState
-	e := newEnvState(t, calls.Config{}, auth.Config{}, Config{Epoch: "e1"}, func(eng *calls.Engine) State {
-		ls = newLocalState(eng)
-		return ls
-	})
+	e, ls := newLocalEnv(t)
 	e.eng.SetLink(calls.LinkStalled) // the leader silent (a stall marker)
 	e.eng.Publish()
 	c := e.dial("root")
@@ -195,7 +197,13 @@ func TestUnheardGapStatus(t *testing.T) {
 // unheard, heard: LocalChanged twice, each a snapshot to every client),
 // with 300 extensions, for N admin clients (no sockets): the bytes
 // queued per flip and per client, and the hub's time per client.
-func BenchmarkUnheardFlip(b *testing.B) {
+func BenchmarkUnheardFlip(b *testing.B) { benchFlip(b, false) }
+
+// BenchmarkUnheardFlipStatus is BenchmarkUnheardFlip for clients taking
+// status deltas (unheard.go): a flip is two pbxStatus events per client.
+func BenchmarkUnheardFlipStatus(b *testing.B) { benchFlip(b, true) }
+
+func benchFlip(b *testing.B, status bool) {
 	users := testUsers(b)
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) {
@@ -213,26 +221,16 @@ func BenchmarkUnheardFlip(b *testing.B) {
 			h.last = eng.Feed().LastSeq()
 			u, _ := users.Lookup("root")
 			for range n {
-				h.addFake(u, allTopics)
+				h.addFake(u, allTopics).statusDeltas = status
 			}
-			var bytes int
-			drain := func() {
-				for _, c := range h.clients {
-					for _, f := range c.take() {
-						bytes += len(f.b)
-						for _, p := range f.more {
-							bytes += len(p)
-						}
-					}
-				}
-			}
+			var bytes int64
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
 				for _, on := range []bool{true, false} {
 					ls.set(on)
-					h.resyncAll("local")
-					drain()
+					h.localFlip()
+					bytes += drain(h)
 				}
 			}
 			b.ReportMetric(float64(bytes)/float64(b.N), "B/flip")

@@ -122,12 +122,14 @@ func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
 // serves is stale (package bus: a node that cannot hear its op stream),
 // outside the feed: its Snapshot is then Unheard (stalled, stale, at the
 // feed's seq) and LocalChanged's channel is closed at each change of
-// that. The hub then sends every subscribed client a fresh snapshot; an
+// that. The hub then sends every subscribed client a fresh snapshot, or
+// a pbxStatus at its seq when it takes status deltas (unheard.go); an
 // Unheard snapshot names an epoch of its own (unheardEpoch), so that no
 // client resumes from it, here or on another node, and a resume asked
 // while the state is Unheard gets a snapshot. The feed may still move
 // then (a catch-up): its changes go out, but no pbxStatus (frameFor),
-// whose link would say live while the node says it cannot hear.
+// whose link would say live while the node says it cannot hear, but to
+// the clients taking status deltas, as the node says it (stalled).
 type LocalState interface {
 	State
 	LocalChanged() <-chan struct{}

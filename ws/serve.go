@@ -265,11 +265,15 @@ func (c *conn) handle(m clientMsg) {
 		}
 		req := subReq{topics: topics, pbxs: m.PBXs}
 		for _, d := range m.Deltas {
-			if d != "trunks" {
-				c.closeWith(CloseProtocolError, "deltas: "+quote(d)+" has none (known: trunks)", "protocol", false)
+			switch d {
+			case "trunks":
+				req.trunkDeltas = true
+			case "status":
+				req.statusDeltas = true
+			default:
+				c.closeWith(CloseProtocolError, "deltas: "+quote(d)+" has none (known: trunks, status)", "protocol", false)
 				return
 			}
-			req.trunkDeltas = true
 		}
 		if m.Since != nil && m.Epoch == h.epoch {
 			req.since, req.resume = *m.Since, true

@@ -24,24 +24,17 @@ func (h *Hub) resync(c *conn, reason string) {
 // Changes up to c.base are then skipped by fanout.
 func (h *Hub) sendSnapshot(c *conn, reason string) {
 	s := h.state.Snapshot()
-	at := h.now()
-	f := h.snapshotFrame(c, s, at)
+	f := h.snapshotFrame(c, s, h.now())
 	var gap []calls.Change
 	if s.Seq < h.last {
-		if cs, ok := h.state.Feed().Since(s.Seq); ok {
-			gap = cs
-		}
+		gap, _ = h.replayed(s.Seq, s)
 	}
 	c.base = max(s.Seq, h.last)
+	c.unheardSnap = s.Unheard
 	c.mu.Lock()
 	c.push(f)
 	for i := range gap {
-		if gap[i].Seq > h.last {
-			break
-		}
-		var p prep
-		h.prepare(&p, &gap[i], at, s.Unheard)
-		if g := h.frameFor(c, &p); g != nil {
+		if g := h.frameFor(c, h.replayPrep(&gap[i], s)); g != nil {
 			c.push(g)
 		}
 	}
@@ -53,39 +46,34 @@ func (h *Hub) sendSnapshot(c *conn, reason string) {
 // resume queues the changes after since for c, when the feed still holds
 // them all and they are few and recent enough; it reports whether it did.
 func (h *Hub) resume(c *conn, since uint64) bool {
-	if since > h.last || h.state.Snapshot().Unheard {
+	s := h.state.Snapshot()
+	if since > h.last || s.Unheard {
 		return false // while Unheard, a snapshot (LocalState)
 	}
-	cs, ok := h.state.Feed().Since(since)
-	if !ok {
+	cs, ok := h.replayed(since, s)
+	if !ok || len(cs) > h.cfg.ReplayMax {
 		return false
 	}
-	n := 0
-	for n < len(cs) && cs[n].Seq <= h.last {
-		n++
-	}
-	cs = cs[:n]
-	if n > h.cfg.ReplayMax {
+	if len(cs) > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
 		return false
 	}
-	if n > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
-		return false
-	}
-	h.latestOnly(cs, c.trunkDeltas)
-	at := h.now()
+	h.replayLatest(cs, since, c.trunkDeltas)
 	b := newPayload(64)
 	b = append(b, `{"op":"resumed","since":`...)
 	b = appendUint(b, since)
 	b = append(b, `,"seq":`...)
 	b = appendUint(b, h.last)
 	b = append(b, '}')
-	c.base = h.last
+	c.base, c.unheardSnap = h.last, false
 	c.mu.Lock()
-	c.push(&frame{b: finish(b, opText), seq: since, at: at, msgs: 1, kind: frameResumed})
+	c.push(&frame{b: finish(b, opText), seq: since, at: h.now(), msgs: 1, kind: frameResumed})
+	if c.statusDeltas {
+		// It may have been told stale out of the feed (unheard.go), by
+		// this node or another: the node's status, at since.
+		c.push(h.statusFrameAt(c, s, since))
+	}
 	for _, i := range h.latest {
-		var p prep
-		h.prepare(&p, &cs[i], at, false)
-		if f := h.frameFor(c, &p); f != nil {
+		if f := h.frameFor(c, h.replayPrep(&cs[i], s)); f != nil {
 			c.push(f)
 		}
 	}

@@ -81,8 +81,13 @@ export class Live {
           if (this.polling) this.polling = false;
           // Trunks as what changed in them (trunkConversations): a call
           // centre's trunk holds a thousand calls. A server without
-          // deltas ignores the field and sends trunkUpdate.
-          const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])], deltas: ['trunks']};
+          // deltas ignores the field and sends trunkUpdate. Status: a
+          // node that cannot hear its bus (and hears it again) says so
+          // with a pbxStatus at the seq we have, not a snapshot; a
+          // server from before it closes with 4004 (a node not upgraded
+          // yet): then without.
+          const deltas = this.noStatus ? ['trunks'] : ['trunks', 'status'];
+          const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])], deltas};
           if (this.seq !== null && this.epoch && m.epoch === this.epoch) {
             sub.since = this.seq;
             sub.epoch = this.epoch;
@@ -104,7 +109,9 @@ export class Live {
           this.h.status('live');
           break;
         case 'event':
-          if (this.seq !== null && m.seq <= this.seq) return; // already applied
+          // Already applied; but a pbxStatus out of the feed (status
+          // deltas) comes at the seq of the message before it.
+          if (this.seq !== null && (m.seq < this.seq || m.seq === this.seq && m.type !== 'pbxStatus')) return;
           this.seq = m.seq;
           clock.observe(m.at);
           this.h.event(m);
@@ -119,6 +126,9 @@ export class Live {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.stopped) return;
+      if (ev.code === 4004 && !this.noStatus && ev.reason.includes('status')) {
+        this.noStatus = true; // its deltas know no "status"
+      }
       if (ev.code === 4001 || ev.code === 4002 || ev.code === 4003) {
         this.h.authFailed();
         return;
