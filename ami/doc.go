@@ -11,7 +11,8 @@
 // with "EventList: Complete", all with the same ActionID.
 //
 // A frame is a run of "Key: Value" lines ended by CRLF and closed by an empty
-// line. Message keeps header order, key case and repeated keys. Reader frames
+// line. Message keeps header order, key case and repeated keys; Get finds a
+// key in any case, and Read finds a KeySet's keys so in one pass. Reader frames
 // messages from a byte stream with size limits (a line or frame crossing
 // one is a protocol error at once), skipping and counting garbage lines;
 // WriteMessage refuses any header whose key or value holds CR, LF or NUL, so

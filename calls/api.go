@@ -5,7 +5,6 @@ package calls
 
 import (
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -158,7 +157,10 @@ func (e *Engine) ApplyAnswer(action ami.Message, resp ami.Response, err error) {
 // Stats returns a copy of the counters. Engine goroutine only.
 func (e *Engine) Stats() Stats {
 	s := e.stats
-	s.ByType = maps.Clone(e.stats.ByType)
+	s.ByType = make(map[string]uint64, len(e.byType))
+	for k, n := range e.byType {
+		s.ByType[k] = *n
+	}
 	return s
 }
 

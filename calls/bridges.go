@@ -64,12 +64,13 @@ func (e *Engine) joinBridge(c *channel, b *bridge) {
 }
 
 func (e *Engine) onBridgeEnter(m ami.Message) {
-	c := e.chanOf(m)
-	id := m.Get("BridgeUniqueid")
+	h := readHdrs(m, bridgeKeys)
+	c := e.chanOfHdrs(&h)
+	id := h.v[hBridgeUniqueid]
 	if c == nil || id == "" {
 		return
 	}
-	e.updateCommon(c, m)
+	e.updateFrom(c, &h)
 	b := e.ensureBridge(id, m)
 	swap := m.Get("SwapUniqueid")
 	if swap != "" {
@@ -86,13 +87,14 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 }
 
 func (e *Engine) onBridgeLeave(m ami.Message) {
-	c := e.chanOf(m)
+	h := readHdrs(m, bridgeKeys)
+	c := e.chanOfHdrs(&h)
 	if c == nil {
 		return
 	}
-	e.updateCommon(c, m)
+	e.updateFrom(c, &h)
 	c.bridgeAt = e.resync.events
-	if c.bridge != nil && c.bridge.id == m.Get("BridgeUniqueid") {
+	if c.bridge != nil && c.bridge.id == h.v[hBridgeUniqueid] {
 		for _, x := range c.bridge.members {
 			e.changed(x)
 		}

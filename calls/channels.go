@@ -123,17 +123,23 @@ func atoi(s string) int {
 
 // newChannel creates a channel from the common channel headers of m.
 func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
+	h := readHdrs(m, chanKeys)
+	return e.newChannelFrom(&h, uid, name)
+}
+
+// newChannelFrom is newChannel from the headers read.
+func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 	e.chanSeq++
 	c := &channel{
 		uid:        uid,
 		name:       name,
-		linkedid:   m.Get("Linkedid"),
-		state:      atoi(m.Get("ChannelState")),
-		callerNum:  m.Get("CallerIDNum"),
-		callerName: m.Get("CallerIDName"),
-		connNum:    m.Get("ConnectedLineNum"),
-		connName:   m.Get("ConnectedLineName"),
-		exten:      m.Get("Exten"),
+		linkedid:   h.v[hLinkedid],
+		state:      atoi(h.v[hChannelState]),
+		callerNum:  h.v[hCallerIDNum],
+		callerName: h.v[hCallerIDName],
+		connNum:    h.v[hConnectedLineNum],
+		connName:   h.v[hConnectedLineName],
+		exten:      h.v[hExten],
 		created:    e.nowMs(),
 		seq:        e.chanSeq,
 		gen:        e.resync.gen,
@@ -143,7 +149,7 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 		c.linkedid = uid
 	}
 	c.originator = c.state == stateRing || c.state == stateUp
-	if a := m.Get("AccountCode"); a != "" {
+	if a := h.v[hAccountCode]; a != "" {
 		// Asterisk (and pbxsim) set it with NewAccountCode after
 		// Newchannel; a channel already up carries it here in the list
 		// items of a resync (CoreShowChannel, Status).
@@ -182,7 +188,7 @@ func (e *Engine) newChannel(m ami.Message, uid, name string) *channel {
 			x.pbxName = c.callerName
 			e.renamed(x, before)
 		}
-		if ctx := m.Get("Context"); ctx != "" && x.context == "" {
+		if ctx := h.v[hContext]; ctx != "" && x.context == "" {
 			x.context = ctx
 		}
 	case ownerTrunk:
@@ -232,10 +238,13 @@ func (e *Engine) dropChannel(c *channel) {
 	if c.get().confRoom != "" {
 		e.confLeave(c)
 	}
-	for _, q := range e.queues {
-		if _, ok := q.waiting.m[c.name]; ok {
-			q.waiting.del(c.name)
-			e.dirtyQueue[q.name] = struct{}{}
+	// (waitIn says whether it waits anywhere: most channels never do.)
+	if e.waitIn[c.name] > 0 {
+		for _, q := range e.queues {
+			if _, ok := q.waiting.m[c.name]; ok {
+				e.unwait(q, c.name)
+				e.dirtyQueue[q.name] = struct{}{}
+			}
 		}
 	}
 	for _, p := range e.parks {
@@ -249,33 +258,45 @@ func (e *Engine) dropChannel(c *channel) {
 // updateCommon refreshes the channel headers every live channel event
 // carries.
 func (e *Engine) updateCommon(c *channel, m ami.Message) {
+	h := readHdrs(m, chanKeys)
+	e.updateFrom(c, &h)
+}
+
+// updateFrom is updateCommon from the headers read.
+func (e *Engine) updateFrom(c *channel, h *chanHdrs) {
 	c.liveAt = e.resync.events
-	e.refreshCommon(c, m)
+	e.refreshFrom(c, h)
 }
 
 // refreshCommon is updateCommon without the live stamp (list items).
 func (e *Engine) refreshCommon(c *channel, m ami.Message) {
-	if v, ok := m.Lookup("ChannelState"); ok {
-		if st := atoi(v); st != c.state {
+	h := readHdrs(m, chanKeys)
+	e.refreshFrom(c, &h)
+}
+
+// refreshFrom is refreshCommon from the headers read.
+func (e *Engine) refreshFrom(c *channel, h *chanHdrs) {
+	if h.has(hChannelState) {
+		if st := atoi(h.v[hChannelState]); st != c.state {
 			c.state = st
 			if st == stateRinging {
 				e.noteRinging(c)
 			}
 		}
 	}
-	if v := m.Get("CallerIDNum"); v != "" {
+	if v := h.v[hCallerIDNum]; v != "" {
 		c.callerNum = v
 	}
-	if v := m.Get("CallerIDName"); v != "" {
+	if v := h.v[hCallerIDName]; v != "" {
 		c.callerName = v
 	}
-	if v := m.Get("ConnectedLineNum"); v != "" {
+	if v := h.v[hConnectedLineNum]; v != "" {
 		c.connNum = v
 	}
-	if v := m.Get("ConnectedLineName"); v != "" {
+	if v := h.v[hConnectedLineName]; v != "" {
 		c.connName = v
 	}
-	if v := m.Get("Linkedid"); v != "" {
+	if v := h.v[hLinkedid]; v != "" {
 		c.linkedid = v
 	}
 	e.changed(c)
@@ -299,27 +320,29 @@ func (c *channel) ownOriginate() bool {
 }
 
 func (e *Engine) touchKnown(m ami.Message) {
-	if c := e.chanOf(m); c != nil {
-		e.updateCommon(c, m)
+	h := readHdrs(m, chanKeys)
+	if c := e.chanOfHdrs(&h); c != nil {
+		e.updateFrom(c, &h)
 	}
 }
 
 func (e *Engine) onNewchannel(m ami.Message) {
-	uid, name := m.Get("Uniqueid"), m.Get("Channel")
+	h := readHdrs(m, chanKeys)
+	uid, name := h.v[hUniqueid], h.v[hChannel]
 	if uid == "" || name == "" || e.tombs.has(uid) {
 		e.stats.Unknown++ // hangup seen before, or nothing to key it by
 		return
 	}
 	if c := e.chans[uid]; c != nil {
 		e.stats.Unknown++ // duplicate
-		e.updateCommon(c, m)
+		e.updateFrom(c, &h)
 		return
 	}
 	if old := e.byName[name]; old != nil {
 		// Same name, new Uniqueid: the old one missed its Hangup.
 		e.dropChannel(old)
 	}
-	c := e.newChannel(m, uid, name)
+	c := e.newChannelFrom(&h, uid, name)
 	if c.state == stateRinging {
 		e.noteRinging(c)
 	}
@@ -328,39 +351,41 @@ func (e *Engine) onNewchannel(m ami.Message) {
 // onNewstate handles Newstate, NewCallerid, NewConnectedLine and
 // NewAccountCode (ev).
 func (e *Engine) onNewstate(m ami.Message, ev string) {
-	c := e.chanOf(m)
+	h := readHdrs(m, chanKeys)
+	c := e.chanOfHdrs(&h)
 	if c == nil {
 		return
 	}
-	e.updateCommon(c, m)
+	e.updateFrom(c, &h)
 	if ev == ami.EventNewAccountCode {
-		if v := m.Get("AccountCode"); v != c.get().account {
+		if v := h.v[hAccountCode]; v != c.get().account {
 			c.more().account = strings.Clone(v)
 		}
 	}
 }
 
 // dialPair returns the calling (may be nil for Originate) and dialled
-// channels of a Dial* or Agent* event.
-func (e *Engine) dialPair(m ami.Message) (src, dst *channel) {
-	src = e.chanBy(m.Get("Uniqueid"), m.Get("Channel"))
-	dst = e.chanBy(m.Get("DestUniqueid"), m.Get("DestChannel"))
-	if dst == nil || (src == nil && m.Get("Channel") != "") {
+// channels of a Dial* or Agent* event, from its dialKeys.
+func (e *Engine) dialPair(h *chanHdrs) (src, dst *channel) {
+	src = e.chanBy(h.v[hUniqueid], h.v[hChannel])
+	dst = e.chanBy(h.v[hDestUniqueid], h.v[hDestChannel])
+	if dst == nil || (src == nil && h.v[hChannel] != "") {
 		e.stats.Unknown++
 	}
 	return src, dst
 }
 
 func (e *Engine) onDialBegin(m ami.Message) {
-	src, dst := e.dialPair(m)
+	h := readHdrs(m, dialKeys)
+	src, dst := e.dialPair(&h)
 	if src != nil {
-		e.updateCommon(src, m)
+		e.updateFrom(src, &h)
 	}
 	if dst == nil {
 		return
 	}
 	if src == nil {
-		if m.Get("Channel") == "" {
+		if h.v[hChannel] == "" {
 			dst.originated = true // Originate: the PBX rings the device
 		}
 	} else {
@@ -381,13 +406,14 @@ func (e *Engine) onDialBegin(m ami.Message) {
 }
 
 func (e *Engine) onDialState(m ami.Message) {
-	src, dst := e.dialPair(m)
+	h := readHdrs(m, dialKeys)
+	src, dst := e.dialPair(&h)
 	if src != nil {
-		e.updateCommon(src, m)
+		e.updateFrom(src, &h)
 	}
 	if dst != nil {
-		if v, ok := m.Lookup("DestChannelState"); ok {
-			if st := atoi(v); st != dst.state {
+		if h.has(hDestChannelState) {
+			if st := atoi(h.v[hDestChannelState]); st != dst.state {
 				dst.state = st
 				if st == stateRinging {
 					e.noteRinging(dst)
@@ -399,14 +425,15 @@ func (e *Engine) onDialState(m ami.Message) {
 }
 
 func (e *Engine) onDialEnd(m ami.Message) {
-	src, dst := e.dialPair(m)
+	h := readHdrs(m, dialKeys)
+	src, dst := e.dialPair(&h)
 	if src != nil {
-		e.updateCommon(src, m)
+		e.updateFrom(src, &h)
 	}
 	if dst == nil {
 		return
 	}
-	if m.Get("DialStatus") != "ANSWER" && src != nil {
+	if h.v[hDialStatus] != "ANSWER" && src != nil {
 		// Busy, cancelled, no answer: that target is no longer dialled.
 		for i, t := range src.dialTargets {
 			if t == dst {
@@ -426,13 +453,16 @@ func (e *Engine) onHangup(m ami.Message) {
 		e.stats.Unknown++
 		return
 	}
-	e.tombs.add(c.uid)
+	if c.uid != uid {
+		e.tombs.add(c.uid) // found by name
+	}
 	e.dropChannel(c)
 }
 
 func (e *Engine) onHold(m ami.Message, on bool) {
-	if c := e.chanOf(m); c != nil {
-		e.updateCommon(c, m)
+	h := readHdrs(m, chanKeys)
+	if c := e.chanOfHdrs(&h); c != nil {
+		e.updateFrom(c, &h)
 		c.hold = on
 	}
 }

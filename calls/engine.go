@@ -40,8 +40,10 @@ type engineState struct {
 	bridges  map[string]*bridge
 	busyExt  map[string]*extState   // extensions that have channels
 	busyTrk  map[string]*trunkState // trunks that have channels
+	waitIn   map[string]int         // by channel name: how many queues have it waiting (queueState.waiting)
 	tombs    tombstones
-	stats    Stats
+	stats    Stats              // ByType unused: byType holds it
+	byType   map[string]*uint64 // Stats.ByType's counters: one map lookup an event
 	follow   followState
 	presence map[string]string // published presence by extension
 	chanSeq  uint64            // creation counter of channels
@@ -101,6 +103,7 @@ func (e *Engine) init(cfg Config) {
 		bridges:     map[string]*bridge{},
 		busyExt:     map[string]*extState{},
 		busyTrk:     map[string]*trunkState{},
+		waitIn:      map[string]int{},
 		tombs:       newTombstones(4096),
 		dirtyExt:    map[string]struct{}{},
 		dirtyTrunk:  map[string]struct{}{},
@@ -119,7 +122,7 @@ func (e *Engine) init(cfg Config) {
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e.stats.ByType = map[string]uint64{}
+	e.byType = map[string]*uint64{}
 	for _, t := range cfg.Trunks {
 		e.trunkSet[t] = true
 		e.ensureTrunk(t)
@@ -148,13 +151,15 @@ const maxTypes = 512
 
 func (e *Engine) count(ev string) {
 	e.stats.Events++
-	if _, ok := e.stats.ByType[ev]; !ok {
-		if len(e.stats.ByType) >= maxTypes {
+	n := e.byType[ev]
+	if n == nil {
+		if len(e.byType) >= maxTypes {
 			return
 		}
-		ev = strings.Clone(ev)
+		n = new(uint64)
+		e.byType[strings.Clone(ev)] = n
 	}
-	e.stats.ByType[ev]++
+	*n++
 }
 
 func (e *Engine) apply(m ami.Message) {

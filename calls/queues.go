@@ -189,7 +189,9 @@ func (e *Engine) addWaiting(q *queueState, m ami.Message, since int64) {
 		Position:     atoi(m.Get("Position")),
 		WaitingSince: since,
 	}
-	if old, ok := q.waiting.m[w.Channel]; ok && old.WaitingSince != 0 && old.WaitingSince < since {
+	if old, ok := q.waiting.m[w.Channel]; !ok {
+		e.waitIn[w.Channel]++
+	} else if old.WaitingSince != 0 && old.WaitingSince < since {
 		w.WaitingSince = old.WaitingSince
 	}
 	if !known(w.Name) {
@@ -198,6 +200,19 @@ func (e *Engine) addWaiting(q *queueState, m ami.Message, since int64) {
 	q.waiting.set(w.Channel, w)
 	if e.resync.active && q.listedWaiting != nil {
 		q.listedWaiting[w.Channel] = true
+	}
+}
+
+// unwait takes the caller on channel name out of q's waiting callers.
+func (e *Engine) unwait(q *queueState, name string) {
+	if _, ok := q.waiting.m[name]; !ok {
+		return
+	}
+	q.waiting.del(name)
+	if n := e.waitIn[name] - 1; n > 0 {
+		e.waitIn[name] = n
+	} else {
+		delete(e.waitIn, name)
 	}
 }
 
@@ -270,7 +285,7 @@ func (e *Engine) onQueueCallerLeave(m ami.Message, abandon bool) {
 		q.abandoned++
 	}
 	e.stampQueue(q, m, true, m.Get("Channel"))
-	q.waiting.del(m.Get("Channel"))
+	e.unwait(q, m.Get("Channel"))
 	if c := e.chanBy(m.Get("Uniqueid"), m.Get("Channel")); c != nil {
 		e.updateCommon(c, m)
 	}
@@ -282,7 +297,8 @@ func (e *Engine) onAgentCalled(m ami.Message) {
 	if q == nil {
 		return
 	}
-	src, dst := e.dialPair(m)
+	h := readHdrs(m, dialKeys)
+	src, dst := e.dialPair(&h)
 	if src != nil {
 		src.queue = q.name
 		e.changed(src)

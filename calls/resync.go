@@ -200,7 +200,7 @@ func (e *Engine) endResync() {
 			}
 			for k := range q.waiting.m {
 				if (q.listed && !q.listedWaiting[k] && q.waitingAt[k] == 0) || e.byName[k] == nil {
-					q.waiting.del(k)
+					e.unwait(q, k)
 					e.dirtyQueue[q.name] = struct{}{}
 					repairs++
 				}
