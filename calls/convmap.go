@@ -237,6 +237,8 @@ func (old ConvMap) diff(cur ConvMap, set func(*convItem), gone func(id string)) 
 		switch {
 		case len(a) == 0 && len(b) == 0:
 			return
+		case len(a) > 0 && len(b) > 0 && a[0] == b[0]: // kept in a copied chunk: no need to read it
+			a, b = a[1:], b[1:]
 		case len(b) == 0 || len(a) > 0 && a[0].cv.ID < b[0].cv.ID:
 			gone(a[0].cv.ID)
 			a = a[1:]
