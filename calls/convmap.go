@@ -324,12 +324,12 @@ func (w *convWriter) del(id string) {
 		return
 	}
 	i := w.m.chunkOf(id)
-	if _, ok := w.m.ch[i].find(id); !ok {
+	j, ok := w.m.ch[i].find(id)
+	if !ok {
 		return
 	}
 	w.changed = true
-	c := w.chunk(i)
-	j, _ := c.find(id)
+	c := w.chunk(i) // a copy holds id at j too
 	c.items = slices.Delete(c.items, j, j+1)
 	w.m.n--
 	if len(c.items) == 0 {

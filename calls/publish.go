@@ -140,7 +140,8 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 			// Removed: the member JSON logged out.
 			mb = QueueMember{Queue: q.name, Member: k.member}
 		}
-		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
+		b := make([]byte, 0, 176+len(mb.Queue)+len(mb.Member)+len(mb.Name)+len(mb.Type)+len(mb.PausedReason)) // its size unless escaped
+		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(b, &mb), At: now})
 	}
 	resetSet(&e.dirtyMember)
 	clear(p.members)
