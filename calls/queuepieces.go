@@ -10,11 +10,13 @@ import (
 // its members and re-encoding them all on each change made a Publish
 // cost what the queue held (docs/loadtest.md "The call centre's mix").
 // So a queue's members and waiting callers are a cowMap, shared with the
-// snapshots until they change, and each member's JSON is kept in the
-// queue's memberPieces, re-encoded only when the member changed; the
-// queue's JSON is put together from the pieces. A queue's 40 members are
-// few enough to keep in one sorted slice (a trunk's thousand conversations
-// are chunked: convmap.go).
+// snapshots until they change, which notes the keys it changed; the
+// members' JSON is kept in the queue's memberPieces, one buffer, made
+// again from the pieces before when members changed, copying the
+// unchanged members' bytes and encoding the changed ones only; a
+// queueUpdate's JSON is the queue's fields and that buffer, written at
+// its size (newQueueEnt). A queue's 40 members are few enough for one
+// buffer (a trunk's thousand conversations are chunked: convmap.go).
 
 // cowMap is a map that Publish hands out to the snapshots and that is
 // copied on the first change after that: written in place until then.

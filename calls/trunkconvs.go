@@ -32,7 +32,7 @@ type trunkConvs struct {
 	byChan  map[*channel][]string // the conversation ids of each channel
 	touched []*channel            // the trunk's channels this batch touched
 	now     []Conversation        // scratch: one channel's conversations
-	nowOf   *channel              // the channel now holds the conversations of
+	next    []Conversation        // scratch: the conversations of the channel showing an id next (dropOwner)
 	drop    []string              // scratch: the ids it let go
 	full    int                   // derivations in full (tests)
 }
@@ -58,30 +58,32 @@ func (e *Engine) trunkConvsOf(t *trunkState) (ConvMap, bool) {
 		}
 	}
 	clear(tc.now)
-	tc.nowOf = nil
+	clear(tc.next)
 	return tc.w.m, tc.w.changed
 }
 
-// derived is c's conversations in tc.now, one per id (the later of two
-// with one id, as convsOf keeps it).
-func (e *Engine) derived(tc *trunkConvs, c *channel) []Conversation {
-	tc.now, tc.nowOf = tc.now[:0], c
+// derived is c's conversations in *buf, a scratch slice of tc's, one per
+// id (the later of two with one id, as convsOf keeps it).
+func (e *Engine) derived(buf *[]Conversation, c *channel) []Conversation {
+	now := (*buf)[:0]
 	if c.gone {
+		*buf = now
 		return nil
 	}
 	e.chanConvs(c, func(cv Conversation) {
-		if i := slices.IndexFunc(tc.now, func(x Conversation) bool { return x.ID == cv.ID }); i >= 0 {
-			tc.now[i] = cv
+		if i := slices.IndexFunc(now, func(x Conversation) bool { return x.ID == cv.ID }); i >= 0 {
+			now[i] = cv
 			return
 		}
-		tc.now = append(tc.now, cv)
+		now = append(now, cv)
 	})
-	return tc.now
+	*buf = now
+	return now
 }
 
 // rederiveChan re-derives touched channel c's conversations.
 func (e *Engine) rederiveChan(tc *trunkConvs, c *channel) {
-	now := e.derived(tc, c)
+	now := e.derived(&tc.now, c) // dropOwner derives in tc.next: now stays c's
 	old := tc.byChan[c]
 	for _, id := range old {
 		if !slices.ContainsFunc(now, func(x Conversation) bool { return x.ID == id }) {
@@ -93,9 +95,6 @@ func (e *Engine) rederiveChan(tc *trunkConvs, c *channel) {
 	}
 	clear(tc.drop)
 	tc.drop = tc.drop[:0]
-	if tc.nowOf != c { // dropOwner used tc.now
-		now = e.derived(tc, c)
-	}
 	ids := old[:0]
 	for _, cv := range now {
 		if tc.addOwner(cv.ID, c) {
@@ -166,7 +165,7 @@ func (e *Engine) dropOwner(tc *trunkConvs, id string, c *channel) {
 	tc.owner[id] = s
 	// win's conversation as it is now; when win no longer derives it, win
 	// was touched too and drops it in its turn.
-	for _, cv := range e.derived(tc, win) {
+	for _, cv := range e.derived(&tc.next, win) {
 		if cv.ID == id {
 			e.put(tc, cv)
 		}
@@ -197,7 +196,7 @@ func (e *Engine) deriveTrunk(t *trunkState) {
 	tc.full++
 	tc.owner, tc.more, tc.byChan = map[string]shown{}, map[string][]*channel{}, map[*channel][]string{}
 	for _, c := range t.chans {
-		for _, cv := range e.derived(tc, c) {
+		for _, cv := range e.derived(&tc.now, c) {
 			tc.addOwner(cv.ID, c)
 			tc.byChan[c] = append(tc.byChan[c], cv.ID)
 		}
@@ -212,7 +211,7 @@ func (e *Engine) deriveTrunk(t *trunkState) {
 		tc.w.del(id)
 	}
 	for c, ids := range tc.byChan {
-		for _, cv := range e.derived(tc, c) {
+		for _, cv := range e.derived(&tc.now, c) {
 			if slices.Contains(ids, cv.ID) && tc.owner[cv.ID].c == c {
 				e.put(tc, cv)
 			}
