@@ -110,10 +110,12 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if q == nil {
 			continue
 		}
-		v, mc, wc := q.view()
+		was := q.pieces
+		v, mc, wc := q.view(&p.pieces)
 		// Unchanged maps are the published ones (or equal to them: a
 		// view that was not published was equal).
 		if old, ok := p.queues[k]; ok && queueSame(&old, &v, mc, wc) {
+			q.pieces = was // of members equal to these, and not in p.pieces
 			continue
 		}
 		old := p.queue.ents[k]

@@ -100,6 +100,10 @@ type memberPieces struct {
 	keys []string               // m's keys, sorted; shared with the pieces before while no member came or went
 	ends []int32                // ends[i]: where keys[i]'s piece ends in buf (its comma, or the closing brace)
 	buf  []byte
+	// inScratch: buf is the caller's scratch buffer, until newQueueEnt
+	// points it into the queue's JSON (pieces a Publish made: no reader
+	// has them yet).
+	inScratch bool
 	// encoded is how many members making them encoded (tests).
 	encoded int
 }
@@ -109,8 +113,8 @@ func appendMemberPiece(b []byte, k string, mb *QueueMember) []byte {
 }
 
 // update is the pieces of members m, any of which may have changed since
-// old's (nil: none made yet).
-func (old *memberPieces) update(m map[string]QueueMember) *memberPieces {
+// old's (nil: none made yet), made in *scratch.
+func (old *memberPieces) update(m map[string]QueueMember, scratch *[]byte) *memberPieces {
 	sorted := sortedKeys(m)
 	var diff []string
 	for _, k := range sorted {
@@ -121,14 +125,14 @@ func (old *memberPieces) update(m map[string]QueueMember) *memberPieces {
 			diff = append(diff, k)
 		}
 	}
-	return old.made(m, sorted, diff)
+	return old.made(m, sorted, diff, scratch)
 }
 
 // apply is the pieces of members m, which are old's members but for
 // those under keys (changed, added or removed; a key may be there
-// twice): only those looked up and, when changed, encoded. old is not
-// written (a snapshot's Queue may hold it).
-func (old *memberPieces) apply(m map[string]QueueMember, keys []string) *memberPieces {
+// twice): only those looked up and, when changed, encoded, in *scratch.
+// old is not written (a snapshot's Queue may hold it).
+func (old *memberPieces) apply(m map[string]QueueMember, keys []string, scratch *[]byte) *memberPieces {
 	var diff []string // the keys whose member is not what old has
 	sorted, copied := old.keys, false
 	for n, k := range keys {
@@ -157,19 +161,16 @@ func (old *memberPieces) apply(m map[string]QueueMember, keys []string) *memberP
 		return &memberPieces{m: m, keys: old.keys, ends: old.ends, buf: old.buf}
 	}
 	slices.Sort(diff)
-	return old.made(m, sorted, diff)
+	return old.made(m, sorted, diff, scratch)
 }
 
 // made is the pieces of members m, whose keys are sorted: old's bytes for
 // a member old has and that is not under diff (sorted), the others
-// encoded (all of them when old is nil).
-func (old *memberPieces) made(m map[string]QueueMember, sorted, diff []string) *memberPieces {
-	n := 2 + 200*len(sorted)
-	if old != nil {
-		n = len(old.buf) + 200*len(diff)
-	}
-	p := &memberPieces{m: m, keys: sorted, ends: make([]int32, 0, len(sorted)), buf: make([]byte, 0, n)}
-	b := append(p.buf, '{')
+// encoded (all of them when old is nil), in *scratch, a buffer the caller
+// keeps (the pieces are inScratch).
+func (old *memberPieces) made(m map[string]QueueMember, sorted, diff []string, scratch *[]byte) *memberPieces {
+	p := &memberPieces{m: m, keys: sorted, ends: make([]int32, 0, len(sorted)), inScratch: true}
+	b := append((*scratch)[:0], '{')
 	j, d := 0, 0 // in old.keys, in diff
 	for i, k := range sorted {
 		if i > 0 {
@@ -191,6 +192,7 @@ func (old *memberPieces) made(m map[string]QueueMember, sorted, diff []string) *
 		p.ends = append(p.ends, int32(len(b)))
 	}
 	p.buf = append(b, '}')
+	*scratch = p.buf
 	return p
 }
 
@@ -217,7 +219,8 @@ func (p *memberPieces) jsonLen() int { return len(p.buf) }
 // newQueueEnt is v's entity, v's pieces of its members (view): its fields
 // encoded in *scratch, a buffer the caller keeps, then written with the
 // pieces in a buffer of the JSON's size, so that the members' bytes (most
-// of a queue's) are copied once.
+// of a queue's) are copied once. Pieces made in a scratch buffer are
+// pointed at their bytes in the queue's JSON: they allocate nothing.
 func newQueueEnt(v Queue, at int64, op Opaquer, scratch *[]byte) *ent[Queue] {
 	x := &ent[Queue]{v: v, at: at, encode: appendQueue, op: op}
 	p := x.v.pieces
@@ -230,6 +233,10 @@ func newQueueEnt(v Queue, at int64, op Opaquer, scratch *[]byte) *ent[Queue] {
 	*scratch = s
 	b := append(make([]byte, 0, len(s)+p.jsonLen()), s[:h]...)
 	x.full = append(p.appendJSON(b), s[h:]...)
+	if p.inScratch {
+		n := h + len(p.buf)
+		p.buf, p.inScratch = x.full[h:n:n], false
+	}
 	return x
 }
 

@@ -111,11 +111,12 @@ func TestQueuePublishAllocs(t *testing.T) {
 // round at times) and checks that the pieces each view makes are the
 // bytes appendMembers writes, made encoding no member that did not
 // change, and that the queue's entity is the JSON appendQueue writes
-// without pieces.
+// without pieces, its pieces pointed into it (out of the scratch buffer
+// they were made in).
 func TestMemberPiecesApply(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	q := &queueState{name: "support", members: newCowMap[QueueMember](), waiting: newCowMap[QueueCaller]()}
-	var scratch []byte
+	var scratch, pieces []byte
 	var was map[string]QueueMember
 	var before *memberPieces
 	for round := range 3000 {
@@ -141,7 +142,7 @@ func TestMemberPiecesApply(t *testing.T) {
 		if r.IntN(5) == 0 {
 			q.waiting.set("PJSIP/trunk-1", QueueCaller{Channel: "PJSIP/trunk-1", Num: "0612345678", Position: round})
 		}
-		v, _, _ := q.view()
+		v, _, _ := q.view(&pieces)
 		p := v.pieces
 		if got, want := p.appendJSON(nil), appendMembers(nil, v.Members); string(got) != string(want) {
 			t.Fatalf("round %d: pieces\n%s\nwant\n%s", round, got, want)
@@ -158,9 +159,53 @@ func TestMemberPiecesApply(t *testing.T) {
 		bare := v
 		bare.pieces = nil
 		want := appendQueue(nil, &bare, 0, enc{})
-		if got := newQueueEnt(v, 0, nil, &scratch).full; string(got) != string(want) {
+		x := newQueueEnt(v, 0, nil, &scratch)
+		if got := x.full; string(got) != string(want) {
 			t.Fatalf("round %d: queue\n%s\nwant\n%s", round, got, want)
 		}
+		for i := range pieces { // the next view's pieces: these must not be there
+			pieces[i] = 'x'
+		}
+		if got, want := p.appendJSON(nil), appendMembers(nil, v.Members); p.inScratch || string(got) != string(want) {
+			t.Fatalf("round %d: the pieces are left in the scratch buffer: %s", round, got)
+		}
 		was, before = v.Members, p
+	}
+}
+
+// TestQueueViewNotPublished: members changed and changed back within one
+// batch leave the queue as published, so Publish skips it; when more than
+// cowKeysMax changed, view made its pieces again, in the scratch buffer,
+// and those must not stay the queue's (the next queue's pieces are made
+// there). A member changed in the next batch then shows in the queue's
+// JSON with the others as they are.
+func TestQueueViewNotPublished(t *testing.T) {
+	now := time.Unix(1796028439, 0)
+	e := New(Config{Now: func() time.Time { return now }})
+	member := func(queue, x, taken string) ami.Message {
+		return ev("QueueMember", "Queue", queue, "Name", "User "+x, "Location", "PJSIP/"+x, "StateInterface", "PJSIP/"+x,
+			"Membership", "static", "CallsTaken", taken, "LastCall", "1796028000", "Paused", "0", "PausedReason", "")
+	}
+	const n = cowKeysMax + 2
+	for _, q := range []string{"a", "b"} {
+		for i := range n {
+			e.Apply(member(q, strconv.Itoa(201+i), "3"))
+		}
+	}
+	e.Publish()
+	for i := range n {
+		e.Apply(member("a", strconv.Itoa(201+i), "4"))
+		e.Apply(member("a", strconv.Itoa(201+i), "3")) // back: queue a is as published
+	}
+	e.Apply(member("b", "202", "9")) // b's pieces are made after a's view
+	e.Publish()
+	e.Apply(member("a", "203", "7"))
+	s := e.Publish()
+	for _, k := range []string{"a", "b"} {
+		q := s.Queues[k]
+		q.pieces = nil
+		if got, want := s.QueueJSON(k), appendQueue(nil, &q, 0, enc{}); string(got) != string(want) {
+			t.Errorf("queue %s is\n%s\nwant\n%s", k, got, want)
+		}
 	}
 }
