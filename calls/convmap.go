@@ -237,6 +237,8 @@ func (old ConvMap) diff(cur ConvMap, set func(*convItem), gone func(id string)) 
 		switch {
 		case len(a) == 0 && len(b) == 0:
 			return
+		case len(a) > 0 && len(b) > 0 && a[0] == b[0]: // kept in a copied chunk: no need to read it
+			a, b = a[1:], b[1:]
 		case len(b) == 0 || len(a) > 0 && a[0].cv.ID < b[0].cv.ID:
 			gone(a[0].cv.ID)
 			a = a[1:]
@@ -322,12 +324,12 @@ func (w *convWriter) del(id string) {
 		return
 	}
 	i := w.m.chunkOf(id)
-	if _, ok := w.m.ch[i].find(id); !ok {
+	j, ok := w.m.ch[i].find(id)
+	if !ok {
 		return
 	}
 	w.changed = true
-	c := w.chunk(i)
-	j, _ := c.find(id)
+	c := w.chunk(i) // a copy holds id at j too
 	c.items = slices.Delete(c.items, j, j+1)
 	w.m.n--
 	if len(c.items) == 0 {

@@ -185,6 +185,15 @@ func appendSorted(dst []string, m map[string]struct{}) []string {
 	return dst
 }
 
+// appendSortedFunc is appendSorted of any keys, in cmp's order.
+func appendSortedFunc[K comparable](dst []K, m map[K]struct{}, cmp func(a, b K) int) []K {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.SortFunc(dst, cmp)
+	return dst
+}
+
 // resetSet empties a dirty set for the next batch. A set that held many
 // keys (a resync dirties every owner) is replaced, not cleared: a cleared
 // map keeps its table, and ranging over it costs the table's size, so

@@ -143,7 +143,9 @@
 // entity changes again so the feed retains no superseded values), and
 // nothing more while no reader asks for the hidden class; the extensions' is
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
-// re-encoding its piece only, so REST writes the pieces as they are. A
+// re-encoding its piece only, so REST writes the pieces as they are; a
+// queue's members' JSON is kept in one buffer, a member re-encoded only
+// when it changed (queuepieces.go). A
 // trunk, which may hold a thousand conversations, keeps which of its
 // channels each is derived from (trunkconvs.go) and holds them in a
 // ConvMap (convmap.go): sorted chunks of conversations, each with its JSON

@@ -322,6 +322,18 @@ func appendMembers(b []byte, m map[string]QueueMember) []byte {
 // appendQueue writes a queue, its members from the engine's pieces when
 // it has them (queuepieces.go: the bytes appendMembers would write); at is unused (no durations in a queue).
 func appendQueue(b []byte, q *Queue, _ int64, e enc) []byte {
+	b = appendQueueHead(b, q)
+	if p := q.pieces; p.of(q.Members) {
+		b = p.appendJSON(slices.Grow(b, p.jsonLen()))
+	} else {
+		b = appendMembers(b, q.Members)
+	}
+	return appendQueueTail(b, q, e)
+}
+
+// appendQueueHead writes a queue up to its members' object, and
+// appendQueueTail what follows it (newQueueEnt).
+func appendQueueHead(b []byte, q *Queue) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "queue", q.Queue)
 	b = append(b, ',')
@@ -329,12 +341,10 @@ func appendQueue(b []byte, q *Queue, _ int64, e enc) []byte {
 	b = append(b, ',')
 	b = appendStrField(b, "number", cmp.Or(q.Number, q.Queue))
 	b = append(b, ',')
-	b = appendKey(b, "members")
-	if p := q.pieces; p.of(q.Members) {
-		b = p.appendJSON(slices.Grow(b, p.size+2))
-	} else {
-		b = appendMembers(b, q.Members)
-	}
+	return appendKey(b, "members")
+}
+
+func appendQueueTail(b []byte, q *Queue, e enc) []byte {
 	b = append(b, ',')
 	b = appendKey(b, "waitingCallers")
 	b = append(b, '{')

@@ -75,7 +75,10 @@ func (e *Engine) publishRinging(ch []Change, now int64) []Change {
 			continue
 		}
 		cv := e.convFor(c)
-		b := append([]byte(nil), `{"exten":`...)
+		pb := e.phonebookName(c.owner, cv.CounterpartNum)
+		// At its size unless a string needs escaping: one allocation.
+		n := 80 + len(c.owner) + len(cv.CounterpartNum) + len(cv.CounterpartName) + len(c.queue) + len(cv.ID) + len(pb) + 12
+		b := append(make([]byte, 0, n), `{"exten":`...)
 		b = appendString(b, c.owner)
 		b = append(b, `,"callerNum":`...)
 		b = appendString(b, cv.CounterpartNum)
@@ -86,7 +89,7 @@ func (e *Engine) publishRinging(ch []Change, now int64) []Change {
 		b = append(b, `,"convid":`...)
 		b = appendString(b, cv.ID)
 		b = append(b, `,"phonebookName":`...)
-		b = appendString(b, e.phonebookName(c.owner, cv.CounterpartNum))
+		b = appendString(b, pb)
 		b = append(b, '}')
 		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
 	}
@@ -101,31 +104,32 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		return ch
 	}
 	p := &e.pub
-	for _, k := range sortedSet(e.dirtyQueue, cmpString) {
+	p.keys = appendSorted(p.keys[:0], e.dirtyQueue)
+	for _, k := range p.keys {
 		q := e.queues[k]
 		if q == nil {
 			continue
 		}
-		v, mc, wc := q.view()
+		was := q.pieces
+		v, mc, wc := q.view(&p.pieces)
 		// Unchanged maps are the published ones (or equal to them: a
 		// view that was not published was equal).
 		if old, ok := p.queues[k]; ok && queueSame(&old, &v, mc, wc) {
+			q.pieces = was // of members equal to these, and not in p.pieces
 			continue
 		}
 		old := p.queue.ents[k]
-		// In the kept buffer, then copied at its size (a caller joining
-		// makes the queue outgrow its previous size).
-		x := newEntCopied(v, now, e.cfg.Opaque, appendQueue, &e.scratch)
+		// Sized from the members' pieces and the rest encoded in the kept
+		// buffer (a caller joining makes the queue outgrow its previous
+		// size): one allocation, the members' bytes copied once.
+		x := newQueueEnt(v, now, e.cfg.Opaque, &e.scratch)
 		p.setQueue(k, x)
 		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	resetSet(&e.dirtyQueue)
-	for _, k := range sortedSet(e.dirtyMember, func(a, b memberKey) int {
-		if c := cmpString(a.queue, b.queue); c != 0 {
-			return c
-		}
-		return cmpString(a.member, b.member)
-	}) {
+	clear(p.keys) // keep no key alive
+	p.members = appendSortedFunc(p.members[:0], e.dirtyMember, cmpMemberKey)
+	for _, k := range p.members {
 		q := e.queues[k.queue]
 		if q == nil {
 			continue
@@ -138,10 +142,19 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 			// Removed: the member JSON logged out.
 			mb = QueueMember{Queue: q.name, Member: k.member}
 		}
-		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(nil, &mb), At: now})
+		b := make([]byte, 0, 176+len(mb.Queue)+len(mb.Member)+len(mb.Name)+len(mb.Type)+len(mb.PausedReason)) // its size unless escaped
+		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(b, &mb), At: now})
 	}
 	resetSet(&e.dirtyMember)
+	clear(p.members)
 	return ch
+}
+
+func cmpMemberKey(a, b memberKey) int {
+	if c := cmpString(a.queue, b.queue); c != 0 {
+		return c
+	}
+	return cmpString(a.member, b.member)
 }
 
 // publishParks encodes the parking spaces that changed.
@@ -170,7 +183,8 @@ func (e *Engine) publishParks(ch []Change, now int64) []Change {
 // need, goes to the snapshot.
 func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 	p := &e.pub
-	for _, k := range sortedSet(e.dirtyTrunk, cmpString) {
+	p.keys = appendSorted(p.keys[:0], e.dirtyTrunk)
+	for _, k := range p.keys {
 		t := e.trunks[k]
 		if t == nil {
 			continue
@@ -187,5 +201,6 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 		ch = append(ch, Change{Type: TrunkConversations, Key: k, Data: d.full, At: now, ent: d})
 	}
 	resetSet(&e.dirtyTrunk)
+	clear(p.keys)
 	return ch
 }

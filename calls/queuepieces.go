@@ -1,17 +1,22 @@
 package calls
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // A call centre's queue has 40 members and changes with each of its calls
 // (a caller joins and leaves, an agent's CallsTaken moves on). Cloning
 // its members and re-encoding them all on each change made a Publish
 // cost what the queue held (docs/loadtest.md "The call centre's mix").
 // So a queue's members and waiting callers are a cowMap, shared with the
-// snapshots until they change, and each member's JSON is kept in the
-// queue's memberPieces, re-encoded only when the member changed; the
-// queue's JSON is put together from the pieces. A queue's 40 members are
-// few enough to keep in one sorted slice (a trunk's thousand conversations
-// are chunked: convmap.go).
+// snapshots until they change, which notes the keys it changed; the
+// members' JSON is kept in the queue's memberPieces, one buffer, made
+// again from the pieces before when members changed, copying the
+// unchanged members' bytes and encoding the changed ones only; a
+// queueUpdate's JSON is the queue's fields and that buffer, written at
+// its size (newQueueEnt). A queue's 40 members are few enough for one
+// buffer (a trunk's thousand conversations are chunked: convmap.go).
 
 // cowMap is a map that Publish hands out to the snapshots and that is
 // copied on the first change after that: written in place until then.
@@ -19,14 +24,38 @@ type cowMap[V comparable] struct {
 	m      map[string]V
 	shared bool // a snapshot holds m: copy it before writing
 	dirty  bool // changed since publish last handed it out
+	// keys are the keys set or deleted in the changes publish last
+	// reported or is to report (a key may be there twice), while there
+	// are at most cowKeysMax; many: there were more, or the map is new,
+	// and keys is not kept.
+	keys []string
+	many bool
 }
 
-func newCowMap[V comparable]() cowMap[V] { return cowMap[V]{m: map[string]V{}, dirty: true} }
+// cowKeysMax is how many changed keys a cowMap keeps: a Publish re-encodes
+// the pieces of those (memberPieces.apply), of more all (update).
+const cowKeysMax = 16
 
-func (c *cowMap[V]) own() {
-	c.dirty = true
+func newCowMap[V comparable]() cowMap[V] {
+	return cowMap[V]{m: map[string]V{}, dirty: true, many: true}
+}
+
+// own makes m the map's to write, and notes that k changes.
+func (c *cowMap[V]) own(k string) {
+	if !c.dirty { // the first change since publish
+		clear(c.keys)
+		c.keys, c.many, c.dirty = c.keys[:0], false, true
+	}
 	if c.shared {
 		c.m, c.shared = maps.Clone(c.m), false
+	}
+	switch {
+	case c.many:
+	case len(c.keys) == cowKeysMax:
+		clear(c.keys)
+		c.keys, c.many = c.keys[:0], true
+	default:
+		c.keys = append(c.keys, k)
 	}
 }
 
@@ -35,7 +64,7 @@ func (c *cowMap[V]) set(k string, v V) {
 	if old, ok := c.m[k]; ok && old == v {
 		return
 	}
-	c.own()
+	c.own(k)
 	c.m[k] = v
 }
 
@@ -43,7 +72,7 @@ func (c *cowMap[V]) del(k string) {
 	if _, ok := c.m[k]; !ok {
 		return
 	}
-	c.own()
+	c.own(k)
 	delete(c.m, k)
 }
 
@@ -55,62 +84,125 @@ func (c *cowMap[V]) publish() (map[string]V, bool) {
 	return c.m, d
 }
 
-// memberPieces is a queue's members in key order, each with its JSON,
-// `"key":{...}` as appendQueue writes it (a member shows no number, so
-// every class writes the same bytes). Immutable once made: a Publish
-// that changes members makes new pieces sharing the unchanged members'
-// bytes.
+// changes are the keys changed between the last two times the map was
+// handed out (publish said it changed), and false when they are not known
+// (too many: any key may have changed). Valid until the next change.
+func (c *cowMap[V]) changes() ([]string, bool) { return c.keys, !c.many }
+
+// memberPieces is a queue's members' JSON, the object appendMembers
+// writes ({"key":{...},...}: a member shows no number, so every class
+// writes the same bytes), in one buffer, with where each member's piece
+// ends: a queue's JSON copies it whole, and pieces made for changed
+// members copy the unchanged members' bytes from the pieces before, in
+// order, encoding only the changed ones. Immutable once made.
 type memberPieces struct {
-	m     map[string]QueueMember // the members they are of (a published map, never written)
-	items []memberPiece
-	size  int // the pieces' bytes, commas between them included
+	m    map[string]QueueMember // the members they are of (a published map, never written)
+	keys []string               // m's keys, sorted; shared with the pieces before while no member came or went
+	ends []int32                // ends[i]: where keys[i]'s piece ends in buf (its comma, or the closing brace)
+	buf  []byte
+	// inScratch: buf is the caller's scratch buffer, until newQueueEnt
+	// points it into the queue's JSON (pieces a Publish made: no reader
+	// has them yet).
+	inScratch bool
+	// encoded is how many members making them encoded (tests).
+	encoded int
 }
 
-type memberPiece struct {
-	key  string
-	json []byte
+func appendMemberPiece(b []byte, k string, mb *QueueMember) []byte {
+	return appendMember(append(appendString(b, k), ':'), mb)
 }
 
-func encodeMemberPiece(k string, mb *QueueMember) []byte {
-	b := appendString(make([]byte, 0, 48+len(k)+len(mb.Member)+len(mb.Name)+len(mb.PausedReason)+160), k)
-	return appendMember(append(b, ':'), mb)
+// update is the pieces of members m, any of which may have changed since
+// old's (nil: none made yet), made in *scratch.
+func (old *memberPieces) update(m map[string]QueueMember, scratch *[]byte) *memberPieces {
+	sorted := sortedKeys(m)
+	var diff []string
+	for _, k := range sorted {
+		if old == nil {
+			break
+		}
+		if was, ok := old.m[k]; !ok || was != m[k] {
+			diff = append(diff, k)
+		}
+	}
+	return old.made(m, sorted, diff, scratch)
 }
 
-// update is the pieces of members m: old's bytes where a member is as
-// old has it, the others encoded. old may be nil.
-func (old *memberPieces) update(m map[string]QueueMember) *memberPieces {
-	var prev []memberPiece
-	var was map[string]QueueMember
-	if old != nil {
-		prev, was = old.items, old.m
-	}
-	p := &memberPieces{m: m, items: make([]memberPiece, 0, len(m))}
-	for _, it := range prev {
-		if _, ok := m[it.key]; ok {
-			p.items = append(p.items, memberPiece{key: it.key})
+// apply is the pieces of members m, which are old's members but for
+// those under keys (changed, added or removed; a key may be there
+// twice): only those looked up and, when changed, encoded, in *scratch.
+// old is not written (a snapshot's Queue may hold it).
+func (old *memberPieces) apply(m map[string]QueueMember, keys []string, scratch *[]byte) *memberPieces {
+	var diff []string // the keys whose member is not what old has
+	sorted, copied := old.keys, false
+	for n, k := range keys {
+		if slices.Contains(keys[:n], k) {
+			continue
+		}
+		mb, ok := m[k]
+		was, had := old.m[k]
+		if ok == had && mb == was {
+			continue // changed and changed back
+		}
+		diff = append(diff, k)
+		if ok != had { // came or went
+			if !copied {
+				sorted, copied = slices.Clone(sorted), true
+			}
+			i, _ := slices.BinarySearch(sorted, k)
+			if ok {
+				sorted = slices.Insert(sorted, i, k)
+			} else {
+				sorted = slices.Delete(sorted, i, i+1)
+			}
 		}
 	}
-	if len(p.items) != len(m) { // members were added: sort them in
-		p.items = p.items[:0]
-		for _, k := range sortedKeys(m) {
-			p.items = append(p.items, memberPiece{key: k})
-		}
+	if len(diff) == 0 {
+		return &memberPieces{m: m, keys: old.keys, ends: old.ends, buf: old.buf}
 	}
-	j := 0
-	for i := range p.items {
-		it := &p.items[i]
-		for j < len(prev) && prev[j].key < it.key {
-			j++
+	slices.Sort(diff)
+	return old.made(m, sorted, diff, scratch)
+}
+
+// made is the pieces of members m, whose keys are sorted: old's bytes for
+// a member old has and that is not under diff (sorted), the others
+// encoded (all of them when old is nil), in *scratch, a buffer the caller
+// keeps (the pieces are inScratch).
+func (old *memberPieces) made(m map[string]QueueMember, sorted, diff []string, scratch *[]byte) *memberPieces {
+	p := &memberPieces{m: m, keys: sorted, ends: make([]int32, 0, len(sorted)), inScratch: true}
+	b := append((*scratch)[:0], '{')
+	j, d := 0, 0 // in old.keys, in diff
+	for i, k := range sorted {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		mb := m[it.key]
-		if j < len(prev) && prev[j].key == it.key && was[it.key] == mb {
-			it.json = prev[j].json
+		for d < len(diff) && diff[d] < k {
+			d++
+		}
+		if old != nil && (d == len(diff) || diff[d] != k) {
+			for old.keys[j] < k { // old has k: not under diff, not added
+				j++
+			}
+			b = append(b, old.piece(j)...)
 		} else {
-			it.json = encodeMemberPiece(it.key, &mb)
+			mb := m[k]
+			b = appendMemberPiece(b, k, &mb)
+			p.encoded++
 		}
-		p.size += len(it.json) + 1
+		p.ends = append(p.ends, int32(len(b)))
 	}
+	p.buf = append(b, '}')
+	*scratch = p.buf
 	return p
+}
+
+// piece is member i's `"key":{...}`.
+func (p *memberPieces) piece(i int) []byte {
+	start := int32(1)
+	if i > 0 {
+		start = p.ends[i-1] + 1
+	}
+	return p.buf[start:p.ends[i]]
 }
 
 // of reports whether p are the pieces of members m: they are when the
@@ -121,14 +213,32 @@ func (p *memberPieces) of(m map[string]QueueMember) bool {
 	return p != nil && len(p.m) == len(m)
 }
 
-// appendJSON writes the members object from the pieces.
-func (p *memberPieces) appendJSON(b []byte) []byte {
-	b = append(b, '{')
-	for i, it := range p.items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, it.json...)
+// jsonLen is the length of the members object appendJSON writes.
+func (p *memberPieces) jsonLen() int { return len(p.buf) }
+
+// newQueueEnt is v's entity, v's pieces of its members (view): its fields
+// encoded in *scratch, a buffer the caller keeps, then written with the
+// pieces in a buffer of the JSON's size, so that the members' bytes (most
+// of a queue's) are copied once. Pieces made in a scratch buffer are
+// pointed at their bytes in the queue's JSON: they allocate nothing.
+func newQueueEnt(v Queue, at int64, op Opaquer, scratch *[]byte) *ent[Queue] {
+	x := &ent[Queue]{v: v, at: at, encode: appendQueue, op: op}
+	p := x.v.pieces
+	if !p.of(x.v.Members) {
+		return newEntCopied(v, at, op, appendQueue, scratch)
 	}
-	return append(b, '}')
+	s := appendQueueHead((*scratch)[:0], &x.v)
+	h := len(s)
+	s = appendQueueTail(s, &x.v, enc{})
+	*scratch = s
+	b := append(make([]byte, 0, len(s)+p.jsonLen()), s[:h]...)
+	x.full = append(p.appendJSON(b), s[h:]...)
+	if p.inScratch {
+		n := h + len(p.buf)
+		p.buf, p.inScratch = x.full[h:n:n], false
+	}
+	return x
 }
+
+// appendJSON writes the members object from the pieces.
+func (p *memberPieces) appendJSON(b []byte) []byte { return append(b, p.buf...) }

@@ -13,10 +13,9 @@ import (
 
 // TestQueuePiecesShared runs the call centre's mix in batches of random
 // size and checks after every Publish that each queue's members' pieces
-// (queuepieces.go) are of its published members, and that a member
-// whose value did not change kept the very bytes of the Publish before:
-// only the members that changed are encoded again. (checkFull, in
-// TestMixPublishDerivesWhatChanged, checks the bytes.)
+// (queuepieces.go) are of its published members, are the bytes
+// appendMembers writes of them, and were made encoding only the members
+// that changed since the pieces before: the others' bytes are copied.
 func TestQueuePiecesShared(t *testing.T) {
 	e, m := mixEngine(t, 1200, 300)
 	r := rand.New(rand.NewPCG(5, 9))
@@ -32,22 +31,20 @@ func TestQueuePiecesShared(t *testing.T) {
 			if p == was || was == nil {
 				continue
 			}
-			old := map[string][]byte{}
-			for _, it := range was.items {
-				old[it.key] = it.json
+			if got, want := p.appendJSON(nil), appendMembers(nil, p.m); string(got) != string(want) {
+				t.Fatalf("event %d: queue %s's pieces are\n%s\nwant\n%s", i, k, got, want)
 			}
-			for _, it := range p.items {
-				b, ok := old[it.key]
-				switch {
-				case ok && was.m[it.key] == p.m[it.key]:
-					if &b[0] != &it.json[0] {
-						t.Fatalf("event %d: queue %s: member %s unchanged, encoded again", i, k, it.key)
-					}
-					kept++
-				default:
-					encoded++
+			changed := 0
+			for mk, mb := range p.m {
+				if old, ok := was.m[mk]; !ok || old != mb {
+					changed++
 				}
 			}
+			if p.encoded > changed {
+				t.Fatalf("event %d: queue %s: %d members changed, %d encoded", i, k, changed, p.encoded)
+			}
+			kept += len(p.m) - p.encoded
+			encoded += p.encoded
 		}
 		for k, q := range e.queues {
 			prev[k] = q.pieces
@@ -106,5 +103,109 @@ func TestQueuePublishAllocs(t *testing.T) {
 	t.Logf("%.0f bytes a Publish, the queue's JSON %d", bytes, size)
 	if bytes > float64(size)+4096 {
 		t.Errorf("a Publish allocates %.0f bytes, want at most the queue's JSON (%d) and 4 KB", bytes, size)
+	}
+}
+
+// TestMemberPiecesApply changes a queue's members at random between views
+// (members set, changed back, added, removed; more than cowKeysMax in a
+// round at times) and checks that the pieces each view makes are the
+// bytes appendMembers writes, made encoding no member that did not
+// change, and that the queue's entity is the JSON appendQueue writes
+// without pieces, its pieces pointed into it (out of the scratch buffer
+// they were made in).
+func TestMemberPiecesApply(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	q := &queueState{name: "support", members: newCowMap[QueueMember](), waiting: newCowMap[QueueCaller]()}
+	var scratch, pieces []byte
+	var was map[string]QueueMember
+	var before *memberPieces
+	for round := range 3000 {
+		n := 1 + r.IntN(4)
+		if r.IntN(10) == 0 {
+			n = cowKeysMax + r.IntN(8)
+		}
+		for range n {
+			k := strconv.Itoa(200 + r.IntN(50))
+			switch x := r.IntN(10); {
+			case x == 0:
+				q.members.del(k)
+			case x == 1 && was != nil: // back to what the last view had
+				if mb, ok := was[k]; ok {
+					q.members.set(k, mb)
+				} else {
+					q.members.del(k)
+				}
+			default:
+				q.members.set(k, QueueMember{Queue: q.name, Member: k, Name: "Agent \"" + k + "\"", Type: "static", LoggedIn: true, CallsTaken: r.IntN(3)})
+			}
+		}
+		if r.IntN(5) == 0 {
+			q.waiting.set("PJSIP/trunk-1", QueueCaller{Channel: "PJSIP/trunk-1", Num: "0612345678", Position: round})
+		}
+		v, _, _ := q.view(&pieces)
+		p := v.pieces
+		if got, want := p.appendJSON(nil), appendMembers(nil, v.Members); string(got) != string(want) {
+			t.Fatalf("round %d: pieces\n%s\nwant\n%s", round, got, want)
+		}
+		changed := 0
+		for k, mb := range v.Members {
+			if old, ok := was[k]; !ok || old != mb {
+				changed++
+			}
+		}
+		if p != before && was != nil && p.encoded > changed {
+			t.Fatalf("round %d: %d members changed, %d encoded", round, changed, p.encoded)
+		}
+		bare := v
+		bare.pieces = nil
+		want := appendQueue(nil, &bare, 0, enc{})
+		x := newQueueEnt(v, 0, nil, &scratch)
+		if got := x.full; string(got) != string(want) {
+			t.Fatalf("round %d: queue\n%s\nwant\n%s", round, got, want)
+		}
+		for i := range pieces { // the next view's pieces: these must not be there
+			pieces[i] = 'x'
+		}
+		if got, want := p.appendJSON(nil), appendMembers(nil, v.Members); p.inScratch || string(got) != string(want) {
+			t.Fatalf("round %d: the pieces are left in the scratch buffer: %s", round, got)
+		}
+		was, before = v.Members, p
+	}
+}
+
+// TestQueueViewNotPublished: members changed and changed back within one
+// batch leave the queue as published, so Publish skips it; when more than
+// cowKeysMax changed, view made its pieces again, in the scratch buffer,
+// and those must not stay the queue's (the next queue's pieces are made
+// there). A member changed in the next batch then shows in the queue's
+// JSON with the others as they are.
+func TestQueueViewNotPublished(t *testing.T) {
+	now := time.Unix(1796028439, 0)
+	e := New(Config{Now: func() time.Time { return now }})
+	member := func(queue, x, taken string) ami.Message {
+		return ev("QueueMember", "Queue", queue, "Name", "User "+x, "Location", "PJSIP/"+x, "StateInterface", "PJSIP/"+x,
+			"Membership", "static", "CallsTaken", taken, "LastCall", "1796028000", "Paused", "0", "PausedReason", "")
+	}
+	const n = cowKeysMax + 2
+	for _, q := range []string{"a", "b"} {
+		for i := range n {
+			e.Apply(member(q, strconv.Itoa(201+i), "3"))
+		}
+	}
+	e.Publish()
+	for i := range n {
+		e.Apply(member("a", strconv.Itoa(201+i), "4"))
+		e.Apply(member("a", strconv.Itoa(201+i), "3")) // back: queue a is as published
+	}
+	e.Apply(member("b", "202", "9")) // b's pieces are made after a's view
+	e.Publish()
+	e.Apply(member("a", "203", "7"))
+	s := e.Publish()
+	for _, k := range []string{"a", "b"} {
+		q := s.Queues[k]
+		q.pieces = nil
+		if got, want := s.QueueJSON(k), appendQueue(nil, &q, 0, enc{}); string(got) != string(want) {
+			t.Errorf("queue %s is\n%s\nwant\n%s", k, got, want)
+		}
 	}
 }

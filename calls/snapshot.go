@@ -221,6 +221,11 @@ type published struct {
 	conf   *coll[Conference]
 	// copied marks the maps already cloned during the running Publish.
 	queueCopied, parkCopied, trunkCopied, confCopied bool
+	// The dirty keys of the collection being published, sorted: kept
+	// across Publishes, emptied after use.
+	keys    []string
+	members []memberKey
+	pieces  []byte // where a queue's members' pieces are made (queueState.view)
 }
 
 func newPublished() published {
@@ -238,8 +243,17 @@ func newPublished() published {
 	}
 }
 
+// snapshotAlloc is a snapshot with its lazily made parts and its status
+// bytes: one allocation a Publish, not four.
+type snapshotAlloc struct {
+	s               Snapshot
+	state, presence lazy
+	status          [80]byte // {"pbx":"resyncing","version":<20 digits>,"since":<13 digits>} fits
+}
+
 func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
-	return &Snapshot{
+	a := &snapshotAlloc{}
+	a.s = Snapshot{
 		Version:     e.version,
 		Seq:         seq,
 		Link:        e.link,
@@ -257,11 +271,12 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 		park:        p.park,
 		trunk:       p.trunk,
 		conf:        p.conf,
-		status:      appendStatus(nil, e.link, e.version, e.linkSince),
-		state:       &lazy{},
+		status:      slices.Clip(appendStatus(a.status[:0], e.link, e.version, e.linkSince)),
+		state:       &a.state,
 		cellphones:  e.cfg.Cellphones,
-		presence:    &lazy{},
+		presence:    &a.presence,
 	}
+	return &a.s
 }
 
 func (p *published) setExt(k string, x *ent[Extension]) {
@@ -357,13 +372,19 @@ func (e *Engine) trunkView(t *trunkState) (Trunk, bool) {
 
 // view is q as a snapshot shows it, its members and waiting callers the
 // maps the last view handed out unless they changed since (mc and wc say
-// whether they did), its members' pieces brought up to date.
-func (q *queueState) view() (v Queue, mc, wc bool) {
+// whether they did), its members' pieces brought up to date: made in
+// *scratch when members changed, for newQueueEnt to point into the
+// queue's JSON (a view not published must put q.pieces back).
+func (q *queueState) view(scratch *[]byte) (v Queue, mc, wc bool) {
 	members, mc := q.members.publish()
-	waiting, wc := q.waiting.publish()
-	if mc || q.pieces == nil {
-		q.pieces = q.pieces.update(members)
+	keys, known := q.members.changes()
+	switch {
+	case q.pieces == nil || mc && !known:
+		q.pieces = q.pieces.update(members, scratch)
+	case mc:
+		q.pieces = q.pieces.apply(members, keys, scratch)
 	}
+	waiting, wc := q.waiting.publish()
 	return Queue{
 		Queue:          q.name,
 		Name:           q.name,
@@ -405,12 +426,7 @@ func (p *parkState) view() Parking {
 }
 
 func sortedSet[K comparable](m map[K]struct{}, less func(a, b K) int) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, less)
-	return keys
+	return appendSortedFunc(make([]K, 0, len(m)), m, less)
 }
 
 func cmpString(a, b string) int {

@@ -27,13 +27,21 @@ import (
 type trunkConvs struct {
 	valid   bool                  // owner, more and byChan follow the channels but for touched
 	w       convWriter            // w.m: the conversations as published
-	owner   map[string]*channel   // the channel each conversation is shown from
+	owner   map[string]shown      // the channel each conversation is shown from, and its item
 	more    map[string][]*channel // every channel deriving an id that several derive
 	byChan  map[*channel][]string // the conversation ids of each channel
 	touched []*channel            // the trunk's channels this batch touched
 	now     []Conversation        // scratch: one channel's conversations
+	next    []Conversation        // scratch: the conversations of the channel showing an id next (dropOwner)
 	drop    []string              // scratch: the ids it let go
 	full    int                   // derivations in full (tests)
+}
+
+// shown is the channel a conversation is shown from, and the item w.m
+// holds for it when put last stored one (nil: look it up).
+type shown struct {
+	c  *channel
+	it *convItem
 }
 
 // trunkConvsOf brings t's conversations up to date with its touched
@@ -50,29 +58,32 @@ func (e *Engine) trunkConvsOf(t *trunkState) (ConvMap, bool) {
 		}
 	}
 	clear(tc.now)
+	clear(tc.next)
 	return tc.w.m, tc.w.changed
 }
 
-// derived is c's conversations in tc.now, one per id (the later of two
-// with one id, as convsOf keeps it).
-func (e *Engine) derived(tc *trunkConvs, c *channel) []Conversation {
-	tc.now = tc.now[:0]
+// derived is c's conversations in *buf, a scratch slice of tc's, one per
+// id (the later of two with one id, as convsOf keeps it).
+func (e *Engine) derived(buf *[]Conversation, c *channel) []Conversation {
+	now := (*buf)[:0]
 	if c.gone {
+		*buf = now
 		return nil
 	}
 	e.chanConvs(c, func(cv Conversation) {
-		if i := slices.IndexFunc(tc.now, func(x Conversation) bool { return x.ID == cv.ID }); i >= 0 {
-			tc.now[i] = cv
+		if i := slices.IndexFunc(now, func(x Conversation) bool { return x.ID == cv.ID }); i >= 0 {
+			now[i] = cv
 			return
 		}
-		tc.now = append(tc.now, cv)
+		now = append(now, cv)
 	})
-	return tc.now
+	*buf = now
+	return now
 }
 
 // rederiveChan re-derives touched channel c's conversations.
 func (e *Engine) rederiveChan(tc *trunkConvs, c *channel) {
-	now := e.derived(tc, c)
+	now := e.derived(&tc.now, c) // dropOwner derives in tc.next: now stays c's
 	old := tc.byChan[c]
 	for _, id := range old {
 		if !slices.ContainsFunc(now, func(x Conversation) bool { return x.ID == id }) {
@@ -85,9 +96,8 @@ func (e *Engine) rederiveChan(tc *trunkConvs, c *channel) {
 	clear(tc.drop)
 	tc.drop = tc.drop[:0]
 	ids := old[:0]
-	for _, cv := range e.derived(tc, c) { // again: dropOwner may have used tc.now
-		tc.addOwner(cv.ID, c)
-		if tc.owner[cv.ID] == c {
+	for _, cv := range now {
+		if tc.addOwner(cv.ID, c) {
 			e.put(tc, cv)
 		}
 		ids = append(ids, cv.ID)
@@ -99,12 +109,13 @@ func (e *Engine) rederiveChan(tc *trunkConvs, c *channel) {
 	}
 }
 
-// addOwner notes that c derives conversation id.
-func (tc *trunkConvs) addOwner(id string, c *channel) {
-	o := tc.owner[id]
-	switch {
+// addOwner notes that c derives conversation id, and says whether c
+// shows it.
+func (tc *trunkConvs) addOwner(id string, c *channel) bool {
+	s := tc.owner[id]
+	switch o := s.c; {
 	case o == nil:
-		tc.owner[id] = c
+		tc.owner[id] = shown{c: c}
 	case o != c:
 		m := tc.more[id]
 		if m == nil {
@@ -114,10 +125,13 @@ func (tc *trunkConvs) addOwner(id string, c *channel) {
 			m = append(m, c)
 		}
 		tc.more[id] = m
-		if c.seq > o.seq {
-			tc.owner[id] = c
+		if c.seq <= o.seq {
+			return false
 		}
+		s.c = c
+		tc.owner[id] = s
 	}
+	return true
 }
 
 // dropOwner notes that c no longer derives conversation id: it goes, or
@@ -125,7 +139,7 @@ func (tc *trunkConvs) addOwner(id string, c *channel) {
 func (e *Engine) dropOwner(tc *trunkConvs, id string, c *channel) {
 	m, shared := tc.more[id]
 	if !shared {
-		if tc.owner[id] == c {
+		if tc.owner[id].c == c {
 			delete(tc.owner, id)
 			tc.w.del(id)
 		}
@@ -143,25 +157,35 @@ func (e *Engine) dropOwner(tc *trunkConvs, id string, c *channel) {
 	} else {
 		delete(tc.more, id)
 	}
-	if tc.owner[id] != c {
+	s := tc.owner[id]
+	if s.c != c {
 		return
 	}
-	tc.owner[id] = win
+	s.c = win
+	tc.owner[id] = s
 	// win's conversation as it is now; when win no longer derives it, win
 	// was touched too and drops it in its turn.
-	for _, cv := range e.derived(tc, win) {
+	for _, cv := range e.derived(&tc.next, win) {
 		if cv.ID == id {
 			e.put(tc, cv)
 		}
 	}
 }
 
-// put stores cv unless it is what the trunk shows already.
+// put stores cv, whose id has an owner, unless it is what the trunk
+// shows already.
 func (e *Engine) put(tc *trunkConvs, cv Conversation) {
-	if it := tc.w.m.item(cv.ID); it != nil && convEqual(it.cv, cv) {
+	s := tc.owner[cv.ID]
+	it := s.it
+	if it == nil {
+		it = tc.w.m.item(cv.ID)
+	}
+	if it != nil && convEqual(it.cv, cv) {
 		return
 	}
-	tc.w.set(newConvItem(cv))
+	s.it = newConvItem(cv)
+	tc.w.set(s.it)
+	tc.owner[cv.ID] = s
 }
 
 // deriveTrunk derives every conversation of t's channels, keeping the
@@ -170,16 +194,16 @@ func (e *Engine) deriveTrunk(t *trunkState) {
 	tc := &t.conv
 	tc.valid = true
 	tc.full++
-	tc.owner, tc.more, tc.byChan = map[string]*channel{}, map[string][]*channel{}, map[*channel][]string{}
+	tc.owner, tc.more, tc.byChan = map[string]shown{}, map[string][]*channel{}, map[*channel][]string{}
 	for _, c := range t.chans {
-		for _, cv := range e.derived(tc, c) {
+		for _, cv := range e.derived(&tc.now, c) {
 			tc.addOwner(cv.ID, c)
 			tc.byChan[c] = append(tc.byChan[c], cv.ID)
 		}
 	}
 	var gone []string
 	for it := range tc.w.m.items {
-		if tc.owner[it.cv.ID] == nil {
+		if tc.owner[it.cv.ID].c == nil {
 			gone = append(gone, it.cv.ID)
 		}
 	}
@@ -187,8 +211,8 @@ func (e *Engine) deriveTrunk(t *trunkState) {
 		tc.w.del(id)
 	}
 	for c, ids := range tc.byChan {
-		for _, cv := range e.derived(tc, c) {
-			if slices.Contains(ids, cv.ID) && tc.owner[cv.ID] == c {
+		for _, cv := range e.derived(&tc.now, c) {
+			if slices.Contains(ids, cv.ID) && tc.owner[cv.ID].c == c {
 				e.put(tc, cv)
 			}
 		}

@@ -91,3 +91,40 @@ func TestTrunkInTrunkOut(t *testing.T) {
 		}
 	}
 }
+
+// TestTrunkShownItems runs the call centre's mix in batches of random size
+// and checks after every Publish that each trunk's owner map holds an entry
+// for every conversation the trunk shows, and that the item an entry keeps
+// (put compares with it instead of searching the ConvMap) is the one the
+// trunk shows.
+func TestTrunkShownItems(t *testing.T) {
+	e, m := mixEngine(t, 1200, 300)
+	r := rand.New(rand.NewPCG(3, 8))
+	kept := 0
+	inBatches(e, m.stream(8000), r, func(i, _ int) {
+		e.Publish()
+		for k, tr := range e.trunks {
+			tc := &tr.conv
+			if !tc.valid {
+				continue
+			}
+			for it := range tc.w.m.items {
+				if tc.owner[it.cv.ID].c == nil {
+					t.Fatalf("event %d: trunk %s shows %s, which has no owner", i, k, it.cv.ID)
+				}
+			}
+			for id, s := range tc.owner {
+				if s.it == nil {
+					continue
+				}
+				if got := tc.w.m.item(id); got != s.it {
+					t.Fatalf("event %d: trunk %s: %s keeps an item the trunk does not show", i, k, id)
+				}
+				kept++
+			}
+		}
+	})
+	if kept == 0 {
+		t.Error("no owner entry kept its item")
+	}
+}
