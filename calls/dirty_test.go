@@ -14,7 +14,7 @@ import (
 func checkFull(t *testing.T, e *Engine, where string) {
 	t.Helper()
 	for k, x := range e.exts {
-		v := e.extView(x)
+		v, _ := e.extView(x, nil)
 		if old, ok := e.pub.exts.cur.Lookup(k); !ok || !extEqual(&old, &v) {
 			t.Fatalf("%s: extension %s published %+v, derives %+v", where, k, old.Conversations, v.Conversations)
 		}

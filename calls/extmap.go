@@ -404,7 +404,7 @@ func (w *extWriter) showCounts() map[string]map[string]int {
 // conversation's state, not of whom it shows).
 func sameShown(a, b *Extension) bool {
 	if sameMap(a.Conversations, b.Conversations) {
-		return true // a duration refresh, or the Multi wrapping the engine's value
+		return true // the view kept the published conversations (extView), or a refresh
 	}
 	if len(a.Conversations) != len(b.Conversations) {
 		return false

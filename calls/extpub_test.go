@@ -62,13 +62,96 @@ func TestShowersCount(t *testing.T) {
 	}
 }
 
-// TestSameMap: the same map, not an equal one (sameShown's shortcut).
-func TestSameMap(t *testing.T) {
-	a := map[string]Conversation{"x>": {ID: "x>"}}
-	b := maps.Clone(a)
-	var none map[string]Conversation
-	if !sameMap(a, a) || sameMap(a, b) || !sameMap(none, nil) || sameMap(none, map[string]Conversation{}) {
-		t.Fatal("sameMap confuses maps")
+// TestExtViewKeepsPublished: an extension whose conversations the batch
+// left as they were (its status changed) is viewed with the published
+// map itself; one whose call changed gets a new map. Either way the view
+// equals one derived afresh.
+func TestExtViewKeepsPublished(t *testing.T) {
+	e, s := scaleEngine(t, 20, 4)
+	busy := e.Publish().Extensions.Get(scaleExten(0))
+	if len(busy.Conversations) != 1 {
+		t.Fatalf("2000 has %d conversations, want 1", len(busy.Conversations))
+	}
+	x := e.exts[scaleExten(0)]
+	v, kept := e.extView(x, busy.Conversations)
+	if !kept || !sameMap(v.Conversations, busy.Conversations) {
+		t.Fatalf("unchanged call: kept %v, same map %v", kept, sameMap(v.Conversations, busy.Conversations))
+	}
+	// The same conversation changed: a new map.
+	changed := maps.Clone(busy.Conversations)
+	for id, cv := range changed {
+		cv.Connected = !cv.Connected
+		changed[id] = cv
+	}
+	if v, kept := e.extView(x, changed); kept || sameMap(v.Conversations, changed) {
+		t.Fatal("a changed conversation kept the published map")
+	}
+	// One more or one less: a new map.
+	if v, kept := e.extView(x, nil); kept || v.Conversations == nil {
+		t.Fatalf("no published conversations: kept %v, %v", kept, v.Conversations)
+	}
+	two := maps.Clone(busy.Conversations)
+	two["x>y"] = Conversation{ID: "x>y"}
+	if _, kept := e.extView(x, two); kept {
+		t.Fatal("a published conversation more was kept")
+	}
+	// No channels: nil, as before, kept when none were published.
+	idle := e.exts[scaleExten(19)]
+	if v, kept := e.extView(idle, nil); !kept || v.Conversations != nil {
+		t.Fatalf("idle: kept %v, %v", kept, v.Conversations)
+	}
+	if _, kept := e.extView(idle, busy.Conversations); kept {
+		t.Fatal("idle kept a call")
+	}
+	// Through Publish: a status change alone keeps the map; the bytes
+	// are those encoded afresh.
+	e.Apply(scaleEv("ExtensionStatus", "Exten", scaleExten(0), "Context", "from-internal", "Status", "8", "StatusText", "Ringing"))
+	got := e.Publish().Extensions.Get(scaleExten(0))
+	if got.Status != "ringing" || !sameMap(got.Conversations, busy.Conversations) {
+		t.Fatalf("status change: %q, same map %v", got.Status, sameMap(got.Conversations, busy.Conversations))
+	}
+	checkFull(t, e, "status change")
+	for _, m := range s.end() {
+		e.Apply(m)
+	}
+	e.Publish()
+	checkFull(t, e, "call ended")
+}
+
+// TestConvsAre: d holds prev's conversations only when as many, of
+// distinct ids, each equal.
+func TestConvsAre(t *testing.T) {
+	a, b := Conversation{ID: "a>"}, Conversation{ID: "b>"}
+	prev := map[string]Conversation{"a>": a, "b>": b}
+	xa := a
+	xa.Extra = &ConvExtra{Parked: Parked{Parking: "701"}}
+	for _, c := range []struct {
+		d    []Conversation
+		want bool
+	}{
+		{[]Conversation{a, b}, true},
+		{[]Conversation{b, a}, true},
+		{[]Conversation{a, a}, false}, // as many, an id twice
+		{[]Conversation{a}, false},
+		{[]Conversation{a, b, b}, false},
+		{[]Conversation{xa, b}, false},
+		{nil, false},
+	} {
+		if got := convsAre(prev, c.d); got != c.want {
+			t.Errorf("convsAre(%v) = %v, want %v", c.d, got, c.want)
+		}
+	}
+	if !convsAre(map[string]Conversation{}, nil) {
+		t.Error("none and none differ")
+	}
+	many := map[string]Conversation{}
+	var d []Conversation
+	for i := range 9 {
+		cv := Conversation{ID: fmt.Sprint(i, ">")}
+		many[cv.ID], d = cv, append(d, cv)
+	}
+	if convsAre(many, d) {
+		t.Error("nine conversations compared pairwise")
 	}
 }
 

@@ -49,9 +49,13 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		if x == nil {
 			continue
 		}
-		v := e.extView(x)
 		old := p.exts.cur.ent(k)
-		if old != nil && extEqual(&old.v, &v) {
+		var prev map[string]Conversation
+		if old != nil {
+			prev = old.v.Conversations
+		}
+		v, kept := e.extView(x, prev)
+		if old != nil && extFieldsEqual(&old.v, &v) && (kept || convsEqual(old.v.Conversations, v.Conversations)) {
 			continue
 		}
 		// Encoded in a buffer kept across Publishes, then copied at its
