@@ -128,7 +128,9 @@
 // owners of the channels the batch changed and of the channels linked with
 // them (bridge, dial, Local pair, transfer, spy: dirty.go), whatever the
 // number of other calls up, compares the result with the published value
-// and encodes only what differs. An extension whose display name changes
+// and encodes only what differs (an extension whose conversations are
+// derived equal to the published ones keeps their map: a status change
+// builds none). An extension whose display name changes
 // re-derives the extensions whose conversations show its number, found
 // in an index of the numbers shown (extmap.go), not by a scan. Dirty sets
 // that grew large (a resync marks every owner) are replaced rather than

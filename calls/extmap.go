@@ -2,6 +2,8 @@ package calls
 
 import (
 	"iter"
+	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -274,10 +276,11 @@ type extWriter struct {
 	keysOwn bool   // cur.keys was copied in this Publish
 
 	// shows indexes cur by the numbers its conversations show: counterpart
-	// number -> extension -> how many of its conversations show it. A
-	// renamed extension re-derives the extensions showing its number
-	// from it (markShowing) instead of scanning every busy one.
-	shows map[string]map[string]int
+	// number -> the extensions showing it and how many of their
+	// conversations do. A renamed extension re-derives the extensions
+	// showing its number from it (markShowing) instead of scanning every
+	// busy one.
+	shows map[string]showers
 
 	cls [numClasses]pieceTrack // the collection JSON per class
 }
@@ -290,7 +293,7 @@ type pieceTrack struct {
 }
 
 func newExtWriter() extWriter {
-	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, gen: 1, shows: map[string]map[string]int{}}
+	w := extWriter{cur: ExtensionMap{root: &extNodes{}}, gen: 1, shows: map[string]showers{}}
 	for c := range w.cls {
 		w.cls[c].pieces = &extPieces{m: w.cur, cls: Class(c)}
 	}
@@ -329,26 +332,70 @@ func (w *extWriter) published() [numClasses]*extPieces {
 // changed reports whether set was called in this Publish.
 func (w *extWriter) changed() bool { return w.changes }
 
+// showers are the extensions a number is shown by, with how many of
+// their conversations show it. Nearly every number is shown by one
+// extension (an outside caller, the other party of an internal call), so
+// that one is held in place, in the index's own slot: counting and
+// uncounting it allocates nothing (a map per number cost a Publish an
+// allocation, and a map to walk, per call started or ended).
+type showers struct {
+	one  string         // the extension, when more is nil
+	n    int            // how many of one's conversations show the number
+	more map[string]int // when two or more extensions have shown it
+}
+
 // index counts (d 1) or uncounts (d -1) the numbers x's conversations
 // show.
 func (w *extWriter) index(k string, x *Extension, d int) {
 	for _, cv := range x.Conversations {
-		n := cv.CounterpartNum
-		if n == "" {
-			continue
+		if n := cv.CounterpartNum; n != "" {
+			w.count(n, k, d)
 		}
-		m := w.shows[n]
-		if m == nil {
-			m = map[string]int{}
-			w.shows[n] = m
+	}
+}
+
+// count adds d to how many of extension k's conversations show number n.
+func (w *extWriter) count(n, k string, d int) {
+	s, ok := w.shows[n]
+	switch {
+	case !ok:
+		if d > 0 {
+			w.shows[n] = showers{one: k, n: d}
 		}
-		if m[k] += d; m[k] <= 0 {
-			delete(m, k)
-			if len(m) == 0 {
+		return
+	case s.more == nil && s.one == k:
+		if s.n += d; s.n <= 0 {
+			delete(w.shows, n)
+			return
+		}
+	case s.more == nil:
+		if d <= 0 {
+			return
+		}
+		s = showers{more: map[string]int{s.one: s.n, k: d}}
+	default:
+		if s.more[k] += d; s.more[k] <= 0 {
+			delete(s.more, k)
+			if len(s.more) == 0 {
 				delete(w.shows, n)
 			}
 		}
+		return // the map is shared with the slot
 	}
+	w.shows[n] = s
+}
+
+// showCounts is the index as number -> extension -> count (tests).
+func (w *extWriter) showCounts() map[string]map[string]int {
+	out := make(map[string]map[string]int, len(w.shows))
+	for n, s := range w.shows {
+		if s.more == nil {
+			out[n] = map[string]int{s.one: s.n}
+		} else {
+			out[n] = maps.Clone(s.more)
+		}
+	}
+	return out
 }
 
 // sameShown reports whether a and b's conversations show the same
@@ -356,6 +403,9 @@ func (w *extWriter) index(k string, x *Extension, d int) {
 // already kept (most changes of an extension are of its status or of a
 // conversation's state, not of whom it shows).
 func sameShown(a, b *Extension) bool {
+	if sameMap(a.Conversations, b.Conversations) {
+		return true // the view kept the published conversations (extView), or a refresh
+	}
 	if len(a.Conversations) != len(b.Conversations) {
 		return false
 	}
@@ -367,8 +417,28 @@ func sameShown(a, b *Extension) bool {
 	return true
 }
 
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
 // showing yields the extensions a conversation of which shows number n.
-func (w *extWriter) showing(n string) map[string]int { return w.shows[n] }
+func (w *extWriter) showing(n string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		s, ok := w.shows[n]
+		switch {
+		case !ok:
+		case s.more == nil:
+			yield(s.one)
+		default:
+			for k := range s.more {
+				if !yield(k) {
+					return
+				}
+			}
+		}
+	}
+}
 
 // set stores extension k, copying the root, the node and the shard on its
 // path first if they are still shared with a published map.

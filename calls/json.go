@@ -181,10 +181,27 @@ func appendConvExtras(b []byte, c *Conversation, e enc) []byte {
 	return b
 }
 
-// appendConversations writes the conversations object, by id.
+// appendConversations writes the conversations object, by id. An
+// extension has a few: their ids are sorted in a buffer on the stack, and
+// one is written as it is ranged over.
 func appendConversations(b []byte, m map[string]Conversation, nowMs int64, e enc) []byte {
 	b = append(b, '{')
-	for i, k := range sortedKeys(m) {
+	if len(m) == 1 {
+		for k, c := range m {
+			b = appendConvEntry(b, k, &c, nowMs, e)
+		}
+		return append(b, '}')
+	}
+	var few [8]string
+	keys := few[:0]
+	if len(m) > len(few) {
+		keys = make([]string, 0, len(m))
+	}
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -174,11 +174,15 @@ func convsEqual(a, b map[string]Conversation) bool {
 }
 
 func extEqual(a, b *Extension) bool {
+	return extFieldsEqual(a, b) && convsEqual(a.Conversations, b.Conversations)
+}
+
+// extFieldsEqual compares all but the conversations.
+func extFieldsEqual(a, b *Extension) bool {
 	return a.Exten == b.Exten && a.Name == b.Name && a.Status == b.Status && a.DND == b.DND &&
 		a.CF == b.CF && a.CFB == b.CFB && a.CFU == b.CFU && a.IP == b.IP && a.Port == b.Port &&
 		a.SIPUserAgent == b.SIPUserAgent && a.ChanType == b.ChanType && a.Context == b.Context &&
-		(a.Voicemail == b.Voicemail || (a.Voicemail != nil && b.Voicemail != nil && *a.Voicemail == *b.Voicemail)) &&
-		convsEqual(a.Conversations, b.Conversations)
+		(a.Voicemail == b.Voicemail || (a.Voicemail != nil && b.Voicemail != nil && *a.Voicemail == *b.Voicemail))
 }
 
 func trunkEqual(a, b *Trunk) bool {

@@ -73,8 +73,14 @@ func MainPresenceOf(x *Extension, cellphone string) string {
 
 // presenceChange appends a userPresenceUpdate when the presence chosen on
 // x changed: {"exten":"201","status":"dnd"}. An extension seen for the
-// first time is online unless said otherwise: no event for that.
-func (e *Engine) presenceChange(ch []Change, x *Extension, now int64) []Change {
+// first time is online unless said otherwise: no event for that. was is
+// the extension x replaces as published (nil when new): the presence
+// noted for it is PresenceOf(was), so when neither of what it depends on
+// changed (DND and CF: the cellphones are the Config's) it is x's too.
+func (e *Engine) presenceChange(ch []Change, was, x *Extension, now int64) []Change {
+	if was != nil && was.DND == x.DND && was.CF == x.CF {
+		return ch
+	}
 	p := PresenceOf(x, e.cfg.Cellphones[x.Exten])
 	old, seen := e.presence[x.Exten]
 	if old == p || !seen && p == PresenceOnline {

@@ -49,9 +49,13 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		if x == nil {
 			continue
 		}
-		v := e.extView(x)
 		old := p.exts.cur.ent(k)
-		if old != nil && extEqual(&old.v, &v) {
+		var prev map[string]Conversation
+		if old != nil {
+			prev = old.v.Conversations
+		}
+		v, kept := e.extView(x, prev)
+		if old != nil && extFieldsEqual(&old.v, &v) && (kept || convsEqual(old.v.Conversations, v.Conversations)) {
 			continue
 		}
 		// Encoded in a buffer kept across Publishes, then copied at its
@@ -60,7 +64,11 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		p.setExt(k, xe)
 		// The presence change first: a batch's last seq stays the
 		// extension's (clients of topic "extensions" see it).
-		ch = e.presenceChange(ch, &xe.v, now)
+		var was *Extension
+		if old != nil {
+			was = &old.v
+		}
+		ch = e.presenceChange(ch, was, &xe.v, now)
 		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: xe.full, At: now, ent: xe.announce(old)})
 	}
 	resetSet(&e.dirtyExt)

@@ -334,7 +334,14 @@ func (e *Engine) chanConvs(c *channel, yield func(Conversation)) {
 	}
 }
 
-func (e *Engine) extView(x *extState) Extension {
+// extView is x as published, its conversations derived afresh. When they
+// equal prev's (the published ones: the batch changed x's status, or a
+// linked channel's event left x's calls as they were), kept is true and
+// no map is made: the view holds prev itself (nil when x has no
+// channels, as convsOf), so comparing the view and counting what it
+// shows skip the conversations.
+func (e *Engine) extView(x *extState, prev map[string]Conversation) (v Extension, kept bool) {
+	convs, kept := e.extConvs(x.chans, prev)
 	status := x.status
 	if x.dnd && status == "online" {
 		status = "dnd" // idle but refusing calls; in a call, the call shows
@@ -353,8 +360,54 @@ func (e *Engine) extView(x *extState) Extension {
 		ChanType:      x.chanType,
 		Context:       x.context,
 		Voicemail:     x.vm,
-		Conversations: e.convsOf(x.chans),
+		Conversations: convs,
+	}, kept
+}
+
+// extConvs is convsOf(chans), prev itself when they equal prev's (kept).
+// They are derived into a buffer on the stack (an extension has a few); a
+// map is made only when they changed.
+func (e *Engine) extConvs(chans []*channel, prev map[string]Conversation) (m map[string]Conversation, kept bool) {
+	if len(chans) == 0 {
+		return nil, len(prev) == 0
 	}
+	var few [4]Conversation
+	d := few[:0]
+	for _, c := range chans {
+		if !c.gone {
+			e.chanConvs(c, func(cv Conversation) { d = append(d, cv) })
+		}
+	}
+	if prev != nil && convsAre(prev, d) {
+		return prev, true
+	}
+	m = make(map[string]Conversation, len(chans))
+	for _, cv := range d {
+		m[cv.ID] = cv // the last of an id, as convsOf
+	}
+	return m, false
+}
+
+// convsAre reports whether d holds prev's conversations: as many, of
+// distinct ids, each equal to prev's of its id. Ids are checked distinct
+// pairwise, so beyond a few conversations it answers false (a map is
+// made and compared as before).
+func convsAre(prev map[string]Conversation, d []Conversation) bool {
+	if len(d) != len(prev) || len(d) > 8 {
+		return false
+	}
+	for i := range d {
+		p, ok := prev[d[i].ID]
+		if !ok || !convEqual(p, d[i]) {
+			return false
+		}
+		for j := range i {
+			if d[j].ID == d[i].ID {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // trunkView is t's view and whether its conversations changed since the

@@ -1,0 +1,251 @@
+package calls
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestShowersCount: the index of the numbers shown counts one extension
+// in its slot and two or more in a map, and forgets a number no
+// extension shows any more, whatever the order of counts and uncounts.
+func TestShowersCount(t *testing.T) {
+	w := newExtWriter()
+	want := map[string]map[string]int{}
+	step := func(n, k string, d int) {
+		t.Helper()
+		w.count(n, k, d)
+		if want[n] == nil {
+			want[n] = map[string]int{}
+		}
+		if want[n][k] += d; want[n][k] <= 0 {
+			delete(want[n], k)
+		}
+		if len(want[n]) == 0 {
+			delete(want, n)
+		}
+		if got := w.showCounts(); !maps.EqualFunc(got, want, maps.Equal) {
+			t.Fatalf("after %s %s %+d: index %v, want %v", n, k, d, got, want)
+		}
+		got := slices.Sorted(w.showing(n))
+		if keys := slices.Sorted(maps.Keys(want[n])); !slices.Equal(got, keys) {
+			t.Fatalf("after %s %s %+d: showing %v, want %v", n, k, d, got, keys)
+		}
+	}
+	step("0612", "201", 1)
+	step("0612", "201", 1)  // twice by one
+	step("0612", "202", -1) // uncounting one that does not show it: nothing
+	step("0612", "202", 1)  // a second: the map
+	step("0612", "203", 1)
+	step("0612", "201", -2)
+	step("0612", "202", -1)
+	step("0612", "203", -1) // none left: forgotten
+	step("0612", "204", -1)
+	step("0613", "201", 1)
+	step("0613", "201", -1)
+	for range w.showing("0612") {
+		t.Fatal("a forgotten number still shows")
+	}
+	// showing stops when told to.
+	step("0614", "201", 1)
+	step("0614", "202", 1)
+	n := 0
+	for range w.showing("0614") {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Fatalf("showing yielded %d after break", n)
+	}
+}
+
+// TestExtViewKeepsPublished: an extension whose conversations the batch
+// left as they were (its status changed) is viewed with the published
+// map itself; one whose call changed gets a new map. Either way the view
+// equals one derived afresh.
+func TestExtViewKeepsPublished(t *testing.T) {
+	e, s := scaleEngine(t, 20, 4)
+	busy := e.Publish().Extensions.Get(scaleExten(0))
+	if len(busy.Conversations) != 1 {
+		t.Fatalf("2000 has %d conversations, want 1", len(busy.Conversations))
+	}
+	x := e.exts[scaleExten(0)]
+	v, kept := e.extView(x, busy.Conversations)
+	if !kept || !sameMap(v.Conversations, busy.Conversations) {
+		t.Fatalf("unchanged call: kept %v, same map %v", kept, sameMap(v.Conversations, busy.Conversations))
+	}
+	// The same conversation changed: a new map.
+	changed := maps.Clone(busy.Conversations)
+	for id, cv := range changed {
+		cv.Connected = !cv.Connected
+		changed[id] = cv
+	}
+	if v, kept := e.extView(x, changed); kept || sameMap(v.Conversations, changed) {
+		t.Fatal("a changed conversation kept the published map")
+	}
+	// One more or one less: a new map.
+	if v, kept := e.extView(x, nil); kept || v.Conversations == nil {
+		t.Fatalf("no published conversations: kept %v, %v", kept, v.Conversations)
+	}
+	two := maps.Clone(busy.Conversations)
+	two["x>y"] = Conversation{ID: "x>y"}
+	if _, kept := e.extView(x, two); kept {
+		t.Fatal("a published conversation more was kept")
+	}
+	// No channels: nil, as before, kept when none were published.
+	idle := e.exts[scaleExten(19)]
+	if v, kept := e.extView(idle, nil); !kept || v.Conversations != nil {
+		t.Fatalf("idle: kept %v, %v", kept, v.Conversations)
+	}
+	if _, kept := e.extView(idle, busy.Conversations); kept {
+		t.Fatal("idle kept a call")
+	}
+	// Through Publish: a status change alone keeps the map; the bytes
+	// are those encoded afresh.
+	e.Apply(scaleEv("ExtensionStatus", "Exten", scaleExten(0), "Context", "from-internal", "Status", "8", "StatusText", "Ringing"))
+	got := e.Publish().Extensions.Get(scaleExten(0))
+	if got.Status != "ringing" || !sameMap(got.Conversations, busy.Conversations) {
+		t.Fatalf("status change: %q, same map %v", got.Status, sameMap(got.Conversations, busy.Conversations))
+	}
+	checkFull(t, e, "status change")
+	for _, m := range s.end() {
+		e.Apply(m)
+	}
+	e.Publish()
+	checkFull(t, e, "call ended")
+}
+
+// TestConvsAre: d holds prev's conversations only when as many, of
+// distinct ids, each equal.
+func TestConvsAre(t *testing.T) {
+	a, b := Conversation{ID: "a>"}, Conversation{ID: "b>"}
+	prev := map[string]Conversation{"a>": a, "b>": b}
+	xa := a
+	xa.Extra = &ConvExtra{Parked: Parked{Parking: "701"}}
+	for _, c := range []struct {
+		d    []Conversation
+		want bool
+	}{
+		{[]Conversation{a, b}, true},
+		{[]Conversation{b, a}, true},
+		{[]Conversation{a, a}, false}, // as many, an id twice
+		{[]Conversation{a}, false},
+		{[]Conversation{a, b, b}, false},
+		{[]Conversation{xa, b}, false},
+		{nil, false},
+	} {
+		if got := convsAre(prev, c.d); got != c.want {
+			t.Errorf("convsAre(%v) = %v, want %v", c.d, got, c.want)
+		}
+	}
+	if !convsAre(map[string]Conversation{}, nil) {
+		t.Error("none and none differ")
+	}
+	many := map[string]Conversation{}
+	var d []Conversation
+	for i := range 9 {
+		cv := Conversation{ID: fmt.Sprint(i, ">")}
+		many[cv.ID], d = cv, append(d, cv)
+	}
+	if convsAre(many, d) {
+		t.Error("nine conversations compared pairwise")
+	}
+}
+
+// TestAppendConversationsSorted: the conversations object is in id
+// order whatever how many there are (one, a few on the stack, more).
+func TestAppendConversationsSorted(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 8, 9, 30} {
+		m := map[string]Conversation{}
+		for i := range n {
+			cv := Conversation{ID: fmt.Sprintf("PJSIP/%d-x>", (i*7919)%1000), AnsweredAt: 1000, Direction: "in"}
+			m[cv.ID] = cv
+		}
+		want := []byte{'{'}
+		for i, id := range slices.Sorted(maps.Keys(m)) {
+			if i > 0 {
+				want = append(want, ',')
+			}
+			cv := m[id]
+			want = appendConvEntry(want, id, &cv, 5000, enc{})
+		}
+		want = append(want, '}')
+		if got := appendConversations(nil, m, 5000, enc{}); !bytes.Equal(got, want) {
+			t.Errorf("%d conversations:\n%s\nwant\n%s", n, got, want)
+		}
+	}
+}
+
+// TestPresenceChangeAnnounced: userPresenceUpdate is announced when DND or
+// the forward change what the user chose, and not for a change of the
+// phone's status or of a forward that leaves the choice as it was.
+func TestPresenceChangeAnnounced(t *testing.T) {
+	e := New(Config{Cellphones: map[string]string{"201": "3331234567"}})
+	e.SetLink(LinkLive)
+	seq := e.Publish().Seq
+	step := func(what, want string, ms ...any) {
+		t.Helper()
+		for _, m := range ms {
+			switch m := m.(type) {
+			case [3]string:
+				e.Apply(event("DBGetResponse", "Family", m[0], "Key", m[1], "Val", m[2]))
+			case string:
+				e.Apply(event("ExtensionStatus", "Exten", "201", "Context", "from-internal", "Status", m, "StatusText", ""))
+			}
+		}
+		s := e.Publish()
+		ch, _ := e.Feed().Since(seq)
+		seq = s.Seq
+		var got []string
+		for _, c := range ch {
+			if c.Type == "userPresenceUpdate" {
+				got = append(got, string(c.Data))
+			}
+		}
+		var w []string
+		if want != "" {
+			x, p, _ := strings.Cut(want, " ")
+			w = []string{`{"exten":"` + x + `","status":"` + p + `"}`}
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: presence updates %q, want %q", what, got, w)
+		}
+	}
+	step("new and online", "", "0")
+	step("busy", "", "1")
+	step("dnd on", "201 dnd", [3]string{"DND", "201", "YES"})
+	step("offline with dnd", "", "4")
+	step("dnd off", "201 online", [3]string{"DND", "201", ""})
+	step("forward", "201 callforward", [3]string{"CF", "201", "202"})
+	step("forward elsewhere", "", [3]string{"CF", "201", "203"})
+	step("forward to the cellphone", "201 cellphone", [3]string{"CF", "201", "3331234567"})
+	step("forward to voicemail", "201 voicemail", [3]string{"CF", "201", "vmu201"})
+	step("busy forward changed", "", [3]string{"CFB", "201", "204"})
+	step("forward off", "201 online", [3]string{"CF", "201", ""})
+	step("new extension, dnd", "202 dnd", [3]string{"DND", "202", "YES"})
+}
+
+// TestUnchangedNotAnnounced: an extension the batch marked but left as
+// it was is not announced again, whether its conversations are compared
+// in place (a few) or as maps (more than convsAre compares pairwise).
+func TestUnchangedNotAnnounced(t *testing.T) {
+	for _, n := range []int{1, 9} {
+		e, _ := scaleEngine(t, 4, 0)
+		for i := range n {
+			e.Apply(scaleChanEv("Newchannel", fmt.Sprintf("PJSIP/2000-%d", i), "2000", "<unknown>", "3", fmt.Sprint("17.", i), fmt.Sprint("17.", i), 4))
+		}
+		s := e.Publish()
+		if got := len(s.Extensions.Get("2000").Conversations); got != n {
+			t.Fatalf("%d calls: %d conversations", n, got)
+		}
+		// A channel touched, nothing shown changed.
+		e.changed(e.byName["PJSIP/2000-0"])
+		if s2 := e.Publish(); s2.Seq != s.Seq {
+			ch, _ := e.Feed().Since(s.Seq)
+			t.Errorf("%d calls: unchanged extension announced: %d changes, first %s %s", n, len(ch), ch[0].Type, ch[0].Data)
+		}
+	}
+}
