@@ -297,10 +297,11 @@ func cardIs(exten, status, peerHas string) string {
 
 // recorderJS records, in window.__rec, every status change of a card and
 // every banner state, with the time the frame after it was drawn (epoch
-// ms, fractional): the moment the change is on screen.
+// ms, fractional): the moment the change is on screen; and every show and
+// hide of the pop-up and every phonebook match it showed.
 const recorderJS = `(() => {
 	if (window.__rec) return true;
-	const rec = window.__rec = {cards: [], banner: [], loaded: performance.timeOrigin};
+	const rec = window.__rec = {cards: [], banner: [], popup: [], popupMatch: [], loaded: performance.timeOrigin};
 	const now = () => performance.timeOrigin + performance.now();
 	new MutationObserver((muts) => {
 		const seen = [];
@@ -309,6 +310,13 @@ const recorderJS = `(() => {
 	}).observe(document.querySelector('#grid'), {attributes: true, subtree: true, attributeFilter: ['data-status', 'class']});
 	new MutationObserver(() => rec.banner.push(document.querySelector('#banner').dataset.state))
 		.observe(document.querySelector('#banner'), {attributes: true, attributeFilter: ['data-state']});
+	// The pop-up's shows and hides and its phonebook matches: one may
+	// last less than a poll.
+	const pop = document.querySelector('#popup'), match = document.querySelector('#popup-match');
+	new MutationObserver(() => rec.popup.push({shown: !pop.hidden, caller: document.querySelector('#popup-caller').textContent, t: now()}))
+		.observe(pop, {attributes: true, attributeFilter: ['hidden']});
+	new MutationObserver(() => rec.popupMatch.push(match.textContent))
+		.observe(match, {childList: true, subtree: true, characterData: true});
 	return true;
 })()`
 

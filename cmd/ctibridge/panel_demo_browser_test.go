@@ -111,10 +111,12 @@ func demoCalls(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 func demoViews(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone) {
 	wait := 10 * time.Second
 	b.run("incoming call pop-up and transfer", func(t *testing.T) {
+		from := len(b.wsFrames())
 		pending := placeCall(ctx, phones["201"], "203")
-		b.waitFor("the pop-up", `!document.querySelector('#popup').hidden && document.querySelector('#popup-caller').textContent.includes('201')`, wait)
-		b.waitFor("the phonebook match in the pop-up", `document.querySelector('#popup-match').textContent.includes('Mario Panelli')`, 3*time.Second)
-		b.shot("popup")
+		if b.popupShown(t, "203", "201", from, wait) {
+			b.shot("popup")
+			b.waitFor("the phonebook match in the pop-up", `window.__rec.popupMatch.some(m => m.includes('Mario Panelli'))`, 3*time.Second)
+		}
 		b.waitFor("pop-up gone once answered", `document.querySelector('#popup').hidden`, wait)
 		b.waitFor("the call in my calls bar", `document.querySelector('#mycalls .call-row.connected .peer')?.textContent.includes('201')`, wait)
 		call := waitCall(t, pending)
@@ -167,6 +169,49 @@ func demoViews(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 		}
 		b.tab("ext")
 	})
+}
+
+// popupShown waits for the pop-up of exten's incoming call from caller:
+// on screen now, or shown since (a ring answered within a poll). It
+// returns false, after saying so, when the bridge told of the ring only
+// with the answer (the engine had the PBX's ring and answer in one batch:
+// the extenRinging after the update saying the call is up, with no update
+// saying the phone rings before it, since frame from): the page then rightly
+// shows no pop-up. It fails the test when neither comes within timeout.
+func (b *browser) popupShown(t *testing.T, exten, caller string, from int, timeout time.Duration) bool {
+	t.Helper()
+	shown := `(!document.querySelector('#popup').hidden && document.querySelector('#popup-caller').textContent.includes('` + caller + `'))
+		|| window.__rec.popup.some(p => p.shown && p.caller.includes('` + caller + `'))`
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if eval[bool](b, shown) {
+			return true
+		}
+		if ringOnlyWithAnswer(b.wsFrames()[from:], exten) && eval[bool](b, cardIs(exten, "busy", caller)) {
+			t.Logf("the bridge announced %s's ring only with its answer: no pop-up to see", exten)
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.waitFor("the pop-up", shown, 0) // fails, with a screenshot and the grid, unless shown just now
+	return true
+}
+
+// ringOnlyWithAnswer reports whether frames hold an extenRinging of exten
+// with no extenUpdate saying it rings before it.
+func ringOnlyWithAnswer(frames []wsFrame, exten string) bool {
+	for _, f := range frames {
+		var x struct{ Exten, Status string }
+		json.Unmarshal(f.Data, &x)
+		switch {
+		case x.Exten != exten:
+		case f.Type == "extenUpdate" && (x.Status == "ringing" || x.Status == "busy_ringing"):
+			return false
+		case f.Type == "extenRinging":
+			return true
+		}
+	}
+	return false
 }
 
 // demoLinks: the WebSocket cut and resumed, the AMI link cut.

@@ -28,6 +28,13 @@ type fakeBridge struct {
 	events chan fakeEvent
 	// sent receives each event with the time just before its WebSocket write.
 	sent chan sentEvent
+	// raw takes events of any type, as {type, data}: sent as they are.
+	raw chan fakeRaw
+}
+
+type fakeRaw struct {
+	typ  string
+	data any
 }
 
 type sentEvent struct {
@@ -139,6 +146,11 @@ func (f *fakeBridge) handler() http.Handler {
 					return
 				}
 				f.sent <- sentEvent{e, at}
+			case r := <-f.raw:
+				seq++
+				if c.WriteJSON(map[string]any{"op": "event", "seq": seq, "type": r.typ, "at": time.Now().UnixMilli(), "data": r.data}) != nil {
+					return
+				}
 			}
 		}
 	})
@@ -148,7 +160,7 @@ func (f *fakeBridge) handler() http.Handler {
 // startFake serves a fake bridge of n extensions and logs a browser in.
 func startFake(t *testing.T, n, width, height int) (*fakeBridge, *browser) {
 	t.Helper()
-	fb := &fakeBridge{n: n, events: make(chan fakeEvent), sent: make(chan sentEvent, 1024)}
+	fb := &fakeBridge{n: n, events: make(chan fakeEvent), sent: make(chan sentEvent, 1024), raw: make(chan fakeRaw)}
 	front := startFront(t, fb.handler())
 	b := newBrowser(t, width, height)
 	b.do(chromedp.Navigate(front.URL))

@@ -20,6 +20,10 @@ export class Popup {
   }
 
   show(d) {
+    // An extenRinging can come after the update that says the call was
+    // answered (the PBX's ring and answer in one batch of events): the
+    // pop-up is for a phone that rings now, never for a call in progress.
+    if (!rings(d.exten)) return;
     this.cur = d;
     const num = d.callerNum || '';
     $('#popup-title', this.root).textContent = t('pop.title', {exten: d.exten});
@@ -56,12 +60,17 @@ export class Popup {
     if (!this.cur) return;
     // Conversation ids can change while a call is set up: look at the
     // extension's status instead.
-    const x = state.exts[this.cur.exten];
-    if (!x || (x.status !== 'ringing' && x.status !== 'busy_ringing')) this.hide();
+    if (!rings(this.cur.exten)) this.hide();
   }
 
   hide() {
     this.root.hidden = true;
     this.cur = null;
   }
+}
+
+// rings reports whether the extension's last known status is ringing.
+function rings(exten) {
+  const x = state.exts[exten];
+  return !!x && (x.status === 'ringing' || x.status === 'busy_ringing');
 }
