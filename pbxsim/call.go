@@ -56,6 +56,7 @@ type callEvent struct {
 	other   *channel  // BlindTransfer: the transferer; Park: the parker; Pickup: the picker
 	to      *call     // evUnpark, evPickup: the call taking ch (or giving other) over
 	reply   chan bool // evUnpark, evPickup: whether the hand-over happened
+	before  func()    // evRedirect by REFER: the final NOTIFY, sent by the call before it transfers
 }
 
 func (p *PBX) newCall() *call {

@@ -384,6 +384,9 @@ func (c *call) talk(a, b *channel, target string) (*channel, string) {
 				c.hangupBridged(a, b, e.ch, cause, e.kind != evBye, target, lastData)
 				return nil, ""
 			case evRedirect:
+				if e.before != nil {
+					e.before()
+				}
 				x := e.ch
 				y := other(x)
 				p.mu.Lock()

@@ -34,6 +34,11 @@ type PhoneConfig struct {
 	Busy bool
 	// NoAnswer makes incoming calls ring until cancelled.
 	NoAnswer bool
+	// HangupOnTransfer makes the phone hang up a call whose transfer
+	// (Transfer) succeeded, on reading the NOTIFY "200 OK", as baresip and
+	// desk phones do. It sends the BYE before answering the NOTIFY, the
+	// hardest order for the PBX.
+	HangupOnTransfer bool
 	// Log receives debug logs. Default: discard.
 	Log *slog.Logger
 }
@@ -107,13 +112,33 @@ func NewPhone(cfg PhoneConfig) (*Phone, error) {
 		}
 	})
 	srv.OnBye(ph.onBye)
-	srv.OnNotify(func(req *sip.Request, tx sip.ServerTransaction) {
-		ph.mu.Lock()
-		ph.notifies = append(ph.notifies, strings.TrimSpace(string(req.Body())))
-		ph.mu.Unlock()
-		tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
-	})
+	srv.OnNotify(ph.onNotify)
 	return ph, nil
+}
+
+// onNotify records a transfer's progress (a sipfrag) and, with
+// HangupOnTransfer, hangs up the transferred call on its success.
+func (ph *Phone) onNotify(req *sip.Request, tx sip.ServerTransaction) {
+	frag := strings.TrimSpace(string(req.Body()))
+	ph.mu.Lock()
+	ph.notifies = append(ph.notifies, frag)
+	ph.mu.Unlock()
+	if ph.cfg.HangupOnTransfer && strings.HasPrefix(frag, "SIP/2.0 200") {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if s := ph.session(req); s != nil {
+			s.Bye(ctx)
+		} else if id, err := sip.DialogIDFromRequestUAS(req); err == nil {
+			ph.mu.Lock()
+			c := ph.outgoing[id]
+			delete(ph.outgoing, id)
+			ph.mu.Unlock()
+			if c != nil {
+				c.Bye(ctx)
+			}
+		}
+		cancel()
+	}
+	tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 }
 
 // Addr is the phone's SIP address.

@@ -11,10 +11,10 @@ import (
 
 // handleRefer is a phone's transfer button: a blind transfer by REFER
 // (RFC 3515) of the party bridged with the phone to the Refer-To user, as
-// chan_pjsip does it: 202 Accepted, NOTIFY "100 Trying", then the
-// transfer (BlindTransfer, the transferee leaves the bridge and dials the
-// target, the transferer is hung up) and NOTIFY "200 OK". A target the
-// dialplan cannot reach ends the subscription with NOTIFY "503 Service
+// chan_pjsip does it: 202 Accepted, NOTIFY "100 Trying", NOTIFY "200 OK",
+// then the transfer (BlindTransfer, the transferee leaves the bridge and
+// dials the target, the transferer is hung up). A target the dialplan
+// cannot reach ends the subscription with NOTIFY "503 Service
 // Unavailable" and the call goes on. Attended transfer (Refer-To with
 // Replaces) is refused with 501.
 func (p *PBX) handleRefer(req *sip.Request, tx sip.ServerTransaction) {
@@ -53,8 +53,12 @@ func (p *PBX) handleRefer(req *sip.Request, tx sip.ServerTransaction) {
 		p.notifyRefer(ch, "SIP/2.0 503 Service Unavailable", true)
 		return
 	}
-	p.notifyRefer(ch, "SIP/2.0 200 OK", true)
-	ch.call.post(callEvent{kind: evRedirect, ch: peer, other: ch, context: p.cfg.Context, exten: target})
+	// The final NOTIFY goes from the call's own loop, just before the
+	// transfer: a phone hangs up on reading it (baresip does), and its BYE
+	// must reach the call after the transfer, not before it, or it would
+	// end the call it was transferring.
+	ch.call.post(callEvent{kind: evRedirect, ch: peer, other: ch, context: p.cfg.Context, exten: target,
+		before: func() { p.notifyRefer(ch, "SIP/2.0 200 OK", true) }})
 }
 
 // referTarget reads the user of the Refer-To URI and whether it asks for

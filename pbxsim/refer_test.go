@@ -47,3 +47,53 @@ func TestReferUnknownTarget(t *testing.T) {
 	call.Hangup(ctx)
 	waitNoChannels(t, p)
 }
+
+// TestReferThenHangup: a phone that hangs up as soon as it reads that its
+// transfer succeeded (here even before answering that NOTIFY) does not end
+// the call it transferred: Bob, who called Alice, is put through to Carol,
+// and Alice's channel hangs up once.
+func TestReferThenHangup(t *testing.T) {
+	p := startPBX(t, Config{})
+	cap := startCapture(t, p.AMIAddr())
+	alice := startPhone(t, p, PhoneConfig{Exten: "201", HangupOnTransfer: true})
+	bob := startPhone(t, p, PhoneConfig{Exten: "202"})
+	carol := startPhone(t, p, PhoneConfig{Exten: "203"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := bob.Call(ctx, "201"); err != nil {
+		t.Fatal(err)
+	}
+	var call *PhoneCall
+	select {
+	case call = <-alice.Answered():
+	case <-ctx.Done():
+		t.Fatal("Alice did not answer")
+	}
+	cap.waitFor(t, "bridged", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	if code, err := call.Transfer(ctx, "203"); err != nil || code != 202 {
+		t.Fatalf("REFER to 203: %d %v, want 202", code, err)
+	}
+	var carolCall *PhoneCall
+	select {
+	case carolCall = <-carol.Answered():
+	case <-ctx.Done():
+		t.Fatalf("Carol was not called; NOTIFYs %q", alice.Notifies())
+	}
+	msgs := cap.waitFor(t, "Bob with Carol", func(m []ami.Message) bool {
+		return count(m, "BridgeEnter", "CallerIDNum", "203") == 1
+	})
+	if n := count(msgs, "BlindTransfer"); n != 1 {
+		t.Errorf("%d BlindTransfer, want 1", n)
+	}
+	if n := count(msgs, "Hangup", "CallerIDNum", "201"); n != 1 {
+		t.Errorf("Alice's channel hung up %d times, want 1", n)
+	}
+	if n := count(msgs, "Hangup", "CallerIDNum", "202"); n != 0 {
+		t.Errorf("Bob's channel hung up %d times, want 0 (he talks with Carol)", n)
+	}
+	if n := alice.Notifies(); !slices.Equal(n, []string{"SIP/2.0 100 Trying", "SIP/2.0 200 OK"}) {
+		t.Errorf("NOTIFYs %q, want 100 Trying then 200 OK", n)
+	}
+	carolCall.Hangup(ctx)
+	waitNoChannels(t, p)
+}
