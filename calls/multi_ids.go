@@ -179,7 +179,7 @@ func (src *multiSrc) qualifyEvent(e Change, cur *Snapshot) (Change, bool) {
 			return e, false
 		}
 		queue, member := e.Key[:i], e.Key[i+1:]
-		mb, ok := cur.Queues[queue].Members[member]
+		mb, ok := cur.Queues.Get(queue).Members[member]
 		if !ok {
 			mb = QueueMember{Queue: queue, Member: member} // logged out
 		}

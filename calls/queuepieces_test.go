@@ -25,7 +25,7 @@ func TestQueuePiecesShared(t *testing.T) {
 		e.Publish()
 		for k, q := range e.queues {
 			p, was := q.pieces, prev[k]
-			if !maps.Equal(p.m, e.pub.queues[k].Members) {
+			if !maps.Equal(p.m, e.pub.queue.ents[k].v.Members) {
 				t.Fatalf("event %d: queue %s's pieces are not of its published members", i, k)
 			}
 			if p == was || was == nil {
@@ -202,7 +202,7 @@ func TestQueueViewNotPublished(t *testing.T) {
 	e.Apply(member("a", "203", "7"))
 	s := e.Publish()
 	for _, k := range []string{"a", "b"} {
-		q := s.Queues[k]
+		q := s.Queues.Get(k)
 		q.pieces = nil
 		if got, want := s.QueueJSON(k), appendQueue(nil, &q, 0, enc{}); string(got) != string(want) {
 			t.Errorf("queue %s is\n%s\nwant\n%s", k, got, want)
