@@ -142,8 +142,8 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if q == nil {
 			continue
 		}
-		mb, ok := q.members.m[k.member]
-		if old, had := prev.Queues.Get(k.queue).Members[k.member]; ok && had && old == mb {
+		mb, ok := q.members.get(k.member)
+		if old := prev.Queues.Get(k.queue).Members[k.member]; ok && old != nil && *old == mb {
 			continue
 		}
 		if !ok {

@@ -36,7 +36,7 @@ func TestQueuePiecesShared(t *testing.T) {
 			}
 			changed := 0
 			for mk, mb := range p.m {
-				if old, ok := was.m[mk]; !ok || old != mb {
+				if old, ok := was.m[mk]; !ok || *old != *mb {
 					changed++
 				}
 			}
@@ -117,7 +117,7 @@ func TestMemberPiecesApply(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	q := &queueState{name: "support", members: newCowMap[QueueMember](), waiting: newCowMap[QueueCaller]()}
 	var scratch, pieces []byte
-	var was map[string]QueueMember
+	var was map[string]*QueueMember
 	var before *memberPieces
 	for round := range 3000 {
 		n := 1 + r.IntN(4)
@@ -131,7 +131,7 @@ func TestMemberPiecesApply(t *testing.T) {
 				q.members.del(k)
 			case x == 1 && was != nil: // back to what the last view had
 				if mb, ok := was[k]; ok {
-					q.members.set(k, mb)
+					q.members.set(k, *mb)
 				} else {
 					q.members.del(k)
 				}
@@ -149,7 +149,7 @@ func TestMemberPiecesApply(t *testing.T) {
 		}
 		changed := 0
 		for k, mb := range v.Members {
-			if old, ok := was[k]; !ok || old != mb {
+			if old, ok := was[k]; !ok || *old != *mb {
 				changed++
 			}
 		}

@@ -107,7 +107,7 @@ func (e *Engine) onQueueMember(m ami.Message) {
 		return
 	}
 	e.stampQueue(q, m, false, key)
-	mb := q.members.m[key]
+	mb, _ := q.members.get(key)
 	mb.Queue, mb.Member = q.name, strings.Clone(key)
 	name := m.Get("MemberName")
 	if name == "" {
@@ -146,7 +146,7 @@ func (e *Engine) onQueueMemberRemoved(m ami.Message) {
 		return
 	}
 	e.stampQueue(q, m, false, key)
-	if mb, ok := q.members.m[key]; ok {
+	if mb, ok := q.members.get(key); ok {
 		q.members.del(key)
 		e.dirtyMember[memberKey{q.name, mb.Member}] = struct{}{}
 	}
@@ -158,7 +158,7 @@ func (e *Engine) onQueueMemberPause(m ami.Message) {
 	if q == nil || key == "" {
 		return
 	}
-	mb, ok := q.members.m[key]
+	mb, ok := q.members.get(key)
 	if !ok {
 		e.onQueueMember(m)
 		return
@@ -189,7 +189,7 @@ func (e *Engine) addWaiting(q *queueState, m ami.Message, since int64) {
 		Position:     atoi(m.Get("Position")),
 		WaitingSince: since,
 	}
-	if old, ok := q.waiting.m[w.Channel]; !ok {
+	if old, ok := q.waiting.get(w.Channel); !ok {
 		e.waitIn[w.Channel]++
 	} else if old.WaitingSince != 0 && old.WaitingSince < since {
 		w.WaitingSince = old.WaitingSince

@@ -1,7 +1,6 @@
 package calls
 
 import (
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -76,11 +75,21 @@ type heldQueues struct {
 func holdQueues(s *Snapshot, at int) heldQueues {
 	h := heldQueues{s: s, at: at, keys: s.Queues.Keys(), v: map[string]Queue{}, json: map[string][2]string{}, whole: string(s.QueuesJSON())}
 	for k, q := range s.Queues.All() {
-		q.Members, q.WaitingCallers = maps.Clone(q.Members), maps.Clone(q.WaitingCallers)
+		q.Members, q.WaitingCallers = deepClone(q.Members), deepClone(q.WaitingCallers)
 		h.v[k] = q
 		h.json[k] = [2]string{string(s.QueueJSON(k)), string(s.QueueJSONAs(k, NumbersHidden))}
 	}
 	return h
+}
+
+// deepClone copies m and the values it points to.
+func deepClone[V any](m map[string]*V) map[string]*V {
+	c := make(map[string]*V, len(m))
+	for k, p := range m {
+		v := *p
+		c[k] = &v
+	}
+	return c
 }
 
 // check fails unless the snapshot shows what it showed when held.

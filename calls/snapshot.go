@@ -515,14 +515,18 @@ func queueFieldsEqual(a, b *Queue) bool {
 }
 
 func queueEqual(a, b *Queue) bool {
-	return queueFieldsEqual(a, b) && maps.Equal(a.Members, b.Members) && maps.Equal(a.WaitingCallers, b.WaitingCallers)
+	return queueFieldsEqual(a, b) && maps.EqualFunc(a.Members, b.Members, same) && maps.EqualFunc(a.WaitingCallers, b.WaitingCallers, same)
 }
+
+// same compares the values two pointers point to (a queue's members and
+// waiting callers).
+func same[V comparable](a, b *V) bool { return *a == *b }
 
 // queueSame is queueEqual of a queue and its view, whose members (mc
 // false) or waiting callers (wc false) are known to be the last view's
 // or equal to them.
 func queueSame(a, b *Queue, mc, wc bool) bool {
-	return queueFieldsEqual(a, b) && (!mc || maps.Equal(a.Members, b.Members)) && (!wc || maps.Equal(a.WaitingCallers, b.WaitingCallers))
+	return queueFieldsEqual(a, b) && (!mc || maps.EqualFunc(a.Members, b.Members, same)) && (!wc || maps.EqualFunc(a.WaitingCallers, b.WaitingCallers, same))
 }
 
 func (p *parkState) view() Parking {
