@@ -232,7 +232,7 @@ func privacyReplay(t *testing.T, name string) {
 			get("/astproxy/extension/" + k)
 			get("/astproxy/dnd/" + k)
 		}
-		for k, q := range s.Queues {
+		for k, q := range s.Queues.All() {
 			get("/astproxy/queue/" + k)
 			if q.Number != "" {
 				get("/astproxy/queue/" + q.Number)

@@ -85,12 +85,12 @@ func TestHiddenExtension(t *testing.T) {
 func TestHiddenCallers(t *testing.T) {
 	alice, paula := classUsers(t)
 	q := calls.Queue{Queue: "401", Name: "Support",
-		Members:        map[string]calls.QueueMember{"201": {Queue: "401", Member: "201", Name: "Alice"}},
-		WaitingCallers: map[string]calls.QueueCaller{"PJSIP/t-1": {Channel: "PJSIP/t-1", Num: "0612", Name: "Caller", Position: 1}},
+		Members:        map[string]*calls.QueueMember{"201": {Queue: "401", Member: "201", Name: "Alice"}},
+		WaitingCallers: map[string]*calls.QueueCaller{"PJSIP/t-1": {Channel: "PJSIP/t-1", Num: "0612", Name: "Caller", Position: 1}},
 		Completed:      1}
 	och := auth.OpaqueChannel("PJSIP/t-1")
 	wantQ := q
-	wantQ.WaitingCallers = map[string]calls.QueueCaller{och: {Channel: och, Position: 1}}
+	wantQ.WaitingCallers = map[string]*calls.QueueCaller{och: {Channel: och, Position: 1}}
 	if got := seen(&q, auth.ViewOf(alice), ""); got != full(&wantQ) {
 		t.Errorf("queue:\n%s\nwant\n%s", got, full(&wantQ))
 	}

@@ -73,7 +73,7 @@ func checkQueues(t *testing.T, e *Engine, where string) {
 	for k, q := range e.queues {
 		v := Queue{Queue: q.name, Name: q.name, Number: q.number, Members: maps.Clone(q.members.m), WaitingCallers: maps.Clone(q.waiting.m),
 			Completed: q.completed, Abandoned: q.abandoned, HoldTime: q.holdTime, TalkTime: q.talkTime}
-		old, ok := e.pub.queues[k]
+		old, ok := QueueMap{e.pub.queue}.Lookup(k)
 		if !ok || !queueEqual(&old, &v) {
 			t.Fatalf("%s: queue %s published %+v, holds %+v", where, k, old, v)
 		}

@@ -147,7 +147,11 @@
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
 // re-encoding its piece only, so REST writes the pieces as they are; a
 // queue's members' JSON is kept in one buffer, a member re-encoded only
-// when it changed (queuepieces.go). A
+// when it changed (queuepieces.go). Snapshot.Queues (a QueueMap) reads
+// the queues' entities, so a Publish copies a map of pointers to them,
+// and a queue's members and waiting callers map to pointers, each to a
+// value never written, shared by the snapshots: a queue's first change
+// after a Publish copies those pointers, not the values. A
 // trunk, which may hold a thousand conversations, keeps which of its
 // channels each is derived from (trunkconvs.go) and holds them in a
 // ConvMap (convmap.go): sorted chunks of conversations, each with its JSON

@@ -322,16 +322,15 @@ func appendMemberUpdate(b []byte, m *QueueMember) []byte {
 }
 
 // appendMembers writes a queue's members object, by key.
-func appendMembers(b []byte, m map[string]QueueMember) []byte {
+func appendMembers(b []byte, m map[string]*QueueMember) []byte {
 	b = append(b, '{')
 	for i, k := range sortedKeys(m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		mb := m[k]
 		b = appendString(b, k)
 		b = append(b, ':')
-		b = appendMember(b, &mb)
+		b = appendMember(b, m[k])
 	}
 	return append(b, '}')
 }

@@ -92,9 +92,9 @@ func durationAt(answeredAt, nowMs int64) int64 {
 type Queue struct {
 	Queue          string
 	Name           string
-	Number         string                 // the number dialled to reach it, "" until learnt or when it is Queue
-	Members        map[string]QueueMember // by extension number
-	WaitingCallers map[string]QueueCaller // by channel name
+	Number         string                  // the number dialled to reach it, "" until learnt or when it is Queue
+	Members        map[string]*QueueMember // by extension number; shared by the snapshots, never written
+	WaitingCallers map[string]*QueueCaller // by channel name; likewise
 	Completed      int
 	Abandoned      int
 	HoldTime       int // seconds, Asterisk's running average

@@ -191,7 +191,7 @@ func (m *Multi) snapshot(seq uint64, at int64) *Snapshot {
 	p := &m.pub
 	s := &Snapshot{
 		Version: m.version, Seq: seq, At: at,
-		Extensions: p.exts.cur, Queues: p.queues, Parkings: p.parks, Trunks: p.trunks, Conferences: p.confs,
+		Extensions: p.exts.cur, Queues: QueueMap{p.queue}, Parkings: p.parks, Trunks: p.trunks, Conferences: p.confs,
 		extParts: p.exts.published(), extAll: p.extAll,
 		queue: p.queue, park: p.park, trunk: p.trunk, conf: p.conf,
 		state: &lazy{}, presence: &lazy{}, cellphones: m.cells,

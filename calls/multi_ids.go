@@ -71,10 +71,10 @@ func (src *multiSrc) qualifyQueue(v Queue) Queue {
 		return v
 	}
 	v.Queue, v.PBX = src.q(v.Queue), src.name
-	members := make(map[string]QueueMember, len(v.Members))
+	members := make(map[string]*QueueMember, len(v.Members))
 	for _, mb := range v.Members {
-		mb = src.qualifyMember(mb)
-		members[mb.Member] = mb
+		q := src.qualifyMember(*mb)
+		members[q.Member] = &q
 	}
 	v.Members, v.WaitingCallers = members, maps.Clone(v.WaitingCallers)
 	v.pieces = nil // of the unqualified members
@@ -179,9 +179,9 @@ func (src *multiSrc) qualifyEvent(e Change, cur *Snapshot) (Change, bool) {
 			return e, false
 		}
 		queue, member := e.Key[:i], e.Key[i+1:]
-		mb, ok := cur.Queues[queue].Members[member]
-		if !ok {
-			mb = QueueMember{Queue: queue, Member: member} // logged out
+		mb := QueueMember{Queue: queue, Member: member} // logged out
+		if p := cur.Queues.Get(queue).Members[member]; p != nil {
+			mb = *p
 		}
 		mb = src.qualifyMember(mb)
 		e.Key, e.Data = mb.Queue+"/"+mb.Member, appendMemberUpdate(nil, &mb)

@@ -77,7 +77,7 @@ func TestDisorderedRecordings(t *testing.T) {
 						}
 					}
 				}
-				for k, q := range s.Queues {
+				for k, q := range s.Queues.All() {
 					for ch := range q.WaitingCallers {
 						if hungUpNames[ch] {
 							t.Errorf("queue %s keeps hung-up caller %s", k, ch)

@@ -122,11 +122,11 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		v, mc, wc := q.view(&p.pieces)
 		// Unchanged maps are the published ones (or equal to them: a
 		// view that was not published was equal).
-		if old, ok := p.queues[k]; ok && queueSame(&old, &v, mc, wc) {
+		old := p.queue.ents[k]
+		if old != nil && queueSame(&old.v, &v, mc, wc) {
 			q.pieces = was // of members equal to these, and not in p.pieces
 			continue
 		}
-		old := p.queue.ents[k]
 		// Sized from the members' pieces and the rest encoded in the kept
 		// buffer (a caller joining makes the queue outgrow its previous
 		// size): one allocation, the members' bytes copied once.
@@ -142,8 +142,8 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if q == nil {
 			continue
 		}
-		mb, ok := q.members.m[k.member]
-		if old, had := prev.Queues[k.queue].Members[k.member]; ok && had && old == mb {
+		mb, ok := q.members.get(k.member)
+		if old := prev.Queues.Get(k.queue).Members[k.member]; ok && old != nil && *old == mb {
 			continue
 		}
 		if !ok {

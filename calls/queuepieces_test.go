@@ -25,7 +25,7 @@ func TestQueuePiecesShared(t *testing.T) {
 		e.Publish()
 		for k, q := range e.queues {
 			p, was := q.pieces, prev[k]
-			if !maps.Equal(p.m, e.pub.queues[k].Members) {
+			if !maps.Equal(p.m, e.pub.queue.ents[k].v.Members) {
 				t.Fatalf("event %d: queue %s's pieces are not of its published members", i, k)
 			}
 			if p == was || was == nil {
@@ -36,7 +36,7 @@ func TestQueuePiecesShared(t *testing.T) {
 			}
 			changed := 0
 			for mk, mb := range p.m {
-				if old, ok := was.m[mk]; !ok || old != mb {
+				if old, ok := was.m[mk]; !ok || *old != *mb {
 					changed++
 				}
 			}
@@ -117,7 +117,7 @@ func TestMemberPiecesApply(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	q := &queueState{name: "support", members: newCowMap[QueueMember](), waiting: newCowMap[QueueCaller]()}
 	var scratch, pieces []byte
-	var was map[string]QueueMember
+	var was map[string]*QueueMember
 	var before *memberPieces
 	for round := range 3000 {
 		n := 1 + r.IntN(4)
@@ -131,7 +131,7 @@ func TestMemberPiecesApply(t *testing.T) {
 				q.members.del(k)
 			case x == 1 && was != nil: // back to what the last view had
 				if mb, ok := was[k]; ok {
-					q.members.set(k, mb)
+					q.members.set(k, *mb)
 				} else {
 					q.members.del(k)
 				}
@@ -149,7 +149,7 @@ func TestMemberPiecesApply(t *testing.T) {
 		}
 		changed := 0
 		for k, mb := range v.Members {
-			if old, ok := was[k]; !ok || old != mb {
+			if old, ok := was[k]; !ok || *old != *mb {
 				changed++
 			}
 		}
@@ -202,7 +202,7 @@ func TestQueueViewNotPublished(t *testing.T) {
 	e.Apply(member("a", "203", "7"))
 	s := e.Publish()
 	for _, k := range []string{"a", "b"} {
-		q := s.Queues[k]
+		q := s.Queues.Get(k)
 		q.pieces = nil
 		if got, want := s.QueueJSON(k), appendQueue(nil, &q, 0, enc{}); string(got) != string(want) {
 			t.Errorf("queue %s is\n%s\nwant\n%s", k, got, want)

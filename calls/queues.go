@@ -29,6 +29,16 @@ type queueState struct {
 
 func parseInt(s string) (int, error) { return strconv.Atoi(strings.TrimSpace(s)) }
 
+// kept is s to store in place of was: was itself when they are equal, so
+// an event that repeats what a member or caller holds allocates no copy
+// of the event's bytes.
+func kept(was, s string) string {
+	if s == was {
+		return was
+	}
+	return strings.Clone(s)
+}
+
 func (e *Engine) ensureQueue(name string) *queueState {
 	q := e.queues[name]
 	if q == nil {
@@ -107,14 +117,14 @@ func (e *Engine) onQueueMember(m ami.Message) {
 		return
 	}
 	e.stampQueue(q, m, false, key)
-	mb := q.members.m[key]
-	mb.Queue, mb.Member = q.name, strings.Clone(key)
+	mb, _ := q.members.get(key)
+	mb.Queue, mb.Member = q.name, kept(mb.Member, key)
 	name := m.Get("MemberName")
 	if name == "" {
 		name = m.Get("Name")
 	}
 	if name != "" {
-		mb.Name = strings.Clone(name)
+		mb.Name = kept(mb.Name, name)
 	}
 	switch strings.ToLower(m.Get("Membership")) {
 	case "static":
@@ -126,7 +136,7 @@ func (e *Engine) onQueueMember(m ami.Message) {
 		mb.Paused = strings.TrimSpace(v) == "1"
 	}
 	if v, ok := m.Lookup("PausedReason"); ok {
-		mb.PausedReason = strings.Clone(v)
+		mb.PausedReason = kept(mb.PausedReason, v)
 	}
 	if v, ok := m.Lookup("CallsTaken"); ok {
 		mb.CallsTaken = atoi(v)
@@ -146,7 +156,7 @@ func (e *Engine) onQueueMemberRemoved(m ami.Message) {
 		return
 	}
 	e.stampQueue(q, m, false, key)
-	if mb, ok := q.members.m[key]; ok {
+	if mb, ok := q.members.get(key); ok {
 		q.members.del(key)
 		e.dirtyMember[memberKey{q.name, mb.Member}] = struct{}{}
 	}
@@ -158,7 +168,7 @@ func (e *Engine) onQueueMemberPause(m ami.Message) {
 	if q == nil || key == "" {
 		return
 	}
-	mb, ok := q.members.m[key]
+	mb, ok := q.members.get(key)
 	if !ok {
 		e.onQueueMember(m)
 		return
@@ -169,7 +179,7 @@ func (e *Engine) onQueueMemberPause(m ami.Message) {
 	if reason == "" {
 		reason = m.Get("Reason")
 	}
-	mb.PausedReason = strings.Clone(reason)
+	mb.PausedReason = kept(mb.PausedReason, reason)
 	if !mb.Paused {
 		mb.PausedReason = ""
 	}
@@ -182,14 +192,15 @@ func (e *Engine) addWaiting(q *queueState, m ami.Message, since int64) {
 	if ch == "" {
 		return
 	}
+	old, ok := q.waiting.get(ch)
 	w := QueueCaller{
-		Channel:      strings.Clone(ch),
-		Num:          strings.Clone(m.Get("CallerIDNum")),
-		Name:         strings.Clone(m.Get("CallerIDName")),
+		Channel:      kept(old.Channel, ch),
+		Num:          kept(old.Num, m.Get("CallerIDNum")),
+		Name:         kept(old.Name, m.Get("CallerIDName")),
 		Position:     atoi(m.Get("Position")),
 		WaitingSince: since,
 	}
-	if old, ok := q.waiting.m[w.Channel]; !ok {
+	if !ok {
 		e.waitIn[w.Channel]++
 	} else if old.WaitingSince != 0 && old.WaitingSince < since {
 		w.WaitingSince = old.WaitingSince

@@ -1,6 +1,11 @@
 package calls
 
-import "testing"
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
 
 // TestQueueNumberAlias: in queue_answered the caller dials 600 and waits in
 // app_queue's "support" (queue_answered.md); the queue answers to both.
@@ -21,7 +26,7 @@ func TestQueueNumberAlias(t *testing.T) {
 			t.Errorf("QueueName(%q) = %q, want none", id, got)
 		}
 	}
-	if q := s.Queues["support"]; q.Number != "600" {
+	if q := s.Queues.Get("support"); q.Number != "600" {
 		t.Errorf("support's number = %q, want 600", q.Number)
 	}
 }
@@ -47,10 +52,99 @@ func TestQueueNumbersConfigured(t *testing.T) {
 		e.Apply(m)
 	}
 	s := e.Publish()
-	if _, ok := s.Queues["support"]; !ok {
+	if _, ok := s.Queues.Lookup("support"); !ok {
 		t.Fatal("no queue support before the caller joined")
 	}
 	if name, ok := s.QueueName("600"); !ok || name != "support" {
 		t.Errorf("QueueName(600) = %q, %v before any caller joined", name, ok)
+	}
+}
+
+// heldQueues is what a snapshot showed of its queues when it was
+// published, copied: values (members and waiting callers cloned), JSON in
+// both classes, names, the collection.
+type heldQueues struct {
+	s     *Snapshot
+	at    int
+	keys  []string
+	v     map[string]Queue
+	json  map[string][2]string
+	whole string
+}
+
+func holdQueues(s *Snapshot, at int) heldQueues {
+	h := heldQueues{s: s, at: at, keys: s.Queues.Keys(), v: map[string]Queue{}, json: map[string][2]string{}, whole: string(s.QueuesJSON())}
+	for k, q := range s.Queues.All() {
+		q.Members, q.WaitingCallers = deepClone(q.Members), deepClone(q.WaitingCallers)
+		h.v[k] = q
+		h.json[k] = [2]string{string(s.QueueJSON(k)), string(s.QueueJSONAs(k, NumbersHidden))}
+	}
+	return h
+}
+
+// deepClone copies m and the values it points to.
+func deepClone[V any](m map[string]*V) map[string]*V {
+	c := make(map[string]*V, len(m))
+	for k, p := range m {
+		v := *p
+		c[k] = &v
+	}
+	return c
+}
+
+// check fails unless the snapshot shows what it showed when held.
+func (h heldQueues) check(t *testing.T, now int) {
+	t.Helper()
+	s := h.s
+	if keys := s.Queues.Keys(); !slices.Equal(keys, h.keys) || s.Queues.Len() != len(h.keys) {
+		t.Fatalf("event %d: the snapshot of event %d has queues %v, had %v", now, h.at, keys, h.keys)
+	}
+	for k, was := range h.v {
+		q, ok := s.Queues.Lookup(k)
+		if !ok || !queueEqual(&q, &was) || q.pieces != was.pieces {
+			t.Fatalf("event %d: the snapshot of event %d: queue %s is\n%+v\nwas\n%+v", now, h.at, k, q, was)
+		}
+		if got := [2]string{string(s.QueueJSON(k)), string(s.QueueJSONAs(k, NumbersHidden))}; got != h.json[k] {
+			t.Fatalf("event %d: the snapshot of event %d: queue %s's JSON is\n%s\nwas\n%s", now, h.at, k, got, h.json[k])
+		}
+	}
+	if got := string(s.QueuesJSON()); got != h.whole {
+		t.Fatalf("event %d: the snapshot of event %d: queues\n%s\nwere\n%s", now, h.at, got, h.whole)
+	}
+}
+
+// TestQueueSnapshotsKept runs the call centre's mix in batches of random
+// size, a queue added on the way, and checks after every Publish that
+// the snapshot shows each queue as the engine holds it (its members and
+// waiting callers as they are, none stale), and that the snapshots held
+// since, shared with readers, show what they showed when published:
+// their queues, members and JSON are never written after.
+func TestQueueSnapshotsKept(t *testing.T) {
+	e, m := mixEngine(t, 1200, 300)
+	r := rand.New(rand.NewPCG(3, 17))
+	var held []heldQueues
+	pubs := 0
+	inBatches(e, m.stream(8000), r, func(i, _ int) {
+		if pubs == 40 {
+			e.Apply(ev("QueueMember", "Queue", "late", "Name", "Late", "Location", "PJSIP/2001", "StateInterface", "PJSIP/2001",
+				"Membership", "dynamic", "CallsTaken", "0", "LastCall", "0", "Paused", "0", "PausedReason", ""))
+		}
+		s := e.Publish()
+		pubs++
+		checkQueues(t, e, "event "+strconv.Itoa(i))
+		for k, q := range s.Queues.All() {
+			if x := e.pub.queue.ents[k]; x == nil || !queueEqual(&q, &x.v) {
+				t.Fatalf("event %d: the snapshot's queue %s is not the one published", i, k)
+			}
+		}
+		for _, h := range held {
+			h.check(t, i)
+		}
+		if pubs%5 == 0 {
+			held = append(held, holdQueues(s, i))
+		}
+	})
+	if len(held) < 10 || held[0].s.Queues.Len()+1 != e.Snapshot().Queues.Len() {
+		t.Fatalf("%d snapshots held, the first with %d queues, the last %d: want a queue added", len(held), held[0].s.Queues.Len(), e.Snapshot().Queues.Len())
 	}
 }

@@ -36,7 +36,7 @@ func stateOf(s *Snapshot) string {
 	for k, x := range s.Trunks {
 		conv(k, x.Conversations.Map())
 	}
-	for k, q := range s.Queues {
+	for k, q := range s.Queues.All() {
 		for ch := range q.WaitingCallers {
 			lines = append(lines, fmt.Sprintf("waiting %s %s", k, ch))
 		}

@@ -137,7 +137,7 @@ func TestResyncDropsGhostKeepsRealCall(t *testing.T) {
 	if st := e.Stats(); st.DriftRepairs < 2 {
 		t.Errorf("DriftRepairs = %d, want >= 2 (two ghost channels)", st.DriftRepairs)
 	}
-	q := s.Queues["support"]
+	q := s.Queues.Get("support")
 	if len(q.WaitingCallers) != 1 || len(q.Members) != 2 {
 		t.Errorf("queue after resync: %+v", q)
 	}
@@ -187,14 +187,14 @@ func TestResyncDropsUnlistedQueueAndParking(t *testing.T) {
 		}
 	}
 	s := e.Publish()
-	if s.Parkings["701"].ParkedCaller == nil || len(s.Queues["support"].WaitingCallers) != 1 {
-		t.Fatalf("setup: %+v %+v", s.Parkings["701"], s.Queues["support"])
+	if s.Parkings["701"].ParkedCaller == nil || len(s.Queues.Get("support").WaitingCallers) != 1 {
+		t.Fatalf("setup: %+v %+v", s.Parkings["701"], s.Queues.Get("support"))
 	}
 	e.BeginResync()
 	e.EndResync() // every list came back empty
 	s = e.Publish()
-	if s.Parkings["701"].ParkedCaller != nil || len(s.Queues["support"].WaitingCallers) != 0 {
-		t.Errorf("ghosts survived: %+v %+v", s.Parkings["701"], s.Queues["support"])
+	if s.Parkings["701"].ParkedCaller != nil || len(s.Queues.Get("support").WaitingCallers) != 0 {
+		t.Errorf("ghosts survived: %+v %+v", s.Parkings["701"], s.Queues.Get("support"))
 	}
 	if _, ok := s.Parkings["701"]; !ok {
 		t.Error("a used space must stay listed, free")

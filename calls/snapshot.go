@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
@@ -23,7 +24,7 @@ type Snapshot struct {
 	Unheard bool
 
 	Extensions ExtensionMap       // by number
-	Queues     map[string]Queue   // by queue name
+	Queues     QueueMap           // by queue name
 	Parkings   map[string]Parking // by space
 	Trunks     map[string]Trunk   // by trunk name
 	// Conferences are the ConfBridge rooms in use, by room.
@@ -68,6 +69,63 @@ func (c *coll[V]) bytes(cl Class) []byte {
 	return a.b
 }
 
+// QueueMap is a Snapshot's queues by name. It is immutable: it reads
+// the snapshot's queue entities, so a Publish that changes a queue copies
+// the map of their pointers (a few bytes a queue), not every queue's
+// value. The zero value is empty.
+type QueueMap struct{ c *coll[Queue] }
+
+func (m QueueMap) ent(name string) *ent[Queue] {
+	if m.c == nil {
+		return nil
+	}
+	return m.c.ents[name]
+}
+
+// Lookup is the queue named name, and whether it exists.
+func (m QueueMap) Lookup(name string) (Queue, bool) {
+	if x := m.ent(name); x != nil {
+		return x.v, true
+	}
+	return Queue{}, false
+}
+
+// Get is the queue named name, or the zero Queue.
+func (m QueueMap) Get(name string) Queue {
+	q, _ := m.Lookup(name)
+	return q
+}
+
+// Len is how many queues there are.
+func (m QueueMap) Len() int {
+	if m.c == nil {
+		return 0
+	}
+	return len(m.c.ents)
+}
+
+// All yields every queue, in no particular order.
+func (m QueueMap) All() iter.Seq2[string, Queue] {
+	return func(yield func(string, Queue) bool) {
+		if m.c == nil {
+			return
+		}
+		for k, x := range m.c.ents {
+			if !yield(k, x.v) {
+				return
+			}
+		}
+	}
+}
+
+// Keys is every queue's name, sorted, in a slice of the caller's.
+func (m QueueMap) Keys() []string {
+	if m.c == nil {
+		return []string{}
+	}
+	return sortedKeys(m.c.ents)
+}
+
 // ExtensionJSON is one extension's JSON, or nil when it does not exist.
 func (s *Snapshot) ExtensionJSON(exten string) []byte { return s.ExtensionJSONAs(exten, Full) }
 
@@ -107,13 +165,13 @@ func (s *Snapshot) TrunkJSONAs(name string, c Class) []byte { return s.trunk.ent
 // QueueName resolves a queue's identity: its app_queue name, or the number
 // callers dial to reach it. ok is false when neither names a queue.
 func (s *Snapshot) QueueName(id string) (name string, ok bool) {
-	if _, ok := s.Queues[id]; ok {
+	if _, ok := s.Queues.Lookup(id); ok {
 		return id, true
 	}
 	if id == "" {
 		return "", false
 	}
-	for k, q := range s.Queues {
+	for k, q := range s.Queues.All() {
 		if q.Number == id {
 			return k, true
 		}
@@ -211,7 +269,6 @@ func (s *Snapshot) StateJSON() []byte {
 type published struct {
 	exts   extWriter
 	extAll *lazy // ExtensionsJSON of exts, shared until an extension changes
-	queues map[string]Queue
 	parks  map[string]Parking
 	trunks map[string]Trunk
 	confs  map[string]Conference
@@ -232,7 +289,6 @@ func newPublished() published {
 	return published{
 		exts:   newExtWriter(),
 		extAll: &lazy{},
-		queues: map[string]Queue{},
 		parks:  map[string]Parking{},
 		trunks: map[string]Trunk{},
 		confs:  map[string]Conference{},
@@ -261,7 +317,7 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 		Since:       e.linkSince,
 		At:          at,
 		Extensions:  p.exts.cur,
-		Queues:      p.queues,
+		Queues:      QueueMap{p.queue},
 		Parkings:    p.parks,
 		Trunks:      p.trunks,
 		Conferences: p.confs,
@@ -287,10 +343,10 @@ func (p *published) setExt(k string, x *ent[Extension]) {
 }
 
 func (p *published) setQueue(k string, x *ent[Queue]) {
-	if !p.queueCopied {
-		p.queues, p.queue, p.queueCopied = maps.Clone(p.queues), p.queue.clone(), true
+	if !p.queueCopied { // the queues' values are read from their entities (QueueMap)
+		p.queue, p.queueCopied = p.queue.clone(), true
 	}
-	p.queues[k], p.queue.ents[k] = x.v, x
+	p.queue.ents[k] = x
 }
 
 func (p *published) setPark(k string, x *ent[Parking]) {
@@ -459,14 +515,18 @@ func queueFieldsEqual(a, b *Queue) bool {
 }
 
 func queueEqual(a, b *Queue) bool {
-	return queueFieldsEqual(a, b) && maps.Equal(a.Members, b.Members) && maps.Equal(a.WaitingCallers, b.WaitingCallers)
+	return queueFieldsEqual(a, b) && maps.EqualFunc(a.Members, b.Members, same) && maps.EqualFunc(a.WaitingCallers, b.WaitingCallers, same)
 }
+
+// same compares the values two pointers point to (a queue's members and
+// waiting callers).
+func same[V comparable](a, b *V) bool { return *a == *b }
 
 // queueSame is queueEqual of a queue and its view, whose members (mc
 // false) or waiting callers (wc false) are known to be the last view's
 // or equal to them.
 func queueSame(a, b *Queue, mc, wc bool) bool {
-	return queueFieldsEqual(a, b) && (!mc || maps.Equal(a.Members, b.Members)) && (!wc || maps.Equal(a.WaitingCallers, b.WaitingCallers))
+	return queueFieldsEqual(a, b) && (!mc || maps.EqualFunc(a.Members, b.Members, same)) && (!wc || maps.EqualFunc(a.WaitingCallers, b.WaitingCallers, same))
 }
 
 func (p *parkState) view() Parking {

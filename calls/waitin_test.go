@@ -75,8 +75,8 @@ func TestHangupLeavesEveryQueue(t *testing.T) {
 		}
 	}
 	checkWaitIn(t, e, "after the hangup")
-	if s := e.Publish(); len(s.Queues["sales"].WaitingCallers) != 0 || len(s.Queues["support"].WaitingCallers) != 0 {
-		t.Errorf("published waiting callers %v, %v", s.Queues["sales"].WaitingCallers, s.Queues["support"].WaitingCallers)
+	if s := e.Publish(); len(s.Queues.Get("sales").WaitingCallers) != 0 || len(s.Queues.Get("support").WaitingCallers) != 0 {
+		t.Errorf("published waiting callers %v, %v", s.Queues.Get("sales").WaitingCallers, s.Queues.Get("support").WaitingCallers)
 	}
 }
 

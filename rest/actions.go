@@ -491,7 +491,7 @@ func planQueueMember(op string) func(h *handler, u *auth.User, s *calls.Snapshot
 			return nil, err
 		}
 		name, _ := s.QueueName(req.QueueID)
-		q, ok := s.Queues[name]
+		q, ok := s.Queues.Lookup(name)
 		if !ok {
 			return nil, notFound("queue %q does not exist", req.QueueID)
 		}

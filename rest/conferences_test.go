@@ -163,7 +163,7 @@ func TestAtxferActions(t *testing.T) {
 func TestPickupQueueCaller(t *testing.T) {
 	f := newFixture(t, true, nil)
 	var ch string
-	for k := range f.eng.Snapshot().Queues["401"].WaitingCallers {
+	for k := range f.eng.Snapshot().Queues.Get("401").WaitingCallers {
 		ch = k
 	}
 	if ch == "" {

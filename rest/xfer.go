@@ -64,7 +64,7 @@ func planPickupQueueCaller(h *handler, u *auth.User, s *calls.Snapshot, req *que
 	if _, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID); err != nil {
 		return nil, err
 	}
-	q, ok := s.Queues[req.Queue]
+	q, ok := s.Queues.Lookup(req.Queue)
 	if !ok {
 		return nil, notFound("queue %q does not exist", req.Queue)
 	}

@@ -110,7 +110,7 @@ func (r *rig) noCalls() {
 			r.t.Errorf("trunk %s: %d conversations after every call ended", k, tr.Conversations.Len())
 		}
 	}
-	for k, q := range s.Queues {
+	for k, q := range s.Queues.All() {
 		if len(q.WaitingCallers) != 0 {
 			r.t.Errorf("queue %s: %d callers waiting after every call ended", k, len(q.WaitingCallers))
 		}
@@ -161,7 +161,7 @@ func TestEachKindDrivesTheEngine(t *testing.T) {
 	qc := p.QueueCall("0633333333", q1, []int{0, 1})
 	r.want(0, "ringing", "0633333333")
 	r.want(1, "ringing", "0633333333")
-	if w := r.snap().Queues["q1"].WaitingCallers; len(w) != 1 {
+	if w := r.snap().Queues.Get("q1").WaitingCallers; len(w) != 1 {
 		t.Errorf("q1: %d callers waiting, want 1", len(w))
 	}
 	r.now = r.now.Add(3 * time.Second)
@@ -170,14 +170,14 @@ func TestEachKindDrivesTheEngine(t *testing.T) {
 		t.Errorf("queue call: %+v, want through queue q1", cv)
 	}
 	r.want(1, "online")
-	q := r.snap().Queues["q1"]
+	q := r.snap().Queues.Get("q1")
 	if len(q.WaitingCallers) != 0 || q.HoldTime != 3 {
 		t.Errorf("q1 after the answer: %d waiting, hold time %d, want 0 and 3", len(q.WaitingCallers), q.HoldTime)
 	}
 	r.now = r.now.Add(9 * time.Second)
 	p.Hangup(qc)
 	r.noCalls()
-	q = r.snap().Queues["q1"]
+	q = r.snap().Queues.Get("q1")
 	if q.Completed != 1 || q.TalkTime != 9 || q.Members["2000"].CallsTaken != 1 || q.Members["2001"].CallsTaken != 0 {
 		t.Errorf("q1 after the call: completed %d, talk time %d, 2000 took %d, 2001 took %d; want 1, 9, 1, 0",
 			q.Completed, q.TalkTime, q.Members["2000"].CallsTaken, q.Members["2001"].CallsTaken)
@@ -187,7 +187,7 @@ func TestEachKindDrivesTheEngine(t *testing.T) {
 	ab := p.QueueCall("0644444444", p.Queues()[1], []int{4})
 	p.Hangup(ab)
 	r.noCalls()
-	if q := r.snap().Queues["q2"]; q.Abandoned != 1 || q.Completed != 0 {
+	if q := r.snap().Queues.Get("q2"); q.Abandoned != 1 || q.Completed != 0 {
 		t.Errorf("q2: abandoned %d, completed %d, want 1 and 0", q.Abandoned, q.Completed)
 	}
 
@@ -313,7 +313,7 @@ func TestMixEndsClean(t *testing.T) {
 		}
 	}
 	s := r.snap()
-	for name, q := range s.Queues {
+	for name, q := range s.Queues.All() {
 		if q.Completed != answered[name] {
 			t.Errorf("queue %s: %d completed, want %d", name, q.Completed, answered[name])
 		}
@@ -323,8 +323,8 @@ func TestMixEndsClean(t *testing.T) {
 			}
 		}
 	}
-	if len(s.Queues) != 3 {
-		t.Errorf("%d queues, want 3", len(s.Queues))
+	if s.Queues.Len() != 3 {
+		t.Errorf("%d queues, want 3", s.Queues.Len())
 	}
 	t.Logf("placed %v, skipped %d, at most %d up, %d events", g.Placed, g.Skipped, g.MaxUp, r.p.Events())
 }
