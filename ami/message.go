@@ -123,7 +123,22 @@ func (m Message) find(key string) int {
 	}
 	// Then any case. A key folding to an ASCII key is at least as long (a
 	// rune folding to an ASCII letter is one byte or more: K, U+212A KELVIN
-	// SIGN, to k), so shorter keys are skipped before EqualFold.
+	// SIGN, to k), so shorter keys are skipped before EqualFold; and it is
+	// longer only if it holds one of the two runes beyond ASCII that fold
+	// to ASCII letters (mayFoldToASCII), which messages nearly never do:
+	// then only keys of key's length, ending in the same byte but for
+	// ASCII case, are compared. That is the cost of a miss (ActionID of a
+	// live event), once the exact pass found nothing.
+	if n := len(key); n > 0 && isASCII(key) && !mayFoldToASCII(m.text) {
+		t, idx, last := m.text, m.idx, key[n-1]|0x20
+		for i := 0; i+1 < len(idx); i += 4 {
+			a, b := int(idx[i]), int(idx[i+1])
+			if b-a == n && t[b-1]|0x20 == last && strings.EqualFold(t[a:b], key) {
+				return i / 4
+			}
+		}
+		return -1
+	}
 	ascii := isASCII(key)
 	for i := range m.Len() {
 		if k := m.key(i); (!ascii || len(k) >= len(key)) && strings.EqualFold(k, key) {

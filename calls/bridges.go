@@ -23,14 +23,16 @@ func (b *bridge) remove(c *channel) {
 	}
 }
 
-func isHolding(m ami.Message) bool {
-	return m.Get("BridgeTechnology") == "holding_bridge" || m.Get("BridgeType") == "parking"
-}
+// bridgeTypeKeys are what a bridge's kind is told by: BridgeTechnology,
+// BridgeType.
+var bridgeTypeKeys = ami.NewKeySet("BridgeTechnology", "BridgeType")
 
 func (e *Engine) ensureBridge(id string, m ami.Message) *bridge {
 	b := e.bridges[id]
 	if b == nil {
-		b = &bridge{id: id, holding: isHolding(m), conf: m.Get("BridgeTechnology") == "softmix"}
+		var h [2]string
+		m.Read(bridgeTypeKeys, h[:])
+		b = &bridge{id: id, holding: h[0] == "holding_bridge" || h[1] == "parking", conf: h[0] == "softmix"}
 		e.bridges[id] = b
 	}
 	return b
@@ -72,7 +74,7 @@ func (e *Engine) onBridgeEnter(m ami.Message) {
 	}
 	e.updateFrom(c, &h)
 	b := e.ensureBridge(id, m)
-	swap := m.Get("SwapUniqueid")
+	swap := h.v[hSwapUniqueid]
 	if swap != "" {
 		// c replaces a Local half (optimisation): the half leaves the bridge.
 		if s := e.chans[swap]; s != nil && s.bridge == b {

@@ -34,7 +34,11 @@ const (
 	nDialKeys
 )
 
-const hBridgeUniqueid = nChanKeys // in bridgeKeys
+// In bridgeKeys.
+const (
+	hBridgeUniqueid = nChanKeys + iota
+	hSwapUniqueid   // BridgeEnter's: the Local half c replaces
+)
 
 var chanBlock = []string{"Uniqueid", "Channel", "ChannelState", "CallerIDNum", "CallerIDName",
 	"ConnectedLineNum", "ConnectedLineName", "Linkedid", "Exten", "AccountCode", "Context"}
@@ -42,7 +46,7 @@ var chanBlock = []string{"Uniqueid", "Channel", "ChannelState", "CallerIDNum", "
 var (
 	chanKeys   = ami.NewKeySet(chanBlock...)
 	dialKeys   = ami.NewKeySet(append(chanBlock[:nChanKeys:nChanKeys], "DestUniqueid", "DestChannel", "DestChannelState", "DialStatus")...)
-	bridgeKeys = ami.NewKeySet(append(chanBlock[:nChanKeys:nChanKeys], "BridgeUniqueid")...)
+	bridgeKeys = ami.NewKeySet(append(chanBlock[:nChanKeys:nChanKeys], "BridgeUniqueid", "SwapUniqueid")...)
 )
 
 // chanHdrs is what a Read of one of the key sets above found in an event.

@@ -43,7 +43,8 @@ type engineState struct {
 	waitIn   map[string]int         // by channel name: how many queues have it waiting (queueState.waiting)
 	tombs    tombstones
 	stats    Stats              // ByType unused: byType holds it
-	byType   map[string]*uint64 // Stats.ByType's counters: one map lookup an event
+	byType   map[string]*uint64 // Stats.ByType's counters
+	byCode   [nEvCodes]*uint64  // byType's counters of the names with a code, once counted (evcode.go)
 	follow   followState
 	presence map[string]string // published presence by extension
 	chanSeq  uint64            // creation counter of channels
@@ -149,8 +150,12 @@ func (e *Engine) nowMs() int64 {
 // maxTypes bounds Stats.ByType against a peer inventing event names.
 const maxTypes = 512
 
-func (e *Engine) count(ev string) {
+func (e *Engine) count(ev string, code evCode) {
 	e.stats.Events++
+	if n := e.byCode[code]; n != nil {
+		*n++
+		return
+	}
 	n := e.byType[ev]
 	if n == nil {
 		if len(e.byType) >= maxTypes {
@@ -158,6 +163,9 @@ func (e *Engine) count(ev string) {
 		}
 		n = new(uint64)
 		e.byType[strings.Clone(ev)] = n
+	}
+	if code != evOther {
+		e.byCode[code] = n
 	}
 	*n++
 }
@@ -167,117 +175,118 @@ func (e *Engine) apply(m ami.Message) {
 	if ev == "" {
 		return
 	}
-	e.count(ev)
+	code := evCodeOf(ev)
+	e.count(ev, code)
 	e.resync.events++
 	if e.resync.active {
 		e.keepForList(m, ev)
 	}
-	switch ev {
+	switch code {
 	// Channels and conversations.
-	case ami.EventNewchannel:
+	case evNewchannel:
 		e.onNewchannel(m)
-	case ami.EventNewstate, ami.EventNewCallerid, ami.EventNewConnectedLine, ami.EventNewAccountCode:
+	case evNewstate, evNewCallerid, evNewConnectedLine, evNewAccountCode:
 		e.onNewstate(m, ev)
-	case ami.EventDialBegin:
+	case evDialBegin:
 		e.onDialBegin(m)
-	case ami.EventDialState:
+	case evDialState:
 		e.onDialState(m)
-	case ami.EventDialEnd:
+	case evDialEnd:
 		e.onDialEnd(m)
-	case ami.EventBridgeCreate:
+	case evBridgeCreate:
 		e.onBridgeCreate(m)
-	case ami.EventBridgeEnter:
+	case evBridgeEnter:
 		e.onBridgeEnter(m)
-	case ami.EventBridgeLeave:
+	case evBridgeLeave:
 		e.onBridgeLeave(m)
-	case ami.EventBridgeDestroy:
+	case evBridgeDestroy:
 		e.onBridgeDestroy(m)
-	case ami.EventBridgeMerge:
+	case evBridgeMerge:
 		e.onBridgeMerge(m)
-	case ami.EventHangup:
+	case evHangup:
 		e.onHangup(m)
-	case ami.EventHangupRequest, ami.EventSoftHangupRequest:
+	case evHangupRequest, evSoftHangupRequest:
 		e.touchKnown(m)
-	case ami.EventHold, ami.EventUnhold:
-		e.onHold(m, ev == ami.EventHold)
-	case ami.EventMixMonitorStart, ami.EventMixMonitorStop, ami.EventMixMonitorMute:
+	case evHold, evUnhold:
+		e.onHold(m, code == evHold)
+	case evMixMonitorStart, evMixMonitorStop, evMixMonitorMute:
 		e.onMixMonitor(m, ev)
-	case ami.EventPickup:
+	case evPickup:
 		e.onPickup(m)
-	case ami.EventBlindTransfer, ami.EventAttendedTransfer:
+	case evBlindTransfer, evAttendedTransfer:
 		e.onTransfer(m, ev)
-	case ami.EventChanSpyStart, ami.EventChanSpyStop, ami.EventOriginateResponse:
+	case evChanSpyStart, evChanSpyStop, evOriginateResponse:
 		e.onSpyEvent(m, ev)
-	case ami.EventLocalBridge, ami.EventLocalOptimizationBegin, ami.EventLocalOptimizationEnd:
+	case evLocalBridge, evLocalOptimizationBegin, evLocalOptimizationEnd:
 		e.onLocal(m)
-	case ami.EventConfbridgeStart, ami.EventConfbridgeEnd, ami.EventConfbridgeJoin, ami.EventConfbridgeLeave, ami.EventConfbridgeList, ami.EventConfbridgeListRooms,
-		ami.EventConfbridgeMute, ami.EventConfbridgeUnmute, ami.EventConfbridgeTalking, ami.EventConfbridgeLock, ami.EventConfbridgeUnlock:
+	case evConfbridgeStart, evConfbridgeEnd, evConfbridgeJoin, evConfbridgeLeave, evConfbridgeList, evConfbridgeListRooms,
+		evConfbridgeMute, evConfbridgeUnmute, evConfbridgeTalking, evConfbridgeLock, evConfbridgeUnlock:
 		e.onConfEvent(m, ev)
-	case ami.EventCoreShowChannel:
+	case evCoreShowChannel:
 		e.onCoreShowChannel(m)
 	default:
-		e.applyState(m, ev)
+		e.applyState(m, code)
 	}
 }
 
 // applyState applies the events about extensions, trunks, queues and
 // parking spaces; apply takes the channel events.
-func (e *Engine) applyState(m ami.Message, ev string) {
-	switch ev {
+func (e *Engine) applyState(m ami.Message, code evCode) {
+	switch code {
 	// Extensions and trunks.
-	case ami.EventExtensionStatus:
+	case evExtensionStatus:
 		e.onExtensionStatus(m)
-	case ami.EventDeviceStateChange:
+	case evDeviceStateChange:
 		e.onDeviceStateChange(m)
-	case ami.EventContactStatus, ami.EventContactStatusDetail, ami.EventContactList:
+	case evContactStatus, evContactStatusDetail, evContactList:
 		e.onContactStatus(m)
-	case ami.EventPeerStatus:
+	case evPeerStatus:
 		e.onPeerStatus(m)
-	case ami.EventEndpointList, ami.EventEndpointDetail:
+	case evEndpointList, evEndpointDetail:
 		e.onEndpoint(m)
-	case ami.EventRegistry:
+	case evRegistry:
 		e.onRegistry(m)
-	case ami.EventDBGetResponse:
+	case evDBGetResponse:
 		e.onDBGetResponse(m)
-	case ami.EventDBGetTreeResponse:
+	case evDBGetTreeResponse:
 		e.onDBGetTreeResponse(m)
-	case ami.EventMessageWaiting:
+	case evMessageWaiting:
 		e.onMessageWaiting(m)
-	case ami.EventVoicemailUserEntry:
+	case evVoicemailUserEntry:
 		e.onVoicemailUserEntry(m)
 
 	// Queues.
-	case ami.EventQueueParams:
+	case evQueueParams:
 		e.onQueueParams(m)
-	case ami.EventQueueMember, ami.EventQueueMemberStatus, ami.EventQueueMemberAdded:
+	case evQueueMember, evQueueMemberStatus, evQueueMemberAdded:
 		e.onQueueMember(m)
-	case ami.EventQueueMemberRemoved:
+	case evQueueMemberRemoved:
 		e.onQueueMemberRemoved(m)
-	case ami.EventQueueMemberPause, ami.EventQueueMemberPaused:
+	case evQueueMemberPause, evQueueMemberPaused:
 		e.onQueueMemberPause(m)
-	case ami.EventQueueEntry:
+	case evQueueEntry:
 		e.onQueueEntry(m)
-	case ami.EventQueueCallerJoin:
+	case evQueueCallerJoin:
 		e.onQueueCallerJoin(m)
-	case ami.EventQueueCallerLeave:
+	case evQueueCallerLeave:
 		e.onQueueCallerLeave(m, false)
-	case ami.EventQueueCallerAbandon:
+	case evQueueCallerAbandon:
 		e.onQueueCallerLeave(m, true)
-	case ami.EventAgentCalled:
+	case evAgentCalled:
 		e.onAgentCalled(m)
-	case ami.EventAgentConnect:
+	case evAgentConnect:
 		e.onAgentConnect(m)
-	case ami.EventAgentComplete:
+	case evAgentComplete:
 		e.onAgentComplete(m)
 
 	// Parking.
-	case ami.EventParkedCall:
+	case evParkedCall:
 		e.onParkedCall(m)
-	case ami.EventUnParkedCall, ami.EventParkedCallGiveUp, ami.EventParkedCallTimeOut:
+	case evUnParkedCall, evParkedCallGiveUp, evParkedCallTimeOut:
 		e.onUnparked(m)
-	case ami.EventParkedCallSwap:
+	case evParkedCallSwap:
 		e.onParkedCallSwap(m)
-	case ami.EventParkinglot:
+	case evParkinglot:
 		e.onParkinglot(m)
 	}
 	// Everything else (VarSet, Newexten, RTCP*, Cdr, DTMF*, MusicOnHold*,

@@ -141,20 +141,25 @@ func (e *Engine) setTrunkStatus(t *trunkState, m ami.Message, st string) {
 	}
 }
 
+// extStatusKeys are what onExtensionStatus reads: Exten, Status,
+// StatusText, Context.
+var extStatusKeys = ami.NewKeySet("Exten", "Status", "StatusText", "Context")
+
 func (e *Engine) onExtensionStatus(m ami.Message) {
-	num := m.Get("Exten")
-	x := e.extFor(num)
+	var h [4]string
+	m.Read(extStatusKeys, h[:])
+	x := e.extFor(h[0])
 	if x == nil {
 		return
 	}
-	code, err := parseInt(m.Get("Status"))
+	code, err := parseInt(h[1])
 	if err != nil {
 		code = 99
 	}
-	if st := statusFromExtensionState(code, m.Get("StatusText")); st != "" {
+	if st := statusFromExtensionState(code, h[2]); st != "" {
 		e.setExtStatus(x, m, st)
 	}
-	if ctx := m.Get("Context"); ctx != "" && x.context == "" {
+	if ctx := h[3]; ctx != "" && x.context == "" {
 		x.context = strings.Clone(ctx)
 	}
 }

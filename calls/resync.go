@@ -113,13 +113,12 @@ func (e *Engine) listing() bool { return e.resync.active || e.reconMark != 0 }
 // was handed out: the link applies the answer when it has it all, after
 // live events that followed it on the wire.
 func (e *Engine) staleItem(m ami.Message, at uint64) bool {
-	switch {
-	case e.follow.answering:
+	if e.follow.answering {
 		return at > e.follow.mark
-	case m.ActionID() == "":
-		return false
 	}
-	return at > e.resync.mark && e.listing()
+	// ActionID last: a live event has none, and looking for it is a
+	// walk of all its headers.
+	return at > e.resync.mark && e.listing() && m.ActionID() != ""
 }
 
 // liveStamp is the stamp for what m sets: the current count for a live
