@@ -42,6 +42,7 @@ func checkFull(t *testing.T, e *Engine, where string) {
 	}
 	checkQueues(t, e, where)
 	checkShows(t, e, where)
+	checkExtPub(t, e, where)
 }
 
 // checkShows: the index of the numbers the published extensions'

@@ -33,12 +33,12 @@ func (e *Engine) RefreshDurations() *Snapshot {
 	p.trunkCopied = false
 	n, trunks := 0, 0
 	for k := range e.busyExt { // the extensions that have channels
-		v, ok := p.exts.cur.Lookup(k)
-		if !ok || !anyAnswered(v.Conversations) {
+		x := e.exts[k]
+		if x == nil || x.pub == nil || !anyAnswered(x.pub.v.Conversations) {
 			continue
 		}
-		old := p.exts.cur.ent(k)
-		p.setExt(k, old.refreshed(newEnt(v, now, e.cfg.Opaque, appendExtension, old.size()+8)))
+		old := x.pub
+		e.storeExt(x, old.refreshed(newEnt(old.v, now, e.cfg.Opaque, appendExtension, old.size()+8)))
 		n++
 	}
 	for k, t := range p.trunks { // trunks are few

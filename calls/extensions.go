@@ -29,6 +29,17 @@ type extState struct {
 	chanType string
 	context  string
 	chans    []*channel
+	// pub is its entity in the published ExtensionMap (e.pub.exts.cur),
+	// nil until it is first published: what Publish compares the view
+	// with, without a search of the map. Only storeExt changes it.
+	pub *ent[Extension]
+}
+
+// storeExt publishes xe as x's entity: in the ExtensionMap being written
+// and in x.pub, so the two never differ.
+func (e *Engine) storeExt(x *extState, xe *ent[Extension]) {
+	e.pub.setExt(x.exten, xe)
+	x.pub = xe
 }
 
 // displayName: the users file overrides what the PBX says; of the PBX's

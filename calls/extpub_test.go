@@ -9,6 +9,21 @@ import (
 	"testing"
 )
 
+// checkExtPub: each extension's entity as the engine keeps it
+// (extState.pub, what Publish compares its view with) is the one the
+// published ExtensionMap holds, and every extension published has one.
+func checkExtPub(t *testing.T, e *Engine, where string) {
+	t.Helper()
+	for k, x := range e.exts {
+		if got, want := x.pub, e.pub.exts.cur.ent(k); got != want {
+			t.Fatalf("%s: extension %s keeps entity %p, the map holds %p", where, k, got, want)
+		}
+	}
+	if n := e.pub.exts.cur.Len(); n > len(e.exts) {
+		t.Fatalf("%s: %d extensions published, %d known", where, n, len(e.exts))
+	}
+}
+
 // TestShowersCount: the index of the numbers shown counts one extension
 // in its slot and two or more in a map, and forgets a number no
 // extension shows any more, whatever the order of counts and uncounts.

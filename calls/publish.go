@@ -42,14 +42,13 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 	if len(e.dirtyExt) == 0 {
 		return ch
 	}
-	p := &e.pub
 	e.extKeys = appendSorted(e.extKeys[:0], e.dirtyExt)
 	for _, k := range e.extKeys {
 		x := e.exts[k]
 		if x == nil {
 			continue
 		}
-		old := p.exts.cur.ent(k)
+		old := x.pub // as published
 		var prev map[string]Conversation
 		if old != nil {
 			prev = old.v.Conversations
@@ -61,7 +60,7 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 		// Encoded in a buffer kept across Publishes, then copied at its
 		// size: one allocation, no growing.
 		xe := newEntCopied(v, now, e.cfg.Opaque, appendExtension, &e.scratch)
-		p.setExt(k, xe)
+		e.storeExt(x, xe)
 		// The presence change first: a batch's last seq stays the
 		// extension's (clients of topic "extensions" see it).
 		var was *Extension
