@@ -58,15 +58,7 @@ func TestReadIsLookupRandom(t *testing.T) {
 	names := []string{"Channel", "Context", "Uniqueid", "Linkedid", "Exten", "CallerIDNum", "DestChannel", "Dest", "X", "Key"}
 	r := rand.New(rand.NewPCG(1, 2))
 	mixCase := func(s string) string {
-		b := []byte(s)
-		for i := range b {
-			if r.IntN(4) == 0 && b[i] >= 'a' && b[i] <= 'z' {
-				b[i] -= 'a' - 'A'
-			} else if r.IntN(4) == 0 && b[i] >= 'A' && b[i] <= 'Z' {
-				b[i] += 'a' - 'A'
-			}
-		}
-		out := string(b)
+		out := flipCase(r, s, 4)
 		if r.IntN(20) == 0 {
 			out = strings.Replace(out, "k", "\u212A", 1)
 			out = strings.Replace(out, "K", "\u212A", 1)
@@ -166,4 +158,18 @@ func BenchmarkMessageRead(b *testing.B) {
 		b.Fatal("nothing found")
 	}
 	reportRate(b, ks.Len()*len(msgs), "lookup")
+}
+
+// flipCase is s with some ASCII letters' case flipped, each with a chance
+// of one in oneIn.
+func flipCase(r *rand.Rand, s string, oneIn int) string {
+	b := []byte(s)
+	for i := range b {
+		if r.IntN(oneIn) == 0 && b[i] >= 'a' && b[i] <= 'z' {
+			b[i] -= 'a' - 'A'
+		} else if r.IntN(oneIn) == 0 && b[i] >= 'A' && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return string(b)
 }

@@ -31,17 +31,7 @@ func naiveLookup(m ami.Message, key string) (string, bool) {
 func TestLookupIsNaive(t *testing.T) {
 	names := []string{"Channel", "Context", "Uniqueid", "Linkedid", "ActionID", "Exten", "Key", "Dest", "Mask", "X", ""}
 	r := rand.New(rand.NewPCG(7, 11))
-	mixCase := func(s string) string {
-		b := []byte(s)
-		for i := range b {
-			if r.IntN(3) == 0 && b[i] >= 'a' && b[i] <= 'z' {
-				b[i] -= 'a' - 'A'
-			} else if r.IntN(3) == 0 && b[i] >= 'A' && b[i] <= 'Z' {
-				b[i] += 'a' - 'A'
-			}
-		}
-		return string(b)
-	}
+	mixCase := func(s string) string { return flipCase(r, s, 3) }
 	odd := func(s string) string {
 		switch r.IntN(12) {
 		case 0:
