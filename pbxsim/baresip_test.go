@@ -123,6 +123,19 @@ func startBaresip(t *testing.T, p *PBX, exten, wav string) *baresip {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// ctrl_tcp may listen after the account has registered (the suite
+	// once had "connection refused" on the first command).
+	for {
+		c, err := net.DialTimeout("tcp", b.ctrl, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("baresip %s: no ctrl_tcp on %s: %v\n%s", exten, b.ctrl, err, tail(b.output(), 1500))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	return b
 }
 
