@@ -186,6 +186,14 @@ func (c *capture) settle(t testing.TB, rec []ami.Message) []ami.Message {
 	msgs := c.waitFor(t, "the last Hangup and Cdr events", func(m []ami.Message) bool {
 		return count(m, "Hangup") >= count(rec, "Hangup") && count(m, "Cdr") >= count(rec, "Cdr")
 	})
+	return c.hints(t, rec, msgs)
+}
+
+// hints waits, from msgs on, until each extension's hint ends as in rec,
+// and returns the capture then (or at a deadline, left to the caller's
+// comparison to report).
+func (c *capture) hints(t testing.TB, rec, msgs []ami.Message) []ami.Message {
+	t.Helper()
 	want := lastHints(rec)
 	deadline := time.After(10 * time.Second)
 	for {
