@@ -128,3 +128,33 @@ func TestTrunkShownItems(t *testing.T) {
 		t.Error("no owner entry kept its item")
 	}
 }
+
+// A trunk delta of a few conversations set and removed allocates itself
+// and its JSON, not its lists of what changed as they grow (setBuf,
+// removedBuf).
+func TestTrunkDeltaAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	conv := func(id string) Conversation {
+		return Conversation{ID: id, CounterpartNum: "0611111111", Direction: "in"}
+	}
+	old := ConvMapOf(map[string]Conversation{"a": conv("a"), "b": conv("b"), "c": conv("c"), "d": conv("d"), "e": conv("e")})
+	var w convWriter
+	w.begin(old)
+	for _, id := range []string{"b", "x", "y", "z"} {
+		w.set(newConvItem(conv(id)))
+	}
+	for _, id := range []string{"a", "c", "d", "e"} {
+		w.del(id)
+	}
+	v := Trunk{Name: "trunk", Status: "busy", Conversations: w.m}
+	var d *trunkDelta
+	n := testing.AllocsPerRun(100, func() { d = newTrunkDelta(old, &v, 0, nil, nil) })
+	if len(d.set) != 4 || len(d.removed) != 4 {
+		t.Fatalf("set %d, removed %d: want 4 and 4", len(d.set), len(d.removed))
+	}
+	if n > 2 {
+		t.Errorf("%.0f allocations a delta, want 2 (the delta, its JSON)", n)
+	}
+}
