@@ -197,3 +197,19 @@ func TestTrunkSnapshotsKept(t *testing.T) {
 		t.Fatalf("%d snapshots held, the trunk changed in %d Publishes: want more", len(held), changed)
 	}
 }
+
+// A trunk's entity, its JSON made on first need, is one allocation
+// (newLazyEnt: the entity and its lazy whole together).
+func TestLazyEntAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	v := Trunk{Name: "trunk", Status: "busy"}
+	var x *ent[Trunk]
+	if n := testing.AllocsPerRun(100, func() { x = newLazyEnt(v, 0, nil, appendTrunk) }); n != 1 {
+		t.Errorf("%.0f allocations, want 1", n)
+	}
+	if x.whole == nil || x.v.Name != "trunk" {
+		t.Fatalf("entity %+v", x)
+	}
+}
