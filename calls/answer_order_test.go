@@ -114,7 +114,7 @@ func TestResyncEndpointItemAfterLiveIdle(t *testing.T) {
 	if st := s.Extensions.Get("202").Status; st != "busy" {
 		t.Errorf("202: %q, want busy (only the list spoke)", st)
 	}
-	if st := s.Trunks["trunk"].Status; st != "online" {
+	if st := s.Trunks.Get("trunk").Status; st != "online" {
 		t.Errorf("trunk: %q, want online", st)
 	}
 }
@@ -141,7 +141,7 @@ func TestLateRefreshListNeverOverridesLiveTrunk(t *testing.T) {
 		ev("EndpointList", "ActionID", "a-2", "ObjectName", "201", "DeviceState", "In use"),
 	}}, nil)
 	s := e.Publish()
-	if st := s.Trunks["trunk"].Status; st != "online" {
+	if st := s.Trunks.Get("trunk").Status; st != "online" {
 		t.Errorf("trunk: %q, want online", st)
 	}
 	if st := s.Extensions.Get("201").Status; st != "online" {

@@ -120,9 +120,15 @@ type ent[V any] struct {
 	whole *lazy
 }
 
-// newLazyEnt is v's entity, its JSON in every class made on first need.
+// newLazyEnt is v's entity, its JSON in every class made on first need;
+// the entity and its lazy whole are one allocation.
 func newLazyEnt[V any](v V, at int64, op Opaquer, encode encoder[V]) *ent[V] {
-	return &ent[V]{v: v, at: at, encode: encode, op: op, whole: &lazy{}}
+	x := &struct {
+		x ent[V]
+		w lazy
+	}{x: ent[V]{v: v, at: at, encode: encode, op: op}}
+	x.x.whole = &x.w
+	return &x.x
 }
 
 // feedRef is how a feed Change reaches its entity's NumbersHidden JSON.

@@ -112,7 +112,7 @@ func (e *Engine) markShowing() {
 		}
 	}
 	for k, t := range e.busyTrk {
-		if showsAny(e.pub.trunks[k].Conversations, e.renamedExts) {
+		if showsAny(TrunkMap{e.pub.trunk}.Get(k).Conversations, e.renamedExts) {
 			e.dirtyTrunk[k] = struct{}{}
 			t.conv.valid = false
 		}

@@ -24,7 +24,7 @@ func checkFull(t *testing.T, e *Engine, where string) {
 		// what a batch touched: trunkconvs.go).
 		convs := e.trunkConvsFull(tr.chans)
 		v := Trunk{Name: tr.name, Status: tr.status, Registration: tr.registration, ChanType: tr.chanType, Conversations: ConvMapOf(convs)}
-		old, ok := e.pub.trunks[k]
+		old, ok := TrunkMap{e.pub.trunk}.Lookup(k)
 		if !ok || !trunkEqual(&old, &v) {
 			t.Fatalf("%s: trunk %s published %+v, derives %+v", where, k, old.Conversations.Map(), convs)
 		}

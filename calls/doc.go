@@ -147,8 +147,9 @@
 // kept in pieces of 1,024 extensions (ExtensionsParts), a change
 // re-encoding its piece only, so REST writes the pieces as they are; a
 // queue's members' JSON is kept in one buffer, a member re-encoded only
-// when it changed (queuepieces.go). Snapshot.Queues (a QueueMap) reads
-// the queues' entities, so a Publish copies a map of pointers to them,
+// when it changed (queuepieces.go). Snapshot.Queues and Snapshot.Trunks
+// (a QueueMap and a TrunkMap, CollMaps) read the queues' and trunks'
+// entities, so a Publish copies a map of pointers to them,
 // and a queue's members and waiting callers map to pointers, each to a
 // value never written, shared by the snapshots: a queue's first change
 // after a Publish copies those pointers, not the values. A

@@ -41,14 +41,13 @@ func (e *Engine) RefreshDurations() *Snapshot {
 		e.storeExt(x, old.refreshed(newEnt(old.v, now, e.cfg.Opaque, appendExtension, old.size()+8)))
 		n++
 	}
-	for k, t := range p.trunks { // trunks are few
-		if !t.Conversations.anyAnswered() {
+	for k, old := range p.trunk.ents { // trunks are few; setTrunk writes a copy
+		if !old.v.Conversations.anyAnswered() {
 			continue
 		}
 		// Nothing is encoded: the trunk is put together from its
 		// conversations' pieces, with their durations at now, when read.
-		old := p.trunk.ents[k]
-		p.setTrunk(k, old.refreshed(newLazyEnt(t, now, e.cfg.Opaque, appendTrunk)))
+		p.setTrunk(k, old.refreshed(newLazyEnt(old.v, now, e.cfg.Opaque, appendTrunk)))
 		trunks++
 	}
 	n += trunks

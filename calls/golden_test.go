@@ -307,7 +307,7 @@ func TestQueueTalkTime(t *testing.T) {
 		t.Fatalf("recording: PBX answer %v, agent answer %v: expected ~3 s apart", pbxAnswer, agentAnswer)
 	}
 	s := e.Snapshot()
-	for _, cv := range s.Trunks["trunk"].Conversations.All() {
+	for _, cv := range s.Trunks.Get("trunk").Conversations.All() {
 		if cv.AnsweredAt != agentAnswer.UnixMilli() {
 			t.Errorf("caller answeredAt = %d, want the agent's answer %d (PBX Answer() was %d)", cv.AnsweredAt, agentAnswer.UnixMilli(), pbxAnswer.UnixMilli())
 		}
@@ -321,7 +321,7 @@ func TestQueueTalkTime(t *testing.T) {
 			t.Errorf("duration 5 s after answer = %d", d)
 		}
 	}
-	if s.Trunks["trunk"].Conversations.Len() != 1 || len(s.Extensions.Get("203").Conversations) != 1 {
-		t.Fatalf("conversations: trunk %v, 203 %v", s.Trunks["trunk"].Conversations, s.Extensions.Get("203").Conversations)
+	if s.Trunks.Get("trunk").Conversations.Len() != 1 || len(s.Extensions.Get("203").Conversations) != 1 {
+		t.Fatalf("conversations: trunk %v, 203 %v", s.Trunks.Get("trunk").Conversations, s.Extensions.Get("203").Conversations)
 	}
 }

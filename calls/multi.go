@@ -191,7 +191,7 @@ func (m *Multi) snapshot(seq uint64, at int64) *Snapshot {
 	p := &m.pub
 	s := &Snapshot{
 		Version: m.version, Seq: seq, At: at,
-		Extensions: p.exts.cur, Queues: QueueMap{p.queue}, Parkings: p.parks, Trunks: p.trunks, Conferences: p.confs,
+		Extensions: p.exts.cur, Queues: QueueMap{p.queue}, Parkings: p.parks, Trunks: TrunkMap{p.trunk}, Conferences: p.confs,
 		extParts: p.exts.published(), extAll: p.extAll,
 		queue: p.queue, park: p.park, trunk: p.trunk, conf: p.conf,
 		state: &lazy{}, presence: &lazy{}, cellphones: m.cells,
@@ -367,12 +367,12 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 		of: func(s *Snapshot) *coll[Trunk] { return s.trunk }, mine: func() *coll[Trunk] { return p.trunk },
 		set: p.setTrunk, qualify: src.qualifyTrunk, encode: appendTrunk,
 		refresh: func(k string) bool {
-			was, ok := old.Trunks[k]
-			now := cur.Trunks[k]
+			was, ok := old.Trunks.Lookup(k)
+			now := cur.Trunks.Get(k)
 			return ok && trunkEqual(&was, &now)
 		},
 		wrap: func(k string, y, was *ent[Trunk]) *ent[Trunk] {
-			before, ok := old.Trunks[k]
+			before, ok := old.Trunks.Lookup(k)
 			if src.name == "" || was == nil || !ok {
 				return wrap(src, y, src.qualifyTrunk, appendTrunk)
 			}

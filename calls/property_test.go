@@ -70,7 +70,7 @@ func TestDisorderedRecordings(t *testing.T) {
 						}
 					}
 				}
-				for k, x := range s.Trunks {
+				for k, x := range s.Trunks.All() {
 					for id, cv := range x.Conversations.All() {
 						if hungUp[cv.UniqueID] {
 							t.Errorf("trunk %s keeps conversation %s of hung-up channel %s", k, id, cv.UniqueID)

@@ -197,14 +197,17 @@ func (e *Engine) publishTrunks(ch []Change, now int64) []Change {
 			continue
 		}
 		v, convsChanged := e.trunkView(t)
-		old, ok := p.trunks[k]
-		if ok && !convsChanged && trunkFieldsEqual(&old, &v) {
-			continue
-		}
 		was := p.trunk.ents[k]
+		var old ConvMap
+		if was != nil {
+			if !convsChanged && trunkFieldsEqual(&was.v, &v) {
+				continue
+			}
+			old = was.v.Conversations
+		}
 		x := newLazyEnt(v, now, e.cfg.Opaque, appendTrunk)
 		p.setTrunk(k, x)
-		d := newTrunkDelta(old.Conversations, &x.v, now, e.cfg.Opaque, x.announce(was))
+		d := newTrunkDelta(old, &x.v, now, e.cfg.Opaque, x.announce(was))
 		ch = append(ch, Change{Type: TrunkConversations, Key: k, Data: d.full, At: now, ent: d})
 	}
 	resetSet(&e.dirtyTrunk)

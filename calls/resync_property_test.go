@@ -33,7 +33,7 @@ func stateOf(s *Snapshot) string {
 		}
 		conv(k, x.Conversations)
 	}
-	for k, x := range s.Trunks {
+	for k, x := range s.Trunks.All() {
 		conv(k, x.Conversations.Map())
 	}
 	for k, q := range s.Queues.All() {

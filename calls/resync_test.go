@@ -165,8 +165,8 @@ func TestResyncFromEmpty(t *testing.T) {
 	if _, ok := s.Extensions.Lookup("trunk"); ok {
 		t.Error("the trunk endpoint became an extension")
 	}
-	if s.Trunks["trunk"].Status != "busy" {
-		t.Errorf("trunk status %q", s.Trunks["trunk"].Status)
+	if s.Trunks.Get("trunk").Status != "busy" {
+		t.Errorf("trunk status %q", s.Trunks.Get("trunk").Status)
 	}
 }
 

@@ -389,7 +389,7 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 		}
 	})
 	follow("end")
-	if n := e.pub.trunks["trunk"].Conversations.Len(); n < 50 {
+	if n := (TrunkMap{e.pub.trunk}).Get("trunk").Conversations.Len(); n < 50 {
 		t.Errorf("the trunk holds %d conversations, want about 120", n)
 	}
 	if deltas < 100 {

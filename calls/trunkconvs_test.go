@@ -2,6 +2,7 @@ package calls
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestTrunkConversationFollowsRename(t *testing.T) {
 		"Exten", "600", "Uniqueid", "1.1", "Linkedid", "1.1"))
 	name := func() string {
 		t.Helper()
-		for _, cv := range e.Publish().Trunks["trunk"].Conversations.All() {
+		for _, cv := range e.Publish().Trunks.Get("trunk").Conversations.All() {
 			return cv.CounterpartName
 		}
 		t.Fatal("the trunk has no conversation")
@@ -86,7 +87,7 @@ func TestTrunkInTrunkOut(t *testing.T) {
 		if !both {
 			t.Fatalf("seed %d: never both legs on the trunk with one conversation", seed)
 		}
-		if n := e.Snapshot().Trunks["trunk"].Conversations.Len(); n != 0 {
+		if n := e.Snapshot().Trunks.Get("trunk").Conversations.Len(); n != 0 {
 			t.Errorf("seed %d: %d conversations left on the trunk", seed, n)
 		}
 	}
@@ -126,5 +127,89 @@ func TestTrunkShownItems(t *testing.T) {
 	})
 	if kept == 0 {
 		t.Error("no owner entry kept its item")
+	}
+}
+
+// A trunk delta of a few conversations set and removed allocates itself
+// and its JSON, not its lists of what changed as they grow (setBuf,
+// removedBuf).
+func TestTrunkDeltaAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	conv := func(id string) Conversation {
+		return Conversation{ID: id, CounterpartNum: "0611111111", Direction: "in"}
+	}
+	old := ConvMapOf(map[string]Conversation{"a": conv("a"), "b": conv("b"), "c": conv("c"), "d": conv("d"), "e": conv("e")})
+	var w convWriter
+	w.begin(old)
+	for _, id := range []string{"b", "x", "y", "z"} {
+		w.set(newConvItem(conv(id)))
+	}
+	for _, id := range []string{"a", "c", "d", "e"} {
+		w.del(id)
+	}
+	v := Trunk{Name: "trunk", Status: "busy", Conversations: w.m}
+	var d *trunkDelta
+	n := testing.AllocsPerRun(100, func() { d = newTrunkDelta(old, &v, 0, nil, nil) })
+	if len(d.set) != 4 || len(d.removed) != 4 {
+		t.Fatalf("set %d, removed %d: want 4 and 4", len(d.set), len(d.removed))
+	}
+	if n > 2 {
+		t.Errorf("%.0f allocations a delta, want 2 (the delta, its JSON)", n)
+	}
+}
+
+// A snapshot's trunks are read from its trunk entities (TrunkMap): a
+// snapshot held across later Publishes still shows the trunks it showed
+// (fails with setTrunk writing the entities' map in place).
+func TestTrunkSnapshotsKept(t *testing.T) {
+	e, m := mixEngine(t, 1200, 300)
+	r := rand.New(rand.NewPCG(5, 23))
+	type heldTrunk struct {
+		s     *Snapshot
+		v     Trunk
+		convs map[string]Conversation
+		at    int
+	}
+	var held []heldTrunk
+	pubs, changed := 0, 0
+	var last *Snapshot
+	inBatches(e, m.stream(8000), r, func(i, _ int) {
+		s := e.Publish()
+		pubs++
+		if cur := s.Trunks.Get("trunk").Conversations; last != nil && !cur.equal(last.Trunks.Get("trunk").Conversations) {
+			changed++
+		}
+		last = s
+		for _, h := range held {
+			v, ok := h.s.Trunks.Lookup("trunk")
+			if !ok || h.s.Trunks.Len() != 1 || !trunkFieldsEqual(&v, &h.v) || !maps.EqualFunc(v.Conversations.Map(), h.convs, convEqual) {
+				t.Fatalf("event %d: the trunk of the snapshot held at event %d changed", i, h.at)
+			}
+		}
+		if pubs%10 == 0 {
+			v := s.Trunks.Get("trunk")
+			held = append(held, heldTrunk{s: s, v: v, convs: v.Conversations.Map(), at: i})
+		}
+	})
+	if len(held) < 5 || changed < len(held) {
+		t.Fatalf("%d snapshots held, the trunk changed in %d Publishes: want more", len(held), changed)
+	}
+}
+
+// A trunk's entity, its JSON made on first need, is one allocation
+// (newLazyEnt: the entity and its lazy whole together).
+func TestLazyEntAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	v := Trunk{Name: "trunk", Status: "busy"}
+	var x *ent[Trunk]
+	if n := testing.AllocsPerRun(100, func() { x = newLazyEnt(v, 0, nil, appendTrunk) }); n != 1 {
+		t.Errorf("%.0f allocations, want 1", n)
+	}
+	if x.whole == nil || x.v.Name != "trunk" {
+		t.Fatalf("entity %+v", x)
 	}
 }

@@ -34,6 +34,11 @@ type trunkDelta struct {
 	once    sync.Once
 	hid     []byte
 	whole   classed // the trunk's entity, cut when it changes again
+	// A Publish changes a few of a trunk's conversations: set and removed
+	// start in these, inside the delta's own allocation, not in slices
+	// grown an append at a time (3 allocations a Publish of the mix).
+	setBuf     [4]*convItem
+	removedBuf [4]string
 }
 
 // newTrunkDelta is the change from conversations old to v's, whole the
@@ -41,6 +46,7 @@ type trunkDelta struct {
 func newTrunkDelta(old ConvMap, v *Trunk, at int64, op Opaquer, whole classed) *trunkDelta {
 	d := &trunkDelta{t: *v, at: at, op: op, whole: whole}
 	d.t.Conversations = ConvMap{}
+	d.set, d.removed = d.setBuf[:0], d.removedBuf[:0]
 	old.diff(v.Conversations, func(it *convItem) { d.set = append(d.set, it) }, func(id string) { d.removed = append(d.removed, id) })
 	d.full = d.encode(Full)
 	return d

@@ -203,7 +203,7 @@ func checkMirror(t *testing.T, m *mirror, s *calls.Snapshot, u *auth.User) {
 	for k := range s.Extensions.All() {
 		want["extensions"][k] = compact(t, s.ExtensionJSONAs(k, class(k)))
 	}
-	for k := range s.Trunks {
+	for k := range s.Trunks.All() {
 		want["trunks"][k] = compact(t, s.TrunkJSONAs(k, class("")))
 	}
 	for k := range s.Parkings {

@@ -105,7 +105,7 @@ func (r *rig) noCalls() {
 			r.t.Errorf("%s: %s with %d conversations after every call ended", k, x.Status, len(x.Conversations))
 		}
 	}
-	for k, tr := range s.Trunks {
+	for k, tr := range s.Trunks.All() {
 		if tr.Conversations.Len() != 0 {
 			r.t.Errorf("trunk %s: %d conversations after every call ended", k, tr.Conversations.Len())
 		}
@@ -149,7 +149,7 @@ func TestEachKindDrivesTheEngine(t *testing.T) {
 	if cv := r.connected(11, "0622222222"); !cv.ThroughTrunk || cv.Direction != "out" {
 		t.Errorf("outbound trunk call: %+v, want through the trunk, out", cv)
 	}
-	if n := r.snap().Trunks["trunk"].Conversations.Len(); n != 2 {
+	if n := r.snap().Trunks.Get("trunk").Conversations.Len(); n != 2 {
 		t.Errorf("trunk: %d conversations, want 2", n)
 	}
 	p.Hangup(in)
@@ -234,7 +234,7 @@ func TestForwardDrivesTheEngine(t *testing.T) {
 	check := func(connected bool) {
 		t.Helper()
 		r.want(10, "online")
-		convs := r.snap().Trunks["trunk"].Conversations.Map()
+		convs := r.snap().Trunks.Get("trunk").Conversations.Map()
 		if len(convs) != 1 {
 			t.Fatalf("trunk: conversations %+v, want one", convs)
 		}
