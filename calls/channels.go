@@ -157,6 +157,7 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 	}
 	tech, ep := splitChannel(name)
 	c.tech = tech
+	var x *extState // ep's, when known (classifyExt)
 	switch {
 	case tech == "Local":
 		c.local = true
@@ -170,14 +171,14 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 			}
 		}
 	case phoneTech(tech):
-		c.kind = e.classify(ep)
+		c.kind, x = e.classifyExt(ep)
 		c.owner = ep
 	}
 	e.chans[uid] = c
 	e.byName[name] = c
 	switch c.kind {
 	case ownerExt:
-		x := e.ensureExt(ep)
+		x = e.extFound(x, ep)
 		x.chans = append(x.chans, c)
 		e.busyExt[x.exten] = x
 		if x.chanType == "" {
