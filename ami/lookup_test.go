@@ -65,3 +65,29 @@ func TestLookupIsNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestKind checks Kind against its first header's key only: Kind reads
+// the key "Event" straight from the text's start, so a text starting
+// "Event" whose first key is something else (longer, empty) must not say
+// event.
+func TestKind(t *testing.T) {
+	for _, c := range []struct {
+		m    ami.Message
+		want ami.Kind
+	}{
+		{ami.NewMessage(), ami.KindUnknown},
+		{ami.NewMessage(ami.Header{Key: "Event", Value: "Hangup"}), ami.KindEvent},
+		{ami.NewMessage(ami.Header{Key: "eVENT", Value: "Hangup"}), ami.KindEvent},
+		{ami.NewMessage(ami.Header{Key: "Event", Value: ""}), ami.KindEvent},
+		{ami.NewMessage(ami.Header{Key: "Eventful", Value: "x"}), ami.KindUnknown},
+		{ami.NewMessage(ami.Header{Key: "Even", Value: "tX"}), ami.KindUnknown},
+		{ami.NewMessage(ami.Header{Key: "", Value: "Event"}), ami.KindUnknown},
+		{ami.NewMessage(ami.Header{Key: "Response", Value: "Success"}), ami.KindResponse},
+		{ami.NewMessage(ami.Header{Key: "action", Value: "Ping"}), ami.KindAction},
+		{ami.NewMessage(ami.Header{Key: "X", Value: "1"}, ami.Header{Key: "Event", Value: "Hangup"}), ami.KindUnknown},
+	} {
+		if got := c.m.Kind(); got != c.want {
+			t.Errorf("%v: Kind %v, want %v", c.m, got, c.want)
+		}
+	}
+}

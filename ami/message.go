@@ -227,10 +227,18 @@ func (k Kind) String() string {
 // Kind reports whether m is an action, a response or an event, from its first
 // header (Asterisk always puts it first).
 func (m Message) Kind() Kind {
-	if m.Len() == 0 {
+	idx := m.idx
+	if len(idx) < 4 {
 		return KindUnknown
 	}
-	k := m.key(0)
+	// The key "Event" at the text's start, as NewMessage and the reader
+	// lay it out, is compared straight from the text: its load does not
+	// wait for the offsets' (two cache misses overlap, not one after the
+	// other, when the message is not in cache).
+	if len(m.text) >= 5 && m.text[:5] == "Event" && idx[0] == 0 && idx[1] == 5 {
+		return KindEvent
+	}
+	k := m.text[idx[0]:idx[1]]
 	switch {
 	case k == "Event" || strings.EqualFold(k, "Event"): // Asterisk's case first: cheaper
 		return KindEvent

@@ -15,50 +15,55 @@ const (
 	stateUp      = 6
 )
 
-// channel is one Asterisk channel as the engine knows it.
+// channel is one Asterisk channel as the engine knows it. Its fields are
+// ordered by use: what every event about it reads or writes (the batch
+// mark and the links changed follows, its state and stamps), then the
+// caller ID a live event refreshes, then what Publish's derivation and
+// the rarer events read. A channel event then touches the first cache
+// lines of a channel only, not all of them (a call centre has thousands
+// of channels, and the events of a batch are about channels all over).
 type channel struct {
-	uid, name, linkedid string
-	kind                ownerKind
-	owner               string // extension number or trunk name
-	tech                string
-	local               bool
-	partner             *channel // the other half of a Local channel pair
+	touched     uint64     // Engine.touchGen of the batch that touched it (dirty.go)
+	bridge      *bridge    // the bridge it is in
+	prevBridge  *bridge    // the talking bridge it just left, others still in it (attended transfer)
+	partner     *channel   // the other half of a Local channel pair
+	dialledBy   *channel   // the channel that dialled it
+	m           *chanMore  // what few channels need, made on first need: keeps channel small
+	dialTargets []*channel // channels it dials or dialled and got
+	state       int
+	liveAt      uint64 // resyncState.events when a live event last set its headers
+	bridgeAt    uint64 // the same for its bridge membership
 
-	state      int
+	kind       ownerKind
+	gone       bool // hung up or dropped
+	local      bool
+	originator bool // created by its device asking for a call (state Ring)
+	originated bool // rung by the PBX with no calling channel (Originate)
+	dialledOut bool // has dialled someone
+	pickup     bool // answered someone else's ringing call
+	viaTrunk   bool
+	hold       bool
+	conference bool
+	confirmed  bool // listed by the CoreShowChannels of the running resync
+	rang       bool // extenRinging already emitted
+
 	callerNum  string
 	callerName string
 	connNum    string
 	connName   string
+	linkedid   string
+
+	uid, name  string
+	owner      string // extension number or trunk name
+	tech       string
 	exten      string // dialled extension at creation
 	created    int64  // ms
 	seq        uint64 // creation order
 	gen        uint64 // resync generation it was created or confirmed in
-	liveAt     uint64 // resyncState.events when a live event last set its headers
-	bridgeAt   uint64 // the same for its bridge membership
-
-	originator  bool       // created by its device asking for a call (state Ring)
-	originated  bool       // rung by the PBX with no calling channel (Originate)
-	dialledOut  bool       // has dialled someone
-	pickup      bool       // answered someone else's ringing call
-	dialledBy   *channel   // the channel that dialled it
-	dialTargets []*channel // channels it dials or dialled and got
-	viaTrunk    bool
-
-	bridge     *bridge
 	answeredAt int64
-	hold       bool
 	recording  string
-	conference bool
 	queue      string
-
-	confirmed bool   // listed by the CoreShowChannels of the running resync
-	gone      bool   // hung up or dropped
-	touched   uint64 // Engine.touchGen of the batch that touched it (dirty.go)
-	rang      bool   // extenRinging already emitted
-	lastID    string // conversation id while it had a peer: kept when the peer leaves
-
-	prevBridge *bridge   // the talking bridge it just left, others still in it (attended transfer)
-	m          *chanMore // what few channels need, made on first need: keeps channel small
+	lastID     string // conversation id while it had a peer: kept when the peer leaves
 }
 
 // chanMore is what only some channels need.
@@ -157,6 +162,7 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 	}
 	tech, ep := splitChannel(name)
 	c.tech = tech
+	var x *extState // ep's, when known (classifyExt)
 	switch {
 	case tech == "Local":
 		c.local = true
@@ -170,14 +176,14 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 			}
 		}
 	case phoneTech(tech):
-		c.kind = e.classify(ep)
+		c.kind, x = e.classifyExt(ep)
 		c.owner = ep
 	}
 	e.chans[uid] = c
 	e.byName[name] = c
 	switch c.kind {
 	case ownerExt:
-		x := e.ensureExt(ep)
+		x = e.extFound(x, ep)
 		x.chans = append(x.chans, c)
 		e.busyExt[x.exten] = x
 		if x.chanType == "" {

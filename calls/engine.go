@@ -342,19 +342,27 @@ const (
 // one (or, with no trunks configured, when its name is not a number), else
 // an extension when known or a number.
 func (e *Engine) classify(endpoint string) ownerKind {
+	k, _ := e.classifyExt(endpoint)
+	return k
+}
+
+// classifyExt is classify that also returns the endpoint's extension when
+// it is a known one (nil when it is still to be made: extFound makes it),
+// so that the extensions are looked up once.
+func (e *Engine) classifyExt(endpoint string) (ownerKind, *extState) {
 	if endpoint == "" {
-		return ownerNone
+		return ownerNone, nil
 	}
 	if e.trunkSet[endpoint] {
-		return ownerTrunk
+		return ownerTrunk, nil
 	}
-	if _, ok := e.exts[endpoint]; ok || allDigits(endpoint) {
-		return ownerExt
+	if x := e.exts[endpoint]; x != nil || allDigits(endpoint) {
+		return ownerExt, x
 	}
 	if len(e.trunkSet) == 0 {
-		return ownerTrunk
+		return ownerTrunk, nil
 	}
-	return ownerNone
+	return ownerNone, nil
 }
 
 // deviceEndpoint returns the endpoint of a device or interface name

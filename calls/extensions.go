@@ -57,8 +57,11 @@ func (x *extState) displayName() string {
 	return x.pbxName
 }
 
-func (e *Engine) ensureExt(num string) *extState {
-	x := e.exts[num]
+func (e *Engine) ensureExt(num string) *extState { return e.extFound(e.exts[num], num) }
+
+// extFound is ensureExt of x, num's extension looked up already (nil:
+// none yet).
+func (e *Engine) extFound(x *extState, num string) *extState {
 	if x == nil {
 		x = &extState{exten: strings.Clone(num), status: "online"}
 		e.exts[x.exten] = x
@@ -70,10 +73,11 @@ func (e *Engine) ensureExt(num string) *extState {
 // extFor returns the extension an endpoint names, creating it when the
 // endpoint classifies as an extension; nil otherwise.
 func (e *Engine) extFor(endpoint string) *extState {
-	if e.classify(endpoint) != ownerExt {
+	k, x := e.classifyExt(endpoint)
+	if k != ownerExt {
 		return nil
 	}
-	return e.ensureExt(endpoint)
+	return e.extFound(x, endpoint)
 }
 
 // statusFromExtensionState maps ExtensionStatus Status codes (ast_extension_states).

@@ -16,14 +16,16 @@ func (t *tombstones) add(uid string) {
 	if uid == "" {
 		return
 	}
-	if _, ok := t.set[uid]; ok {
+	// One lookup for "already there?" and the insert: the set grows
+	// when uid is new.
+	n := len(t.set)
+	if t.set[uid] = struct{}{}; len(t.set) == n {
 		return
 	}
 	if old := t.ring[t.next]; old != "" {
-		delete(t.set, old)
+		delete(t.set, old) // not uid: the ring's uids are in the set
 	}
 	t.ring[t.next] = uid
-	t.set[uid] = struct{}{}
 	t.next = (t.next + 1) % len(t.ring)
 }
 
