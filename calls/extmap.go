@@ -70,6 +70,18 @@ func (s *extShard) find(k string) (int, bool) {
 	return lo, lo < len(s.e) && s.e[lo].k == k
 }
 
+// at is find(k), k's entry found by its entity x when x is in s.
+func (s *extShard) at(k string, x *ent[Extension]) (int, bool) {
+	if x != nil {
+		for j := range s.e {
+			if s.e[j].x == x {
+				return j, true
+			}
+		}
+	}
+	return s.find(k)
+}
+
 func shardOf(k string) int {
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(k); i++ {
@@ -441,8 +453,11 @@ func (w *extWriter) showing(n string) iter.Seq[string] {
 }
 
 // set stores extension k, copying the root, the node and the shard on its
-// path first if they are still shared with a published map.
-func (w *extWriter) set(k string, x *ent[Extension]) {
+// path first if they are still shared with a published map. old is k's
+// entity in cur (nil when k is new): the shard's entry is found by it, a
+// scan of a few pointers in the shard itself, not a search comparing
+// keys whose bytes are elsewhere in memory.
+func (w *extWriter) set(k string, x, old *ent[Extension]) {
 	w.changes = true
 	if w.cur.root.gen != w.gen {
 		r := *w.cur.root
@@ -467,7 +482,7 @@ func (w *extWriter) set(k string, x *ent[Extension]) {
 		}
 		s, n.s[i%extFan] = c, c
 	}
-	j, ok := s.find(k)
+	j, ok := s.at(k, old)
 	if !ok {
 		w.index(k, &x.v, 1)
 	} else if old := &s.e[j].x.v; !sameShown(old, &x.v) {

@@ -264,3 +264,73 @@ func TestUnchangedNotAnnounced(t *testing.T) {
 		}
 	}
 }
+
+// TestExtWriterSetOld: set finds the entry it replaces by the old entity,
+// whichever of a shard's extensions it is, in a shard shared with the
+// published map (copied) or of this Publish (in place); the others and
+// the index of numbers shown stay right. An entity not in the map (nil,
+// or one never stored) falls back to the search by number.
+func TestExtWriterSetOld(t *testing.T) {
+	var same []string // numbers of one shard
+	for i := 200; len(same) < 4; i++ {
+		if k := fmt.Sprint(i); shardOf(k) == shardOf("200") {
+			same = append(same, k)
+		}
+	}
+	slices.Sort(same)
+	showing := func(k, num string) *ent[Extension] {
+		v := Extension{Exten: k}
+		if num != "" {
+			v.Conversations = map[string]Conversation{k + ">": {ID: k + ">", CounterpartNum: num}}
+		}
+		return &ent[Extension]{v: v}
+	}
+	w := newExtWriter()
+	held := map[string]*ent[Extension]{}
+	for _, k := range same {
+		w.begin()
+		x := showing(k, "0"+k)
+		w.set(k, x, nil)
+		held[k] = x
+	}
+	check := func(where string) {
+		t.Helper()
+		for _, k := range same {
+			if got := w.cur.ent(k); got != held[k] {
+				t.Fatalf("%s: %s holds %+v, want %+v", where, k, got.v, held[k].v)
+			}
+		}
+		if got := w.cur.Keys(); !slices.Equal(got, same) {
+			t.Fatalf("%s: keys %v, want %v", where, got, same)
+		}
+		want := map[string]map[string]int{}
+		for k, x := range held {
+			for _, cv := range x.v.Conversations {
+				want[cv.CounterpartNum] = map[string]int{k: 1}
+			}
+		}
+		if got := w.showCounts(); !maps.EqualFunc(got, want, maps.Equal) {
+			t.Fatalf("%s: index %v, want %v", where, got, want)
+		}
+	}
+	check("stored")
+	for round := range 2 {
+		w.begin() // round 0: the shard is shared, then its copy is written in place
+		for i := len(same) - 1; i >= 0; i-- {
+			k := same[i]
+			x := showing(k, fmt.Sprint("1", round, k))
+			if i%2 == 1 {
+				x = showing(k, "")
+			}
+			w.set(k, x, held[k])
+			held[k] = x
+			check(fmt.Sprintf("round %d, %s replaced", round, k))
+		}
+	}
+	w.begin()
+	k := same[1]
+	x := showing(k, "9"+k)
+	w.set(k, x, showing(k, "")) // not the stored entity: searched by number
+	held[k] = x
+	check("replaced with a stale old")
+}
