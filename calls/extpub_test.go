@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // checkExtPub: each extension's entity as the engine keeps it
@@ -333,4 +334,26 @@ func TestExtWriterSetOld(t *testing.T) {
 	w.set(k, x, showing(k, "")) // not the stored entity: searched by number
 	held[k] = x
 	check("replaced with a stale old")
+}
+
+// TestJoinID: a conversation's id is the one derived last (the same
+// string, no new one) when it is unchanged, else the new id.
+func TestJoinID(t *testing.T) {
+	last := strings.Clone("PJSIP/201-1>PJSIP/202-2")
+	for _, c := range []struct {
+		a, b, last, want string
+		kept             bool
+	}{
+		{"PJSIP/201-1", "PJSIP/202-2", last, last, true},
+		{"PJSIP/202-2", "PJSIP/201-1", last, "PJSIP/202-2>PJSIP/201-1", false}, // swapped
+		{"PJSIP/201-1", "PJSIP/203-3", last, "PJSIP/201-1>PJSIP/203-3", false},
+		{"PJSIP/201-1>", "PJSIP/202-2", last, "PJSIP/201-1>>PJSIP/202-2", false},
+		{"PJSIP/201-1", "PJSIP/202-", last, "PJSIP/201-1>PJSIP/202-", false},
+		{"", "", "", ">", false},
+	} {
+		got := joinID(c.a, c.b, c.last)
+		if kept := unsafe.StringData(got) == unsafe.StringData(c.last); got != c.want || kept != c.kept {
+			t.Errorf("joinID(%q, %q, %q) = %q (the last: %v), want %q (%v)", c.a, c.b, c.last, got, kept, c.want, c.kept)
+		}
+	}
 }
