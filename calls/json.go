@@ -26,6 +26,10 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(le64(s[i:])) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -68,6 +72,25 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plain8 reports whether the 8 bytes of w (le64) are ASCII that a JSON
+// string holds as it is, all at once, by the high bit of each byte of
+// w-0x20 (set for a control character, and for 0xa0 or more), of
+// (w^'"')-1 (a quote, and 0x80 to 0xa1 or 0xa3 or more) and of (w^'\\')-1
+// (a backslash): every other byte leaves all three clear. A subtraction
+// borrows from the next byte only for a byte already flagged, so the test
+// is exact.
+func plain8(w uint64) bool {
+	const ones = 0x0101010101010101
+	return ((w-0x20*ones)|((w^'"'*ones)-ones)|((w^'\\'*ones)-ones))&(0x80*ones) == 0
+}
+
+// le64 is s's first 8 bytes as one little-endian word (one load).
+func le64(s string) uint64 {
+	_ = s[7] // one bounds check
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 func appendKey(b []byte, k string) []byte {
