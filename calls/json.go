@@ -26,9 +26,13 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plain8(le64(s[i:])) {
-			i += 8
-			continue
+		if i+8 <= len(s) {
+			if plain8(le64(s[i:])) {
+				i += 8
+				continue
+			}
+		} else if len(s) >= 8 && plain8(le64(s[len(s)-8:])) {
+			break // the last word, overlapping bytes done, is plain: so is the rest
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
