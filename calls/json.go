@@ -24,6 +24,9 @@ func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
 // U+FFFD) minus its HTML escaping.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	if n := len(s); n >= 4 && n < 8 && plain8(uint64(le32(s))|uint64(le32(s[n-4:]))<<32) {
+		return append(append(b, s...), '"') // short and plain: its two words, overlapping, checked at once
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
@@ -95,6 +98,12 @@ func le64(s string) uint64 {
 	_ = s[7] // one bounds check
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// le32 is s's first 4 bytes as one little-endian word.
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 func appendKey(b []byte, k string) []byte {
