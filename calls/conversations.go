@@ -180,9 +180,9 @@ func (e *Engine) convFor(c *channel) Conversation {
 		}
 	} else {
 		if consult || callerFirst(c, p) {
-			cv.ID = c.name + ">" + p.name
+			cv.ID = joinID(c.name, p.name, c.lastID)
 		} else {
-			cv.ID = p.name + ">" + c.name
+			cv.ID = joinID(p.name, c.name, c.lastID)
 		}
 		c.lastID = cv.ID
 		if p.kind == ownerTrunk && c.kind != ownerTrunk {
@@ -219,6 +219,16 @@ func (e *Engine) convFor(c *channel) Conversation {
 	}
 	e.counterpart(&cv, c, p, out)
 	return cv
+}
+
+// joinID is the conversation id "<a>><b>": last itself when it is that id
+// (the conversation's id unchanged since the last Publish derived it),
+// else a new string.
+func joinID(a, b, last string) string {
+	if len(last) == len(a)+1+len(b) && last[len(a)] == '>' && last[:len(a)] == a && last[len(a)+1:] == b {
+		return last
+	}
+	return a + ">" + b
 }
 
 // counterpart names whom c talks to. An extension peer is named by its

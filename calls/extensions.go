@@ -38,7 +38,7 @@ type extState struct {
 // storeExt publishes xe as x's entity: in the ExtensionMap being written
 // and in x.pub, so the two never differ.
 func (e *Engine) storeExt(x *extState, xe *ent[Extension]) {
-	e.pub.setExt(x.exten, xe)
+	e.pub.setExt(x.exten, xe, x.pub)
 	x.pub = xe
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // checkExtPub: each extension's entity as the engine keeps it
@@ -261,6 +262,98 @@ func TestUnchangedNotAnnounced(t *testing.T) {
 		if s2 := e.Publish(); s2.Seq != s.Seq {
 			ch, _ := e.Feed().Since(s.Seq)
 			t.Errorf("%d calls: unchanged extension announced: %d changes, first %s %s", n, len(ch), ch[0].Type, ch[0].Data)
+		}
+	}
+}
+
+// TestExtWriterSetOld: set finds the entry it replaces by the old entity,
+// whichever of a shard's extensions it is, in a shard shared with the
+// published map (copied) or of this Publish (in place); the others and
+// the index of numbers shown stay right. An entity not in the map (nil,
+// or one never stored) falls back to the search by number.
+func TestExtWriterSetOld(t *testing.T) {
+	var same []string // numbers of one shard
+	for i := 200; len(same) < 4; i++ {
+		if k := fmt.Sprint(i); shardOf(k) == shardOf("200") {
+			same = append(same, k)
+		}
+	}
+	slices.Sort(same)
+	showing := func(k, num string) *ent[Extension] {
+		v := Extension{Exten: k}
+		if num != "" {
+			v.Conversations = map[string]Conversation{k + ">": {ID: k + ">", CounterpartNum: num}}
+		}
+		return &ent[Extension]{v: v}
+	}
+	w := newExtWriter()
+	held := map[string]*ent[Extension]{}
+	for _, k := range same {
+		w.begin()
+		x := showing(k, "0"+k)
+		w.set(k, x, nil)
+		held[k] = x
+	}
+	check := func(where string) {
+		t.Helper()
+		for _, k := range same {
+			if got := w.cur.ent(k); got != held[k] {
+				t.Fatalf("%s: %s holds %+v, want %+v", where, k, got.v, held[k].v)
+			}
+		}
+		if got := w.cur.Keys(); !slices.Equal(got, same) {
+			t.Fatalf("%s: keys %v, want %v", where, got, same)
+		}
+		want := map[string]map[string]int{}
+		for k, x := range held {
+			for _, cv := range x.v.Conversations {
+				want[cv.CounterpartNum] = map[string]int{k: 1}
+			}
+		}
+		if got := w.showCounts(); !maps.EqualFunc(got, want, maps.Equal) {
+			t.Fatalf("%s: index %v, want %v", where, got, want)
+		}
+	}
+	check("stored")
+	for round := range 2 {
+		w.begin() // round 0: the shard is shared, then its copy is written in place
+		for i := len(same) - 1; i >= 0; i-- {
+			k := same[i]
+			x := showing(k, fmt.Sprint("1", round, k))
+			if i%2 == 1 {
+				x = showing(k, "")
+			}
+			w.set(k, x, held[k])
+			held[k] = x
+			check(fmt.Sprintf("round %d, %s replaced", round, k))
+		}
+	}
+	w.begin()
+	k := same[1]
+	x := showing(k, "9"+k)
+	w.set(k, x, showing(k, "")) // not the stored entity: searched by number
+	held[k] = x
+	check("replaced with a stale old")
+}
+
+// TestJoinID: a conversation's id is the one derived last (the same
+// string, no new one) when it is unchanged, else the new id.
+func TestJoinID(t *testing.T) {
+	last := strings.Clone("PJSIP/201-1>PJSIP/202-2")
+	for _, c := range []struct {
+		a, b, last, want string
+		kept             bool
+	}{
+		{"PJSIP/201-1", "PJSIP/202-2", last, last, true},
+		{"PJSIP/202-2", "PJSIP/201-1", last, "PJSIP/202-2>PJSIP/201-1", false}, // swapped
+		{"PJSIP/201-1", "PJSIP/203-3", last, "PJSIP/201-1>PJSIP/203-3", false},
+		{"PJSIP/201-1>", "PJSIP/202-2", last, "PJSIP/201-1>>PJSIP/202-2", false},
+		{"PJSIP/201-1", "PJSIP/202-", last, "PJSIP/201-1>PJSIP/202-", false},
+		{"", "", "", ">", false},
+	} {
+		got := joinID(c.a, c.b, c.last)
+		if kept := unsafe.StringData(got) == unsafe.StringData(c.last); got != c.want || kept != c.kept {
+			t.Errorf("joinID(%q, %q, %q) = %q (the last: %v), want %q (%v)", c.a, c.b, c.last, got, kept, c.want, c.kept)
 		}
 	}
 }

@@ -24,8 +24,19 @@ func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
 // U+FFFD) minus its HTML escaping.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	if n := len(s); n >= 4 && n < 8 && plain8(uint64(le32(s))|uint64(le32(s[n-4:]))<<32) {
+		return append(append(b, s...), '"') // short and plain: its two words, overlapping, checked at once
+	}
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			if plain8(le64(s[i:])) {
+				i += 8
+				continue
+			}
+		} else if len(s) >= 8 && plain8(le64(s[len(s)-8:])) {
+			break // the last word, overlapping bytes done, is plain: so is the rest
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -68,6 +79,31 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plain8 reports whether the 8 bytes of w (le64) are ASCII that a JSON
+// string holds as it is, all at once, by the high bit of each byte of
+// w-0x20 (set for a control character, and for 0xa0 or more), of
+// (w^'"')-1 (a quote, and 0x80 to 0xa1 or 0xa3 or more) and of (w^'\\')-1
+// (a backslash): every other byte leaves all three clear. A subtraction
+// borrows from the next byte only for a byte already flagged, so the test
+// is exact.
+func plain8(w uint64) bool {
+	const ones = 0x0101010101010101
+	return ((w-0x20*ones)|((w^'"'*ones)-ones)|((w^'\\'*ones)-ones))&(0x80*ones) == 0
+}
+
+// le64 is s's first 8 bytes as one little-endian word (one load).
+func le64(s string) uint64 {
+	_ = s[7] // one bounds check
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// le32 is s's first 4 bytes as one little-endian word.
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 func appendKey(b []byte, k string) []byte {

@@ -245,10 +245,10 @@ func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Chan
 		was := p.exts.cur.ent(qk)
 		x := wrap(src, cur.Extensions.ent(k), src.qualifyExt, appendExtension)
 		if durationOnly(old, cur, k) {
-			p.setExt(qk, was.refreshed(x)) // no feed change, as in the engine
+			p.setExt(qk, was.refreshed(x), was) // no feed change, as in the engine
 			continue
 		}
-		p.setExt(qk, x)
+		p.setExt(qk, x, was)
 		ch = append(ch, Change{Type: "extenUpdate", Key: qk, Data: x.full, At: cur.At, ent: x.announce(was)})
 	}
 	return ch

@@ -341,11 +341,11 @@ func (p *published) snapshot(e *Engine, seq uint64, at int64) *Snapshot {
 	return &a.s
 }
 
-func (p *published) setExt(k string, x *ent[Extension]) {
+func (p *published) setExt(k string, x, old *ent[Extension]) {
 	if !p.exts.changed() {
 		p.extAll = &lazy{}
 	}
-	p.exts.set(k, x)
+	p.exts.set(k, x, old)
 }
 
 func (p *published) setQueue(k string, x *ent[Queue]) {
