@@ -43,3 +43,18 @@ func TestChannelSize(t *testing.T) {
 		t.Errorf("channel is %d bytes, want <= 352", n)
 	}
 }
+
+// TestOwnerShared: a channel's owner is its extension's or trunk's own
+// string, not a piece of the Newchannel it came in: a map lookup by it
+// compares equal pointers, and reads no old message.
+func TestOwnerShared(t *testing.T) {
+	e := New(Config{Trunks: []string{"carrier"}})
+	e.Apply(scaleChanEv("Newchannel", "PJSIP/201-00000001", "201", "<unknown>", "202", "1.1", "1.1", 4))
+	e.Apply(scaleChanEv("Newchannel", "PJSIP/carrier-00000002", "555", "<unknown>", "201", "1.2", "1.2", 4))
+	for uid, own := range map[string]string{"1.1": e.exts["201"].exten, "1.2": e.trunks["carrier"].name} {
+		c := e.chans[uid]
+		if c == nil || c.owner != own || unsafe.StringData(c.owner) != unsafe.StringData(own) {
+			t.Errorf("channel %s: owner not its owner's string %q", uid, own)
+		}
+	}
+}

@@ -185,6 +185,7 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 	switch c.kind {
 	case ownerExt:
 		x = e.extFound(x, ep)
+		c.owner = x.exten // ep's bytes, shared: hashing it reads no old message
 		x.chans = addOwned(x.chans, c)
 		e.busyExt[x.exten] = x
 		if x.chanType == "" {
@@ -200,6 +201,7 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 		}
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
+		c.owner = t.name
 		t.chans = addOwned(t.chans, c)
 		e.busyTrk[t.name] = t
 		if t.chanType == "" {
