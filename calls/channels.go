@@ -44,8 +44,9 @@ type channel struct {
 	viaTrunk   bool
 	hold       bool
 	conference bool
-	confirmed  bool // listed by the CoreShowChannels of the running resync
-	rang       bool // extenRinging already emitted
+	confirmed  bool  // listed by the CoreShowChannels of the running resync
+	rang       bool  // extenRinging already emitted
+	ownerAt    int32 // its index in its owner's chans (chanlist.go), in the bools' padding
 
 	callerNum  string
 	callerName string
@@ -184,7 +185,8 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 	switch c.kind {
 	case ownerExt:
 		x = e.extFound(x, ep)
-		x.chans = append(x.chans, c)
+		c.owner = x.exten // ep's bytes, shared: hashing it reads no old message
+		x.chans = addOwned(x.chans, c)
 		e.busyExt[x.exten] = x
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
@@ -199,7 +201,8 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 		}
 	case ownerTrunk:
 		t := e.ensureTrunk(ep)
-		t.chans = append(t.chans, c)
+		c.owner = t.name
+		t.chans = addOwned(t.chans, c)
 		e.busyTrk[t.name] = t
 		if t.chanType == "" {
 			t.chanType = strings.ToLower(tech)
@@ -228,13 +231,13 @@ func (e *Engine) dropChannel(c *channel) {
 	switch c.kind {
 	case ownerExt:
 		if x := e.exts[c.owner]; x != nil {
-			if x.chans = removeChan(x.chans, c); len(x.chans) == 0 {
+			if x.chans = removeOwned(x.chans, c); len(x.chans) == 0 {
 				delete(e.busyExt, x.exten)
 			}
 		}
 	case ownerTrunk:
 		if t := e.trunks[c.owner]; t != nil {
-			if t.chans = removeChan(t.chans, c); len(t.chans) == 0 {
+			if t.chans = removeOwned(t.chans, c); len(t.chans) == 0 {
 				delete(e.busyTrk, t.name)
 			}
 		}
