@@ -199,14 +199,17 @@ func (e *Engine) convFor(c *channel) Conversation {
 	cv.Connected = c.conference ||
 		(c.answeredAt != 0 && p != nil && p.state == stateUp && (c.bridge == nil || !c.bridge.holding))
 	var ex ConvExtra
-	if x, role := e.xferOf(c, p); x != nil {
+	x, role := e.xferOf(c, p)
+	if x != nil {
 		ex.Transfer = Transfer{ID: x.id, State: x.state, Role: role, Consult: consult}
 	}
 	ex.Parked = e.parkedOf(c)
 	if more.spyee != nil {
 		e.spyConv(&cv, &ex, c)
 	}
-	if ex != (ConvExtra{}) {
+	// ex is compared whole only when a part may be set: most
+	// conversations have none, and the comparison is not cheap.
+	if (x != nil || more.spyee != nil || ex.Parked != Parked{}) && ex != (ConvExtra{}) {
 		cv.Extra = new(ConvExtra) // only then: ex itself stays on the stack
 		*cv.Extra = ex
 	}

@@ -111,6 +111,18 @@ func TestExtViewKeepsPublished(t *testing.T) {
 	if _, kept := e.extView(x, two); kept {
 		t.Fatal("a published conversation more was kept")
 	}
+	// A channel listed twice or nine times derives one conversation more
+	// than once: convsAre cannot tell, the map made is compared and the
+	// published one kept (publishExts does not compare again).
+	for _, n := range []int{2, 9} {
+		chans := slices.Repeat(x.chans[:1], n)
+		if m, kept := e.extConvs(chans, busy.Conversations); !kept || !sameMap(m, busy.Conversations) {
+			t.Fatalf("one channel %d times: kept %v, same map %v", n, kept, sameMap(m, busy.Conversations))
+		}
+		if _, kept := e.extConvs(chans, changed); kept {
+			t.Fatalf("one channel %d times kept a changed conversation", n)
+		}
+	}
 	// No channels: nil, as before, kept when none were published.
 	idle := e.exts[scaleExten(19)]
 	if v, kept := e.extView(idle, nil); !kept || v.Conversations != nil {
@@ -141,23 +153,29 @@ func TestConvsAre(t *testing.T) {
 	prev := map[string]Conversation{"a>": a, "b>": b}
 	xa := a
 	xa.Extra = &ConvExtra{Parked: Parked{Parking: "701"}}
+	// sure: whether the answer holds for the map d makes (true: the
+	// published extension is not compared again, so a wrong "sure" would
+	// announce an unchanged extension or keep a changed one).
 	for _, c := range []struct {
-		d    []Conversation
-		want bool
+		d          []Conversation
+		want, sure bool
 	}{
-		{[]Conversation{a, b}, true},
-		{[]Conversation{b, a}, true},
-		{[]Conversation{a, a}, false}, // as many, an id twice
-		{[]Conversation{a}, false},
-		{[]Conversation{a, b, b}, false},
-		{[]Conversation{xa, b}, false},
-		{nil, false},
+		{[]Conversation{a, b}, true, true},
+		{[]Conversation{b, a}, true, true},
+		{[]Conversation{a, a}, false, true}, // as many, an id twice: a smaller map
+		{[]Conversation{a}, false, true},
+		{[]Conversation{a, b, b}, false, false}, // an id twice may make prev's map
+		{[]Conversation{xa, b}, false, true},
+		{nil, false, true},
 	} {
-		if got := convsAre(prev, c.d); got != c.want {
-			t.Errorf("convsAre(%v) = %v, want %v", c.d, got, c.want)
+		if got, sure := convsAre(prev, c.d); got != c.want || sure != c.sure {
+			t.Errorf("convsAre(%v) = %v, %v, want %v, %v", c.d, got, sure, c.want, c.sure)
 		}
 	}
-	if !convsAre(map[string]Conversation{}, nil) {
+	if got, sure := convsAre(map[string]Conversation{"a>": a}, []Conversation{a, a}); got || sure {
+		t.Error("two of one id sure to differ from one")
+	}
+	if got, sure := convsAre(map[string]Conversation{}, nil); !got || !sure {
 		t.Error("none and none differ")
 	}
 	many := map[string]Conversation{}
@@ -166,7 +184,7 @@ func TestConvsAre(t *testing.T) {
 		cv := Conversation{ID: fmt.Sprint(i, ">")}
 		many[cv.ID], d = cv, append(d, cv)
 	}
-	if convsAre(many, d) {
+	if got, sure := convsAre(many, d); got || sure {
 		t.Error("nine conversations compared pairwise")
 	}
 }

@@ -54,7 +54,7 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 			prev = old.v.Conversations
 		}
 		v, kept := e.extView(x, prev)
-		if old != nil && extFieldsEqual(&old.v, &v) && (kept || convsEqual(old.v.Conversations, v.Conversations)) {
+		if old != nil && kept && extFieldsEqual(&old.v, &v) { // kept: the conversations equal the published ones
 			continue
 		}
 		// Encoded in a buffer kept across Publishes, then copied at its

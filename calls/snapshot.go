@@ -396,12 +396,12 @@ func (e *Engine) chanConvs(c *channel, yield func(Conversation)) {
 	}
 }
 
-// extView is x as published, its conversations derived afresh. When they
-// equal prev's (the published ones: the batch changed x's status, or a
-// linked channel's event left x's calls as they were), kept is true and
-// no map is made: the view holds prev itself (nil when x has no
-// channels, as convsOf), so comparing the view and counting what it
-// shows skip the conversations.
+// extView is x as published, its conversations derived afresh; kept
+// reports whether they equal prev's (the published ones: the batch
+// changed x's status, or a linked channel's event left x's calls as they
+// were). Then the view holds prev itself when it is not nil (nil when x
+// has no channels, as convsOf), so comparing the view and counting what
+// it shows skip the conversations.
 func (e *Engine) extView(x *extState, prev map[string]Conversation) (v Extension, kept bool) {
 	convs, kept := e.extConvs(x.chans, prev)
 	status := x.status
@@ -426,9 +426,11 @@ func (e *Engine) extView(x *extState, prev map[string]Conversation) (v Extension
 	}, kept
 }
 
-// extConvs is convsOf(chans), prev itself when they equal prev's (kept).
+// extConvs is convsOf(chans), prev itself when they equal prev's, and
+// whether they do (kept, as convsEqual answers: nil and empty are equal).
 // They are derived into a buffer on the stack (an extension has a few); a
-// map is made only when they changed.
+// map is made only when they changed, and compared with prev only when
+// convsAre could not tell.
 func (e *Engine) extConvs(chans []*channel, prev map[string]Conversation) (m map[string]Conversation, kept bool) {
 	if len(chans) == 0 {
 		return nil, len(prev) == 0
@@ -440,36 +442,44 @@ func (e *Engine) extConvs(chans []*channel, prev map[string]Conversation) (m map
 			e.chanConvs(c, func(cv Conversation) { d = append(d, cv) })
 		}
 	}
-	if prev != nil && convsAre(prev, d) {
+	kept, sure := convsAre(prev, d)
+	if kept && prev != nil {
 		return prev, true
 	}
 	m = make(map[string]Conversation, len(chans))
 	for _, cv := range d {
 		m[cv.ID] = cv // the last of an id, as convsOf
 	}
-	return m, false
+	if !sure {
+		if kept = convsEqual(prev, m); kept && prev != nil {
+			return prev, true
+		}
+	}
+	return m, kept
 }
 
-// convsAre reports whether d holds prev's conversations: as many, of
-// distinct ids, each equal to prev's of its id. Ids are checked distinct
-// pairwise, so beyond a few conversations it answers false (a map is
-// made and compared as before).
-func convsAre(prev map[string]Conversation, d []Conversation) bool {
+// convsAre reports whether d's conversations, made into a map, equal
+// prev's, and whether it could tell (sure). It can when d has at most one
+// conversation, or as many as prev and a few: then, checked one by one
+// against prev, each must be there, equal, and of a distinct id (two of
+// an id make a map smaller than prev). Otherwise it answers false, not
+// sure: the map is made and compared.
+func convsAre(prev map[string]Conversation, d []Conversation) (equal, sure bool) {
 	if len(d) != len(prev) || len(d) > 8 {
-		return false
+		return false, len(d) <= 1
 	}
 	for i := range d {
 		p, ok := prev[d[i].ID]
 		if !ok || !convEqual(p, d[i]) {
-			return false
+			return false, true
 		}
 		for j := range i {
 			if d[j].ID == d[i].ID {
-				return false
+				return false, true
 			}
 		}
 	}
-	return true
+	return true, true
 }
 
 // trunkView is t's view and whether its conversations changed since the
