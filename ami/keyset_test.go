@@ -121,6 +121,19 @@ func TestNewKeySetRefuses(t *testing.T) {
 	}
 }
 
+// TestNewMessageAllocs: a message built is its text and its offsets,
+// two allocations (the text is not copied once more).
+func TestNewMessageAllocs(t *testing.T) {
+	hs := []ami.Header{{Key: "Event", Value: "Newstate"}, {Key: "Channel", Value: "PJSIP/201-1"}, {Key: "Uniqueid", Value: "1"}}
+	var m ami.Message
+	if n := testing.AllocsPerRun(100, func() { m = ami.NewMessage(hs...) }); n != 2 {
+		t.Errorf("%.0f allocations, want 2", n)
+	}
+	if v, _ := m.Lookup("channel"); v != "PJSIP/201-1" || m.Len() != 3 {
+		t.Errorf("message %q", m.Headers())
+	}
+}
+
 // TestReadAllocs: Read writes into the caller's values, substrings of the
 // message: nothing to allocate.
 func TestReadAllocs(t *testing.T) {

@@ -33,16 +33,19 @@ func NewMessage(hs ...Header) Message {
 	for _, h := range hs {
 		n += len(h.Key) + len(h.Value)
 	}
-	b := make([]byte, 0, n)
+	// Written in a Builder grown to size: its String is the bytes
+	// written, not a copy (two allocations, as reading one).
+	var b strings.Builder
+	b.Grow(n)
 	idx := make([]int32, 0, 4*len(hs))
 	for _, h := range hs {
-		idx = append(idx, int32(len(b)))
-		b = append(b, h.Key...)
-		idx = append(idx, int32(len(b)), int32(len(b)))
-		b = append(b, h.Value...)
-		idx = append(idx, int32(len(b)))
+		idx = append(idx, int32(b.Len()))
+		b.WriteString(h.Key)
+		idx = append(idx, int32(b.Len()), int32(b.Len()))
+		b.WriteString(h.Value)
+		idx = append(idx, int32(b.Len()))
 	}
-	return Message{text: string(b), idx: idx}
+	return Message{text: b.String(), idx: idx}
 }
 
 // Len is the number of headers.

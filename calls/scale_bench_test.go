@@ -251,7 +251,7 @@ func mixEngineOf(tb testing.TB, exts, calls int, op Opaquer) (*Engine, *mixPBX) 
 
 // stream is at least n more events of the steady mix.
 func (m *mixPBX) stream(n int) []ami.Message {
-	m.out = nil
+	m.out = make([]ami.Message, 0, n+64) // a Start or Due emits a few events past n
 	for len(m.out) < n {
 		m.now = m.now.Add(time.Second / mixRate)
 		m.gen.Due(m.now)

@@ -93,3 +93,27 @@ func TestStateDesc(t *testing.T) {
 		}
 	}
 }
+
+// TestEventAllocs: an event built costs its message (text and offsets),
+// not a slice of headers besides.
+func TestEventAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled slices")
+	}
+	c := &amievent.Channel{Name: "PJSIP/201-00000001", State: 6, Num: "201", Context: "from-internal", Exten: "202", Priority: 1, UID: "1.1", Linked: "1.1"}
+	d := &amievent.Channel{Name: "PJSIP/202-00000002", State: 5, Num: "202", UID: "1.2", Linked: "1.1"}
+	b := &amievent.Bridge{ID: "b1", Type: "basic", Tech: "simple_bridge", Channels: 1}
+	for name, f := range map[string]func() ami.Message{
+		"channel": func() ami.Message { return amievent.ChannelEvent("Newstate", c) },
+		"dial":    func() ami.Message { return amievent.DialEvent("DialBegin", c, d, "DialString", "202") },
+		"bridge":  func() ami.Message { return amievent.BridgeEvent("BridgeEnter", b, c) },
+	} {
+		var m ami.Message
+		if n := testing.AllocsPerRun(100, func() { m = f() }); n != 2 {
+			t.Errorf("%s: %.0f allocations, want 2", name, n)
+		}
+		if m.Get("Uniqueid") != "1.1" || m.Get("Privilege") != "call,all" {
+			t.Errorf("%s: %q", name, m.Headers())
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package amievent_test
+
+const raceEnabled = true
