@@ -32,7 +32,12 @@ func TestApplyGC(t *testing.T) {
 	}
 
 	st, c := parse(nil)
-	check("defaults", applyGC(st, c.gcPercent, c.memLimit, func(string) string { return "" }), defaultGCPercent, defaultMemoryLimit, false)
+	got := applyGC(st, c.gcPercent, c.memLimit, func(string) string { return "" })
+	check("defaults", got, defaultGCPercent, defaultMemoryLimit, false)
+	got.restore()
+	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(-1); p != 100 || l != wasLimit {
+		t.Errorf("restored to %d and %d bytes, want 100 and %d", p, l, wasLimit)
+	}
 
 	debug.SetGCPercent(50) // as the runtime reads GOGC=50 at start
 	debug.SetMemoryLimit(300 << 20)

@@ -204,7 +204,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	for _, p := range probs {
 		log.Warn("configuration", "problem", p.Error())
 	}
-	logGC(log, applyGC(st, c.gcPercent, c.memLimit, getenv))
+	gc := applyGC(st, c.gcPercent, c.memLimit, getenv)
+	defer gc.restore()
+	logGC(log, gc)
 	notify := sdnotify.New(getenv("NOTIFY_SOCKET"))
 	defer notify.Close()
 	hooks := &bridgeHooks{
