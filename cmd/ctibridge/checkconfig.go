@@ -237,12 +237,6 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	if err := lv.UnmarshalText([]byte(c.logLevel)); err != nil {
 		add("log-level", false, "debug, info, warn or error", "unknown level %q", c.logLevel)
 	}
-	if c.gcPercent < -1 {
-		add("gc-percent", false, "-1 (no collection but at the memory limit), or 0 and more; 400 by default", "%d is below -1", c.gcPercent)
-	}
-	if c.memLimit < 0 || c.memLimit > maxMemoryLimit {
-		add("memory-limit", false, "MiB, like 1024; 0 for none", "%d MiB is out of range", c.memLimit)
-	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		add("log-format", false, "text or json", "unknown format %q", c.logFormat)
 	}

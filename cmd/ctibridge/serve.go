@@ -68,7 +68,6 @@ type serveConfig struct {
 	wsOrigins               string
 	dir                     dirConfig
 	bus                     busConfig
-	gcPercent, memLimit     int64 // the collector's (gc.go); only serve applies them
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -120,7 +119,6 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): signed call events POSTed to CRMs and scripts")
 	directorySettings(s, &c.dir)
 	busSettings(s, &c.bus)
-	gcSettings(s, &c.gcPercent, &c.memLimit)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s
@@ -204,9 +202,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	for _, p := range probs {
 		log.Warn("configuration", "problem", p.Error())
 	}
-	gc := applyGC(st, c.gcPercent, c.memLimit, getenv)
-	defer gc.restore()
-	logGC(log, gc)
 	notify := sdnotify.New(getenv("NOTIFY_SOCKET"))
 	defer notify.Close()
 	hooks := &bridgeHooks{
