@@ -134,14 +134,19 @@ if [ -n "${SCALE:-}" ]; then
     GOMAXPROCS=1 taskset -c 0 "$1" -test.run X -test.bench "ApplyPublishAtScale/$2\$" -test.benchtime 2s |
       awk '/^Benchmark/ {for (i = 1; i < NF; i++) if ($(i+1) == "events/cpu-s") print $i}'
   }
-  eng= base_eng= mix= base_mix=
+  # At Go's default collector (GOGC 100, as serve runs) and, this tree's
+  # mix, at GOGC 400: the collector's share (docs/operations.md, "Memory
+  # and the garbage collector").
+  eng= base_eng= mix= base_mix= mix_gogc400=
   for _ in 1 2 3; do
-    eng+=" $(engine_bench "$tmp/calls.test" batch64)"
-    base_eng+=" $(engine_bench "$tmp/base-calls.test" batch64)"
-    mix+=" $(engine_bench "$tmp/calls.test" mix/batch64)"
-    base_mix+=" $(engine_bench "$tmp/base-calls.test" mix/batch64)"
+    eng+=" $(GOGC=100 engine_bench "$tmp/calls.test" batch64)"
+    base_eng+=" $(GOGC=100 engine_bench "$tmp/base-calls.test" batch64)"
+    mix+=" $(GOGC=100 engine_bench "$tmp/calls.test" mix/batch64)"
+    base_mix+=" $(GOGC=100 engine_bench "$tmp/base-calls.test" mix/batch64)"
+    mix_gogc400+=" $(GOGC=400 engine_bench "$tmp/calls.test" mix/batch64)"
   done
   eng=$(echo $eng | jq -s .) base_eng=$(echo $base_eng | jq -s .) mix=$(echo $mix | jq -s .) base_mix=$(echo $base_mix | jq -s .)
+  mix_gogc400=$(echo $mix_gogc400 | jq -s .)
   echo "scale: loadtest synth, 5,000 extensions, 2,000 calls up, 50 calls/s, plain and the mix..." >&2
   synth=$("$tmp/ctibridge" loadtest synth --exts 5000 --calls 2000 -r 50 -d "$E2E_D" --json --max-missing -1 --max-ghosts -1) || true
   synth=${synth:-null}
@@ -155,6 +160,7 @@ if [ -n "${SCALE:-}" ]; then
     --argjson ws10k "$ws10k" --argjson base_ws10k "$base_ws10k" --argjson floor_ws10k "$floor_ws10k" \
     --argjson idle19k "$idle19k" --argjson base_idle19k "$base_idle19k" \
     --argjson eng "$eng" --argjson base_eng "$base_eng" --argjson mix "$mix" --argjson base_mix "$base_mix" \
+    --argjson mix_gogc400 "$mix_gogc400" \
     --argjson synth "$synth" --argjson synth_mix "$synth_mix" '
     {base: $base,
      rest_5000_extensions: {bare: $bare5k, churn0: $ext5k_0, churn200: $ext5k_200, base_churn200: $base_ext5k_200,
@@ -166,7 +172,7 @@ if [ -n "${SCALE:-}" ]; then
      e2e_10000_screens_2_calls_per_s: $s10k,
      wsbench: {screens_10000_2_per_s: $ws10k, base_screens_10000_2_per_s: $base_ws10k, floor_screens_10000_2_per_s: $floor_ws10k,
                idle_19000: $idle19k, base_idle_19000: $base_idle19k},
-     engine_apply_publish_events_per_cpu_s: {this: $eng, base: $base_eng, mix: $mix, base_mix: $base_mix},
+     engine_apply_publish_events_per_cpu_s: {this: $eng, base: $base_eng, mix: $mix, base_mix: $base_mix, mix_gogc400: $mix_gogc400},
      synth_5000_extensions_2000_calls_50_per_s: $synth, synth_mix_5000_extensions_2000_calls_50_per_s: $synth_mix}')
 fi
 

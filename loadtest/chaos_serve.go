@@ -204,14 +204,20 @@ func (s *serveProc) rss() uint64 {
 	if pid == 0 {
 		return 0
 	}
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	return procStatusBytes(strconv.Itoa(pid), "VmRSS:")
+}
+
+// procStatusBytes is a size field of /proc/PID/status (VmRSS:, VmHWM:,
+// ...; PID "self" for this process) in bytes, 0 when unknown.
+func procStatusBytes(pid, field string) uint64 {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field); ok {
 			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10
 		}

@@ -131,6 +131,10 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	restRep := stopREST()
 	stopLag()
 	rep.Counters["batch_lag_max_sampled_us"] = uint64(<-lagDone * 1e6)
+	// The bridge, the synthetic PBX and the screens share this process:
+	// its peak, at one collector setting against another (GOGC), is what
+	// the setting costs in memory.
+	rep.Counters["process_peak_rss_kb"] = procStatusBytes("self", "VmHWM:") >> 10
 	rep.Counters["events_per_s_offered"] = uint64(float64(cfg.AMI.Events()-ev1) / steady.Seconds())
 	engineCounters(rep, "", m1, m2, steady)
 	g.counters(rep)
@@ -448,8 +452,8 @@ func synthNotes(rep *Report, cfg SynthConfig, hold time.Duration) []string {
 			c["calls_placed_blind_transfer"], c["calls_placed_attended_transfer"], c["calls_placed_forward"], c["calls_skipped_no_free_extension"]),
 		fmt.Sprintf("fill: %d events (%d calls) applied at %d events/s end to end; engine %d ns/event, %d events/batch",
 			c["fill_events"], c["fill_calls"], c["fill_events_per_s"], c["fill_engine_ns_per_event"], c["fill_events_per_batch"]),
-		fmt.Sprintf("steady: apply %d ns/event, publish %d µs/batch of %d events, %.1f%% of a core; largest batch lag sampled %d µs",
-			c["apply_ns_per_event"], c["publish_us_per_batch"], c["events_per_batch"], float64(c["engine_core_permille"])/10, c["batch_lag_max_sampled_us"]),
+		fmt.Sprintf("steady: apply %d ns/event, publish %d µs/batch of %d events, %.1f%% of a core; largest batch lag sampled %d µs; this process's peak RSS %d MB (bridge, PBX and screens)",
+			c["apply_ns_per_event"], c["publish_us_per_batch"], c["events_per_batch"], float64(c["engine_core_permille"])/10, c["batch_lag_max_sampled_us"], c["process_peak_rss_kb"]>>10),
 	}
 	if rep.MachineCPU >= 0.9 {
 		notes = append(notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the synthetic PBX, the bridge and the clients competed for them", rep.MachineCPU*100))

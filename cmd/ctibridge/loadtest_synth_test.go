@@ -46,6 +46,9 @@ func TestLoadtestSynthShort(t *testing.T) {
 		c["events_applied"] == 0 || c["engine_ns_per_event"] == 0 || c["publish_us_per_batch"] == 0 && c["events_per_batch"] == 0 {
 		t.Errorf("engine figures: %s", out)
 	}
+	if c["process_peak_rss_kb"] < 1<<10 { // a Go process holding a bridge is more than a MB
+		t.Errorf("peak RSS %d kB: %s", c["process_peak_rss_kb"], out)
+	}
 }
 
 // The same with the call centre's mix: queue calls, trunk calls both
