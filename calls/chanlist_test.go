@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 	"unsafe"
@@ -33,6 +34,20 @@ func TestRemoveOwned(t *testing.T) {
 				t.Fatalf("channel at %d has ownerAt %d", i, c.ownerAt)
 			}
 		}
+	}
+}
+
+// TestConversationSize: a conversation is 192 bytes, so an extension's
+// map holding one (eight slots of key and value) takes the 1,792-byte size
+// class, not the 2,048 one: the flags sit together, the call id is the
+// Linkedid (no field of its own).
+func TestConversationSize(t *testing.T) {
+	if n := unsafe.Sizeof(Conversation{}); n > 192 {
+		t.Errorf("Conversation is %d bytes, want 192 at most", n)
+	}
+	cv := Conversation{ID: "PJSIP/201-1>PJSIP/202-2", LinkedID: "1.1"}
+	if b := appendConvHead(nil, &cv, enc{}); !bytes.Contains(b, []byte(`"callId":"1.1"`)) {
+		t.Errorf("JSON %s: want the Linkedid as callId", b)
 	}
 }
 

@@ -43,7 +43,7 @@ func full(v any) string { return string(calls.EncodeAs(v, 20_000, calls.Full, ni
 func TestHiddenExtension(t *testing.T) {
 	alice, paula := classUsers(t)
 	id := "PJSIP/202-1>Local/0612345678@from-internal-0000002a;1"
-	conv := calls.Conversation{ID: id, CallID: "1.1", Owner: "202", LinkedID: "1.1", UniqueID: "1.2", Connected: true,
+	conv := calls.Conversation{ID: id, Owner: "202", LinkedID: "1.1", UniqueID: "1.2", Connected: true,
 		Direction: "in", CounterpartNum: `0721 "405" \516`, CounterpartName: "Mario, {Rossi}", StartTime: 1, AnsweredAt: 2,
 		Recording: "false", Extra: &calls.ConvExtra{
 			Transfer: calls.Transfer{ID: "1.2", State: "consulting", Role: "target"},

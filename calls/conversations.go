@@ -143,7 +143,6 @@ func (e *Engine) convFor(c *channel) Conversation {
 		return Conversation{}
 	}
 	cv := Conversation{
-		CallID:       c.linkedid,
 		Owner:        c.owner,
 		LinkedID:     c.linkedid,
 		UniqueID:     c.uid,

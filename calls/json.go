@@ -145,7 +145,7 @@ func appendConvHead(b []byte, c *Conversation, e enc) []byte {
 	b = append(b, '{')
 	b = e.convID(appendKey(b, "id"), c.ID)
 	b = append(b, ',')
-	b = appendStrField(b, "callId", c.CallID)
+	b = appendStrField(b, "callId", c.LinkedID)
 	b = append(b, ',')
 	b = appendStrField(b, "owner", c.Owner)
 	b = append(b, ',')

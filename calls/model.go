@@ -27,21 +27,22 @@ type Extension struct {
 // Conversation is one call leg of an extension or trunk, seen from its owner.
 type Conversation struct {
 	ID              string // "<caller channel>><callee channel>", either may be empty
-	CallID          string // Linkedid
 	Owner           string // extension number or trunk name
-	LinkedID        string
+	LinkedID        string // the call's Linkedid, also its JSON's "callId"
 	UniqueID        string
-	Connected       bool
 	Direction       string // in | out
 	CounterpartNum  string
 	CounterpartName string
 	StartTime       int64 // ms since the epoch: channel created
 	AnsweredAt      int64 // ms since the epoch, 0 until connected to its counterpart
 	Recording       string
-	InConference    bool
-	ThroughQueue    bool
 	QueueID         string
-	ThroughTrunk    bool
+	// The flags together: a Conversation is 192 bytes, so a map of them
+	// holding one (a group of eight slots) is one size class smaller.
+	Connected    bool
+	InConference bool
+	ThroughQueue bool
+	ThroughTrunk bool
 	// Extra is nil unless the conversation takes part in an attended
 	// transfer, is parked or is a spy session: rare, so kept out of line.
 	Extra *ConvExtra

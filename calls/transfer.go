@@ -191,7 +191,6 @@ func (e *Engine) heldConv(c *channel) (Conversation, bool) {
 	}
 	cv := Conversation{
 		ID:         x.heldID,
-		CallID:     c.linkedid,
 		Owner:      c.owner,
 		LinkedID:   c.linkedid,
 		UniqueID:   c.uid,

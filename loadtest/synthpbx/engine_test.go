@@ -239,7 +239,7 @@ func TestForwardDrivesTheEngine(t *testing.T) {
 			t.Fatalf("trunk: conversations %+v, want one", convs)
 		}
 		for id, cv := range convs {
-			if id != "PJSIP/trunk-00000001>PJSIP/trunk-00000002" || cv.CallID != "1796028439.1" || !cv.ThroughTrunk {
+			if id != "PJSIP/trunk-00000001>PJSIP/trunk-00000002" || cv.LinkedID != "1796028439.1" || !cv.ThroughTrunk {
 				t.Errorf("trunk: conversation %s %+v, want the call from the caller's leg to the cellphone's", id, cv)
 			}
 			// The caller's leg sees the cellphone come in; the
