@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,30 +23,55 @@ import (
 func startServe(t *testing.T, users, dataDir string, extra ...string) (api string, stop func()) {
 	t.Helper()
 	srv := amitest.NewServer(t)
-	admin := freeAddr(t)
-	api = freeAddr(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
-	args := append([]string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--data-dir", dataDir}, extra...)
-	var logs syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
-	deadline := time.Now().Add(10 * time.Second)
+	// A port freeAddr found free may be taken by another test process
+	// before serve listens on it: serve then returns at once, and the
+	// start is tried again on other ports.
+	for attempt := 1; ; attempt++ {
+		admin := freeAddr(t)
+		api = freeAddr(t)
+		args := append([]string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--data-dir", dataDir}, extra...)
+		var logs syncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
+		err := waitReady(admin, done, 10*time.Second)
+		if err == nil {
+			return api, func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			}
+		}
+		cancel()
+		if errors.Is(err, syscall.EADDRINUSE) && attempt < 3 {
+			continue
+		}
+		t.Fatalf("%v; logs:\n%s", err, logs.String())
+	}
+}
+
+// waitReady waits until the admin listener's /readyz answers 200, serve
+// returns (its error), or the time is up.
+func waitReady(admin string, done <-chan error, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
 	for {
-		if code, _ := get(t, "http://"+admin+"/readyz"); code == http.StatusOK {
-			break
+		if resp, err := http.Get("http://" + admin + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("serve returned before it was ready: %w", err)
+		default:
 		}
 		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("never ready; logs:\n%s", logs.String())
+			return fmt.Errorf("never ready in %v", wait)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	return api, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
 	}
 }
 
@@ -149,5 +178,27 @@ func TestServeSessionsSurviveRestartAndRevocationClosesSocket(t *testing.T) {
 		if code := getAuth(t, "http://"+api+"/user/me", tok); code != 401 {
 			t.Errorf("revoked token: %d, want 401", code)
 		}
+	}
+}
+
+// TestServeTakenPort: serve on a port another process holds returns at
+// once with an error that says so (errors.Is EADDRINUSE), which is what
+// startServe retries on.
+func TestServeTakenPort(t *testing.T) {
+	h, _ := auth.HashPassword("pw", 4)
+	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    password_hash: \""+h+"\"\n    endpoints: [\"201\"]\n")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	srv := amitest.NewServer(t)
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", freeAddr(t), "--http", taken.Addr().String(), "--data-dir", t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("serve on a taken port: %v, want EADDRINUSE", err)
 	}
 }
