@@ -93,7 +93,6 @@ func TestServe(t *testing.T) {
 		}
 	}))
 	defer remote.Close()
-	admin, api := freeAddr(t), freeAddr(t)
 	recDir := t.TempDir()
 	hash, err := auth.HashPassword("alice-pw", 4)
 	if err != nil {
@@ -101,24 +100,19 @@ func TestServe(t *testing.T) {
 	}
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--record-ami", recDir, "--data-dir", t.TempDir(),
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", "127.0.0.1:0", "--http", "127.0.0.1:0", "--record-ami", recDir, "--data-dir", t.TempDir(),
 		"--phonebook-url", remote.URL, "--customer-card-url", remote.URL, "--upstream-token", "pb-token"}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, _ := get(t, "http://"+admin+"/readyz")
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready (last %d); logs:\n%s", code, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	addrs, err := serveReady(&logs, done, 10*time.Second)
+	if err != nil {
+		cancel()
+		t.Fatalf("%v; logs:\n%s", err, logs.String())
 	}
+	admin, api := addrs.Admin, addrs.HTTP
 	if code, _ := get(t, "http://"+admin+"/healthz"); code != http.StatusOK {
 		t.Errorf("healthz = %d", code)
 	}

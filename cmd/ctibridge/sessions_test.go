@@ -24,55 +24,70 @@ func startServe(t *testing.T, users, dataDir string, extra ...string) (api strin
 	t.Helper()
 	srv := amitest.NewServer(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
-	// A port freeAddr found free may be taken by another test process
-	// before serve listens on it: serve then returns at once, and the
-	// start is tried again on other ports.
-	for attempt := 1; ; attempt++ {
-		admin := freeAddr(t)
-		api = freeAddr(t)
-		args := append([]string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--data-dir", dataDir}, extra...)
-		var logs syncBuffer
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
-		err := waitReady(admin, done, 10*time.Second)
-		if err == nil {
-			return api, func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("serve: %v", err)
-				}
-			}
-		}
+	args := append([]string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", dataDir}, extra...)
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
+	a, err := serveReady(&logs, done, 10*time.Second)
+	if err != nil {
 		cancel()
-		if errors.Is(err, syscall.EADDRINUSE) && attempt < 3 {
-			continue
-		}
 		t.Fatalf("%v; logs:\n%s", err, logs.String())
+	}
+	return a.HTTP, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
 	}
 }
 
-// waitReady waits until the admin listener's /readyz answers 200, serve
-// returns (its error), or the time is up.
-func waitReady(admin string, done <-chan error, wait time.Duration) error {
+// serveReady waits until serve, started on port 0 (no port found free
+// and taken by another test before serve listens), has logged where it
+// listens and its /readyz answers 200; or serve returned (its error, left
+// in done for whoever waits on it), or the time is up.
+func serveReady(logs *syncBuffer, done chan error, wait time.Duration) (bridgeAddrs, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		if resp, err := http.Get("http://" + admin + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+		if a, ok := servingAddrs(logs.String()); ok {
+			if resp, err := http.Get("http://" + a.Admin + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return a, nil
+				}
 			}
 		}
 		select {
 		case err := <-done:
-			return fmt.Errorf("serve returned before it was ready: %w", err)
+			done <- err
+			return bridgeAddrs{}, fmt.Errorf("serve returned before it was ready: %w", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("never ready in %v", wait)
+			return bridgeAddrs{}, fmt.Errorf("never ready in %v", wait)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// servingAddrs reads the listeners' addresses from serve's text log line
+// "ctibridge serving".
+func servingAddrs(logs string) (bridgeAddrs, bool) {
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, `msg="ctibridge serving"`) {
+			continue
+		}
+		var a bridgeAddrs
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "http="); ok {
+				a.HTTP = v
+			} else if v, ok := strings.CutPrefix(f, "admin="); ok {
+				a.Admin = v
+			}
+		}
+		return a, a.HTTP != "" && a.Admin != ""
+	}
+	return bridgeAddrs{}, false
 }
 
 func postJSON(t *testing.T, url, token, body string, out any) int {
@@ -182,8 +197,8 @@ func TestServeSessionsSurviveRestartAndRevocationClosesSocket(t *testing.T) {
 }
 
 // TestServeTakenPort: serve on a port another process holds returns at
-// once with an error that says so (errors.Is EADDRINUSE), which is what
-// startServe retries on.
+// once with an error that says so (errors.Is EADDRINUSE), not a bridge
+// that never becomes ready.
 func TestServeTakenPort(t *testing.T) {
 	h, _ := auth.HashPassword("pw", 4)
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    password_hash: \""+h+"\"\n    endpoints: [\"201\"]\n")

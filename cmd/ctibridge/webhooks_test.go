@@ -60,9 +60,8 @@ func TestServeWebhooks(t *testing.T) {
 	recv := newHookRecv(t, secret)
 	hooks := writeFile(t, "webhooks.yaml", "webhooks:\n  - name: crm\n    url: "+recv.srv.URL+"/in\n    secret: "+secret+"\n")
 	srv := amitest.NewServer(t)
-	admin, api := freeAddr(t), freeAddr(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": testUsersFile(t, t.TempDir())}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api,
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", "127.0.0.1:0", "--http", "127.0.0.1:0",
 		"--data-dir", t.TempDir(), "--webhooks", hooks}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -82,7 +81,11 @@ func TestServeWebhooks(t *testing.T) {
 			}
 		}
 	}
-	waitUntil("ready", func() bool { code, _ := get(t, "http://"+admin+"/readyz"); return code == http.StatusOK })
+	addrs, err := serveReady(logs, done, 30*time.Second)
+	if err != nil {
+		t.Fatalf("%v; logs:\n%s", err, logs.String())
+	}
+	admin := addrs.Admin
 	for _, m := range amitest.ReadRecording(t, "../../ami/testdata/basic_call_caller_hangup.ami") {
 		if m.Event() == "Cdr" {
 			srv.Broadcast(m)
