@@ -60,7 +60,11 @@ func OrUnknown(s string) string {
 
 // Head starts an event of n headers or so: Event and Privilege.
 func Head(name, privilege string, n int) []ami.Header {
-	hs := make([]ami.Header, 0, n)
+	return appendHead(make([]ami.Header, 0, n), name, privilege)
+}
+
+// appendHead appends the Event and Privilege headers.
+func appendHead(hs []ami.Header, name, privilege string) []ami.Header {
 	return append(hs, ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: privilege})
 }
 
@@ -145,7 +149,7 @@ var scratch = sync.Pool{New: func() any { hs := make([]ami.Header, 0, 64); retur
 // head is Head in a slice from scratch.
 func head(name, privilege string) *[]ami.Header {
 	p := scratch.Get().(*[]ami.Header)
-	*p = append((*p)[:0], ami.Header{Key: "Event", Value: name}, ami.Header{Key: "Privilege", Value: privilege})
+	*p = appendHead((*p)[:0], name, privilege)
 	return p
 }
 

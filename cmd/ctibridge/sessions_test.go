@@ -209,7 +209,7 @@ func TestServeTakenPort(t *testing.T) {
 	defer taken.Close()
 	srv := amitest.NewServer(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", freeAddr(t), "--http", taken.Addr().String(), "--data-dir", t.TempDir()}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", "127.0.0.1:0", "--http", taken.Addr().String(), "--data-dir", t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
