@@ -154,10 +154,13 @@ func (g *Gate) admit() error {
 }
 
 // saw notes a query's error: one that says the database is unreachable
-// marks it down and asks Run to check it.
+// marks it down, is logged as the outage's start (Run's check, which it
+// asks for, may find the database back already: the outage must not go
+// unlogged then), and asks Run to check it.
 func (g *Gate) saw(err error) error {
 	if IsUnavailable(err) {
 		g.up.Store(false)
+		g.out.Fail(err)
 		g.poke()
 	}
 	return err
