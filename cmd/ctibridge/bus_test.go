@@ -32,8 +32,13 @@ type busNode struct {
 }
 
 func startBusNode(t *testing.T, args []string, env map[string]string) *busNode {
-	n := &busNode{api: freeAddr(t), admin: freeAddr(t), logs: &syncBuffer{}, done: make(chan error, 1)}
-	args = append(args, "--http", n.api, "--admin", n.admin, "--data-dir", t.TempDir())
+	// The node listens on port 0 and its addresses are read from its own
+	// "ctibridge serving" line (edge is serve too, and logs it alike): a
+	// port found free beforehand could be taken by another test process
+	// before the node listens. Nodes reach one another over the bus, not
+	// at these addresses, and none is restarted on them.
+	n := &busNode{logs: &syncBuffer{}, done: make(chan error, 1)}
+	args = append(args, "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data-dir", t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { n.done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, n.logs) }()
 	n.stop = sync.OnceFunc(func() {
@@ -43,16 +48,12 @@ func startBusNode(t *testing.T, args []string, env map[string]string) *busNode {
 		}
 	})
 	t.Cleanup(n.stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := get(t, "http://"+n.admin+"/readyz"); code == http.StatusOK {
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v never ready:\n%s", args[:2], n.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+	a, err := serveReady(n.logs, n.done, 30*time.Second)
+	if err != nil {
+		t.Fatalf("%v %v:\n%s", args[:2], err, n.logs)
 	}
+	n.api, n.admin = a.HTTP, a.Admin
+	return n
 }
 
 func (n *busNode) login(t *testing.T, user, pw string) string {

@@ -182,11 +182,13 @@ type twoPBXServe struct {
 // ready; the test's end stops it.
 func serveTwoPBXs(t *testing.T, users string, extra ...string) *twoPBXServe {
 	t.Helper()
-	s := &twoPBXServe{a: startSimSite(t), b: startSimSite(t), api: freeAddr(t), admin: freeAddr(t), logs: &syncBuffer{}}
-	s.base = "http://" + s.api
+	s := &twoPBXServe{a: startSimSite(t), b: startSimSite(t), logs: &syncBuffer{}}
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": pbxsim.DefaultAMISecret, "CTIBRIDGE_USERS": writeFile(t, "users.yaml", users)}
+	// Serve listens on port 0 and says where in its "ctibridge serving"
+	// line: a port found free beforehand could be taken by another test
+	// process before serve listens on it.
 	args := append([]string{"serve", "--ami", s.a.pbx.AMIAddr(), "--pbx", "site2=" + s.b.pbx.AMIAddr(), "--ami-user", pbxsim.DefaultAMIUser,
-		"--admin", s.admin, "--http", s.api, "--data-dir", t.TempDir(), "--access-log-every", "-1"}, extra...)
+		"--admin", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", t.TempDir(), "--access-log-every", "-1"}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, s.logs) }()
@@ -201,13 +203,12 @@ func serveTwoPBXs(t *testing.T, users string, extra ...string) *twoPBXServe {
 			t.Error("serve did not stop")
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for code, _ := get(t, "http://"+s.admin+"/readyz"); code != http.StatusOK; code, _ = get(t, "http://"+s.admin+"/readyz") {
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready; logs:\n%s", s.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	a, err := serveReady(s.logs, done, 15*time.Second)
+	if err != nil {
+		t.Fatalf("%v; logs:\n%s", err, s.logs.String())
 	}
+	s.api, s.admin = a.HTTP, a.Admin
+	s.base = "http://" + s.api
 	return s
 }
 

@@ -42,9 +42,12 @@ func TestServeNotifyAndReload(t *testing.T) {
 	}
 	h1, _ := auth.HashPassword("a", 4)
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    password_hash: \""+h1+"\"\n")
-	admin, api := freeAddr(t), freeAddr(t)
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users, "NOTIFY_SOCKET": sock}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--data-dir", t.TempDir()}
+	// Serve listens on port 0 (a port found free beforehand could be taken
+	// by another test process before serve listens on it) and says where
+	// in its "ctibridge serving" line, logged before it runs the bridge
+	// and so before READY=1.
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", t.TempDir()}
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -57,6 +60,13 @@ func TestServeNotifyAndReload(t *testing.T) {
 	if got := next(); !strings.HasPrefix(got, "READY=1\n") {
 		t.Fatalf("want READY=1, got %q", got)
 	}
+	// Read at once, not waited for as serveReady would: /readyz must
+	// answer 200 as soon as serve says READY=1.
+	addrs, ok := servingAddrs(logs.String())
+	if !ok {
+		t.Fatalf("READY=1 before serve logged where it listens; logs:\n%s", logs.String())
+	}
+	admin, api := addrs.Admin, addrs.HTTP
 	if code, _ := get(t, "http://"+admin+"/readyz"); code != 200 {
 		t.Fatalf("READY=1 before /readyz: %d", code)
 	}

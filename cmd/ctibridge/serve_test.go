@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,16 +22,6 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/ws"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // syncBuffer is a bytes.Buffer safe for the logger and the test at once.
 type syncBuffer struct {
@@ -230,7 +219,10 @@ func TestServe(t *testing.T) {
 }
 
 func TestServeNeedsCredentials(t *testing.T) {
-	err := run(context.Background(), []string{"serve", "--admin", freeAddr(t), "--data-dir", t.TempDir()}, func(string) string { return "" }, nil, io.Discard, io.Discard)
+	// Port 0: serve refuses the configuration before it listens; were that
+	// broken, it would listen on a port of its own, not one found free that
+	// another test process may have taken since.
+	err := run(context.Background(), []string{"serve", "--admin", "127.0.0.1:0", "--data-dir", t.TempDir()}, func(string) string { return "" }, nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--ami-user") {
 		t.Fatalf("err = %v", err)
 	}

@@ -39,16 +39,22 @@ func TestServeWithDatabaseDown(t *testing.T) {
 			cdr = m
 		}
 	}
-	admin, api := freeAddr(t), freeAddr(t)
 	hash, err := auth.HashPassword("alice-pw", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    name: Alice\n    password_hash: \""+hash+"\"\n    endpoints: [\"201\"]\n")
 	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users, "CTIBRIDGE_DB": dsn}
-	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", admin, "--http", api, "--data-dir", t.TempDir()}
+	// Each start listens on port 0 and the test reads the addresses again
+	// from that bridge's "ctibridge serving" line: a port found free
+	// beforehand could be taken by another test process before serve
+	// listens on it. The restart need not keep the first addresses (the
+	// data directory, spool and database are what it resumes; the test
+	// logs in again), so it takes new ones rather than race for the old.
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", t.TempDir()}
 
-	var logs *syncBuffer // the running bridge's
+	var logs *syncBuffer  // the running bridge's
+	var admin, api string // its addresses
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
@@ -64,7 +70,12 @@ func TestServeWithDatabaseDown(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, out) }()
-		waitFor("ready with the database down", func() bool { code, _ := get(t, "http://"+admin+"/readyz"); return code == http.StatusOK })
+		a, err := serveReady(out, done, 60*time.Second)
+		if err != nil {
+			cancel()
+			t.Fatalf("%v with the database down; logs:\n%s", err, out.String())
+		}
+		admin, api = a.Admin, a.HTTP
 		return func() {
 			cancel()
 			select {
