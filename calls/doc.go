@@ -162,7 +162,12 @@
 // those conversations only; the trunk's JSON is put together from the
 // pieces when a reader asks for it whole (durations at the entity's
 // time), and the feed gets what changed, a trunkConversations change
-// (trunkdelta.go).
+// (trunkdelta.go). A queue likewise: its members' JSON kept in pieces
+// (queuepieces.go), the queue whole made when read, the feed given a
+// queueMembers change, its fields and waiting callers with the members
+// set and removed (queuedelta.go); Change.Whole leads from a delta to its
+// entity whole while it is the latest, WholeType names the change that
+// carries it whole.
 // BenchmarkApplyPublishAtScale measures Apply and Publish with 5,000
 // extensions and 2,000 calls up, plain internal calls and a call
 // centre's mix (queue, trunk and transferred calls from

@@ -5,7 +5,7 @@ import "sync"
 // Change is one feed entry: the new JSON of an entity, or an event.
 type Change struct {
 	Seq  uint64
-	Type string // extenUpdate | queueUpdate | queueMemberUpdate | parkingUpdate | trunkUpdate | extenRinging | userPresenceUpdate | pbxStatus
+	Type string // extenUpdate | queueMembers | queueMemberUpdate | parkingUpdate | trunkConversations | extenRinging | userPresenceUpdate | pbxStatus | conferenceUpdate
 	Key  string // extension number, queue name, "queue/member", space, trunk name, or "pbx"
 	Data []byte // JSON in class Full; the same bytes as in the snapshot, never modified
 	At   int64  // ms since the epoch of the Publish that produced it
@@ -24,6 +24,36 @@ func (c *Change) JSON(cl Class) []byte {
 		return c.Data
 	}
 	return c.ent.json(cl)
+}
+
+// A delta change says what changed in its entity (trunkConversations,
+// queueMembers), with the entity whole at hand while it is the latest.
+type delta interface{ wholeJSON(Class) []byte }
+
+// Whole is a delta change's entity, whole, in class cl: a
+// trunkConversations' trunk (a trunkUpdate's data), a queueMembers'
+// queue (a queueUpdate's data); nil when the entity has changed since (a
+// newer change of it follows in the feed) or the change is no delta.
+func (c *Change) Whole(cl Class) []byte {
+	d, ok := c.ent.(delta)
+	if !ok {
+		return nil
+	}
+	return d.wholeJSON(cl)
+}
+
+// WholeType is the type of the change that carries a delta change's
+// entity whole (trunkUpdate for trunkConversations, queueUpdate for
+// queueMembers): what a reader that takes no deltas gets instead; "" for
+// a type that is no delta's.
+func WholeType(typ string) string {
+	switch typ {
+	case TrunkConversations:
+		return "trunkUpdate"
+	case QueueMembers:
+		return "queueUpdate"
+	}
+	return ""
 }
 
 // Conference is the room of a conferenceUpdate (no users when it ended).

@@ -372,28 +372,38 @@ func appendMembers(b []byte, m map[string]*QueueMember) []byte {
 }
 
 // appendQueue writes a queue, its members from the engine's pieces when
-// it has them (queuepieces.go: the bytes appendMembers would write); at is unused (no durations in a queue).
+// it has them (queuepieces.go: the bytes appendMembers would write), in
+// a buffer grown once to about its size (the engine's queue is made
+// whole on first need, from nothing); at is unused (no durations in a
+// queue).
 func appendQueue(b []byte, q *Queue, _ int64, e enc) []byte {
-	b = appendQueueHead(b, q)
-	if p := q.pieces; p.of(q.Members) {
-		b = p.appendJSON(slices.Grow(b, p.jsonLen()))
+	p := q.pieces
+	if p.of(q.Members) {
+		b = slices.Grow(b, 256+p.jsonLen()+queueCallerSize*len(q.WaitingCallers))
+	}
+	b = appendKey(appendQueueFields(b, q), "members")
+	if p.of(q.Members) {
+		b = p.appendJSON(b)
 	} else {
 		b = appendMembers(b, q.Members)
 	}
 	return appendQueueTail(b, q, e)
 }
 
-// appendQueueHead writes a queue up to its members' object, and
-// appendQueueTail what follows it (newQueueEnt).
-func appendQueueHead(b []byte, q *Queue) []byte {
+// queueCallerSize is about what a waiting caller's JSON takes.
+const queueCallerSize = 192
+
+// appendQueueFields writes a queue's fields before its members (its
+// change, queuedelta.go, has what changed in them there instead), and
+// appendQueueTail what follows them.
+func appendQueueFields(b []byte, q *Queue) []byte {
 	b = append(b, '{')
 	b = appendStrField(b, "queue", q.Queue)
 	b = append(b, ',')
 	b = appendStrField(b, "name", q.Name)
 	b = append(b, ',')
 	b = appendStrField(b, "number", cmp.Or(q.Number, q.Queue))
-	b = append(b, ',')
-	return appendKey(b, "members")
+	return append(b, ',')
 }
 
 func appendQueueTail(b []byte, q *Queue, e enc) []byte {

@@ -356,9 +356,17 @@ func mergeColl[V any](ch []Change, src *multiSrc, old, cur *Snapshot, cm collMer
 // notifications), parkings, trunks and conferences.
 func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur *Snapshot) []Change {
 	p := &m.pub
-	ch = mergeColl(ch, src, old, cur, collMerge[Queue]{typ: "queueUpdate",
+	ch = mergeColl(ch, src, old, cur, collMerge[Queue]{typ: QueueMembers,
 		of: func(s *Snapshot) *coll[Queue] { return s.queue }, mine: func() *coll[Queue] { return p.queue },
-		set: p.setQueue, qualify: src.qualifyQueue, encode: appendQueue})
+		set: p.setQueue, qualify: src.qualifyQueue, encode: appendQueue,
+		change: func(qk string, was, x *ent[Queue], h classed, at int64) Change {
+			var before map[string]*QueueMember
+			if was != nil {
+				before = was.v.Members
+			}
+			d := newQueueDelta(before, &x.v, nil, true, x.op, h)
+			return Change{Type: QueueMembers, Key: qk, Data: d.full, At: at, ent: d}
+		}})
 	ch = src.events(ch, events, cur, "queueMemberUpdate")
 	ch = mergeColl(ch, src, old, cur, collMerge[Parking]{typ: "parkingUpdate",
 		of: func(s *Snapshot) *coll[Parking] { return s.park }, mine: func() *coll[Parking] { return p.park },

@@ -172,6 +172,7 @@ func TestMultiMatchesEngines(t *testing.T) {
 			var sc StreamClock
 			p := newTwoPBXs(sc.Now)
 			seqA, seqM := p.a.Feed().LastSeq(), p.m.Feed().LastSeq()
+			queues := collOf(t, p.m.Snapshot().QueuesJSON()) // followed by the combined feed's queueMembers
 			for i, m := range rec.msgs {
 				sc.Observe(m)
 				p.a.Apply(m)
@@ -187,6 +188,14 @@ func TestMultiMatchesEngines(t *testing.T) {
 					t.Fatal("combined feed lost changes")
 				}
 				seqA, seqM = p.a.Feed().LastSeq(), p.m.Feed().LastSeq()
+				for _, c := range cm {
+					if c.Type == QueueMembers {
+						applyQueueDelta(t, queues, c.Data)
+					}
+				}
+				if want := collOf(t, p.m.Snapshot().QueuesJSON()); !reflect.DeepEqual(queues, want) {
+					t.Fatalf("after #%d: the queues the combined changes give\n%v\nthe snapshot's\n%v", i, queues, want)
+				}
 				want := changeSet(ca, func(Change) bool { return true })
 				if got := changeSet(cm, func(c Change) bool { return !strings.HasPrefix(c.Key, "site2:") }); !reflect.DeepEqual(got, want) {
 					t.Fatalf("after #%d: default PBX's changes %v, want %v", i, got, want)
@@ -202,22 +211,24 @@ func TestMultiMatchesEngines(t *testing.T) {
 				if got := changeSet(cm, func(c Change) bool { return strings.HasPrefix(c.Key, "site2:") }); !reflect.DeepEqual(got, want) {
 					t.Fatalf("after #%d: site2's changes %v, want %v", i, got, want)
 				}
-				// site2's trunk changes say what changed, as the engine's:
-				// as many conversations set and removed as the default's.
-				sizes := map[string]string{}
+				// site2's trunk and queue changes say what changed, as the
+				// engine's: as many conversations or members set and
+				// removed as the default's.
+				sizes := map[change]string{}
 				for _, c := range cm {
-					if c.Type == TrunkConversations {
+					if c.Type == TrunkConversations || c.Type == QueueMembers {
 						var d struct {
 							Set     map[string]any
 							Removed []string
 						}
 						json.Unmarshal(c.Data, &d)
-						sizes[c.Key] = fmt.Sprint(len(d.Set), len(d.Removed))
+						sizes[change{c.Type, c.Key}] = fmt.Sprint(len(d.Set), len(d.Removed))
 					}
 				}
 				for k, n := range sizes {
-					if !strings.HasPrefix(k, "site2:") && sizes["site2:"+k] != n {
-						t.Fatalf("after #%d: trunk %s's change sets and removes %s, site2's %s", i, k, n, sizes["site2:"+k])
+					q := change{k.typ, "site2:" + k.key}
+					if !strings.HasPrefix(k.key, "site2:") && sizes[q] != n {
+						t.Fatalf("after #%d: %s %s sets and removes %s, site2's %s", i, k.typ, k.key, n, sizes[q])
 					}
 				}
 				for _, c := range cm {

@@ -105,7 +105,8 @@ func (e *Engine) publishRinging(ch []Change, now int64) []Change {
 	return ch
 }
 
-// publishQueues encodes the queues and queue members that changed.
+// publishQueues announces what changed in the queues that did
+// (queuedelta.go), and the queue members that changed.
 func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change {
 	if len(e.dirtyQueue) == 0 && len(e.dirtyMember) == 0 {
 		return ch
@@ -126,12 +127,20 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 			q.pieces = was // of members equal to these, and not in p.pieces
 			continue
 		}
-		// Sized from the members' pieces and the rest encoded in the kept
-		// buffer (a caller joining makes the queue outgrow its previous
-		// size): one allocation, the members' bytes copied once.
-		x := newQueueEnt(v, now, e.cfg.Opaque, &e.scratch)
+		// The queue made whole on first need; the feed gets what changed
+		// (queuedelta.go): the members a view found changed, if known.
+		x := newQueueEnt(v, now, e.cfg.Opaque)
 		p.setQueue(k, x)
-		ch = append(ch, Change{Type: "queueUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
+		var before map[string]*QueueMember
+		if old != nil {
+			before = old.v.Members
+		}
+		changed, known := q.members.changes()
+		if !mc {
+			changed, known = nil, true // the members are the published ones, or equal to them
+		}
+		d := newQueueDelta(before, &x.v, changed, !known, e.cfg.Opaque, x.announce(old))
+		ch = append(ch, Change{Type: QueueMembers, Key: k, Data: d.full, At: now, ent: d})
 	}
 	resetSet(&e.dirtyQueue)
 	clear(p.keys) // keep no key alive

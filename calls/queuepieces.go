@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 )
@@ -13,10 +14,11 @@ import (
 // snapshots until they change, which notes the keys it changed; the
 // members' JSON is kept in the queue's memberPieces, one buffer, made
 // again from the pieces before when members changed, copying the
-// unchanged members' bytes and encoding the changed ones only; a
-// queueUpdate's JSON is the queue's fields and that buffer, written at
-// its size (newQueueEnt). A queue's 40 members are few enough for one
-// buffer (a trunk's thousand conversations are chunked: convmap.go).
+// unchanged members' bytes and encoding the changed ones only; the
+// queue's JSON, made when a reader wants it whole (newQueueEnt), is the
+// queue's fields and that buffer, while the feed gets what changed
+// (queuedelta.go). A queue's 40 members are few enough for one buffer (a
+// trunk's thousand conversations are chunked: convmap.go).
 
 // cowMap is a map that Publish hands out to the snapshots and that is
 // copied on the first change after that: written in place until then.
@@ -114,8 +116,7 @@ type memberPieces struct {
 	ends []int32                 // ends[i]: where keys[i]'s piece ends in buf (its comma, or the closing brace)
 	buf  []byte
 	// inScratch: buf is the caller's scratch buffer, until newQueueEnt
-	// points it into the queue's JSON (pieces a Publish made: no reader
-	// has them yet).
+	// copies it out (pieces a Publish made: no reader has them yet).
 	inScratch bool
 	// encoded is how many members making them encoded (tests).
 	encoded int
@@ -228,28 +229,16 @@ func (p *memberPieces) of(m map[string]*QueueMember) bool {
 // jsonLen is the length of the members object appendJSON writes.
 func (p *memberPieces) jsonLen() int { return len(p.buf) }
 
-// newQueueEnt is v's entity, v's pieces of its members (view): its fields
-// encoded in *scratch, a buffer the caller keeps, then written with the
-// pieces in a buffer of the JSON's size, so that the members' bytes (most
-// of a queue's) are copied once. Pieces made in a scratch buffer are
-// pointed at their bytes in the queue's JSON: they allocate nothing.
-func newQueueEnt(v Queue, at int64, op Opaquer, scratch *[]byte) *ent[Queue] {
-	x := &ent[Queue]{v: v, at: at, encode: appendQueue, op: op}
-	p := x.v.pieces
-	if !p.of(x.v.Members) {
-		return newEntCopied(v, at, op, appendQueue, scratch)
+// newQueueEnt is v's entity, its JSON made whole on first need (a reader
+// of the snapshot, or a WebSocket client that takes queues whole: the
+// feed has what changed, queuedelta.go) with v's pieces of its members
+// (view); pieces made in a scratch buffer are copied out of it first, at
+// their size.
+func newQueueEnt(v Queue, at int64, op Opaquer) *ent[Queue] {
+	if p := v.pieces; p != nil && p.inScratch {
+		p.buf, p.inScratch = bytes.Clone(p.buf), false
 	}
-	s := appendQueueHead((*scratch)[:0], &x.v)
-	h := len(s)
-	s = appendQueueTail(s, &x.v, enc{})
-	*scratch = s
-	b := append(make([]byte, 0, len(s)+p.jsonLen()), s[:h]...)
-	x.full = append(p.appendJSON(b), s[h:]...)
-	if p.inScratch {
-		n := h + len(p.buf)
-		p.buf, p.inScratch = x.full[h:n:n], false
-	}
-	return x
+	return newLazyEnt(v, at, op, appendQueue)
 }
 
 // appendJSON writes the members object from the pieces.

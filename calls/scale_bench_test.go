@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
@@ -349,8 +350,11 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 	// keeps the one it was sent with).
 	trunks := trunksOf(t, e.Snapshot().TrunksJSON())
 	hidden := trunksOf(t, e.Snapshot().TrunksJSONAs(NumbersHidden))
+	// The same for the queues and their queueMembers changes.
+	queues := collOf(t, e.Snapshot().QueuesJSON())
+	queuesHidden := collOf(t, e.Snapshot().QueuesJSONAs(NumbersHidden))
 	seq := e.Snapshot().Seq
-	deltas, follows := 0, 0
+	deltas, queueDeltas, follows := 0, 0, 0
 	follow := func(where string) {
 		t.Helper()
 		cs, ok := e.Feed().Since(seq)
@@ -359,8 +363,13 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 		}
 		for _, c := range cs {
 			seq = c.Seq
-			if c.Type == "trunkUpdate" {
-				t.Fatalf("%s: a trunkUpdate in the feed", where)
+			if c.Type == "trunkUpdate" || c.Type == "queueUpdate" {
+				t.Fatalf("%s: a %s in the feed", where, c.Type)
+			}
+			if c.Type == QueueMembers {
+				applyQueueDelta(t, queues, c.Data)
+				applyQueueDelta(t, queuesHidden, c.JSON(NumbersHidden))
+				queueDeltas++
 			}
 			if c.Type == TrunkConversations {
 				applyTrunkDelta(t, trunks, c.Data)
@@ -376,6 +385,25 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 		}
 		if want := trunksOf(t, e.Snapshot().TrunksJSONAs(NumbersHidden)); !reflect.DeepEqual(hidden, want) {
 			t.Fatalf("%s: the hidden trunks the changes give\n%v\nthe snapshot's\n%v", where, hidden, want)
+		}
+		if want := collOf(t, e.Snapshot().QueuesJSON()); !reflect.DeepEqual(queues, want) {
+			t.Fatalf("%s: the queues the changes give\n%v\nthe snapshot's\n%v", where, queues, want)
+		}
+		if want := collOf(t, e.Snapshot().QueuesJSONAs(NumbersHidden)); !reflect.DeepEqual(queuesHidden, want) {
+			t.Fatalf("%s: the hidden queues the changes give\n%v\nthe snapshot's\n%v", where, queuesHidden, want)
+		}
+		// The latest change of each queue leads to its whole JSON, in
+		// both classes (a queueUpdate for clients that take no deltas).
+		cs, _ = e.Feed().Since(0)
+		for i := len(cs) - 1; i >= 0; i-- {
+			if c := &cs[i]; c.Type == QueueMembers {
+				if w := c.Whole(Full); w != nil && !bytes.Equal(w, e.Snapshot().QueueJSON(c.Key)) {
+					t.Fatalf("%s: queue %s's change leads to\n%s\nthe snapshot's\n%s", where, c.Key, w, e.Snapshot().QueueJSON(c.Key))
+				}
+				if w := c.Whole(NumbersHidden); w != nil && !bytes.Equal(w, e.Snapshot().QueueJSONAs(c.Key, NumbersHidden)) {
+					t.Fatalf("%s: queue %s's hidden change leads to\n%s", where, c.Key, w)
+				}
+			}
 		}
 	}
 	inBatches(e, m.stream(20000), r, func(i, n int) {
@@ -394,6 +422,9 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 	}
 	if deltas < 100 {
 		t.Errorf("%d trunkConversations changes, want hundreds", deltas)
+	}
+	if queueDeltas < 100 {
+		t.Errorf("%d queueMembers changes, want hundreds", queueDeltas)
 	}
 }
 
@@ -452,6 +483,51 @@ func applyTrunkDelta(t *testing.T, trunks map[string]map[string]any, data []byte
 	for k, v := range d {
 		if k != "set" && k != "removed" {
 			tr[k] = v
+		}
+	}
+}
+
+// collOf decodes a collection ({"key":{...},...}).
+func collOf(t *testing.T, b []byte) map[string]map[string]any {
+	t.Helper()
+	var m map[string]map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("collection: %v\n%s", err, b)
+	}
+	return m
+}
+
+// applyQueueDelta applies a queueMembers change to queues, as a client
+// would (docs/websocket.md): the queue's fields replaced by the change's,
+// the members of "set" put under their keys, those of "removed" deleted.
+func applyQueueDelta(t *testing.T, queues map[string]map[string]any, data []byte) {
+	t.Helper()
+	var d map[string]any
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("queueMembers: %v\n%s", err, data)
+	}
+	if _, ok := d["members"]; ok {
+		t.Fatalf("queueMembers has the members whole: %s", data)
+	}
+	name := d["queue"].(string)
+	q := queues[name]
+	if q == nil {
+		q = map[string]any{"members": map[string]any{}}
+		queues[name] = q
+	}
+	members := q["members"].(map[string]any)
+	for k, mb := range d["set"].(map[string]any) {
+		members[k] = mb
+	}
+	for _, k := range d["removed"].([]any) {
+		if _, ok := members[k.(string)]; !ok {
+			t.Fatalf("queueMembers removes %s, which the queue does not hold", k)
+		}
+		delete(members, k.(string))
+	}
+	for k, v := range d {
+		if k != "set" && k != "removed" {
+			q[k] = v
 		}
 	}
 }

@@ -88,13 +88,4 @@ func (d *trunkDelta) encode(c Class) []byte {
 	return append(appendPBX(b, d.t.PBX), '}')
 }
 
-// Whole is a trunkConversations change's trunk, whole, in class cl (a
-// trunkUpdate's data), or nil when the trunk has changed since (a newer
-// change of it follows in the feed) or the change is of another type.
-func (c *Change) Whole(cl Class) []byte {
-	d, ok := c.ent.(*trunkDelta)
-	if !ok {
-		return nil
-	}
-	return d.whole.json(cl)
-}
+func (d *trunkDelta) wholeJSON(c Class) []byte { return d.whole.json(c) }

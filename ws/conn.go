@@ -56,9 +56,9 @@ type conn struct {
 	// Owned by the hub goroutine:
 	topics       uint8
 	subscribed   bool
-	trunkDeltas  bool // trunks come as trunkConversations (what changed), not trunkUpdate
-	statusDeltas bool // "deltas":["status"]: the node's own say as pbxStatus at the client's seq (unheard.go)
-	unheardSnap  bool // its last snapshot was Unheard (under the unheard epoch)
+	deltas       uint8 // the topics that come as what changed (deltaTrunks, deltaQueues)
+	statusDeltas bool  // "deltas":["status"]: the node's own say as pbxStatus at the client's seq (unheard.go)
+	unheardSnap  bool  // its last snapshot was Unheard (under the unheard epoch)
 	// Guarded by mu:
 	indexed bool // idx holds q's positions (only for long queues)
 	writing bool // a flusher or a direct writer has the connection
@@ -76,8 +76,8 @@ type subReq struct {
 	pbxs         []string
 	since        uint64
 	resume       bool
-	trunkDeltas  bool // "deltas":["trunks"]
-	statusDeltas bool // "deltas":["status"]
+	deltas       uint8 // "deltas":["trunks","queues"]: deltaTrunks, deltaQueues
+	statusDeltas bool  // "deltas":["status"]
 }
 
 // linearMax: queues up to this long are searched instead of indexed.

@@ -10,10 +10,11 @@
 // engine's bytes of calls.Full or calls.NumbersHidden: Change.JSON), as a
 // complete WebSocket frame shared by all its recipients; snapshots are
 // the engine's collection bytes of the client's class (snapshot.go).
-// A trunk's change, for the clients that take the trunk whole
-// (trunkUpdate, not "deltas"), is one frame per class holding the
-// engine's bytes of the trunk (calls.Change.Whole) uncopied, a few bytes
-// around them, shared by both classes when their bytes are the same.
+// A trunk's or a queue's change, for the clients that take it whole
+// (trunkUpdate or queueUpdate, not "deltas"), is one frame per class
+// holding the engine's bytes of the entity (calls.Change.Whole) uncopied,
+// a few bytes around them, shared by both classes when their bytes are
+// the same; the clients taking deltas get every one, never coalesced.
 // The resumes the hub serves in one pass (replay.go) share the frames of
 // the changes they replay the same way, so a reconnect storm frames each
 // change once per class, not once per client.

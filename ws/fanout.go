@@ -48,7 +48,7 @@ func kindOf(typ string) kind {
 		return kindExt
 	case "extenRinging":
 		return kindRing
-	case "queueUpdate":
+	case calls.QueueMembers, "queueUpdate":
 		return kindQueue
 	case "queueMemberUpdate":
 		return kindMember
@@ -66,6 +66,27 @@ func kindOf(typ string) kind {
 	return kindOther
 }
 
+// The topics whose changes a client may take as what changed in them
+// ("deltas" in its subscribe): a bit each.
+const (
+	deltaTrunks uint8 = 1 << iota // trunkConversations, not trunkUpdate
+	deltaQueues                   // queueMembers, not queueUpdate
+	deltaAll    = deltaTrunks | deltaQueues
+)
+
+// deltaOf is the delta bit of a change of type typ that says what changed
+// (a client not taking it gets the entity whole, calls.WholeType), 0 for
+// any other.
+func deltaOf(typ string) uint8 {
+	switch typ {
+	case calls.TrunkConversations:
+		return deltaTrunks
+	case calls.QueueMembers:
+		return deltaQueues
+	}
+	return 0
+}
+
 // entKey names an entity for coalescing.
 type entKey struct {
 	k   kind
@@ -79,8 +100,9 @@ type prep struct {
 	ent  uint32
 	full *frame // the change as everyone allowed to see it sees it
 	red  *frame // redacted, made on first need
-	// whole and wholeRed are a trunk's change as a trunkUpdate (the trunk
-	// whole), made on first need, for the clients that take no deltas.
+	// whole and wholeRed are a delta change as its entity whole (a
+	// trunkUpdate, a queueUpdate), made on first need, for the clients
+	// that take no deltas of it.
 	whole, wholeRed *frame
 	wholeOK         [2]bool
 	// pbx is the PBX of ch.Key once pbxOK: split on the first limited
@@ -111,7 +133,7 @@ func (h *Hub) prepare(p *prep, ch *calls.Change, at int64, s *calls.Snapshot) {
 		p.ent = h.entID(entKey{p.kind, ch.Key})
 	}
 	ent := p.ent
-	if ch.Type == calls.TrunkConversations {
+	if deltaOf(ch.Type) != 0 {
 		ent = 0 // a delta: never replaced by the next one
 	}
 	p.full = &frame{b: eventFrame(ch, ch.Data), seq: ch.Seq, ent: ent, at: at, msgs: 1}
@@ -127,12 +149,13 @@ func (h *Hub) entID(k entKey) uint32 {
 	return id
 }
 
-// wholeFrame is trunk change p as a trunkUpdate in class cl, the trunk
-// whole (calls.Change.Whole), or nil when the trunk changed since (its
-// newer change follows). The trunk's bytes are the engine's, made once
-// per class, and not copied: the frame is a few bytes around them
-// (eventPieces), and when both classes' bytes are the same (nothing on
-// the trunk to hide) both share one frame.
+// wholeFrame is delta change p as its entity whole in class cl (a
+// trunkUpdate or a queueUpdate: calls.Change.Whole, calls.WholeType), or
+// nil when the entity changed since (its newer change follows). The
+// entity's bytes are the engine's, made once per class, and not copied:
+// the frame is a few bytes around them (eventPieces), and when both
+// classes' bytes are the same (nothing on it to hide) both share one
+// frame.
 func (p *prep) wholeFrame(cl calls.Class) *frame {
 	f, other := &p.whole, p.wholeRed
 	if cl != calls.Full {
@@ -145,11 +168,20 @@ func (p *prep) wholeFrame(cl calls.Class) *frame {
 		case other != nil && sameBytes(other.more[0], data):
 			*f = other
 		default:
-			b, more := eventPieces(p.ch, "trunkUpdate", data)
+			b, more := eventPieces(p.ch, calls.WholeType(p.ch.Type), data)
 			*f = &frame{b: b, more: more, seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
 		}
 	}
 	return *f
+}
+
+// wholeFor is wholeFrame in the class of a client that sees the entity's
+// numbers or not.
+func (p *prep) wholeFor(sees bool) *frame {
+	if sees {
+		return p.wholeFrame(calls.Full)
+	}
+	return p.wholeFrame(calls.NumbersHidden)
 }
 
 // frameFor is the frame of p that c gets, or nil when c does not get it.
@@ -182,6 +214,9 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return nil
 		}
 		sees = c.seesUnowned
+		if d := deltaOf(p.ch.Type); d != 0 && c.deltas&d == 0 {
+			return p.wholeFor(sees)
+		}
 	case kindPark:
 		if c.topics&topicParkings == 0 {
 			return nil
@@ -192,11 +227,8 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return nil
 		}
 		sees = c.seesUnowned
-		if !c.trunkDeltas && p.ch.Type == calls.TrunkConversations {
-			if sees {
-				return p.wholeFrame(calls.Full)
-			}
-			return p.wholeFrame(calls.NumbersHidden)
+		if d := deltaOf(p.ch.Type); d != 0 && c.deltas&d == 0 {
+			return p.wholeFor(sees)
 		}
 	case kindStatus:
 		if p.unheard {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,8 +31,8 @@ func TestFilterMatchesView(t *testing.T) {
 			conns := map[string]*conn{}
 			for _, u := range users.All() {
 				conns[u.Username] = h.addFake(u, allTopics)
-				d := h.addFake(u, allTopics) // trunks as deltas
-				d.trunkDeltas = true
+				d := h.addFake(u, allTopics) // trunks and queues as deltas
+				d.deltas = deltaAll
 				conns[u.Username+" (deltas)"] = d
 			}
 			checked := 0
@@ -57,17 +58,17 @@ func TestFilterMatchesView(t *testing.T) {
 						switch ev.Type {
 						case "extenUpdate":
 							want = ch.JSON(v.Class(ch.Key))
-						case "trunkUpdate":
-							if c.trunkDeltas {
-								t.Fatalf("%s: a trunkUpdate", name)
+						case "trunkUpdate", "queueUpdate":
+							if c.deltas != 0 {
+								t.Fatalf("%s: a %s", name, ev.Type)
 							}
 							want = ch.Whole(v.Class(""))
-						case calls.TrunkConversations:
-							if !c.trunkDeltas {
-								t.Fatalf("%s: a trunkConversations", name)
+						case calls.TrunkConversations, calls.QueueMembers:
+							if c.deltas == 0 {
+								t.Fatalf("%s: a %s", name, ev.Type)
 							}
 							want = ch.JSON(v.Class(""))
-						case "queueUpdate", "queueMemberUpdate", "parkingUpdate":
+						case "queueMemberUpdate", "parkingUpdate":
 							want = ch.JSON(v.Class(""))
 						default:
 							want = ch.Data
@@ -297,58 +298,88 @@ func TestStalledClient(t *testing.T) {
 	}
 }
 
-// TestTrunkDeltasNotCoalesced: a client that reads nothing while a
-// recording with trunk calls plays gets every trunkConversations change
-// queued (each says what changed since the one before: replacing one by
-// the next would lose it), and applying them to its snapshot gives the
-// engine's trunks; a client taking whole trunks has its trunkUpdates
-// replaced by the latest, as before.
-func TestTrunkDeltasNotCoalesced(t *testing.T) {
+// TestDeltasNotCoalesced: a client that reads nothing while a recording
+// with trunk (queue) calls plays gets every trunkConversations
+// (queueMembers) change queued (each says what changed since the one
+// before: replacing one by the next would lose it), and applying them to
+// its snapshot gives the engine's trunks (queues); a client taking them
+// whole has its trunkUpdates (queueUpdates) replaced by the latest.
+func TestDeltasNotCoalesced(t *testing.T) {
 	users := testUsers(t)
-	for _, name := range []string{"paula", "alice"} { // sees all calls, sees them hidden
-		t.Run(name, func(t *testing.T) {
-			eng := calls.New(calls.Config{Trunks: []string{"trunk"}, Opaque: auth.Opaquer{}})
-			eng.Publish()
-			h := bareHub(t, eng, users)
-			u, _ := users.Lookup(name)
-			d := h.addFake(u, topicTrunks)
-			d.trunkDeltas = true
-			w := h.addFake(u, topicTrunks)
-			var m mirror
-			m.apply(t, snapshotMessage(t, h.snapshotFrame(d, eng.Snapshot(), 0)))
-			sent := 0
-			for _, msg := range loadRecording(t, "inbound_trunk_did") {
-				eng.Apply(msg)
-				s := eng.Publish()
-				cs, _ := eng.Feed().Since(h.last)
-				for _, c := range cs {
-					if c.Type == calls.TrunkConversations {
-						sent++
+	for _, tc := range []struct {
+		rec, typ, coll, key string
+		topic, delta        uint8
+	}{
+		{"inbound_trunk_did", calls.TrunkConversations, "trunks", "trunk", topicTrunks, deltaTrunks},
+		{"queue_answered", calls.QueueMembers, "queues", "support", topicQueues, deltaQueues},
+	} {
+		for _, name := range []string{"paula", "alice"} { // sees all calls, sees them hidden
+			t.Run(tc.coll+"/"+name, func(t *testing.T) {
+				eng := calls.New(calls.Config{Trunks: []string{"trunk"}, Opaque: auth.Opaquer{}})
+				eng.Publish()
+				h := bareHub(t, eng, users)
+				u, _ := users.Lookup(name)
+				d := h.addFake(u, tc.topic)
+				d.deltas = tc.delta
+				w := h.addFake(u, tc.topic)
+				var m mirror
+				m.apply(t, snapshotMessage(t, h.snapshotFrame(d, eng.Snapshot(), 0)))
+				sent := 0
+				for _, msg := range loadRecording(t, tc.rec) {
+					eng.Apply(msg)
+					s := eng.Publish()
+					cs, _ := eng.Feed().Since(h.last)
+					for _, c := range cs {
+						if c.Type == tc.typ && c.Key == tc.key {
+							sent++
+						}
+					}
+					h.fanout(cs)
+					h.last = s.Seq
+				}
+				got, whole := 0, 0
+				for _, f := range d.take() {
+					var ev Message
+					if err := json.Unmarshal(payload(f), &ev); err != nil {
+						t.Fatal(err)
+					}
+					if ev.Type == tc.typ && strings.Contains(string(ev.Data), `"`+tc.key+`"`) {
+						got++
+					}
+					m.apply(t, ev)
+				}
+				if got != sent || sent < 3 {
+					t.Fatalf("%d changes of %s queued for the deltas client, %d sent", got, tc.key, sent)
+				}
+				s := eng.Snapshot()
+				cl := auth.ViewOf(u).Class("")
+				want := s.TrunkJSONAs(tc.key, cl)
+				if tc.coll == "queues" {
+					want = s.QueueJSONAs(tc.key, cl)
+				}
+				if g, w := normTrunk(t, m.colls[tc.coll][tc.key]), normTrunk(t, string(want)); g != w {
+					t.Errorf("what the deltas give\n%s\nthe snapshot's\n%s", g, w)
+				}
+				for _, f := range w.take() {
+					var ev Message
+					if err := json.Unmarshal(payload(f), &ev); err != nil {
+						t.Fatal(err)
+					}
+					if ev.Type == tc.typ {
+						t.Fatalf("a %s for the client taking them whole", ev.Type)
+					}
+					if ev.Type == calls.WholeType(tc.typ) && strings.Contains(string(ev.Data), `"`+tc.key+`"`) {
+						whole++
+						if g, w := normTrunk(t, string(ev.Data)), normTrunk(t, string(want)); g != w {
+							t.Errorf("the whole %s\n%s\nthe snapshot's\n%s", ev.Type, g, w)
+						}
 					}
 				}
-				h.fanout(cs)
-				h.last = s.Seq
-			}
-			got := d.take()
-			if len(got) != sent || sent < 3 {
-				t.Fatalf("%d trunk changes queued for the deltas client, %d sent", len(got), sent)
-			}
-			for _, f := range got {
-				var ev Message
-				if err := json.Unmarshal(payload(f), &ev); err != nil {
-					t.Fatal(err)
+				if whole != 1 {
+					t.Errorf("%d %ss of %s queued for the client taking them whole, want the latest only", whole, calls.WholeType(tc.typ), tc.key)
 				}
-				m.apply(t, ev)
-			}
-			s := eng.Snapshot()
-			want := s.TrunkJSONAs("trunk", auth.ViewOf(u).Class(""))
-			if g, w := normTrunk(t, m.colls["trunks"]["trunk"]), normTrunk(t, string(want)); g != w {
-				t.Errorf("the trunk the deltas give\n%s\nthe snapshot's\n%s", g, w)
-			}
-			if whole := w.take(); len(whole) != 1 {
-				t.Errorf("%d trunkUpdates queued for the whole-trunk client, want the latest only", len(whole))
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -261,8 +261,8 @@ func (m *mirror) apply(t testing.TB, msg Message) {
 			}
 			m.colls[kf[0]][key] = compact(t, msg.Data)
 		}
-		if msg.Type == calls.TrunkConversations {
-			m.trunkDelta(t, msg.Data)
+		if _, ok := deltaOfType[msg.Type]; ok {
+			m.delta(t, msg.Type, msg.Data)
 		}
 		if msg.Type == "extenRinging" {
 			m.ringing = append(m.ringing, string(msg.Data))
@@ -275,46 +275,56 @@ func (m *mirror) apply(t testing.TB, msg Message) {
 	}
 }
 
-// trunkDelta applies a trunkConversations event as docs/websocket.md
-// tells a client to: the trunk's fields replaced, the conversations in
-// "set" put under their ids, those in "removed" deleted.
-func (m *mirror) trunkDelta(t testing.TB, data []byte) {
+// deltaOfType names what a delta event changes: its collection, the field
+// of its key and the field of what "set" and "removed" change.
+var deltaOfType = map[string][3]string{
+	calls.TrunkConversations: {"trunks", "name", "conversations"},
+	calls.QueueMembers:       {"queues", "queue", "members"},
+}
+
+// delta applies a trunkConversations or queueMembers event as
+// docs/websocket.md tells a client to: the entity's fields replaced, the
+// items in "set" put under their keys (conversations, members), those in
+// "removed" deleted.
+func (m *mirror) delta(t testing.TB, typ string, data []byte) {
 	t.Helper()
+	of := deltaOfType[typ]
 	var d struct {
-		Name    string                     `json:"name"`
 		Set     map[string]json.RawMessage `json:"set"`
 		Removed []string                   `json:"removed"`
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &d); err != nil || json.Unmarshal(data, &fields) != nil {
-		t.Fatalf("trunkConversations %s: %v", data, err)
+		t.Fatalf("%s %s: %v", typ, data, err)
 	}
-	if m.colls["trunks"] == nil {
-		m.colls["trunks"] = map[string]string{}
+	var key string
+	json.Unmarshal(fields[of[1]], &key)
+	if m.colls[of[0]] == nil {
+		m.colls[of[0]] = map[string]string{}
 	}
-	tr := map[string]json.RawMessage{}
-	convs := map[string]json.RawMessage{}
-	if old, ok := m.colls["trunks"][d.Name]; ok {
-		json.Unmarshal([]byte(old), &tr)
-		json.Unmarshal(tr["conversations"], &convs)
+	x := map[string]json.RawMessage{}
+	items := map[string]json.RawMessage{}
+	if old, ok := m.colls[of[0]][key]; ok {
+		json.Unmarshal([]byte(old), &x)
+		json.Unmarshal(x[of[2]], &items)
 	}
 	for k, v := range fields {
 		if k != "set" && k != "removed" {
-			tr[k] = v
+			x[k] = v
 		}
 	}
-	for id, cv := range d.Set {
-		convs[id] = cv
+	for id, it := range d.Set {
+		items[id] = it
 	}
 	for _, id := range d.Removed {
-		if _, ok := convs[id]; !ok {
-			t.Fatalf("trunkConversations removes %s, which trunk %s does not hold", id, d.Name)
+		if _, ok := items[id]; !ok {
+			t.Fatalf("%s removes %s, which %s does not hold", typ, id, key)
 		}
-		delete(convs, id)
+		delete(items, id)
 	}
-	tr["conversations"], _ = json.Marshal(convs)
-	b, _ := json.Marshal(tr)
-	m.colls["trunks"][d.Name] = string(b)
+	x[of[2]], _ = json.Marshal(items)
+	b, _ := json.Marshal(x)
+	m.colls[of[0]][key] = string(b)
 }
 
 // normTrunk is a trunk's JSON with its keys sorted and without its

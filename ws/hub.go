@@ -428,7 +428,7 @@ func (h *Hub) handle(m ctlMsg) {
 		if c.slot < 0 || req == nil {
 			return // left already
 		}
-		c.topics, c.pbxs, c.trunkDeltas, c.statusDeltas = req.topics, req.pbxs, req.trunkDeltas, req.statusDeltas
+		c.topics, c.pbxs, c.deltas, c.statusDeltas = req.topics, req.pbxs, req.deltas, req.statusDeltas
 		c.subscribed = true
 		if req.resume && h.resume(c, req.since) {
 			return

@@ -100,6 +100,12 @@ func TestAuthPaths(t *testing.T) {
 		c.SubscribeWith(Sub{Topics: []string{"extensions"}, Deltas: []string{"extensions"}})
 		expectClose(t, c, CloseProtocolError)
 	})
+	t.Run("deltas of trunks and queues", func(t *testing.T) {
+		c := e.dial("alice")
+		expectOp(t, c, "hello")
+		c.SubscribeWith(Sub{Topics: []string{"queues", "trunks"}, Deltas: []string{"trunks", "queues"}})
+		expectOp(t, c, "snapshot")
+	})
 	t.Run("not JSON", func(t *testing.T) {
 		c := e.dial("alice")
 		expectOp(t, c, "hello")

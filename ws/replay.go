@@ -26,13 +26,13 @@ const passMax = 128
 // replayPass is the state of one pass, owned by Run.
 type replayPass struct {
 	open  bool
-	last  uint64          // h.last when cs was read
-	snap  *calls.Snapshot // the state's snapshot preps were made with (its Unheard: prepare)
-	at    int64           // hub clock of the pass's frames
-	since uint64          // cs: the feed's changes after since, up to last
-	cs    []calls.Change  // read once, shared: preps point into it
-	preps []prep          // preps[i] is cs[i]'s once prepared (ch set)
-	memo  [2]latestMemo   // latestOnly per trunkDeltas (false, true)
+	last  uint64                   // h.last when cs was read
+	snap  *calls.Snapshot          // the state's snapshot preps were made with (its Unheard: prepare)
+	at    int64                    // hub clock of the pass's frames
+	since uint64                   // cs: the feed's changes after since, up to last
+	cs    []calls.Change           // read once, shared: preps point into it
+	preps []prep                   // preps[i] is cs[i]'s once prepared (ch set)
+	memo  [deltaAll + 1]latestMemo // latestOnly per deltas
 }
 
 // latestMemo is a latestOnly result: h.latest for since.
@@ -131,24 +131,17 @@ func (h *Hub) replayPrep(ch *calls.Change, s *calls.Snapshot) *prep {
 	return p
 }
 
-// replayLatest sets h.latest as latestOnly(cs, trunkDeltas) does, cs
-// being the pass's changes after since, picked once per since and
-// trunkDeltas in the pass.
-func (h *Hub) replayLatest(cs []calls.Change, since uint64, trunkDeltas bool) {
-	m := &h.replay.memo[b2i(trunkDeltas)]
+// replayLatest sets h.latest as latestOnly(cs, deltas) does, cs being
+// the pass's changes after since, picked once per since and deltas in the
+// pass.
+func (h *Hub) replayLatest(cs []calls.Change, since uint64, deltas uint8) {
+	m := &h.replay.memo[deltas]
 	if h.replay.open && m.ok && m.since == since {
 		h.latest = append(h.latest[:0], m.latest...)
 		return
 	}
-	h.latestOnly(cs, trunkDeltas)
+	h.latestOnly(cs, deltas)
 	if h.replay.open {
 		m.ok, m.since, m.latest = true, since, append(m.latest[:0], h.latest...)
 	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -110,10 +110,10 @@ func testReplayShared(t *testing.T, rec string) {
 		for _, u := range users.All() {
 			for _, topics := range []uint8{allTopics, topicMe, topicTrunks | topicQueues | topicParkings, topicExtensions | topicPresence} {
 				for _, pbxs := range [][]string{nil, {"site2"}, {"default", "site2"}} {
-					for _, deltas := range []bool{false, true} {
+					for _, deltas := range []uint8{0, deltaTrunks, deltaQueues, deltaAll} {
 						c := h.addFake(u, 0)
 						c.subscribed = false
-						subs = append(subs, sub{c, subReq{topics: topics, pbxs: pbxs, trunkDeltas: deltas, resume: true, since: points[i]}})
+						subs = append(subs, sub{c, subReq{topics: topics, pbxs: pbxs, deltas: deltas, resume: true, since: points[i]}})
 					}
 				}
 			}

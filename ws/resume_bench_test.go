@@ -22,7 +22,9 @@ func BenchmarkResume(b *testing.B) {
 			h.cfg.ReplayMaxAge = 1 << 62 // the call centre's clock is virtual
 			for i := range n {
 				c := h.addFake(users[i%len(users)], allTopics)
-				c.trunkDeltas = i/len(users)%2 == 1
+				if i/len(users)%2 == 1 {
+					c.deltas = deltaAll
+				}
 			}
 			since := h.last
 			for range 50 {
@@ -34,7 +36,7 @@ func BenchmarkResume(b *testing.B) {
 			for b.Loop() {
 				for _, c := range h.clients {
 					c.mu.Lock()
-					c.sub = &subReq{topics: allTopics, trunkDeltas: c.trunkDeltas, resume: true, since: since}
+					c.sub = &subReq{topics: allTopics, deltas: c.deltas, resume: true, since: since}
 					c.mu.Unlock()
 					h.handle(ctlMsg{kind: ctlSubscribe, c: c})
 				}

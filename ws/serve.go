@@ -267,11 +267,13 @@ func (c *conn) handle(m clientMsg) {
 		for _, d := range m.Deltas {
 			switch d {
 			case "trunks":
-				req.trunkDeltas = true
+				req.deltas |= deltaTrunks
+			case "queues":
+				req.deltas |= deltaQueues
 			case "status":
 				req.statusDeltas = true
 			default:
-				c.closeWith(CloseProtocolError, "deltas: "+quote(d)+" has none (known: trunks, status)", "protocol", false)
+				c.closeWith(CloseProtocolError, "deltas: "+quote(d)+" has none (known: trunks, queues, status)", "protocol", false)
 				return
 			}
 		}

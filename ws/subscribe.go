@@ -57,7 +57,7 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 	if len(cs) > 0 && cs[0].At < time.Now().Add(-h.cfg.ReplayMaxAge).UnixMilli() {
 		return false
 	}
-	h.replayLatest(cs, since, c.trunkDeltas)
+	h.replayLatest(cs, since, c.deltas)
 	b := newPayload(64)
 	b = append(b, `{"op":"resumed","since":`...)
 	b = appendUint(b, since)
@@ -87,12 +87,12 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 // sends, in order: each entity's latest and every notification. The
 // queue would replace the others anyway; skipping them first bounds what
 // a resume costs by the number of entities, not the replay's length. A
-// client taking trunk deltas gets every trunk change: each says what
-// changed since the one before.
-func (h *Hub) latestOnly(cs []calls.Change, trunkDeltas bool) {
+// client taking deltas of a topic (deltas) gets every delta change of it:
+// each says what changed since the one before.
+func (h *Hub) latestOnly(cs []calls.Change, deltas uint8) {
 	h.latest = h.latest[:0]
 	for i := len(cs) - 1; i >= 0; i-- {
-		if k := kindOf(cs[i].Type); k != kindRing && k != kindOther && !(trunkDeltas && k == kindTrunk) {
+		if k := kindOf(cs[i].Type); k != kindRing && k != kindOther && deltas&deltaOf(cs[i].Type) == 0 {
 			e := entKey{k, cs[i].Key}
 			if _, dup := h.seen[e]; dup {
 				continue

@@ -10,7 +10,7 @@ import {Grid} from './grid.js';
 import {CallsBar} from './calls.js';
 import {CardMenu} from './cardmenu.js';
 import {MyControls} from './mine.js';
-import {QueuesView} from './queues.js';
+import {QueuesView, applyQueueDelta} from './queues.js';
 import {TrunksView, applyTrunkDelta} from './trunks.js';
 import {ConfsView} from './confs.js';
 import {Phonebook} from './phonebook.js';
@@ -120,6 +120,11 @@ function event(m) {
       break;
     case 'queueUpdate':
       state.queues[d.queue] = d;
+      dirty(queues);
+      refreshGroups();
+      break;
+    case 'queueMembers':
+      applyQueueDelta(state.queues, d);
       dirty(queues);
       refreshGroups();
       break;

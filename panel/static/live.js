@@ -30,6 +30,7 @@ export class Live {
     this.timers = new Set();
     this.polling = false;
     this.etags = {};
+    this.noDeltas = new Set(); // deltas this server closed with 4004 for
   }
 
   // topics sets the optional topics to subscribe to besides TOPICS.
@@ -79,14 +80,15 @@ export class Live {
           this.everOpen = true;
           this.attempt = 0;
           if (this.polling) this.polling = false;
-          // Trunks as what changed in them (trunkConversations): a call
-          // centre's trunk holds a thousand calls. A server without
-          // deltas ignores the field and sends trunkUpdate. Status: a
-          // node that cannot hear its bus (and hears it again) says so
-          // with a pbxStatus at the seq we have, not a snapshot; a
-          // server from before it closes with 4004 (a node not upgraded
-          // yet): then without.
-          const deltas = this.noStatus ? ['trunks'] : ['trunks', 'status'];
+          // Trunks and queues as what changed in them
+          // (trunkConversations, queueMembers): a call centre's trunk
+          // holds a thousand calls, its queue 40 agents. A server
+          // without deltas ignores the field and sends trunkUpdate and
+          // queueUpdate. Status: a node that cannot hear its bus (and
+          // hears it again) says so with a pbxStatus at the seq we have,
+          // not a snapshot. A server from before one of them closes with
+          // 4004 naming it (a node not upgraded yet): then without it.
+          const deltas = ['trunks', 'queues', 'status'].filter((d) => !this.noDeltas.has(d));
           const sub = {op: 'subscribe', topics: [...TOPICS, ...(this.extra || [])], deltas};
           if (this.seq !== null && this.epoch && m.epoch === this.epoch) {
             sub.since = this.seq;
@@ -126,9 +128,8 @@ export class Live {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.stopped) return;
-      if (ev.code === 4004 && !this.noStatus && ev.reason.includes('status')) {
-        this.noStatus = true; // its deltas know no "status"
-      }
+      const unknown = ev.code === 4004 && /^deltas: "(\w+)" has none/.exec(ev.reason || '');
+      if (unknown) this.noDeltas.add(unknown[1]); // its deltas know no such name
       if (ev.code === 4001 || ev.code === 4002 || ev.code === 4003) {
         this.h.authFailed();
         return;

@@ -24,6 +24,19 @@ async function post(path, body, what) {
   }
 }
 
+// applyQueueDelta applies a queueMembers event (docs/websocket.md) to
+// queues, in place: the queue's fields replaced (its waiting callers
+// whole), the members of "set" put under their keys, those of "removed"
+// deleted.
+export function applyQueueDelta(queues, d) {
+  const {set, removed, ...fields} = d;
+  const q = queues[d.queue] || (queues[d.queue] = {members: {}});
+  Object.assign(q, fields);
+  const members = q.members || (q.members = {});
+  for (const [k, m] of Object.entries(set || {})) members[k] = m;
+  for (const k of removed || []) delete members[k];
+}
+
 export class QueuesView {
   // onCall(number): click-to-call a waiting or parked caller's number.
   constructor(qroot, proot, onCall) {
