@@ -120,9 +120,12 @@ func drain(h *Hub) (n int64) {
 	return n
 }
 
-func hasTrunk(cs []calls.Change) bool {
+func hasTrunk(cs []calls.Change) bool { return hasType(cs, calls.TrunkConversations) }
+
+// hasType reports whether cs holds a change of type typ.
+func hasType(cs []calls.Change, typ string) bool {
 	for i := range cs {
-		if cs[i].Type == calls.TrunkConversations {
+		if cs[i].Type == typ {
 			return true
 		}
 	}
