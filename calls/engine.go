@@ -76,6 +76,8 @@ type engineState struct {
 	scratch []byte   // publishExts' encoding buffer
 	extKeys []string // publishExts' sorted dirty extensions
 	changes []Change
+	// waitScratch is renumber's list of a queue's waiting callers.
+	waitScratch []*QueueCaller
 }
 
 type memberKey struct{ queue, member string }

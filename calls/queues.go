@@ -1,6 +1,8 @@
 package calls
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -214,7 +216,8 @@ func (e *Engine) addWaiting(q *queueState, m ami.Message, since int64) {
 	}
 }
 
-// unwait takes the caller on channel name out of q's waiting callers.
+// unwait takes the caller on channel name out of q's waiting callers;
+// those behind it move up.
 func (e *Engine) unwait(q *queueState, name string) {
 	if _, ok := q.waiting.m[name]; !ok {
 		return
@@ -225,6 +228,49 @@ func (e *Engine) unwait(q *queueState, name string) {
 	} else {
 		delete(e.waitIn, name)
 	}
+	e.renumber(q, "", 0)
+}
+
+// renumber gives q's waiting callers the positions app_queue gives them
+// when the caller on channel joiner joined at position at, or (at 0)
+// when one left: 1 to n in the order they wait, at kept for the joiner.
+// app_queue moves the callers behind down in join_queue and up in
+// leave_queue, and says so in no event: QueueCallerJoin and
+// QueueCallerLeave carry the position of the caller who joined or left
+// only, so a screen that kept the positions of the joins would show the
+// second caller "#2" after the first one left. During a resync a caller
+// moved counts as changed by a live event: a list item read before the
+// move does not put its old position back (staleQueueItem).
+func (e *Engine) renumber(q *queueState, joiner string, at int) {
+	ws := e.waitScratch[:0]
+	for k, w := range q.waiting.m {
+		if k != joiner {
+			ws = append(ws, w)
+		}
+	}
+	slices.SortFunc(ws, func(a, b *QueueCaller) int {
+		return cmp.Or(cmp.Compare(a.Position, b.Position), cmp.Compare(a.WaitingSince, b.WaitingSince), strings.Compare(a.Channel, b.Channel))
+	})
+	pos := 0
+	for _, w := range ws {
+		if pos++; pos == at {
+			pos++
+		}
+		if w.Position == pos {
+			continue
+		}
+		v := *w
+		v.Position = pos
+		q.waiting.set(v.Channel, v)
+		if e.resync.active {
+			if q.waitingAt == nil {
+				q.waitingAt = map[string]uint64{}
+			}
+			q.waitingAt[v.Channel] = e.resync.events
+		}
+	}
+	clear(ws)
+	e.waitScratch = ws[:0]
 }
 
 // onQueueEntry is a QueueStatus list item: a caller waiting Wait seconds.
@@ -258,6 +304,9 @@ func (e *Engine) onQueueCallerJoin(m ami.Message) {
 	e.stampQueue(q, m, true, m.Get("Channel"))
 	e.learnQueueNumber(q, m.Get("Exten"))
 	e.addWaiting(q, m, e.nowMs())
+	if at := atoi(m.Get("Position")); at > 0 {
+		e.renumber(q, m.Get("Channel"), at)
+	}
 }
 
 // learnQueueNumber records the number a caller dialled to reach q (the

@@ -1,10 +1,15 @@
 package calls
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/ami/amitest"
 )
 
 // TestQueueNumberAlias: in queue_answered the caller dials 600 and waits in
@@ -147,4 +152,99 @@ func TestQueueSnapshotsKept(t *testing.T) {
 	if len(held) < 10 || held[0].s.Queues.Len()+1 != e.Snapshot().Queues.Len() {
 		t.Fatalf("%d snapshots held, the first with %d queues, the last %d: want a queue added", len(held), held[0].s.Queues.Len(), e.Snapshot().Queues.Len())
 	}
+}
+
+// TestWaitingRenumbered: app_queue renumbers the callers behind one who
+// joins ahead of them (a caller of higher priority: join_queue) or who
+// leaves (leave_queue), and says so in no event: QueueCallerJoin and
+// QueueCallerLeave carry the position of the one who joined or left. The
+// positions below are app_queue's after each step, written from its
+// join_queue and leave_queue: 1 to n in the order the callers wait.
+func TestWaitingRenumbered(t *testing.T) {
+	e := New(testConfig(nil))
+	for _, x := range []string{"1", "2", "3", "4"} {
+		e.Apply(waitNewchannel(x))
+	}
+	join := func(x, pos, count string) { e.Apply(waitJoin(x, pos, count)) }
+	leave := func(x, pos, count string) { e.Apply(waitLeave(x, pos, count)) }
+	check := func(step string, want map[string]int) {
+		t.Helper()
+		if got := positions(e.Publish()); !maps.Equal(got, want) {
+			t.Errorf("%s: positions %v, want %v", step, got, want)
+		}
+	}
+	join("1", "1", "1")
+	join("2", "2", "2")
+	join("3", "3", "3")
+	check("three joined", map[string]int{"1": 1, "2": 2, "3": 3})
+	leave("1", "1", "2")
+	check("the first left", map[string]int{"2": 1, "3": 2})
+	join("4", "1", "3") // of higher priority: ahead of the others
+	check("one joined ahead", map[string]int{"4": 1, "2": 2, "3": 3})
+	leave("2", "2", "2")
+	check("the second left", map[string]int{"4": 1, "3": 2})
+	e.Apply(ev("Hangup", "Channel", waitChan("4"), "Uniqueid", "1.4", "Linkedid", "1.4", "Cause", "16"))
+	check("the first hung up", map[string]int{"3": 1})
+}
+
+// TestWaitingRenumberedDuringResync: the first of three waiting callers
+// leaves while a resync runs, after QueueStatus was answered but before
+// its items are applied: the items name the other two at their old
+// positions (2 and 3), which must not come back over the ones the leave
+// gave them (1 and 2).
+func TestWaitingRenumberedDuringResync(t *testing.T) {
+	msgs := []ami.Message{waitNewchannel("1"), waitNewchannel("2"), waitNewchannel("3"),
+		waitJoin("1", "1", "1"), waitJoin("2", "2", "2"), waitJoin("3", "3", "3")}
+	model := amitest.NewModel()
+	model.Configure(msgs)
+	for _, m := range msgs {
+		model.Apply(m)
+	}
+	lists := model.Lists() // taken before the leave
+	e := New(testConfig(nil))
+	e.SetLink(LinkLive)
+	for _, m := range msgs {
+		e.Apply(m)
+	}
+	e.Publish()
+	e.BeginResync()
+	e.Apply(waitLeave("1", "1", "2"))
+	for _, l := range lists {
+		for _, m := range l {
+			e.Apply(m)
+		}
+	}
+	e.Publish()
+	e.EndResync()
+	if got, want := positions(e.Publish()), map[string]int{"2": 1, "3": 2}; !maps.Equal(got, want) {
+		t.Errorf("positions %v, want %v", got, want)
+	}
+}
+
+// The waiting callers of TestWaitingRenumbered: trunk channels that dial
+// the queue's number.
+func waitChan(x string) string { return "PJSIP/trunk-0000000" + x }
+
+func waitNewchannel(x string) ami.Message {
+	return ev("Newchannel", "Channel", waitChan(x), "ChannelState", "6", "ChannelStateDesc", "Up", "CallerIDNum", "06123456"+x,
+		"Uniqueid", "1."+x, "Linkedid", "1."+x, "Context", "from-trunk", "Exten", "600", "Priority", "1")
+}
+
+func waitJoin(x, pos, count string) ami.Message {
+	return ev("QueueCallerJoin", "Channel", waitChan(x), "Uniqueid", "1."+x, "Linkedid", "1."+x, "CallerIDNum", "06123456"+x,
+		"Queue", "support", "Position", pos, "Count", count)
+}
+
+func waitLeave(x, pos, count string) ami.Message {
+	return ev("QueueCallerLeave", "Channel", waitChan(x), "Uniqueid", "1."+x, "Linkedid", "1."+x, "Queue", "support", "Position", pos, "Count", count)
+}
+
+// positions are a snapshot's callers waiting in support by the last digit
+// of their channel, with their positions.
+func positions(s *Snapshot) map[string]int {
+	got := map[string]int{}
+	for k, w := range s.Queues.Get("support").WaitingCallers {
+		got[strings.TrimPrefix(k, "PJSIP/trunk-0000000")] = w.Position
+	}
+	return got
 }
