@@ -98,22 +98,8 @@ func (d *queueDelta) encode(e enc) []byte {
 	for _, k := range d.removed {
 		n += len(k) + 4
 	}
-	b := appendKey(appendQueueFields(make([]byte, 0, n), &d.q), "set")
-	b = append(b, '{')
-	for i, k := range d.set {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendMemberPiece(b, k, d.q.Members[k])
-	}
-	b = append(b, `},"removed":[`...)
-	for i, k := range d.removed {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, k)
-	}
-	b = append(b, ']')
+	b := appendSetRemoved(appendQueueFields(make([]byte, 0, n), &d.q), len(d.set),
+		func(b []byte, i int) []byte { return appendMemberPiece(b, d.set[i], d.q.Members[d.set[i]]) }, d.removed, appendString)
 	return appendQueueTail(b, &d.q, e)
 }
 

@@ -456,33 +456,46 @@ func trunksOf(t *testing.T, b []byte) map[string]map[string]any {
 }
 
 // applyTrunkDelta applies a trunkConversations change to trunks, as a
-// client would.
+// client would, each conversation without its duration.
 func applyTrunkDelta(t *testing.T, trunks map[string]map[string]any, data []byte) {
+	t.Helper()
+	applyDelta(t, trunks, data, "name", "conversations", func(cv any) { delete(cv.(map[string]any), "duration") })
+}
+
+// applyDelta applies a delta change to its collection m as a client
+// would (docs/websocket.md): the entity under the change's key field
+// (new: its items empty) gets the change's fields but "set" and
+// "removed", the items of "set" (each passed to norm first) put under
+// their keys in its items field, those of "removed" deleted.
+func applyDelta(t *testing.T, m map[string]map[string]any, data []byte, key, items string, norm func(any)) {
 	t.Helper()
 	var d map[string]any
 	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatalf("trunkConversations: %v\n%s", err, data)
+		t.Fatalf("delta: %v\n%s", err, data)
 	}
-	name := d["name"].(string)
-	tr := trunks[name]
-	if tr == nil {
-		tr = map[string]any{"conversations": map[string]any{}}
-		trunks[name] = tr
+	if _, ok := d[items]; ok {
+		t.Fatalf("a delta with its %s whole: %s", items, data)
 	}
-	convs := tr["conversations"].(map[string]any)
-	for id, cv := range d["set"].(map[string]any) {
-		delete(cv.(map[string]any), "duration")
-		convs[id] = cv
+	name := d[key].(string)
+	x := m[name]
+	if x == nil {
+		x = map[string]any{items: map[string]any{}}
+		m[name] = x
 	}
-	for _, id := range d["removed"].([]any) {
-		if _, ok := convs[id.(string)]; !ok {
-			t.Fatalf("trunkConversations removes %s, which the trunk does not hold", id)
+	have := x[items].(map[string]any)
+	for k, it := range d["set"].(map[string]any) {
+		norm(it)
+		have[k] = it
+	}
+	for _, k := range d["removed"].([]any) {
+		if _, ok := have[k.(string)]; !ok {
+			t.Fatalf("the delta removes %s, which %s does not hold: %s", k, name, data)
 		}
-		delete(convs, id.(string))
+		delete(have, k.(string))
 	}
 	for k, v := range d {
 		if k != "set" && k != "removed" {
-			tr[k] = v
+			x[k] = v
 		}
 	}
 }
@@ -498,38 +511,10 @@ func collOf(t *testing.T, b []byte) map[string]map[string]any {
 }
 
 // applyQueueDelta applies a queueMembers change to queues, as a client
-// would (docs/websocket.md): the queue's fields replaced by the change's,
-// the members of "set" put under their keys, those of "removed" deleted.
+// would.
 func applyQueueDelta(t *testing.T, queues map[string]map[string]any, data []byte) {
 	t.Helper()
-	var d map[string]any
-	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatalf("queueMembers: %v\n%s", err, data)
-	}
-	if _, ok := d["members"]; ok {
-		t.Fatalf("queueMembers has the members whole: %s", data)
-	}
-	name := d["queue"].(string)
-	q := queues[name]
-	if q == nil {
-		q = map[string]any{"members": map[string]any{}}
-		queues[name] = q
-	}
-	members := q["members"].(map[string]any)
-	for k, mb := range d["set"].(map[string]any) {
-		members[k] = mb
-	}
-	for _, k := range d["removed"].([]any) {
-		if _, ok := members[k.(string)]; !ok {
-			t.Fatalf("queueMembers removes %s, which the queue does not hold", k)
-		}
-		delete(members, k.(string))
-	}
-	for k, v := range d {
-		if k != "set" && k != "removed" {
-			q[k] = v
-		}
-	}
+	applyDelta(t, queues, data, "queue", "members", func(any) {})
 }
 
 // TestMixPublishAllocs bounds what Apply and Publish allocate with the

@@ -68,24 +68,32 @@ func (d *trunkDelta) encode(c Class) []byte {
 	for _, id := range d.removed {
 		n += len(id) + 40
 	}
-	b := appendKey(appendTrunkHead(make([]byte, 0, n), &d.t), "set")
-	b = append(b, '{')
-	for i, it := range d.set {
+	e := enc{hide: c != Full, op: d.op}
+	b := appendSetRemoved(appendTrunkHead(make([]byte, 0, n), &d.t), len(d.set),
+		func(b []byte, i int) []byte { return d.set[i].appendAt(b, c, d.op, d.at) }, d.removed, e.convID)
+	return append(appendPBX(b, d.t.PBX), '}')
+}
+
+// appendSetRemoved writes what a delta changes in its entity's items
+// (a trunk's conversations, a queue's members): `"set":{...}`, the n
+// items item writes (each `"key":{...}`), then `,"removed":[...]`, each
+// key id writes.
+func appendSetRemoved(b []byte, n int, item func(b []byte, i int) []byte, removed []string, id func(b []byte, k string) []byte) []byte {
+	b = append(appendKey(b, "set"), '{')
+	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = it.appendAt(b, c, d.op, d.at)
+		b = item(b, i)
 	}
 	b = append(b, `},"removed":[`...)
-	e := enc{hide: c != Full, op: d.op}
-	for i, id := range d.removed {
+	for i, k := range removed {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = e.convID(b, id)
+		b = id(b, k)
 	}
-	b = append(b, ']')
-	return append(appendPBX(b, d.t.PBX), '}')
+	return append(b, ']')
 }
 
 func (d *trunkDelta) wholeJSON(c Class) []byte { return d.whole.json(c) }

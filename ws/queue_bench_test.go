@@ -17,36 +17,12 @@ import (
 func BenchmarkQueueFanout(b *testing.B) {
 	for _, mode := range []string{"whole", "deltas"} {
 		b.Run(mode, func(b *testing.B) {
-			cc := newCallCentre(b, 5000, 2000)
-			users := testUsers(b)
-			h := bareHub(b, cc.eng, users)
-			for _, name := range []string{"root", "paula", "alice"} {
-				u, _ := users.Lookup(name)
-				for range 100 {
-					c := h.addFake(u, topicQueues)
-					if mode == "deltas" {
-						c.deltas = deltaQueues
-					}
-				}
+			var deltas uint8
+			if mode == "deltas" {
+				deltas = deltaQueues
 			}
-			var wire int64
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				since := h.last
-				var cs []calls.Change
-				for !hasType(cs, calls.QueueMembers) {
-					cc.step()
-					cs, _ = cc.eng.Feed().Since(since)
-				}
-				b.StartTimer()
-				h.last = cs[len(cs)-1].Seq
-				h.fanout(cs)
-				b.StopTimer()
-				wire += drain(h)
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(wire)/float64(b.N)/float64(len(h.clients)), "wire-B/client")
+			cc, h := callCentreHub(b, topicQueues, deltas)
+			benchChanges(b, cc, h, calls.QueueMembers, func(cs []calls.Change, _ uint64) { h.fanout(cs) })
 		})
 	}
 }

@@ -67,44 +67,38 @@ func (cc *callCentre) step() {
 func BenchmarkTrunkWhole(b *testing.B) {
 	for _, mode := range []string{"fanout", "resume"} {
 		b.Run(mode, func(b *testing.B) {
-			cc := newCallCentre(b, 5000, 2000)
-			users := testUsers(b)
-			h := bareHub(b, cc.eng, users)
+			cc, h := callCentreHub(b, topicTrunks, 0)
 			h.cfg.ReplayMaxAge = 1 << 62 // the call centre's clock is virtual
-			for _, name := range []string{"root", "paula", "alice"} {
-				u, _ := users.Lookup(name)
-				for range 100 {
-					h.addFake(u, topicTrunks)
-				}
-			}
-			var wire int64
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				since := h.last
-				var cs []calls.Change
-				for !hasTrunk(cs) {
-					cc.step()
-					cs, _ = cc.eng.Feed().Since(since)
-				}
-				b.StartTimer()
-				h.last = cs[len(cs)-1].Seq
+			benchChanges(b, cc, h, calls.TrunkConversations, func(cs []calls.Change, since uint64) {
 				if mode == "fanout" {
 					h.fanout(cs)
-				} else {
-					for _, c := range h.clients {
-						if !h.resume(c, since) {
-							b.Fatal("not resumed")
-						}
+					return
+				}
+				for _, c := range h.clients {
+					if !h.resume(c, since) {
+						b.Fatal("not resumed")
 					}
 				}
-				b.StopTimer()
-				wire += drain(h)
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(wire)/float64(b.N)/float64(len(h.clients)), "wire-B/client")
+			})
 		})
 	}
+}
+
+// callCentreHub is the call centre (5,000 extensions, 2,000 calls) and
+// a hub with 100 clients of each of root, paula (who see everything in
+// full) and alice (numbers hidden), subscribed to topics and taking
+// deltas.
+func callCentreHub(b *testing.B, topics, deltas uint8) (*callCentre, *Hub) {
+	cc := newCallCentre(b, 5000, 2000)
+	users := testUsers(b)
+	h := bareHub(b, cc.eng, users)
+	for _, name := range []string{"root", "paula", "alice"} {
+		u, _ := users.Lookup(name)
+		for range 100 {
+			h.addFake(u, topics).deltas = deltas
+		}
+	}
+	return cc, h
 }
 
 // drain empties every client's queue and returns the bytes it held.
@@ -120,7 +114,29 @@ func drain(h *Hub) (n int64) {
 	return n
 }
 
-func hasTrunk(cs []calls.Change) bool { return hasType(cs, calls.TrunkConversations) }
+// benchChanges times op b.N times, each on the call centre's changes
+// since the hub's last up to one of type typ (stepped and published
+// outside the timer), and reports what op queued a client.
+func benchChanges(b *testing.B, cc *callCentre, h *Hub, typ string, op func(cs []calls.Change, since uint64)) {
+	var wire int64
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		since := h.last
+		var cs []calls.Change
+		for !hasType(cs, typ) {
+			cc.step()
+			cs, _ = cc.eng.Feed().Since(since)
+		}
+		b.StartTimer()
+		h.last = cs[len(cs)-1].Seq
+		op(cs, since)
+		b.StopTimer()
+		wire += drain(h)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(wire)/float64(b.N)/float64(len(h.clients)), "wire-B/client")
+}
 
 // hasType reports whether cs holds a change of type typ.
 func hasType(cs []calls.Change, typ string) bool {

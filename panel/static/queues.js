@@ -3,7 +3,7 @@
 // their waiting time) and parking lots (who parked, time to the timeout,
 // pickup).
 
-import {el, clock, fmtDuration, toast, numberButton} from './util.js';
+import {el, clock, fmtDuration, toast, numberButton, applyDelta} from './util.js';
 import {api} from './api.js';
 import {t} from './i18n.js';
 import {state, can, myEndpoints, nameOf} from './state.js';
@@ -24,18 +24,10 @@ async function post(path, body, what) {
   }
 }
 
-// applyQueueDelta applies a queueMembers event (docs/websocket.md) to
-// queues, in place: the queue's fields replaced (its waiting callers
-// whole), the members of "set" put under their keys, those of "removed"
-// deleted.
-export function applyQueueDelta(queues, d) {
-  const {set, removed, ...fields} = d;
-  const q = queues[d.queue] || (queues[d.queue] = {members: {}});
-  Object.assign(q, fields);
-  const members = q.members || (q.members = {});
-  for (const [k, m] of Object.entries(set || {})) members[k] = m;
-  for (const k of removed || []) delete members[k];
-}
+// applyQueueDelta applies a queueMembers event to queues: the queue's
+// fields replaced (its waiting callers whole), its members set and
+// removed.
+export const applyQueueDelta = (queues, d) => applyDelta(queues, d, 'queue', 'members');
 
 export class QueuesView {
   // onCall(number): click-to-call a waiting or parked caller's number.

@@ -2,7 +2,7 @@
 // from the trunks collection of the snapshot and trunkConversations events
 // (trunkUpdate from a server without deltas).
 
-import {el, fmtDuration, numberButton} from './util.js';
+import {el, fmtDuration, numberButton, applyDelta} from './util.js';
 import {t} from './i18n.js';
 import {state} from './state.js';
 import {peerText, peerNumber, talkSeconds} from './describe.js';
@@ -19,17 +19,9 @@ function registration(tr) {
   return 'unregistered';
 }
 
-// applyTrunkDelta applies a trunkConversations event (docs/websocket.md)
-// to trunks, in place: the trunk's fields replaced, the conversations of
-// "set" put under their ids, those of "removed" deleted.
-export function applyTrunkDelta(trunks, d) {
-  const {set, removed, ...fields} = d;
-  const tr = trunks[d.name] || (trunks[d.name] = {conversations: {}});
-  Object.assign(tr, fields);
-  const convs = tr.conversations || (tr.conversations = {});
-  for (const [id, c] of Object.entries(set || {})) convs[id] = c;
-  for (const id of removed || []) delete convs[id];
-}
+// applyTrunkDelta applies a trunkConversations event to trunks: the
+// trunk's fields replaced, its conversations set and removed.
+export const applyTrunkDelta = (trunks, d) => applyDelta(trunks, d, 'name', 'conversations');
 
 export class TrunksView {
   // onCall(number): click-to-call the other party of a trunk call.

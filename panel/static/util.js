@@ -75,3 +75,17 @@ export function numberButton(text, number, onCall, label) {
   if (!number || !onCall) return text;
   return el('button', {type: 'button', class: 'link call-number', 'aria-label': label, onclick: () => onCall(number)}, text);
 }
+
+// applyDelta applies a delta event (trunkConversations, queueMembers:
+// docs/websocket.md) to entities, in place: the entity under d[key]
+// (made, with items empty, when new) gets the fields of d but "set" and
+// "removed", the items of "set" put under their keys in its items field,
+// those of "removed" deleted.
+export function applyDelta(entities, d, key, items) {
+  const {set, removed, ...fields} = d;
+  const x = entities[d[key]] || (entities[d[key]] = {[items]: {}});
+  Object.assign(x, fields);
+  const m = x[items] || (x[items] = {});
+  for (const [k, v] of Object.entries(set || {})) m[k] = v;
+  for (const k of removed || []) delete m[k];
+}
