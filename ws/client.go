@@ -152,8 +152,9 @@ type Sub struct {
 	Since *uint64 `json:"since,omitempty"`
 	Epoch string  `json:"epoch,omitempty"`
 	// Deltas lists the topics whose changes come as what changed:
-	// "trunks" brings trunkConversations events instead of trunkUpdate;
-	// "status", the node's own say (a bus node that cannot hear its
+	// "trunks" brings trunkConversations events instead of trunkUpdate,
+	// "queues" queueMembers instead of queueUpdate; "status", the node's
+	// own say (a bus node that cannot hear its
 	// stream, and hears it again) as a pbxStatus at the last seq sent
 	// instead of a snapshot.
 	Deltas []string `json:"deltas,omitempty"`
