@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -117,6 +118,15 @@ func (e *Engine) chanOf(m ami.Message) *channel {
 		e.stats.Unknown++
 	}
 	return c
+}
+
+// atof is s as a number, 0 when it is none (ServicelevelPerf: "87.5").
+func atof(s string) float64 {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
 }
 
 func atoi(s string) int {
@@ -246,6 +256,9 @@ func (e *Engine) dropChannel(c *channel) {
 	// cannot outlive its channel.
 	if c.get().confRoom != "" {
 		e.confLeave(c)
+	}
+	if len(e.inSL) > 0 {
+		delete(e.inSL, c.uid) // its call never completed (AgentComplete comes before its Hangup)
 	}
 	// (waitIn says whether it waits anywhere: most channels never do.)
 	if e.waitIn[c.name] > 0 {

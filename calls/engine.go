@@ -78,6 +78,10 @@ type engineState struct {
 	changes []Change
 	// waitScratch is renumber's list of a queue's waiting callers.
 	waitScratch []*QueueCaller
+	// inSL holds the callers (by Uniqueid) an agent answered within their
+	// queue's service level, until the call completes (AgentComplete) or
+	// the channel goes.
+	inSL map[string]*queueState
 }
 
 type memberKey struct{ queue, member string }

@@ -246,7 +246,7 @@ func TestJSONShapes(t *testing.T) {
 	}
 	q := Queue{Queue: "401", Members: map[string]*QueueMember{"201": {Member: "201"}}, WaitingCallers: map[string]*QueueCaller{"c": {Channel: "c"}}, Completed: 11}
 	qb := appendQueue(nil, &q, 0, enc{})
-	if got, want := keysOf(t, qb), sortedFields("queue name number members waitingCallers completed abandoned holdTime talkTime"); !slices.Equal(got, want) {
+	if got, want := keysOf(t, qb), sortedFields("queue name number members waitingCallers completed abandoned holdTime talkTime serviceLevel completedInServiceLevel abandonedInServiceLevel"); !slices.Equal(got, want) {
 		t.Errorf("queue keys %v", got)
 	}
 	var qd struct {

@@ -436,6 +436,12 @@ func appendQueueTail(b []byte, q *Queue, e enc) []byte {
 	b = appendIntField(b, "holdTime", int64(q.HoldTime))
 	b = append(b, ',')
 	b = appendIntField(b, "talkTime", int64(q.TalkTime))
+	b = append(b, ',')
+	b = appendIntField(b, "serviceLevel", int64(q.ServiceLevel))
+	b = append(b, ',')
+	b = appendIntField(b, "completedInServiceLevel", int64(q.CompletedInSL))
+	b = append(b, ',')
+	b = appendIntField(b, "abandonedInServiceLevel", int64(q.AbandonedInSL))
 	return append(appendPBX(b, q.PBX), '}')
 }
 

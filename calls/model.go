@@ -100,6 +100,15 @@ type Queue struct {
 	Abandoned      int
 	HoldTime       int // seconds, Asterisk's running average
 	TalkTime       int // seconds, Asterisk's running average
+	// ServiceLevel is the queue's service level in seconds (queues.conf
+	// servicelevel, from QueueStatus; 0 until listed); CompletedInSL the
+	// completed calls answered within it, AbandonedInSL the abandoned
+	// ones that gave up within it, as app_queue counts them (its
+	// ServicelevelPerf is CompletedInSL/Completed, ServicelevelPerf2
+	// (AbandonedInSL+CompletedInSL)/(Abandoned+Completed)).
+	ServiceLevel  int
+	CompletedInSL int
+	AbandonedInSL int
 	// PBX names the PBX of a named site (Multi); "" for the default PBX,
 	// whose JSON has no "pbx" key.
 	PBX string

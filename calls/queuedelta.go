@@ -10,7 +10,8 @@ import (
 //
 //	{"queue":"401","name":"401","number":"401",
 //	 "set":{"<member>":{QueueMember},...},"removed":["<member>",...],
-//	 "waitingCallers":{...},"completed":3,"abandoned":0,"holdTime":12,"talkTime":40}
+//	 "waitingCallers":{...},"completed":3,"abandoned":0,"holdTime":12,"talkTime":40,
+//	 "serviceLevel":60,"completedInServiceLevel":2,"abandonedInServiceLevel":0}
 //
 // (and "pbx" last, for a named PBX): the queue's fields and its waiting
 // callers as the queue has them, the members that are new or changed and

@@ -2,6 +2,7 @@ package calls
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,10 @@ type queueState struct {
 	abandoned int
 	holdTime  int
 	talkTime  int
+	// app_queue's service level: its seconds, the completed calls
+	// answered within it and the abandoned ones within it (onQueueParams,
+	// onAgentComplete, onQueueCallerLeave).
+	serviceLevel, completedInSL, abandonedInSL int
 
 	// During a resync: what the QueueStatus answer listed, and what live
 	// events changed since it began (see resyncState).
@@ -101,6 +106,13 @@ func (e *Engine) onQueueParams(m ami.Message) {
 	q.abandoned = atoi(m.Get("Abandoned"))
 	q.holdTime = atoi(m.Get("Holdtime"))
 	q.talkTime = atoi(m.Get("TalkTime"))
+	// QueueStatus gives the service level's counts as percentages only
+	// (one decimal): the counts back, exact up to about 1,000 calls, then
+	// within one; live events keep them exact from here.
+	q.serviceLevel = atoi(m.Get("ServiceLevel"))
+	perf, perf2 := atof(m.Get("ServicelevelPerf")), atof(m.Get("ServicelevelPerf2"))
+	q.completedInSL = int(math.Round(perf * float64(q.completed) / 100))
+	q.abandonedInSL = max(0, int(math.Round(perf2*float64(q.completed+q.abandoned)/100))-q.completedInSL)
 	if e.resync.active && !q.listed {
 		q.listed = true
 		q.listedMembers = map[string]bool{}
@@ -343,6 +355,9 @@ func (e *Engine) onQueueCallerLeave(m ami.Message, abandon bool) {
 	}
 	if abandon {
 		q.abandoned++
+		if atoi(m.Get("HoldTime")) <= q.serviceLevel {
+			q.abandonedInSL++ // app_queue's record_abandoned
+		}
 	}
 	e.stampQueue(q, m, true, m.Get("Channel"))
 	e.unwait(q, m.Get("Channel"))
@@ -383,10 +398,19 @@ func (e *Engine) onAgentConnect(m ami.Message) {
 	if q == nil {
 		return
 	}
-	if h := atoi(m.Get("HoldTime")); q.completed+q.abandoned == 0 {
+	h := atoi(m.Get("HoldTime"))
+	if q.completed+q.abandoned == 0 {
 		q.holdTime = h
 	} else {
 		q.holdTime = runningAverage(q.holdTime, h)
+	}
+	if h <= q.serviceLevel {
+		// Answered within the service level: app_queue counts it when
+		// the call completes (update_queue), not now.
+		if e.inSL == nil {
+			e.inSL = map[string]*queueState{}
+		}
+		e.inSL[strings.Clone(m.Get("Uniqueid"))] = q
 	}
 	e.onAgentCalled(m)
 }
@@ -399,6 +423,10 @@ func (e *Engine) onAgentComplete(m ami.Message) {
 		return
 	}
 	q.completed++
+	if uid := m.Get("Uniqueid"); e.inSL[uid] == q {
+		q.completedInSL++
+		delete(e.inSL, uid)
+	}
 	if t := atoi(m.Get("TalkTime")); q.completed == 1 {
 		q.talkTime = t
 	} else {

@@ -248,3 +248,66 @@ func positions(s *Snapshot) map[string]int {
 	}
 	return got
 }
+
+// TestServiceLevel: a queue's service level as app_queue keeps it. Its
+// QueueStatus gives the seconds and the percentages (ServicelevelPerf:
+// completed calls answered within the level over all completed,
+// ServicelevelPerf2: those and the calls abandoned within it over all
+// completed and abandoned); then a call counts as answered within the
+// level when its AgentConnect's HoldTime is at most the level, counted
+// when it completes (update_queue, at AgentComplete), and an abandoned
+// call when its QueueCallerAbandon's HoldTime is (record_abandoned).
+func TestServiceLevel(t *testing.T) {
+	e := New(testConfig(nil))
+	e.Apply(waitNewchannel("5"))
+	e.Apply(ev("QueueParams", "Queue", "support", "Max", "0", "Strategy", "ringall", "Calls", "0", "Holdtime", "10", "TalkTime", "60",
+		"Completed", "4", "Abandoned", "1", "ServiceLevel", "20", "ServicelevelPerf", "75.0", "ServicelevelPerf2", "80.0", "Weight", "0"))
+	check := func(step string, completed, inSL, abandoned, abandonedInSL int) {
+		t.Helper()
+		q := e.Publish().Queues.Get("support")
+		if q.ServiceLevel != 20 || q.Completed != completed || q.CompletedInSL != inSL || q.Abandoned != abandoned || q.AbandonedInSL != abandonedInSL {
+			t.Errorf("%s: level %d, completed %d (%d within), abandoned %d (%d within); want 20, %d (%d), %d (%d)", step,
+				q.ServiceLevel, q.Completed, q.CompletedInSL, q.Abandoned, q.AbandonedInSL, completed, inSL, abandoned, abandonedInSL)
+		}
+	}
+	check("listed", 4, 3, 1, 1) // 75 % of 4; 80 % of 5, less the 3
+	agent := func(event, uid, hold string) {
+		e.Apply(ev(event, "Queue", "support", "Channel", "PJSIP/trunk-"+uid, "Uniqueid", uid, "DestChannel", "PJSIP/203-1", "DestUniqueid", uid+"0",
+			"MemberName", "Carol", "Interface", "PJSIP/203", "HoldTime", hold, "TalkTime", "30", "RingTime", "2"))
+	}
+	agent("AgentConnect", "1.1", "5")
+	check("answered within the level, not completed yet", 4, 3, 1, 1)
+	agent("AgentComplete", "1.1", "5")
+	check("completed within the level", 5, 4, 1, 1)
+	agent("AgentConnect", "1.2", "25")
+	agent("AgentComplete", "1.2", "25")
+	check("completed beyond the level", 6, 4, 1, 1)
+	abandon := func(uid, hold string) {
+		e.Apply(ev("QueueCallerAbandon", "Queue", "support", "Channel", "PJSIP/trunk-"+uid, "Uniqueid", uid, "Position", "1",
+			"OriginalPosition", "1", "HoldTime", hold))
+	}
+	abandon("1.3", "20") // at most the level: within
+	check("abandoned within the level", 6, 4, 2, 2)
+	abandon("1.4", "21")
+	check("abandoned beyond the level", 6, 4, 3, 2)
+	agent("AgentConnect", "1.5", "0")
+	e.Apply(ev("Hangup", "Channel", waitChan("5"), "Uniqueid", "1.5", "Linkedid", "1.5", "Cause", "16"))
+	check("answered, gone without completing", 6, 4, 3, 2)
+	if len(e.inSL) != 0 {
+		t.Errorf("%d calls still awaiting completion, want none", len(e.inSL))
+	}
+}
+
+// TestServiceLevelRecorded: in queue_answered the queue's service level is
+// 0 (QUEUESRVLEVEL 0, QUEUESRVLEVELPERF 0.0 in its VarSets) and Carol
+// answers after 3 s: one call completed, none within the level.
+func TestServiceLevelRecorded(t *testing.T) {
+	e := New(testConfig(nil))
+	for _, m := range loadRecording(t, "queue_answered").msgs {
+		e.Apply(m)
+	}
+	q := e.Publish().Queues.Get("support")
+	if q.Completed != 1 || q.CompletedInSL != 0 || q.ServiceLevel != 0 || q.AbandonedInSL != 0 {
+		t.Errorf("completed %d (%d within a level of %d s), %d abandoned within; want 1 (0 within 0 s), 0", q.Completed, q.CompletedInSL, q.ServiceLevel, q.AbandonedInSL)
+	}
+}

@@ -517,6 +517,9 @@ func (q *queueState) view(scratch *[]byte) (v Queue, mc, wc bool) {
 		Members:        members,
 		WaitingCallers: waiting,
 		Completed:      q.completed,
+		ServiceLevel:   q.serviceLevel,
+		CompletedInSL:  q.completedInSL,
+		AbandonedInSL:  q.abandonedInSL,
 		Abandoned:      q.abandoned,
 		HoldTime:       q.holdTime,
 		TalkTime:       q.talkTime,
@@ -527,7 +530,8 @@ func (q *queueState) view(scratch *[]byte) (v Queue, mc, wc bool) {
 // queueFieldsEqual compares all but the members and waiting callers.
 func queueFieldsEqual(a, b *Queue) bool {
 	return a.Queue == b.Queue && a.Name == b.Name && a.Number == b.Number && a.Completed == b.Completed &&
-		a.Abandoned == b.Abandoned && a.HoldTime == b.HoldTime && a.TalkTime == b.TalkTime
+		a.Abandoned == b.Abandoned && a.HoldTime == b.HoldTime && a.TalkTime == b.TalkTime &&
+		a.ServiceLevel == b.ServiceLevel && a.CompletedInSL == b.CompletedInSL && a.AbandonedInSL == b.AbandonedInSL
 }
 
 func queueEqual(a, b *Queue) bool {

@@ -180,6 +180,7 @@ const S = {
   'q.label': ['Queue {name}', 'Coda {name}'],
   'q.stats': ['{waiting} waiting · {completed} answered · {abandoned} abandoned · hold {hold} · talk {talk}',
     '{waiting} in attesa · {completed} risposte · {abandoned} abbandonate · attesa {hold} · conversazione {talk}'],
+  'q.sl': ['service level {pct} within {secs} s', 'livello di servizio {pct} entro {secs} s'],
   'q.waiting': ['Waiting callers', 'Chiamanti in attesa'],
   'q.nobody': ['Nobody waiting.', 'Nessuno in attesa.'],
   'q.members': ['Members', 'Membri'],

@@ -29,6 +29,15 @@ async function post(path, body, what) {
 // removed.
 export const applyQueueDelta = (queues, d) => applyDelta(queues, d, 'queue', 'members');
 
+// serviceLevel is a queue's service level as app_queue's ServicelevelPerf
+// (the completed calls answered within it, of all completed), when the
+// queue has one.
+function serviceLevel(q) {
+  if (!q.serviceLevel) return null;
+  const pct = q.completed ? Math.round(100 * (q.completedInServiceLevel || 0) / q.completed) + '%' : '–';
+  return el('span', {class: 'sl'}, ' · ' + t('q.sl', {pct, secs: q.serviceLevel}));
+}
+
 export class QueuesView {
   // onCall(number): click-to-call a waiting or parked caller's number.
   constructor(qroot, proot, onCall) {
@@ -112,7 +121,7 @@ export class QueuesView {
     return el('section', {class: 'queue', 'data-queue': q.queue, 'aria-label': t('q.label', {name: label})},
       el('h3', null, label, q.name && q.name !== q.queue ? el('span', {class: 'muted'}, ` ${q.queue}`) : null),
       el('p', {class: 'qstats'}, t('q.stats', {waiting: waiting.length, completed: q.completed ?? 0, abandoned: q.abandoned ?? 0,
-        hold: fmtDuration(q.holdTime || 0), talk: fmtDuration(q.talkTime || 0)})),
+        hold: fmtDuration(q.holdTime || 0), talk: fmtDuration(q.talkTime || 0)}), serviceLevel(q)),
       el('h4', null, t('q.waiting')),
       waiting.length ? el('ol', {class: 'waiting-list'}, ...waiting.map(waitRow)) : el('p', {class: 'muted'}, t('q.nobody')),
       el('h4', null, t('q.members')),
