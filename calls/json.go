@@ -337,7 +337,9 @@ func appendMemberFields(b []byte, m *QueueMember) []byte {
 	b = append(b, ',')
 	b = appendIntField(b, "callsTaken", int64(m.CallsTaken))
 	b = append(b, ',')
-	return appendIntField(b, "lastCall", m.LastCall)
+	b = appendIntField(b, "lastCall", m.LastCall)
+	b = append(b, ',')
+	return appendIntField(b, "lastPause", m.LastPause)
 }
 
 // appendMember is the member as it appears inside its queue.

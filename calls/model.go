@@ -128,6 +128,9 @@ type QueueMember struct {
 	LoggedIn     bool
 	CallsTaken   int
 	LastCall     int64 // ms since the epoch, 0 if never
+	// LastPause is when its latest pause began (app_queue's LastPause),
+	// ms since the epoch, 0 if never paused: while Paused, paused since.
+	LastPause int64
 }
 
 // QueueCaller is a caller waiting in a queue.

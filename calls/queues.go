@@ -158,6 +158,9 @@ func (e *Engine) onQueueMember(m ami.Message) {
 	if v, ok := m.Lookup("LastCall"); ok {
 		mb.LastCall = int64(atoi(v)) * 1000
 	}
+	if v, ok := m.Lookup("LastPause"); ok {
+		mb.LastPause = int64(atoi(v)) * 1000
+	}
 	mb.LoggedIn = true
 	q.members.set(mb.Member, mb)
 	e.touchMember(q, mb.Member)
@@ -188,7 +191,13 @@ func (e *Engine) onQueueMemberPause(m ami.Message) {
 		return
 	}
 	e.stampQueue(q, m, false, key)
+	was := mb.Paused
 	mb.Paused = strings.TrimSpace(m.Get("Paused")) == "1"
+	if v, ok := m.Lookup("LastPause"); ok {
+		mb.LastPause = int64(atoi(v)) * 1000
+	} else if mb.Paused && !was {
+		mb.LastPause = e.nowMs() // app_queue's set_queue_member_pause: a pause starts now
+	}
 	reason := m.Get("PausedReason")
 	if reason == "" {
 		reason = m.Get("Reason")

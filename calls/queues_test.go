@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
@@ -309,5 +310,44 @@ func TestServiceLevelRecorded(t *testing.T) {
 	q := e.Publish().Queues.Get("support")
 	if q.Completed != 1 || q.CompletedInSL != 0 || q.ServiceLevel != 0 || q.AbandonedInSL != 0 {
 		t.Errorf("completed %d (%d within a level of %d s), %d abandoned within; want 1 (0 within 0 s), 0", q.Completed, q.CompletedInSL, q.ServiceLevel, q.AbandonedInSL)
+	}
+}
+
+// TestMemberLastPause: in queue_dynamic_members (its .md: QueuePause
+// PJSIP/201 with reason lunch, then unpaused) the QueueMemberPause of the
+// pause carries LastPause 1796111404, and so does the unpause's: 201 is
+// paused since then, then not paused, its latest pause still having begun
+// then (app_queue's lastpause changes only when a pause starts). An
+// event without LastPause (an older Asterisk) starts the pause at the
+// bridge's clock.
+func TestMemberLastPause(t *testing.T) {
+	msgs := loadRecording(t, "queue_dynamic_members").msgs
+	e := New(testConfig(nil))
+	pauses := 0
+	for _, m := range msgs {
+		e.Apply(m)
+		if m.Event() != "QueueMemberPause" {
+			continue
+		}
+		pauses++
+		mb := e.Publish().Queues.Get("support").Members["201"]
+		if mb == nil {
+			t.Fatal("no member 201 at its pause")
+		}
+		if want := pauses == 1; mb.Paused != want || mb.LastPause != 1796111404000 {
+			t.Errorf("pause event %d: paused %v since %d, want %v since 1796111404000", pauses, mb.Paused, mb.LastPause, want)
+		}
+	}
+	if pauses != 2 {
+		t.Fatalf("%d QueueMemberPause events, want the pause and the unpause", pauses)
+	}
+
+	now := time.Unix(1796028439, 0)
+	e = New(Config{Now: func() time.Time { return now }})
+	e.Apply(ev("QueueMember", "Queue", "support", "Name", "Alice", "Location", "PJSIP/201", "StateInterface", "PJSIP/201",
+		"Membership", "dynamic", "Paused", "0"))
+	e.Apply(ev("QueueMemberPause", "Queue", "support", "MemberName", "Alice", "Interface", "PJSIP/201", "Paused", "1", "PausedReason", "break"))
+	if mb := e.Publish().Queues.Get("support").Members["201"]; !mb.Paused || mb.LastPause != now.UnixMilli() {
+		t.Errorf("paused %v since %d, want since %d", mb.Paused, mb.LastPause, now.UnixMilli())
 	}
 }

@@ -401,14 +401,17 @@ func actQueuePause(t *testing.T, e *demoEnv) {
 	b.clearToast()
 	b.do(chromedp.SendKeys(chromedp.CSS(row+" input.reason"), "lunch"), chromedp.Click(chromedp.CSS(row+` button[data-role="pause"]`)))
 	b.waitFor("paused (lunch) on screen", `document.querySelector('`+row+`')?.textContent.includes('lunch')`, wait)
+	// How long it has been paused, from the pause's start (lastPause).
+	b.waitFor("the pause's time ticking", `/^0:0[0-9]$/.test(document.querySelector('`+row+` .paused-for')?.textContent)`, 4*time.Second)
 	type member struct {
 		Paused       bool
 		PausedReason string
+		LastPause    int64
 	}
 	pollREST(t, e.d.URL, e.token, "/astproxy/queues", "203 paused for lunch", func(qs map[string]struct{ Members map[string]member }) bool {
 		for _, q := range qs {
 			if m, ok := q.Members["203"]; ok {
-				return m.Paused && m.PausedReason == "lunch"
+				return m.Paused && m.PausedReason == "lunch" && time.Since(time.UnixMilli(m.LastPause)).Abs() < time.Minute
 			}
 		}
 		return false
@@ -416,6 +419,9 @@ func actQueuePause(t *testing.T, e *demoEnv) {
 	b.shot("action-queue-pause")
 	b.do(chromedp.Click(chromedp.CSS(row + ` button[data-role="unpause"]`)))
 	b.waitFor("unpaused", `document.querySelector('`+row+` button[data-role="pause"]')`, wait)
+	if eval[bool](b, `!!document.querySelector('`+row+` .paused-for')`) {
+		t.Error("the pause's time still shown after the unpause")
+	}
 	b.tab("ext")
 }
 

@@ -188,6 +188,7 @@ const S = {
   'q.loggedOut': ['logged out', 'disconnesso'],
   'q.paused': ['paused', 'in pausa'],
   'q.pausedWhy': ['paused ({why})', 'in pausa ({why})'],
+  'q.pausedFor': ['paused for', 'in pausa da'],
   'q.available': ['available', 'disponibile'],
   'q.calls': ['{n} calls', '{n} chiamate'],
   'q.callsTaken': ['calls taken', 'chiamate prese'],

@@ -77,6 +77,10 @@ export class QueuesView {
     if (!m.loggedIn) flags.push(t('q.loggedOut'));
     if (m.paused) flags.push(m.pausedReason ? t('q.pausedWhy', {why: m.pausedReason}) : t('q.paused'));
     if (['busy', 'busy_ringing', 'ringing', 'onhold', 'parked'].includes(st)) flags.push(statusText(st).toLowerCase());
+    // How long the member has been paused, ticking (lastPause: when the
+    // pause began).
+    const pausedFor = m.paused && m.lastPause ? el('span', {class: 'dur paused-for', title: t('q.pausedFor')}) : null;
+    if (pausedFor) this.timers.push([pausedFor, m.lastPause, 'up']);
     const mine = myEndpoints().includes(m.member) && can('queue_member');
     const body = {endpointId: m.member, queueId: q.queue};
     const reason = mine && m.loggedIn && !m.paused && el('input', {class: 'reason', 'data-queue': q.queue, autocomplete: 'off',
@@ -89,6 +93,7 @@ export class QueuesView {
       el('span', {class: 'name'}, m.name || nameOf(m.member)),
       el('span', {class: 'num'}, m.member),
       el('span', {class: 'flags'}, flags.join(', ') || t('q.available')),
+      pausedFor,
       el('span', {class: 'taken', title: t('q.callsTaken')}, t('q.calls', {n: m.callsTaken ?? 0})),
       reason,
       mine && m.loggedIn && el('button', {type: 'button', 'data-role': m.paused ? 'unpause' : 'pause', onclick: pause}, m.paused ? t('q.unpause') : t('q.pause')),
