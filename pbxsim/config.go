@@ -88,6 +88,11 @@ type Config struct {
 	// (one member at a time, round robin remembering the last one).
 	// Default ringall.
 	QueueStrategy string
+	// QueueServiceLevel is the queue's service level (queues.conf
+	// servicelevel): a call answered, or abandoned, within it counts
+	// toward QueueStatus's ServicelevelPerf and ServicelevelPerf2. Default
+	// 0, as the recorded PBX's.
+	QueueServiceLevel time.Duration
 	// QueueTimeout is how long a caller waits in the queue before leaving
 	// it (Queue()'s timeout argument). Default 60 s.
 	QueueTimeout time.Duration

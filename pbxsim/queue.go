@@ -17,7 +17,10 @@ type queueState struct {
 	abandoned int
 	holdTime  int // app_queue's running averages, seconds
 	talkTime  int
-	rrNext    int // rrmemory: the member to try first
+	// The calls completed and abandoned within the service level
+	// (Config.QueueServiceLevel), as app_queue counts them.
+	completedInSL, abandonedInSL int
+	rrNext                       int // rrmemory: the member to try first
 }
 
 type queueMember struct {
@@ -329,6 +332,9 @@ func (c *call) agentComplete(a *channel, reason string) {
 	talk := int(now.Sub(qc.connected) / time.Second)
 	p.emit(p.agentEvent(ami.EventAgentComplete, a, qc.b, qc.m, "HoldTime", strconv.Itoa(hold), "TalkTime", strconv.Itoa(talk), "Reason", reason))
 	q.completed++
+	if hold <= p.serviceLevel() { // update_queue's callcompletedinsl, decided at the connect
+		q.completedInSL++
+	}
 	q.talkTime = (q.talkTime*3 + talk) / 4
 	qc.m.callsTaken++
 	qc.m.lastCall = now.Unix()

@@ -9,6 +9,18 @@ import (
 	"github.com/ctibridge/ctibridge/ami/amievent"
 )
 
+// serviceLevel is the queue's service level in whole seconds. p.mu held.
+func (p *PBX) serviceLevel() int { return int(p.cfg.QueueServiceLevel / time.Second) }
+
+// perf is app_queue's service level percentage, n of all, one decimal
+// ("0.0" when there are none).
+func perf(n, all int) string {
+	if all == 0 {
+		return "0.0"
+	}
+	return strconv.FormatFloat(100*float64(n)/float64(all), 'f', 1, 64)
+}
+
 // actQueueStatus reports the queue: QueueParams, a QueueMember per member
 // and a QueueEntry per waiting caller, as app_queue does.
 func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -20,8 +32,9 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 	q := p.queue
 	items := []ami.Message{withTrailingID(item(ami.EventQueueParams, "Queue", p.cfg.Queue, "Max", "0", "Strategy", p.cfg.QueueStrategy,
 		"Calls", strconv.Itoa(len(q.waiting)), "Holdtime", strconv.Itoa(q.holdTime), "TalkTime", strconv.Itoa(q.talkTime),
-		"Completed", strconv.Itoa(q.completed), "Abandoned", strconv.Itoa(q.abandoned), "ServiceLevel", "0",
-		"ServicelevelPerf", "0.0", "ServicelevelPerf2", "0.0", "Weight", "0"), req)}
+		"Completed", strconv.Itoa(q.completed), "Abandoned", strconv.Itoa(q.abandoned), "ServiceLevel", strconv.Itoa(p.serviceLevel()),
+		"ServicelevelPerf", perf(q.completedInSL, q.completed), "ServicelevelPerf2", perf(q.completedInSL+q.abandonedInSL, q.completed+q.abandoned),
+		"Weight", "0"), req)}
 	member := req.Get("Member")
 	for _, m := range q.members {
 		if member != "" && member != m.iface {

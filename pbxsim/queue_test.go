@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/calls"
 )
 
 // queueStatus runs QueueStatus and returns its items by event name.
@@ -208,4 +209,51 @@ func TestQueueMemberAccountCode(t *testing.T) {
 	}
 	in.Hangup(ctx5(t))
 	waitNoChannels(t, p)
+}
+
+// TestQueueServiceLevel: with a service level of 1 s, a caller who hangs
+// up while the members ring gave up within it, and one answered after
+// 2.5 s of ringing was answered beyond it: QueueStatus says
+// ServicelevelPerf 0.0 (none of the 1 completed within it) and
+// ServicelevelPerf2 50.0 (1 of the 2 completed or abandoned), as
+// app_queue computes them (update_queue, record_abandoned); the bridge's
+// engine, given the QueueStatus before the calls and the events, counts
+// the same.
+func TestQueueServiceLevel(t *testing.T) {
+	p := startPBX(t, Config{QueueServiceLevel: time.Second})
+	startPhone(t, p, PhoneConfig{Exten: "203", RingTime: 2500 * time.Millisecond})
+	startPhone(t, p, PhoneConfig{Exten: "204", NoAnswer: true})
+	capt := startCapture(t, p.AMIAddr())
+	before, err := capt.cli.Do(ctx5(t), ami.NewAction("QueueStatus", "Queue", "support"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trunk := startPhoneNoReg(t, p, PhoneConfig{Exten: "0612345678"})
+	call, err := trunk.Call(ctx5(t), "600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "both ringing", func(m []ami.Message) bool { return count(m, "DialState", "DialStatus", "RINGING") == 2 })
+	call.Hangup(ctx5(t))
+	waitNoChannels(t, p)
+	if call, err = trunk.Call(ctx5(t), "600"); err != nil {
+		t.Fatal(err)
+	}
+	capt.waitFor(t, "answered", func(m []ami.Message) bool { return count(m, "AgentConnect") == 1 })
+	call.Hangup(ctx5(t))
+	waitNoChannels(t, p)
+	capt.waitFor(t, "completed", func(m []ami.Message) bool { return count(m, "AgentComplete") == 1 })
+	qp := queueStatus(t, capt)["QueueParams"][0]
+	if qp.Get("ServiceLevel") != "1" || qp.Get("Completed") != "1" || qp.Get("Abandoned") != "1" ||
+		qp.Get("ServicelevelPerf") != "0.0" || qp.Get("ServicelevelPerf2") != "50.0" {
+		t.Errorf("QueueParams = %v, want level 1, 1 completed, 1 abandoned, perf 0.0, perf2 50.0", qp)
+	}
+	eng := calls.New(calls.Config{})
+	for _, m := range append(before.Items, capt.all()...) {
+		eng.Apply(m)
+	}
+	if q := eng.Publish().Queues.Get("support"); q.ServiceLevel != 1 || q.Completed != 1 || q.CompletedInSL != 0 || q.Abandoned != 1 || q.AbandonedInSL != 1 {
+		t.Errorf("engine: level %d, completed %d (%d within), abandoned %d (%d within); want 1, 1 (0), 1 (1)",
+			q.ServiceLevel, q.Completed, q.CompletedInSL, q.Abandoned, q.AbandonedInSL)
+	}
 }

@@ -186,6 +186,9 @@ func (w *queueWait) abandon(bye bool) {
 	p.emit(queueEvent(ami.EventQueueCallerAbandon, a, "Queue", p.cfg.Queue, "Position", strconv.Itoa(q.position(a)),
 		"OriginalPosition", strconv.Itoa(w.ent.orig), "HoldTime", strconv.Itoa(hold)))
 	q.abandoned++
+	if hold <= p.serviceLevel() { // record_abandoned
+		q.abandonedInSL++
+	}
 	w.leave()
 	w.cancelLegs(0)
 	p.emit(chanEvent(ami.EventSoftHangupRequest, a, "Cause", "16"))

@@ -105,8 +105,10 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 		exts = append(exts, pbxsim.Extension{Number: strconv.Itoa(201 + i), Name: name})
 		boxes = append(boxes, strconv.Itoa(201+i))
 	}
+	// The demo's queue has FreePBX's default service level (60 s), so
+	// the panel shows one.
 	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: c.sip, AMIAddr: c.ami, Extensions: exts, Mailboxes: boxes,
-		Log: log.With("component", "pbxsim")})
+		QueueServiceLevel: 60 * time.Second, Log: log.With("component", "pbxsim")})
 	if err != nil {
 		return err
 	}

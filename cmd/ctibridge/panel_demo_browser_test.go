@@ -135,6 +135,9 @@ func demoViews(ctx context.Context, b *browser, phones map[string]*pbxsim.Phone)
 	b.run("queues, park and pick up", func(t *testing.T) {
 		b.tab("queues")
 		b.waitFor("the support queue with its members", `[...document.querySelectorAll('#queues .queue')].some(q => q.textContent.includes('support') && q.querySelectorAll('.member').length === 2)`, wait)
+		// The demo's queue has a service level of 60 s (read from its
+		// QueueStatus), no call answered in it yet.
+		b.waitFor("the queue's service level", `document.querySelector('#queues .queue .sl')?.textContent === ' · service level – within 60 s'`, wait)
 		b.tab("ext")
 		pending := placeCall(ctx, phones["201"], "203")
 		b.waitFor("the call in my calls bar", `document.querySelector('#mycalls .call-row.connected .peer')?.textContent.includes('201')`, wait)
