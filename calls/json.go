@@ -430,20 +430,14 @@ func appendQueueTail(b []byte, q *Queue, e enc) []byte {
 		b = appendIntField(b, "waitingSince", w.WaitingSince)
 		b = append(b, '}')
 	}
-	b = append(b, '}', ',')
-	b = appendIntField(b, "completed", int64(q.Completed))
-	b = append(b, ',')
-	b = appendIntField(b, "abandoned", int64(q.Abandoned))
-	b = append(b, ',')
-	b = appendIntField(b, "holdTime", int64(q.HoldTime))
-	b = append(b, ',')
-	b = appendIntField(b, "talkTime", int64(q.TalkTime))
-	b = append(b, ',')
-	b = appendIntField(b, "serviceLevel", int64(q.ServiceLevel))
-	b = append(b, ',')
-	b = appendIntField(b, "completedInServiceLevel", int64(q.CompletedInSL))
-	b = append(b, ',')
-	b = appendIntField(b, "abandonedInServiceLevel", int64(q.AbandonedInSL))
+	b = append(b, '}')
+	for _, f := range [...]struct {
+		k string
+		v int
+	}{{"completed", q.Completed}, {"abandoned", q.Abandoned}, {"holdTime", q.HoldTime}, {"talkTime", q.TalkTime},
+		{"serviceLevel", q.ServiceLevel}, {"completedInServiceLevel", q.CompletedInSL}, {"abandonedInServiceLevel", q.AbandonedInSL}} {
+		b = appendIntField(append(b, ','), f.k, int64(f.v))
+	}
 	return append(appendPBX(b, q.PBX), '}')
 }
 
