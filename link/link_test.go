@@ -1,8 +1,10 @@
 package link_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +61,26 @@ func waitFor(t *testing.T, eng *calls.Engine, what string, ok func(state) bool) 
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s; last state %+v", what, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitFeed waits until the engine's feed holds, after seq since, a change
+// ok says yes to.
+func waitFeed(t *testing.T, eng *calls.Engine, since uint64, what string, ok func(calls.Change) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cs, kept := eng.Feed().Since(since)
+		if !kept {
+			t.Fatalf("waiting for %s: the feed no longer holds the changes after %d", what, since)
+		}
+		if slices.ContainsFunc(cs, ok) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s in the feed after %d (%d changes)", what, since, len(cs))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -143,8 +165,14 @@ func TestReconnectMidCallConverges(t *testing.T) {
 
 	// The connection dies; the call ends meanwhile (CoreShowChannels will
 	// list nothing), and the hangups are never seen.
+	since := h.eng.Feed().LastSeq()
 	h.srv.Drop()
-	waitFor(t, h.eng, "pbx down", func(s state) bool { return s.PBX.PBX != "live" })
+	// Down, read from the feed: the link may be down, resynced and live
+	// again between two looks at the snapshot (a reconnect is 300 ms; a
+	// test goroutine under -race on a busy machine can sleep longer).
+	waitFeed(t, h.eng, since, "pbx down", func(c calls.Change) bool {
+		return c.Type == "pbxStatus" && !bytes.Contains(c.Data, []byte(`"pbx":"live"`))
+	})
 	st := waitFor(t, h.eng, "live again after resync", func(s state) bool { return s.PBX.PBX == "live" && h.link.Ready() })
 	for ext, e := range st.Extensions {
 		if len(e.Conversations) != 0 {
