@@ -255,7 +255,7 @@ func TestJSONShapes(t *testing.T) {
 		Completed      any
 	}
 	_ = json.Unmarshal(qb, &qd)
-	if got, want := keysOf(t, qd.Members["201"]), sortedFields("member name type paused pausedReason loggedIn callsTaken lastCall lastPause"); !slices.Equal(got, want) {
+	if got, want := keysOf(t, qd.Members["201"]), sortedFields("member name type paused pausedReason loggedIn callsTaken lastCall lastPause loginTime"); !slices.Equal(got, want) {
 		t.Errorf("member keys %v", got)
 	}
 	if got, want := keysOf(t, qd.WaitingCallers["c"]), sortedFields("channel num name position waitingSince"); !slices.Equal(got, want) {

@@ -339,7 +339,9 @@ func appendMemberFields(b []byte, m *QueueMember) []byte {
 	b = append(b, ',')
 	b = appendIntField(b, "lastCall", m.LastCall)
 	b = append(b, ',')
-	return appendIntField(b, "lastPause", m.LastPause)
+	b = appendIntField(b, "lastPause", m.LastPause)
+	b = append(b, ',')
+	return appendIntField(b, "loginTime", m.LoginTime)
 }
 
 // appendMember is the member as it appears inside its queue.

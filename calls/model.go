@@ -131,6 +131,10 @@ type QueueMember struct {
 	// LastPause is when its latest pause began (app_queue's LastPause),
 	// ms since the epoch, 0 if never paused: while Paused, paused since.
 	LastPause int64
+	// LoginTime is when it became a member (app_queue's LoginTime: a
+	// dynamic member's QueueAdd, a static one's queue load), ms since the
+	// epoch, 0 when the PBX did not say.
+	LoginTime int64
 }
 
 // QueueCaller is a caller waiting in a queue.

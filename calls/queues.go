@@ -161,6 +161,9 @@ func (e *Engine) onQueueMember(m ami.Message) {
 	if v, ok := m.Lookup("LastPause"); ok {
 		mb.LastPause = int64(atoi(v)) * 1000
 	}
+	if v, ok := m.Lookup("LoginTime"); ok {
+		mb.LoginTime = int64(atoi(v)) * 1000
+	}
 	mb.LoggedIn = true
 	q.members.set(mb.Member, mb)
 	e.touchMember(q, mb.Member)

@@ -351,3 +351,30 @@ func TestMemberLastPause(t *testing.T) {
 		t.Errorf("paused %v since %d, want since %d", mb.Paused, mb.LastPause, now.UnixMilli())
 	}
 }
+
+// TestMemberLoginTime: in queue_dynamic_members Alice (201) joins with
+// QueueAdd (QueueMemberAdded LoginTime 1796111404) and the static 203 and
+// 204 are listed by QueueStatus with the queue's load time (LoginTime
+// 1796111254).
+func TestMemberLoginTime(t *testing.T) {
+	e := New(testConfig(nil))
+	for _, m := range loadRecording(t, "queue_dynamic_members").msgs {
+		if m.Event() == "QueueMemberRemoved" {
+			break // 201 leaves at the end
+		}
+		e.Apply(m)
+		if m.Event() != "QueueStatusComplete" {
+			continue
+		}
+		ms := e.Publish().Queues.Get("support").Members
+		for x, want := range map[string]int64{"201": 1796111404000, "203": 1796111254000, "204": 1796111254000} {
+			if mb := ms[x]; mb != nil && mb.LoginTime != want {
+				t.Errorf("%s logged in at %d, want %d", x, mb.LoginTime, want)
+			}
+		}
+	}
+	ms := e.Publish().Queues.Get("support").Members
+	if ms["201"] == nil || ms["203"] == nil || ms["201"].LoginTime != 1796111404000 || ms["203"].LoginTime != 1796111254000 {
+		t.Errorf("members %v, want 201 in since 1796111404000 and 203 since 1796111254000", ms)
+	}
+}

@@ -85,6 +85,8 @@ func TestBrowserStateTruth(t *testing.T) {
 	alice.do(chromedp.Click(chromedp.CSS(`#queues button[data-role="qlogin"]`)))
 	if !alice.refused(t, "/astproxy/queuemember_add") {
 		alice.waitFor("Alice a member", `document.querySelector('#queues .member[data-member="201"]')`, wait)
+		// Since when: pbxsim's QueueMemberAdded carries LoginTime.
+		alice.waitFor("her login time", `document.querySelector('#queues .member[data-member="201"] .name')?.title.startsWith('logged in at ')`, wait)
 		token := restLogin(t, d.URL, "alice", "alice")
 		pollREST(t, d.URL, token, "/astproxy/queues", "201 in the queue", func(qs map[string]struct{ Members map[string]any }) bool {
 			for _, q := range qs {

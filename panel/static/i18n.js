@@ -189,6 +189,7 @@ const S = {
   'q.paused': ['paused', 'in pausa'],
   'q.pausedWhy': ['paused ({why})', 'in pausa ({why})'],
   'q.pausedFor': ['paused for', 'in pausa da'],
+  'q.loggedInAt': ['logged in at {time}', 'entrato alle {time}'],
   'q.available': ['available', 'disponibile'],
   'q.calls': ['{n} calls', '{n} chiamate'],
   'q.callsTaken': ['calls taken', 'chiamate prese'],

@@ -3,7 +3,7 @@
 // their waiting time) and parking lots (who parked, time to the timeout,
 // pickup).
 
-import {el, clock, fmtDuration, toast, numberButton, applyDelta} from './util.js';
+import {el, clock, fmtDuration, fmtTime, toast, numberButton, applyDelta} from './util.js';
 import {api} from './api.js';
 import {t} from './i18n.js';
 import {state, can, myEndpoints, nameOf} from './state.js';
@@ -90,7 +90,8 @@ export class QueuesView {
     if (reason) reason.addEventListener('keydown', (e) => { if (e.key === 'Enter') pause(); });
     return el('li', {class: 'member st-' + (m.paused ? 'paused' : st), 'data-member': m.member},
       el('span', {class: 'dot', 'aria-hidden': 'true'}),
-      el('span', {class: 'name'}, m.name || nameOf(m.member)),
+      el('span', {class: 'name', title: m.type === 'dynamic' && m.loggedIn && m.loginTime ? t('q.loggedInAt', {time: fmtTime(m.loginTime)}) : null},
+        m.name || nameOf(m.member)),
       el('span', {class: 'num'}, m.member),
       el('span', {class: 'flags'}, flags.join(', ') || t('q.available')),
       pausedFor,
