@@ -30,6 +30,11 @@ type fakeBridge struct {
 	sent chan sentEvent
 	// raw takes events of any type, as {type, data}: sent as they are.
 	raw chan fakeRaw
+	// reject, when not "", is a delta name the fake does not know: a
+	// subscribe asking for it is closed with 4004, as a server from
+	// before it closes; subs, when not nil, gets each subscribe's deltas.
+	reject string
+	subs   chan []string
 }
 
 type fakeRaw struct {
@@ -99,12 +104,23 @@ func (f *fakeBridge) handler() http.Handler {
 			return
 		}
 		defer c.Close()
-		var m struct{ Op, Token string }
+		var m struct {
+			Op, Token string
+			Deltas    []string
+		}
 		if c.ReadJSON(&m) != nil || m.Op != "auth" || m.Token != "tok" {
 			return
 		}
 		c.WriteJSON(map[string]any{"op": "hello", "version": 1, "epoch": "fake"})
 		if c.ReadJSON(&m) != nil || m.Op != "subscribe" {
+			return
+		}
+		if f.subs != nil {
+			f.subs <- m.Deltas
+		}
+		if f.reject != "" && slices.Contains(m.Deltas, f.reject) {
+			reason := `deltas: "` + f.reject + `" has none (known: trunks, status)`
+			c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4004, reason))
 			return
 		}
 		exts := map[string]any{}
@@ -160,7 +176,17 @@ func (f *fakeBridge) handler() http.Handler {
 // startFake serves a fake bridge of n extensions and logs a browser in.
 func startFake(t *testing.T, n, width, height int) (*fakeBridge, *browser) {
 	t.Helper()
-	fb := &fakeBridge{n: n, events: make(chan fakeEvent), sent: make(chan sentEvent, 1024), raw: make(chan fakeRaw)}
+	return startFakeBridge(t, newFakeBridge(n), width, height)
+}
+
+func newFakeBridge(n int) *fakeBridge {
+	return &fakeBridge{n: n, events: make(chan fakeEvent), sent: make(chan sentEvent, 1024), raw: make(chan fakeRaw)}
+}
+
+// startFakeBridge serves fb and logs a browser in.
+func startFakeBridge(t *testing.T, fb *fakeBridge, width, height int) (*fakeBridge, *browser) {
+	t.Helper()
+	n := fb.n
 	front := startFront(t, fb.handler())
 	b := newBrowser(t, width, height)
 	b.do(chromedp.Navigate(front.URL))
