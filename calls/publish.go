@@ -118,18 +118,17 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 		if q == nil {
 			continue
 		}
-		was := q.pieces
-		v, mc, wc := q.view(&p.pieces)
+		v, mc, wc := q.view()
 		// Unchanged maps are the published ones (or equal to them: a
 		// view that was not published was equal).
 		old := p.queue.ents[k]
 		if old != nil && queueSame(&old.v, &v, mc, wc) {
-			q.pieces = was // of members equal to these, and not in p.pieces
 			continue
 		}
-		// The queue made whole on first need; the feed gets what changed
-		// (queuedelta.go): the members a view found changed, if known.
-		x := newQueueEnt(v, now, e.cfg.Opaque)
+		// The queue made whole on first need, from its members' pieces;
+		// the feed gets what changed (queuedelta.go): the members a view
+		// found changed, if known.
+		x := newLazyEnt(v, now, e.cfg.Opaque, appendQueue)
 		p.setQueue(k, x)
 		var before map[string]*QueueMember
 		if old != nil {

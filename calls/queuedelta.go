@@ -21,7 +21,7 @@ import (
 // order to the queue as a snapshot holds it, the changes give the queue
 // as the snapshot of their last seq holds it
 // (TestMixPublishDerivesWhatChanged). The whole queue stays in the
-// snapshots (made on first need, newQueueEnt) and is reachable from the
+// snapshots (made on first need from its members' pieces) and is reachable from the
 // change (Change.Whole) while it is the queue's latest, for readers that
 // take a queue whole (the WebSocket's queueUpdate). The waiting callers
 // come whole: a caller leaving moves the position of every caller behind

@@ -1,7 +1,6 @@
 package calls
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 )
@@ -15,7 +14,7 @@ import (
 // members' JSON is kept in the queue's memberPieces, one buffer, made
 // again from the pieces before when members changed, copying the
 // unchanged members' bytes and encoding the changed ones only; the
-// queue's JSON, made when a reader wants it whole (newQueueEnt), is the
+// queue's JSON, made when a reader wants it whole (a lazy entity), is the
 // queue's fields and that buffer, while the feed gets what changed
 // (queuedelta.go). A queue's 40 members are few enough for one buffer (a
 // trunk's thousand conversations are chunked: convmap.go).
@@ -115,9 +114,6 @@ type memberPieces struct {
 	keys []string                // m's keys, sorted; shared with the pieces before while no member came or went
 	ends []int32                 // ends[i]: where keys[i]'s piece ends in buf (its comma, or the closing brace)
 	buf  []byte
-	// inScratch: buf is the caller's scratch buffer, until newQueueEnt
-	// copies it out (pieces a Publish made: no reader has them yet).
-	inScratch bool
 	// encoded is how many members making them encoded (tests).
 	encoded int
 }
@@ -127,8 +123,8 @@ func appendMemberPiece(b []byte, k string, mb *QueueMember) []byte {
 }
 
 // update is the pieces of members m, any of which may have changed since
-// old's (nil: none made yet), made in *scratch.
-func (old *memberPieces) update(m map[string]*QueueMember, scratch *[]byte) *memberPieces {
+// old's (nil: none made yet).
+func (old *memberPieces) update(m map[string]*QueueMember) *memberPieces {
 	sorted := sortedKeys(m)
 	var diff []string
 	for _, k := range sorted {
@@ -139,14 +135,14 @@ func (old *memberPieces) update(m map[string]*QueueMember, scratch *[]byte) *mem
 			diff = append(diff, k)
 		}
 	}
-	return old.made(m, sorted, diff, scratch)
+	return old.made(m, sorted, diff)
 }
 
 // apply is the pieces of members m, which are old's members but for
 // those under keys (changed, added or removed; a key may be there
-// twice): only those looked up and, when changed, encoded, in *scratch.
-// old is not written (a snapshot's Queue may hold it).
-func (old *memberPieces) apply(m map[string]*QueueMember, keys []string, scratch *[]byte) *memberPieces {
+// twice): only those looked up and, when changed, encoded. old is not
+// written (a snapshot's Queue may hold it).
+func (old *memberPieces) apply(m map[string]*QueueMember, keys []string) *memberPieces {
 	var diff []string // the keys whose member is not what old has
 	sorted, copied := old.keys, false
 	for n, k := range keys {
@@ -175,16 +171,21 @@ func (old *memberPieces) apply(m map[string]*QueueMember, keys []string, scratch
 		return &memberPieces{m: m, keys: old.keys, ends: old.ends, buf: old.buf}
 	}
 	slices.Sort(diff)
-	return old.made(m, sorted, diff, scratch)
+	return old.made(m, sorted, diff)
 }
 
 // made is the pieces of members m, whose keys are sorted: old's bytes for
 // a member old has and that is not under diff (sorted), the others
-// encoded (all of them when old is nil), in *scratch, a buffer the caller
-// keeps (the pieces are inScratch).
-func (old *memberPieces) made(m map[string]*QueueMember, sorted, diff []string, scratch *[]byte) *memberPieces {
-	p := &memberPieces{m: m, keys: sorted, ends: make([]int32, 0, len(sorted)), inScratch: true}
-	b := append((*scratch)[:0], '{')
+// encoded (all of them when old is nil), in a buffer of their own sized
+// from old's (the snapshots keep it: the queue's JSON is made from it
+// when a reader wants it).
+func (old *memberPieces) made(m map[string]*QueueMember, sorted, diff []string) *memberPieces {
+	p := &memberPieces{m: m, keys: sorted, ends: make([]int32, 0, len(sorted))}
+	size := memberPieceSize * len(sorted)
+	if old != nil {
+		size = old.jsonLen() + memberPieceSize*max(len(sorted)-len(old.keys), 1)
+	}
+	b := append(make([]byte, 0, size), '{')
 	j, d := 0, 0 // in old.keys, in diff
 	for i, k := range sorted {
 		if i > 0 {
@@ -205,9 +206,11 @@ func (old *memberPieces) made(m map[string]*QueueMember, sorted, diff []string, 
 		p.ends = append(p.ends, int32(len(b)))
 	}
 	p.buf = append(b, '}')
-	*scratch = p.buf
 	return p
 }
+
+// memberPieceSize is about what a member's piece takes.
+const memberPieceSize = 224
 
 // piece is member i's `"key":{...}`.
 func (p *memberPieces) piece(i int) []byte {
@@ -228,18 +231,6 @@ func (p *memberPieces) of(m map[string]*QueueMember) bool {
 
 // jsonLen is the length of the members object appendJSON writes.
 func (p *memberPieces) jsonLen() int { return len(p.buf) }
-
-// newQueueEnt is v's entity, its JSON made whole on first need (a reader
-// of the snapshot, or a WebSocket client that takes queues whole: the
-// feed has what changed, queuedelta.go) with v's pieces of its members
-// (view); pieces made in a scratch buffer are copied out of it first, at
-// their size.
-func newQueueEnt(v Queue, at int64, op Opaquer) *ent[Queue] {
-	if p := v.pieces; p != nil && p.inScratch {
-		p.buf, p.inScratch = bytes.Clone(p.buf), false
-	}
-	return newLazyEnt(v, at, op, appendQueue)
-}
 
 // appendJSON writes the members object from the pieces.
 func (p *memberPieces) appendJSON(b []byte) []byte { return append(b, p.buf...) }

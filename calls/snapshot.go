@@ -289,7 +289,6 @@ type published struct {
 	// across Publishes, emptied after use.
 	keys    []string
 	members []memberKey
-	pieces  []byte // where a queue's members' pieces are made (queueState.view)
 }
 
 func newPublished() published {
@@ -497,17 +496,16 @@ func (e *Engine) trunkView(t *trunkState) (Trunk, bool) {
 
 // view is q as a snapshot shows it, its members and waiting callers the
 // maps the last view handed out unless they changed since (mc and wc say
-// whether they did), its members' pieces brought up to date: made in
-// *scratch when members changed, for newQueueEnt to point into the
-// queue's JSON (a view not published must put q.pieces back).
-func (q *queueState) view(scratch *[]byte) (v Queue, mc, wc bool) {
+// whether they did), its members' pieces brought up to date (made again
+// when members changed).
+func (q *queueState) view() (v Queue, mc, wc bool) {
 	members, mc := q.members.publish()
 	keys, known := q.members.changes()
 	switch {
 	case q.pieces == nil || mc && !known:
-		q.pieces = q.pieces.update(members, scratch)
+		q.pieces = q.pieces.update(members)
 	case mc:
-		q.pieces = q.pieces.apply(members, keys, scratch)
+		q.pieces = q.pieces.apply(members, keys)
 	}
 	waiting, wc := q.waiting.publish()
 	return Queue{
