@@ -97,9 +97,12 @@ type entKey struct {
 type prep struct {
 	ch   *calls.Change
 	kind kind
-	ent  uint32
-	full *frame // the change as everyone allowed to see it sees it
-	red  *frame // redacted, made on first need
+	// delta is the change's delta bit (deltaOf), read once here rather
+	// than per client.
+	delta uint8
+	ent   uint32
+	full  *frame // the change as everyone allowed to see it sees it
+	red   *frame // redacted, made on first need
 	// whole and wholeRed are a delta change as its entity whole (a
 	// trunkUpdate, a queueUpdate), made on first need, for the clients
 	// that take no deltas of it.
@@ -133,7 +136,7 @@ func (h *Hub) prepare(p *prep, ch *calls.Change, at int64, s *calls.Snapshot) {
 		p.ent = h.entID(entKey{p.kind, ch.Key})
 	}
 	ent := p.ent
-	if deltaOf(ch.Type) != 0 {
+	if p.delta = deltaOf(ch.Type); p.delta != 0 {
 		ent = 0 // a delta: never replaced by the next one
 	}
 	p.full = &frame{b: eventFrame(ch, ch.Data), seq: ch.Seq, ent: ent, at: at, msgs: 1}
@@ -214,7 +217,7 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return nil
 		}
 		sees = c.seesUnowned
-		if d := deltaOf(p.ch.Type); d != 0 && c.deltas&d == 0 {
+		if p.delta != 0 && c.deltas&p.delta == 0 {
 			return p.wholeFor(sees)
 		}
 	case kindPark:
@@ -227,7 +230,7 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return nil
 		}
 		sees = c.seesUnowned
-		if d := deltaOf(p.ch.Type); d != 0 && c.deltas&d == 0 {
+		if p.delta != 0 && c.deltas&p.delta == 0 {
 			return p.wholeFor(sees)
 		}
 	case kindStatus:
