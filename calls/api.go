@@ -80,7 +80,8 @@ type Stats struct {
 	Events       uint64            // messages applied
 	ByType       map[string]uint64 // messages applied, by event name
 	Unknown      uint64            // events for unknown channels or out of order
-	DriftRepairs uint64            // corrections made by Reconcile and EndResync
+	DriftRepairs uint64            // corrections made by Reconcile (and by list items outside a resync): events missed on a live link
+	ResyncLoads  uint64            // what a resync changed: the state loaded at a connection, what changed while the link was down
 	BadValues    uint64            // AstDB values refused (a forward target with letters or CR/LF, a bad DND value or name)
 }
 

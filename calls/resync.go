@@ -216,7 +216,7 @@ func (e *Engine) endResync() {
 			p.listed = false
 		}
 		repairs += e.endConfResync()
-		e.stats.DriftRepairs += uint64(repairs)
+		e.stats.ResyncLoads += uint64(repairs)
 		e.lastReconMark = e.chanSeq + 1
 		e.pruneBridges()
 	}
@@ -251,7 +251,12 @@ func parseDuration(s string) int64 {
 // channel (and corrects its bridge) or adds a missing one. Outside a
 // resync or reconcile, the item is taken as current.
 func (e *Engine) onCoreShowChannel(m ami.Message) {
-	e.stats.DriftRepairs += uint64(e.applyListedChannel(m, e.listing()))
+	n := uint64(e.applyListedChannel(m, e.listing()))
+	if e.resync.active {
+		e.stats.ResyncLoads += n
+	} else {
+		e.stats.DriftRepairs += n
+	}
 }
 
 // applyListedChannel returns the number of repairs it made. With guard,

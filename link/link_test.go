@@ -104,28 +104,26 @@ type harness struct {
 }
 
 func start(t *testing.T) *harness {
+	return startWith(t, link.Config{RetryDelay: 20 * time.Millisecond, ReconcileEvery: -1})
+}
+
+// startWith starts a harness whose PBX lists no channels (until a test
+// handles CoreShowChannels itself) and a link configured by cfg.
+func startWith(t *testing.T, cfg link.Config) *harness {
 	t.Helper()
 	srv := amitest.NewServer(t)
-	var mu sync.Mutex
-	channels := []ami.Message{}
-	srv.Handle("CoreShowChannels", func(_ context.Context, _ *ami.Session, _ ami.Message) []ami.Message {
-		mu.Lock()
-		defer mu.Unlock()
-		out := []ami.Message{amitest.Response("Success", "EventList", "start", "Message", "Channels will follow")}
-		out = append(out, channels...)
-		return append(out, amitest.Event("CoreShowChannelsComplete", "EventList", "Complete"))
-	})
+	listReply(srv, "CoreShowChannels", "CoreShowChannelsComplete")
 	for _, l := range [][2]string{{"ExtensionStateList", "ExtensionStateListComplete"}, {"PJSIPShowEndpoints", "EndpointListComplete"},
 		{"PJSIPShowContacts", "ContactListComplete"}, {"DeviceStateList", "DeviceStateListComplete"},
 		{"QueueStatus", "QueueStatusComplete"}, {"ParkedCalls", "ParkedCallsComplete"}} {
 		listReply(srv, l[0], l[1])
 	}
-	cfg := srv.ClientConfig()
+	ccfg := srv.ClientConfig()
 	// Slow enough reconnects that the tests can see the link down.
-	cfg.ReconnectMin, cfg.ReconnectMax = 300*time.Millisecond, 300*time.Millisecond
-	client := ami.NewClient(cfg)
+	ccfg.ReconnectMin, ccfg.ReconnectMax = 300*time.Millisecond, 300*time.Millisecond
+	client := ami.NewClient(ccfg)
 	eng := calls.New(calls.Config{})
-	lk := link.New(client, eng, link.Config{RetryDelay: 20 * time.Millisecond, ReconcileEvery: -1})
+	lk := link.New(client, eng, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { client.Run(ctx) })

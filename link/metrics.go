@@ -43,7 +43,8 @@ var (
 	descOversized  = prometheus.NewDesc("ctibridge_ami_oversized_frames_total", "AMI connections dropped for a line or frame over the size limits.", nil, nil)
 	descEvents     = prometheus.NewDesc("ctibridge_events_total", "AMI messages applied to the engine, by event name.", []string{"event"}, nil)
 	descUnknown    = prometheus.NewDesc("ctibridge_events_out_of_order_total", "Events for unknown channels or out of order, tolerated.", nil, nil)
-	descDrift      = prometheus.NewDesc("ctibridge_drift_repairs_total", "Corrections made by resynchronisation and reconciliation.", nil, nil)
+	descDrift      = prometheus.NewDesc("ctibridge_drift_repairs_total", "Corrections made by the periodic drift check: events missed on a live link.", nil, nil)
+	descLoads      = prometheus.NewDesc("ctibridge_resync_loads_total", "State loaded or corrected by resynchronisations (at a connection, after a PBX restart).", nil, nil)
 	descResyncs    = prometheus.NewDesc("ctibridge_resyncs_total", "Completed resynchronisations from the PBX's lists.", nil, nil)
 	descResyncFail = prometheus.NewDesc("ctibridge_resync_failures_total", "Resynchronisations abandoned (timeout, link lost).", nil, nil)
 	descResyncTime = prometheus.NewDesc("ctibridge_resync_seconds", "Duration of the last resynchronisation.", nil, nil)
@@ -58,7 +59,7 @@ var (
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnected, descReady, descConnects, descReconnects, descFailures,
 		descOverflows, descPingFails, descPingLate, descPingRTT, descHeaderless, descMessages, descGarbage, descOversized, descEvents, descUnknown,
-		descDrift, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag, descEngineTime, descBatches, descFollowups, descBadValues} {
+		descDrift, descLoads, descResyncs, descResyncFail, descResyncTime, descReconciles, descLag, descEngineTime, descBatches, descFollowups, descBadValues} {
 		ch <- d
 	}
 }
@@ -101,6 +102,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descUnknown, ls.Engine.Unknown)
 	counter(descDrift, ls.Engine.DriftRepairs)
+	counter(descLoads, ls.Engine.ResyncLoads)
 	counter(descResyncs, ls.Resyncs)
 	counter(descResyncFail, ls.ResyncFailures)
 	gauge(descResyncTime, ls.LastResync.Seconds())

@@ -129,7 +129,7 @@ func (r *runner) start(reconcile bool) {
 	}
 	r.wg.Go(func() {
 		res := r.l.list(r.ctx, reconcile)
-		res.gen = g
+		res.gen, res.reconcile = g, reconcile
 		select {
 		case r.results <- res:
 		case <-r.ctx.Done():
@@ -185,11 +185,17 @@ func (r *runner) batch(evs []ami.Event) {
 	l.publishNs.Add(int64(t2.Sub(t1)))
 	l.batches.Add(1)
 	if time.Since(r.lastStats) > time.Second {
-		r.lastStats = time.Now()
-		s := *l.stats.Load()
-		s.Engine = l.eng.Stats()
-		l.stats.Store(&s)
+		r.engineStats()
 	}
+}
+
+// engineStats copies the engine's counters for Stats, which may be read
+// from any goroutine.
+func (r *runner) engineStats() {
+	r.lastStats = time.Now()
+	s := *r.l.stats.Load()
+	s.Engine = r.l.eng.Stats()
+	r.l.stats.Store(&s)
 }
 
 // marker handles the client's link markers.
@@ -245,10 +251,12 @@ func (r *runner) result(res listResult) {
 			l.log.Warn("reconcile failed", "err", res.err)
 			return
 		}
-		l.reconcile.Add(1)
 		if n := l.eng.Reconcile(res.items); n > 0 {
 			l.log.Warn("reconcile repaired drift", "repairs", n)
 		}
+		// Counters first: whoever sees the repaired state sees them.
+		r.engineStats()
+		l.reconcile.Add(1)
 		l.eng.Publish()
 		return
 	}
@@ -297,9 +305,10 @@ func (r *runner) finishResync(took time.Duration, items int) {
 		// until it is answered.
 		l.eng.SetLink(calls.LinkStalled)
 	}
-	l.eng.Publish()
+	r.engineStats()
 	l.resyncs.Add(1)
 	l.lastSync.Store(int64(took))
+	l.eng.Publish()
 	l.ready.Store(!r.stalled)
 	l.log.Info("pbx state resynchronised", "took", took, "items", items)
 }
