@@ -34,15 +34,24 @@ func (p *PBX) registerFeatures() {
 	s.Handle(ami.ActionMixMonitorMute, p.actMixMonitor(ami.EventMixMonitorMute))
 }
 
-func dbKey(req ami.Message) (string, bool) {
+// dbKey reads an AstDB action's Family and Key. When one is missing, it
+// returns the error Asterisk 22's main/db.c answers (DBPut says it without
+// the full stop DBGet and DBDel end with).
+func dbKey(req ami.Message, stop string) (string, []ami.Message) {
 	f, k := req.Get("Family"), req.Get("Key")
-	return f + "/" + k, f != "" && k != ""
+	switch {
+	case f == "":
+		return "", errResp("No family specified" + stop)
+	case k == "":
+		return "", errResp("No key specified" + stop)
+	}
+	return f + "/" + k, nil
 }
 
 func (p *PBX) actDBPut(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-	k, ok := dbKey(req)
-	if !ok {
-		return errResp("No family specified")
+	k, refused := dbKey(req, "")
+	if refused != nil {
+		return refused
 	}
 	p.feat.mu.Lock()
 	p.feat.db[k] = req.Get("Val")
@@ -51,9 +60,9 @@ func (p *PBX) actDBPut(_ context.Context, _ *ami.Session, req ami.Message) []ami
 }
 
 func (p *PBX) actDBGet(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-	k, ok := dbKey(req)
-	if !ok {
-		return errResp("No family specified.")
+	k, refused := dbKey(req, ".")
+	if refused != nil {
+		return refused
 	}
 	p.feat.mu.Lock()
 	v, found := p.feat.db[k]
@@ -92,17 +101,19 @@ func (p *PBX) actDBGetTree(_ context.Context, _ *ami.Session, req ami.Message) [
 	return list(req, "Result will follow", ami.EventDBGetTreeComplete, items)
 }
 
+// actDBDel deletes a key. A key that is not there is refused as Asterisk
+// 22 refuses it (ast_db_del2 fails, and the answer does not say why).
 func (p *PBX) actDBDel(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
-	k, ok := dbKey(req)
-	if !ok {
-		return errResp("No family specified.")
+	k, refused := dbKey(req, ".")
+	if refused != nil {
+		return refused
 	}
 	p.feat.mu.Lock()
 	_, found := p.feat.db[k]
 	delete(p.feat.db, k)
 	p.feat.mu.Unlock()
 	if !found {
-		return errResp("Database entry not found")
+		return errResp("Database entry could not be deleted")
 	}
 	return []ami.Message{resp("Success", "Message", "Key deleted successfully")}
 }

@@ -30,8 +30,23 @@ func TestFeatureActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ae *ami.ActionError
-	if _, err := do(ami.NewAction("DBDel", "Family", "DND", "Key", "201")); !errors.As(err, &ae) || ae.Message != "Database entry not found" {
-		t.Errorf("second DBDel: %v", err)
+	// Asterisk 22's answers (main/db.c): a missing key cannot be deleted,
+	// is not found by DBGet, and a missing Family or Key is named.
+	for _, c := range []struct {
+		action ami.Message
+		want   string
+	}{
+		{ami.NewAction("DBDel", "Family", "DND", "Key", "201"), "Database entry could not be deleted"},
+		{ami.NewAction("DBGet", "Family", "DND", "Key", "201"), "Database entry not found"},
+		{ami.NewAction("DBDel", "Key", "201"), "No family specified."},
+		{ami.NewAction("DBDel", "Family", "DND"), "No key specified."},
+		{ami.NewAction("DBGet", "Family", "DND"), "No key specified."},
+		{ami.NewAction("DBPut", "Key", "201", "Val", "YES"), "No family specified"},
+		{ami.NewAction("DBPut", "Family", "DND", "Val", "YES"), "No key specified"},
+	} {
+		if _, err := do(c.action); !errors.As(err, &ae) || ae.Message != c.want {
+			t.Errorf("%s %s/%s: %v, want %q", c.action.Action(), c.action.Get("Family"), c.action.Get("Key"), err, c.want)
+		}
 	}
 
 	if _, err := do(ami.NewAction("Setvar", "Variable", "DEVICE_STATE(Custom:DND201)", "Value", "BUSY")); err != nil {

@@ -133,10 +133,11 @@ func (h *handler) action(a action) endpoint {
 		for _, m := range msgs {
 			ctx, cancel := context.WithTimeout(r.Context(), h.cfg.ActionTimeout)
 			_, err := t.pbx.Do(ctx, m)
-			cancel()
-			if err != nil && !harmless(m, err) {
+			if err != nil && !keyAbsent(ctx, t.pbx, m, err) {
+				cancel()
 				return writeError(w, h.log, r, err)
 			}
+			cancel()
 		}
 		h.refreshAfter(t.refresh, msgs)
 		h.noteRecordings(msgs)
@@ -163,11 +164,18 @@ func (h *handler) noteRecordings(msgs []ami.Message) {
 	}
 }
 
-// harmless: deleting an AstDB key that is not there leaves the state asked
-// for.
-func harmless(m ami.Message, err error) bool {
+// keyAbsent reports whether a DBDel the PBX refused (err) still leaves the
+// state asked for: the key is not there. Asterisk 22 answers a missing key
+// and a failed delete alike ("Database entry could not be deleted",
+// main/db.c), so the key is read back; DBGet's "Database entry not found"
+// settles it. Turning off what is off is then a success, never a 502.
+func keyAbsent(ctx context.Context, pbx PBX, m ami.Message, err error) bool {
 	var ae *ami.ActionError
-	return m.Action() == ami.ActionDBDel && errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Message), "not found")
+	if m.Action() != ami.ActionDBDel || !errors.As(err, &ae) {
+		return false
+	}
+	_, err = pbx.Do(ctx, ami.NewAction(ami.ActionDBGet, "Family", m.Get("Family"), "Key", m.Get("Key")))
+	return errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Message), "not found")
 }
 
 // checkNumber validates a number or extension given by the client.
