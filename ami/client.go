@@ -19,7 +19,7 @@ import (
 const (
 	DefaultDialTimeout   = 5 * time.Second
 	DefaultActionTimeout = 10 * time.Second
-	DefaultPingInterval  = 2 * time.Second
+	DefaultPingInterval  = 250 * time.Millisecond // with PingLate: a silent link is stale within 1 s
 	DefaultPingLate      = 750 * time.Millisecond
 	DefaultPingTimeout   = 3 * time.Second
 	DefaultReconnectMin  = 250 * time.Millisecond
