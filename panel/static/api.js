@@ -1,9 +1,11 @@
 // REST client: the bearer token lives in sessionStorage (per tab, gone
 // with the tab; never a cookie), every call sends it in Authorization.
+// The session's refresh token and the access token's expiry live beside
+// it, for renewal (renew.js).
 
 import {plainError} from './errors.js';
 
-const KEY = 'ctibridge.token';
+const KEY = 'ctibridge.token', REFRESH = 'ctibridge.refresh', EXPIRES = 'ctibridge.expires';
 
 // ApiError is a failed request; its message is already in plain words
 // (errors.js), the server's own text is kept in serverMessage for logs.
@@ -19,12 +21,20 @@ export class ApiError extends Error {
 
 export const api = {
   token: sessionStorage.getItem(KEY) || '',
+  refreshToken: sessionStorage.getItem(REFRESH) || '',
+  expiresAt: Number(sessionStorage.getItem(EXPIRES)) || 0,
   onUnauthorized: () => {},
 
-  setToken(t) {
-    this.token = t || '';
-    if (t) sessionStorage.setItem(KEY, t);
-    else sessionStorage.removeItem(KEY);
+  // setSession keeps a login's or a refresh's answer ({token, expiresAt,
+  // refreshToken}); null forgets the session.
+  setSession(r) {
+    this.token = r?.token || '';
+    this.refreshToken = r?.refreshToken || '';
+    this.expiresAt = r?.expiresAt || 0;
+    for (const [k, v] of [[KEY, this.token], [REFRESH, this.refreshToken], [EXPIRES, this.expiresAt]]) {
+      if (v) sessionStorage.setItem(k, String(v));
+      else sessionStorage.removeItem(k);
+    }
   },
 
   async request(method, path, body, {raw = false} = {}) {

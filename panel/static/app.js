@@ -5,6 +5,7 @@ import {api, ApiError} from './api.js';
 import {t, lang, LANGS, setLang, translatePage} from './i18n.js';
 import {prefs} from './prefs.js';
 import {Live} from './live.js';
+import {Renewal} from './renew.js';
 import {state, can, myEndpoints, nameOf} from './state.js';
 import {Grid} from './grid.js';
 import {CallsBar} from './calls.js';
@@ -162,8 +163,23 @@ const live = new Live({
     state.attempt = attempt || 0;
     banner();
   },
-  authFailed() { logout(true); },
+  authFailed(code, reason) { logout(endedWhy(code, reason)); },
 });
+
+// The session lasts the shift: renewed before it expires, the socket
+// handed the new token in place.
+const renewal = new Renewal({
+  renewed() { live.renew(); },
+  ended() { logout('login.revoked'); },
+});
+
+// endedWhy names, for the login form, why the server closed the socket:
+// the session was ended (logout elsewhere, an admin, a changed user) or
+// its time was up.
+function endedWhy(code, reason) {
+  if (code === 4002 || /revoked/.test(reason)) return 'login.revoked';
+  return 'login.expired';
+}
 
 // markPainted records when a render reached the screen (two frames
 // later), for the first-paint measurement in docs/panel.md.
@@ -294,6 +310,7 @@ async function start() {
   showView('ext');
   await probe();
   live.start();
+  renewal.start();
   $('#ext-search').focus({preventScroll: true});
 }
 
@@ -305,18 +322,22 @@ function showLogin(msg = '') {
   $('#login-form').elements.username.focus();
 }
 
-async function logout(expired) {
+// logout ends the session: why is '' when the user asked, else the
+// i18n key of the reason the server ended it (the token is then not
+// sent back).
+async function logout(why) {
+  renewal.stop();
   live.stop();
   popup.hide();
   menu.close(false);
-  if (!expired && api.token) {
+  if (!why && api.token) {
     try { await api.post('/auth/logout'); } catch { /* logged out anyway */ }
   }
-  api.setToken('');
+  api.setSession(null);
   state.me = null;
   state.exts = {};
   grid.setAll({});
-  showLogin(expired ? t('login.expired') : '');
+  showLogin(why ? t(why) : '');
 }
 
 // relabel redraws everything after a language switch.
@@ -346,7 +367,7 @@ function setupPrefs() {
   prefs.apply();
 }
 
-api.onUnauthorized = () => { if (state.me) logout(true); };
+api.onUnauthorized = () => { if (state.me) logout('login.expired'); };
 
 $('#login-form').addEventListener('submit', async (e) => {
   e.preventDefault();
@@ -355,7 +376,7 @@ $('#login-form').addEventListener('submit', async (e) => {
   f.submit.disabled = true;
   try {
     const r = await api.post('/auth/login', {username: f.username.value.trim(), password: f.password.value});
-    api.setToken(r.token);
+    api.setSession(r);
     f.password.value = '';
     await start();
   } catch (err) {
@@ -364,7 +385,7 @@ $('#login-form').addEventListener('submit', async (e) => {
     f.submit.disabled = false;
   }
 });
-$('#logout').addEventListener('click', () => logout(false));
+$('#logout').addEventListener('click', () => logout(''));
 $('#dial-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const n = e.target.elements.number.value.trim();

@@ -16,6 +16,7 @@ const S = {
   'login.bad': ['Wrong user name or password.', 'Nome utente o password errati.'],
   'login.slow': ['Too many attempts: wait a minute.', 'Troppi tentativi: attendi un minuto.'],
   'login.expired': ['Your session ended: log in again.', 'La sessione è scaduta: accedi di nuovo.'],
+  'login.revoked': ['Your session was ended on the server (a logout elsewhere, or an administrator): log in again.', 'La sessione è stata chiusa dal server (uscita da un\'altra parte o da un amministratore): accedi di nuovo.'],
   'login.unreachable': ['The server cannot be reached: {msg}', 'Il server non risponde: {msg}'],
   'dial.label': ['Place a call', 'Chiama'],
   'dial.number': ['Number to call', 'Numero da chiamare'],

@@ -18,7 +18,7 @@ const TOPICS = ['extensions', 'queues', 'parkings', 'trunks', 'me'];
 const PING_EVERY = 20000, PONG_WAIT = 10000;
 
 export class Live {
-  // handlers: snapshot(msg), event(msg), status(state), authFailed()
+  // handlers: snapshot(msg), event(msg), status(state), authFailed(code, reason)
   constructor(handlers) {
     this.h = handlers;
     this.ws = null;
@@ -31,6 +31,12 @@ export class Live {
     this.polling = false;
     this.etags = {};
     this.noDeltas = new Set(); // deltas this server closed with 4004 for
+  }
+
+  // renew hands the open socket a renewed token; a socket not open yet
+  // sends it when it opens (connect reads api.token).
+  renew() {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({op: 'auth', token: api.token}));
   }
 
   // topics sets the optional topics to subscribe to besides TOPICS.
@@ -131,7 +137,7 @@ export class Live {
       const unknown = ev.code === 4004 && /^deltas: "(\w+)" has none/.exec(ev.reason || '');
       if (unknown) this.noDeltas.add(unknown[1]); // its deltas know no such name
       if (ev.code === 4001 || ev.code === 4002 || ev.code === 4003) {
-        this.h.authFailed();
+        this.h.authFailed(ev.code, ev.reason || '');
         return;
       }
       if (!greeted && !this.everOpen && this.attempt >= 1) {
