@@ -301,7 +301,7 @@ func cardIs(exten, status, peerHas string) string {
 // hide of the pop-up and every phonebook match it showed.
 const recorderJS = `(() => {
 	if (window.__rec) return true;
-	const rec = window.__rec = {cards: [], banner: [], popup: [], popupMatch: [], loaded: performance.timeOrigin};
+	const rec = window.__rec = {cards: [], banner: [], stale: [], popup: [], popupMatch: [], loaded: performance.timeOrigin};
 	const now = () => performance.timeOrigin + performance.now();
 	new MutationObserver((muts) => {
 		const seen = [];
@@ -310,6 +310,10 @@ const recorderJS = `(() => {
 	}).observe(document.querySelector('#grid'), {attributes: true, subtree: true, attributeFilter: ['data-status', 'class']});
 	new MutationObserver(() => rec.banner.push(document.querySelector('#banner').dataset.state))
 		.observe(document.querySelector('#banner'), {attributes: true, attributeFilter: ['data-state']});
+	// Whether the views were greyed, at every class change of #app.
+	const app = document.querySelector('#app');
+	new MutationObserver(() => rec.stale.push(app.classList.contains('stale')))
+		.observe(app, {attributes: true, attributeFilter: ['class']});
 	// The pop-up's shows and hides and its phonebook matches: one may
 	// last less than a poll.
 	const pop = document.querySelector('#popup'), match = document.querySelector('#popup-match');

@@ -251,8 +251,12 @@ func demoLinks(ctx context.Context, b *browser, d demoInfo, front *frontServer) 
 			s.Close()
 		}
 		b.waitFor("PBX banner", `window.__rec.banner.includes('down') || window.__rec.banner.includes('resyncing')`, wait)
+		b.waitFor("cards greyed while the state may be wrong", `window.__rec.stale.includes(true)`, wait)
 		b.shot("pbx-down")
 		b.waitFor("banner gone once resynchronised", `document.querySelector('#banner').hidden`, 15*time.Second)
+		if eval[bool](b, `document.querySelector('#app').classList.contains('stale')`) {
+			t.Error("cards still greyed once live again")
+		}
 		pending := placeCall(ctx, phones["207"], "208")
 		b.waitFor("state live again", cardIs("207", "busy", ""), wait)
 		call := waitCall(t, pending)

@@ -1,5 +1,8 @@
 // The banner over the page: the link to the server and the PBX's state,
-// in plain words (red when the state shown may be wrong).
+// in plain words (red when the state shown may be wrong). While the state
+// shown may be wrong (no socket, the PBX link down, stalled or
+// resynchronising), the cards and views are greyed (#app.stale): a card
+// that looks available must be one.
 
 import {$} from './util.js';
 import {t} from './i18n.js';
@@ -27,4 +30,5 @@ export function banner() {
   b.className = 'banner ' + kind;
   b.hidden = !msg;
   b.dataset.state = code;
+  $('#app').classList.toggle('stale', code !== 'live' && code !== 'polling');
 }
