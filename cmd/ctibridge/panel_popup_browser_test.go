@@ -4,6 +4,7 @@ package main
 // bridge, which sends the events in an order the demo only sometimes gives.
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,5 +45,63 @@ func TestBrowserPopupAnswered(t *testing.T) {
 	}
 	if !eval[bool](b, `document.querySelector('#popup').hidden`) {
 		t.Error("the pop-up is shown for a call already answered")
+	}
+}
+
+// ringStubsJS replaces the browser's Notification and AudioContext with
+// recorders (headless Chromium has no sound card and no desktop), and
+// forgets that notifications were asked for.
+const ringStubsJS = `(() => {
+	localStorage.removeItem('ctibridge.notifyAsked');
+	const r = window.__ring = {asked: 0, notes: [], closed: 0, tones: 0, stopped: 0, bursts: 0};
+	window.Notification = class {
+		static permission = 'default';
+		static requestPermission() { r.asked++; this.permission = 'granted'; return Promise.resolve('granted'); }
+		constructor(title, o) { r.notes.push(title + ' | ' + (o && o.body)); }
+		close() { r.closed++; }
+	};
+	window.AudioContext = class {
+		constructor() { this.state = 'running'; this.currentTime = 0; this.destination = {}; }
+		resume() { return Promise.resolve(); }
+		createOscillator() { return {frequency: {value: 0}, connect: (g) => g, start() { r.tones++; }, stop() { r.stopped++; }}; }
+		createGain() { return {gain: {value: 0, setValueAtTime() { r.bursts++; }}, connect: (d) => d}; }
+	};
+	return true;
+})()`
+
+// TestBrowserRingAlerts: a ring to the user's phone is not missed. The
+// first click asks for desktop notifications; the ring then shows one,
+// starts the ring tone and puts the caller in the tab's title; the answer
+// stops all three.
+func TestBrowserRingAlerts(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("Chromium is not installed (Debian package: chromium)")
+	}
+	fb, b := startFake(t, 10, 1280, 720)
+	eval[bool](b, ringStubsJS)
+	wait := 5 * time.Second
+	base := eval[string](b, `document.title`)
+	eval[bool](b, `document.dispatchEvent(new MouseEvent('click', {bubbles: true})), true`)
+	b.waitFor("notifications asked for at the first click", `window.__ring.asked === 1`, wait)
+
+	fb.raw <- fakeRaw{"extenUpdate", fakeExt(0, "ringing")}
+	fb.raw <- fakeRaw{"extenRinging", map[string]any{"exten": "1000", "callerNum": "1250", "callerName": "Peer 1250",
+		"queue": "", "convid": "c1250", "contact": map[string]string{"name": "Contact 1250"}}}
+	b.waitFor("the pop-up", `!document.querySelector('#popup').hidden`, wait)
+	b.waitFor("the tone", `window.__ring.tones === 1 && window.__ring.bursts >= 4`, wait)
+	if got := eval[string](b, `window.__ring.notes.join(';')`); !strings.Contains(got, "Peer 1250 (1250)") {
+		t.Errorf("notifications %q, want one naming Peer 1250 (1250)", got)
+	}
+	if got := eval[string](b, `document.title`); got != "☎ Peer 1250 (1250) · "+base {
+		t.Errorf("title %q while ringing", got)
+	}
+
+	fb.raw <- fakeRaw{"extenUpdate", fakeExt(0, "busy")}
+	b.waitFor("the pop-up gone once answered", `document.querySelector('#popup').hidden`, wait)
+	if !eval[bool](b, `window.__ring.stopped === 1 && window.__ring.closed === 1`) {
+		t.Errorf("after the answer: %s", eval[string](b, `JSON.stringify(window.__ring)`))
+	}
+	if got := eval[string](b, `document.title`); got != base {
+		t.Errorf("title %q after the answer, want %q", got, base)
 	}
 }

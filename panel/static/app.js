@@ -6,6 +6,7 @@ import {t, lang, LANGS, setLang, translatePage} from './i18n.js';
 import {prefs} from './prefs.js';
 import {Live} from './live.js';
 import {Renewal} from './renew.js';
+import {askNotify} from './ring.js';
 import {state, can, myEndpoints, nameOf} from './state.js';
 import {Grid} from './grid.js';
 import {CallsBar} from './calls.js';
@@ -377,6 +378,7 @@ $('#login-form').addEventListener('submit', async (e) => {
   try {
     const r = await api.post('/auth/login', {username: f.username.value.trim(), password: f.password.value});
     api.setSession(r);
+    askNotify(); // a gesture: the browser may ask now
     f.password.value = '';
     await start();
   } catch (err) {
@@ -418,5 +420,8 @@ setupPrefs();
 setupTabs();
 setInterval(() => { grid.tick(); bar.tick(); queues.tick(); trunks.tick(); confs.tick(); }, 1000);
 
+// A tab reloaded logged in asks for notifications at a click (once per
+// browser: askNotify remembers).
+document.addEventListener('click', askNotify);
 if (api.token) start();
 else showLogin();

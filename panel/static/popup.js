@@ -1,11 +1,13 @@
 // Incoming call pop-up (extenRinging): who is calling, the phonebook
-// match, and a link to the recent calls with that number. It goes away
-// when the call is answered or ends, or when dismissed.
+// match, and a link to the recent calls with that number, with the ring
+// alerts of ring.js. It goes away when the call is answered or ends, or
+// when dismissed.
 
 import {el, $} from './util.js';
 import {api, enc} from './api.js';
 import {state} from './state.js';
 import {t} from './i18n.js';
+import {startRing, stopRing} from './ring.js';
 
 export class Popup {
   // onHistory(number)
@@ -40,6 +42,7 @@ export class Popup {
     // Shown without taking the focus: the operator may be typing. The
     // live region announces it; Escape dismisses it from anywhere.
     this.root.hidden = false;
+    startRing($('#popup-caller', this.root).textContent, $('#popup-title', this.root).textContent);
   }
 
   async lookup(num, d) {
@@ -64,6 +67,7 @@ export class Popup {
   }
 
   hide() {
+    if (this.cur) stopRing();
     this.root.hidden = true;
     this.cur = null;
   }
