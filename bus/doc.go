@@ -69,16 +69,13 @@
 // publish. Node.Stats and NewCollector give the node's figures for
 // /metrics (metrics.go).
 //
-// What an unheard flip costs (issue 16). Going unheard and heard again
-// sends every WebSocket client two whole snapshots (ws: the unheard one
-// under an epoch of its own): with 300 extensions 106 kB per client per
-// flip, 9-10 µs of the hub's time per client without sockets
-// (BenchmarkUnheardFlip in ws; 1000 clients: 106 MB and 10 ms per
-// flip), unless the client asked for status deltas ("deltas":["status"]
-// in its subscribe, as the panel does): then a flip is two pbxStatus
-// events, 231 bytes per client per flip and 0.3-1.7 µs of the hub's time
-// per client (BenchmarkUnheardFlipStatus, 1000 clients, at a load of 12
-// where the snapshots took 13-47 µs), which are truthful through three
+// What an unheard flip costs. Going unheard and heard again sends every
+// WebSocket client two whole snapshots (ws: the unheard one under an
+// epoch of its own), unless the client asked for status deltas
+// ("deltas":["status"] in its subscribe, as the panel does): then a flip
+// is two pbxStatus events, a small fraction of a snapshot's bytes and of
+// the hub's time (BenchmarkUnheardFlip and BenchmarkUnheardFlipStatus in
+// ws; figures in docs/performance.md), which are truthful through three
 // rules (ws/unheard.go): (1) going unheard, a
 // pbxStatus stalled/stale at the client's seq, taking no seq, and heard
 // again one of the node's status the same way; (2) while unheard, every

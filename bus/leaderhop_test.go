@@ -212,7 +212,7 @@ func reportQuantiles(b *testing.B, name string, d []time.Duration) {
 // TestLeaderHopPaced: the bus path on the bridge, paced like the calls,
 // shows a batch within 2 ms of JetStream's own round trip at the median
 // (the same pace through JetStream alone, interleaved, so that the
-// machine's load counts on both; the node's share is under 0.3 ms idle).
+// machine's load counts on both).
 // It fails when a timer comes back on the way: a consumer polled on a
 // ticker, a fetch that waits for a batch to fill, a timer-driven flush or
 // apply, a publish that waits for something besides its ack.

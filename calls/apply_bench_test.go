@@ -10,7 +10,7 @@ import (
 // BenchmarkApplyAtScale is BenchmarkApplyPublishAtScale/batch64 and
 // mix/batch64 with Apply's CPU time alone reported (apply-cpu-ns/event):
 // the Publish every 64 events runs outside it. The two rusage reads
-// around each 64 Applies add about 30 ns an event.
+// around each 64 Applies add a small constant an event.
 func BenchmarkApplyAtScale(b *testing.B) {
 	b.Run("batch64", func(b *testing.B) {
 		e, s := scaleEngine(b, 5000, 2000)

@@ -197,8 +197,9 @@ func appendSortedFunc[K comparable](dst []K, m map[K]struct{}, cmp func(a, b K) 
 // resetSet empties a dirty set for the next batch. A set that held many
 // keys (a resync dirties every owner) is replaced, not cleared: a cleared
 // map keeps its table, and ranging over it costs the table's size, so
-// every later Publish would pay for the resync (at 5,000 extensions, 4 µs
-// to find the 4 keys of one call's end and another's start).
+// every later Publish would pay for the resync (ranging over a table sized
+// for every owner to find the few keys of one call's end and another's
+// start).
 func resetSet[K comparable](m *map[K]struct{}) {
 	if len(*m) > 64 {
 		*m = map[K]struct{}{}

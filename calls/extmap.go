@@ -13,8 +13,8 @@ import (
 // Publish that changes k extensions copies the root, at most k nodes and k
 // shards (5,000 extensions: about 5 in a shard), not the whole map. A
 // wide root and narrow nodes: the root is copied once per Publish, a node
-// per changed extension (the mix: 11 a Publish), so 128 by 8 copies 1.9
-// KB a Publish where 32 by 32 copied 3.4 KB.
+// per changed extension (the mix: 11 a Publish), so 128 by 8 copies less
+// a Publish than a square tree (docs/performance.md).
 const (
 	extRootFan = 128
 	extLeafFan = 8
@@ -168,12 +168,11 @@ func (m ExtensionMap) ent(k string) *ent[Extension] {
 	return nil
 }
 
-// extPiece is how many extensions one piece of the collection JSON holds
-// (5,000 extensions with 2,000 calls up: 5 pieces of about 560 KB). Each
-// piece is one more write system call per REST response: with 128 (40
-// pieces) a read of 5,000 extensions with no change cost 0.63-0.73 ms of
-// CPU against 0.45-0.56 for one contiguous body, with 1,024 0.51-0.58
-// (docs/loadtest.md).
+// extPiece is how many extensions one piece of the collection JSON holds.
+// Pieces let versions share what did not change, but each piece is one
+// more write system call per REST response: small pieces made a read with
+// no change dearer than one contiguous body, 1,024 costs about the same
+// (docs/performance.md).
 const extPiece = 1024
 
 // extPieces is an ExtensionMap's collection JSON, {"201":{...},...} in key

@@ -10,7 +10,7 @@ import (
 // BenchmarkPublishMix is the Publish of ApplyPublishAtScale/mix/batch64
 // alone: 64 events of the call centre's mix applied (not counted), then
 // one Publish, whose CPU time is reported (cpu-ns/publish; the two rusage
-// reads around it add about 1 µs). What a Publish costs there is mostly
+// reads around it add a small constant). What a Publish costs there is mostly
 // the queues' and the trunk's encoding and the extensions'.
 func BenchmarkPublishMix(b *testing.B) {
 	e, m := mixEngine(b, 5000, 2000)

@@ -22,9 +22,8 @@ import (
 // cowMap is a map that Publish hands out to the snapshots and that is
 // copied on the first change after that: written in place until then.
 // Its values are pointers, each to a value never written (a change
-// stores a new one), so the copy is of pointers: a queue's 40 members
-// cost 1.7 KB to copy, not 8.4 KB, and the snapshots share the members
-// that did not change.
+// stores a new one), so the copy is of pointers, not of the members'
+// values, and the snapshots share the members that did not change.
 type cowMap[V comparable] struct {
 	m      map[string]*V
 	shared bool // a snapshot holds m: copy it before writing

@@ -277,7 +277,7 @@ func (s *scalePBX) rounds(n int) [][]ami.Message {
 // number of calls up: Publish re-derives and encodes the owners the round
 // touched, nothing else (dirty.go, extmap.go). Both are reported in CPU
 // time (cpu-ns/op, cpu-ns/publish), steadier than wall time on a shared
-// machine; the two rusage reads around each Publish add about 1 µs.
+// machine; the two rusage reads around each Publish add a small constant.
 func BenchmarkPublishAtScale(b *testing.B) {
 	for _, calls := range []int{10, 100, 500, 2000} {
 		b.Run("calls"+strconv.Itoa(calls), func(b *testing.B) {
@@ -522,7 +522,7 @@ func applyQueueDelta(t *testing.T, queues map[string]map[string]any, data []byte
 // the trunk), a Publish every 64 events: a trunk change copies the chunks
 // it changes and encodes the conversations that changed, not the trunk.
 // Copying the trunk's conversations or writing its JSON whole on each
-// change (14.7 KB and 22 allocations an event before convmap.go) breaks it.
+// change (as before convmap.go) breaks it.
 func TestMixPublishAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")

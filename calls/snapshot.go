@@ -71,9 +71,8 @@ func (c *coll[V]) bytes(cl Class) []byte {
 
 // CollMap is a Snapshot's queues or trunks by name. It is immutable: it
 // reads the snapshot's entities, so a Publish that changes one copies the
-// map of their pointers (a few bytes each), not every value as well (a
-// map of a trunk's values was 1.2 KB to copy for one trunk). The zero
-// value is empty.
+// map of their pointers (a few bytes each), not every value as well. The
+// zero value is empty.
 type CollMap[V any] struct{ c *coll[V] }
 
 // QueueMap is a Snapshot's queues by name.

@@ -36,7 +36,7 @@ type trunkDelta struct {
 	whole   classed // the trunk's entity, cut when it changes again
 	// A Publish changes a few of a trunk's conversations: set and removed
 	// start in these, inside the delta's own allocation, not in slices
-	// grown an append at a time (3 allocations a Publish of the mix).
+	// grown an append at a time.
 	setBuf     [4]*convItem
 	removedBuf [4]string
 }

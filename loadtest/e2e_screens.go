@@ -57,7 +57,7 @@ type decodedUpdate struct {
 
 // screenRec is one update a screen read: when, and which (an index in
 // its worker's table). 8 bytes and no pointer, so that tens of millions
-// (500 calls/s for 10 s on 1,000 screens) cost 300 MB and the GC nothing.
+// (500 calls/s for 10 s on 1,000 screens) cost the GC nothing.
 type screenRec struct {
 	at uint32 // µs since the screen's epoch (71 minutes at most)
 	u  int32

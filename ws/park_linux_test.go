@@ -93,9 +93,9 @@ func idleCost() (heap, stack uint64, goroutines int) {
 // TestIdleClientAlloc: a subscribed client that sends nothing costs the
 // hub no goroutine, no stack and no buffer: under 1,300 bytes of heap
 // (its conn, the socket's net.TCPConn and addresses, its expiry timer and
-// revocation watch); it was 15 KB with a reader goroutine blocked in
-// gorilla's read and gorilla's Conn kept (docs/websocket.md "Memory per
-// client"). And a parked client is still served: a message wakes it.
+// revocation watch), where a reader goroutine blocked in gorilla's read
+// and gorilla's Conn kept cost several times that (docs/performance.md).
+// And a parked client is still served: a message wakes it.
 func TestIdleClientAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("memory is not meaningful under the race detector")

@@ -19,8 +19,8 @@ import "github.com/ctibridge/ctibridge/calls"
 // its frames are never queued after their changes' newer ones.
 
 // passMax is how many requests Run serves in one pass: bounds how long
-// a reconnect storm holds back the fan-out (300 resumes of a second of
-// the call centre in one pass take 10-30 ms: BenchmarkResume).
+// a reconnect storm holds back the fan-out (BenchmarkResume times a
+// pass of 300 and 1,000 resumes).
 const passMax = 128
 
 // replayPass is the state of one pass, owned by Run.
