@@ -138,3 +138,24 @@ func TestDocLinksResolve(t *testing.T) {
 		}
 	}
 }
+
+// trackerRef is a mention of a tracker issue or of a work session by its
+// number ("issue 18", "Session 7", "issue #19"). Code, help and docs say
+// the thing itself: the number means nothing to a reader of the tree.
+var trackerRef = regexp.MustCompile(`(?i)\b(?:issue|session)s?\s+#?[0-9]`)
+
+// TestNoTrackerNumbers: no tracked file but testdata (recordings and
+// their notes) names an issue or a session by its number.
+func TestNoTrackerNumbers(t *testing.T) {
+	for _, f := range trackedFiles(t) {
+		if f == "docs_test.go" || strings.HasPrefix(f, "testdata/") || strings.Contains(f, "/testdata/") {
+			continue
+		}
+		b := readText(t, f)
+		for i, line := range bytes.Split(b, []byte("\n")) {
+			if m := trackerRef.Find(line); m != nil {
+				t.Errorf("%s:%d names %q: say the thing itself", f, i+1, m)
+			}
+		}
+	}
+}

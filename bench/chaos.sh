@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault suite's long run (issue 19): AMI faults for 150 s, a database
+# The fault suite's long run: AMI faults for 150 s, a database
 # outage then kill -9 of serve for 5 minutes under 10 calls/s, and a
 # WebSocket subscribe flood against 1,000 clients. Writes
 # bench/out/chaos.json (ignored by git) and prints the table. Needs
@@ -7,7 +7,7 @@
 # docs/loadtest.md and docs/operations.md ("Fault suite").
 #
 #   bench/chaos.sh              # report the targets (exit 1 only on an invariant)
-#   bench/chaos.sh --strict     # also fail on a missed target, once issue 19's fixes are in
+#   bench/chaos.sh --strict     # also fail on a missed target
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)

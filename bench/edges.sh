@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale-out on NATS (issue 16), measured: a synthetic PBX (`ctibridge
+# Scale-out on NATS, measured: a synthetic PBX (`ctibridge
 # loadtest synth --serve-ami`) followed by a `serve --bus` bridge, EDGES
 # `ctibridge edge` processes and, on the same PBX at the same time, a
 # plain `serve` (the single process, no bus); one nats-server with

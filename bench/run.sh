@@ -8,7 +8,7 @@
 #
 #   bench/run.sh            # 10 s per HTTP run, 20 s per e2e run
 #   D=30s E2E_D=60s bench/run.sh
-#   SCALE=1 bench/run.sh    # also the call-centre scale runs (issue 18):
+#   SCALE=1 bench/run.sh    # also the call-centre scale runs:
 #                           # REST reads of 5,000 extensions while the state
 #                           # changes, e2e with 1,000 and 10,000 screens, and
 #                           # loadtest/wsbench (10,000 screens, the floor,

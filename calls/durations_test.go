@@ -111,8 +111,8 @@ func TestRefreshDurationsIdle(t *testing.T) {
 }
 
 // BenchmarkRefreshDurations is one refresh with 500 answered calls up
-// (each an extension and a trunk conversation): issue 12 item 8 allows 2%
-// of a core, so one op must stay under 20 ms. The tick-cost/s metric is
+// (each an extension and a trunk conversation): the durations' refresh may
+// take 2% of a core, so one op must stay under 20 ms. The tick-cost/s metric is
 // the share of one core at one refresh a second.
 func BenchmarkRefreshDurations(b *testing.B) {
 	now := time.Unix(1796028681, 0)

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// Several PBXs in one process (issue 16): each PBX has its own Engine (and
+// Several PBXs in one process: each PBX has its own Engine (and
 // link); a Multi merges their snapshots into one combined Snapshot and
 // Feed, which rest and ws read as if there were one PBX. The default PBX
 // (name "") keeps its ids and its JSON byte for byte; a named PBX's ids

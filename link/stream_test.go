@@ -25,10 +25,10 @@ func convLines(s *calls.Snapshot) string {
 	return strings.Join(out, "\n")
 }
 
-// TestStreamWithDropsConverges is issue 19's synthetic run: a fake PBX
-// streams a recording of ten calls and answers the resync's lists with
-// what it has streamed so far; the connection is killed three times while
-// calls are up and events go on while it is down. At each checkpoint the
+// TestStreamWithDropsConverges is the fault suite's run in miniature: a
+// fake PBX streams a recording of ten calls and answers the resync's
+// lists with what it has streamed so far; the connection is killed
+// three times while calls are up and events go on while it is down. At each checkpoint the
 // bridge must show exactly the calls the events show: none lost, none
 // invented, every connected call connected.
 func TestStreamWithDropsConverges(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/ctibridge/ctibridge/sipp"
 )
 
-// ChaosConfig is one `loadtest chaos` run: issue 19's adversarial runs
+// ChaosConfig is one `loadtest chaos` run: adversarial runs
 // against pbxsim with SIPp traffic and a real `ctibridge serve` child
 // process. The zero value of a field means its default.
 type ChaosConfig struct {
@@ -170,7 +170,7 @@ type ChaosCheck struct {
 	Target   string `json:"target"` // what it should be
 	Pass     bool   `json:"pass"`
 	// Invariant checks hold on every build and fail the run (and CI);
-	// the others are issue 19's targets, which fail the run only with
+	// the others are targets, which fail the run only with
 	// ChaosReport.Failed names their scenario: they become strict once
 	// the fixes land.
 	Invariant bool `json:"invariant"`

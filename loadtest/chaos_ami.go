@@ -11,7 +11,7 @@ import (
 	"github.com/ctibridge/ctibridge/sipp"
 )
 
-// Issue 19's link targets: a half-open link is marked stale within 3 s
+// The link targets: a half-open link is marked stale within 3 s
 // and the bridge is live again within 6 s. The suite holds every fault
 // kind to them.
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Issue 19's flood targets: one client looping subscribe grows the
+// The flood targets: one client looping subscribe grows the
 // server's RSS by less than 50 MB and moves the other clients' p99 by
 // less than 10%.
 const (

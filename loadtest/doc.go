@@ -33,7 +33,7 @@
 // serve is killed with -9, then the CDRs stored are counted against the
 // Cdr events the proxy handed to a bridge; one WebSocket client floods
 // subscribe while others measure their latency and serve's RSS is
-// sampled. Each figure is reported against issue 19's target; invariants
+// sampled. Each figure is reported against its target; invariants
 // (no crash, no ghost call once converged, no CDR stored twice) are told
 // apart from targets, which hold only once the fixes have landed.
 //

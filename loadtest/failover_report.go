@@ -76,7 +76,7 @@ func newFailoverReport(cfg FailoverConfig) *FailoverReport {
 		LeaseTTL: cfg.LeaseTTL, Edges: cfg.Edges, Rate: cfg.Rate, Spread: map[string]Spread{}}
 }
 
-// takeoverTarget is issue 16's: bridge takeover within 5 s of the
+// takeoverTarget: bridge takeover within 5 s of the
 // leader's death, p99 over 20 kills.
 const takeoverTarget = 5 * time.Second
 

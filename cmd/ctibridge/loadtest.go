@@ -23,7 +23,7 @@ const loadtestUsage = `Usage:
   ctibridge loadtest http URL [flags]   HTTP/1.1 load (closed loop, or open loop with -R)
   ctibridge loadtest ws URL [flags]     WebSocket clients subscribed to the live state
   ctibridge loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
-  ctibridge loadtest chaos [flags]      issue 19's fault suite: AMI faults, DB outage and kill -9, WebSocket flood
+  ctibridge loadtest chaos [flags]      the fault suite: AMI faults, DB outage and kill -9, WebSocket flood
   ctibridge loadtest failover [flags]   scale-out: the leading bridge killed (SIGKILL) again and again, takeover times, ghosts, CDRs, resumes
   ctibridge loadtest synth [flags]      a synthetic AMI with thousands of extensions and calls up, the bridge's engine measured
 

@@ -12,7 +12,7 @@ import (
 	"github.com/ctibridge/ctibridge/loadtest"
 )
 
-// loadtestChaos is `ctibridge loadtest chaos`: issue 19's fault suite
+// loadtestChaos is `ctibridge loadtest chaos`: the fault suite
 // against pbxsim, SIPp and this binary run as `serve` (docs/loadtest.md).
 func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
