@@ -101,6 +101,16 @@ func (e *demoEnv) ext(t *testing.T, exten string) restExt {
 }
 
 // waitExt polls GET /astproxy/extension/{exten} until cond holds.
+// connectedTo reports whether the extension talks with num.
+func (r restExt) connectedTo(num string) bool {
+	for _, c := range r.Conversations {
+		if c.CounterpartNum == num && c.Connected {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *demoEnv) waitExt(t *testing.T, exten, what string, cond func(restExt) bool) restExt {
 	t.Helper()
 	return pollREST(t, e.d.URL, e.token, "/astproxy/extension/"+exten, what, cond)
@@ -337,17 +347,16 @@ func actAttended(t *testing.T, e *demoEnv) {
 		// While consulting, the calls bar offers complete and cancel
 		// (with the conversations' "transfer" field).
 		if b.waitForMaybe(`document.querySelector('#mycalls button[data-role="complete"]')`, wait) {
+			// Complete waits for the target: a button read enabled while
+			// 202 still rings afterwards was enabled while it rang.
+			if eval[bool](b, `!document.querySelector('#mycalls button[data-role="complete"]').disabled`) && !e.ext(t, "202").connectedTo("203") {
+				t.Error("Complete offered while the target still rings")
+			}
 			// As a receptionist does: announce the call to 202 before
 			// completing (completing while 202 still rings is a "blond"
 			// transfer, which pbxsim does not simulate).
-			e.waitExt(t, "202", "202 answering the consult", func(r restExt) bool {
-				for _, c := range r.Conversations {
-					if c.CounterpartNum == "203" && c.Connected {
-						return true
-					}
-				}
-				return false
-			})
+			e.waitExt(t, "202", "202 answering the consult", func(r restExt) bool { return r.connectedTo("203") })
+			b.waitFor("Complete offered once 202 answered", `!document.querySelector('#mycalls button[data-role="complete"]').disabled`, wait)
 			b.shot("action-atxfer-consulting")
 			b.clearToast()
 			b.do(chromedp.Click(chromedp.CSS(`#mycalls button[data-role="complete"]`)))

@@ -101,8 +101,15 @@ export class CallsBar {
     const xf = conv.transfer;
     const out = [can('hangup') && b('hangup', 'act.hangup', act('hangup', {}, t('act.hangup')), {class: 'danger'})];
     if (xf?.state === 'consulting' && xf.role === 'transferer' && can('transfer')) {
-      out.push(b('complete', 'act.complete', act('atxfer_complete', {}, t('act.complete')), {class: 'primary'}),
-        b('cancel', 'act.cancel', act('atxfer_cancel', {}, t('act.cancel'))));
+      // Complete only once the target answered: both of the transfer's
+      // calls (the held one and the consult one) are then connected. While
+      // the target rings the button waits, so no one is handed to a phone
+      // that may never answer.
+      const legs = this.myCalls().filter((c) => c.conv.transfer?.id === xf.id);
+      const answered = legs.length > 1 && legs.every((c) => c.conv.connected);
+      out.push(b('complete', 'act.complete', act('atxfer_complete', {}, t('act.complete')),
+        answered ? {class: 'primary'} : {class: 'primary', disabled: '', title: t('act.completeWait')}),
+      b('cancel', 'act.cancel', act('atxfer_cancel', {}, t('act.cancel'))));
       return out;
     }
     if (up && can('transfer')) {
