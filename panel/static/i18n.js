@@ -123,6 +123,7 @@ const S = {
   'act.transfer': ['Transfer', 'Trasferisci'],
   'act.atxfer': ['Attended', 'Con consultazione'],
   'act.complete': ['Complete transfer', 'Completa trasferimento'],
+  'q.ofAgent': ['of {who}', 'di {who}'],
   'act.completeWait': ['The transfer can be completed once the other party answers.', 'Il trasferimento si può completare quando l\'altra persona risponde.'],
   'act.cancel': ['Cancel transfer', 'Annulla trasferimento'],
   'act.cfOn': ['Forward calls to…', 'Inoltra le chiamate a…'],

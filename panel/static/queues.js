@@ -81,10 +81,14 @@ export class QueuesView {
     // pause began).
     const pausedFor = m.paused && m.lastPause ? el('span', {class: 'dur paused-for', title: t('q.pausedFor')}) : null;
     if (pausedFor) this.timers.push([pausedFor, m.lastPause, 'up']);
-    const mine = myEndpoints().includes(m.member) && can('queue_member');
+    // An agent steers their own membership; a supervisor (queue_manager)
+    // any agent's: pause with a reason, unpause, log out or in.
+    const own = myEndpoints().includes(m.member);
+    const mine = can('queue_member') && (own || supervises());
+    const of = own ? '' : ' ' + t('q.ofAgent', {who: m.name || nameOf(m.member)});
     const body = {endpointId: m.member, queueId: q.queue};
     const reason = mine && m.loggedIn && !m.paused && el('input', {class: 'reason', 'data-queue': q.queue, autocomplete: 'off',
-      placeholder: t('q.reasonPh'), 'aria-label': t('q.reason')});
+      placeholder: t('q.reasonPh'), 'aria-label': t('q.reason') + of});
     const pause = () => post(m.paused ? 'queuemember_unpause' : 'queuemember_pause',
       m.paused ? body : {...body, reason: (reason && reason.value.trim()) || undefined}, m.paused ? t('q.unpause') : t('q.pause'));
     if (reason) reason.addEventListener('keydown', (e) => { if (e.key === 'Enter') pause(); });
@@ -97,9 +101,11 @@ export class QueuesView {
       pausedFor,
       el('span', {class: 'taken', title: t('q.callsTaken')}, t('q.calls', {n: m.callsTaken ?? 0})),
       reason,
-      mine && m.loggedIn && el('button', {type: 'button', 'data-role': m.paused ? 'unpause' : 'pause', onclick: pause}, m.paused ? t('q.unpause') : t('q.pause')),
+      mine && m.loggedIn && el('button', {type: 'button', 'data-role': m.paused ? 'unpause' : 'pause', onclick: pause,
+        'aria-label': (m.paused ? t('q.unpause') : t('q.pause')) + of}, m.paused ? t('q.unpause') : t('q.pause')),
       mine && m.type !== 'static' && el('button', {type: 'button', 'data-role': m.loggedIn ? 'qlogout' : 'qlogin',
-        onclick: () => post(m.loggedIn ? 'queuemember_remove' : 'queuemember_add', body, m.loggedIn ? t('q.logout') : t('q.login'))},
+        'aria-label': (m.loggedIn ? t('q.logout') : t('q.login')) + of,
+        onclick: () => post(m.loggedIn ? 'queuemember_remove' : 'queuemember_add', body, (m.loggedIn ? t('q.logout') : t('q.login')) + of)},
       m.loggedIn ? t('q.logout') : t('q.login')));
   }
 
@@ -173,4 +179,10 @@ export class QueuesView {
       else span.textContent = at > now ? t('p.left', {time: fmtDuration((at - now) / 1000)}) : t('p.back');
     }
   }
+}
+
+// supervises: the user may steer any agent's queue membership (the
+// queue_manager capability of /user/me).
+function supervises() {
+  return !!state.me?.capabilities?.includes('queue_manager');
 }

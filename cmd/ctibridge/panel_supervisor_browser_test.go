@@ -1,0 +1,82 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// queueMember is what the supervisor test reads of a queue member.
+type queueMember struct {
+	LoggedIn, Paused bool
+	PausedReason     string
+}
+
+// TestBrowserSupervisorSteersAgents: the admin (queue_manager) pauses
+// Alice's membership of the demo's queue with a reason, unpauses it and
+// logs her out, from the queues view; each step is read back over REST.
+// Alice, an agent, sees no such buttons on Bob's row.
+func TestBrowserSupervisorSteersAgents(t *testing.T) {
+	d := startDemo(t, 4, 700*time.Millisecond)
+	front := panelFront(t, d.URL)
+	wait := 10 * time.Second
+	admin := restLogin(t, d.URL, "admin", "admin")
+	var queues map[string]any
+	restGet(t, d.URL, admin, "/astproxy/queues", &queues)
+	var queue string
+	for q := range queues {
+		queue = q
+	}
+	if queue == "" {
+		t.Fatal("the demo has no queue")
+	}
+	for _, x := range []string{"201", "202"} {
+		postTo(t, d.URL, admin, "/astproxy/queuemember_add", `{"endpointId":"`+x+`","queueId":"`+queue+`"}`)
+	}
+	member := func(what string, cond func(m queueMember, ok bool) bool) {
+		t.Helper()
+		pollREST(t, d.URL, admin, "/astproxy/queues", what, func(qs map[string]struct{ Members map[string]queueMember }) bool {
+			m, ok := qs[queue].Members["201"]
+			return cond(m, ok)
+		})
+	}
+	member("201 a member", func(m queueMember, ok bool) bool { return ok && m.LoggedIn })
+
+	b := newBrowser(t, 1280, 800)
+	b.do(chromedp.Navigate(front.URL))
+	b.login("admin", "admin")
+	b.tab("queues")
+	row := `#queues .member[data-member="201"]`
+	b.waitFor("Alice's row with Pause", `document.querySelector('`+row+` button[data-role="pause"]')`, wait)
+	if got := eval[string](b, `document.querySelector('`+row+` button[data-role="pause"]').getAttribute('aria-label')`); got != "Pause of 201" && got != "Pause of Alice Rossi" {
+		t.Errorf("the Pause button is labelled %q: it must name the agent", got)
+	}
+	b.clearToast()
+	b.do(chromedp.SendKeys(chromedp.CSS(row+` input.reason`), "coaching"),
+		chromedp.Click(chromedp.CSS(row+` button[data-role="pause"]`)))
+	b.refused(t, "/astproxy/queuemember_pause")
+	member("201 paused for coaching", func(m queueMember, ok bool) bool { return ok && m.Paused && m.PausedReason == "coaching" })
+
+	b.waitFor("Unpause", `document.querySelector('`+row+` button[data-role="unpause"]')`, wait)
+	b.clearToast()
+	b.do(chromedp.Click(chromedp.CSS(row + ` button[data-role="unpause"]`)))
+	b.refused(t, "/astproxy/queuemember_unpause")
+	member("201 unpaused", func(m queueMember, ok bool) bool { return ok && !m.Paused })
+
+	b.waitFor("Log out", `document.querySelector('`+row+` button[data-role="qlogout"]')`, wait)
+	b.clearToast()
+	b.do(chromedp.Click(chromedp.CSS(row + ` button[data-role="qlogout"]`)))
+	b.refused(t, "/astproxy/queuemember_remove")
+	member("201 logged out", func(m queueMember, ok bool) bool { return !ok || !m.LoggedIn })
+
+	// An agent steers only herself.
+	a := newBrowser(t, 1280, 800)
+	a.do(chromedp.Navigate(front.URL))
+	a.login("alice", "alice")
+	a.tab("queues")
+	a.waitFor("Bob's row", `document.querySelector('#queues .member[data-member="202"]')`, wait)
+	if eval[bool](a, `!!document.querySelector('#queues .member[data-member="202"] button')`) {
+		t.Error("Alice, an agent, is offered buttons on Bob's membership")
+	}
+}
