@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -13,17 +14,17 @@ type queueMember struct {
 	PausedReason     string
 }
 
-// TestBrowserSupervisorSteersAgents: the admin (queue_manager) pauses
-// Alice's membership of the demo's queue with a reason, unpauses it and
-// logs her out, from the queues view; each step is read back over REST.
-// Alice, an agent, sees no such buttons on Bob's row.
-func TestBrowserSupervisorSteersAgents(t *testing.T) {
+// TestBrowserSupervisor: the admin (queue_manager) pauses Alice's
+// membership of the demo's queue with a reason, unpauses it and logs her
+// out, from the queues view; each step is read back over REST. Alice, an
+// agent, sees no such buttons on Bob's row. The admin, who has no phone,
+// opens the History tab on the switchboard's calls; Alice on her own.
+func TestBrowserSupervisor(t *testing.T) {
 	d := startDemo(t, 4, 700*time.Millisecond)
 	front := panelFront(t, d.URL)
 	wait := 10 * time.Second
 	admin := restLogin(t, d.URL, "admin", "admin")
-	var queues map[string]any
-	restGet(t, d.URL, admin, "/astproxy/queues", &queues)
+	queues := pollREST(t, d.URL, admin, "/astproxy/queues", "the demo's queue", func(qs map[string]any) bool { return len(qs) > 0 })
 	var queue string
 	for q := range queues {
 		queue = q
@@ -78,5 +79,24 @@ func TestBrowserSupervisorSteersAgents(t *testing.T) {
 	a.waitFor("Bob's row", `document.querySelector('#queues .member[data-member="202"]')`, wait)
 	if eval[bool](a, `!!document.querySelector('#queues .member[data-member="202"] button')`) {
 		t.Error("Alice, an agent, is offered buttons on Bob's membership")
+	}
+
+	// A call between two others' phones: in the switchboard's history,
+	// not in Alice's.
+	call := waitCall(t, placeCall(context.Background(), d.Phones["203"], "204"))
+	call.hangup(t)
+	var sw struct{ Count int }
+	deadline := time.Now().Add(wait)
+	for sw.Count == 0 && time.Now().Before(deadline) {
+		restGet(t, d.URL, admin, "/histcallswitch/interval/"+time.Now().Format("20060102")+"/"+time.Now().Format("20060102"), &sw)
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.tab("history")
+	b.waitFor("the admin's history on the switchboard's calls", `!document.querySelector('#hist-scope-wrap').hidden &&
+		document.querySelector('#hist-scope').value === 'all' && document.querySelectorAll('#hist-results tbody tr').length > 0`, wait)
+	a.tab("history")
+	a.waitFor("Alice's own history, no choice", `document.querySelector('#hist-scope-wrap').hidden && document.querySelector('#hist-results table')`, wait)
+	if n := eval[int](a, `document.querySelectorAll('#hist-results tbody tr').length`); n != 0 {
+		t.Errorf("Alice's history shows %d calls of others", n)
 	}
 }

@@ -258,7 +258,7 @@ function showView(name) {
     tab.tabIndex = on ? 0 : -1;
     panel.hidden = !on;
   }
-  if (name === 'history' && !history.loaded) { history.loaded = true; history.load(true); }
+  if (name === 'history' && !history.loaded) { history.loaded = true; history.scopeFor(); history.load(true); }
   if (name === 'queues') queues.render();
   if (name === 'trunks') trunks.render();
   if (name === 'confs') confs.load().then(() => confs.render());

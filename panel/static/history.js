@@ -1,5 +1,7 @@
-// Personal call history: a time window, a direction, keyset paging
-// (next cursor; previous pages from a stack) and CSV download.
+// Call history: the user's own, or the whole switchboard's for a user
+// with history_switchboard (the default for one without a phone, such
+// as an administrator); a time window, a direction, keyset paging (next
+// cursor; previous pages from a stack) and CSV download.
 
 import {el, $, fmtTime, fmtDuration, isoDay, ymd, toast} from './util.js';
 import {api, enc} from './api.js';
@@ -29,10 +31,19 @@ export class History {
     $('#hist-csv', root).addEventListener('click', () => this.csv());
   }
 
+  // scopeFor shows the choice of whose calls to the users who may read the
+  // switchboard's, once per login (app.js clears loaded).
+  scopeFor() {
+    const sw = !!state.me?.capabilities?.includes('history_switchboard');
+    $('#hist-scope-wrap', this.root).hidden = !sw;
+    this.form.elements.scope.value = sw && !(state.me?.endpoints || []).length ? 'all' : 'mine';
+  }
+
   path(csv) {
     const f = this.form.elements;
-    const u = enc(state.me.username);
-    return `/historycall/interval/user/${u}/${ymd(f.from.value)}/${ymd(f.to.value)}${csv ? '/csv' : ''}`;
+    const win = `${ymd(f.from.value)}/${ymd(f.to.value)}${csv ? '/csv' : ''}`;
+    if (f.scope.value === 'all') return `/histcallswitch/interval/${win}`;
+    return `/historycall/interval/user/${enc(state.me.username)}/${win}`;
   }
 
   query(cursor) {
@@ -102,7 +113,8 @@ export class History {
       const blob = await res.blob();
       const url = URL.createObjectURL(blob);
       const f = this.form.elements;
-      const a = el('a', {href: url, download: `history-${state.me.username}-${ymd(f.from.value)}-${ymd(f.to.value)}.csv`, hidden: true});
+      const who = f.scope.value === 'all' ? 'switchboard' : state.me.username;
+      const a = el('a', {href: url, download: `history-${who}-${ymd(f.from.value)}-${ymd(f.to.value)}.csv`, hidden: true});
       document.body.append(a);
       a.click();
       a.remove();
