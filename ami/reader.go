@@ -15,7 +15,10 @@ var ErrProtocol = errors.New("ami: protocol error")
 
 // ErrTooLarge, always wrapped with ErrProtocol, means a line or a frame
 // crossed ReaderConfig's limit. It is returned as soon as the limit is
-// crossed, without waiting for an end of line or frame that may never come.
+// crossed, without waiting for an end of line or frame that may never come,
+// and counted once: the Reader is broken from then on, every later call
+// returning the same error without reading (where the stream would resume
+// inside the long line depends on how much of it was buffered).
 var ErrTooLarge = errors.New("over the size limit")
 
 // Default limits of a Reader.
@@ -72,6 +75,7 @@ type Reader struct {
 	offs  []int32 // per header: key end, value end (offsets into buf)
 	long  []byte  // a line that did not fit in br's buffer
 	stats ReaderStats
+	err   error // set once a limit is crossed: the Reader is broken
 }
 
 // NewReader reads from br. Give it a bufio.Reader of at least 4 KiB; lines
@@ -92,10 +96,16 @@ func (r *Reader) Stats() ReaderStats { return r.stats }
 // ReadBanner reads the greeting line Asterisk sends on connect, such as
 // "Asterisk Call Manager/11.0.0", and returns it without its line end.
 func (r *Reader) ReadBanner() (string, error) {
+	if r.err != nil {
+		return "", r.err
+	}
 	line, err := r.readLine()
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
+		}
+		if errors.Is(err, ErrProtocol) {
+			return "", err
 		}
 		return "", fmt.Errorf("%w: banner: %w", ErrProtocol, err)
 	}
@@ -109,8 +119,12 @@ func (r *Reader) ReadBanner() (string, error) {
 // that are not headers are skipped (and counted). It returns io.EOF at a
 // clean end of stream, an error wrapping ErrProtocol and
 // io.ErrUnexpectedEOF when the stream ends mid-frame, and one wrapping
-// ErrProtocol and ErrTooLarge as soon as a line or frame crosses its limit.
+// ErrProtocol and ErrTooLarge as soon as a line or frame crosses its limit
+// (and for every call after that).
 func (r *Reader) ReadMessage() (Message, error) {
+	if r.err != nil {
+		return Message{}, r.err
+	}
 	if m, ok := r.readFast(); ok {
 		return m, nil
 	}
@@ -126,6 +140,9 @@ func (r *Reader) ReadMessage() (Message, error) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
+			if errors.Is(err, ErrProtocol) {
+				return Message{}, err
+			}
 			return Message{}, fmt.Errorf("%w: %w", ErrProtocol, err)
 		}
 		if len(line) == 0 {
@@ -138,7 +155,8 @@ func (r *Reader) ReadMessage() (Message, error) {
 		if size > r.maxMsg {
 			r.stats.Oversized++
 			r.junk(JunkLongFrame, line)
-			return Message{}, fmt.Errorf("%w: frame %w of %d bytes", ErrProtocol, ErrTooLarge, r.maxMsg)
+			r.err = fmt.Errorf("%w: frame %w of %d bytes", ErrProtocol, ErrTooLarge, r.maxMsg)
+			return Message{}, r.err
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 || bytes.IndexByte(line, 0) >= 0 || bytes.IndexByte(line, '\r') >= 0 {
@@ -326,13 +344,14 @@ func trimLineEnd(line []byte) []byte {
 	return line
 }
 
-// tooLong counts and reports a line over the limit: spilled is what was set
-// aside, if anything, buf what is in br's buffer.
+// tooLong counts and reports a line over the limit, and breaks the Reader:
+// spilled is what was set aside, if anything, buf what is in br's buffer.
 func (r *Reader) tooLong(spilled, buf []byte) error {
 	r.stats.Oversized++
 	if len(spilled) > 0 {
 		buf = spilled
 	}
 	r.junk(JunkLongLine, buf)
-	return fmt.Errorf("%w: line %w of %d bytes", ErrProtocol, ErrTooLarge, r.maxLine)
+	r.err = fmt.Errorf("%w: line %w of %d bytes", ErrProtocol, ErrTooLarge, r.maxLine)
+	return r.err
 }
