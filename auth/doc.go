@@ -5,8 +5,9 @@
 // only as SHA-256 hashes, expiring, revoked on logout, by an admin or when
 // a reload changes or removes the user; kept across restarts through a
 // SessionStore: token.go, sessions.go, the SQL one in auth/authdb), the
-// login limits (per client address, per user and address, and a growing
-// per-name delay that never locks out a user's known address: guard.go),
+// login limits (per client address, per user and address, and per name
+// across addresses a shared growing delay and a budget of failures, which
+// never lock out a user's known address: guard.go),
 // and the permission model (docs/design.md, "Users and permissions").
 //
 // Every permission question goes through one function, Allowed(user,

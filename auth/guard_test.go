@@ -1,17 +1,20 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestDistributedGuessingDoesNotLockOut: twenty addresses guessing alice's
-// password as fast as they are let do not keep alice out, from her usual
-// address nor (first try) from a new one; the attackers are slowed with a
-// growing delay instead.
+// password as fast as they are let do not keep alice out of her usual
+// address; the attackers share one growing delay, so 600 tries in five
+// minutes check few passwords.
 func TestDistributedGuessingDoesNotLockOut(t *testing.T) {
 	clk := newClock()
 	s := NewService(mustUsers(t), Config{Now: clk.Now})
@@ -20,6 +23,7 @@ func TestDistributedGuessingDoesNotLockOut(t *testing.T) {
 	}
 	refused := map[string]int{}
 	var lastDelay time.Duration
+	checked := 0
 	for round := range 30 {
 		for i := range 20 {
 			_, err := s.Login("alice", fmt.Sprintf("guess%d", round), fmt.Sprintf("198.51.100.%d", i+1))
@@ -30,7 +34,9 @@ func TestDistributedGuessingDoesNotLockOut(t *testing.T) {
 				if rl.By == ByUser {
 					lastDelay = max(lastDelay, rl.RetryAfter)
 				}
-			case !errors.Is(err, ErrBadCredentials):
+			case errors.Is(err, ErrBadCredentials):
+				checked++
+			default:
 				t.Fatalf("round %d: %v", round, err)
 			}
 		}
@@ -39,16 +45,84 @@ func TestDistributedGuessingDoesNotLockOut(t *testing.T) {
 		}
 		clk.Add(10 * time.Second)
 	}
-	if refused[ByUser] == 0 || refused[ByUserAddress] == 0 || lastDelay < time.Minute {
-		t.Errorf("attackers not slowed: refused %v, longest delay %v", refused, lastDelay)
+	if refused[ByUser] == 0 || lastDelay < 8*time.Second || checked > 20 {
+		t.Errorf("attackers not slowed: %d passwords checked, refused %v, longest delay %v", checked, refused, lastDelay)
 	}
-	// A new address of hers: the first try passes however long the attack.
+	// A new address of hers, once the failures have decayed.
+	clk.Add(time.Hour)
 	if _, err := s.Login("alice", "secret", "203.0.113.9"); err != nil {
-		t.Fatalf("alice from a new address: %v", err)
+		t.Fatalf("alice from a new address after the attack: %v", err)
 	}
 	// Bob is unaffected.
 	if _, err := s.Login("bob", "secret", "192.0.2.77"); err != nil {
 		t.Fatalf("bob: %v", err)
+	}
+}
+
+// TestGuessingFrom300Addresses: one guess of alice's password from each of
+// 300 addresses, one a second, the right one at guess 250. The addresses
+// together get no more password checks than the name's budget, the right
+// guess is refused, alice logs in from her usual address throughout, and
+// the attack is logged once and shows in GuardStats.
+func TestGuessingFrom300Addresses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"defaults", Config{}},
+		// A delay too short to matter: the budget alone stops them.
+		{"budget alone", Config{DelayBase: time.Millisecond, DelayMax: time.Millisecond, UserBudget: 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			var logs bytes.Buffer
+			cfg := tc.cfg
+			cfg.Now, cfg.Log = clk.Now, slog.New(slog.NewTextHandler(&logs, nil))
+			s := NewService(mustUsers(t), cfg)
+			if _, err := s.Login("alice", "secret", "192.0.2.1"); err != nil {
+				t.Fatal(err)
+			}
+			budget := max(cfg.UserBudget, 30)
+			checked, refused := 0, map[string]int{}
+			for i := range 300 {
+				pw := fmt.Sprintf("guess%d", i)
+				if i == 249 {
+					pw = "secret"
+				}
+				_, err := s.Login("alice", pw, fmt.Sprintf("10.1.%d.%d", i/250, i%250+1))
+				var rl *RateLimitError
+				switch {
+				case errors.Is(err, ErrBadCredentials):
+					checked++
+				case errors.As(err, &rl):
+					refused[rl.By]++
+				case i == 249 && err == nil:
+					t.Fatal("the right password at guess 250 logged in")
+				default:
+					t.Fatalf("guess %d: %v", i+1, err)
+				}
+				if i%25 == 0 {
+					if _, err := s.Login("alice", "secret", "192.0.2.1"); err != nil {
+						t.Fatalf("guess %d: alice from her usual address: %v", i+1, err)
+					}
+				}
+				clk.Add(time.Second)
+			}
+			t.Logf("%d passwords checked of 300 guesses, refused %v", checked, refused)
+			// Five minutes of decay let a few more through.
+			if checked > budget+5 || refused[ByUserBudget]+refused[ByUser] != 300-checked {
+				t.Errorf("%d passwords checked (budget %d), refused %v", checked, budget, refused)
+			}
+			if tc.name == "budget alone" && refused[ByUserBudget] < 250 {
+				t.Errorf("refused %v: want the budget to refuse", refused)
+			}
+			if st := s.GuardStats(); st.UnderAttack != 1 || st.Refused != uint64(300-checked) {
+				t.Errorf("stats %+v", st)
+			}
+			if n := strings.Count(logs.String(), "password guessing in progress"); n != 1 || !strings.Contains(logs.String(), "user=alice") {
+				t.Errorf("%d attack lines:\n%s", n, logs.String())
+			}
+		})
 	}
 }
 
@@ -65,7 +139,7 @@ func TestGuardDelayGrowsAndDecays(t *testing.T) {
 		}
 	}
 	for range 5 {
-		g.failed("carol")
+		g.failed("carol", "x")
 	}
 	if rl := g.admit("carol", "a"); rl != nil {
 		t.Fatalf("first try from a: %v", rl)
@@ -73,8 +147,8 @@ func TestGuardDelayGrowsAndDecays(t *testing.T) {
 	if rl := g.admit("carol", "a"); rl == nil || rl.By != ByUser || rl.RetryAfter != 4*time.Second {
 		t.Fatalf("second try from a: %v", rl)
 	}
-	if rl := g.admit("carol", "b"); rl != nil {
-		t.Fatalf("first try from b: %v", rl)
+	if rl := g.admit("carol", "b"); rl == nil || rl.By != ByUser || rl.RetryAfter != 4*time.Second {
+		t.Fatalf("first try from b: %v", rl) // the delay is the name's, not the address's
 	}
 	clk.Add(3 * time.Minute) // score 5 → 2: no more delay
 	if rl := g.admit("carol", "a"); rl != nil {
@@ -93,7 +167,7 @@ func TestGuardKnownAddressExpires(t *testing.T) {
 		DelayAfter: 1, DelayBase: time.Minute, DelayMax: time.Hour, KnownFor: 24 * time.Hour, Now: clk.Now})
 	g.succeeded("dave", "home")
 	for range 10 {
-		g.failed("dave")
+		g.failed("dave", "x")
 	}
 	for range 3 {
 		if rl := g.admit("dave", "home"); rl != nil {
@@ -102,7 +176,7 @@ func TestGuardKnownAddressExpires(t *testing.T) {
 	}
 	clk.Add(25 * time.Hour)
 	for range 10 {
-		g.failed("dave")
+		g.failed("dave", "x")
 	}
 	g.admit("dave", "home")
 	if rl := g.admit("dave", "home"); rl == nil {

@@ -12,7 +12,7 @@ import (
 // before its password is checked (see guard). Callers answer 429 with a
 // Retry-After of RetryAfter (rounded up to whole seconds).
 type RateLimitError struct {
-	By         string // ByIP, ByUserAddress or ByUser
+	By         string // ByIP, ByUserAddress, ByUser or ByUserBudget
 	RetryAfter time.Duration
 }
 
@@ -23,6 +23,8 @@ func (e *RateLimitError) Error() string {
 		what = "for this user name from this address"
 	case ByUser:
 		what = "for this user name from several addresses"
+	case ByUserBudget:
+		return fmt.Sprintf("auth: too many failed logins for this user name; retry in %s", e.RetryAfter.Round(time.Second))
 	}
 	return fmt.Sprintf("auth: too many login attempts %s; retry in %s", what, e.RetryAfter.Round(time.Second))
 }

@@ -23,7 +23,7 @@ type Config struct {
 	// Store keeps the sessions across restarts (LoadSessions reads them
 	// back). Default none: sessions live in memory only.
 	Store SessionStore
-	// Log receives store failures. Default: discard.
+	// Log receives store failures and guessing attacks. Default: discard.
 	Log *slog.Logger
 	// UserBurst login attempts per (user name, client address) may be made
 	// at once, then one more every UserEvery. Defaults 5 and 1 minute.
@@ -32,13 +32,16 @@ type Config struct {
 	UserBurst int
 	UserEvery time.Duration
 	// DelayAfter failures of one user name (from all addresses, decaying)
-	// are free; past them every address not known for the name must wait
-	// DelayBase between tries, doubling per further failure up to
-	// DelayMax. Defaults 10, 1 s and 10 minutes. A name is never locked:
-	// the first try from an address and any try from a known one pass.
+	// are free; past them the addresses not known for the name share one
+	// try per DelayBase, doubling per further failure up to DelayMax.
+	// Once the name's failures reach UserBudget, no address not known
+	// for it may try until they decay below. Defaults 10, 1 s, 10 minutes
+	// and 30. A name is never locked for its user: any try from an
+	// address she logged in from (KnownFor) passes.
 	DelayAfter int
 	DelayBase  time.Duration
 	DelayMax   time.Duration
+	UserBudget int
 	// KnownFor is how long an address the user logged in from stays known
 	// for her (exempt from the per-name delay). Default 30 days.
 	KnownFor time.Duration
@@ -114,6 +117,9 @@ func NewService(users *Users, cfg Config) *Service {
 	}
 	if cfg.DelayMax <= 0 {
 		cfg.DelayMax = 10 * time.Minute
+	}
+	if cfg.UserBudget <= 0 {
+		cfg.UserBudget = 30
 	}
 	if cfg.KnownFor <= 0 {
 		cfg.KnownFor = 30 * 24 * time.Hour
@@ -215,12 +221,12 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 	u, ok := s.Users().Lookup(username)
 	if !ok {
 		checkPassword(dummyHash(s.cost), password) // same time as a wrong password
-		s.guard.failed(username)
+		s.guard.failed(username, ip)
 		return Session{}, ErrBadCredentials
 	}
 	if err := s.verify(u, password); err != nil {
 		if errors.Is(err, ErrBadCredentials) {
-			s.guard.failed(username)
+			s.guard.failed(username, ip)
 		}
 		return Session{}, err
 	}
@@ -286,6 +292,10 @@ func (s *Service) Authenticate(token string) (*User, time.Time, error) {
 	}
 	return u, exp, nil
 }
+
+// GuardStats reports what the login limits see now: user names under a
+// guessing attack, and tries refused by the per-name limits.
+func (s *Service) GuardStats() GuardStats { return s.guard.stats() }
 
 // OnRevoke calls f once when token's session is revoked (see
 // Tokens.OnRevoke); the WebSocket hub closes the client then.

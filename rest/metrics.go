@@ -35,7 +35,7 @@ func NewMetrics() *Metrics {
 		}, []string{"kind"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ctibridge_login_refusals_total",
-			Help: "Refused logins, by reason: bad_credentials, or the limit that refused it (ip, user_address, user).",
+			Help: "Refused logins, by reason: bad_credentials, or the limit that refused it (ip, user_address, user, user_budget).",
 		}, []string{"reason"}),
 	}
 }

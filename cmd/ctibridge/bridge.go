@@ -101,7 +101,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(storeCollector{st})
+	reg.MustRegister(storeCollector{st}, authCollector{b.auth})
 	if err := b.sites.register(reg, b.link, b.client); err != nil {
 		return nil, err
 	}
