@@ -4,7 +4,9 @@
 // profile.go), sessions (256-bit random access and refresh tokens kept
 // only as SHA-256 hashes, expiring, revoked on logout, by an admin or when
 // a reload changes or removes the user; kept across restarts through a
-// SessionStore: token.go, sessions.go, the SQL one in auth/authdb), the
+// SessionStore: token.go, sessions.go, the SQL one in auth/authdb; shared
+// by every node of a deployment through a SharedSessions, the PostgreSQL
+// one, whose changes each node hears: shared.go), the
 // login limits (per client address, per user and address, and per name
 // across addresses a shared growing delay and a budget of failures, which
 // never lock out a user's known address: guard.go),

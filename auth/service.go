@@ -23,6 +23,11 @@ type Config struct {
 	// Store keeps the sessions across restarts (LoadSessions reads them
 	// back). Default none: sessions live in memory only.
 	Store SessionStore
+	// Shared, when set, is the session table of every node of the
+	// deployment (see SharedSessions): sessions are written there first,
+	// Store taking what it cannot, and a logout on any node ends the
+	// session on all. Default none: each node knows its own sessions.
+	Shared SharedSessions
 	// Log receives store failures and guessing attacks. Default: discard.
 	Log *slog.Logger
 	// UserBurst login attempts per (user name, client address) may be made
@@ -82,6 +87,14 @@ type Service struct {
 
 	revokedMu sync.Mutex
 	revoked   map[string]time.Time // sessions ended in this process, by id: a read-back never revives them
+
+	// With Config.Shared (shared.go).
+	shared        SharedSessions
+	lookups       chan struct{} // table lookups of unknown tokens in flight
+	listening     atomic.Bool
+	sharedFound   atomic.Uint64
+	sharedRevoked atomic.Uint64
+	sharedResyncs atomic.Uint64
 }
 
 // revokedKeep is how long an ended session's id is remembered: longer
@@ -149,6 +162,8 @@ func NewService(users *Users, cfg Config) *Service {
 		log:        cfg.Log.With("component", "auth"),
 		guard:      newGuard(cfg),
 		sweepEvery: cfg.SweepEvery,
+		shared:     cfg.Shared,
+		lookups:    make(chan struct{}, sharedLookups),
 	}
 	s.users.Store(users)
 	if cfg.RefreshTTL > 0 {
@@ -259,7 +274,11 @@ func (s *Service) verify(u *User, password string) error {
 // Errors: ErrTokenUnknown (spent, revoked, never issued, or its user is
 // gone), ErrTokenExpired.
 func (s *Service) Refresh(refreshToken, clientAddr string) (Session, error) {
-	is, spent, err := s.tokens.Refresh(refreshToken, ipKey(clientAddr))
+	refresh := s.tokens.Refresh
+	if s.shared != nil {
+		refresh = s.refreshShared
+	}
+	is, spent, err := refresh(refreshToken, ipKey(clientAddr))
 	if spent.ID != "" {
 		s.persist(spent)
 	}
@@ -277,9 +296,15 @@ func (s *Service) Refresh(refreshToken, clientAddr string) (Session, error) {
 
 // Authenticate returns the user a token belongs to and when the token
 // expires. Errors: ErrTokenUnknown, ErrTokenExpired. A token of a user no
-// longer in the users set is unknown. It does not allocate.
+// longer in the users set is unknown. It does not allocate for a token
+// held in memory; one that is not is looked up once in Config.Shared.
 func (s *Service) Authenticate(token string) (*User, time.Time, error) {
 	name, exp, err := s.tokens.Check(token)
+	if err == ErrTokenUnknown && s.shared != nil {
+		if h, ok := hashToken(token); ok && s.findShared(h, false) {
+			name, exp, err = s.tokens.Check(token)
+		}
+	}
 	if err != nil {
 		if err == ErrTokenUnknown && s.store != nil && !s.loaded.Load() {
 			return nil, exp, ErrSessionsLoading
@@ -349,13 +374,23 @@ func (s *Service) RevokeUser(username string) int {
 // storeTimeout bounds one write of the session store.
 const storeTimeout = 3 * time.Second
 
-// persist writes records to the store. A failure is logged: the session
+// persist writes records to the shared table, or when it fails (or there
+// is none) to the store. A failure of the store is logged: the session
 // works in this process but will not survive a restart.
 func (s *Service) persist(recs ...SessionRecord) {
-	if s.store == nil {
-		return
-	}
 	for _, r := range recs {
+		if s.shared != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+			err := s.shared.PutSession(ctx, r)
+			cancel()
+			s.tokens.setPending(r.ID, err != nil) // written at the next resync
+			if err == nil {
+				continue
+			}
+		}
+		if s.store == nil {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		err := s.store.PutSession(ctx, r)
 		cancel()
@@ -402,6 +437,17 @@ func (s *Service) LoadSessions(ctx context.Context) (int, error) {
 	if s.store == nil {
 		return 0, nil
 	}
+	var inShared map[string]bool
+	if s.shared != nil {
+		// What the shared table lacks was written to the store alone (the
+		// table did not answer): written to it at the next resync.
+		inShared = map[string]bool{}
+		if recs, err := s.shared.LoadSessions(ctx); err == nil {
+			for _, r := range recs {
+				inShared[r.ID] = true
+			}
+		}
+	}
 	recs, err := s.store.LoadSessions(ctx)
 	n := 0
 	s.revokedMu.Lock()
@@ -413,6 +459,9 @@ func (s *Service) LoadSessions(ctx context.Context) (int, error) {
 			continue
 		}
 		if s.tokens.add(r) {
+			if inShared != nil && !inShared[r.ID] {
+				s.tokens.setPending(r.ID, true)
+			}
 			n++
 			if r.ClientAddr != "" {
 				s.guard.remember(r.Username, r.ClientAddr, r.Created) // her usual address survives the restart
@@ -440,9 +489,14 @@ func (s *Service) Sweep() {
 	s.revokedMu.Unlock()
 }
 
-// Run sweeps every Config.SweepEvery until ctx is done, then returns
-// ctx.Err().
+// Run sweeps every Config.SweepEvery, and with Config.Shared listens to
+// the other nodes' changes, until ctx is done, then returns ctx.Err().
 func (s *Service) Run(ctx context.Context) error {
+	if s.shared != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { s.watchShared(ctx) })
+	}
 	t := time.NewTicker(s.sweepEvery)
 	defer t.Stop()
 	for {

@@ -59,6 +59,7 @@ type SessionRecord struct {
 type session struct {
 	rec      SessionRecord
 	watchers map[*watcher]struct{} // told when the session is revoked
+	pending  bool                  // not yet written to the shared table (Service with Config.Shared)
 }
 
 type watcher struct{ f func() }

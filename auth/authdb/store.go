@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,7 +76,7 @@ func parseHash(s string) ([32]byte, error) {
 // LoadSessions implements auth.SessionStore. A malformed row is an error,
 // reported with the rows that could be read.
 func (s *Store) LoadSessions(ctx context.Context) ([]auth.SessionRecord, error) {
-	rows, done, err := s.c.Query(ctx, `SELECT id, username, access_hash, refresh_hash, created_ns, expires_ns, refresh_expires_ns, client_addr FROM auth_sessions`)
+	rows, done, err := s.c.Query(ctx, `SELECT `+sessionCols+` FROM auth_sessions`)
 	if err != nil {
 		return nil, fmt.Errorf("authdb: load: %w", err)
 	}
@@ -83,20 +84,14 @@ func (s *Store) LoadSessions(ctx context.Context) ([]auth.SessionRecord, error) 
 	var out []auth.SessionRecord
 	var bad error
 	for rows.Next() {
-		var r auth.SessionRecord
-		var ah, rh string
-		var c, e, re int64
-		if err := rows.Scan(&r.ID, &r.Username, &ah, &rh, &c, &e, &re, &r.ClientAddr); err != nil {
-			return out, fmt.Errorf("authdb: load: %w", err)
-		}
-		var err1, err2 error
-		r.AccessHash, err1 = parseHash(ah)
-		r.RefreshHash, err2 = parseHash(rh)
-		if err1 != nil || err2 != nil || ah == "" {
-			bad = fmt.Errorf("authdb: load: session %q: malformed hash", r.ID)
+		r, err := scanSession(rows.Scan)
+		if errors.Is(err, errMalformed) {
+			bad = fmt.Errorf("authdb: load: %w", err)
 			continue
 		}
-		r.Created, r.Expires, r.RefreshExp = fromNS(c), fromNS(e), fromNS(re)
+		if err != nil {
+			return out, fmt.Errorf("authdb: load: %w", err)
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -222,7 +222,7 @@ func (b *bridge) openStores(ctx context.Context, c serveConfig, users *auth.User
 // database becomes ready.
 func (b *bridge) openAuth(ctx context.Context, c serveConfig, users *auth.Users) error {
 	log, st := b.log, b.stores
-	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Log: log})
+	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Shared: st.shared, Log: log})
 	b.authNow.Store(b.auth)
 	dirs, closeDirs, err := openDirectories(ctx, c.dir, b.auth, users, log)
 	if err != nil {

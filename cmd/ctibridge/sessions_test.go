@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/dbtest"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -215,5 +216,81 @@ func TestServeTakenPort(t *testing.T) {
 	err = run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("serve on a taken port: %v, want EADDRINUSE", err)
+	}
+}
+
+// TestServeSessionsSharedByNodes: two bridges on one PostgreSQL share
+// their sessions: a token issued by A works on B (REST and WebSocket) and
+// its refresh token too; a logout on A makes it 401 on B and closes B's
+// socket with 4003 within 1 s.
+func TestServeSessionsSharedByNodes(t *testing.T) {
+	h, _ := auth.HashPassword("pw", 4)
+	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    password_hash: \""+h+"\"\n    endpoints: [\"201\"]\n")
+	dsn := dbtest.Postgres(t)
+	srv := amitest.NewServer(t)
+	env := map[string]string{"CTIBRIDGE_AMI_SECRET": amitest.Secret, "CTIBRIDGE_USERS": users}
+	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--db", dsn}
+	a, b := startBusNode(t, args, env), startBusNode(t, args, env)
+	apiA, apiB := a.api, b.api
+	// Each has read the shared table and listens (a session issued
+	// before its database was ready reaches the others once it has).
+	dbtest.WaitFor(t, "both nodes listening", func() bool {
+		return a.metric(t, "ctibridge_sessions_shared_listening") == "1" && b.metric(t, "ctibridge_sessions_shared_listening") == "1"
+	})
+	var login struct{ Token, RefreshToken string }
+	if code := postJSON(t, "http://"+apiA+"/auth/login", "", `{"username":"alice","password":"pw"}`, &login); code != 200 || login.Token == "" {
+		t.Fatalf("login on A: %d", code)
+	}
+	code := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if code = getAuth(t, "http://"+apiB+"/user/me", login.Token); code != 503 {
+			break
+		}
+	}
+	if code != 200 {
+		t.Fatalf("A's token on B: %d, want 200", code)
+	}
+	var next struct{ Token string }
+	if code := postJSON(t, "http://"+apiB+"/auth/refresh", "", `{"refreshToken":"`+login.RefreshToken+`"}`, &next); code != 200 || next.Token == "" {
+		t.Fatalf("A's refresh token on B: %d", code)
+	}
+	if code := postJSON(t, "http://"+apiA+"/auth/refresh", "", `{"refreshToken":"`+login.RefreshToken+`"}`, nil); code != 401 {
+		t.Errorf("the refresh token spent on B, again on A: %d, want 401", code)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	wc, err := ws.Dial(ctx, "ws://"+apiB+"/ws", login.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	if m, err := wc.Next(ctx); err != nil || m.Op != "hello" {
+		t.Fatalf("hello on B: %+v, %v", m, err)
+	}
+	start := time.Now()
+	if code := postJSON(t, "http://"+apiA+"/auth/logout", login.Token, `{}`, nil); code != 200 {
+		t.Fatalf("logout on A: %d", code)
+	}
+	for {
+		_, err := wc.Next(ctx)
+		if err == nil {
+			continue
+		}
+		if ws.CloseCode(err) != ws.CloseTokenExpired {
+			t.Fatalf("B's socket closed with %v, want 4003", err)
+		}
+		break
+	}
+	d := time.Since(start)
+	if d > time.Second {
+		t.Errorf("B's socket closed %v after the logout on A, want within 1 s", d)
+	}
+	t.Logf("B's socket closed with 4003 %v after the logout on A was sent", d)
+	if code := getAuth(t, "http://"+apiB+"/user/me", login.Token); code != 401 {
+		t.Errorf("the token logged out on A, on B: %d, want 401", code)
+	}
+	if code := getAuth(t, "http://"+apiA+"/user/me", next.Token); code != 200 {
+		t.Errorf("B's new token on A: %d, want 200", code)
 	}
 }

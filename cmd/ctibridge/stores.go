@@ -27,10 +27,11 @@ type stores struct {
 	names     *numberNames
 	phonebook rest.Phonebook
 	history   history.Store
-	recorder  *history.Recorder // nil for a remote history or --record-cdr=false
-	card      rest.Doer         // nil without --customer-card-url
-	gate      *sqldb.Gate       // the --db database; nil when nothing is kept locally
-	sessions  auth.SessionStore // the database with a file fallback, or the file alone
+	recorder  *history.Recorder   // nil for a remote history or --record-cdr=false
+	card      rest.Doer           // nil without --customer-card-url
+	gate      *sqldb.Gate         // the --db database; nil when nothing is kept locally
+	sessions  auth.SessionStore   // the database with a file fallback, or the file alone
+	shared    auth.SharedSessions // the PostgreSQL session table every node shares; nil on SQLite or without a database
 	// dbReady, when set before run, is called each time the database
 	// becomes ready (serve reads the stored sessions back then).
 	dbReady func(ctx context.Context)
@@ -123,6 +124,9 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 	s.sessions = file
 	if s.gate != nil {
 		s.sessions = auth.Fallback{Primary: authdb.New(s.gate.Conn()), Secondary: file}
+		if sqldb.Pool(s.gate.Conn()) != nil {
+			s.shared = authdb.New(s.gate.Conn())
+		}
 	}
 
 	var lookup func(string) string
