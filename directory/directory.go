@@ -30,6 +30,15 @@ type Config struct {
 	// auth.ErrDirectoryUnavailable (503) until the source is back. Open
 	// sessions go on until their tokens expire. Default 1 hour.
 	TTL time.Duration
+	// SnapshotDir, when set, keeps each source's users as last read
+	// (snapshot.go), read back when the source cannot be read at start:
+	// its users then get auth.ErrDirectoryUnavailable (503), never a
+	// wrong password (401), and their sessions go on. Default none.
+	SnapshotDir string
+	// Retry is how often a source that failed its last read is tried
+	// again (so a directory back is used at once, not at the next
+	// Refresh). Default 2 s.
+	Retry time.Duration
 	// Log receives refresh failures. Default: discard.
 	Log *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -54,9 +63,25 @@ type Set struct {
 }
 
 type cachedSource struct {
-	users []auth.User
-	at    time.Time // last successful read
-	err   error     // last read's error, nil when it succeeded
+	users    []auth.User
+	at       time.Time // last successful read
+	err      error     // last read's error, nil when it succeeded
+	snapshot bool      // users read back from the snapshot, not from the source
+}
+
+// fromSnapshot is source's snapshot for a start with the source down
+// (nil users when there is none or it cannot be read: logged).
+func (s *Set) fromSnapshot(source string) ([]auth.User, time.Time, bool) {
+	us, at, err := s.loadSnapshot(source)
+	if err != nil {
+		s.log.Warn("directory snapshot unreadable: its users cannot log in until it answers", "source", source, "err", err)
+		return nil, time.Time{}, false
+	}
+	if us != nil {
+		s.log.Warn("directory down at start: its users known from its snapshot, their logins answer 503 until it is back",
+			"source", source, "users", len(us), "read_at", at)
+	}
+	return us, at, us != nil
 }
 
 // New returns a set applying file (the users file; nil: none) and
@@ -67,6 +92,9 @@ func New(svc *auth.Service, file *auth.Users, sources []Source, cfg Config) *Set
 	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = time.Hour
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = 2 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -94,13 +122,23 @@ func (s *Set) Refresh(ctx context.Context) error {
 		us, err := src.Users(ctx)
 		now := s.cfg.Now()
 		s.mu.Lock()
-		c := s.cached[src.Name()]
+		c, known := s.cached[src.Name()]
+		s.mu.Unlock()
 		if err != nil {
-			c.err = err
 			errs = append(errs, fmt.Errorf("directory %s: %w", src.Name(), err))
+			if !known && s.cfg.SnapshotDir != "" {
+				c.users, c.at, c.snapshot = s.fromSnapshot(src.Name())
+			}
+			c.err = err
 		} else {
 			c = cachedSource{users: us, at: now}
+			if s.cfg.SnapshotDir != "" {
+				if err := s.saveSnapshot(src.Name(), us, now); err != nil {
+					s.log.Warn("directory snapshot not written: a restart while it is down would not know its users", "source", src.Name(), "err", err)
+				}
+			}
 		}
+		s.mu.Lock()
 		s.cached[src.Name()] = c
 		s.mu.Unlock()
 	}
@@ -122,7 +160,7 @@ func (s *Set) apply() (int, error) {
 	}
 	for _, src := range s.sources {
 		c := s.cached[src.Name()]
-		stale := now.Sub(c.at) > s.cfg.TTL
+		stale := c.snapshot || now.Sub(c.at) > s.cfg.TTL
 		for _, u := range c.users {
 			if stale {
 				u.PasswordHash, u.Checker = "", unavailable{}
@@ -150,6 +188,9 @@ type Status struct {
 	Users int
 	At    time.Time // last successful read (zero: never)
 	Err   error     // last read's error
+	// Snapshot: the users are the snapshot's (the source has not been
+	// read since the start).
+	Snapshot bool
 }
 
 // Status reports every source.
@@ -159,26 +200,49 @@ func (s *Set) Status() []Status {
 	out := make([]Status, 0, len(s.sources))
 	for _, src := range s.sources {
 		c := s.cached[src.Name()]
-		out = append(out, Status{Name: src.Name(), Users: len(c.users), At: c.at, Err: c.err})
+		out = append(out, Status{Name: src.Name(), Users: len(c.users), At: c.at, Err: c.err, Snapshot: c.snapshot})
 	}
 	return out
 }
 
-// Run refreshes every Config.Refresh until ctx is done; failures are
-// logged at Warn (the previous users stay until TTL).
+// Run refreshes every Config.Refresh, and every Config.Retry while a
+// source failed its last read, until ctx is done; failures are logged at
+// Warn (the previous users stay until TTL), once per outage.
 func (s *Set) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Refresh)
-	defer t.Stop()
+	failing := s.failing()
 	for {
+		wait := s.cfg.Refresh
+		if failing {
+			wait = min(wait, s.cfg.Retry)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
 		case <-t.C:
-			if err := s.Refresh(ctx); err != nil {
-				s.log.Warn("directory refresh failed; keeping the users read before until the TTL", "err", err, "ttl", s.cfg.TTL)
-			}
+		}
+		err := s.Refresh(ctx)
+		switch {
+		case err != nil && !failing:
+			s.log.Warn("directory refresh failed; keeping the users read before until the TTL, retrying", "err", err, "ttl", s.cfg.TTL, "retry", s.cfg.Retry)
+		case err == nil && failing:
+			s.log.Info("directories read again")
+		}
+		failing = err != nil
+	}
+}
+
+// failing reports whether a source failed its last read.
+func (s *Set) failing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.cached {
+		if c.err != nil {
+			return true
 		}
 	}
+	return false
 }
 
 // unavailable is the password checker of users whose directory has not

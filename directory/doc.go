@@ -10,9 +10,12 @@
 // for a user who logged in within the cache TTL, others get
 // auth.ErrDirectoryUnavailable (503), never an open door.
 //
-// It does not write to any directory, and it does not cache users on
-// disk: after a restart with a directory down, its users cannot log in
-// until it is back (their sessions, stored by auth, go on).
+// A source that failed its last read is read again every Config.Retry
+// (2 s), not at the next refresh. It does not write to any directory.
+// With Config.SnapshotDir, each good read is kept on disk without any
+// password or hash (snapshot.go): after a restart with a directory down,
+// its users are known from there, their sessions go on and their logins
+// answer auth.ErrDirectoryUnavailable (503) until it is back.
 //
 // Concurrency: Set, LDAP and FreePBX are safe for concurrent use; Set.Run
 // owns the periodic refresh.

@@ -224,7 +224,9 @@ func (b *bridge) openAuth(ctx context.Context, c serveConfig, users *auth.Users)
 	log, st := b.log, b.stores
 	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Shared: st.shared, Log: log})
 	b.authNow.Store(b.auth)
-	dirs, closeDirs, err := openDirectories(ctx, c.dir, b.auth, users, log)
+	dc := c.dir
+	dc.snapshotDir = c.dataDir
+	dirs, closeDirs, err := openDirectories(ctx, dc, b.auth, users, log)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ type dirConfig struct {
 	freepbxDB, freepbxProfile                     string
 	freepbxGroupProfiles                          string
 	refresh, ttl                                  time.Duration
+	snapshotDir                                   string // serve's --data-dir: each directory's last users (not a setting)
 }
 
 func directorySettings(s *settings, c *dirConfig) {
@@ -128,8 +129,10 @@ func (c dirConfig) checkProfiles(users *auth.Users) error {
 }
 
 // openDirectories builds the directory set over authSvc and reads every
-// source once; a source that cannot be read is logged (its users cannot
-// log in until it can). It returns nil when no directory is configured.
+// source once; a source that cannot be read is logged, and its users are
+// known from its snapshot in c.snapshotDir if any (their logins answer
+// 503 until it can be read). It returns nil when no directory is
+// configured.
 func openDirectories(ctx context.Context, c dirConfig, authSvc *auth.Service, users *auth.Users, log *slog.Logger) (*directory.Set, func(), error) {
 	srcs, closeAll, err := c.sources()
 	if err != nil || len(srcs) == 0 {
@@ -139,12 +142,12 @@ func openDirectories(ctx context.Context, c dirConfig, authSvc *auth.Service, us
 		closeAll()
 		return nil, func() {}, err
 	}
-	set := directory.New(authSvc, users, srcs, directory.Config{Refresh: c.refresh, TTL: c.ttl, Log: log})
+	set := directory.New(authSvc, users, srcs, directory.Config{Refresh: c.refresh, TTL: c.ttl, SnapshotDir: c.snapshotDir, Log: log})
 	if err := set.Refresh(ctx); err != nil {
-		log.Warn("directory not read at start: its users cannot log in until it is", "err", err)
+		log.Warn("directory not read at start: its users cannot log in until it is (503), retrying", "err", err)
 	}
 	for _, st := range set.Status() {
-		log.Info("directory", "source", st.Name, "users", st.Users)
+		log.Info("directory", "source", st.Name, "users", st.Users, "from_snapshot", st.Snapshot)
 	}
 	return set, closeAll, nil
 }
