@@ -333,6 +333,11 @@ func (s *Service) Logout(token string) {
 	if !ok {
 		return
 	}
+	if s.shared != nil {
+		if _, _, err := s.tokens.Check(token); err == ErrTokenUnknown {
+			s.findShared(h, false) // another node's, not heard of yet: ended everywhere all the same
+		}
+	}
 	s.forget(s.tokens.revoke(func(se *session) bool { return se.rec.AccessHash == h }))
 }
 

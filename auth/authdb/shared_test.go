@@ -46,7 +46,8 @@ func sharedNodes(t *testing.T) (a, b *auth.Service, stA *Store) {
 
 // TestSharedSessionsMoveAndEnd: a token issued by node A is accepted by
 // node B; its refresh token is spent once across the two; a logout on A
-// makes it unknown on B and tells B's watcher (a WebSocket) within 1 s.
+// makes it unknown on B and tells B's watcher (a WebSocket) within 1 s,
+// and a logout on B of a token fresh from A ends it on A.
 func TestSharedSessionsMoveAndEnd(t *testing.T) {
 	a, b, _ := sharedNodes(t)
 	alice, err := a.Login("alice", "secret", "192.0.2.1")
@@ -86,6 +87,20 @@ func TestSharedSessionsMoveAndEnd(t *testing.T) {
 	}
 	if st := b.SharedStats(); st.Revoked != 1 || st.Found == 0 || st.Resyncs == 0 {
 		t.Errorf("B's stats %+v", st)
+	}
+	// A logout on B of a token A issued a moment ago, B may not have
+	// heard of yet: ended on A too.
+	bob, _ := a.Login("bob", "secret", "192.0.2.2")
+	b.Logout(bob.Token)
+	deadline := time.Now().Add(time.Second)
+	for {
+		if _, _, err := a.Authenticate(bob.Token); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a logout on B of A's fresh token: still valid on A after 1 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
