@@ -34,6 +34,13 @@
 // its PBX's). An action is planned against the engine of the PBX its ids
 // name and sent through that PBX's client.
 //
+// A front of the same process serving another API over this one (package
+// nethcti, NethCTI's clients) checks its own credentials and hands a
+// request over for the user it found (AsUser), so its reads and actions
+// are these, with these permissions and privacy; ConvChannels and
+// WriteError give it the actions' conversation lookup and the error JSON
+// (asuser.go).
+//
 // Concurrency: the handler is safe for concurrent use; the
 // only shared mutable state is the per-version read caches (the ?pbx=
 // one too), replaced, never edited, when the snapshot changes.
