@@ -41,6 +41,7 @@ var rules = []rule{
 	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "httpserve", stdOnly: true},
 	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb", "upstream", "wal"}},
+	{pkg: "nethcti", allowed: []string{"ami", "calls", "auth", "rest", "history", "phonebook", "sqldb", "upstream", "wal"}},
 	{pkg: "sqldb", allowed: []string{}},
 	{pkg: "dbtest/pgcluster", stdOnly: true},
 	{pkg: "phonebook", allowed: []string{"sqldb", "upstream"}},

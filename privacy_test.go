@@ -22,6 +22,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/nethcti"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/ws"
 )
@@ -191,6 +192,18 @@ func privacyReplay(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The NethCTI front (package nethcti) over the same API: every read is
+	// made through it too, as eve with the JWT of its login.
+	front, err := nethcti.New(nethcti.Config{Auth: svc, API: api, State: eng, Secret: []byte("privacy test secret, 32 bytes!!")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := httptest.NewRecorder()
+	front.ServeHTTP(lr, httptest.NewRequest("POST", "/api/login", strings.NewReader(`{"username":"eve","password":"secret"}`)))
+	var login struct{ Token string }
+	if json.Unmarshal(lr.Body.Bytes(), &login); login.Token == "" {
+		t.Fatalf("eve's NethCTI login: %d %s", lr.Code, lr.Body)
+	}
 	hub, err := ws.NewHub(eng, svc, ws.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -221,11 +234,18 @@ func privacyReplay(t *testing.T, name string) {
 		w := httptest.NewRecorder()
 		api.ServeHTTP(w, r)
 		check("GET "+path, w.Body.Bytes())
+		r = httptest.NewRequest("GET", "/api"+path, nil)
+		r.Header.Set("Authorization", "Bearer "+login.Token)
+		w = httptest.NewRecorder()
+		front.ServeHTTP(w, r)
+		if w.Code != http.StatusNotFound {
+			check("GET /api"+path, w.Body.Bytes())
+		}
 	}
 	reads := func(s *calls.Snapshot) {
 		for _, p := range []string{"/astproxy/status", "/astproxy/extensions", "/astproxy/conversations", "/astproxy/queues",
 			"/astproxy/parkings", "/astproxy/trunks", "/astproxy/conferences", "/user/me", "/user/presence",
-			"/user/presencelist", "/voicemail/new_counters"} {
+			"/user/presencelist", "/voicemail/new_counters", "/user/endpoints/all", "/astproxy/opgroups"} {
 			get(p)
 		}
 		for _, k := range s.Extensions.Keys() {

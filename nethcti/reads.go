@@ -1,0 +1,227 @@
+package nethcti
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/rest"
+)
+
+// Reads of extensions with NethCTI's "username" (phone-island decides
+// "my call" by it): the native read is asked in process once per state
+// version (snapshot), view and users set, the usernames put in, and the
+// result served from memory with the native read's headers, the front's
+// own ETag and a gzip copy, as the native reads are; the native body
+// depends on nothing else, so a read from the cache shows what the
+// native read would.
+
+// readEntry is one view's body of one read at one state version: the
+// native body with usernames, and the native headers that go with it.
+type readEntry struct {
+	snap         *calls.Snapshot // the state it was read at
+	users        *userNames      // the users set it names
+	tag          []string        // the front's ETag: the native one with the users set's number
+	cacheControl []string
+	vary         []string
+	stale        []string // X-Ctibridge-Stale, nil when not stale
+	body         []byte
+	gzOnce       sync.Once
+	gz           []byte
+}
+
+func (e *readEntry) gzipped() []byte {
+	e.gzOnce.Do(func() {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+		zw.Write(e.body)
+		zw.Close()
+		e.gz = b.Bytes()
+	})
+	return e.gz
+}
+
+// readCacheMax bounds the entries (views × routes × ids); cleared whole
+// when full.
+const readCacheMax = 1024
+
+type readCache struct {
+	mu sync.RWMutex
+	m  map[readKey]*readEntry
+}
+
+func (c *readCache) get(k readKey) *readEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[k]
+}
+
+func (c *readCache) put(k readKey, e *readEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= readCacheMax {
+		c.m = map[readKey]*readEntry{}
+	}
+	c.m[k] = e
+}
+
+// readKey names a cache entry: the view, the PBXs the user is limited
+// to, the route and its query.
+type readKey struct{ view, pbxs, path, query string }
+
+var recPool = sync.Pool{New: func() any { return newRecorder() }}
+
+// withUsernames serves a native extension read (the collection, or one
+// extension when single) with "username" in every extension.
+func (f *Front) withUsernames(w http.ResponseWriter, r *http.Request, id Identity, path string, single bool) int {
+	names, snap := f.namesOf(), f.cfg.State.Snapshot()
+	key := readKey{auth.ViewOf(id.User).Key(), id.User.PBXKey(), path, r.URL.RawQuery}
+	e := f.reads.get(key)
+	if e == nil || e.snap != snap || e.users != names {
+		var status int
+		if e, status = f.readNative(w, r, id, path, single, key, snap, names); e == nil {
+			return status
+		}
+	}
+	hdr := w.Header()
+	hdr["Etag"] = e.tag
+	hdr["Cache-Control"], hdr["Vary"] = e.cacheControl, e.vary
+	if e.stale != nil {
+		hdr["X-Ctibridge-Stale"] = e.stale
+	}
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagListed(inm, e.tag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return http.StatusNotModified
+	}
+	body := e.body
+	if len(body) >= 1024 && acceptsGzip(r.Header["Accept-Encoding"]) {
+		body = e.gzipped()
+		hdr["Content-Encoding"] = hdrGzip
+	}
+	hdr["Content-Type"] = hdrJSON
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+	return http.StatusOK
+}
+
+// readNative asks the native handler for the read as id's user and
+// caches its body with usernames for snap. On a native refusal it has
+// answered w and returns a nil entry.
+func (f *Front) readNative(w http.ResponseWriter, r *http.Request, id Identity, path string, single bool, key readKey,
+	snap *calls.Snapshot, names *userNames) (*readEntry, int) {
+	rec := recPool.Get().(*recorder)
+	defer func() {
+		clear(rec.hdr)
+		rec.status = 0
+		rec.body.Reset()
+		recPool.Put(rec)
+	}()
+	r2 := rest.AsUser(r, id.User) // a copy of r, to edit
+	u := *r.URL
+	u.Path, u.RawPath = path, ""
+	r2.URL = &u
+	r2.Header = http.Header{}
+	f.api.ServeHTTP(rec, r2)
+	if rec.status != http.StatusOK {
+		return nil, rec.copyTo(w)
+	}
+	body, err := addUsernames(rec.body.Bytes(), names, r.PathValue("exten"), single)
+	if err != nil {
+		return nil, writeErr(w, r, err)
+	}
+	etag := strings.Join(rec.hdr["Etag"], "")
+	e := &readEntry{snap: snap, users: names, body: body, tag: []string{strings.TrimSuffix(etag, `"`) + "-u" + names.seq + `"`},
+		cacheControl: rec.hdr["Cache-Control"], vary: rec.hdr["Vary"], stale: rec.hdr["X-Ctibridge-Stale"]}
+	f.reads.put(key, e)
+	return e, http.StatusOK
+}
+
+// etagListed reports whether an If-None-Match header lists tag (or *).
+func etagListed(values []string, tag string) bool {
+	bare := strings.TrimPrefix(tag, "W/")
+	for _, v := range values {
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimPrefix(strings.TrimSpace(item), "W/")
+			if item == "*" || item == bare {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// acceptsGzip reports whether Accept-Encoding names gzip (and not with
+// q=0).
+func acceptsGzip(values []string) bool {
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			name, q, _ := strings.Cut(strings.TrimSpace(p), ";")
+			if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.ReplaceAll(q, " ", "") != "q=0" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var (
+	hdrGzip = []string{"gzip"}
+	hdrJSON = []string{"application/json"}
+)
+
+var errBadNative = errors.New("nethcti: the native read is not a JSON object")
+
+// addUsernames puts "username" first in every extension object of body
+// (the collection keyed by number, or one extension numbered exten).
+func addUsernames(body []byte, names *userNames, exten string, single bool) ([]byte, error) {
+	body = bytes.TrimSpace(body)
+	if single {
+		return withUsername(nil, body, names.byExt[exten])
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errBadNative
+	}
+	out := make([]byte, 0, len(body)+len(body)/16)
+	out = append(out, '{')
+	for first := true; dec.More(); first = false {
+		t, err := dec.Token()
+		k, ok := t.(string)
+		if err != nil || !ok {
+			return nil, errBadNative
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, errBadNative
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		kb, _ := json.Marshal(k)
+		out = append(append(out, kb...), ':')
+		if out, err = withUsername(out, raw, names.byExt[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(out, '}', '\n'), nil
+}
+
+// withUsername appends obj (a JSON object) to b with "username" first.
+func withUsername(b, obj []byte, username string) ([]byte, error) {
+	if len(obj) < 2 || obj[0] != '{' {
+		return nil, errBadNative
+	}
+	ub, _ := json.Marshal(username)
+	b = append(append(b, `{"username":`...), ub...)
+	rest := bytes.TrimSpace(obj[1:])
+	if len(rest) > 0 && rest[0] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, rest...), nil
+}
