@@ -67,6 +67,13 @@ func DefaultPhones() []PhoneRule {
 	}
 }
 
+// CheckPhones reports the first rule whose pattern or URLs are not
+// valid (what New would refuse).
+func CheckPhones(rules []PhoneRule) error {
+	_, err := compilePhones(rules)
+	return err
+}
+
 type compiledPhone struct {
 	vendor string
 	re     *regexp.Regexp

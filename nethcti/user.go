@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/sqldb"
 )
 
 // Users as NethCTI's clients read them: /user/me, the directory of
@@ -168,6 +169,12 @@ func (f *Front) deviceActions(typ string, x calls.Extension) *actionsJSON {
 func (f *Front) me(w http.ResponseWriter, r *http.Request, id Identity, _ bool) int {
 	u := id.User
 	settings, err := f.store.Settings(r.Context(), u.Username)
+	if sqldb.IsUnavailable(err) {
+		// The clients cannot start without /user/me: with the database
+		// out of reach (or still migrating) the user has no settings and
+		// the main extension is the default device, until it is back.
+		settings, err = map[string]json.RawMessage{}, nil
+	}
 	if err != nil {
 		return writeErr(w, r, err)
 	}

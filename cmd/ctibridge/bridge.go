@@ -22,6 +22,7 @@ import (
 	"github.com/ctibridge/ctibridge/directory"
 	"github.com/ctibridge/ctibridge/httpserve"
 	"github.com/ctibridge/ctibridge/link"
+	"github.com/ctibridge/ctibridge/nethcti"
 	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/ws"
@@ -49,6 +50,7 @@ type bridge struct {
 	closeDirs func()                       // closes the directories' connections
 	setUsers  func(*auth.Users) int        // a reload's users file, merged with dirs when there are
 	hub       *ws.Hub
+	nethcti   *nethcti.Front    // --nethcti: NethVoice's clients at /api and /webrest; nil without it
 	api       *httpserve.Server // REST, /ws and the panel on apiLn
 	apiLn     net.Listener
 	admin     *http.Server // /healthz, /readyz, /metrics, pprof on adminLn
@@ -153,6 +155,9 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	mux.Handle("/panel/", ui)
 	mux.Handle("GET /ws", b.hub)
 	mux.Handle("/", api)
+	if err := b.openNethCTI(c, api, state, mux); err != nil {
+		return nil, err
+	}
 	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, func() bool { return b.ready() && b.sites.ready() }, st.status)); err != nil {
 		return nil, err
 	}

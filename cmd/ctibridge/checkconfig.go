@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/nethcti"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/webhook"
 )
@@ -249,6 +250,14 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	for _, v := range []struct{ name, val string }{{"context", c.context}, {"chan-tech", c.chanTech}, {"queue-interface", c.queueIface}} {
 		if strings.ContainsAny(v.val, "\r\n\x00") {
 			add(v.name, false, "", "contains CR, LF or NUL")
+		}
+	}
+	if _, err := parseEndpointTypes(c.nethcti.endpointTypes); err != nil {
+		add("nethcti-endpoint-types", false, "prefix=type,... like 92=webrtc,93=nethlink", "%v", err)
+	}
+	if c.nethcti.phones != nil {
+		if err := nethcti.CheckPhones(c.nethcti.phones); err != nil {
+			add("nethcti-phones", false, "a list of {vendor, match, answer, hold, mute} with http(s)://{ip}/... URLs", "%v", err)
 		}
 	}
 	if c.phoneCountry != "" && strings.Trim(c.phoneCountry, "0123456789") != "" {

@@ -155,6 +155,8 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	// Italy, NethCTI's installed base: 0721405516 and +39 0721 405516 are
 	// one number in the demo's phonebook.
 	bc.phoneCountry = "39"
+	// NethVoice's own clients work against the demo too (/api, /webrest).
+	bc.nethcti.on = true
 	wg.Go(func() {
 		names := map[string]string{}
 		for _, x := range exts {

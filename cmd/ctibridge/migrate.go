@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth/authdb"
 	"github.com/ctibridge/ctibridge/history"
+	"github.com/ctibridge/ctibridge/nethcti"
 	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/sqldb"
 )
@@ -127,6 +128,7 @@ func (d *storeDB) migrate(ctx context.Context) ([]string, error) {
 		{"phonebook", phonebook.Schema.MigratePostgres, phonebook.Schema.MigrateSQLite},
 		{"history", history.Schema.MigratePostgres, history.Schema.MigrateSQLite},
 		{"sessions", authdb.Schema.MigratePostgres, authdb.Schema.MigrateSQLite},
+		{"nethcti", nethcti.Schema.MigratePostgres, nethcti.Schema.MigrateSQLite},
 	} {
 		var v []int
 		var err error

@@ -68,6 +68,7 @@ type serveConfig struct {
 	wsOrigins               string
 	dir                     dirConfig
 	bus                     busConfig
+	nethcti                 nethctiConfig
 }
 
 func serveSettings(c *serveConfig) *settings {
@@ -119,6 +120,7 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): signed call events POSTed to CRMs and scripts")
 	directorySettings(s, &c.dir)
 	busSettings(s, &c.bus)
+	nethctiSettings(s, &c.nethcti)
 	s.str(&c.logFormat, "log-format", "text", "log format: text or json")
 	s.str(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return s

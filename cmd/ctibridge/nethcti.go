@@ -1,0 +1,156 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ctibridge/ctibridge/nethcti"
+	"github.com/ctibridge/ctibridge/rest"
+)
+
+// nethctiConfig is the NethCTI front's settings (docs/nethcti-compat.md).
+type nethctiConfig struct {
+	on            bool
+	secretFile    string
+	endpointTypes string
+	phoneUser     string
+	phonePassword string
+	phones        []nethcti.PhoneRule // the file's nethcti-phones section; nil: nethcti.DefaultPhones
+}
+
+// nethctiSettings adds the front's settings, and the file's
+// nethcti-phones section, to s.
+func nethctiSettings(s *settings, c *nethctiConfig) {
+	s.boolean(&c.on, "nethcti", false, "serve NethVoice's clients (CTI web app, phone-island, NethLink) at /api/... and /webrest/... (docs/nethcti-compat.md)")
+	s.str(&c.secretFile, "nethcti-secret-file", "", "file holding the secret that signs the NethCTI tokens (default <data-dir>/nethcti-secret, made at first start)")
+	s.str(&c.endpointTypes, "nethcti-endpoint-types", "", "NethCTI device types by extension prefix, prefix=type,... with type webrtc, nethlink or mobile (92=webrtc,93=nethlink); others are physical")
+	s.str(&c.phoneUser, "nethcti-phone-user", "", "web user of the desk phones, for their action URLs (answer, hold, mute)")
+	s.str(&c.phonePassword, "nethcti-phone-password", "", "web password of the desk phones (prefer the env var or the file to a flag)")
+	if s.sections == nil {
+		s.sections = map[string]func(*yaml.Node) error{}
+	}
+	s.sections["nethcti-phones"] = func(n *yaml.Node) error {
+		if n.Kind != yaml.SequenceNode {
+			return errors.New("want a list of {vendor, match, answer, hold, mute}")
+		}
+		c.phones = nil
+		for _, item := range n.Content {
+			if err := knownKeys(item, "vendor", "match", "answer", "hold", "mute"); err != nil {
+				return fmt.Errorf("line %d: %w", item.Line, err)
+			}
+			var r struct{ Vendor, Match, Answer, Hold, Mute string }
+			if err := item.Decode(&r); err != nil {
+				return fmt.Errorf("line %d: %w", item.Line, err)
+			}
+			c.phones = append(c.phones, nethcti.PhoneRule{Vendor: r.Vendor, Match: r.Match, Answer: r.Answer, Hold: r.Hold, Mute: r.Mute})
+		}
+		return nil
+	}
+}
+
+// parseEndpointTypes reads --nethcti-endpoint-types into a function of
+// an extension (the longest prefix wins).
+func parseEndpointTypes(s string) (func(string) string, error) {
+	rules := map[string]string{}
+	for _, f := range splitList(s) {
+		prefix, typ, ok := strings.Cut(f, "=")
+		prefix, typ = strings.TrimSpace(prefix), strings.TrimSpace(typ)
+		if !ok || prefix == "" || (typ != "webrtc" && typ != "nethlink" && typ != "mobile" && typ != "physical") {
+			return nil, configError{fmt.Errorf("nethcti-endpoint-types: %q is not prefix=webrtc|nethlink|mobile|physical", f)}
+		}
+		rules[prefix] = typ
+	}
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	return func(exten string) string {
+		best, typ := -1, ""
+		for p, t := range rules {
+			if strings.HasPrefix(exten, p) && len(p) > best {
+				best, typ = len(p), t
+			}
+		}
+		return typ
+	}, nil
+}
+
+// nethctiSecret reads the token secret, making it (32 random bytes, hex,
+// mode 0600) when the file does not exist, so tokens survive restarts.
+func nethctiSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		var k [32]byte
+		rand.Read(k[:])
+		b = []byte(hex.EncodeToString(k[:]))
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	b = []byte(strings.TrimSpace(string(b)))
+	if len(b) < 16 {
+		return nil, fmt.Errorf("%s: the secret must be at least 16 bytes", path)
+	}
+	return b, nil
+}
+
+// openNethCTI builds the front over the native API and mounts it at
+// /api/ and /webrest/ of mux; nothing without --nethcti. Its persistent
+// tokens are read back with the stores' background work.
+func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state rest.State, mux *http.ServeMux) error {
+	nc := c.nethcti
+	if !nc.on {
+		return nil
+	}
+	path := nc.secretFile
+	if path == "" {
+		path = filepath.Join(c.dataDir, "nethcti-secret")
+	}
+	secret, err := nethctiSecret(path)
+	if err != nil {
+		return fmt.Errorf("--nethcti-secret-file: %w", err)
+	}
+	types, err := parseEndpointTypes(nc.endpointTypes)
+	if err != nil {
+		return err
+	}
+	var store nethcti.Store = nethcti.NewMemStore()
+	if b.stores.gate != nil {
+		store = nethcti.NewSQLStore(b.stores.gate.Conn())
+	} else {
+		b.log.Warn("no local database: NethCTI settings and persistent tokens live in memory only")
+	}
+	phone := nethcti.NewPhoneClient(nc.phoneUser, nc.phonePassword)
+	b.stores.closers = append(b.stores.closers, phone.Close)
+	cfg := nethcti.Config{Auth: b.auth, API: api, State: state, Secret: secret, Store: store, EndpointTypes: types,
+		Phones: nc.phones, Phone: phone, ActionTimeout: c.actionTimeout, Log: b.log}
+	if b.client != nil {
+		cfg.PBX = b.client
+	}
+	if b.bus != nil {
+		cfg.PBX = b.bus
+	}
+	front, err := nethcti.New(cfg)
+	if err != nil {
+		return err
+	}
+	b.nethcti = front
+	b.stores.runs = append(b.stores.runs, front.Run)
+	mux.Handle(nethcti.PrefixAPI+"/", front)
+	mux.Handle(nethcti.PrefixWebrest+"/", front)
+	return nil
+}
