@@ -17,6 +17,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/rest"
 )
 
@@ -137,6 +138,7 @@ type fixture struct {
 	srv   *httptest.Server
 	phone *fakePhone
 	store *MemStore
+	hist  history.Store // nil unless newFixture's caller set one
 	// native tokens, and the compat ones once logged in
 	native map[string]string
 	jwt    map[string]string
@@ -146,9 +148,12 @@ var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
 // newFixture serves the native API at / and the front at /api/ and
 // /webrest/, over a fake AMI server answering Success to everything.
-func newFixture(t testing.TB) *fixture {
+func newFixture(t testing.TB) *fixture { return newFixtureHistory(t, nil) }
+
+// newFixtureHistory is newFixture with a call history.
+func newFixtureHistory(t testing.TB, hist history.Store) *fixture {
 	t.Helper()
-	f := &fixture{t: t, native: map[string]string{}, jwt: map[string]string{}, phone: &fakePhone{}, store: NewMemStore()}
+	f := &fixture{t: t, native: map[string]string{}, jwt: map[string]string{}, phone: &fakePhone{}, store: NewMemStore(), hist: hist}
 	f.eng = recordedEngine(t)
 	f.svc = auth.NewService(testUsers(t), auth.Config{})
 	f.ami = amitest.NewServer(t)
@@ -187,7 +192,8 @@ func newFixture(t testing.TB) *fixture {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	api, err := rest.NewHandler(rest.Config{Auth: f.svc, State: engineState{f.eng}, PBX: c, AccessLogEvery: -1})
+	api, err := rest.NewHandler(rest.Config{Auth: f.svc, State: engineState{f.eng}, PBX: c, AccessLogEvery: -1,
+		History: f.hist, HistoryLocation: time.UTC})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ func (f *Front) register() {
 		return f.withUsernames(w, r, id, "/astproxy/extension/"+r.PathValue("exten"), true)
 	})
 	f.handle(onBoth, "POST /astproxy/{name}", false, f.action)
+	f.handle(onAPI, "GET /history/calls", false, f.historyCalls)
 
 	// Served by the native API as they are (the same shapes, or shapes
 	// the clients read as they are).
@@ -41,6 +42,7 @@ func (f *Front) register() {
 		"GET /astproxy/conference/{endpoint}", "GET /astproxy/cfcall/{type}/{endpoint}", "GET /astproxy/dnd/{endpoint}",
 		"GET /voicemail/new_counters", "GET /phonebook/search/{term}", "GET /phonebook/contact/{id}",
 		"POST /phonebook/create", "POST /phonebook/modify_cticontact", "POST /phonebook/delete_cticontact",
+		"GET /historycall/interval/user/{username}/{from}/{to}", "GET /histcallswitch/interval/{from}/{to}",
 	} {
 		f.handle(onBoth, p, false, f.passThrough)
 	}
