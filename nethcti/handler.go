@@ -28,6 +28,10 @@ type Config struct {
 	// State gives the live state (the extensions' conversations and user
 	// agents, for the actions the native API has no route for).
 	State rest.State
+	// Phonebook is the native API's phonebook (rest.Config.Phonebook),
+	// for the lists its routes do not serve: all contacts, speed dials;
+	// nil: those answer 503.
+	Phonebook rest.Phonebook
 	// PBX sends the AMI actions of dtmf, mute and unmute; nil: 503.
 	PBX rest.PBX
 	// Secret signs the JWTs (HS256) and seals the sessions in them; at

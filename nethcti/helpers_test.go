@@ -18,6 +18,7 @@ import (
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/history"
+	"github.com/ctibridge/ctibridge/phonebook"
 	"github.com/ctibridge/ctibridge/rest"
 )
 
@@ -139,6 +140,7 @@ type fixture struct {
 	phone *fakePhone
 	store *MemStore
 	hist  history.Store // nil unless newFixture's caller set one
+	book  *phonebook.Book
 	// native tokens, and the compat ones once logged in
 	native map[string]string
 	jwt    map[string]string
@@ -148,12 +150,18 @@ var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
 // newFixture serves the native API at / and the front at /api/ and
 // /webrest/, over a fake AMI server answering Success to everything.
-func newFixture(t testing.TB) *fixture { return newFixtureHistory(t, nil) }
+func newFixture(t testing.TB) *fixture { return newFixtureStores(t, nil, nil) }
 
 // newFixtureHistory is newFixture with a call history.
 func newFixtureHistory(t testing.TB, hist history.Store) *fixture {
+	return newFixtureStores(t, hist, nil)
+}
+
+// newFixtureStores is newFixture with a call history and a phonebook.
+func newFixtureStores(t testing.TB, hist history.Store, book *phonebook.Book) *fixture {
 	t.Helper()
-	f := &fixture{t: t, native: map[string]string{}, jwt: map[string]string{}, phone: &fakePhone{}, store: NewMemStore(), hist: hist}
+	f := &fixture{t: t, native: map[string]string{}, jwt: map[string]string{}, phone: &fakePhone{}, store: NewMemStore(),
+		hist: hist, book: book}
 	f.eng = recordedEngine(t)
 	f.svc = auth.NewService(testUsers(t), auth.Config{})
 	f.ami = amitest.NewServer(t)
@@ -192,14 +200,22 @@ func newFixtureHistory(t testing.TB, hist history.Store) *fixture {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	api, err := rest.NewHandler(rest.Config{Auth: f.svc, State: engineState{f.eng}, PBX: c, AccessLogEvery: -1,
-		History: f.hist, HistoryLocation: time.UTC})
+	rcfg := rest.Config{Auth: f.svc, State: engineState{f.eng}, PBX: c, AccessLogEvery: -1,
+		History: f.hist, HistoryLocation: time.UTC}
+	if f.book != nil {
+		rcfg.Phonebook = f.book // never a nil pointer in the interface
+	}
+	api, err := rest.NewHandler(rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.api = api
-	f.front, err = New(Config{Auth: f.svc, API: api, State: engineState{f.eng}, PBX: c, Secret: testSecret,
-		Store: f.store, Phone: f.phone})
+	cfg := Config{Auth: f.svc, API: api, State: engineState{f.eng}, PBX: c, Secret: testSecret,
+		Store: f.store, Phone: f.phone}
+	if f.book != nil {
+		cfg.Phonebook = f.book
+	}
+	f.front, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

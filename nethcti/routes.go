@@ -33,6 +33,11 @@ func (f *Front) register() {
 	})
 	f.handle(onBoth, "POST /astproxy/{name}", false, f.action)
 	f.handle(onAPI, "GET /history/calls", false, f.historyCalls)
+	f.handle(onBoth, "GET /phonebook/search", false, f.pbSearch)
+	f.handle(onBoth, "GET /phonebook/search/{$}", false, f.pbSearch)
+	f.handle(onBoth, "GET /phonebook/search/{term}", false, f.pbSearch)
+	f.handle(onBoth, "GET /phonebook/cticontact/{id}", false, f.ctiContact)
+	f.handle(onBoth, "GET /phonebook/speeddials", false, f.speedDials)
 
 	// Served by the native API as they are (the same shapes, or shapes
 	// the clients read as they are).
@@ -40,7 +45,7 @@ func (f *Front) register() {
 		"GET /user/presence", "GET /user/presencelist", "GET /astproxy/queues", "GET /astproxy/queue/{queue}",
 		"GET /astproxy/parkings", "GET /astproxy/trunks", "GET /astproxy/conversations", "GET /astproxy/conferences",
 		"GET /astproxy/conference/{endpoint}", "GET /astproxy/cfcall/{type}/{endpoint}", "GET /astproxy/dnd/{endpoint}",
-		"GET /voicemail/new_counters", "GET /phonebook/search/{term}", "GET /phonebook/contact/{id}",
+		"GET /voicemail/new_counters", "GET /phonebook/contact/{id}",
 		"POST /phonebook/create", "POST /phonebook/modify_cticontact", "POST /phonebook/delete_cticontact",
 		"GET /historycall/interval/user/{username}/{from}/{to}", "GET /histcallswitch/interval/{from}/{to}",
 	} {

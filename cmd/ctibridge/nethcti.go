@@ -137,7 +137,7 @@ func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state rest.State, 
 	phone := nethcti.NewPhoneClient(nc.phoneUser, nc.phonePassword)
 	b.stores.closers = append(b.stores.closers, phone.Close)
 	cfg := nethcti.Config{Auth: b.auth, API: api, State: state, Secret: secret, Store: store, EndpointTypes: types,
-		Phones: nc.phones, Phone: phone, ActionTimeout: c.actionTimeout, Log: b.log}
+		Phones: nc.phones, Phone: phone, Phonebook: b.stores.phonebook, ActionTimeout: c.actionTimeout, Log: b.log}
 	if b.client != nil {
 		cfg.PBX = b.client
 	}

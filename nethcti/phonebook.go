@@ -1,0 +1,99 @@
+package nethcti
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/phonebook"
+)
+
+// The phonebook as the web app and NethLink list it: the search with an
+// empty term lists every contact the user may see (the store's Search
+// with "" is that), cticontact/{id} is the native contact read, and the
+// speed dials are the user's own contacts of type speeddial. They read
+// Config.Phonebook (the native API's) as the user, with the native
+// rules of what a user sees. view=company (contacts grouped by company)
+// and a visibility other than all are not served (501), never ignored.
+
+var errNoPhonebook = apiError(http.StatusServiceUnavailable, "no_phonebook", "no phonebook is configured")
+
+// pbActor is the native phonebook's actor of u.
+func pbActor(u *auth.User) phonebook.Actor {
+	return phonebook.Actor{User: u.Username, Admin: auth.Allowed(u, auth.PhonebookWrite, "")}
+}
+
+// pbSearch serves GET /phonebook/search[/{term}]: the native search, or
+// with no term the list of every contact.
+func (f *Front) pbSearch(w http.ResponseWriter, r *http.Request, id Identity, legacy bool) int {
+	q := r.URL.Query()
+	if v := q.Get("view"); v == "company" {
+		return writeErr(w, r, notImplemented("view=company (contacts grouped by company) is not served"))
+	}
+	if v := q.Get("visibility"); v != "" && v != "all" {
+		return writeErr(w, r, notImplemented("visibility="+v+" is not served: only all"))
+	}
+	if term := r.PathValue("term"); term != "" {
+		return f.passThrough(w, r, id, legacy)
+	}
+	if f.cfg.Phonebook == nil {
+		return writeErr(w, r, errNoPhonebook)
+	}
+	limit, err1 := atoiDefault(q.Get("limit"), phonebook.DefaultLimit)
+	offset, err2 := atoiDefault(q.Get("offset"), 0)
+	if err1 != nil || err2 != nil {
+		return writeErr(w, r, badRequest("limit and offset must be non-negative integers"))
+	}
+	p, err := f.cfg.Phonebook.Search(r.Context(), pbActor(id.User), "", limit, offset)
+	if err != nil {
+		return writeErr(w, r, err)
+	}
+	return writeJSON(w, http.StatusOK, p)
+}
+
+func atoiDefault(s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, strconv.ErrSyntax
+	}
+	if n == 0 {
+		return def, nil
+	}
+	return n, nil
+}
+
+// ctiContact serves GET /phonebook/cticontact/{id}: the native contact
+// read.
+func (f *Front) ctiContact(w http.ResponseWriter, r *http.Request, id Identity, _ bool) int {
+	return f.native(w, r, id, http.MethodGet, "/phonebook/contact/"+r.PathValue("id"), nil)
+}
+
+// maxSpeedDials bounds the contacts scanned for the user's speed dials.
+const maxSpeedDials = 5000
+
+// speedDials serves GET /phonebook/speeddials: the user's own contacts of
+// type speeddial (the web app keeps its favourites there), as a list.
+func (f *Front) speedDials(w http.ResponseWriter, r *http.Request, id Identity, _ bool) int {
+	if f.cfg.Phonebook == nil {
+		return writeErr(w, r, errNoPhonebook)
+	}
+	out := []phonebook.Contact{}
+	for offset := 0; offset < maxSpeedDials; offset += phonebook.MaxLimit {
+		p, err := f.cfg.Phonebook.Search(r.Context(), pbActor(id.User), "", phonebook.MaxLimit, offset)
+		if err != nil {
+			return writeErr(w, r, err)
+		}
+		for _, c := range p.Rows {
+			if c.Type == "speeddial" && c.OwnerID == id.User.Username {
+				out = append(out, c)
+			}
+		}
+		if offset+len(p.Rows) >= p.Count || len(p.Rows) == 0 {
+			break
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,94 @@
+package nethcti
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/ctibridge/ctibridge/phonebook"
+)
+
+// phonebookFixture has a public contact, alice's private contact and
+// speed dial, and bob's speed dial.
+func phonebookFixture(t *testing.T) *fixture {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "p.db")+"?_pragma=busy_timeout(10000)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := phonebook.Schema.MigrateSQLite(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	book := phonebook.NewBook(phonebook.NewSQLite(db, phonebook.Normalizer{}), phonebook.Config{})
+	ctx := context.Background()
+	for _, c := range []struct {
+		owner string
+		admin bool
+		c     phonebook.Contact
+	}{
+		{"root", true, phonebook.Contact{Type: "public", Name: "Mario Rossi", Company: "Nethesis", WorkPhone: "0721405516"}},
+		{"alice", false, phonebook.Contact{Type: "private", Name: "Alice's dentist", CellPhone: "3331112222"}},
+		{"alice", false, phonebook.Contact{Type: "speeddial", Name: "Bob", SpeeddialNum: "202", Notes: "speeddial-favorite"}},
+		{"bob", false, phonebook.Contact{Type: "speeddial", Name: "Carol", SpeeddialNum: "203"}},
+	} {
+		if _, err := book.Create(ctx, phonebook.Actor{User: c.owner, Admin: c.admin}, c.c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return newFixtureStores(t, nil, book)
+}
+
+func names(t *testing.T, rows []phonebook.Contact) []string {
+	var out []string
+	for _, c := range rows {
+		out = append(out, c.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestPhonebookLists: the web app's and NethLink's lists (nethvoice-cti
+// lib/phonebook.ts, nethlink useNethVoiceAPI.ts Phonebook.search and
+// speeddials) show what the native search shows the user.
+func TestPhonebookLists(t *testing.T) {
+	f := phonebookFixture(t)
+	for _, path := range []string{"/phonebook/search/?offset=0&limit=10&view=all&visibility=all&sort=displayname", "/phonebook/search"} {
+		r := f.apiDo("GET", path, "alice", "")
+		var p phonebook.Page
+		json.Unmarshal(r.body, &p)
+		if want := []string{"Alice's dentist", "Bob", "Mario Rossi"}; r.status != 200 || p.Count != 3 || !slices.Equal(names(t, p.Rows), want) {
+			t.Errorf("%s: %d %s, want %v", path, r.status, r.body, want)
+		}
+	}
+	r := f.apiDo("GET", "/phonebook/speeddials", "alice", "")
+	var sd []phonebook.Contact
+	json.Unmarshal(r.body, &sd)
+	if r.status != 200 || !slices.Equal(names(t, sd), []string{"Bob"}) {
+		t.Errorf("alice's speed dials: %d %s", r.status, r.body)
+	}
+	// cticontact is the native contact read: bob may not read alice's.
+	var dentist int64
+	var all phonebook.Page
+	json.Unmarshal(f.apiDo("GET", "/phonebook/search", "alice", "").body, &all)
+	for _, c := range all.Rows {
+		if c.Type == "private" {
+			dentist = c.ID
+		}
+	}
+	id := "/phonebook/cticontact/" + strconv.FormatInt(dentist, 10)
+	if a, b := f.apiDo("GET", id, "alice", ""), f.apiDo("GET", id, "bob", ""); a.status != 200 || b.status != 404 {
+		t.Errorf("cticontact: alice %d, bob %d %s; want 200 and 404", a.status, b.status, b.body)
+	}
+	for _, q := range []string{"/phonebook/search/?view=company", "/phonebook/search/mario?view=company", "/phonebook/search?visibility=private"} {
+		if r := f.apiDo("GET", q, "alice", ""); r.status != 501 {
+			t.Errorf("%s: %d, want 501", q, r.status)
+		}
+	}
+	if r := f.apiDo("GET", "/phonebook/search/mario", "alice", ""); r.status != 200 || !json.Valid(r.body) {
+		t.Errorf("search with a term: %d", r.status)
+	}
+}
