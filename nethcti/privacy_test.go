@@ -48,6 +48,7 @@ func TestReadsSameAsNative(t *testing.T) {
 					delete(m, "username")
 				}
 			}
+			unshape(t, p, gv)
 			if !reflect.DeepEqual(gv, wv) {
 				t.Errorf("%s %s: the front shows\n%s\nthe native API\n%s", user, p, got.body, want.body)
 			}
@@ -58,6 +59,85 @@ func TestReadsSameAsNative(t *testing.T) {
 	r := f.apiDo("GET", "/astproxy/extension/201", "carol", "")
 	if strings.Contains(string(r.body), "PJSIP/201-") || strings.Contains(string(r.body), `"counterpartNum":"202"`) {
 		t.Errorf("carol sees alice's call: %s", r.body)
+	}
+}
+
+// unshape takes NethCTI's names added to the queue and parking reads
+// (shapes.go) out of v, checking each against the native field it
+// copies.
+func unshape(t *testing.T, path string, v any) {
+	t.Helper()
+	each := func(f func(map[string]any)) {
+		if strings.HasPrefix(path, "/astproxy/queue/") {
+			f(v.(map[string]any))
+			return
+		}
+		for _, e := range v.(map[string]any) {
+			f(e.(map[string]any))
+		}
+	}
+	same := func(m map[string]any, added, native string) {
+		if !reflect.DeepEqual(m[added], m[native]) {
+			t.Errorf("%s: %s %v, %s %v", path, added, m[added], native, m[native])
+		}
+		delete(m, added)
+	}
+	switch {
+	case strings.HasPrefix(path, "/astproxy/queue"):
+		each(func(q map[string]any) {
+			for a, n := range map[string]string{"completedCallsCount": "completed", "abandonedCallsCount": "abandoned",
+				"avgHoldTime": "holdTime", "avgTalkTime": "talkTime", "serviceLevelTimePeriod": "serviceLevel"} {
+				same(q, a, n)
+			}
+			if _, ok := q["serviceLevelPercentage"].(string); !ok {
+				t.Errorf("%s: serviceLevelPercentage %v", path, q["serviceLevelPercentage"])
+			}
+			delete(q, "serviceLevelPercentage")
+			for _, m := range q["members"].(map[string]any) {
+				m := m.(map[string]any)
+				same(m, "callsTakenCount", "callsTaken")
+				same(m, "lastPausedInReason", "pausedReason")
+				if m["queue"] != q["queue"] {
+					t.Errorf("%s: member's queue %v", path, m["queue"])
+				}
+				delete(m, "queue")
+			}
+			for _, c := range q["waitingCallers"].(map[string]any) {
+				c := c.(map[string]any)
+				same(c, "waitingTime", "waitingSince")
+				same(c, "id", "channel")
+				delete(c, "queue")
+			}
+		})
+	case path == "/astproxy/parkings":
+		each(func(p map[string]any) {
+			if pc, ok := p["parkedCaller"].(map[string]any); ok && len(pc) == 0 {
+				p["parkedCaller"] = nil
+			} else if ok {
+				delete(pc, "parking")
+				delete(pc, "timeout")
+			}
+		})
+	}
+}
+
+// TestParkingTimeLeft: a parked caller's timeout is the seconds left
+// (the space's 45 s less the 12 s parked: 33, then 0 once past).
+func TestParkingTimeLeft(t *testing.T) {
+	p := map[string]any{"parking": "701", "timeout": json.Number("45"),
+		"parkedCaller": map[string]any{"num": "0612345678", "parkedAt": json.Number("1796028600000")}}
+	nethParking(p, 1796028612)
+	if pc := p["parkedCaller"].(map[string]any); pc["timeout"] != int64(33) || pc["parking"] != "701" {
+		t.Errorf("after 12 s: %v", pc)
+	}
+	nethParking(p, 1796028700)
+	if pc := p["parkedCaller"].(map[string]any); pc["timeout"] != int64(0) {
+		t.Errorf("past the timeout: %v", pc)
+	}
+	free := map[string]any{"parking": "702", "timeout": json.Number("45"), "parkedCaller": nil}
+	nethParking(free, 1796028612)
+	if pc, ok := free["parkedCaller"].(map[string]any); !ok || len(pc) != 0 {
+		t.Errorf("a free space's parkedCaller %v, want {}", free["parkedCaller"])
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,6 +28,7 @@ import (
 type readEntry struct {
 	snap         *calls.Snapshot // the state it was read at
 	users        *userNames      // the users set it names
+	tick         int64           // the second it was made at, for a shape that counts down; else 0
 	tag          []string        // the front's ETag: the native one with the users set's number
 	cacheControl []string
 	vary         []string
@@ -77,15 +79,28 @@ type readKey struct{ view, pbxs, path, query string }
 
 var recPool = sync.Pool{New: func() any { return newRecorder() }}
 
+// reshape turns a native read's body into NethCTI's, for one users set
+// at one time (Unix seconds; 0 when the shape does not depend on it).
+type reshape func(body []byte, names *userNames, r *http.Request, now int64) ([]byte, error)
+
 // withUsernames serves a native extension read (the collection, or one
 // extension when single) with "username" in every extension.
 func (f *Front) withUsernames(w http.ResponseWriter, r *http.Request, id Identity, path string, single bool) int {
+	return f.reshaped(w, r, id, path, 0, func(body []byte, names *userNames, r *http.Request, _ int64) ([]byte, error) {
+		return addUsernames(body, names, r.PathValue("exten"), single)
+	})
+}
+
+// reshaped serves a native read reshaped, from the cache while the state
+// version, the users set and tick (the second, for a shape that counts
+// down; else 0) are those it was made at.
+func (f *Front) reshaped(w http.ResponseWriter, r *http.Request, id Identity, path string, tick int64, shape reshape) int {
 	names, snap := f.namesOf(), f.cfg.State.Snapshot()
 	key := readKey{auth.ViewOf(id.User).Key(), id.User.PBXKey(), path, r.URL.RawQuery}
 	e := f.reads.get(key)
-	if e == nil || e.snap != snap || e.users != names {
+	if e == nil || e.snap != snap || e.users != names || e.tick != tick {
 		var status int
-		if e, status = f.readNative(w, r, id, path, single, key, snap, names); e == nil {
+		if e, status = f.readNative(w, r, id, path, key, snap, names, tick, shape); e == nil {
 			return status
 		}
 	}
@@ -113,8 +128,8 @@ func (f *Front) withUsernames(w http.ResponseWriter, r *http.Request, id Identit
 // readNative asks the native handler for the read as id's user and
 // caches its body with usernames for snap. On a native refusal it has
 // answered w and returns a nil entry.
-func (f *Front) readNative(w http.ResponseWriter, r *http.Request, id Identity, path string, single bool, key readKey,
-	snap *calls.Snapshot, names *userNames) (*readEntry, int) {
+func (f *Front) readNative(w http.ResponseWriter, r *http.Request, id Identity, path string, key readKey,
+	snap *calls.Snapshot, names *userNames, tick int64, shape reshape) (*readEntry, int) {
 	rec := recPool.Get().(*recorder)
 	defer func() {
 		clear(rec.hdr)
@@ -131,12 +146,15 @@ func (f *Front) readNative(w http.ResponseWriter, r *http.Request, id Identity, 
 	if rec.status != http.StatusOK {
 		return nil, rec.copyTo(w)
 	}
-	body, err := addUsernames(rec.body.Bytes(), names, r.PathValue("exten"), single)
+	body, err := shape(rec.body.Bytes(), names, r, tick)
 	if err != nil {
 		return nil, writeErr(w, r, err)
 	}
-	etag := strings.Join(rec.hdr["Etag"], "")
-	e := &readEntry{snap: snap, users: names, body: body, tag: []string{strings.TrimSuffix(etag, `"`) + "-u" + names.seq + `"`},
+	etag := strings.TrimSuffix(strings.Join(rec.hdr["Etag"], ""), `"`) + "-u" + names.seq
+	if tick != 0 {
+		etag += "-t" + strconv.FormatInt(tick, 10)
+	}
+	e := &readEntry{snap: snap, users: names, tick: tick, body: body, tag: []string{etag + `"`},
 		cacheControl: rec.hdr["Cache-Control"], vary: rec.hdr["Vary"], stale: rec.hdr["X-Ctibridge-Stale"]}
 	f.reads.put(key, e)
 	return e, http.StatusOK

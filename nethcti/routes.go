@@ -31,6 +31,9 @@ func (f *Front) register() {
 	f.handle(onBoth, "GET /astproxy/extension/{exten}", false, func(w http.ResponseWriter, r *http.Request, id Identity, _ bool) int {
 		return f.withUsernames(w, r, id, "/astproxy/extension/"+r.PathValue("exten"), true)
 	})
+	f.handle(onBoth, "GET /astproxy/queues", false, f.queues)
+	f.handle(onBoth, "GET /astproxy/queue/{queue}", false, f.queues)
+	f.handle(onBoth, "GET /astproxy/parkings", false, f.parkings)
 	f.handle(onBoth, "POST /astproxy/{name}", false, f.action)
 	f.handle(onAPI, "GET /history/calls", false, f.historyCalls)
 	f.handle(onBoth, "GET /phonebook/search", false, f.pbSearch)
@@ -42,8 +45,7 @@ func (f *Front) register() {
 	// Served by the native API as they are (the same shapes, or shapes
 	// the clients read as they are).
 	for _, p := range []string{
-		"GET /user/presence", "GET /user/presencelist", "GET /astproxy/queues", "GET /astproxy/queue/{queue}",
-		"GET /astproxy/parkings", "GET /astproxy/trunks", "GET /astproxy/conversations", "GET /astproxy/conferences",
+		"GET /user/presence", "GET /user/presencelist", "GET /astproxy/trunks", "GET /astproxy/conversations", "GET /astproxy/conferences",
 		"GET /astproxy/conference/{endpoint}", "GET /astproxy/cfcall/{type}/{endpoint}", "GET /astproxy/dnd/{endpoint}",
 		"GET /voicemail/new_counters", "GET /phonebook/contact/{id}",
 		"POST /phonebook/create", "POST /phonebook/modify_cticontact", "POST /phonebook/delete_cticontact",
