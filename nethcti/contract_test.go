@@ -79,10 +79,23 @@ func TestContract(t *testing.T) {
 				"*.port", "*.sipuseragent", "*.username", "201.conversations.*.id", "201.conversations.*.owner",
 				"201.conversations.*.counterpartNum", "201.conversations.*.counterpartName", "201.conversations.*.startTime",
 				"201.conversations.*.connected", "201.conversations.*.direction", "201.conversations.*.recording",
-				"201.conversations.*.throughQueue", "201.conversations.*.queueId", "201.conversations.*.linkedId", "201.conversations.*.uniqueId"},
+				"201.conversations.*.throughQueue", "201.conversations.*.queueId", "201.conversations.*.linkedId", "201.conversations.*.uniqueId",
+				"201.conversations.*.chSource.callerNum", "201.conversations.*.chSource.callerName", "201.conversations.*.chSource.bridgedNum",
+				"201.conversations.*.chDest.callerNum", "201.conversations.*.chDest.callerName", "201.conversations.*.chDest.inConference"},
 			check: func(t *testing.T, _ *fixture, r response) {
-				if u := r.json(t).(map[string]any)["202"].(map[string]any)["username"]; u != "bob" {
+				exts := r.json(t).(map[string]any)
+				if u := exts["202"].(map[string]any)["username"]; u != "bob" {
 					t.Errorf("202's username %v, want bob", u)
+				}
+				// Alice (201) called Bob (202): the id names her channel
+				// first (status_actions_during_call.md).
+				for _, c := range exts["201"].(map[string]any)["conversations"].(map[string]any) {
+					c := c.(map[string]any)
+					s, d := c["chSource"].(map[string]any), c["chDest"].(map[string]any)
+					if s["channel"] != "PJSIP/201-00000036" || s["callerNum"] != "201" || s["bridgedNum"] != "202" ||
+						d["channel"] != "PJSIP/202-00000037" || d["callerNum"] != "202" || d["bridgedNum"] != "201" || d["inConference"] != false {
+						t.Errorf("alice's conversation: chSource %v chDest %v", s, d)
+					}
 				}
 			}},
 		{client: "nethvoice-cti lib/queuesLib.ts, phone-island (queues)", method: "GET", path: "/astproxy/queues", user: "alice", status: 200,

@@ -30,7 +30,10 @@
 // shape (user.go, profile.go: the only map between ctibridge's
 // capabilities and NethCTI's permissions); settings and the default
 // device in the Store; "username" on every extension of the extension
-// reads (reads.go: made once per state version, view and users set);
+// reads and chSource/chDest on their conversations, NethCTI's names in
+// the queue and parking reads (reads.go, shapes.go: made once per state
+// version, view and users set, and served from memory); /history/calls
+// and the phonebook's lists (history.go, phonebook.go);
 // NethCTI's action bodies read leniently and put in the native bodies
 // (actions.go), and the actions the native API has no route for: dtmf
 // (AMI PlayDTMF), mute and unmute (AMI MuteAudio), hangup_mainexten and

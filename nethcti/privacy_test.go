@@ -46,6 +46,16 @@ func TestReadsSameAsNative(t *testing.T) {
 						t.Errorf("%s %s: %s's username %v, want %q", user, p, k, m["username"], owners[k])
 					}
 					delete(m, "username")
+					for _, c := range m["conversations"].(map[string]any) {
+						c := c.(map[string]any)
+						src, dst, _ := strings.Cut(c["id"].(string), ">")
+						s, d := c["chSource"].(map[string]any), c["chDest"].(map[string]any)
+						if s["channel"] != src || d["channel"] != dst {
+							t.Errorf("%s %s: channels %v %v of %v", user, p, s["channel"], d["channel"], c["id"])
+						}
+						delete(c, "chSource")
+						delete(c, "chDest")
+					}
 				}
 			}
 			unshape(t, p, gv)

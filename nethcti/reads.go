@@ -195,51 +195,51 @@ var (
 
 var errBadNative = errors.New("nethcti: the native read is not a JSON object")
 
-// addUsernames puts "username" first in every extension object of body
-// (the collection keyed by number, or one extension numbered exten).
+// addUsernames reshapes body (the collection keyed by number, or one
+// extension numbered exten) into NethCTI's extensions: "username" (the
+// owner's), and every conversation's chSource and chDest.
 func addUsernames(body []byte, names *userNames, exten string, single bool) ([]byte, error) {
-	body = bytes.TrimSpace(body)
 	if single {
-		return withUsername(nil, body, names.byExt[exten])
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, errBadNative
-	}
-	out := make([]byte, 0, len(body)+len(body)/16)
-	out = append(out, '{')
-	for first := true; dec.More(); first = false {
-		t, err := dec.Token()
-		k, ok := t.(string)
-		if err != nil || !ok {
-			return nil, errBadNative
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, errBadNative
-		}
-		if !first {
-			out = append(out, ',')
-		}
-		kb, _ := json.Marshal(k)
-		out = append(append(out, kb...), ':')
-		if out, err = withUsername(out, raw, names.byExt[k]); err != nil {
+		m, err := decodeObject(body)
+		if err != nil {
 			return nil, err
 		}
+		nethExtension(m, names.byExt[exten])
+		return json.Marshal(m)
 	}
-	return append(out, '}', '\n'), nil
+	return eachEntityKeyed(body, func(k string, x map[string]any) { nethExtension(x, names.byExt[k]) })
 }
 
-// withUsername appends obj (a JSON object) to b with "username" first.
-func withUsername(b, obj []byte, username string) ([]byte, error) {
-	if len(obj) < 2 || obj[0] != '{' {
-		return nil, errBadNative
+// nethExtension adds NethCTI's fields to an extension: username, and its
+// conversations' channel objects. chSource is the channel the
+// conversation's id names first (the caller's), chDest the second; each
+// says its party's number and name and the other's (bridged), from the
+// extension and the counterpart as the user may see them (a hidden
+// number stays "", an opaque channel opaque).
+func nethExtension(x map[string]any, username string) {
+	x["username"] = username
+	convs, _ := x["conversations"].(map[string]any)
+	for _, c := range convs {
+		c, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, _ := c["id"].(string)
+		src, dst, _ := strings.Cut(id, ">")
+		own := map[string]any{"callerNum": x["exten"], "callerName": x["name"]}
+		other := map[string]any{"callerNum": c["counterpartNum"], "callerName": c["counterpartName"]}
+		first, second := other, own
+		if c["direction"] == "out" {
+			first, second = own, other
+		}
+		for _, ch := range []struct {
+			m, peer map[string]any
+			name    string
+		}{{first, second, src}, {second, first, dst}} {
+			ch.m["type"], ch.m["channel"], ch.m["inConference"], ch.m["startTime"] = "channel", ch.name, c["inConference"], c["startTime"]
+		}
+		first["bridgedNum"], first["bridgedName"] = second["callerNum"], second["callerName"]
+		second["bridgedNum"], second["bridgedName"] = first["callerNum"], first["callerName"]
+		c["chSource"], c["chDest"] = first, second
 	}
-	ub, _ := json.Marshal(username)
-	b = append(append(b, `{"username":`...), ub...)
-	rest := bytes.TrimSpace(obj[1:])
-	if len(rest) > 0 && rest[0] != '}' {
-		b = append(b, ',')
-	}
-	return append(b, rest...), nil
 }

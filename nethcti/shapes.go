@@ -23,7 +23,7 @@ import (
 //     timeout, the seconds left before it returns (the space's timeout
 //     less the time parked, at least 0): made again each second.
 
-// decodeOrdered decodes a JSON object keeping numbers exact.
+// decodeObject decodes a JSON object keeping numbers exact.
 func decodeObject(b []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -82,20 +82,29 @@ func nethParking(p map[string]any, now int64) {
 // eachEntity reshapes a collection (keyed objects) or, when single, one
 // object.
 func eachEntity(body []byte, single bool, f func(map[string]any)) ([]byte, error) {
+	if !single {
+		return eachEntityKeyed(body, func(_ string, e map[string]any) { f(e) })
+	}
 	m, err := decodeObject(body)
 	if err != nil {
 		return nil, err
 	}
-	if single {
-		f(m)
-	} else {
-		for _, v := range m {
-			e, ok := v.(map[string]any)
-			if !ok {
-				return nil, errBadNative
-			}
-			f(e)
+	f(m)
+	return json.Marshal(m)
+}
+
+// eachEntityKeyed reshapes every object of a collection, given its key.
+func eachEntityKeyed(body []byte, f func(key string, e map[string]any)) ([]byte, error) {
+	m, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range m {
+		e, ok := v.(map[string]any)
+		if !ok {
+			return nil, errBadNative
 		}
+		f(k, e)
 	}
 	return json.Marshal(m)
 }
