@@ -3,6 +3,7 @@ package nethcti
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -433,7 +434,7 @@ func (f *Front) press(w http.ResponseWriter, r *http.Request, id Identity, endpo
 }
 
 func expandPhoneURL(tmpl, ip string) string {
-	if strings.Contains(ip, ":") && !strings.HasPrefix(ip, "[") {
+	if a := net.ParseIP(ip); a != nil && a.To4() == nil {
 		ip = "[" + ip + "]" // IPv6
 	}
 	return strings.ReplaceAll(tmpl, "{ip}", ip)

@@ -175,7 +175,13 @@ func (f *Front) CheckLegacy(user, tok string) (Identity, error) {
 		if e.as != user && e.username != user {
 			return Identity{}, ErrBadToken
 		}
-		return f.sessionIdentity(e.session)
+		id, err := f.sessionIdentity(e.session)
+		if errors.Is(err, ErrBadToken) {
+			c.mu.Lock()
+			delete(c.legacy, h) // its session has ended
+			c.mu.Unlock()
+		}
+		return id, err
 	}
 	return f.persistentIdentity(h, user)
 }
@@ -215,12 +221,23 @@ func (f *Front) persistentIdentity(h [32]byte, user string) (Identity, error) {
 	return Identity{User: u, Audience: r.Audience}, nil
 }
 
+// legacyPrune is the number of legacy tokens past which adding one
+// first forgets those whose session has ended (expired, revoked).
+const legacyPrune = 4096
+
 // addLegacy remembers a legacy token of a login session.
 func (f *Front) addLegacy(tok, as, username, session string) {
 	c := f.creds
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.legacy) >= legacyPrune {
+		for k, e := range c.legacy {
+			if _, _, err := f.auth.Authenticate(e.session); err != nil && !errors.Is(err, auth.ErrSessionsLoading) {
+				delete(c.legacy, k)
+			}
+		}
+	}
 	c.legacy[hashOf(tok)] = legacyEntry{as: as, username: username, session: session}
-	c.mu.Unlock()
 }
 
 // dropSession forgets the legacy tokens and cached JWTs of a session

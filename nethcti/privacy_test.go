@@ -256,6 +256,19 @@ func TestRevocation(t *testing.T) {
 	if s := me(jb); s != 401 {
 		t.Errorf("JWT after logout: %d, want 401", s)
 	}
+	// A legacy token ends with its session, and is forgotten then.
+	lr := f.do("POST", "/webrest/authentication/login", `{"username":"carol","password":"secret"}`)
+	tok := legacyToken("carol", "secret", strings.TrimPrefix(lr.header.Get("WWW-Authenticate"), "Digest "))
+	if s := f.do("GET", "/webrest/user/me", "", "Authorization", "carol:"+tok).status; s != 200 {
+		t.Fatalf("legacy token: %d", s)
+	}
+	f.svc.RevokeUser("carol")
+	if s := f.do("GET", "/webrest/user/me", "", "Authorization", "carol:"+tok).status; s != 401 {
+		t.Errorf("legacy token after the revocation: %d, want 401", s)
+	}
+	if _, held := f.front.creds.legacy[hashOf(tok)]; held {
+		t.Error("the ended legacy token is still held")
+	}
 	// A forged JWT (signed with another secret) is refused.
 	other, _ := newKeys([]byte("another secret, 32 bytes long!!!"))
 	forged, _ := other.sign(claims{ID: "root", Audience: "phone-island", JTI: "x"})
