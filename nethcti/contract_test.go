@@ -43,10 +43,9 @@ func convOf(t *testing.T, f *fixture, user, exten string) string {
 	return ""
 }
 
-func TestContract(t *testing.T) {
-	f := newFixture(t)
-	aliceConv := convOf(t, f, "alice", "201")
-	rows := []contractRow{
+// userRows are the contract's logins, users and reads.
+func userRows() []contractRow {
+	return []contractRow{
 		{client: "nethvoice-cti pages/login.tsx doLogin", method: "POST", path: "/login", body: `{"username":"alice","password":"secret"}`,
 			status: 200, fields: []string{"token"}, check: func(t *testing.T, _ *fixture, r response) {
 				claims := jwtClaims(t, r.json(t).(map[string]any)["token"].(string))
@@ -105,6 +104,12 @@ func TestContract(t *testing.T) {
 				"support.abandonedCallsCount", "support.avgHoldTime", "support.serviceLevelPercentage"}},
 		{client: "nethvoice-cti lib/parks.ts", method: "GET", path: "/astproxy/parkings", user: "alice", status: 200,
 			fields: []string{"*.parking", "*.name", "*.parkedCaller"}},
+	}
+}
+
+// actionRows are the contract's actions, settings and tokens.
+func actionRows(aliceConv string) []contractRow {
+	return []contractRow{
 		{client: "nethvoice-cti services/user.ts changeStatus, nethlink setPresence", method: "POST", path: "/user/presence", user: "alice",
 			body: `{"status":"dnd"}`, status: 200},
 		{client: "phone-island src/services/astproxy.ts callPhysical", method: "POST", path: "/astproxy/call", user: "alice",
@@ -165,6 +170,11 @@ func TestContract(t *testing.T) {
 				}
 			}},
 	}
+}
+
+func TestContract(t *testing.T) {
+	f := newFixture(t)
+	rows := append(userRows(), actionRows(convOf(t, f, "alice", "201"))...)
 	for _, row := range rows {
 		t.Run(row.client+" "+row.path, func(t *testing.T) {
 			hdr := []string{}
@@ -235,6 +245,18 @@ func TestContractLegacy(t *testing.T) {
 	}
 	if g := f.do("GET", "/webrest/user/me", "", "Authorization", "bob:"+it.Token); g.status != 200 {
 		t.Errorf("the island token after the session's logout: %d, want 200 (persistent)", g.status)
+	}
+	// NethLink's persistent login (auth-exp: no-exp): the token outlives
+	// sessions, and its own logout ends it.
+	r = f.do("POST", "/webrest/authentication/login", `{"username":"carol","password":"secret"}`, "auth-exp", "no-exp")
+	pt := legacyToken("carol", "secret", strings.TrimPrefix(r.header.Get("WWW-Authenticate"), "Digest "))
+	f.svc.RevokeUser("carol")
+	if g := f.do("GET", "/webrest/user/me", "", "Authorization", "carol:"+pt); g.status != 200 {
+		t.Errorf("no-exp token: %d", g.status)
+	}
+	f.do("POST", "/webrest/authentication/logout", "{}", "Authorization", "carol:"+pt, "auth-exp", "no-exp")
+	if g := f.do("GET", "/webrest/user/me", "", "Authorization", "carol:"+pt); g.status != 401 {
+		t.Errorf("no-exp token after its logout: %d, want 401", g.status)
 	}
 	// The main extension logs in for its user, as in NethCTI.
 	r = f.do("POST", "/webrest/authentication/login", `{"username":"202","password":"secret"}`)
