@@ -53,6 +53,8 @@ func userRows() []contractRow {
 					t.Errorf("claims %v: want a boolean 2fa and id alice", claims)
 				}
 			}},
+		{client: "nethvoice-cti services/user.ts getParamUrl (not served: the app logs it)", method: "GET", path: "/user/paramurl",
+			user: "alice", status: 404, fields: []string{"error.code"}},
 		{client: "nethvoice-cti pages/login.tsx (401 shows Wrong username or password)", method: "POST", path: "/login",
 			body: `{"username":"alice","password":"wrong"}`, status: 401},
 		{client: "phone-island src/components/RestAPI.tsx (probe of the new API), nethvoice-cti services/user.ts", method: "GET",

@@ -53,6 +53,14 @@ func (f *Front) register() {
 	} {
 		f.handle(onBoth, p, false, f.passThrough)
 	}
+	f.mux.HandleFunc(PrefixAPI+"/", notServed)
+	f.mux.HandleFunc(PrefixWebrest+"/", notServed)
+}
+
+// notServed answers what the front does not serve with the native error
+// JSON (404), so the clients log it as they would any refusal.
+func notServed(w http.ResponseWriter, r *http.Request) {
+	writeErr(w, r, apiError(http.StatusNotFound, "not_found", "not served by ctibridge's NethCTI front: "+r.Method+" "+r.URL.Path))
 }
 
 // passThrough serves a route by the native API at the same path.
