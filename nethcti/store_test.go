@@ -126,3 +126,38 @@ func TestStoreDown(t *testing.T) {
 		t.Fatal("errDown is not unavailable")
 	}
 }
+
+// TestTokensSurviveRestart: a new front over the same database, secret
+// and sessions (serve restarted) accepts the login JWT and the
+// persistent token, once Run has read the tokens back (503 before).
+func TestTokensSurviveRestart(t *testing.T) {
+	f := newFixture(t)
+	store := storeBackends()["sqlite"](t)
+	f.front.store = store
+	jwt := f.login("alice")
+	r := f.apiDo("POST", "/tokens/persistent/phone-island", "alice", "")
+	var it struct{ Token string }
+	json.Unmarshal(r.body, &it)
+	if it.Token == "" {
+		t.Fatalf("persistent token: %d %s", r.status, r.body)
+	}
+	again, err := New(Config{Auth: f.svc, API: f.api, State: engineState{f.eng}, Secret: testSecret, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.CheckJWT(it.Token); !errors.Is(err, errNotLoaded) {
+		t.Errorf("persistent token before the read-back: %v, want the not-loaded error", err)
+	}
+	if err := again.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]string{"login": jwt, "persistent": it.Token} {
+		id, err := again.CheckToken("alice", tok)
+		if err != nil || id.User.Username != "alice" {
+			t.Errorf("%s JWT after the restart: %v %v", name, id, err)
+		}
+	}
+	if _, err := again.CheckToken("bob", it.Token); err == nil {
+		t.Error("alice's token accepted for bob")
+	}
+}
