@@ -1,8 +1,11 @@
 package nethcti
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/phonebook"
@@ -96,4 +99,51 @@ func (f *Front) speedDials(w http.ResponseWriter, r *http.Request, id Identity, 
 		}
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// contactFields are the contact fields the native phonebook keeps.
+var contactFields = map[string]bool{"id": true, "type": true, "name": true, "company": true, "workphone": true,
+	"homephone": true, "cellphone": true, "fax": true, "workemail": true, "homeemail": true, "notes": true,
+	"speeddial_num": true, "owner_id": true, "source": true}
+
+// pbWrite serves POST /phonebook/create, modify_cticontact and
+// delete_cticontact with NethCTI's bodies: the fields the native
+// phonebook keeps go to the native route (an id given as a string is a
+// number there); a NethCTI-only field left empty is ignored, one with a
+// value is refused (400 naming it), never dropped.
+func (f *Front) pbWrite(w http.ResponseWriter, r *http.Request, id Identity, legacy bool) int {
+	var raw json.RawMessage
+	if err := decodeLenient(w, r, &raw); err != nil {
+		return writeErr(w, r, err)
+	}
+	body, err := decodeObject(raw) // numbers kept exact
+	if err != nil {
+		return writeErr(w, r, badRequest("the body must be a JSON object"))
+	}
+	out := map[string]any{}
+	var dropped []string
+	for k, v := range body {
+		switch {
+		case contactFields[k]:
+			out[k] = v
+		case v != nil && v != "" && v != false:
+			dropped = append(dropped, k)
+		}
+	}
+	if len(dropped) > 0 {
+		slices.Sort(dropped)
+		return writeErr(w, r, badRequest("ctibridge's phonebook does not keep "+strings.Join(dropped, ", ")+": leave them empty"))
+	}
+	if s, ok := out["id"].(string); ok {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return writeErr(w, r, badRequest("id: want a number"))
+		}
+		out["id"] = n
+	}
+	prefix := PrefixAPI
+	if legacy {
+		prefix = PrefixWebrest
+	}
+	return f.nativeJSON(w, r, id, r.URL.Path[len(prefix):], out)
 }

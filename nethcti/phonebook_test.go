@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ctibridge/ctibridge/phonebook"
@@ -90,5 +91,35 @@ func TestPhonebookLists(t *testing.T) {
 	}
 	if r := f.apiDo("GET", "/phonebook/search/mario", "alice", ""); r.status != 200 || !json.Valid(r.body) {
 		t.Errorf("search with a term: %d", r.status)
+	}
+}
+
+// TestPhonebookWrites: the web app's and NethLink's contact bodies
+// (nethlink useNethVoiceAPI.ts createContact, deleteContact: the id as a
+// string) reach the native routes; a NethCTI-only field with a value is
+// refused, never dropped.
+func TestPhonebookWrites(t *testing.T) {
+	f := phonebookFixture(t)
+	r := f.apiDo("POST", "/phonebook/create", "alice", `{"type":"private","name":"Zoe","workphone":"0612345678","title":"","workstreet":"","extension":null}`)
+	var c phonebook.Contact
+	if json.Unmarshal(r.body, &c); r.status != 200 || c.ID == 0 || c.OwnerID != "alice" {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := f.apiDo("POST", "/phonebook/create", "alice", `{"type":"private","name":"Yves","workstreet":"Via Roma 1"}`); r.status != 400 ||
+		!strings.Contains(string(r.body), "workstreet") {
+		t.Errorf("a NethCTI-only field with a value: %d %s, want 400 naming it", r.status, r.body)
+	}
+	id := strconv.FormatInt(c.ID, 10)
+	if r := f.apiDo("POST", "/phonebook/modify_cticontact", "alice", `{"id":"`+id+`","type":"private","name":"Zoe B"}`); r.status != 200 {
+		t.Errorf("modify with a string id: %d %s", r.status, r.body)
+	}
+	if r := f.do("POST", "/webrest/phonebook/delete_cticontact", `{"id":"`+id+`"}`, "Authorization", "Bearer x"); r.status != 401 {
+		t.Errorf("delete without a legacy token: %d", r.status)
+	}
+	if r := f.apiDo("POST", "/phonebook/delete_cticontact", "bob", `{"id":"`+id+`"}`); r.status == 200 {
+		t.Error("bob deleted alice's contact")
+	}
+	if r := f.apiDo("POST", "/phonebook/delete_cticontact", "alice", `{"id":"`+id+`"}`); r.status != 200 {
+		t.Errorf("delete: %d %s", r.status, r.body)
 	}
 }

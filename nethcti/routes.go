@@ -41,6 +41,9 @@ func (f *Front) register() {
 	f.handle(onBoth, "GET /phonebook/search/{term}", false, f.pbSearch)
 	f.handle(onBoth, "GET /phonebook/cticontact/{id}", false, f.ctiContact)
 	f.handle(onBoth, "GET /phonebook/speeddials", false, f.speedDials)
+	for _, p := range []string{"POST /phonebook/create", "POST /phonebook/modify_cticontact", "POST /phonebook/delete_cticontact"} {
+		f.handle(onBoth, p, false, f.pbWrite)
+	}
 
 	// Served by the native API as they are (the same shapes, or shapes
 	// the clients read as they are).
@@ -48,7 +51,6 @@ func (f *Front) register() {
 		"GET /user/presence", "GET /user/presencelist", "GET /astproxy/trunks", "GET /astproxy/conversations", "GET /astproxy/conferences",
 		"GET /astproxy/conference/{endpoint}", "GET /astproxy/cfcall/{type}/{endpoint}", "GET /astproxy/dnd/{endpoint}",
 		"GET /voicemail/new_counters", "GET /phonebook/contact/{id}",
-		"POST /phonebook/create", "POST /phonebook/modify_cticontact", "POST /phonebook/delete_cticontact",
 		"GET /historycall/interval/user/{username}/{from}/{to}", "GET /histcallswitch/interval/{from}/{to}",
 	} {
 		f.handle(onBoth, p, false, f.passThrough)
