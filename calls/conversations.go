@@ -199,8 +199,14 @@ func (e *Engine) convFor(c *channel) Conversation {
 		(c.answeredAt != 0 && p != nil && p.state == stateUp && (c.bridge == nil || !c.bridge.holding))
 	var ex ConvExtra
 	x, role := e.xferOf(c, p)
+	var leg *channel
 	if x != nil {
 		ex.Transfer = Transfer{ID: x.id, State: x.state, Role: role, Consult: consult}
+		if consult {
+			if leg = consultLeg(c); leg != nil {
+				ex.Transfer.Leg = leg.name
+			}
+		}
 	}
 	ex.Parked = e.parkedOf(c)
 	if more.spyee != nil {
@@ -217,6 +223,9 @@ func (e *Engine) convFor(c *channel) Conversation {
 	}
 	if more.confRoom != "" {
 		cv.CounterpartNum = more.confRoom // the room, not whoever spoke last
+		return cv
+	}
+	if consult && e.consultCounterpart(&cv, leg, p) {
 		return cv
 	}
 	e.counterpart(&cv, c, p, out)

@@ -18,8 +18,12 @@
 //     (Atxfer, or the *2 feature) is tracked from the moment the
 //     transferer's channel moves from the bridge the transferee stays in to
 //     a consult bridge: the transferer then has two conversations (the
-//     held one and the outgoing consult), and every party's conversation
-//     says "transfer" {id, state, role} until it hangs up (transfer.go). A
+//     held one and the outgoing consult, which names the number the
+//     transfer dialled until its far end is an extension), and every
+//     party's conversation says "transfer" {id, state, role} until it
+//     hangs up (transfer.go). A transferer that hangs up while the target
+//     rings makes it a blonde transfer: the transferee's conversation
+//     names the target, not connected, until it answers. A
 //     parked party's conversation says "parked" and the parker's
 //     conversation disappears (parkings.go); a ChanSpy session shows the
 //     spied extension and the mode on the spy's conversation (spy.go); a

@@ -1,6 +1,10 @@
 package calls
 
-import "github.com/ctibridge/ctibridge/ami"
+import (
+	"strings"
+
+	"github.com/ctibridge/ctibridge/ami"
+)
 
 // Attended transfers as Asterisk's bridging core runs them (the Atxfer
 // action, or the *2 feature code): the transferer's one channel leaves the
@@ -30,6 +34,14 @@ type Transfer struct {
 	// Consult marks the transferer's consult conversation (not in the
 	// JSON: the other one is the held call); actions need to know which.
 	Consult bool
+	// Leg is, on the consult conversation only (not in the JSON), the
+	// channel bridged with the transferer in the consult bridge: the
+	// Local half the transfer dials through (the target's own channel
+	// once the pair optimised away). Hanging it up ends the consult as
+	// the target hanging up would, and Asterisk takes the transferer
+	// back to the held call; hanging up the target's channel while it
+	// rings would be a no answer to its dialplan (voicemail).
+	Leg string
 }
 
 // xfer is one attended transfer.
@@ -69,6 +81,14 @@ func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
 	if transferee == nil {
 		return
 	}
+	x := newXfer(c, prev, transferee)
+	c.more().xfer, transferee.more().xfer = x, x
+	e.touchXfer(x)
+}
+
+// newXfer is the transfer c starts by leaving held, where transferee
+// stays.
+func newXfer(c *channel, held *bridge, transferee *channel) *xfer {
 	heldID := c.lastID
 	if heldID == "" { // not published since the call was bridged (a batch)
 		heldID = transferee.name + ">" + c.name
@@ -83,9 +103,7 @@ func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
 		n = old.n + 1
 		id = c.uid + "/" + itoa(n)
 	}
-	x := &xfer{id: id, n: n, state: xferConsulting, transferer: c, held: prev, heldID: heldID, transferee: transferee}
-	c.more().xfer, transferee.more().xfer = x, x
-	e.touchXfer(x)
+	return &xfer{id: id, n: n, state: xferConsulting, transferer: c, held: held, heldID: heldID, transferee: transferee}
 }
 
 // noteBridgeLeave remembers the talking bridge c left while others stay in
@@ -179,6 +197,49 @@ func (c *channel) getXfer() *xfer {
 func (c *channel) consulting() bool {
 	x := c.get().xfer
 	return x != nil && x.transferer == c && x.state == xferConsulting && c.bridge != x.held
+}
+
+// consultLeg is the channel bridged with the consulting transferer c in
+// the consult bridge (Transfer.Leg); nil when it is not alone with one.
+func consultLeg(c *channel) *channel {
+	b := c.bridge
+	if b == nil || len(b.members) != 2 {
+		return nil
+	}
+	if l := b.members[0]; l != c {
+		return l
+	}
+	return b.members[1]
+}
+
+// consultCounterpart names the target of c's consult while the far end of
+// its Local leg is not an extension yet (the Local pair's dialplan has
+// not dialled, or dials something else): the number the transfer dialled,
+// from the Local channel's name. c's connected line still names the held
+// party then.
+func (e *Engine) consultCounterpart(cv *Conversation, leg, p *channel) bool {
+	if leg == nil || !leg.local || (p != nil && p.kind == ownerExt) {
+		return false
+	}
+	num := localExten(leg.name)
+	if num == "" {
+		return false
+	}
+	cv.CounterpartNum, cv.CounterpartName = num, e.nameOf(num)
+	return true
+}
+
+// localExten is the extension of a Local channel's name
+// ("Local/203@from-internal-00000002;1": "203").
+func localExten(name string) string {
+	rest, ok := strings.CutPrefix(name, "Local/")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexByte(rest, '@'); i > 0 {
+		return rest[:i]
+	}
+	return ""
 }
 
 // heldConv is the consulting transferer's conversation with the transferee

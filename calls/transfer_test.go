@@ -73,3 +73,112 @@ func TestAtxferCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TestAtxferConsultNamesTarget: atxfer_complete's moments 2 and 3 (the
+// .md): from the moment Alice (201) enters the consult bridge with
+// Local/203@from-internal-00000002;1 until Carol (203) answers, Alice's
+// consult call names Carol, never Bob (202) who waits on hold, and
+// carries the Local half as its leg; her held call names Bob.
+func TestAtxferConsultNamesTarget(t *testing.T) {
+	rec := loadRecording(t, "atxfer_complete")
+	var clk StreamClock
+	e := New(testConfig(clk.Now))
+	e.SetLink(LinkLive)
+	const l1 = "Local/203@from-internal-00000002;1"
+	from := msgIndex(t, rec, "BridgeEnter Channel=PJSIP/201-00000015 BridgeUniqueid=550aafc6-e5e5-498e-808e-6d631cab44ed")
+	to := msgIndex(t, rec, "Newstate Channel=PJSIP/203-00000017 ChannelState=6")
+	for i, m := range rec.msgs[:to] {
+		clk.Observe(m)
+		e.Apply(m)
+		if i < from {
+			continue
+		}
+		var consults int
+		for _, cv := range e.Publish().Extensions.Get("201").Conversations {
+			tr := cv.Extras().Transfer
+			if tr.Role != "transferer" || tr.State != "consulting" {
+				t.Fatalf("#%d Alice's call %s: transfer %+v", i, cv.ID, tr)
+			}
+			if !tr.Consult {
+				if cv.CounterpartNum != "202" {
+					t.Errorf("#%d Alice's held call names %q, want 202", i, cv.CounterpartNum)
+				}
+				continue
+			}
+			consults++
+			if cv.CounterpartNum != "203" || tr.Leg != l1 || cv.Connected {
+				t.Errorf("#%d %s: Alice's consult call names %q %q, leg %q, connected %v; want 203, leg %s, ringing",
+					i, summary(m), cv.CounterpartNum, cv.CounterpartName, tr.Leg, cv.Connected, l1)
+			}
+		}
+		if consults != 1 {
+			t.Fatalf("#%d %s: Alice has %d consult calls", i, summary(m), consults)
+		}
+	}
+}
+
+// TestAtxferBlond: Alice (201) hangs up while Carol (203) still rings, a
+// blonde transfer. No recording has one: the stream is atxfer_complete's
+// own messages, reordered as Asterisk 22 runs it (bridge_basic.c: from
+// "Calling Target", the transferer's hangup merges the consult bridge
+// into the held one and reports the transfer, as a completion does; the
+// target answers later): up to Carol ringing, then Alice's hangup through
+// her Hangup (the merge, Bob off hold, AttendedTransfer), then Carol's
+// answer, then the Local pair's optimisation. Bob, the transferee, waits
+// for Carol (not connected, her number, the transfer completed), then
+// talks with her; Alice has no call left.
+func TestAtxferBlond(t *testing.T) {
+	rec := loadRecording(t, "atxfer_complete")
+	answer := msgIndex(t, rec, "Newstate Channel=PJSIP/203-00000017 ChannelState=6")
+	leave := msgIndex(t, rec, "HangupRequest Channel=PJSIP/201-00000015")
+	gone := msgIndex(t, rec, "Hangup Channel=PJSIP/201-00000015")
+	var stream []ami.Message
+	stream = append(stream, rec.msgs[:answer]...)
+	stream = append(stream, rec.msgs[leave:gone+1]...)
+	merged := len(stream)
+	stream = append(stream, rec.msgs[answer:leave]...)
+	stream = append(stream, rec.msgs[gone+1:]...)
+	var clk StreamClock
+	e := New(testConfig(clk.Now))
+	e.SetLink(LinkLive)
+	bob := func(i int) Conversation {
+		t.Helper()
+		cs := e.Publish().Extensions.Get("202").Conversations
+		if len(cs) != 1 {
+			t.Fatalf("#%d: Bob has %d calls", i, len(cs))
+		}
+		for _, cv := range cs {
+			return cv
+		}
+		return Conversation{}
+	}
+	for i, m := range stream {
+		clk.Observe(m)
+		e.Apply(m)
+		if i == merged-1 {
+			s := e.Publish()
+			if n := len(s.Extensions.Get("201").Conversations); n != 0 {
+				t.Errorf("Alice hung up: %d calls left", n)
+			}
+			cv := bob(i)
+			want := Transfer{ID: "1796111575.25", State: "completed", Role: "transferee"}
+			if cv.CounterpartNum != "203" || cv.Connected || cv.Extras().Transfer != want {
+				t.Errorf("Bob after the blonde transfer: %s connected %v %+v; want 203, waiting, %+v",
+					cv.CounterpartNum, cv.Connected, cv.Extras().Transfer, want)
+			}
+			for _, cv := range s.Extensions.Get("203").Conversations {
+				if cv.CounterpartNum != "202" || cv.Connected || cv.Extras().Transfer.Role != "target" {
+					t.Errorf("Carol ringing for Bob: %s connected %v %+v", cv.CounterpartNum, cv.Connected, cv.Extras().Transfer)
+				}
+			}
+			if st := s.Extensions.Get("203").Status; st != "ringing" {
+				t.Errorf("Carol's status %q, want ringing", st)
+			}
+		}
+		if m.Event() == "LocalOptimizationEnd" {
+			if cv := bob(i); cv.CounterpartNum != "203" || !cv.Connected {
+				t.Errorf("Bob after Carol's answer: %s connected %v; want talking with 203", cv.CounterpartNum, cv.Connected)
+			}
+		}
+	}
+}
