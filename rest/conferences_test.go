@@ -150,13 +150,34 @@ func TestAtxferActions(t *testing.T) {
 		wantSent(t, "atxfer_complete", f.post(t, "atxfer_complete", "root", body, 200),
 			"Action: Hangup\nChannel: PJSIP/201-00000015\nCause: 16\n")
 		wantSent(t, "atxfer_cancel", f.post(t, "atxfer_cancel", "root", body, 200),
-			"Action: Hangup\nChannel: PJSIP/203-00000017\nCause: 16\n")
+			"Action: Hangup\nChannel: Local/203@from-internal-00000002;1\nCause: 16\n")
 	}
 	// Bob is the transferee, not the transferer.
 	f.post(t, "atxfer_complete", "root", `{"convid":"PJSIP/201-00000015>PJSIP/202-00000016","endpointId":"202"}`, 409)
 	// A call that is no transfer.
 	f.post(t, "atxfer_cancel", "root", `{"convid":"`+conv2000+`","endpointId":"2000"}`, 409)
 	f.post(t, "atxfer_complete", "alice", consult, 403)
+}
+
+// TestAtxferCancelWhileRinging: atxfer_complete while Carol's phone (203)
+// rings (moment 2 of its .md): atxfer_cancel, on either of Alice's calls,
+// hangs up the consult's leg (Local/203@from-internal-00000002;1, whose
+// other half dials Carol), never Carol's channel: her dialplan would take
+// that for no answer and send the consult to her voicemail.
+func TestAtxferCancelWhileRinging(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.replayUntil("atxfer_complete", "Newstate", "PJSIP/203-00000017")
+	held := `{"convid":"PJSIP/201-00000015>PJSIP/202-00000016","endpointId":"201"}`
+	consult := `{"convid":"PJSIP/201-00000015>PJSIP/203-00000017","endpointId":"201"}`
+	for _, body := range []string{held, consult} {
+		sent := f.post(t, "atxfer_cancel", "root", body, 200)
+		for _, a := range sent {
+			if strings.Contains(a, "PJSIP/203-00000017") {
+				t.Errorf("atxfer_cancel %s sent %q: Carol's channel", body, a)
+			}
+		}
+		wantSent(t, "atxfer_cancel", sent, "Action: Hangup\nChannel: Local/203@from-internal-00000002;1\nCause: 16\n")
+	}
 }
 
 // TestPickupQueueCaller: the caller waiting in queue 401 goes to 2007.

@@ -8,8 +8,11 @@ import (
 
 // Ending an attended transfer, and taking a queue's waiting caller.
 // Asterisk's attended transfer (the atxfer action) completes when the
-// transferer hangs up and is cancelled when the consulted party hangs up:
-// that is what atxfer_complete and atxfer_cancel send.
+// transferer hangs up and is cancelled when the consult's leg (the Local
+// half bridged with the transferer) hangs up: that is what
+// atxfer_complete and atxfer_cancel send. A transferer that hangs up
+// while the target still rings makes it a blonde transfer: Asterisk
+// connects the transferee when the target answers.
 
 type queueCallerReq struct {
 	Queue   string `json:"queue"`
@@ -38,18 +41,13 @@ func planAtxferEnd(complete bool) func(h *handler, u *auth.User, s *calls.Snapsh
 		if complete {
 			return []ami.Message{ami.NewAction(ami.ActionHangup, "Channel", own, "Cause", "16")}, nil
 		}
-		for id, cv := range x.Conversations {
-			if ct := cv.Extras().Transfer; ct.ID != t.ID || !ct.Consult {
-				continue
+		for _, cv := range x.Conversations {
+			if ct := cv.Extras().Transfer; ct.ID == t.ID && ct.Consult && ct.Leg != "" {
+				// The consult's own leg, never the target's channel: a
+				// target that still rings would take its hangup for no
+				// answer (voicemail).
+				return []ami.Message{ami.NewAction(ami.ActionHangup, "Channel", ct.Leg, "Cause", "16")}, nil
 			}
-			_, _, target, err := convOf(x, id)
-			if err != nil {
-				return nil, err
-			}
-			if target == "" {
-				break
-			}
-			return []ami.Message{ami.NewAction(ami.ActionHangup, "Channel", target, "Cause", "16")}, nil
 		}
 		return nil, conflict("the transfer of %q has no consult call to hang up", req.ConvID)
 	}
