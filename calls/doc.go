@@ -23,7 +23,9 @@
 //     party's conversation says "transfer" {id, state, role} until it
 //     hangs up (transfer.go). A transferer that hangs up while the target
 //     rings makes it a blonde transfer: the transferee's conversation
-//     names the target, not connected, until it answers. A
+//     names the target, not connected, until it answers. After a resync
+//     (a restart) the markers are rebuilt from the bridges and the Local
+//     pair the lists show. A
 //     parked party's conversation says "parked" and the parker's
 //     conversation disappears (parkings.go); a ChanSpy session shows the
 //     spied extension and the mode on the spy's conversation (spy.go); a

@@ -219,6 +219,7 @@ func (e *Engine) endResync() {
 		e.stats.ResyncLoads += uint64(repairs)
 		e.lastReconMark = e.chanSeq + 1
 		e.pruneBridges()
+		e.rebuildXfers()
 	}
 	e.changeLink(LinkLive)
 }

@@ -90,7 +90,7 @@ func (e *Engine) noteBridgeMove(c *channel, b *bridge, swap bool) {
 // stays.
 func newXfer(c *channel, held *bridge, transferee *channel) *xfer {
 	heldID := c.lastID
-	if heldID == "" { // not published since the call was bridged (a batch)
+	if heldID == "" { // not published since the call was bridged (a batch, a restart)
 		heldID = transferee.name + ">" + c.name
 		if callerFirst(c, transferee) {
 			heldID = c.name + ">" + transferee.name
@@ -104,6 +104,47 @@ func newXfer(c *channel, held *bridge, transferee *channel) *xfer {
 		id = c.uid + "/" + itoa(n)
 	}
 	return &xfer{id: id, n: n, state: xferConsulting, transferer: c, held: held, heldID: heldID, transferee: transferee}
+}
+
+// rebuildXfers finds, after a resync, the attended transfers being
+// consulted that the engine has no marker for (it restarted, or missed
+// the bridge moves while the link was down), from what the lists give:
+// a phone's channel bridged with the first half of a Local pair (the
+// consult the atxfer feature dials through, Local/<target>@<context>;1)
+// while a channel of the same call (its Linkedid) waits alone in another
+// talking bridge: the transferee, held.
+func (e *Engine) rebuildXfers() {
+	var alone map[string][]*channel // by Linkedid: channels alone in a talking bridge
+	for _, b := range e.bridges {
+		if len(b.members) == 1 && !b.holding && !b.conf {
+			if y := b.members[0]; alive(y) && !y.local {
+				if alone == nil {
+					alone = map[string][]*channel{}
+				}
+				alone[y.linkedid] = append(alone[y.linkedid], y)
+			}
+		}
+	}
+	if alone == nil {
+		return
+	}
+	for _, c := range e.sortedChans() {
+		if c.kind != ownerExt || c.local || consultingIn(c) {
+			continue
+		}
+		leg := consultLeg(c)
+		if leg == nil || leg.bridge.holding || leg.bridge.conf || !leg.local || !strings.HasSuffix(leg.name, ";1") || localExten(leg.name) == "" {
+			continue
+		}
+		ys := alone[c.linkedid]
+		if len(ys) != 1 || consultingIn(ys[0]) || ys[0] == c {
+			continue // none, or no telling which one waits for c
+		}
+		y := ys[0]
+		x := newXfer(c, y.bridge, y)
+		c.more().xfer, y.more().xfer = x, x
+		e.touchXfer(x)
+	}
 }
 
 // noteBridgeLeave remembers the talking bridge c left while others stay in
@@ -183,6 +224,13 @@ func (e *Engine) xferOf(c, peer *channel) (*xfer, string) {
 		return x, roleTarget
 	}
 	return nil, ""
+}
+
+// consultingIn reports whether c takes part in a transfer still being
+// consulted.
+func consultingIn(c *channel) bool {
+	x := c.getXfer()
+	return x != nil && x.state == xferConsulting
 }
 
 // getXfer is c's transfer; nil for a nil c.

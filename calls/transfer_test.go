@@ -2,6 +2,7 @@ package calls
 
 import (
 	"testing"
+	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
@@ -113,6 +114,83 @@ func TestAtxferConsultNamesTarget(t *testing.T) {
 		}
 		if consults != 1 {
 			t.Fatalf("#%d %s: Alice has %d consult calls", i, summary(m), consults)
+		}
+	}
+}
+
+// atxferListed is what the resync lists of a bridge restarted during
+// atxfer_complete's consultation give (CoreShowChannels), written from
+// the channels and bridges of its .md and recording: Alice (201) bridged
+// with Local/203@from-internal-00000002;1 in the consult bridge, Bob (202)
+// alone in the original bridge, the Local pair's ;2 dialling Carol (203),
+// and, once she answered, ;2 and Carol in a third bridge.
+func atxferListed(answered bool) []ami.Message {
+	const (
+		linked           = "1796111575.25"
+		held, cons, tgtB = "9b7a85c4-596e-404f-8fb1-ea2182bd159e", "550aafc6-e5e5-498e-808e-6d631cab44ed", "76acccf4-0c5d-4ff1-97c2-a75450eaa233"
+	)
+	item := func(name, uid, state, cid, cname, conn, exten, app, bridge string) ami.Message {
+		return amitest.Event("CoreShowChannel", "ActionID", "coreshowchannels-1", "Channel", name,
+			"ChannelState", state, "CallerIDNum", cid, "CallerIDName", cname, "ConnectedLineNum", conn,
+			"Context", "from-internal", "Exten", exten, "Priority", "1", "Uniqueid", uid, "Linkedid", linked,
+			"Application", app, "Duration", "00:00:06", "BridgeId", bridge)
+	}
+	carolState, carolBridge := "5", ""
+	if answered {
+		carolState, carolBridge = "6", tgtB
+	}
+	return []ami.Message{
+		item("PJSIP/201-00000015", "1796111575.25", "6", "201", "Alice Rossi", "203", "202", "Dial", cons),
+		item("PJSIP/202-00000016", "1796111575.26", "6", "202", "Bob Bianchi", "201", "s", "AppDial", held),
+		item("Local/203@from-internal-00000002;1", "1796111580.27", carolState, "203", "Carol Verdi", "201", "203", "", cons),
+		item("Local/203@from-internal-00000002;2", "1796111580.28", carolState, "201", "Alice Rossi", "203", "203", "Dial", carolBridge),
+		item("PJSIP/203-00000017", "1796111580.29", carolState, "203", "Carol Verdi", "201", "203", "AppDial", carolBridge),
+		amitest.Event("CoreShowChannelsComplete", "ActionID", "coreshowchannels-1", "ListItems", "5"),
+	}
+}
+
+// TestAtxferAfterRestart: a bridge restarted during atxfer_complete's
+// consultation (moment 2, Carol ringing; moment 3, Carol answered) knows
+// the transfer again from the resync lists alone: Alice's two calls, the
+// held one with Bob and the consult with Carol (its leg the Local half),
+// both marked as her transfer being consulted, Bob as the transferee and,
+// once she answered, Carol as the target. atxfer_complete and
+// atxfer_cancel rely on these markers.
+func TestAtxferAfterRestart(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		clk := &fakeClock{t: time.Unix(1796111582, 0)}
+		e := New(testConfig(clk.Now))
+		e.BeginResync()
+		for _, m := range atxferListed(answered) {
+			e.Apply(m)
+		}
+		e.EndResync()
+		s := e.Publish()
+		alice := s.Extensions.Get("201").Conversations
+		if len(alice) != 2 {
+			t.Fatalf("answered %v: Alice has %d calls, want the held one and the consult: %v", answered, len(alice), alice)
+		}
+		const xid = "1796111575.25"
+		for id, cv := range alice {
+			tr := cv.Extras().Transfer
+			want := Transfer{ID: xid, State: "consulting", Role: "transferer"}
+			num := "202"
+			if tr.Consult {
+				want.Consult, want.Leg, num = true, "Local/203@from-internal-00000002;1", "203"
+			}
+			if tr != want || cv.CounterpartNum != num {
+				t.Errorf("answered %v: Alice's %s: %s %+v, want %s %+v", answered, id, cv.CounterpartNum, tr, num, want)
+			}
+		}
+		for _, cv := range s.Extensions.Get("202").Conversations {
+			if tr := cv.Extras().Transfer; tr.Role != "transferee" || tr.ID != xid || cv.CounterpartNum != "201" {
+				t.Errorf("answered %v: Bob's call %s %+v", answered, cv.CounterpartNum, tr)
+			}
+		}
+		for _, cv := range s.Extensions.Get("203").Conversations {
+			if tr := cv.Extras().Transfer; tr.Role != "target" || tr.ID != xid || cv.CounterpartNum != "201" || cv.Connected != answered {
+				t.Errorf("answered %v: Carol's call %+v %+v", answered, cv, tr)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
 )
@@ -178,6 +179,39 @@ func TestAtxferCancelWhileRinging(t *testing.T) {
 		}
 		wantSent(t, "atxfer_cancel", sent, "Action: Hangup\nChannel: Local/203@from-internal-00000002;1\nCause: 16\n")
 	}
+}
+
+// TestAtxferAfterRestart: the bridge restarts during atxfer_complete's
+// consultation while Carol (203) rings; the resync lists (CoreShowChannels,
+// written from the recording's channels and bridges) are all it knows.
+// atxfer_complete and atxfer_cancel work on Alice's held call as before
+// the restart: 200, the transferer's channel and the consult's Local leg.
+func TestAtxferAfterRestart(t *testing.T) {
+	f := newFixture(t, true, nil)
+	f.eng.Restart(f.eng.Publish().Seq + 1)
+	f.eng.BeginResync()
+	item := func(name, uid, state, cid, app, bridge string) ami.Message {
+		return amitest.Event("CoreShowChannel", "ActionID", "csc-1", "Channel", name, "ChannelState", state,
+			"CallerIDNum", cid, "Context", "from-internal", "Exten", "203", "Priority", "1", "Uniqueid", uid,
+			"Linkedid", "1796111575.25", "Application", app, "Duration", "00:00:06", "BridgeId", bridge)
+	}
+	const held, cons = "9b7a85c4-596e-404f-8fb1-ea2182bd159e", "550aafc6-e5e5-498e-808e-6d631cab44ed"
+	for _, m := range []ami.Message{
+		item("PJSIP/201-00000015", "1796111575.25", "6", "201", "Dial", cons),
+		item("PJSIP/202-00000016", "1796111575.26", "6", "202", "AppDial", held),
+		item("Local/203@from-internal-00000002;1", "1796111580.27", "5", "203", "", cons),
+		item("Local/203@from-internal-00000002;2", "1796111580.28", "5", "201", "Dial", ""),
+		item("PJSIP/203-00000017", "1796111580.29", "5", "203", "AppDial", ""),
+	} {
+		f.eng.Apply(m)
+	}
+	f.eng.EndResync()
+	f.eng.Publish()
+	held201 := `{"convid":"PJSIP/201-00000015>PJSIP/202-00000016","endpointId":"201"}`
+	wantSent(t, "atxfer_complete", f.post(t, "atxfer_complete", "root", held201, 200),
+		"Action: Hangup\nChannel: PJSIP/201-00000015\nCause: 16\n")
+	wantSent(t, "atxfer_cancel", f.post(t, "atxfer_cancel", "root", held201, 200),
+		"Action: Hangup\nChannel: Local/203@from-internal-00000002;1\nCause: 16\n")
 }
 
 // TestPickupQueueCaller: the caller waiting in queue 401 goes to 2007.
