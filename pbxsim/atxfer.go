@@ -20,12 +20,14 @@ import (
 
 // consult is an attended transfer in progress.
 type consult struct {
-	t, y     *channel // transferer, transferee
-	l1, l2   *channel // the Local pair: ;1 in t's consult bridge, ;2 dials the target
-	d        *channel // the target's channel
-	br1      *bridge  // the original bridge (y on hold)
-	br2, br3 *bridge  // consult bridge (t, l1) and the target's (l2, d)
-	up       bool     // the target answered
+	t, y     *channel  // transferer, transferee
+	l1, l2   *channel  // the Local pair: ;1 in t's consult bridge, ;2 dials the target
+	d        *channel  // the target's channel
+	br1      *bridge   // the original bridge (y on hold)
+	br2, br3 *bridge   // consult bridge (t, l1) and the target's (l2, d)
+	up       bool      // the target answered
+	blond    bool      // the transferer hung up while the target rang (blond.go)
+	merged   time.Time // when the consult bridge merged into the held one
 	exten    string
 	started  time.Time // when the consultation began (the transferer left the call)
 }
@@ -98,7 +100,9 @@ func (c *call) atxfer(a, b, t *channel, exten, ctx, target, lastData string) (*c
 	c.q = nil
 	x := &consult{t: t, y: y, br1: t.bridge, exten: exten, started: p.cfg.Now()}
 	dtmf := func(d string) {
-		p.emit(chanEvent(ami.EventDTMFEnd, t, "Digit", d, "DurationMs", "0", "Direction", "Received"))
+		hs := chanHeaders(amievent.Head(ami.EventDTMFEnd, "dtmf,all", 20), "", t) // its own class (the recordings)
+		hs = append(hs, ami.Header{Key: "Digit", Value: d}, ami.Header{Key: "DurationMs", Value: "0"}, ami.Header{Key: "Direction", Value: "Received"})
+		p.emit(ami.NewMessage(hs...))
 	}
 	dtmf("*")
 	dtmf("2")
@@ -168,22 +172,43 @@ func (c *call) consultLoop(a, b *channel, x *consult, target, lastData string) (
 				c.consultRinging(x)
 			case e.ch == x.d && e.kind == evResponse:
 				c.consultAnswered(x, e.res.Body())
-			case e.ch == x.d && (e.kind == evFail || e.kind == evBye || e.kind == evNoAck || e.kind == evHangup):
+				if x.blond {
+					return c.blondAnswered(x)
+				}
+			case x.blond:
+				if ch := blondEnd(x, e); ch != nil {
+					return c.blondFailed(x, ch)
+				}
+			case e.ch == x.d && (e.kind == evFail || e.kind == evBye || e.kind == evNoAck || e.kind == evHangup),
+				(e.ch == x.l1 || e.ch == x.l2) && e.kind == evHangup:
+				// The target refused, or the consult's leg was hung up
+				// (atxfer_cancel): the transferer is back with the transferee.
 				return c.consultFailed(a, b, x, target, lastData)
 			case e.ch == x.t && x.up && (e.kind == evBye || e.kind == evHangup):
 				return c.completeAtxfer(x, e.kind != evBye)
+			case e.ch == x.t && (e.kind == evBye || e.kind == evHangup):
+				// The transferer left while the target rings: a blonde
+				// transfer (blond.go).
+				c.blondMerge(x, e.kind != evBye)
 			case (e.ch == x.t || e.ch == x.y) && (e.kind == evBye || e.kind == evHangup || e.kind == evNoAck):
-				// The transferer left before the target answered, or the
-				// transferee left: the consultation ends with the call.
+				// The transferee left, or the transferer's dialog failed:
+				// the consultation ends with the call.
 				c.consultDrop(x)
 				c.hangupBridged(a, b, e.ch, 16, e.kind != evBye, target, lastData)
 				return nil, ""
 			}
 		case <-ring.C:
-			if !x.up {
+			switch {
+			case x.up:
+			case x.blond:
+				return c.blondFailed(x, x.d)
+			default:
 				return c.consultFailed(a, b, x, target, lastData)
 			}
 		case <-c.ctx.Done():
+			if x.blond {
+				return c.blondFailed(x, x.d)
+			}
 			c.consultDrop(x)
 			c.hangupBridged(a, b, a, 16, true, target, lastData)
 			return nil, ""
@@ -238,7 +263,20 @@ func (c *call) consultAnswered(x *consult, sdp []byte) {
 func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	p := c.p
 	p.mu.Lock()
-	t, y, d, l1, l2 := x.t, x.y, x.d, x.l1, x.l2
+	c.mergeAtxfer(x, bye)
+	c.optimiseAtxfer(x)
+	p.mu.Unlock()
+	// The transferee and the target talk; the target is the dialled side.
+	return c.talk(x.y, x.d, x.y.exten)
+}
+
+// mergeAtxfer ends the transferer's part (it hung up): the consult bridge
+// merges into the held one, the transferee is off hold and the transfer
+// is reported (AttendedTransfer Success), the transferer hangs up. The
+// target may still ring (a blonde transfer). p.mu held.
+func (c *call) mergeAtxfer(x *consult, bye bool) {
+	p := c.p
+	t, y, d, l1 := x.t, x.y, x.d, x.l1
 	p.hangupRequest(t, 16)
 	if bye {
 		c.sendBye(t, true)
@@ -277,14 +315,26 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	l1.conNum, l1.conName = y.cidNum, y.cidName
 	p.emit(chanEvent(ami.EventNewConnectedLine, l1))
 	p.emit(bridgeEvent(ami.EventBridgeDestroy, x.br2, nil))
-	now := p.cfg.Now()
-	c.transferCdrs(x, now)
+	x.br2 = nil
+	x.merged = p.cfg.Now()
+	c.transferCdrs(x, x.merged)
 	c.hangupChannel(t, 16, 0)
 	d.conNum, d.conName = y.cidNum, y.cidName
 	p.emit(chanEvent(ami.EventNewConnectedLine, d))
-	// The Local pair optimises away. A transferee that runs a dialplan
-	// (the caller) moves to the target's bridge; a called transferee stays
-	// and the target moves to it (attended_transfer_atxfer, atxfer_complete).
+}
+
+// optimiseAtxfer: the target answered and the transferee is in the merged
+// bridge with ;1, the Local pair optimises away. A transferee that runs a
+// dialplan (the caller) moves to the target's bridge; a called transferee
+// stays and the target moves to it (attended_transfer_atxfer,
+// atxfer_complete). p.mu held.
+func (c *call) optimiseAtxfer(x *consult) {
+	p := c.p
+	y, d, l1, l2 := x.y, x.d, x.l1, x.l2
+	now := x.merged
+	if x.blond {
+		now = p.cfg.Now() // the target answered after the merge
+	}
 	moved, into, from := d, x.br1, x.br3
 	if y.dialplan {
 		moved, into, from = y, x.br3, x.br1
@@ -312,6 +362,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 		c.hangupChannel(l1, 16, 0)
 	}
 	p.emit(bridgeEvent(ami.EventBridgeDestroy, from, nil))
+	x.br3 = nil
 	p.emit(chanEvent(ami.EventSoftHangupRequest, l2, "Cause", "16"))
 	c.hangupChannel(l2, 16, 0)
 	// The Local pair's own Cdrs: ;1 from the merge (bridged with a called
@@ -325,9 +376,6 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	p.cdrRecord(l2, l2.exten, d.name, "Dial", l2.appData, l2.created, d.answered, now, "ANSWERED")
 	c.mediaTo(y, d.sdp) // each was talking to the transferer
 	c.mediaTo(d, y.sdp)
-	p.mu.Unlock()
-	// The transferee and the target talk; the target is the dialled side.
-	return c.talk(y, d, y.exten)
 }
 
 // transferCdrs splits the Cdrs at a completed attended transfer, as
