@@ -114,7 +114,8 @@ func TestProofAtxferBlond(t *testing.T) {
 // (201) consults Carol (203), whose phone rings; atxfer_cancel hangs up
 // the consult's Local leg and pbxsim does what Asterisk does when the
 // target hangs up in "Calling Target": Alice is back with Bob, off hold,
-// and Carol's phone stops ringing (a cancelled dial, not a no answer).
+// and Carol's phone stops ringing (a cancelled dial, not a no answer);
+// every event in a recorded shape.
 func TestRESTAtxferCancelWhileRinging(t *testing.T) {
 	p := startPBX(t, Config{})
 	alice := startPhone(t, p, PhoneConfig{Exten: "201"})
@@ -142,6 +143,8 @@ func TestRESTAtxferCancelWhileRinging(t *testing.T) {
 	if count(msgs, "DialEnd", "DestCallerIDNum", "203", "DialStatus", "CANCEL") != 1 {
 		t.Error("want Carol's dial cancelled")
 	}
+	checkHeaders(t, readRecording(t, "atxfer_complete"), msgs)
+	checkShapes(t, msgs)
 }
 
 // TestAtxferBlondNoAnswer: a blonde transfer whose target never answers
