@@ -136,9 +136,11 @@ func TestRESTAtxferCancelWhileRinging(t *testing.T) {
 	b.waitState("201 back with 202, 203 idle", func(e map[string]panelExt) bool {
 		return talking(e, "201", "202") && talking(e, "202", "201") && idle(e, "203") && len(e["201"].Conversations) == 1
 	})
-	msgs := b.capt.all()
-	if count(msgs, "MusicOnHoldStop", "CallerIDNum", "202") != 1 || count(msgs, "AttendedTransfer") != 0 {
-		t.Error("want Bob off hold and no transfer")
+	msgs := b.capt.waitFor(t, "Bob off hold", func(m []ami.Message) bool {
+		return count(m, "MusicOnHoldStop", "CallerIDNum", "202") == 1
+	})
+	if count(msgs, "AttendedTransfer") != 0 {
+		t.Error("want no transfer")
 	}
 	if count(msgs, "DialEnd", "DestCallerIDNum", "203", "DialStatus", "CANCEL") != 1 {
 		t.Error("want Carol's dial cancelled")
@@ -155,8 +157,9 @@ func TestAtxferBlondNoAnswer(t *testing.T) {
 	ab, capt := atxferRinging(t, p, PhoneConfig{Exten: "203", NoAnswer: true})
 	ab.Hangup(ctx5(t))
 	waitNoChannels(t, p)
-	msgs := capt.all()
-	if count(msgs, "AttendedTransfer", "Result", "Success") != 1 || count(msgs, "DialEnd", "DestCallerIDNum", "203", "DialStatus", "CANCEL") != 1 {
-		t.Error("want the transfer reported and Carol's dial cancelled")
-	}
+	// The capture may lag behind the PBX: wait for the events.
+	capt.waitFor(t, "the transfer reported and Carol's dial cancelled", func(m []ami.Message) bool {
+		return count(m, "AttendedTransfer", "Result", "Success") == 1 &&
+			count(m, "DialEnd", "DestCallerIDNum", "203", "DialStatus", "CANCEL") == 1
+	})
 }
