@@ -124,11 +124,23 @@ func (src *multiSrc) events(ch, events []Change, cur *Snapshot, typ string) []Ch
 			if e, ok = src.qualifyEvent(e, cur); !ok {
 				continue
 			}
+		} else if typ == "queueMemberUpdate" && memberOf(cur, e.Key) == nil {
+			continue // removed since: the queue's change says so
 		}
 		e.Seq = 0
 		ch = append(ch, e)
 	}
 	return ch
+}
+
+// memberOf is the member a queueMemberUpdate's key "<queue>/<member>"
+// names in s, nil when it is not (or no longer) a member.
+func memberOf(s *Snapshot, key string) *QueueMember {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return nil
+	}
+	return s.Queues.Get(key[:i]).Members[key[i+1:]]
 }
 
 // ringing is the extenRinging payload (publishRinging).
@@ -174,16 +186,11 @@ func (src *multiSrc) qualifyEvent(e Change, cur *Snapshot) (Change, bool) {
 		b = appendString(b, v.PhonebookName)
 		e.Data = append(appendPBX(b, src.name), '}')
 	case "queueMemberUpdate":
-		i := strings.LastIndexByte(e.Key, '/')
-		if i < 0 {
-			return e, false
+		p := memberOf(cur, e.Key)
+		if p == nil {
+			return e, false // removed since: the queue's change says so
 		}
-		queue, member := e.Key[:i], e.Key[i+1:]
-		mb := QueueMember{Queue: queue, Member: member} // logged out
-		if p := cur.Queues.Get(queue).Members[member]; p != nil {
-			mb = *p
-		}
-		mb = src.qualifyMember(mb)
+		mb := src.qualifyMember(*p)
 		e.Key, e.Data = mb.Queue+"/"+mb.Member, appendMemberUpdate(nil, &mb)
 	default:
 		e.Key = src.q(e.Key)

@@ -150,12 +150,14 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 			continue
 		}
 		mb, ok := q.members.get(k.member)
-		if old := prev.Queues.Get(k.queue).Members[k.member]; ok && old != nil && *old == mb {
+		if !ok {
+			// Removed: its queue's change says so (queueUpdate without
+			// it, queueMembers "removed"); an update of the member
+			// would put it back in a client applying it.
 			continue
 		}
-		if !ok {
-			// Removed: the member JSON logged out.
-			mb = QueueMember{Queue: q.name, Member: k.member}
+		if old := prev.Queues.Get(k.queue).Members[k.member]; old != nil && *old == mb {
+			continue
 		}
 		b := make([]byte, 0, 176+len(mb.Queue)+len(mb.Member)+len(mb.Name)+len(mb.Type)+len(mb.PausedReason)) // its size unless escaped
 		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(b, &mb), At: now})

@@ -134,8 +134,7 @@ function event(m) {
       const q = state.queues[d.queue];
       if (!q) break;
       q.members = q.members || {};
-      if (d.loggedIn === false && !d.name && !d.type) delete q.members[d.member];
-      else q.members[d.member] = {...q.members[d.member], ...d};
+      q.members[d.member] = {...q.members[d.member], ...d};
       dirty(queues);
       break;
     }
