@@ -238,3 +238,26 @@ func TestPickupQueueCaller(t *testing.T) {
 	f.post(t, "pickup_qwaitcaller", "root", `{"queue":"401","channel":"PJSIP/none-1","destId":"2007"}`, 409)
 	f.post(t, "pickup_qwaitcaller", "root", `{"queue":"499","channel":"x","destId":"2007"}`, 404)
 }
+
+// TestPickupQueueCallerByNumber: in the recorded queue_answered the caller
+// dials 600 and waits in app_queue's "support"; pickup_qwaitcaller takes
+// the number as the other queue routes do (queueId, /astproxy/queue/600).
+func TestPickupQueueCallerByNumber(t *testing.T) {
+	f := newFixture(t, true, nil)
+	for _, m := range amitest.ReadRecording(t, "../ami/testdata/queue_answered.ami") {
+		f.eng.Apply(m)
+		if m.Event() == "QueueCallerJoin" { // stop while the caller waits
+			break
+		}
+	}
+	f.eng.Publish()
+	const ch = "PJSIP/trunk-0000000a"
+	if _, ok := f.eng.Snapshot().Queues.Get("support").WaitingCallers[ch]; !ok {
+		t.Fatal("no caller waiting in support")
+	}
+	for _, queue := range []string{"support", "600"} {
+		wantSent(t, "pickup_qwaitcaller", f.post(t, "pickup_qwaitcaller", "root", `{"queue":"`+queue+`","channel":"`+ch+`","destId":"2007"}`, 200),
+			"Action: Redirect\nChannel: "+ch+"\nContext: from-internal\nExten: 2007\nPriority: 1\n")
+	}
+	f.post(t, "pickup_qwaitcaller", "root", `{"queue":"601","channel":"`+ch+`","destId":"2007"}`, 404)
+}

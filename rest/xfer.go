@@ -62,7 +62,8 @@ func planPickupQueueCaller(h *handler, u *auth.User, s *calls.Snapshot, req *que
 	if _, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID); err != nil {
 		return nil, err
 	}
-	q, ok := s.Queues.Lookup(req.Queue)
+	name, _ := s.QueueName(req.Queue) // its name, or the number dialled to reach it
+	q, ok := s.Queues.Lookup(name)
 	if !ok {
 		return nil, notFound("queue %q does not exist", req.Queue)
 	}
