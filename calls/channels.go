@@ -273,6 +273,7 @@ func (e *Engine) dropChannel(c *channel) {
 		if p.caller != nil && (p.caller.Channel == c.name) {
 			p.caller = nil
 			e.dirtyPark[p.space] = struct{}{}
+			e.touchParkLegs(p.space)
 		}
 	}
 }

@@ -264,9 +264,13 @@ func (e *Engine) counterpart(cv *Conversation, c, p *channel, out bool) {
 		}
 	case p == nil && c.ownOriginate():
 		// ctibridge's own Originate (click-to-call, pickup, spy): the PBX
-		// rings this phone first; AccountCode holds where the call goes.
+		// rings this phone first; AccountCode holds where the call goes,
+		// a parking space's parked caller when it goes to the space.
 		cv.CounterpartNum = c.get().account
 		cv.Direction = "out"
+		if ps := e.parks[cv.CounterpartNum]; ps != nil && ps.caller != nil && known(ps.caller.Num) {
+			cv.CounterpartNum, cv.CounterpartName = ps.caller.Num, ps.caller.Name
+		}
 	case known(c.connNum) && (c.connNum != c.owner || c.kind != ownerExt):
 		cv.CounterpartNum = c.connNum
 		if known(c.connName) {

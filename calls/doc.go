@@ -31,8 +31,9 @@
 //     spied extension and the mode on the spy's conversation (spy.go); a
 //     conference member's conversation is inConference with the room as
 //     counterpart, never a two-party call; the first leg of ctibridge's own
-//     Originate (destination in AccountCode) shows that destination and
-//     raises no extenRinging.
+//     Originate (destination in AccountCode) shows that destination (a
+//     parking space's parked caller while one waits there) and raises no
+//     extenRinging.
 //   - Conferences: rooms and members from the Confbridge* events and, at
 //     resync, ConfbridgeListRooms and ConfbridgeList items (the link owner
 //     sends the ConfbridgeList per room that the engine asks for as a

@@ -118,6 +118,20 @@ func (e *Engine) onUnparked(m ami.Message) {
 	if p.caller != nil && (p.caller.Channel == m.Get("ParkeeChannel") || m.Get("ParkeeChannel") == "") {
 		e.unpark(p.caller.Channel)
 		p.caller = nil
+		e.touchParkLegs(p.space)
+	}
+}
+
+// touchParkLegs re-derives the legs of ctibridge's own Originates to a
+// parking space (pickup_parking rings the picker's phone first): they
+// name the space's parked caller while it waits there (counterpart).
+func (e *Engine) touchParkLegs(space string) {
+	for _, x := range e.busyExt {
+		for _, c := range x.chans {
+			if c.m != nil && c.m.account == space && c.ownOriginate() {
+				e.changed(c)
+			}
+		}
 	}
 }
 

@@ -385,10 +385,12 @@ func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupP
 		return nil, conflict("parking %s is empty", req.Parking)
 	}
 	// Dialling the space retrieves the call (res_parking's parkedcalls
-	// context, included in the phones' context).
+	// context, included in the phones' context). The account names the
+	// space, as a call's names its number: the engine shows the picker's
+	// ringing phone the parked caller waiting there.
 	return []ami.Message{ami.NewAction(ami.ActionOriginate,
 		"Channel", h.dev(req.DestID), "Context", h.cfg.Context, "Exten", req.Parking, "Priority", "1",
-		"CallerID", req.DestID, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", req.DestID, "Account", req.Parking, "Timeout", "30000", "Async", "true")}, nil
 }
 
 func planRecord(op string) func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {

@@ -37,7 +37,7 @@ func TestActionsSendExactAMI(t *testing.T) {
 		{"park", `{"convid":"` + conv2000 + `","endpointId":"2001"}`,
 			[]string{"Action: Park\nChannel: " + synth.Chan(0) + "\nTimeoutChannel: " + synth.Chan(1) + "\n"}},
 		{"pickup_parking", `{"parking":"701","destId":"2007"}`,
-			[]string{"Action: Originate\nChannel: PJSIP/2007\nContext: from-internal\nExten: 701\nPriority: 1\nCallerID: 2007\nTimeout: 30000\nAsync: true\n"}},
+			[]string{"Action: Originate\nChannel: PJSIP/2007\nContext: from-internal\nExten: 701\nPriority: 1\nCallerID: 2007\nAccount: 701\nTimeout: 30000\nAsync: true\n"}},
 		{"start_record", `{"convid":"` + conv2000 + `","endpointId":"2000"}`,
 			[]string{"Action: MixMonitor\nChannel: " + synth.Chan(0) + "\nFile: ctibridge-20260304-101112-2000-1796028439.0.wav\n"}},
 		{"start_spy", `{"convid":"` + conv2000 + `","endpointId":"2000","destId":"2008"}`,
