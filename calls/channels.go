@@ -76,6 +76,7 @@ type chanMore struct {
 	confRoom string   // the ConfBridge room it is a member of
 	spyee    *channel // the channel it spies on (ChanSpy)
 	spyMode  string   // listen | whisper | barge, from its Originate's ChanSpy options
+	mailbox  string   // the mailbox VoiceMail records for while it runs it, "204@default"
 }
 
 var noMore chanMore
@@ -252,6 +253,9 @@ func (e *Engine) dropChannel(c *channel) {
 			}
 		}
 	}
+	if c.get().mailbox != "" {
+		e.inVM--
+	}
 	// A caller waiting in a queue or parked, or a conference member,
 	// cannot outlive its channel.
 	if c.get().confRoom != "" {
@@ -304,6 +308,9 @@ func (e *Engine) refreshFrom(c *channel, h *chanHdrs) {
 			c.state = st
 			if st == stateRinging {
 				e.noteRinging(c)
+			}
+			if st == stateUp && c.answeredAt == 0 && c.get().mailbox != "" {
+				c.answeredAt = e.nowMs() // VoiceMail answered it
 			}
 		}
 	}

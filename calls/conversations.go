@@ -138,7 +138,11 @@ func (e *Engine) phonebookName(exten, num string) string {
 // It is the zero Conversation (no ID) when c has nothing left to show: its
 // peer was parked away from it.
 func (e *Engine) convFor(c *channel) Conversation {
-	p := e.peerOf(c)
+	box := c.get().mailbox
+	var p *channel
+	if box == "" { // VoiceMail answered it: the mailbox is its only party
+		p = e.peerOf(c)
+	}
 	if p != nil && p.get().parkedIn != "" && p.bridge != nil && p.bridge.holding && c.bridge != p.bridge {
 		return Conversation{}
 	}
@@ -169,6 +173,9 @@ func (e *Engine) convFor(c *channel) Conversation {
 	}
 	if p == nil {
 		switch {
+		case box != "":
+			cv.ID = joinID(c.name, "", c.lastID) // no channel of the mailbox's
+			c.lastID = cv.ID
 		case c.lastID != "" && !c.conference:
 			// The peer hung up or the call is parked: keep the id clients know.
 			cv.ID = c.lastID
@@ -223,6 +230,10 @@ func (e *Engine) convFor(c *channel) Conversation {
 	}
 	if more.confRoom != "" {
 		cv.CounterpartNum = more.confRoom // the room, not whoever spoke last
+		return cv
+	}
+	if box != "" {
+		e.voicemailConv(&cv, c, box)
 		return cv
 	}
 	if consult && e.consultCounterpart(&cv, leg, p) {

@@ -33,7 +33,10 @@
 //     counterpart, never a two-party call; the first leg of ctibridge's own
 //     Originate (destination in AccountCode) shows that destination (a
 //     parking space's parked caller while one waits there) and raises no
-//     extenRinging.
+//     extenRinging; a caller whose channel runs VoiceMail (Newexten, or a
+//     CoreShowChannel's Application) talks to the mailbox: one
+//     conversation "<channel>>", voicemail flagged, the mailbox's number
+//     as counterpart, answered when VoiceMail answered (vmcall.go).
 //   - Conferences: rooms and members from the Confbridge* events and, at
 //     resync, ConfbridgeListRooms and ConfbridgeList items (the link owner
 //     sends the ConfbridgeList per room that the engine asks for as a

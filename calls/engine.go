@@ -41,6 +41,7 @@ type engineState struct {
 	busyExt  map[string]*extState   // extensions that have channels
 	busyTrk  map[string]*trunkState // trunks that have channels
 	waitIn   map[string]int         // by channel name: how many queues have it waiting (queueState.waiting)
+	inVM     int                    // channels running VoiceMail (chanMore.mailbox set)
 	tombs    tombstones
 	stats    Stats              // ByType unused: byType holds it
 	byType   map[string]*uint64 // Stats.ByType's counters
@@ -230,6 +231,8 @@ func (e *Engine) apply(m ami.Message) {
 		e.onConfEvent(m, ev)
 	case evCoreShowChannel:
 		e.onCoreShowChannel(m)
+	case evNewexten:
+		e.onNewexten(m)
 	default:
 		e.applyState(m, code)
 	}
@@ -295,7 +298,7 @@ func (e *Engine) applyState(m ami.Message, code evCode) {
 	case evParkinglot:
 		e.onParkinglot(m)
 	}
-	// Everything else (VarSet, Newexten, RTCP*, Cdr, DTMF*, MusicOnHold*,
+	// Everything else (VarSet, RTCP*, Cdr, DTMF*, MusicOnHold*,
 	// security events, list-complete markers ...) changes nothing we show.
 }
 

@@ -239,6 +239,11 @@ func TestJSONShapes(t *testing.T) {
 	if got, want := keysOf(t, cb), sortedFields("id callId owner linkedId uniqueId connected direction counterpartNum counterpartName startTime answeredAt duration recording inConference throughQueue queueId throughTrunk"); !slices.Equal(got, want) {
 		t.Errorf("conversation keys %v, want %v", got, want)
 	}
+	vm := cv
+	vm.Voicemail = true
+	if got, want := keysOf(t, appendConversation(nil, &vm, 20_000, enc{})), sortedFields("id callId owner linkedId uniqueId connected direction counterpartNum counterpartName startTime answeredAt duration recording inConference throughQueue queueId throughTrunk voicemail"); !slices.Equal(got, want) {
+		t.Errorf("voicemail conversation keys %v, want %v", got, want)
+	}
 	var dec map[string]any
 	_ = json.Unmarshal(cb, &dec)
 	if dec["duration"] != 19.0 || dec["answeredAt"] != 1000.0 {

@@ -179,6 +179,9 @@ func appendConvTail(b []byte, c *Conversation, e enc) []byte {
 	b = appendStrField(b, "queueId", c.QueueID)
 	b = append(b, ',')
 	b = appendBoolField(b, "throughTrunk", c.ThroughTrunk)
+	if c.Voicemail {
+		b = append(b, `,"voicemail":true`...)
+	}
 	return append(appendPBX(appendConvExtras(b, c, e), c.PBX), '}')
 }
 

@@ -43,6 +43,9 @@ type Conversation struct {
 	InConference bool
 	ThroughQueue bool
 	ThroughTrunk bool
+	// Voicemail: the call is answered by a mailbox (VoiceMail), the
+	// counterpart the mailbox's number.
+	Voicemail bool
 	// Extra is nil unless the conversation takes part in an attended
 	// transfer, is parked or is a spy session: rare, so kept out of line.
 	Extra *ConvExtra

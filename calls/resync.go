@@ -293,8 +293,12 @@ func (e *Engine) applyListedChannel(m ami.Message, guard bool) int {
 			}
 		}
 		repairs++
-	} else if !guard || c.liveAt <= e.resync.mark {
-		e.refreshCommon(c, m)
+	}
+	if created || !guard || c.liveAt <= e.resync.mark {
+		if !created {
+			e.refreshCommon(c, m)
+		}
+		e.listedApp(c, m.Get("Application"), m.Get("ApplicationData"))
 	}
 	e.relinkListedDial(c, m.Get("Application"))
 	c.confirmed = true

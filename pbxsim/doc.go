@@ -25,8 +25,8 @@
 // that registers, calls, answers and transfers, for tests and demos.
 //
 // What it deliberately does not do: send, mix or relay RTP; conference
-// rooms other than 1000; voicemail menus; queue announcements and penalties; VarSet/Newexten/RTCP
-// events. A parked call that times out is hung up instead of calling the
+// rooms other than 1000; voicemail menus; queue announcements and penalties; VarSet/RTCP
+// events, and Newexten but VoiceMail's. A parked call that times out is hung up instead of calling the
 // parker back. docs/pbxsim.md has the details.
 //
 // Concurrency: New binds the sockets; Run serves until its context ends,

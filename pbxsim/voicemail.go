@@ -64,6 +64,9 @@ func (c *call) toVoicemail(a, b *channel, target string, cause, tech int) (*chan
 		a.context = p.cfg.Context
 	}
 	a.progressed = true
+	// The dialplan's Newexten of VoiceMail (the only Newexten pbxsim
+	// sends): what tells a client the caller now talks to the mailbox.
+	p.emit(chanEvent(ami.EventNewexten, a, "Extension", a.exten, "Application", a.app, "AppData", a.appData))
 	c.answer(a, p.sdp(p.chanSeq, false))
 	c.hangupChannel(b, cause, tech)
 	p.mu.Unlock()
