@@ -99,13 +99,15 @@
 //     resync lists do not give (docs/link.md): the engine says which
 //     actions it wants (PJSIPShowEndpoint per listed endpoint for names and
 //     mailboxes, FreePBX's AstDB families CF, CFB, CFU, DND and AMPUSER by
-//     DBGetTree or DBGet, MailboxCount per MWI device, Parkinglots) and
+//     DBGetTree or DBGet, VoicemailUsersList, MailboxCount per MWI device
+//     or mailbox counted before and not listed, Parkinglots) and
 //     learns from their answers; the link sends them. AstDB values are
 //     validated before they become state (Stats.BadValues counts the
 //     refused ones); an action the PBX lacks is logged once and not asked
 //     again until the next resync.
 //   - Extensions carry their forwards and DND as FreePBX stores them, and
-//     their voicemail counts (MessageWaiting, MailboxCount); PresenceOf and
+//     their voicemail counts (MessageWaiting, VoicemailUsersList,
+//     MailboxCount); PresenceOf and
 //     MainPresenceOf derive NethCTI's user presence from them, and Publish
 //     announces changes of it as userPresenceUpdate.
 //   - StreamClock gives replays a deterministic clock read from the stream.

@@ -22,7 +22,8 @@ type extState struct {
 	cfb      string // AstDB CFB/<ext>: forward on busy
 	cfu      string // AstDB CFU/<ext>: forward when unavailable
 	vm       *Voicemail
-	detailed bool // a PJSIPShowEndpoint answer was applied
+	vmAt     uint64 // resyncState.events when a live MessageWaiting last set vm
+	detailed bool   // a PJSIPShowEndpoint answer was applied
 	ip       string
 	port     string
 	ua       string

@@ -45,6 +45,7 @@ type followupFeature struct {
 var followupFeatures = []followupFeature{
 	{name: "parking lots", resync: parkingLotFollowups},
 	{name: "astdb", resync: astdbResyncFollowups, refresh: astdbRefreshFollowups},
+	{name: "voicemail", resync: voicemailResyncFollowups},
 	{name: "endpoints", refresh: endpointRefreshFollowups},
 	{name: "conferences", refresh: confRefreshFollowups},
 }
@@ -57,9 +58,10 @@ type answerHandler func(e *Engine, action ami.Message, resp ami.Response, err er
 // answerHandlers by action name; actions without one only have their
 // items applied.
 var answerHandlers = map[string]answerHandler{
-	ami.ActionDBGet:        onDBGetAnswer,
-	ami.ActionDBGetTree:    onDBGetTreeAnswer,
-	ami.ActionMailboxCount: onMailboxCountAnswer,
+	ami.ActionDBGet:              onDBGetAnswer,
+	ami.ActionDBGetTree:          onDBGetTreeAnswer,
+	ami.ActionMailboxCount:       onMailboxCountAnswer,
+	ami.ActionVoicemailUsersList: onVoicemailUsersListAnswer,
 }
 
 // followState is the engine's bookkeeping of follow-ups.
@@ -227,7 +229,7 @@ func (e *Engine) markMissing(name, why string) {
 var missingEffect = map[string]string{
 	ami.ActionDBGetTree:          "call forwarding and DND are read key by key with DBGet",
 	ami.ActionDBGet:              "call forwarding, DND and AstDB names are not shown",
-	ami.ActionVoicemailUsersList: "voicemail counters are not shown until a MessageWaiting event",
+	ami.ActionVoicemailUsersList: "voicemail counters are read with MailboxCount, only for the mailboxes an MWI device or an endpoint names",
 	ami.ActionMailboxCount:       "voicemail counters come from MessageWaiting events only",
 	ami.ActionPJSIPShowEndpoint:  "extension names come from the users file and calls only",
 	ami.ActionParkinglots:        "parking spaces appear when a call is parked",

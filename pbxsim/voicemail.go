@@ -151,9 +151,16 @@ func (p *PBX) actMailboxStatus(_ context.Context, _ *ami.Session, req ami.Messag
 	return []ami.Message{resp("Success", "Message", "Mailbox Status", "Mailbox", box, "Waiting", waiting)}
 }
 
+// actVoicemailUsersList answers as app_voicemail's
+// manager_list_voicemail_users: a plain acknowledgement when no mailbox is
+// defined, else one VoicemailUserEntry per mailbox (its counts as
+// inboxcount gives them: urgent messages counted as new).
 func (p *PBX) actVoicemailUsersList(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(p.mailboxes) == 0 {
+		return []ami.Message{resp("Success", "Message", "There are no voicemail users currently defined.")}
+	}
 	var items []ami.Message
 	for _, e := range p.sortedExts() {
 		m := p.mailboxOf(e.num)
@@ -162,7 +169,7 @@ func (p *PBX) actVoicemailUsersList(_ context.Context, _ *ami.Session, req ami.M
 		}
 		items = append(items, withLeadingID(item(ami.EventVoicemailUserEntry, "VMContext", "default", "VoiceMailbox", e.num,
 			"Fullname", e.name, "Email", "(null)", "Pager", "", "ServerEmail", "asterisk", "FromString", "",
-			"MailCommand", "/usr/sbin/sendmail -t", "TimeZone", "", "Callback", "", "Dialout", "", "UniqueID", "",
+			"MailCommand", "/usr/sbin/sendmail -t", "Language", "", "TimeZone", "", "Callback", "", "Dialout", "", "UniqueID", "",
 			"ExitContext", "", "SayDurationMinimum", "2", "SayEnvelope", "Yes", "SayCID", "No", "AttachMessage", "No",
 			"AttachmentFormat", "", "DeleteMessage", "No", "VolumeGain", "0.00", "CanReview", "No", "CanMarkUrgent", "Yes",
 			"CallOperator", "No", "MaxMessageCount", "100", "MaxMessageLength", strconv.Itoa(int(vmMaxMessage.Seconds())),

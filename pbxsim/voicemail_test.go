@@ -2,6 +2,7 @@ package pbxsim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -72,6 +73,22 @@ func TestProofMWIVoicemail(t *testing.T) {
 	if w, g := sum(recAnswers), sum(answers); !reflect.DeepEqual(w, g) {
 		t.Errorf("answers differ:\nrecording: %q\npbxsim:    %q", w, g)
 	}
+	// VoicemailUserEntry as app_voicemail writes it: every header, in order.
+	entryKeys := func(msgs []ami.Message) string {
+		for _, m := range msgs {
+			if m.Event() == "VoicemailUserEntry" {
+				var keys []string
+				for _, h := range m.Headers() {
+					keys = append(keys, h.Key)
+				}
+				return strings.Join(keys, ",")
+			}
+		}
+		return ""
+	}
+	if w, g := entryKeys(recAnswers), entryKeys(answers); w != g {
+		t.Errorf("VoicemailUserEntry headers differ:\nrecording: %s\npbxsim:    %s", w, g)
+	}
 	if w, g := endpointEvents(rec), endpointEvents(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("per-endpoint event sequences differ:\nrecording: %v\npbxsim:    %v", w, g)
 	}
@@ -89,5 +106,26 @@ func TestProofMWIVoicemail(t *testing.T) {
 	}
 	if w, g := mwi(rec), mwi(got); !reflect.DeepEqual(w, g) {
 		t.Errorf("MWI events differ:\nrecording: %q\npbxsim:    %q", w, g)
+	}
+}
+
+// TestVoicemailUsersListNoUsers: with no mailbox defined app_voicemail
+// answers VoicemailUsersList with a plain acknowledgement, no list
+// (manager_list_voicemail_users); MailboxCount without a mailbox is an
+// error (manager.c's action_mailboxcount).
+func TestVoicemailUsersListNoUsers(t *testing.T) {
+	p := startPBX(t, Config{Extensions: []Extension{{"201", "Alice Rossi"}}})
+	capt := startCapture(t, p.AMIAddr())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := capt.cli.Do(ctx, ami.NewAction("VoicemailUsersList"))
+	if err != nil || res.Get("Response") != "Success" || res.Get("Message") != "There are no voicemail users currently defined." ||
+		res.Get("EventList") != "" || len(res.Items) != 0 {
+		t.Errorf("VoicemailUsersList: %v %v %d items", err, res.Message, len(res.Items))
+	}
+	_, err = capt.cli.Do(ctx, ami.NewAction("MailboxCount"))
+	var ae *ami.ActionError
+	if !errors.As(err, &ae) || ae.Message != "Mailbox not specified" {
+		t.Errorf("MailboxCount without a mailbox: %v", err)
 	}
 }
