@@ -261,3 +261,21 @@ func TestPickupQueueCallerByNumber(t *testing.T) {
 	}
 	f.post(t, "pickup_qwaitcaller", "root", `{"queue":"601","channel":"`+ch+`","destId":"2007"}`, 404)
 }
+
+// TestVoicemailConversationActions: in mwi_voicemail Alice's call is
+// answered by Dave's mailbox; its conversation "PJSIP/201-00000018>"
+// names no channel of Dave's (his phone's hung up): hangup ends Alice's
+// channel, park has no party to park (409), never a channel that is gone.
+func TestVoicemailConversationActions(t *testing.T) {
+	f := newFixture(t, true, nil)
+	for _, m := range amitest.ReadRecording(t, "../ami/testdata/mwi_voicemail.ami") {
+		f.eng.Apply(m)
+		f.eng.Publish()
+		if m.Event() == "Hangup" && m.Get("Channel") == "PJSIP/204-00000019" {
+			break
+		}
+	}
+	const conv = `{"convid":"PJSIP/201-00000018>","endpointId":"201"}`
+	f.post(t, "park", "root", conv, 409)
+	wantSent(t, "hangup", f.post(t, "hangup", "root", conv, 200), "Action: Hangup\nChannel: PJSIP/201-00000018\nCause: 16\n")
+}
