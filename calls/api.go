@@ -29,6 +29,11 @@ type Config struct {
 	// Names gives display names of extensions by number, used until the PBX
 	// reports one. An extension listed here exists from the start (offline).
 	Names map[string]string
+	// Devices ties devices to their users, device endpoint to the user's
+	// extension ("91201" -> "201"): a device's calls are its user's
+	// (devices.go). The PBX's AstDB adds its own (FreePBX's
+	// DEVICE/<device>/user, read at every resync).
+	Devices map[string]string
 	// NameLookup, optional, names a number the PBX gives no name for (a
 	// counterpart, a ringing caller). It runs on the engine goroutine, so it
 	// must not block: an in-memory phonebook index, not a database query.

@@ -24,6 +24,7 @@ const (
 	famCFU     = "CFU"
 	famDND     = "DND"
 	famAMPUSER = "AMPUSER"
+	famDEVICE  = "DEVICE" // DEVICE/<device>/user: whose device it is (devices.go)
 )
 
 // stateFamilies change at any time (feature codes on the phones).
@@ -63,7 +64,7 @@ func astdbNameFollowups(e *Engine) []ami.Message {
 		}
 		return out
 	}
-	return append(out, ami.NewAction(ami.ActionDBGetTree, "Family", famAMPUSER))
+	return append(out, ami.NewAction(ami.ActionDBGetTree, "Family", famAMPUSER), ami.NewAction(ami.ActionDBGetTree, "Family", famDEVICE))
 }
 
 // astdbStateFollowups read the forwards and DND.
@@ -109,6 +110,9 @@ func onDBGetAnswer(e *Engine, action ami.Message, _ ami.Response, err error) {
 // by key.
 func onDBGetTreeAnswer(e *Engine, action ami.Message, resp ami.Response, err error) {
 	fam := action.Get("Family")
+	if fam == famDEVICE && e.missing(ami.ActionDBGetTree) {
+		return // devices are read by tree only (Config.Devices names the others)
+	}
 	if e.missing(ami.ActionDBGetTree) {
 		for _, k := range sortedKeys(e.exts) {
 			key := k
@@ -127,6 +131,16 @@ func onDBGetTreeAnswer(e *Engine, action ami.Message, resp ami.Response, err err
 		if f, key, ok := strings.Cut(strings.TrimPrefix(it.Get("Key"), "/"), "/"); ok && f == fam {
 			listed[key] = true
 		}
+	}
+	if fam == famDEVICE {
+		// A device the tree no longer lists is no one's device (unless
+		// the Config says whose it is).
+		for _, dev := range sortedKeys(e.devUser) {
+			if !listed[dev+"/user"] && e.cfg.Devices[dev] == "" {
+				e.setDevice(dev, "")
+			}
+		}
+		return
 	}
 	for k := range e.exts {
 		key := k
@@ -148,6 +162,12 @@ func notFound(err error) bool {
 // unknown extension may be created (a DBGet names it on purpose; a tree
 // may hold keys of extensions long deleted).
 func (e *Engine) setDB(fam, key, val string, create bool) {
+	if fam == famDEVICE {
+		if dev, field, ok := strings.Cut(key, "/"); ok && field == "user" {
+			e.setDevice(dev, val)
+		}
+		return
+	}
 	ext := key
 	if fam == famAMPUSER {
 		var field string

@@ -88,7 +88,7 @@ func TestFollowupsAsked(t *testing.T) {
 	e.Apply(ev("EndpointList", "ObjectName", "trunk", "DeviceState", "Not in use"))
 	e.Apply(ev("DeviceStateChange", "Device", "MWI:201@default", "State", "NOT_INUSE"))
 	got := names(e.Followups(FollowResync))
-	want := "Parkinglots, DBGetTree CF, DBGetTree CFB, DBGetTree CFU, DBGetTree DND, DBGetTree AMPUSER, VoicemailUsersList, PJSIPShowEndpoint 201, MailboxCount 201@default"
+	want := "Parkinglots, DBGetTree CF, DBGetTree CFB, DBGetTree CFU, DBGetTree DND, DBGetTree AMPUSER, DBGetTree DEVICE, VoicemailUsersList, PJSIPShowEndpoint 201, MailboxCount 201@default"
 	if got != want {
 		t.Errorf("resync follow-ups:\n%s\nwant:\n%s", got, want)
 	}

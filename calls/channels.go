@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
@@ -195,14 +196,14 @@ func (e *Engine) newChannelFrom(h *chanHdrs, uid, name string) *channel {
 	e.byName[name] = c
 	switch c.kind {
 	case ownerExt:
-		x = e.extFound(x, ep)
-		c.owner = x.exten // ep's bytes, shared: hashing it reads no old message
+		x = e.ownerOf(ep, x) // a device's user's (devices.go)
+		c.owner = x.exten    // ep's bytes, shared: hashing it reads no old message
 		x.chans = addOwned(x.chans, c)
 		e.busyExt[x.exten] = x
 		if x.chanType == "" {
 			x.chanType = strings.ToLower(tech)
 		}
-		if known(c.callerName) && c.callerNum == ep && x.pbxName != c.callerName {
+		if known(c.callerName) && c.callerNum == ep && x.exten == ep && x.pbxName != c.callerName {
 			before := x.displayName()
 			x.pbxName = c.callerName
 			e.renamed(x, before)
@@ -235,10 +236,9 @@ func (e *Engine) dropChannel(c *channel) {
 	if e.byName[c.name] == c {
 		delete(e.byName, c.name)
 	}
-	if c.partner != nil {
-		c.partner.partner = nil
-		c.partner = nil
-	}
+	// The other half of a Local pair keeps its link to this one, gone:
+	// the call through the pair is over (follow).
+	c.partner = nil
 	switch c.kind {
 	case ownerExt:
 		if x := e.exts[c.owner]; x != nil {
@@ -338,6 +338,13 @@ func (e *Engine) refreshFrom(c *channel, h *chanHdrs) {
 func (e *Engine) noteRinging(c *channel) {
 	if c.kind == ownerExt && !c.rang && !c.isOut() && !c.ownOriginate() {
 		c.rang = true
+		if x := e.exts[c.owner]; x != nil && len(x.chans) > 1 {
+			for _, o := range x.chans {
+				if o != c && o.rang && !o.gone && o.linkedid == c.linkedid && !o.isOut() {
+					return // another of the user's devices rings for the same call
+				}
+			}
+		}
 		e.ringing = append(e.ringing, c)
 	}
 }
@@ -425,11 +432,18 @@ func (e *Engine) onDialBegin(m ami.Message) {
 			src.dialTargets = append(src.dialTargets, dst)
 		}
 		dst.dialledBy = src
-		if src.kind == ownerTrunk || src.viaTrunk {
+		// The second half of a Local pair dials for the first: a queue's
+		// Local member (Local/203@from-queue/n) rings the phone for the
+		// queue's caller.
+		from := src
+		if src.local && src.partner != nil {
+			from = src.partner
+		}
+		if src.kind == ownerTrunk || src.viaTrunk || from.viaTrunk {
 			dst.viaTrunk = true
 		}
-		if src.queue != "" && dst.queue == "" {
-			dst.queue = src.queue
+		if q := cmp.Or(src.queue, from.queue); q != "" && dst.queue == "" {
+			dst.queue = q
 		}
 	}
 	e.changed(dst)

@@ -35,7 +35,7 @@ func (e *Engine) peerOf(c *channel) *channel {
 			if other == c {
 				other = b.members[1]
 			}
-			return follow(other, c)
+			return throughLocal(other, c)
 		case 1:
 			// alone in its bridge (the other party left): fall back to dialling
 		default:
@@ -44,21 +44,38 @@ func (e *Engine) peerOf(c *channel) *channel {
 	}
 	for _, t := range c.dialTargets {
 		if alive(t) {
-			return follow(t, c)
+			return throughLocal(t, c)
 		}
 	}
 	if alive(c.dialledBy) {
-		return follow(c.dialledBy, c)
+		return throughLocal(c.dialledBy, c)
 	}
 	return nil
 }
 
 // follow looks through Local channel pairs: from one half to the party its
-// other half is bridged with or dials.
+// other half is bridged with or dials; p itself when they lead nowhere.
 func follow(p, from *channel) *channel {
+	if n := throughLocal(p, from); n != nil {
+		return n
+	}
+	return p
+}
+
+// throughLocal is follow, but nil when the pair leads to no one any more
+// (its other half hung up, or was left alone by the party it was bridged
+// with or dialled by): the call through it is over, though its channels
+// take a few ms to go.
+func throughLocal(p, from *channel) *channel {
 	for range 4 {
-		if !p.local || !alive(p.partner) {
+		if !p.local {
 			return p
+		}
+		if p.partner == nil {
+			return p // not known yet
+		}
+		if p.partner.gone {
+			return nil
 		}
 		q := p.partner
 		var n *channel
@@ -80,6 +97,9 @@ func follow(p, from *channel) *channel {
 		}
 		if n == nil && alive(q.dialledBy) {
 			n = q.dialledBy
+		}
+		if n == nil && ((q.bridge != nil && !q.bridge.holding) || q.dialledBy != nil) {
+			return nil // its party left it
 		}
 		if n == nil || n == from {
 			return p
@@ -152,7 +172,7 @@ func (e *Engine) convFor(c *channel) Conversation {
 		UniqueID:     c.uid,
 		StartTime:    c.created,
 		AnsweredAt:   c.answeredAt,
-		Recording:    c.recording,
+		Recording:    recordingOf(c, p),
 		InConference: c.conference,
 		ThroughQueue: c.queue != "",
 		QueueID:      c.queue,
@@ -239,8 +259,73 @@ func (e *Engine) convFor(c *channel) Conversation {
 	if consult && e.consultCounterpart(&cv, leg, p) {
 		return cv
 	}
+	if p != nil && c.ringsSeveral() {
+		p = nil // a ring group, a queue ringing all, a user's devices: none of them yet
+	}
 	e.counterpart(&cv, c, p, out)
 	return cv
+}
+
+// recordingOf is whether c's call is recorded: a MixMonitor records both
+// parties, whichever channel runs it. FreePBX starts it from the
+// dialplan (sub-record-check) on the caller's channel, or, for a ring
+// group's or a queue's member, on the Local half that dials the phone.
+func recordingOf(c, p *channel) string {
+	if c.recording != "false" {
+		return c.recording
+	}
+	if p != nil && p.recording != "false" {
+		return p.recording
+	}
+	near := c.dialledBy // the Local half between c and p, if any
+	if b := c.bridge; b != nil && len(b.members) == 2 {
+		near = b.members[0]
+		if near == c {
+			near = b.members[1]
+		}
+	}
+	if near != nil && near.local {
+		if near.recording != "false" {
+			return near.recording
+		}
+		if q := near.partner; q != nil && q.recording != "false" {
+			return q.recording
+		}
+	}
+	return c.recording
+}
+
+// ringsSeveral reports whether c, in no call yet, dials more than one
+// party at once: its counterpart is then what it called (a ring group, a
+// queue, a user with several devices), not the first of them.
+func (c *channel) ringsSeveral() bool {
+	if c.bridge != nil || len(c.dialTargets) < 2 {
+		return false
+	}
+	n := 0
+	for _, t := range c.dialTargets {
+		if alive(t) {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// dialled is what c called, as its counterpart before it reaches anyone
+// (out: c is the calling side): the queue it waits in (by the number
+// dialled to reach it), else the extension it dialled. FreePBX runs its
+// dial macros as subroutines at extension "s", which is no number.
+func (e *Engine) dialled(c *channel, out bool) string {
+	if c.queue != "" {
+		if q := e.queues[c.queue]; q != nil && q.number != "" {
+			return q.number
+		}
+		return c.queue
+	}
+	if out && c.exten != "s" {
+		return c.exten
+	}
+	return ""
 }
 
 // joinID is the conversation id "<a>><b>": last itself when it is that id
@@ -287,13 +372,18 @@ func (e *Engine) counterpart(cv *Conversation, c, p *channel, out bool) {
 		if known(c.connName) {
 			cv.CounterpartName = c.connName
 		}
-	case p != nil && known(p.callerNum):
+	case p != nil && !p.local && known(p.callerNum):
+		// (A Local half not seen through yet is no party: its caller ID
+		// is the dialplan's, "s" or a DID.)
 		cv.CounterpartNum = p.callerNum
 		if known(p.callerName) {
 			cv.CounterpartName = p.callerName
 		}
-	case out && c.exten != "" && c.exten != "s":
-		cv.CounterpartNum = c.exten
+	default:
+		// Nothing names the other party (yet): what c called. An
+		// outbound route's trunk leg is such a party: FreePBX dials it
+		// from a subroutine, so its caller number is "s".
+		cv.CounterpartNum = e.dialled(c, out)
 	}
 	if cv.CounterpartName == "" {
 		cv.CounterpartName = e.nameOf(cv.CounterpartNum)

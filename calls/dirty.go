@@ -97,6 +97,9 @@ func (e *Engine) renamed(x *extState, before string) {
 		e.changed(c)
 	}
 	e.renamedExts[x.exten] = struct{}{}
+	for _, d := range e.userDevs[x.exten] {
+		e.dirtyExt[d] = struct{}{} // named after their user
+	}
 }
 
 // markShowing marks the owners whose published conversations show a

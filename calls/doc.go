@@ -14,6 +14,12 @@
 //     channel>" and disappears when its owner's channel hangs up. Talk time
 //     (answeredAt) starts when the channel is bridged with its real
 //     counterpart, never at an Answer() before a queue or an IVR.
+//   - FreePBX's topologies (docs/design.md): Local channel pairs of ring
+//     groups, follow-me and queue members are looked through to the
+//     phone, and carry the queue of the call; a call ringing several
+//     parties shows what it called; a user's devices (AstDB
+//     DEVICE/<device>/user, Config.Devices) have their channels owned by
+//     the user's extension, whose status joins theirs (devices.go).
 //   - Some conversations carry more: an attended transfer run by Asterisk
 //     (Atxfer, or the *2 feature) is tracked from the moment the
 //     transferer's channel moves from the bridge the transferee stays in to

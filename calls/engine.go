@@ -63,6 +63,8 @@ type engineState struct {
 	rederiveAll bool       // re-derive every owner with channels
 	spiers      map[*channel]struct{}
 	renamedExts map[string]struct{} // extensions whose display name changed
+	devUser     map[string]string   // a device's user's extension (devices.go); nil until one
+	userDevs    map[string][]string // a user's devices
 	dirtyExt    map[string]struct{}
 	dirtyTrunk  map[string]struct{}
 	dirtyQueue  map[string]struct{}
@@ -139,6 +141,9 @@ func (e *Engine) init(cfg Config) {
 		x := e.ensureExt(num)
 		x.name = name
 		x.status = "offline"
+	}
+	for _, dev := range sortedKeys(cfg.Devices) {
+		e.setDevice(dev, cfg.Devices[dev])
 	}
 	e.pub = newPublished()
 	e.linkSince = e.nowMs()
@@ -302,9 +307,12 @@ func (e *Engine) applyState(m ami.Message, code evCode) {
 	// security events, list-complete markers ...) changes nothing we show.
 }
 
-// known reports whether a caller ID field holds a value.
+// known reports whether a caller ID field holds a value: "s" is none,
+// it is the extension FreePBX's dial subroutines run at, which Asterisk
+// gives as caller number to a channel dialled without one (an outbound
+// route's trunk leg, a ring group's Local halves).
 func known(s string) bool {
-	return s != "" && s != "<unknown>" && s != "unknown"
+	return s != "" && s != "<unknown>" && s != "unknown" && s != "s"
 }
 
 func allDigits(s string) bool {

@@ -60,6 +60,12 @@ var scenarios = []string{
 	"pickup_ringing",
 	"queue_answered",
 	"status_actions_during_call",
+	// The third set: a FreePBX/NethVoice-style dialplan (Local channels,
+	// several devices per user).
+	"multi_device_user",
+	"ringgroup_local",
+	"queue_local_members",
+	"park_by_transfer",
 }
 
 func loadGolden(t *testing.T, name string) *golden {
@@ -216,7 +222,7 @@ func replayGolden(t *testing.T, name string, clock string) {
 		times = loadTiming(t, rec)
 		now = func() time.Time { return times[i] }
 	}
-	e := New(testConfig(now))
+	e := New(recordingConfig(name, now))
 	e.SetLink(LinkLive)
 	next := 0
 	for i = range rec.msgs {

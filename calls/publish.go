@@ -42,6 +42,7 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 	if len(e.dirtyExt) == 0 {
 		return ch
 	}
+	e.devicesDirty()
 	e.extKeys = appendSorted(e.extKeys[:0], e.dirtyExt)
 	for _, k := range e.extKeys {
 		x := e.exts[k]

@@ -69,14 +69,15 @@ func (e *Engine) queueOf(m ami.Message) *queueState {
 }
 
 // memberKeyOf derives the member key from StateInterface, Interface or
-// Location: PJSIP/203 -> "203"; Local/203@from-queue/n -> "203".
+// Location: PJSIP/203 -> "203"; Local/203@from-queue/n -> "203";
+// FreePBX's state interface hint:203@ext-local -> "203".
 func memberKeyOf(m ami.Message) string {
 	for _, k := range [...]string{"StateInterface", "Interface", "Location"} {
 		v := m.Get(k)
 		if v == "" {
 			continue
 		}
-		if i := strings.IndexByte(v, '/'); i >= 0 {
+		if i := strings.IndexAny(v, "/:"); i >= 0 {
 			v = v[i+1:]
 		}
 		if i := strings.IndexAny(v, "@/"); i >= 0 {

@@ -94,6 +94,22 @@ func testConfig(now func() time.Time) Config {
 	return Config{Now: now, Trunks: []string{"trunk"}}
 }
 
+// ami3Devices are the devices of user 201 on the PBX of the third set
+// (AstDB DEVICE/<device>/user, testdata/ami3-astdb.txt), which the first
+// two sets do not have.
+var ami3Devices = map[string]string{"91201": "201", "92201": "201"}
+
+// recordingConfig is testConfig for the recording name: the third set's
+// with its devices.
+func recordingConfig(name string, now func() time.Time) Config {
+	cfg := testConfig(now)
+	switch name {
+	case "multi_device_user", "ringgroup_local", "queue_local_members", "park_by_transfer":
+		cfg.Devices = ami3Devices
+	}
+	return cfg
+}
+
 func summary(m ami.Message) string {
 	s := m.Event()
 	if s == "" {
@@ -114,7 +130,7 @@ func TestDumpReplay(t *testing.T) {
 	rec := loadRecording(t, *dumpFlag)
 	times := loadTiming(t, rec)
 	i := 0
-	e := New(testConfig(func() time.Time { return times[i] }))
+	e := New(recordingConfig(*dumpFlag, func() time.Time { return times[i] }))
 	var last uint64
 	for i = range rec.msgs {
 		e.Apply(rec.msgs[i])

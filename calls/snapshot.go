@@ -402,13 +402,13 @@ func (e *Engine) chanConvs(c *channel, yield func(Conversation)) {
 // it shows skip the conversations.
 func (e *Engine) extView(x *extState, prev map[string]Conversation) (v Extension, kept bool) {
 	convs, kept := e.extConvs(x.chans, prev)
-	status := x.status
+	status := e.userStatus(x)
 	if x.dnd && status == "online" {
 		status = "dnd" // idle but refusing calls; in a call, the call shows
 	}
 	return Extension{
 		Exten:         x.exten,
-		Name:          x.displayName(),
+		Name:          e.extName(x),
 		Status:        status,
 		DND:           x.dnd,
 		CF:            x.cf,

@@ -252,8 +252,8 @@ func TestNoDBGetTreeDegrades(t *testing.T) {
 	if n := strings.Count(logs.String(), "action=DBGetTree"); n != 1 {
 		t.Errorf("%d log lines about the missing DBGetTree, want 1:\n%s", n, logs.String())
 	}
-	if n := sent(srv, "DBGetTree", "", ""); n != 5 {
-		t.Errorf("DBGetTree sent %d times, want the 5 families of the one resync", n)
+	if n := sent(srv, "DBGetTree", "", ""); n != 6 {
+		t.Errorf("DBGetTree sent %d times, want the 6 families of the one resync", n)
 	}
 	if st := lk.Stats(); st.Resyncs != 1 || st.ResyncFailures != 0 {
 		t.Errorf("resyncs %d, failures %d: want 1 and 0", st.Resyncs, st.ResyncFailures)
