@@ -44,6 +44,10 @@ func TestReplayRecordings(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no recordings")
 	}
+	// The third set: a FreePBX-style dialplan (Local channels, devices).
+	for _, n := range []string{"multi_device_user", "ringgroup_local", "queue_local_members", "park_by_transfer"} {
+		files = append(files, "../../calls/testdata/"+n+".ami")
+	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			st, _ := runReplay(t, f)
