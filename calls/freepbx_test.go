@@ -228,3 +228,30 @@ func TestQueueLocalMemberRinging(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedAtKeptByList: ParkedCalls gives a parked call's duration in
+// whole seconds (park_by_transfer: 2 at t=7.65 for a call parked at
+// t=6.13), so the list's parkedAt is up to a second early; the live
+// ParkedCall's time stands.
+func TestParkedAtKeptByList(t *testing.T) {
+	rec := loadRecording(t, "park_by_transfer")
+	times := loadTiming(t, rec)
+	i := 0
+	e := New(recordingConfig(rec.name, func() time.Time { return times[i] }))
+	e.SetLink(LinkLive)
+	var parked int64
+	for i = range rec.msgs {
+		m := rec.msgs[i]
+		e.Apply(m)
+		if m.Event() == "ParkedCall" && m.ActionID() == "" {
+			parked = times[i].UnixMilli()
+		}
+		if m.Event() == "ParkedCallsComplete" {
+			break
+		}
+	}
+	pc := e.Publish().Parkings["701"].ParkedCaller
+	if parked == 0 || pc == nil || pc.ParkedAt != parked {
+		t.Errorf("after the list: parked caller %+v, want parkedAt %d (the live ParkedCall's time)", pc, parked)
+	}
+}

@@ -67,7 +67,9 @@ func (e *Engine) onParkedCall(m ami.Message) {
 	if !known(pc.Name) {
 		pc.Name = e.nameOf(pc.Num)
 	}
-	if old := p.caller; old != nil && old.Channel == pc.Channel && old.ParkedAt < pc.ParkedAt {
+	// A list gives the duration in whole seconds: within a second of what
+	// was known, the time known stands (a live event's is exact).
+	if old := p.caller; old != nil && old.Channel == pc.Channel && (old.ParkedAt < pc.ParkedAt || old.ParkedAt-pc.ParkedAt < 1000) {
 		pc.ParkedAt = old.ParkedAt
 	}
 	p.caller = pc
