@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -122,10 +123,9 @@ func (f *FreePBX) Users(ctx context.Context) ([]auth.User, error) {
 			Groups: groups[id], Source: f.cfg.Name, Checker: f}
 		u.Profile = profileOf(f.cfg.GroupProfiles, u.Groups, f.cfg.Profile)
 		if ext != "" && ext != "none" && auth.CheckEndpoint(ext) == nil {
-			u.Endpoints = devices[ext]
-			if len(u.Endpoints) == 0 {
-				u.Endpoints = []string{ext}
-			}
+			// The extension first, its other devices after: the first
+			// endpoint is the user's main extension (her presence).
+			u.Endpoints = append([]string{ext}, slices.DeleteFunc(slices.Clone(devices[ext]), func(d string) bool { return d == ext })...)
 		}
 		hashes[name] = strings.ToLower(pw)
 		out = append(out, u)

@@ -30,7 +30,7 @@ var freepbxSchema = []string{
 	`INSERT INTO users (extension, name) VALUES ('201', 'Reception'), ('202', 'Mario Rossi'), ('203', 'Sales')`,
 	`INSERT INTO devices (id, tech, dial, devicetype, user, description) VALUES
 		('201', 'pjsip', 'PJSIP/201', 'fixed', '201', 'Reception'), ('202', 'pjsip', 'PJSIP/202', 'fixed', '202', 'Mario'),
-		('99202', 'pjsip', 'PJSIP/99202', 'fixed', '202', 'Mario softphone'), ('203', 'pjsip', 'PJSIP/203', 'fixed', '203', 'Sales')`,
+		('99202', 'pjsip', 'PJSIP/99202', 'fixed', '202', 'Mario softphone'), ('1202', 'pjsip', 'PJSIP/1202', 'fixed', '202', 'Mario desk 2'), ('203', 'pjsip', 'PJSIP/203', 'fixed', '203', 'Sales')`,
 	`INSERT INTO userman_users (username, password, default_extension, displayname, fname, lname) VALUES
 		('reception', SHA1('rec-pw'), '201', NULL, 'Front', 'Desk'),
 		('mario', SHA1('mario-pw'), '202', 'Mario Rossi', NULL, NULL),
@@ -61,7 +61,7 @@ func TestFreePBXDirectory(t *testing.T) {
 		got[u.Username] = u
 	}
 	if len(us) != 3 || got["reception"].Name != "Front Desk" || !slices.Equal(got["reception"].Endpoints, []string{"201"}) ||
-		got["mario"].Name != "Mario Rossi" || !slices.Equal(got["mario"].Endpoints, []string{"202", "99202"}) ||
+		got["mario"].Name != "Mario Rossi" || !slices.Equal(got["mario"].Endpoints, []string{"202", "1202", "99202"}) ||
 		len(got["nophone"].Endpoints) != 0 || got["mario"].PasswordHash != "" {
 		t.Fatalf("users %+v", us)
 	}
