@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctibridge/ctibridge/ami"
 )
 
 // Defaults of Config.
@@ -58,6 +60,10 @@ type Config struct {
 	// AMIUsers maps manager user names to secrets. Default
 	// {"ctibridge": "ctibridge"}.
 	AMIUsers map[string]string
+	// AMITrace, when set, is called with every frame a manager session
+	// receives, before it is handled (tests log every action the PBX
+	// got with it).
+	AMITrace func(s *ami.Session, m ami.Message)
 	// Extensions are the phones. Default 200-299, 201-208 named as in the
 	// recordings (Alice, Bob, Carol, Dave, ...), the others "Ext <n>".
 	Extensions []Extension

@@ -141,7 +141,7 @@ func New(cfg Config) (*PBX, error) {
 	turi.UriParams.Add("transport", "tcp")
 	p.tcpDUA = &sipgo.DialogUA{Client: p.tcpCli, ContactHDR: sip.ContactHeader{Address: turi}}
 
-	p.amiSrv = ami.NewServer(ami.ServerConfig{Users: cfg.AMIUsers, Log: p.log, Started: p.started})
+	p.amiSrv = ami.NewServer(ami.ServerConfig{Users: cfg.AMIUsers, Log: p.log, Started: p.started, Trace: cfg.AMITrace})
 	p.registerSIP()
 	p.registerAMI()
 	p.registerFeatures()
