@@ -26,6 +26,7 @@ const (
 	replyLost         = 4 // ami.ErrConnectionLost
 	replyInjection    = 5 // ami.ErrInjection
 	replyOther        = 6 // text
+	replyStaleLease   = 7 // ErrStaleLease: the leader's lease ran out, nothing sent
 )
 
 // maxInFlight bounds the actions a leader runs at once for other nodes.
@@ -40,8 +41,11 @@ var errLeaderTimeout = context.DeadlineExceeded
 // (REST's 503 pbx_down), and the errors of the leader's AMI client come
 // back as the same errors (REST maps them as for a local link).
 func (n *Node) Do(ctx context.Context, a ami.Message) (ami.Response, error) {
-	if n.leading.Load() {
-		return n.cfg.Actions.Do(ctx, a)
+	if n.leading.Load() || n.fenced.Load() {
+		// Stamped now, checked before it is written (fence.go): a
+		// node whose lease ran out refuses, it forwards nothing over
+		// the NATS it cannot reach.
+		return n.act(ctx, n.term(), a)
 	}
 	if err := a.Validate(); err != nil {
 		return ami.Response{}, err
@@ -89,6 +93,8 @@ func decodeReply(data []byte) (ami.Response, error) {
 		err = ami.ErrInjection
 	case replyOther:
 		err = errors.New(d.string())
+	case replyStaleLease:
+		err = ErrStaleLease
 	default:
 		d.fail("reply status %d", st)
 	}
@@ -118,6 +124,8 @@ func encodeReply(resp ami.Response, err error) []byte {
 		return append(b, replyLost)
 	case errors.Is(err, ami.ErrInjection):
 		return append(b, replyInjection)
+	case errors.Is(err, ErrStaleLease):
+		return append(b, replyStaleLease)
 	}
 	b = append(b, replyOther)
 	return appendString(b, err.Error())
@@ -133,9 +141,10 @@ func (n *Node) serveActions() error {
 			m.Respond(encodeReply(ami.Response{}, errors.New("bus: the leader has too many actions in flight")))
 			return
 		}
+		term := n.term() // the fencing token, when the action is taken
 		go func() {
 			defer func() { <-sem }()
-			m.Respond(n.runAction(m.Data))
+			m.Respond(n.runAction(term, m.Data))
 		}()
 	})
 	if err != nil {
@@ -154,13 +163,18 @@ func (n *Node) serveActions() error {
 		act.Unsubscribe()
 		return err
 	}
-	_, _ = act, ref // both end with the connection (Close)
+	// Run's end (a step-down) leaves the queue group at once: the
+	// actions of other nodes go to the new leader.
+	context.AfterFunc(n.ctx, func() {
+		act.Unsubscribe()
+		ref.Unsubscribe()
+	})
 	return nil
 }
 
-// runAction decodes a forwarded action, runs it on the AMI client and
-// encodes the outcome.
-func (n *Node) runAction(data []byte) []byte {
+// runAction decodes a forwarded action, runs it on the AMI client if
+// the fencing token term still holds, and encodes the outcome.
+func (n *Node) runAction(term uint64, data []byte) []byte {
 	d := decoder{b: data}
 	if v := d.byte(); d.err == nil && v != version {
 		d.fail("request version %d", v)
@@ -175,7 +189,7 @@ func (n *Node) runAction(data []byte) []byte {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	return encodeReply(n.cfg.Actions.Do(ctx, a))
+	return encodeReply(n.act(ctx, term, a))
 }
 
 // Refresh asks the leader's link to re-read what actions changed in AstDB

@@ -20,7 +20,12 @@
 // up with the stream, writes a lead record, marks the state down and runs
 // the AMI link on the primary; every publish expects the stream's last seq
 // to be its own (fencing: a deposed leader's publish fails and Run returns
-// ErrDeposed). Every node that does not lead watches the lease and, when
+// ErrDeposed). A leader acts on the PBX only under a grant that
+// ends LeaseTTL-LeaseTTL/6 after it sent its last stored write of the
+// lease, before any standby can take over (fence.go): each action is
+// stamped with the lease's term and refused with ErrStaleLease once the
+// grant ended, and the node steps down then (Run returns
+// ErrLeaseExpired). Every node that does not lead watches the lease and, when
 // the leader is silent for half the lease TTL, publishes a stall marker
 // (stall.go) that every node replays as SetLink(stalled): no client is
 // told live while nobody follows the PBX; a leader alive after all adopts

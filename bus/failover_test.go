@@ -87,7 +87,15 @@ func TestFailover(t *testing.T) {
 	}
 
 	// One NATS server dies: the stream (3 replicas) and the lease go on.
-	cluster[0].Kill()
+	// Not the lease bucket's leader: bridge-b would step down during
+	// the election (TestLeaseBucketLeaderKilled).
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	victim := cluster[0]
+	if leaseLeader(lctx, t, b.n, cluster) == victim {
+		victim = cluster[1]
+	}
+	lcancel()
+	victim.Kill()
 	call2.Hangup(ctx)
 	call3, err := ph1.Call(ctx, "603")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,13 @@ const LeaseBucket = "ctibridge_leases"
 // DefaultLeaseTTL is Config.LeaseTTL's default.
 const DefaultLeaseTTL = 3 * time.Second
 
+// fenceBound is how long after it sent its last stored write of the
+// lease (the win or a renewal) a leader may act on the PBX: ttl less
+// ttl/6 (2.5 s at the default TTL), against a standby's takeover no
+// sooner than ttl after that write was stored (docs/scale-out.md,
+// "Fencing: a cut-off leader steps down first").
+func fenceBound(ttl time.Duration) time.Duration { return ttl - ttl/6 }
+
 // lease is the election of the bridge that holds a PBX's AMI link: a key
 // per PBX in the JetStream KV bucket LeaseBucket, whose value names the
 // leader. The leader rewrites it every ttl/3 with a compare-and-set on
@@ -27,7 +35,8 @@ const DefaultLeaseTTL = 3 * time.Second
 // for ttl takes it with a compare-and-set on the revision it saw, so one
 // candidate at most wins, and a leader whose rewrite fails on the
 // revision has been replaced. A leader that cannot rewrite (NATS out of
-// reach, a JetStream election) keeps trying, and a candidate whose
+// reach, a JetStream election) keeps trying until its grant ends (then it
+// steps down: fence.go), and a candidate whose
 // takeover write fails so (not on the revision), or who finds the
 // bucket's JetStream leader changed during the stand-still (the
 // election is over, but the holder could not renew during it), counts
@@ -43,6 +52,12 @@ const DefaultLeaseTTL = 3 * time.Second
 // for one renewal at least (it tries every ttl/3, each for ttl/3 at
 // most), so a revision still standing at ttl is its failure, not the
 // election's.
+//
+// Fencing (fence.go): the leader may act on the PBX only until
+// fenceBound after it sent its last write of the lease that was stored
+// (granted); the term it won the lease at is the fencing token every
+// action is checked against (check), and a grant that ran out steps the
+// node down for good (fence).
 //
 // A preferred candidate (Config.Prefer, handover.go) that sees the lease
 // renewed by another asks that leader to hand it over; a leader that
@@ -74,6 +89,58 @@ type lease struct {
 	// stops renewing.
 	handTo       chan transfer
 	leaderChecks *atomic.Uint64 // stream-info requests for the bucket's leader
+
+	gmu sync.Mutex // guards term, until and fenced: the grant actions check
+	// term is the fencing token: the revision this node won the lease
+	// at (revisions grow, so a later leader's term is larger); 0 before.
+	term uint64
+	// until: the lease's expiry on this node's clock, fenceBound after
+	// the last stored write was sent.
+	until time.Time
+	// fenced: the lease is not this node's to act on any more (expired,
+	// handed over or released); no renewal gives it back.
+	fenced bool
+}
+
+// granted notes a stored write of the lease sent at sent: the win
+// (term is its revision) or a renewal (term 0 keeps it).
+func (l *lease) granted(term uint64, sent time.Time) {
+	l.gmu.Lock()
+	defer l.gmu.Unlock()
+	if l.fenced {
+		return
+	}
+	if term != 0 {
+		l.term = term
+	}
+	l.until = sent.Add(fenceBound(l.ttl))
+}
+
+// grant is the fencing token and the lease's local expiry.
+func (l *lease) grant() (term uint64, until time.Time) {
+	l.gmu.Lock()
+	defer l.gmu.Unlock()
+	return l.term, l.until
+}
+
+// check says whether an action stamped with term may be sent to the
+// PBX now: term is this node's, not fenced, the lease unexpired.
+func (l *lease) check(term uint64) error {
+	l.gmu.Lock()
+	defer l.gmu.Unlock()
+	if l.fenced || term == 0 || term != l.term || !time.Now().Before(l.until) {
+		return ErrStaleLease
+	}
+	return nil
+}
+
+// fence ends the grant for good; it reports whether it was still on.
+func (l *lease) fence() bool {
+	l.gmu.Lock()
+	defer l.gmu.Unlock()
+	was := !l.fenced
+	l.fenced = true
+	return was
 }
 
 // transfer asks keep to hand the lease to node.
@@ -99,6 +166,7 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 		}
 		c, cancel := context.WithTimeout(ctx, l.ttl/3)
 		e, err := l.kv.Get(c, l.key)
+		sent := time.Now() // before any write below: the grant counts from it
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
 			// Nobody leads (first start, or the leader let go).
@@ -137,6 +205,7 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 				break
 			}
 			l.log.Warn("lease not renewed: taking over", "holder", string(e.Value()), "for", time.Since(since).Round(time.Millisecond))
+			sent = time.Now()
 			rev, err := l.kv.Update(c, l.key, []byte(l.node), seen)
 			switch {
 			case err == nil:
@@ -150,6 +219,9 @@ func (l *lease) contend(ctx context.Context, won chan<- uint64, lost func(error)
 			}
 		}
 		cancel()
+		if l.rev != 0 {
+			l.granted(l.rev, sent)
+		}
 	}
 	won <- l.rev
 	l.keep(ctx, lost)
@@ -193,11 +265,13 @@ func (l *lease) keep(ctx context.Context, lost func(error)) {
 		case <-tick.C:
 		}
 		c, cancel := context.WithTimeout(ctx, l.ttl/3)
+		sent := time.Now()
 		rev, err := l.kv.Update(c, l.key, []byte(l.node), l.rev)
 		cancel()
 		switch {
 		case err == nil:
 			l.rev = rev
+			l.granted(0, sent)
 		case isWrongSeq(err):
 			if l.ownWrite(ctx) {
 				continue
@@ -213,6 +287,7 @@ func (l *lease) keep(ctx context.Context, lost func(error)) {
 // handOver rewrites the lease naming node, on this leader's revision.
 // Done, the lease is not this node's to release any more.
 func (l *lease) handOver(ctx context.Context, node string) error {
+	l.fence()
 	c, cancel := context.WithTimeout(ctx, l.ttl/3)
 	defer cancel()
 	_, err := l.kv.Update(c, l.key, []byte(node), l.rev)
@@ -225,6 +300,7 @@ func (l *lease) handOver(ctx context.Context, node string) error {
 // release lets the lease go at a clean stop, so that a standby takes over
 // at once instead of after ttl.
 func (l *lease) release() {
+	l.fence()
 	if l.rev == 0 {
 		return
 	}

@@ -24,6 +24,7 @@ type counters struct {
 	unheard        atomic.Uint64 // times the node said it cannot hear its stream (unheard.go)
 	handovers      atomic.Uint64 // leads handed over: to a preferred node, or yielded (yield.go)
 	leaderChecks   atomic.Uint64 // stream-info requests for the lease bucket's leader (lease.go)
+	fenceRefused   atomic.Uint64 // actions refused with ErrStaleLease (fence.go)
 	streamLast     atomic.Uint64 // the stream's last seq, as last read
 	streamMsgs     atomic.Uint64 // the stream's messages and bytes: the current generation's once purged
 	streamBytes    atomic.Uint64
@@ -54,6 +55,8 @@ type Stats struct {
 	UnheardTimes    uint64 // times it went so
 	Handovers       uint64 // leads handed over: to a preferred node, or yielded (yield.go)
 	LeaderChecks    uint64 // stream-info requests for the lease bucket's JetStream leader
+	LeaseExpired    bool   // the node stepped down when its lease ran out unrenewed (fence.go)
+	StaleRefused    uint64 // actions refused with ErrStaleLease, nothing sent to the PBX
 }
 
 // Stats returns the node's figures. Any goroutine.
@@ -72,7 +75,8 @@ func (n *Node) Stats() Stats {
 		Retries: c.retries.Load(), ConsumerRetries: c.consRetries.Load(), Adopted: c.adopted.Load(), Takeovers: c.takeovers.Load(),
 		StallsWritten: c.stallsWritten.Load(), StallsApplied: c.stallsApplied.Load(),
 		Generation: g.Gen, GenerationSeq: seq, GenerationMsgs: c.streamMsgs.Load(), GenerationBytes: c.streamBytes.Load(),
-		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load(), Unheard: n.Unheard(), UnheardTimes: c.unheard.Load(), Handovers: c.handovers.Load(), LeaderChecks: c.leaderChecks.Load()}
+		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load(), Unheard: n.Unheard(), UnheardTimes: c.unheard.Load(), Handovers: c.handovers.Load(), LeaderChecks: c.leaderChecks.Load(),
+		LeaseExpired: n.fenced.Load(), StaleRefused: c.fenceRefused.Load()}
 }
 
 type collector struct{ n *Node }
@@ -102,13 +106,15 @@ var (
 	descUnheardT  = prometheus.NewDesc("ctibridge_bus_unheard_total", "Times this node went unable to hear its op stream.", nil, nil)
 	descHandovers = prometheus.NewDesc("ctibridge_bus_handovers_total", "Leads this node handed over to a preferred node (--bus-prefer) or yielded to a standby that logs in while its own link was down.", nil, nil)
 	descChecks    = prometheus.NewDesc("ctibridge_bus_lease_leader_checks_total", "Stream-info requests for the lease bucket's JetStream leader, made by a standby when the lease stood still for half its TTL.", nil, nil)
+	descExpired   = prometheus.NewDesc("ctibridge_bus_lease_expired", "1 once this bridge's candidate stepped down because its lease ran out unrenewed (cut off from NATS): it acts on the PBX no more, a new one stands by.", nil, nil)
+	descStaleRef  = prometheus.NewDesc("ctibridge_bus_stale_lease_refused_total", "Actions refused because this node's lease was stale (503 lease_stale): nothing was sent to the PBX.", nil, nil)
 	descDropped   = prometheus.NewDesc("ctibridge_bus_dropped_ops_total", "Ops larger than the NATS max_payload this node dropped as leader (an AMI frame or a follow-up's answer item): the state may miss them until a reconcile or resync.", nil, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRole, descPublished, descPubBytes, descApplied, descAppBytes, descLagMsgs, descRetries, descConsRetry,
 		descAdopted, descTakeovers, descStallsW, descStallsA, descGen, descGenMsgs, descGenBytes, descRollovers, descDropped,
-		descUnheard, descUnheardT, descHandovers, descChecks} {
+		descUnheard, descUnheardT, descHandovers, descChecks, descExpired, descStaleRef} {
 		ch <- d
 	}
 }
@@ -152,4 +158,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descUnheardT, s.UnheardTimes)
 	counter(descHandovers, s.Handovers)
 	counter(descChecks, s.LeaderChecks)
+	expired := uint64(0)
+	if s.LeaseExpired {
+		expired = 1
+	}
+	gauge(descExpired, expired)
+	counter(descStaleRef, s.StaleRefused)
 }

@@ -84,6 +84,9 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Log receives lifecycle messages. Default: discard.
 	Log *slog.Logger
+	// Dialer, when set, makes the node's NATS connections (tests cut a
+	// node off from NATS with it). Default: nats.go's own.
+	Dialer nats.CustomDialer
 }
 
 // Doer sends an AMI action and waits for its response; *ami.Client
@@ -119,9 +122,13 @@ type Node struct {
 	key     [32]byte
 
 	leading atomic.Bool
-	ready   atomic.Bool
-	cutOff  atomic.Bool // neither the lease nor the stream heard for LeaseTTL
-	unheard unheard     // the node says it cannot hear its stream (unheard.go)
+	// fenced: this node stepped down when its lease ran out (fence.go);
+	// fencedAt when, Unix ns.
+	fenced   atomic.Bool
+	fencedAt atomic.Int64
+	ready    atomic.Bool
+	cutOff   atomic.Bool // neither the lease nor the stream heard for LeaseTTL
+	unheard  unheard     // the node says it cannot hear its stream (unheard.go)
 	// reconnected: the NATS connection came back, restart the consumer.
 	reconnected chan struct{}
 	consumer    atomic.Pointer[jetstream.Consumer] // the current one (tests: where it is)
@@ -195,9 +202,13 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Log.With("component", "bus", "pbx", cfg.PBX), subject: "ctibridge." + cfg.PBX + ".ops",
 		deposed: make(chan error, 1), stalls: make(chan struct{}, 1), reconnected: make(chan struct{}, 1)}
-	nc, err := nats.Connect(cfg.URL, nats.Name("ctibridge "+cfg.Node), nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second),
-		nats.DisconnectErrHandler(n.disconnected), nats.ReconnectHandler(n.reconnect))
+	opts := []nats.Option{nats.Name("ctibridge " + cfg.Node), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond), nats.Timeout(2 * time.Second),
+		nats.DisconnectErrHandler(n.disconnected), nats.ReconnectHandler(n.reconnect)}
+	if cfg.Dialer != nil {
+		opts = append(opts, nats.SetCustomDialer(cfg.Dialer))
+	}
+	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect %s: %w", cfg.URL, err)
 	}
@@ -379,11 +390,12 @@ func (n *Node) Epoch() string { return n.epoch }
 func (n *Node) OpaqueKey() [32]byte { return n.key }
 
 // Ready reports whether the node follows the stream (or leads), hears
-// from NATS and its stream (unheard.go), and the state it serves is live, or stale only while a new
+// from NATS and its stream (unheard.go), has not stepped down for a
+// lease that ran out (fence.go), and the state it serves is live, or stale only while a new
 // generation of the log is built, for 30 s at most (every node is then
 // stale: rollover.go).
 func (n *Node) Ready() bool {
-	return n.ready.Load() && !n.cutOff.Load() && !n.Unheard() && (!n.cfg.Served.Engine().Snapshot().Stale || n.cfg.Served.building())
+	return n.ready.Load() && !n.cutOff.Load() && !n.fenced.Load() && !n.Unheard() && (!n.cfg.Served.Engine().Snapshot().Stale || n.cfg.Served.building())
 }
 
 // Leading reports whether this node holds the PBX link.

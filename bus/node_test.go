@@ -16,8 +16,12 @@ import (
 	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
-func startSim(t *testing.T) *pbxsim.PBX {
-	p, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0"})
+func startSim(t *testing.T) *pbxsim.PBX { return startSimTraced(t, nil) }
+
+// startSimTraced starts pbxsim with trace seeing every frame its
+// manager sessions receive.
+func startSimTraced(t *testing.T, trace func(*ami.Session, ami.Message)) *pbxsim.PBX {
+	p, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", AMITrace: trace})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,12 +62,13 @@ func (n *Node) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-n.deposed:
-			if errors.Is(err, ErrHandedOver) {
-				return err // handover.go
+			if errors.Is(err, ErrHandedOver) || errors.Is(err, ErrLeaseExpired) {
+				return err // handover.go, fence.go
 			}
 			n.log.Error("stepping down: this node's engine may hold ops the stream lacks", "err", err)
 			return fmt.Errorf("%w: %v", ErrDeposed, err)
 		case <-won:
+			wg.Go(func() { n.fencing(ctx) })
 			info, err := n.stream.Info(ctx)
 			if err != nil {
 				n.depose(err)
@@ -366,7 +367,8 @@ func (n *Node) publish(data []byte) error {
 	id := n.cfg.Node + "/" + strconv.FormatUint(n.pubTerm, 10) + "/" + strconv.FormatUint(n.pubCount, 10)
 	warned := false
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		// Run's end (a step-down) cuts a try short: the link stops at once.
+		ctx, cancel := context.WithTimeout(n.ctx, time.Second)
 		ack, err := n.js.Publish(ctx, n.subject, data, jetstream.WithExpectLastSequence(n.pubSeq), jetstream.WithMsgID(id))
 		cancel()
 		switch {

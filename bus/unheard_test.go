@@ -65,6 +65,7 @@ func TestUnheardServerKilled(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("the edge's consumer is on %q, none of the servers", consOn)
 	}
+	moveLeaseLeader(ctx, t, a.n, cluster, victim)
 	t.Logf("killing %s: the edge's consumer's server (the stream's leader: %s)", victim.Name, leader)
 	victim.Kill()
 	defer victim.Restart()

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -226,6 +227,23 @@ func TestActionPBXErrors(t *testing.T) {
 	if r := none.do("POST", "/astproxy/dnd", "root", `{"endpointId":"2007","activate":true}`); r.status != 503 {
 		t.Errorf("no PBX: %d %s", r.status, r.body)
 	}
+	// A bus node whose lease is stale (bus.ErrStaleLease) says so.
+	stale := newFixture(t, false, func(c *Config) { c.PBX = stalePBX{} })
+	if r := stale.do("POST", "/astproxy/dnd", "root", `{"endpointId":"2007","activate":true}`); r.status != 503 || r.errorCode() != "lease_stale" {
+		t.Errorf("stale lease: %d %s", r.status, r.body)
+	}
+}
+
+// stalePBX refuses every action as a bus node whose lease ran out.
+type stalePBX struct{}
+
+type staleErr struct{}
+
+func (staleErr) Error() string           { return "bus: lease stale" }
+func (staleErr) UnavailableCode() string { return "lease_stale" }
+
+func (stalePBX) Do(context.Context, ami.Message) (ami.Response, error) {
+	return ami.Response{}, fmt.Errorf("wrapped: %w", staleErr{})
 }
 
 // TestPermissionTable: every action route x every role x own/other

@@ -60,11 +60,14 @@ func toError(err error) *Error {
 	var ae *ami.ActionError
 	var rl *auth.RateLimitError
 	var mbe *http.MaxBytesError
+	var un interface{ UnavailableCode() string } // packages rest does not import (bus.ErrStaleLease)
 	switch {
 	case errors.As(err, &ae):
 		return &Error{Status: http.StatusBadGateway, Code: "pbx_error", Message: "the PBX refused " + ae.Action + ": " + ae.Message, Err: err}
 	case errors.Is(err, ami.ErrNotConnected):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "pbx_down", Message: "the PBX link is down", Err: err}
+	case errors.As(err, &un):
+		return &Error{Status: http.StatusServiceUnavailable, Code: un.UnavailableCode(), Message: err.Error(), Err: err}
 	case ami.IsTimeout(err):
 		return &Error{Status: http.StatusGatewayTimeout, Code: "pbx_timeout", Message: "the PBX did not answer in time", Err: err}
 	case errors.Is(err, ami.ErrConnectionLost):

@@ -361,9 +361,15 @@ func (p *busPBX) leader() *candidate {
 }
 
 // Do sends an action to the PBX (rest.PBX): through the candidate while
-// it leads (its own AMI client), else to the leader over NATS.
+// it leads (its own AMI client), else to the leader over NATS. A
+// candidate that stepped down when its lease ran out (cut off from NATS)
+// refuses it, bus.ErrStaleLease (503 lease_stale), until a fresh one
+// stands by.
 func (p *busPBX) Do(ctx context.Context, a ami.Message) (ami.Response, error) {
 	if cand := p.leader(); cand != nil {
+		return cand.node.Do(ctx, a)
+	}
+	if cand := p.cur.Load(); cand != nil && cand.node.Fenced() {
 		return cand.node.Do(ctx, a)
 	}
 	return p.node.Do(ctx, a)
