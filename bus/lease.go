@@ -251,10 +251,16 @@ func (l *lease) bucketLeader(ctx context.Context) string {
 	return bs.StreamInfo().Cluster.Leader // "" while it has none
 }
 
-// keep renews the lease every ttl/3 until ctx ends or it is lost.
+// keep renews the lease every ttl/3 until ctx ends or it is lost. A
+// renewal waits for its answer until the grant ends (ttl/3 at least): on
+// a slow NATS a write answered late still extends it. A write whose
+// answer was lost but that was stored is found by ownWrite at the next
+// try; it extends the grant from when the first unanswered try since the
+// last answered one was sent (the stored write was sent then or later).
 func (l *lease) keep(ctx context.Context, lost func(error)) {
 	tick := time.NewTicker(l.ttl / 3)
 	defer tick.Stop()
+	var tried time.Time // the first unanswered try since the last answer
 	for {
 		select {
 		case <-ctx.Done():
@@ -264,21 +270,29 @@ func (l *lease) keep(ctx context.Context, lost func(error)) {
 			return
 		case <-tick.C:
 		}
-		c, cancel := context.WithTimeout(ctx, l.ttl/3)
+		_, until := l.grant()
+		c, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Until(until)))
 		sent := time.Now()
 		rev, err := l.kv.Update(c, l.key, []byte(l.node), l.rev)
 		cancel()
 		switch {
 		case err == nil:
-			l.rev = rev
+			l.rev, tried = rev, time.Time{}
 			l.granted(0, sent)
 		case isWrongSeq(err):
 			if l.ownWrite(ctx) {
+				if !tried.IsZero() {
+					l.granted(0, tried)
+				}
+				tried = time.Time{}
 				continue
 			}
 			lost(errors.New("the lease was taken by another node"))
 			return
 		default:
+			if tried.IsZero() {
+				tried = sent
+			}
 			l.log.Warn("lease not renewed, retrying", "err", err)
 		}
 	}
