@@ -49,9 +49,9 @@ func fenceBound(ttl time.Duration) time.Duration { return ttl - ttl/6 }
 // renewed lease costs a standby one KV read every ttl/30 and nothing
 // more (leaderChecks counts the stream-info requests). The holder had
 // the second half of the stand-still under one JetStream leader, time
-// for one renewal at least (it tries every ttl/3, each for ttl/3 at
-// most), so a revision still standing at ttl is its failure, not the
-// election's.
+// for one renewal at least (it tries every ttl/3, each until its grant
+// ends, when it steps down), so a revision still standing at ttl is its
+// failure, not the election's.
 //
 // Fencing (fence.go): the leader may act on the PBX only until
 // fenceBound after it sent its last write of the lease that was stored
