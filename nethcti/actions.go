@@ -297,15 +297,9 @@ func (f *Front) isMember(exten, queue string) bool {
 // hangupAll hangs up, through the native hangup, the conversations of
 // exten that keep selects; 409 when there is none.
 func (f *Front) hangupAll(w http.ResponseWriter, r *http.Request, id Identity, exten string, keep func(calls.Conversation) bool) int {
-	if err := auth.CheckEndpoint(exten); err != nil {
-		return writeErr(w, r, badRequest("the extension: "+err.Error()))
-	}
-	if !auth.Allowed(id.User, auth.Hangup, exten) {
-		return writeErr(w, r, apiError(http.StatusForbidden, "forbidden", id.User.Username+" may not hangup on "+exten))
-	}
-	x, ok := f.cfg.State.Snapshot().Extensions.Lookup(exten)
-	if !ok {
-		return writeErr(w, r, apiError(http.StatusNotFound, "not_found", "extension "+exten+" does not exist"))
+	x, status := f.extensionFor(w, r, id, "the extension", exten, auth.Hangup, "hangup on")
+	if status != 0 {
+		return status
 	}
 	var ids []string
 	for cid, c := range x.Conversations {
@@ -399,15 +393,9 @@ func (f *Front) press(w http.ResponseWriter, r *http.Request, id Identity, endpo
 	if endpoint == "" && len(id.User.Endpoints) > 0 {
 		endpoint = id.User.Endpoints[0]
 	}
-	if err := auth.CheckEndpoint(endpoint); err != nil {
-		return writeErr(w, r, badRequest("endpointId: "+err.Error()))
-	}
-	if !auth.Allowed(id.User, auth.Call, endpoint) {
-		return writeErr(w, r, apiError(http.StatusForbidden, "forbidden", id.User.Username+" may not use the phone of "+endpoint))
-	}
-	x, ok := f.cfg.State.Snapshot().Extensions.Lookup(endpoint)
-	if !ok {
-		return writeErr(w, r, apiError(http.StatusNotFound, "not_found", "extension "+endpoint+" does not exist"))
+	x, status := f.extensionFor(w, r, id, "endpointId", endpoint, auth.Call, "use the phone of")
+	if status != 0 {
+		return status
 	}
 	what := phoneActionNames[action]
 	if t := f.endpointType(endpoint); t != "physical" {
@@ -438,4 +426,22 @@ func expandPhoneURL(tmpl, ip string) string {
 		ip = "[" + ip + "]" // IPv6
 	}
 	return strings.ReplaceAll(tmpl, "{ip}", ip)
+}
+
+// extensionFor checks exten (field names it in the error), that the user
+// may do a on it (verb says what, in the refusal), and reads it from the
+// current state. On failure it has written the error and returns its
+// status; 0 otherwise.
+func (f *Front) extensionFor(w http.ResponseWriter, r *http.Request, id Identity, field, exten string, a auth.Action, verb string) (calls.Extension, int) {
+	if err := auth.CheckEndpoint(exten); err != nil {
+		return calls.Extension{}, writeErr(w, r, badRequest(field+": "+err.Error()))
+	}
+	if !auth.Allowed(id.User, a, exten) {
+		return calls.Extension{}, writeErr(w, r, apiError(http.StatusForbidden, "forbidden", id.User.Username+" may not "+verb+" "+exten))
+	}
+	x, ok := f.cfg.State.Snapshot().Extensions.Lookup(exten)
+	if !ok {
+		return calls.Extension{}, writeErr(w, r, apiError(http.StatusNotFound, "not_found", "extension "+exten+" does not exist"))
+	}
+	return x, 0
 }

@@ -130,41 +130,29 @@ type SQLStore struct{ c sqldb.Conn }
 func NewSQLStore(c sqldb.Conn) *SQLStore { return &SQLStore{c: c} }
 
 func (s *SQLStore) Settings(ctx context.Context, username string) (map[string]json.RawMessage, error) {
-	rows, done, err := s.c.Query(ctx, `SELECT name, value FROM nethcti_settings WHERE username = $1`, username)
-	if err != nil {
-		return nil, fmt.Errorf("nethcti: settings: %w", err)
-	}
-	defer done()
-	out := map[string]json.RawMessage{}
-	for rows.Next() {
-		var name, value string
-		if err := rows.Scan(&name, &value); err != nil {
-			return nil, fmt.Errorf("nethcti: settings: %w", err)
-		}
-		if json.Valid([]byte(value)) {
-			out[name] = json.RawMessage(value)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("nethcti: settings: %w", err)
-	}
-	return out, nil
+	return s.settings(ctx, `SELECT name, value FROM nethcti_settings WHERE username = $1`, username)
 }
 
 func (s *SQLStore) SettingOfAll(ctx context.Context, name string) (map[string]json.RawMessage, error) {
-	rows, done, err := s.c.Query(ctx, `SELECT username, value FROM nethcti_settings WHERE name = $1`, name)
+	return s.settings(ctx, `SELECT username, value FROM nethcti_settings WHERE name = $1`, name)
+}
+
+// settings reads (key, value) rows of query into a map, leaving out a
+// value that is not JSON.
+func (s *SQLStore) settings(ctx context.Context, query, arg string) (map[string]json.RawMessage, error) {
+	rows, done, err := s.c.Query(ctx, query, arg)
 	if err != nil {
 		return nil, fmt.Errorf("nethcti: settings: %w", err)
 	}
 	defer done()
 	out := map[string]json.RawMessage{}
 	for rows.Next() {
-		var user, value string
-		if err := rows.Scan(&user, &value); err != nil {
+		var key, value string
+		if err := rows.Scan(&key, &value); err != nil {
 			return nil, fmt.Errorf("nethcti: settings: %w", err)
 		}
 		if json.Valid([]byte(value)) {
-			out[user] = json.RawMessage(value)
+			out[key] = json.RawMessage(value)
 		}
 	}
 	if err := rows.Err(); err != nil {
