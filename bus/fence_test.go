@@ -136,8 +136,11 @@ func testFencedLeader(t *testing.T, p partition) {
 	if d := fencedAt.Sub(cut); d > fenceBound(ttl)+300*time.Millisecond {
 		t.Errorf("bridge-a stepped down %v after the cut, want within its grant %v", d, fenceBound(ttl))
 	}
-	if firstRefused.Before(fencedAt) {
-		t.Errorf("bridge-a refused an action at %v, before it stepped down at %v", firstRefused, fencedAt)
+	// An action checks the window against the clock itself, so it may be
+	// refused a moment before the step-down's timer runs (95 us seen under
+	// -race); refused well before, it was refused while the grant held.
+	if early := fencedAt.Sub(firstRefused); early > 200*time.Millisecond {
+		t.Errorf("bridge-a refused an action at %v, %v before it stepped down at %v", firstRefused, early, fencedAt)
 	}
 	if !fencedAt.Before(bLed) {
 		t.Errorf("bridge-a stepped down at %v, not before bridge-b led at %v", fencedAt, bLed)
