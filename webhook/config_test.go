@@ -162,8 +162,9 @@ func TestRefusedEventSkipped(t *testing.T) {
 	}
 	start(t, s)
 	p.play(loadAMI(t, "basic_call_caller_hangup"))
-	waitStats(t, s, func(st Stats) bool { return st.Delivered == 4 })
-	if st := s.Stats()[0]; st.Dropped != 1 || st.Failed != 1 || st.Queued != 0 {
+	// Queued falls a moment after Delivered rises: wait for both.
+	waitStats(t, s, func(st Stats) bool { return st.Delivered == 4 && st.Queued == 0 })
+	if st := s.Stats()[0]; st.Dropped != 1 || st.Failed != 1 {
 		t.Errorf("stats %+v: want 1 dropped (422), 1 failed (429)", st)
 	}
 }
