@@ -137,7 +137,18 @@ func moreConference(t *testing.T, e *demoEnv) {
 	}
 	b.shot("conference-mute")
 
+	// Remove asks first: Cancel leaves 202 in the room, nothing sent.
 	click(row(u202) + ` button[data-role="kick"]`)
+	b.waitFor("the confirmation", `document.querySelector('#confirm-dialog').open && document.querySelector('#confirm-text').textContent.startsWith('Remove ')`, wait)
+	b.do(chromedp.Click(chromedp.CSS(`#confirm-cancel`)))
+	b.waitFor("the confirmation closed", `!document.querySelector('#confirm-dialog').open`, wait)
+	time.Sleep(300 * time.Millisecond)
+	if id, _ := confMember(pollREST(t, e.d.URL, e.token, confs, "the room", in(3))["1000"], "202"); id == "" {
+		t.Fatal("202 removed though the removal was cancelled")
+	}
+	click(row(u202) + ` button[data-role="kick"]`)
+	b.waitFor("the confirmation again", `document.querySelector('#confirm-dialog').open`, wait)
+	b.do(chromedp.Click(chromedp.CSS(`#confirm-ok`)))
 	b.done(t, "remove")
 	{
 		b.waitFor("202 gone from the room on screen", `!document.querySelector('`+row(u202)+`') && document.querySelectorAll('`+sec+` li.member').length === 2`, wait)
@@ -155,6 +166,23 @@ func moreConference(t *testing.T, e *demoEnv) {
 	}
 	b.shot("conference-actions")
 	b.tab("ext")
+
+	// Asterisk's refusals reach the screen as sentences in the user's
+	// language, never as Asterisk's English (what the bridge relays of
+	// ConfbridgeKick, ConfbridgeEnd, Originate and one it does not know).
+	plain := func(said string) string {
+		return eval[string](b, `import(new URL('errors.js', document.querySelector('link[rel="modulepreload"]').href)).then(m => m.plainError({status: 502, code: 'pbx_error', serverMessage: `+"`"+said+"`"+`}))`)
+	}
+	for said, want := range map[string]string{
+		"the PBX refused ConfbridgeKick: No Channel by that name found in Conference.": "The PBX refused: that person is no longer in the conference",
+		"the PBX refused ConfbridgeKick: No Conference by that name found.":           "The PBX refused: the conference has already ended",
+		"the PBX refused Originate: Originate failed":                                 "The PBX refused: the call could not be placed",
+		"the PBX refused Setvar: Failed to set variable":                              "The PBX refused the request",
+	} {
+		if got := plain(said); got != want {
+			t.Errorf("%q shows %q, want %q", said, got, want)
+		}
+	}
 }
 
 // restQueue is a queue as GET /astproxy/queues has it.

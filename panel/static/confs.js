@@ -2,7 +2,7 @@
 // the lock, and the actions the user may take (mute, remove, lock, end),
 // from GET astproxy/conferences and conferenceUpdate events.
 
-import {el, clock, fmtDuration, toast} from './util.js';
+import {el, clock, fmtDuration, toast, ask} from './util.js';
 import {api} from './api.js';
 import {t} from './i18n.js';
 import {state, can, inScope, nameOf} from './state.js';
@@ -70,7 +70,9 @@ export class ConfsView {
           onclick: () => post(u.muted ? 'unmute_userconf' : 'mute_userconf', {confId: c.id, userId: u.id}, u.muted ? t('cf.unmute') : t('cf.mute'))},
         u.muted ? t('cf.unmute') : t('cf.mute')),
         may && el('button', {type: 'button', class: 'danger', 'data-role': 'kick',
-          onclick: () => post('hangup_userconf', {confId: c.id, userId: u.id}, t('cf.kick'))}, t('cf.kick')));
+          onclick: async () => {
+            if (await ask(t('cf.kickSure', {who: label, id: c.id}), t('cf.kick'))) post('hangup_userconf', {confId: c.id, userId: u.id}, t('cf.kick'));
+          }}, t('cf.kick')));
     };
     return el('section', {class: 'queue conf', 'data-conf': c.id, 'aria-label': t('cf.title', {id: c.id})},
       el('h3', null, t('cf.title', {id: c.id}), el('span', {class: 'muted'}, ` · ${c.locked ? t('cf.locked') : t('cf.open')} · ${t('cf.members', {n: users.length})}`)),
@@ -79,7 +81,9 @@ export class ConfsView {
         el('button', {type: 'button', 'data-role': 'lock', 'aria-pressed': String(!!c.locked),
           onclick: () => post('lock_conf', {confId: c.id, lock: !c.locked}, c.locked ? t('cf.unlock') : t('cf.lock'))}, c.locked ? t('cf.unlock') : t('cf.lock')),
         el('button', {type: 'button', class: 'danger', 'data-role': 'end',
-          onclick: () => post('end_conf', {endpointId: c.id}, t('cf.end'))}, t('cf.end'))));
+          onclick: async () => {
+            if (await ask(t('cf.endSure', {id: c.id, n: users.length}), t('cf.end'))) post('end_conf', {endpointId: c.id}, t('cf.end'));
+          }}, t('cf.end'))));
   }
 
   tick() {

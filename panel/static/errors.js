@@ -9,7 +9,13 @@ import {t} from './i18n.js';
 // refused <Action>: <message>"), in plain words.
 const PBX_SAYS = [
   [/invalid\/unknown command|unknown action|no such command/i, 'err.unsupported'],
+  [/no channel by that name found in conference|no channel name provided/i, 'err.confMemberGone'],
+  [/no conference by that name|no active conferences|no conference name/i, 'err.confGone'],
   [/no such channel|channel not found|channel .* does not exist|not found/i, 'err.noSuchChannel'],
+  [/originate failed|transfer failed|atxfer failed|redirect failed/i, 'err.callFailed'],
+  [/already there/i, 'err.alreadyMember'],
+  [/not there|member not dynamic/i, 'err.notMember'],
+  [/no such queue/i, 'err.noQueue'],
 ];
 
 // plainError is a sentence for an ApiError (or any error) from api.js.
@@ -41,8 +47,8 @@ function pbxRefused(msg) {
   // "the PBX refused Originate: Channel not found": keep what Asterisk said.
   const said = msg.replace(/^the PBX refused [A-Za-z]+:\s*/, '').trim();
   for (const [re, key] of PBX_SAYS) if (re.test(said)) return t('err.refused', {why: t(key)});
-  if (!said || said === msg) return t('err.refusedUnknown');
-  // Asterisk's own sentence ("Originate failed"), without the action name
-  // and lower-cased as part of ours.
-  return t('err.refused', {why: said.charAt(0).toLowerCase() + said.slice(1)});
+  // Asterisk's own words never reach the screen (they are English and
+  // meant for developers): the console keeps them.
+  if (said && said !== msg) console.info('PBX refusal:', said);
+  return t('err.refusedUnknown');
 }

@@ -160,6 +160,12 @@ const S = {
   'err.refusedUnknown': ['The PBX refused the request', 'Il centralino ha rifiutato la richiesta'],
   'err.unsupported': ['this PBX does not offer that feature', 'questo centralino non offre la funzione'],
   'err.noSuchChannel': ['the call is no longer there', 'la chiamata non c\'è più'],
+  'err.confMemberGone': ['that person is no longer in the conference', 'quella persona non è più nella conferenza'],
+  'err.confGone': ['the conference has already ended', 'la conferenza è già terminata'],
+  'err.callFailed': ['the call could not be placed', 'non è stato possibile effettuare la chiamata'],
+  'err.alreadyMember': ['already a member of that queue', 'è già membro di quella coda'],
+  'err.notMember': ['not a member of that queue (or a fixed one)', 'non è membro di quella coda (o è un membro fisso)'],
+  'err.noQueue': ['that queue does not exist', 'quella coda non esiste'],
   'err.down': ['The PBX is not connected: try again in a moment', 'Il centralino non è connesso: riprova tra poco'],
   'err.timeout': ['The PBX did not answer in time', 'Il centralino non ha risposto in tempo'],
   'err.tooBig': ['The request is too large', 'La richiesta è troppo grande'],
@@ -242,6 +248,8 @@ const S = {
   'cf.lock': ['Lock', 'Blocca'],
   'cf.unlock': ['Unlock', 'Sblocca'],
   'cf.end': ['End conference', 'Termina conferenza'],
+  'cf.kickSure': ['Remove {who} from conference {id}? Their call ends.', 'Escludere {who} dalla conferenza {id}? La sua chiamata termina.'],
+  'cf.endSure': ['End conference {id}? All {n} calls in it end.', 'Terminare la conferenza {id}? Tutte le {n} chiamate terminano.'],
 
   // Phonebook, contact dialog.
   'pb.search': ['Search contacts', 'Cerca contatti'],

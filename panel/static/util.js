@@ -60,6 +60,19 @@ export const ymd = (iso) => iso.replaceAll('-', '');
 
 // toast shows a short message in the live region.
 let toastTimer = 0;
+// ask shows the confirmation dialog (a modal <dialog>: Escape or Cancel
+// says no) and resolves whether the user pressed ok, the action's own
+// words.
+export function ask(question, ok) {
+  const d = $('#confirm-dialog');
+  $('#confirm-text', d).textContent = question;
+  $('#confirm-ok', d).textContent = ok;
+  d.returnValue = '';
+  d.showModal();
+  $('#confirm-cancel', d).focus(); // the safe choice under Enter
+  return new Promise((done) => d.addEventListener('close', () => done(d.returnValue === 'ok'), {once: true}));
+}
+
 export function toast(msg, kind = 'info') {
   const t = $('#toast');
   t.textContent = msg;
