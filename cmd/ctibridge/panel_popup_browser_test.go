@@ -105,3 +105,21 @@ func TestBrowserRingAlerts(t *testing.T) {
 		t.Errorf("title %q after the answer, want %q", got, base)
 	}
 }
+
+// TestBrowserCompactStatusWords: in compact mode a card in a call says
+// its status in words before the call (ringing, busy), not by colour
+// only.
+func TestBrowserCompactStatusWords(t *testing.T) {
+	if chromiumPath() == "" {
+		t.Skip("Chromium is not installed (Debian package: chromium)")
+	}
+	fb, b := startFake(t, 10, 1280, 720)
+	eval[bool](b, `document.documentElement.classList.add('compact'), true`)
+	fb.raw <- fakeRaw{"extenUpdate", fakeExt(1, "ringing")}
+	fb.raw <- fakeRaw{"extenUpdate", fakeExt(2, "busy")}
+	before := func(exten string) string {
+		return `getComputedStyle(document.querySelector('#grid li[data-exten="` + exten + `"] .card-call'), '::before').content`
+	}
+	b.waitFor("1001 says ringing", before("1001")+` === '"Ringing · "'`, 5*time.Second)
+	b.waitFor("1002 says busy", before("1002")+` === '"Busy · "'`, 5*time.Second)
+}

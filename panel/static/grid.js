@@ -142,7 +142,7 @@ export class Grid {
     for (const card of this.cards.values()) {
       card.sig = '';
       card.inds = null;
-      if (card.status) card.parts.state.textContent = statusText(card.status);
+      if (card.status) card.parts.state.textContent = card.parts.call.dataset.st = statusText(card.status);
       this.update(card.x, card);
     }
   }
@@ -160,7 +160,9 @@ export class Grid {
       card.li.classList.add('st-' + st);
       card.li.dataset.status = st;
       card.status = st;
-      p.state.textContent = statusText(st);
+      // The status in words beside the colour in every mode: compact
+      // cards show it before the call (style.css), from this attribute.
+      p.state.textContent = p.call.dataset.st = statusText(st);
     }
     this.updateInds(x, card);
     const c = currentCall(x);
