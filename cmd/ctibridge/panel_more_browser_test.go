@@ -175,9 +175,9 @@ func moreConference(t *testing.T, e *demoEnv) {
 	}
 	for said, want := range map[string]string{
 		"the PBX refused ConfbridgeKick: No Channel by that name found in Conference.": "The PBX refused: that person is no longer in the conference",
-		"the PBX refused ConfbridgeKick: No Conference by that name found.":           "The PBX refused: the conference has already ended",
-		"the PBX refused Originate: Originate failed":                                 "The PBX refused: the call could not be placed",
-		"the PBX refused Setvar: Failed to set variable":                              "The PBX refused the request",
+		"the PBX refused ConfbridgeKick: No Conference by that name found.":            "The PBX refused: the conference has already ended",
+		"the PBX refused Originate: Originate failed":                                  "The PBX refused: the call could not be placed",
+		"the PBX refused Setvar: Failed to set variable":                               "The PBX refused the request",
 	} {
 		if got := plain(said); got != want {
 			t.Errorf("%q shows %q, want %q", said, got, want)
