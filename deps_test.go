@@ -39,6 +39,7 @@ var rules = []rule{
 	{pkg: "auth/authdb", allowed: []string{"ami", "calls", "auth", "sqldb"}},
 	{pkg: "directory", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "ws", allowed: []string{"ami", "calls", "auth"}},
+	{pkg: "nethcti/sio", allowed: []string{"ami", "calls", "auth"}},
 	{pkg: "httpserve", stdOnly: true},
 	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb", "upstream", "wal"}},
 	{pkg: "nethcti", allowed: []string{"ami", "calls", "auth", "rest", "history", "phonebook", "sqldb", "upstream", "wal"}},

@@ -33,6 +33,16 @@ need_pkg /usr/sbin/slapd slapd
 need_pkg ldapsearch ldap-utils
 need_pkg /usr/sbin/mariadbd mariadb-server
 need_pkg /usr/sbin/nats-server nats-server   # the bus tests (bus/natstest) start their own servers
+# The socket.io tests (nethcti/sio) drive the official socket.io client in
+# Node; the npm package goes to a cache directory the tests are told of.
+need_pkg node nodejs
+need_pkg npm npm
+export CTIBRIDGE_NODE_DIR="${CTIBRIDGE_NODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ctibridge/node}"
+if [ ! -f "$CTIBRIDGE_NODE_DIR/node_modules/socket.io-client/package.json" ]; then
+  echo "== installing socket.io-client (npm) into $CTIBRIDGE_NODE_DIR"
+  mkdir -p "$CTIBRIDGE_NODE_DIR"
+  npm install --prefix "$CTIBRIDGE_NODE_DIR" --no-audit --no-fund --silent socket.io-client@4 >/dev/null
+fi
 # Store tests run against a real PostgreSQL: $CTIBRIDGE_TEST_DATABASE if set,
 # else a server on 127.0.0.1:5432 if one answers, else a throwaway cluster
 # the tests start from the installed binaries (initdb, pg_ctl).

@@ -1,0 +1,57 @@
+// Package sio serves NethCTI's socket.io to NethCTI's own clients
+// (phone-island, the NethVoice CTI web app, NethLink): engine.io 4 over
+// the websocket transport only, at /api/ws and /socket.io (Paths), as
+// nethcti-server did. The framing, the engine.io pings and the acks are
+// github.com/zishang520/socket.io's; this package adds the protocol the
+// clients speak and the events they read, projected from the engine's
+// feed.
+//
+// The protocol (nethcti-server's com_nethcti_ws): the client emits login
+// {accessKeyId, token, uaType} and gets authe_ok {message}, or 401
+// {message} and the server's disconnect (a bad body, a uaType other than
+// mobile or desktop, a token the Authenticator refuses). Who checks the
+// token is the Authenticator's business: NativeLogin takes ctibridge's
+// own tokens; the NethCTI REST front brings its JWT and legacy user:token.
+// A second login of the same user with the same uaType tells the first
+// client takeOver and goes on at its takeOverAck, or after
+// Config.TakeOverWait (8 s, NethCTI's). ping with an ack is acknowledged.
+// A client whose token expires, or whose session is revoked (Revoker),
+// is told 401 and disconnected.
+//
+// The events (project.go), to each logged-in client, filtered as /ws
+// filters them (the same auth.View, so the same bytes per class):
+//   - extenUpdate: every extension's change, in NethCTI's shape
+//     (shape.go: "username", the user the Directory names; chSource and
+//     chDest on each conversation), the calls of an extension the user
+//     may not see with their numbers hidden;
+//   - queueUpdate (a queue whole, also for a member delta),
+//     queueMemberUpdate, parkingUpdate: hidden unless the user sees the
+//     calls no extension owns;
+//   - confBridgeUpdate to the clients who see unowned calls or have a
+//     member on their extensions (the others' members blanked), and
+//     confBridgeEnd to those told of the room when it ends;
+//   - what an extension's change implies, told by comparing it with the
+//     one before (projector): extenHangup {callerNum, channelExten,
+//     cause} to its owners for each conversation that ended, before the
+//     update that drops it; extenConnected {extenConnected} to its owners
+//     for each conversation answered; userMainPresenceUpdate
+//     {mainPresence:{username,status}} to everyone when a user's main
+//     presence (calls.MainPresenceOf of its first extension) changed;
+//     newVoiceMessageCounter {voicemail, counter} to everyone when a
+//     mailbox's new count changed.
+//
+// The feed carries no hangup cause: extenHangup's cause is always
+// normal_clearing. A user limited to some PBXs gets only their entities.
+// Nothing is sent at login (NethCTI's clients read the state over REST
+// after authe_ok); a server that fell a whole feed behind tells every
+// client serverReloaded, on which the clients read it again.
+//
+// How it fans out: each event is encoded once per class, as the
+// library's own broadcast does (the socket.io packet, and the engine.io
+// websocket message pre-encoded), and handed to each recipient's engine
+// socket (packet.go); the library then queues and writes it per socket.
+// Run is one goroutine reading the feed; it never blocks on a client
+// (the library's writes are queued), but neither does it bound what a
+// client that reads slowly has queued: engine.io's ping timeout is what
+// drops a client that stopped reading.
+package sio

@@ -1,0 +1,144 @@
+package sio
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/calls"
+)
+
+// harness is a Server whose fan-out is driven by the test (no Run, no
+// sockets): one client per user, its packets kept.
+type harness struct {
+	s     *Server
+	eng   *calls.Engine
+	users *auth.Users
+	got   map[*client]*[]*packet
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	eng := calls.New(calls.Config{Trunks: []string{"trunk"}, Opaque: auth.Opaquer{}})
+	eng.Publish()
+	users := testUsers(t)
+	svc := auth.NewService(users, auth.Config{})
+	s, err := New(eng, NativeLogin{svc}, UsersDirectory(svc.Users), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	s.proj.reset(eng.Snapshot())
+	h := &harness{s: s, eng: eng, users: users, got: map[*client]*[]*packet{}}
+	for _, u := range users.All() {
+		h.addClient(u)
+	}
+	return h
+}
+
+func (h *harness) addClient(u *auth.User) *client {
+	got := new([]*packet)
+	c := &client{s: h.s, tookOver: make(chan struct{}), done: make(chan struct{})}
+	c.sink = func(p *packet) { *got = append(*got, p) }
+	c.view.Store(newView(u, "desktop"))
+	h.s.add(c)
+	h.got[c] = got
+	return c
+}
+
+// TestFilterMatchesView: over recordings of real calls (two extensions,
+// a queue, a parking, a trunk, a conference), every event each user's
+// client gets is the engine's bytes in the class the user's auth.View
+// gives (the same filter as REST and /ws), in NethCTI's shape; the events
+// about an extension's own calls (extenHangup, extenConnected) go to its
+// owners only; and every user gets every extension's update, as a /ws
+// client subscribed to extensions does.
+func TestFilterMatchesView(t *testing.T) {
+	hidden := 0
+	for _, rec := range []string{"basic_call_caller_hangup", "queue_answered", "park_retrieve", "inbound_trunk_did", "confbridge_3_party", "mwi_voicemail"} {
+		t.Run(rec, func(t *testing.T) {
+			h := newHarness(t)
+			for _, msg := range loadRecording(t, rec) {
+				h.eng.Apply(msg)
+				h.eng.Publish()
+				cs, _ := h.eng.Feed().Since(h.s.proj.last)
+				h.s.pump(h.eng.Feed())
+				exts := 0
+				for _, ch := range cs {
+					if ch.Type == "extenUpdate" {
+						exts++
+					}
+				}
+				for c, got := range h.got {
+					v := c.view.Load()
+					n := 0
+					for _, p := range *got {
+						if p.name == "extenUpdate" {
+							n++
+						}
+						want, full, ok := expected(t, h, v, cs, p)
+						if !ok {
+							t.Fatalf("%s got %s %s: not one of the changes' in its class", v.user.Username, p.name, p.data)
+						}
+						if !bytes.Equal(want, full) {
+							hidden++
+						}
+					}
+					if n != exts {
+						t.Fatalf("%s got %d extenUpdate for %d changes", v.user.Username, n, exts)
+					}
+					*got = (*got)[:0]
+				}
+			}
+		})
+	}
+	if hidden == 0 {
+		t.Error("no event had anything hidden: the recordings do not test privacy")
+	}
+}
+
+// expected finds the bytes p should hold for a client of view v among
+// the changes cs (and those of the same change in class Full).
+func expected(t testing.TB, h *harness, v *view, cs []calls.Change, p *packet) (want, full []byte, ok bool) {
+	t.Helper()
+	for i := range cs {
+		ch := &cs[i]
+		var w, f []byte
+		switch {
+		case p.name == "extenUpdate" && ch.Type == "extenUpdate":
+			username := ""
+			if u, ok := h.s.dir.UserOf(ch.Key); ok {
+				username = u.Username
+			}
+			cls := auth.ViewOf(v.user).Class(ch.Key)
+			w, _ = nethctiExtension(ch.JSON(cls), username)
+			f, _ = nethctiExtension(ch.Data, username)
+		case p.name == "queueUpdate" && ch.Type == calls.QueueMembers:
+			w, f = ch.Whole(auth.ViewOf(v.user).Class("")), ch.Whole(calls.Full)
+		case p.name == ch.Type && (ch.Type == "queueUpdate" || ch.Type == "queueMemberUpdate" || ch.Type == "parkingUpdate"):
+			w, f = ch.JSON(auth.ViewOf(v.user).Class("")), ch.Data
+		case p.name == "confBridgeUpdate" && ch.Type == "conferenceUpdate":
+			room, _ := ch.Conference()
+			if !auth.SeesConference(v.user, ch.Key, room.ExtenIDs) && !auth.Allowed(v.user, auth.SeeCalls, "") {
+				continue
+			}
+			w, f = ch.ConferenceJSONFor(auth.ViewOf(v.user).SeesMember), ch.Data
+		case (p.name == "extenHangup" || p.name == "extenConnected") && ch.Type == "extenUpdate":
+			if !v.user.Owns(ch.Key) {
+				continue
+			}
+			w = hangupJSON(ch.Key)
+			if p.name == "extenConnected" {
+				w = connectedJSON(ch.Key)
+			}
+			f = w
+		case p.name == "userMainPresenceUpdate" || p.name == "newVoiceMessageCounter" || p.name == "confBridgeEnd":
+			// Presence, a mailbox's count and a room's end hide nothing.
+			return p.data, p.data, true
+		}
+		if w != nil && bytes.Equal(w, p.data) {
+			return w, f, true
+		}
+	}
+	return nil, nil, false
+}
