@@ -155,3 +155,39 @@ func processCPU() int64 {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkProject projects one extension's change (in a call: the
+// NethCTI shape made once per class) to N clients that keep nothing (no
+// sockets): the fan-out's own cost per change.
+func BenchmarkProject(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) {
+			h := newHarness(b)
+			for _, m := range loadRecording(b, "basic_call_caller_hangup") {
+				h.eng.Apply(m)
+				if x := h.eng.Publish().Extensions.Get("201"); len(x.Conversations) > 0 && x.Status == "busy" {
+					break // 201 talks to 202
+				}
+			}
+			h.s.pump(h.eng.Feed())
+			for c := range h.got {
+				h.s.remove(c)
+			}
+			users := h.users.All()
+			for i := range n {
+				c := h.addClient(users[i%len(users)])
+				c.sink = func(*packet) {}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			busy := false
+			for b.Loop() {
+				busy = !busy
+				h.eng.Apply(devState("201", busy))
+				h.eng.Publish()
+				h.s.pump(h.eng.Feed())
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/client")
+		})
+	}
+}

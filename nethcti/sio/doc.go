@@ -46,12 +46,15 @@
 // after authe_ok); a server that fell a whole feed behind tells every
 // client serverReloaded, on which the clients read it again.
 //
-// How it fans out: each event is encoded once per class, as the
-// library's own broadcast does (the socket.io packet, and the engine.io
-// websocket message pre-encoded), and handed to each recipient's engine
-// socket (packet.go); the library then queues and writes it per socket.
-// Run is one goroutine reading the feed; it never blocks on a client
-// (the library's writes are queued), but neither does it bound what a
-// client that reads slowly has queued: engine.io's ping timeout is what
-// drops a client that stopped reading.
+// How it fans out: each event is encoded once per class (the socket.io
+// packet, and the engine.io message as one websocket frame, a gorilla
+// PreparedMessage made once: sharedFrame) and queued on each recipient's
+// engine socket, uncopied (packet.go). The server's websocket transport
+// is the library's but for its writes (transport.go): the library's
+// makes a frame of a pre-encoded message for each socket it writes it
+// to; ours writes the shared one, each connection's writes in order on
+// its own queue as the library's are. Run is one goroutine reading the
+// feed; it never blocks on a client (the writes are queued), but neither
+// does it bound what a client that reads slowly has queued: engine.io's
+// ping timeout is what drops a client that stopped reading.
 package sio

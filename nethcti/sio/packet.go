@@ -36,7 +36,7 @@ func newPacket(name string, data []byte) *packet {
 	p := &packet{name: name, data: b[len(b)-1-len(data) : len(b)-1]}
 	p.sio = types.NewStringBuffer(b[1:])
 	p.opts = &socket.WriteOptions{PreEncoded: true}
-	p.opts.WsPreEncodedFrame = types.NewStringBuffer(b)
+	p.opts.WsPreEncodedFrame = newSharedFrame(b)
 	return p
 }
 
@@ -52,14 +52,15 @@ func newEventPacket(name string, args ...any) *packet {
 	return newPacket(name, data)
 }
 
-// write hands p to c's socket: the library clones the socket.io packet
-// (its engine reads it) and writes the shared pre-encoded frame.
+// write queues p on c's engine socket. The socket.io packet is not
+// cloned per socket (the library's WriteToEngine would): the transport
+// writes the shared frame and never reads it (wsTransport).
 func (c *client) write(p *packet) {
 	if c.sink != nil {
 		c.sink(p)
 		return
 	}
-	c.sock.Client().WriteToEngine([]types.BufferInterface{p.sio}, p.opts)
+	c.sock.Conn().Write(p.sio, &p.opts.Options, nil)
 }
 
 // JSON shapes of the events made here rather than taken from the engine.

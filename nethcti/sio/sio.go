@@ -128,7 +128,7 @@ func New(state State, a Authenticator, dir Directory, cfg Config) (*Server, erro
 	opts.SetServeClient(false)
 	// The clients use the websocket transport only (phone-island sets
 	// transports: ['websocket'], as NethCTI served): no long-polling.
-	opts.SetTransports(types.NewSet(engine.WebSocket))
+	opts.SetTransports(types.NewSet[engine.TransportCtor](&wsBuilder{}))
 	opts.SetAllowUpgrades(false)
 	opts.SetPingInterval(cfg.PingInterval)
 	opts.SetPingTimeout(cfg.PingTimeout)
