@@ -23,6 +23,7 @@ import (
 	"github.com/ctibridge/ctibridge/httpserve"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/nethcti"
+	"github.com/ctibridge/ctibridge/nethcti/sio"
 	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/ws"
@@ -51,6 +52,7 @@ type bridge struct {
 	setUsers  func(*auth.Users) int        // a reload's users file, merged with dirs when there are
 	hub       *ws.Hub
 	nethcti   *nethcti.Front    // --nethcti: NethVoice's clients at /api and /webrest; nil without it
+	sio       *sio.Server       // --nethcti: NethCTI's socket.io at /api/ws and /socket.io; nil without it
 	api       *httpserve.Server // REST, /ws and the panel on apiLn
 	apiLn     net.Listener
 	admin     *http.Server // /healthz, /readyz, /metrics, pprof on adminLn
@@ -352,6 +354,11 @@ func (b *bridge) Run(ctx context.Context) error {
 	// The hub has its own lifetime: it must be running before the first
 	// upgrade and stop only after it has said going-away to its clients.
 	hub := goOwn(func(ctx context.Context) { b.hub.Run(ctx) })
+	sioRun := goOwn(func(ctx context.Context) {
+		if b.sio != nil {
+			b.sio.Run(ctx)
+		}
+	})
 	wg.Go(func() { b.stores.run(ctx) })
 	// The recorder outlives the link so that the last CDRs it saw are
 	// written (or spooled) before the database closes.
@@ -393,6 +400,10 @@ func (b *bridge) Run(ctx context.Context) error {
 	// WebSocket clients itself that the server is going away.
 	b.hub.Close()
 	hub.stop()
+	if b.sio != nil {
+		b.sio.Close()
+	}
+	sioRun.stop()
 	b.admin.Shutdown(sctx)
 	cancel()
 	wg.Wait()

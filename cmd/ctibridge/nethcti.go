@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ctibridge/ctibridge/nethcti"
-	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/nethcti/sio"
 )
 
 // nethctiConfig is the NethCTI front's settings (docs/nethcti-compat.md).
@@ -29,7 +29,7 @@ type nethctiConfig struct {
 // nethctiSettings adds the front's settings, and the file's
 // nethcti-phones section, to s.
 func nethctiSettings(s *settings, c *nethctiConfig) {
-	s.boolean(&c.on, "nethcti", false, "serve NethVoice's clients (CTI web app, phone-island, NethLink) at /api/... and /webrest/... (docs/nethcti-compat.md)")
+	s.boolean(&c.on, "nethcti", false, "serve NethVoice's clients (CTI web app, phone-island, NethLink) at /api/..., /webrest/... and their socket.io at /api/ws and /socket.io (docs/nethcti-compat.md)")
 	s.str(&c.secretFile, "nethcti-secret-file", "", "file holding the secret that signs the NethCTI tokens (default <data-dir>/nethcti-secret, made at first start)")
 	s.str(&c.endpointTypes, "nethcti-endpoint-types", "", "NethCTI device types by extension prefix, prefix=type,... with type webrtc, nethlink or mobile (92=webrtc,93=nethlink); others are physical")
 	s.str(&c.phoneUser, "nethcti-phone-user", "", "web user of the desk phones, for their action URLs (answer, hold, mute)")
@@ -109,9 +109,11 @@ func nethctiSecret(path string) ([]byte, error) {
 }
 
 // openNethCTI builds the front over the native API and mounts it at
-// /api/ and /webrest/ of mux; nothing without --nethcti. Its persistent
-// tokens are read back with the stores' background work.
-func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state rest.State, mux *http.ServeMux) error {
+// /api/ and /webrest/ of mux, and NethCTI's socket.io at sio.Paths;
+// nothing without --nethcti. The front's persistent tokens are read back
+// with the stores' background work; the socket.io server runs with the
+// hub (Run).
+func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state sio.State, mux *http.ServeMux) error {
 	nc := c.nethcti
 	if !nc.on {
 		return nil
@@ -152,5 +154,12 @@ func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state rest.State, 
 	b.stores.runs = append(b.stores.runs, front.Run)
 	mux.Handle(nethcti.PrefixAPI+"/", front)
 	mux.Handle(nethcti.PrefixWebrest+"/", front)
+	b.sio, err = sio.New(state, sio.NativeLogin{Service: b.auth}, sio.UsersDirectory(b.auth.Users), sio.Config{Log: b.log.With("component", "sio")})
+	if err != nil {
+		return err
+	}
+	for _, p := range sio.Paths {
+		mux.Handle(p, b.sio)
+	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // TestNethCTIDemo: the demo serves NethVoice's clients: the web app's
@@ -134,5 +136,65 @@ nethcti-phones:
 	}
 	if ty, err := parseEndpointTypes("9=mobile,92=webrtc"); err != nil || ty("92201") != "webrtc" || ty("93201") != "mobile" || ty("201") != "" {
 		t.Errorf("longest prefix: %v", err)
+	}
+}
+
+// TestDemoNethCTISocket: the demo serves NethCTI's socket.io at
+// /api/ws: a client logs in with a ctibridge token, gets authe_ok, then
+// the demo's calls as extenUpdate with the extension's username.
+func TestDemoNethCTISocket(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	info := make(chan demoInfo, 1)
+	done := make(chan error, 1)
+	c := demoConfig{http: "127.0.0.1:0", admin: "127.0.0.1:0", sip: "127.0.0.1:0", ami: "127.0.0.1:0",
+		phones: 3, callEvery: 200 * time.Millisecond, talk: time.Second, ring: 100 * time.Millisecond, dataDir: t.TempDir()}
+	go func() { done <- runDemo(ctx, c, slog.New(slog.DiscardHandler), func(d demoInfo) { info <- d }) }()
+	var d demoInfo
+	select {
+	case d = <-info:
+	case err := <-done:
+		t.Fatalf("demo stopped: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo did not start")
+	}
+	u := "ws" + strings.TrimPrefix(d.URL, "http") + "api/ws/?EIO=4&transport=websocket"
+	conn, _, err := websocket.DefaultDialer.Dial(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(d.URL+"auth/login", "application/json", strings.NewReader(`{"username":"admin","password":"admin"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var login struct{ Token string }
+	json.NewDecoder(resp.Body).Decode(&login)
+	resp.Body.Close()
+	conn.ReadMessage() // engine.io open
+	conn.WriteMessage(websocket.TextMessage, []byte("40"))
+	conn.ReadMessage() // namespace joined
+	conn.WriteMessage(websocket.TextMessage, []byte(`42["login",{"accessKeyId":"admin","token":"`+login.Token+`","uaType":"desktop"}]`))
+	conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	authed := false
+	for {
+		_, m, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("authe_ok %v, then: %v", authed, err)
+		}
+		s := string(m)
+		if strings.HasPrefix(s, `42["authe_ok"`) {
+			authed = true
+		}
+		if authed && strings.HasPrefix(s, `42["extenUpdate",`) {
+			if !strings.Contains(s, `"username":`) {
+				t.Errorf("extenUpdate without username: %s", s)
+			}
+			break
+		}
+	}
+	conn.Close()
+	cancel()
+	if err := <-done; err != nil && err != context.Canceled {
+		t.Fatalf("demo: %v", err)
 	}
 }
