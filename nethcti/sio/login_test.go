@@ -51,7 +51,7 @@ func TestLogin(t *testing.T) {
 // takeOverAck, or when TakeOverWait has passed. Another uaType takes
 // nothing over.
 func TestTakeOver(t *testing.T) {
-	wait := 1500 * time.Millisecond
+	wait := 3 * time.Second
 	e := newEnv(t, Config{TakeOverWait: wait})
 	first := e.dialRaw("/api/ws")
 	first.login("alice", e.token("alice"), "desktop")

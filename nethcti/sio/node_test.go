@@ -119,7 +119,9 @@ func (c *nodeClient) expect(name string) sioEvent {
 // in).
 func TestNodeClient(t *testing.T) {
 	dir := nodeDir(t)
-	e := newEnv(t, Config{TakeOverWait: 5 * time.Second})
+	// Only the takeOverAck lets the second login in before the test's
+	// own timeout.
+	e := newEnv(t, Config{TakeOverWait: time.Minute})
 	alice := e.dialNode(t, dir, "/api/ws", "alice", e.token("alice"), "desktop")
 	alice.expect("authe_ok")
 	alice.expect("pingAck")
@@ -141,13 +143,9 @@ func TestNodeClient(t *testing.T) {
 		t.Errorf("refused: disconnect %s", ev.Data)
 	}
 
-	start := time.Now()
 	second := e.dialNode(t, dir, "/api/ws", "alice", e.token("alice"), "desktop")
 	alice.expect("takeOver")
 	second.expect("authe_ok")
-	if d := time.Since(start); d > 4*time.Second {
-		t.Errorf("the second login waited %v despite the takeOverAck", d)
-	}
 }
 
 // TestNodePrivacy: an outside caller reaches bob (202) through the trunk;
