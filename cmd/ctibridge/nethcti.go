@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/nethcti"
 	"github.com/ctibridge/ctibridge/nethcti/sio"
 )
@@ -154,7 +155,7 @@ func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state sio.State, m
 	b.stores.runs = append(b.stores.runs, front.Run)
 	mux.Handle(nethcti.PrefixAPI+"/", front)
 	mux.Handle(nethcti.PrefixWebrest+"/", front)
-	b.sio, err = sio.New(state, sio.NativeLogin{Service: b.auth}, sio.UsersDirectory(b.auth.Users), sio.Config{Log: b.log.With("component", "sio")})
+	b.sio, err = sio.New(state, frontLogin{front, b.auth}, frontDirectory{front, b.auth.Users}, sio.Config{Log: b.log.With("component", "sio")})
 	if err != nil {
 		return err
 	}
@@ -162,4 +163,52 @@ func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state sio.State, m
 		mux.Handle(p, b.sio)
 	}
 	return nil
+}
+
+// frontLogin checks the socket's logins with the REST front's
+// credentials (a JWT of POST /api/login or a persistent one, a legacy
+// token of user accessKeyId), and, for a token the front refuses, as a
+// ctibridge token (sio.NativeLogin). A login session's revocation or
+// expiry ends the socket; a persistent token has neither.
+type frontLogin struct {
+	front *nethcti.Front
+	auth  *auth.Service
+}
+
+func (l frontLogin) CheckLogin(accessKeyID, token string) (sio.Login, error) {
+	id, err := l.front.CheckToken(accessKeyID, token)
+	if err != nil {
+		// The front's error (a JWT refused, the persistent tokens still
+		// being read) is the one said unless the token is a native one.
+		if login, nerr := (sio.NativeLogin{Service: l.auth}).CheckLogin(accessKeyID, token); nerr == nil {
+			return login, nil
+		}
+		return sio.Login{}, err
+	}
+	login := sio.Login{User: id.User, Session: id.Session}
+	if id.Session != "" {
+		if _, login.Expires, err = l.auth.Authenticate(id.Session); err != nil {
+			return sio.Login{}, err
+		}
+	}
+	return login, nil
+}
+
+func (l frontLogin) OnRevoke(session string, f func()) (stop func()) {
+	return l.auth.OnRevoke(session, f)
+}
+
+// frontDirectory names an extension's user as the front's reads do
+// (nethcti.Front.Username), so the socket's "username" is theirs.
+type frontDirectory struct {
+	front *nethcti.Front
+	users func() *auth.Users
+}
+
+func (d frontDirectory) UserOf(exten string) (*auth.User, bool) {
+	name := d.front.Username(exten)
+	if name == "" {
+		return nil, false
+	}
+	return d.users().Lookup(name)
 }

@@ -3,7 +3,6 @@ package sio
 import (
 	"errors"
 	"sync/atomic"
-	"time"
 
 	"github.com/ctibridge/ctibridge/auth"
 )
@@ -65,14 +64,14 @@ type NativeLogin struct{ *auth.Service }
 // names.
 var ErrWrongUser = errors.New("sio: the token is another user's")
 
-// CheckLogin implements Authenticator.
-func (n NativeLogin) CheckLogin(accessKeyID, token string) (*auth.User, time.Time, error) {
+// CheckLogin implements Authenticator: the token is its own session.
+func (n NativeLogin) CheckLogin(accessKeyID, token string) (Login, error) {
 	u, exp, err := n.Authenticate(token)
 	if err != nil {
-		return nil, time.Time{}, err
+		return Login{}, err
 	}
 	if accessKeyID != u.Username && !u.Owns(accessKeyID) {
-		return nil, time.Time{}, ErrWrongUser
+		return Login{}, ErrWrongUser
 	}
-	return u, exp, nil
+	return Login{User: u, Expires: exp, Session: token}, nil
 }

@@ -10,13 +10,15 @@
 // {accessKeyId, token, uaType} and gets authe_ok {message}, or 401
 // {message} and the server's disconnect (a bad body, a uaType other than
 // mobile or desktop, a token the Authenticator refuses). Who checks the
-// token is the Authenticator's business: NativeLogin takes ctibridge's
-// own tokens; the NethCTI REST front brings its JWT and legacy user:token.
-// A second login of the same user with the same uaType tells the first
-// client takeOver and goes on at its takeOverAck, or after
+// token is the Authenticator's business: it returns a Login (the user,
+// the token's expiry, the native session it stands on). NativeLogin takes
+// ctibridge's own tokens; ctibridge's --nethcti wires one over the NethCTI
+// REST front's credentials (its JWT, the legacy user:token, persistent
+// tokens). A second login of the same user with the same uaType tells the
+// first client takeOver and goes on at its takeOverAck, or after
 // Config.TakeOverWait (8 s, NethCTI's). ping with an ack is acknowledged.
-// A client whose token expires, or whose session is revoked (Revoker),
-// is told 401 and disconnected.
+// A client whose token expires, or whose session is revoked (Revoker, on
+// Login.Session), is told 401 and disconnected.
 //
 // The events (project.go), to each logged-in client, filtered as /ws
 // filters them (the same auth.View, so the same bytes per class):

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
-
-	"github.com/ctibridge/ctibridge/auth"
 )
 
 // client is one socket, logged in or not yet.
@@ -79,10 +77,9 @@ var errLogin = errors.New("sio: bad login request")
 // takeOverAck (at most Config.TakeOverWait).
 func (c *client) login(a []any) {
 	key, token, ua, err := loginArgs(a)
-	var u *auth.User
-	var exp time.Time
+	var l Login
 	if err == nil {
-		u, exp, err = c.s.auth.CheckLogin(key, token)
+		l, err = c.s.auth.CheckLogin(key, token)
 	}
 	if err != nil {
 		c.s.log.Info("sio: login refused", "sid", c.sock.Id(), "user", key, "err", err)
@@ -96,12 +93,12 @@ func (c *client) login(a []any) {
 	}
 	c.pending = true
 	c.mu.Unlock()
-	others := c.s.sameLogin(c, u.Username, ua)
+	others := c.s.sameLogin(c, l.User.Username, ua)
 	if len(others) == 0 {
-		c.admit(u, exp, token, ua)
+		c.admit(l, ua)
 		return
 	}
-	c.s.log.Info("sio: second login: takeOver", "user", u.Username, "uaType", ua, "others", len(others))
+	c.s.log.Info("sio: second login: takeOver", "user", l.User.Username, "uaType", ua, "others", len(others))
 	for _, o := range others {
 		o.emit("takeOver")
 	}
@@ -114,13 +111,13 @@ func (c *client) login(a []any) {
 			case <-o.tookOver:
 			case <-o.done:
 			case <-t.C:
-				c.admit(u, exp, token, ua)
+				c.admit(l, ua)
 				return
 			case <-c.done:
 				return
 			}
 		}
-		c.admit(u, exp, token, ua)
+		c.admit(l, ua)
 	}()
 }
 
@@ -169,7 +166,7 @@ func (s *Server) sameLogin(c *client, user, ua string) []*client {
 
 // admit logs c in: authe_ok, then the events from the feed, until the
 // token expires or its session is revoked.
-func (c *client) admit(u *auth.User, exp time.Time, token, ua string) {
+func (c *client) admit(l Login, ua string) {
 	s := c.s
 	c.mu.Lock()
 	c.pending = false
@@ -179,13 +176,13 @@ func (c *client) admit(u *auth.User, exp time.Time, token, ua string) {
 	}
 	old := c.stops
 	c.stops = nil
-	c.view.Store(newView(u, ua))
-	if !exp.IsZero() {
-		t := time.AfterFunc(time.Until(exp), func() { c.end("token expired") })
+	c.view.Store(newView(l.User, ua))
+	if !l.Expires.IsZero() {
+		t := time.AfterFunc(time.Until(l.Expires), func() { c.end("token expired") })
 		c.stops = append(c.stops, func() { t.Stop() })
 	}
-	if r, ok := s.auth.(Revoker); ok {
-		c.stops = append(c.stops, r.OnRevoke(token, func() { c.end("session revoked") }))
+	if r, ok := s.auth.(Revoker); ok && l.Session != "" {
+		c.stops = append(c.stops, r.OnRevoke(l.Session, func() { c.end("session revoked") }))
 	}
 	c.mu.Unlock()
 	for _, stop := range old {
@@ -193,7 +190,7 @@ func (c *client) admit(u *auth.User, exp time.Time, token, ua string) {
 	}
 	c.emit("authe_ok", map[string]any{"message": "authorized successfully"})
 	s.add(c)
-	s.log.Info("sio: logged in", "sid", c.sock.Id(), "user", u.Username, "uaType", ua)
+	s.log.Info("sio: logged in", "sid", c.sock.Id(), "user", l.User.Username, "uaType", ua)
 }
 
 // end logs c out when its token ends: 401, then a disconnect.

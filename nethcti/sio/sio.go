@@ -32,20 +32,34 @@ type State interface {
 
 // Authenticator checks a socket login: the token the client gives with
 // the name it logs in as (accessKeyId: a username, or, as NethCTI
-// accepts, one of the user's extensions). It returns the user and when
-// the token expires (zero: never), or an error: the client is then told
-// 401. NativeLogin is one over ctibridge's own tokens; the NethCTI REST
-// front's tokens (JWT, the legacy user:token) come with their own.
+// accepts, one of the user's extensions). It returns whom the token
+// stands for, or an error: the client is then told 401. NativeLogin is
+// one over ctibridge's own tokens; the NethCTI REST front's credentials
+// (its JWT, the legacy user:token, the persistent tokens) come with the
+// front (cmd/ctibridge wires one over nethcti.Front.CheckToken).
 type Authenticator interface {
-	CheckLogin(accessKeyID, token string) (*auth.User, time.Time, error)
+	CheckLogin(accessKeyID, token string) (Login, error)
+}
+
+// Login is what an Authenticator says of a login it accepts.
+type Login struct {
+	User *auth.User
+	// Expires is when the token ends (zero: never); the client is then
+	// told 401 and disconnected.
+	Expires time.Time
+	// Session, when not "", is the native session the token stands on:
+	// the Revoker is asked to watch it. "" for a token that no session
+	// backs (a persistent token).
+	Session string
 }
 
 // Revoker, when the Authenticator also implements it (NativeLogin does),
-// tells the server when a token's session ends before its expiry: the
-// client is then told 401 and disconnected, as on expiry. OnRevoke calls
-// f once, from any goroutine; stop ends the watch.
+// tells the server when a login's session (Login.Session) ends before its
+// expiry: the client is then told 401 and disconnected, as on expiry.
+// OnRevoke calls f once, from any goroutine; stop ends the watch.
+// *auth.Service's OnRevoke is one.
 type Revoker interface {
-	OnRevoke(token string, f func()) (stop func())
+	OnRevoke(session string, f func()) (stop func())
 }
 
 // Directory names the user of an extension: NethCTI's clients key
