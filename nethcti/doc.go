@@ -31,7 +31,8 @@
 // capabilities and NethCTI's permissions); settings and the default
 // device in the Store; "username" on every extension of the extension
 // reads and chSource/chDest on their conversations, NethCTI's names in
-// the queue and parking reads (reads.go, shapes.go: made once per state
+// the queue and parking reads (reads.go, shapes.go over package
+// nethcti/shape, which the socket shares: made once per state
 // version, view and users set, and served from memory); /history/calls
 // and the phonebook's lists (history.go, phonebook.go);
 // NethCTI's action bodies read leniently and put in the native bodies

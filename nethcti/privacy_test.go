@@ -131,26 +131,6 @@ func unshape(t *testing.T, path string, v any) {
 	}
 }
 
-// TestParkingTimeLeft: a parked caller's timeout is the seconds left
-// (the space's 45 s less the 12 s parked: 33, then 0 once past).
-func TestParkingTimeLeft(t *testing.T) {
-	p := map[string]any{"parking": "701", "timeout": json.Number("45"),
-		"parkedCaller": map[string]any{"num": "0612345678", "parkedAt": json.Number("1796028600000")}}
-	nethParking(p, 1796028612)
-	if pc := p["parkedCaller"].(map[string]any); pc["timeout"] != int64(33) || pc["parking"] != "701" {
-		t.Errorf("after 12 s: %v", pc)
-	}
-	nethParking(p, 1796028700)
-	if pc := p["parkedCaller"].(map[string]any); pc["timeout"] != int64(0) {
-		t.Errorf("past the timeout: %v", pc)
-	}
-	free := map[string]any{"parking": "702", "timeout": json.Number("45"), "parkedCaller": nil}
-	nethParking(free, 1796028612)
-	if pc, ok := free["parkedCaller"].(map[string]any); !ok || len(pc) != 0 {
-		t.Errorf("a free space's parkedCaller %v, want {}", free["parkedCaller"])
-	}
-}
-
 // TestReadsETag: the extension reads answer 304 to the front's ETag, and
 // a new users set (another owner) changes it.
 func TestReadsETag(t *testing.T) {

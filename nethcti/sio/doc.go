@@ -28,7 +28,11 @@
 //     may not see with their numbers hidden;
 //   - queueUpdate (a queue whole, also for a member delta),
 //     queueMemberUpdate, parkingUpdate: hidden unless the user sees the
-//     calls no extension owns;
+//     calls no extension owns; with NethCTI's names added as the REST
+//     front's reads add them (package nethcti/shape, shared: a queue's
+//     counters and service level, its members' and waiting callers'
+//     fields, a free space's parkedCaller {}, a parked caller's seconds
+//     left when the change is sent);
 //   - confBridgeUpdate to the clients who see unowned calls or have a
 //     member on their extensions (the others' members blanked), and
 //     confBridgeEnd to those told of the room when it ends;

@@ -2,10 +2,13 @@ package sio
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/nethcti/shape"
 )
 
 // harness is a Server whose fan-out is driven by the test (no Run, no
@@ -28,6 +31,8 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	at := time.Now()
+	s.now = func() time.Time { return at }
 	s.proj.reset(eng.Snapshot())
 	h := &harness{s: s, eng: eng, users: users, got: map[*client]*[]*packet{}}
 	for _, u := range users.All() {
@@ -97,6 +102,47 @@ func TestFilterMatchesView(t *testing.T) {
 	}
 }
 
+// TestQueueParkingShapes: queueUpdate, queueMemberUpdate and
+// parkingUpdate carry NethCTI's names as the front's reads do (package
+// shape): the queue's counters and service level, the member's
+// callsTakenCount, a free space's parkedCaller {}, a parked caller's
+// seconds left.
+func TestQueueParkingShapes(t *testing.T) {
+	want := map[string][]string{
+		"queueUpdate":       {`"completedCallsCount":`, `"abandonedCallsCount":`, `"avgHoldTime":`, `"serviceLevelPercentage":"`},
+		"queueMemberUpdate": {`"callsTakenCount":`, `"lastPausedInReason":`},
+		"parkingUpdate":     {`"parkedCaller":{}`, `"parkedCaller":{"`, `"timeout":`},
+	}
+	seen := map[string]map[string]bool{}
+	for _, rec := range []string{"queue_answered", "park_retrieve"} {
+		h := newHarness(t)
+		root, _ := h.users.Lookup("root")
+		c := h.addClient(root)
+		for _, msg := range loadRecording(t, rec) {
+			h.eng.Apply(msg)
+			h.eng.Publish()
+			h.s.pump(h.eng.Feed())
+		}
+		for _, p := range *h.got[c] {
+			for _, w := range want[p.name] {
+				if strings.Contains(string(p.data), w) {
+					if seen[p.name] == nil {
+						seen[p.name] = map[string]bool{}
+					}
+					seen[p.name][w] = true
+				}
+			}
+		}
+	}
+	for name, ws := range want {
+		for _, w := range ws {
+			if !seen[name][w] {
+				t.Errorf("no %s with %s", name, w)
+			}
+		}
+	}
+}
+
 // expected finds the bytes p should hold for a client of view v among
 // the changes cs (and those of the same change in class Full).
 func expected(t testing.TB, h *harness, v *view, cs []calls.Change, p *packet) (want, full []byte, ok bool) {
@@ -114,9 +160,15 @@ func expected(t testing.TB, h *harness, v *view, cs []calls.Change, p *packet) (
 			w, _ = nethctiExtension(ch.JSON(cls), username)
 			f, _ = nethctiExtension(ch.Data, username)
 		case p.name == "queueUpdate" && ch.Type == calls.QueueMembers:
-			w, f = ch.Whole(auth.ViewOf(v.user).Class("")), ch.Whole(calls.Full)
-		case p.name == ch.Type && (ch.Type == "queueUpdate" || ch.Type == "queueMemberUpdate" || ch.Type == "parkingUpdate"):
-			w, f = ch.JSON(auth.ViewOf(v.user).Class("")), ch.Data
+			w, f = reshaped(t, ch.Whole(auth.ViewOf(v.user).Class("")), shape.Queue), reshaped(t, ch.Whole(calls.Full), shape.Queue)
+		case p.name == ch.Type && ch.Type == "queueUpdate":
+			w, f = reshaped(t, ch.JSON(auth.ViewOf(v.user).Class("")), shape.Queue), reshaped(t, ch.Data, shape.Queue)
+		case p.name == ch.Type && ch.Type == "queueMemberUpdate":
+			m := func(m map[string]any) { shape.Member(m, "") }
+			w, f = reshaped(t, ch.JSON(auth.ViewOf(v.user).Class("")), m), reshaped(t, ch.Data, m)
+		case p.name == ch.Type && ch.Type == "parkingUpdate":
+			pk := func(p map[string]any) { shape.Parking(p, h.s.now().Unix()) }
+			w, f = reshaped(t, ch.JSON(auth.ViewOf(v.user).Class("")), pk), reshaped(t, ch.Data, pk)
 		case p.name == "confBridgeUpdate" && ch.Type == "conferenceUpdate":
 			room, _ := ch.Conference()
 			if !auth.SeesConference(v.user, ch.Key, room.ExtenIDs) && !auth.Allowed(v.user, auth.SeeCalls, "") {
@@ -141,4 +193,14 @@ func expected(t testing.TB, h *harness, v *view, cs []calls.Change, p *packet) (
 		}
 	}
 	return nil, nil, false
+}
+
+// reshaped is b in NethCTI's shape (package shape), as the front's reads.
+func reshaped(t testing.TB, b []byte, f func(map[string]any)) []byte {
+	t.Helper()
+	out, err := shape.Object(b, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

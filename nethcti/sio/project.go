@@ -5,6 +5,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/nethcti/shape"
 )
 
 // projector is what the fan-out remembers of the state, to tell what the
@@ -98,11 +99,34 @@ func (s *Server) change(ch *calls.Change) {
 		s.extension(ch, cl)
 	case calls.QueueMembers:
 		// NethCTI's clients take a queue whole.
-		s.unowned(ch, cl, "queueUpdate", ch.Whole)
-	case "queueUpdate", "queueMemberUpdate", "parkingUpdate":
-		s.unowned(ch, cl, ch.Type, ch.JSON)
+		s.unowned(ch, cl, "queueUpdate", s.shaped(ch, ch.Whole, shape.Queue))
+	case "queueUpdate":
+		s.unowned(ch, cl, ch.Type, s.shaped(ch, ch.JSON, shape.Queue))
+	case "queueMemberUpdate":
+		s.unowned(ch, cl, ch.Type, s.shaped(ch, ch.JSON, func(m map[string]any) { shape.Member(m, "") }))
+	case "parkingUpdate":
+		now := s.now().Unix()
+		s.unowned(ch, cl, ch.Type, s.shaped(ch, ch.JSON, func(p map[string]any) { shape.Parking(p, now) }))
 	case "conferenceUpdate":
 		s.conference(ch, cl)
+	}
+}
+
+// shaped is data in NethCTI's shape (package shape: the REST front's
+// reads' too), made once per class by classed; nil, with a warning, for
+// JSON that is not an object.
+func (s *Server) shaped(ch *calls.Change, data func(calls.Class) []byte, f func(map[string]any)) func(calls.Class) []byte {
+	return func(cl calls.Class) []byte {
+		b := data(cl)
+		if b == nil {
+			return nil
+		}
+		out, err := shape.Object(b, f)
+		if err != nil {
+			s.log.Warn("sio: a change's JSON", "type", ch.Type, "key", ch.Key, "err", err)
+			return nil
+		}
+		return out
 	}
 }
 

@@ -118,6 +118,7 @@ type Server struct {
 	running atomic.Bool
 	// Owned by Run (and by the tests that drive pump themselves).
 	proj projector
+	now  func() time.Time // the parking's seconds left; tests set it
 }
 
 // New returns a server projecting state's feed to the clients that log in
@@ -134,7 +135,7 @@ func New(state State, a Authenticator, dir Directory, cfg Config) (*Server, erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, state: state, auth: a, dir: dir, log: log, clients: map[*client]struct{}{}}
+	s := &Server{cfg: cfg, state: state, auth: a, dir: dir, log: log, clients: map[*client]struct{}{}, now: time.Now}
 	s.list.Store(new([]*client))
 	s.proj.init(dir)
 
