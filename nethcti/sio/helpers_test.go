@@ -222,18 +222,25 @@ func (c *rawClient) login(user, token, ua string) {
 // the test when none comes within 10 s.
 func (c *rawClient) expect(name string) sioEvent {
 	c.t.Helper()
+	return expectEvent(c.t, c.events, name)
+}
+
+// expectEvent returns the next event on events named name, skipping
+// others; it fails t when the channel closes or none comes within 10 s.
+func expectEvent(t testing.TB, events <-chan sioEvent, name string) sioEvent {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case ev, ok := <-c.events:
+		case ev, ok := <-events:
 			if !ok {
-				c.t.Fatalf("connection ended waiting for %s", name)
+				t.Fatalf("the client ended waiting for %s", name)
 			}
 			if ev.Name == name {
 				return ev
 			}
 		case <-timeout:
-			c.t.Fatalf("no %s in 10 s", name)
+			t.Fatalf("no %s in 10 s", name)
 		}
 	}
 }

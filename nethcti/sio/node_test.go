@@ -95,20 +95,7 @@ func (e *env) dialNode(t *testing.T, dir, path, user, token, ua string) *nodeCli
 // expect returns the next event named name, skipping others.
 func (c *nodeClient) expect(name string) sioEvent {
 	c.t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case ev, ok := <-c.events:
-			if !ok {
-				c.t.Fatalf("the node client ended waiting for %s", name)
-			}
-			if ev.Name == name {
-				return ev
-			}
-		case <-timeout:
-			c.t.Fatalf("no %s in 10 s", name)
-		}
-	}
+	return expectEvent(c.t, c.events, name)
 }
 
 // TestNodeClient: the official socket.io client, as phone-island opens
