@@ -140,7 +140,7 @@ func TestDocLinksResolve(t *testing.T) {
 }
 
 // trackerRef is a mention of a tracker issue or of a work session by its
-// number ("issue 18", "Session 7", "issue #19"). Code, help and docs say
+// number (the word, a space, an optional #, digits; any case). Code, help and docs say
 // the thing itself: the number means nothing to a reader of the tree.
 var trackerRef = regexp.MustCompile(`(?i)\b(?:issue|session)s?\s+#?[0-9]`)
 
