@@ -148,18 +148,28 @@ func testFencedLeader(t *testing.T, p partition) {
 	if aClosed.IsZero() || bOpened.IsZero() || !aClosed.Before(bOpened) {
 		t.Errorf("bridge-a's AMI link closed at %v, bridge-b's opened at %v: want closed first", aClosed, bOpened)
 	}
-	// What pbxsim got: none of the refused actions, nothing of
-	// bridge-a's after it stepped down.
+	// What pbxsim got: none of the refused actions, and nothing of
+	// bridge-a's once bridge-b's link was open (two nodes driving the
+	// PBX). An action checked inside the grant may still be on its way
+	// when the step-down's timer runs (24 ms seen at load 26): the grant
+	// ends TTL/6 before a standby can take over for that.
 	for tag := range refused {
 		if at := got.at(tag); !at.IsZero() {
 			t.Errorf("pbxsim got %s at %v, which bridge-a refused as stale", tag, at)
 		}
 	}
+	var lastA time.Time
 	for _, e := range got.all() {
-		if e.tag != "" && e.tag[0] == 'a' && !e.at.Before(fencedAt) {
-			t.Errorf("pbxsim got %s at %v, after bridge-a stepped down at %v", e.tag, e.at, fencedAt)
+		if e.tag == "" || e.tag[0] != 'a' {
+			continue
+		}
+		lastA = e.at
+		if !e.at.Before(bOpened) {
+			t.Errorf("pbxsim got %s at %v, after bridge-b's AMI link opened at %v", e.tag, e.at, bOpened)
 		}
 	}
+	t.Logf("bridge-a's last action reached pbxsim %v after it stepped down, %v before bridge-b's link opened",
+		lastA.Sub(fencedAt).Round(time.Millisecond), bOpened.Sub(lastA).Round(time.Millisecond))
 	if s := a.n.Stats(); s.Role == "leader" || !s.LeaseExpired || s.StaleRefused < uint64(len(refused)) || a.n.Ready() || a.n.Leading() {
 		t.Errorf("bridge-a after stepping down: role %s, lease expired %v, stale refused %d (of %d), ready %v, leading %v",
 			s.Role, s.LeaseExpired, s.StaleRefused, len(refused), a.n.Ready(), a.n.Leading())
