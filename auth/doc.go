@@ -9,7 +9,8 @@
 // one, whose changes each node hears: shared.go), the
 // login limits (per client address, per user and address, and per name
 // across addresses a shared growing delay and a budget of failures, which
-// never lock out a user's known address: guard.go),
+// never lock out a user's known address: guard.go; one budget for all the
+// nodes sharing sessions: sharedfail.go),
 // and the permission model (docs/design.md, "Users and permissions").
 //
 // Every permission question goes through one function, Allowed(user,

@@ -162,7 +162,8 @@ func (g *guard) isKnownLocked(username, ip string, now time.Time) bool {
 }
 
 // failed counts a wrong password (or unknown name) for username tried
-// from address key ip.
+// from address key ip (elsewhere: on another node, which limits the
+// address itself).
 func (g *guard) failed(username, ip string) {
 	now := g.now()
 	g.mu.Lock()

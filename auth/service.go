@@ -95,6 +95,7 @@ type Service struct {
 	sharedFound   atomic.Uint64
 	sharedRevoked atomic.Uint64
 	sharedResyncs atomic.Uint64
+	fails         sharedFails
 }
 
 // revokedKeep is how long an ended session's id is remembered: longer
@@ -164,6 +165,7 @@ func NewService(users *Users, cfg Config) *Service {
 		sweepEvery: cfg.SweepEvery,
 		shared:     cfg.Shared,
 		lookups:    make(chan struct{}, sharedLookups),
+		fails:      newSharedFails(),
 	}
 	s.users.Store(users)
 	if cfg.RefreshTTL > 0 {
@@ -236,12 +238,12 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 	u, ok := s.Users().Lookup(username)
 	if !ok {
 		checkPassword(dummyHash(s.cost), password) // same time as a wrong password
-		s.guard.failed(username, ip)
+		s.failed(username, ip)
 		return Session{}, ErrBadCredentials
 	}
 	if err := s.verify(u, password); err != nil {
 		if errors.Is(err, ErrBadCredentials) {
-			s.guard.failed(username, ip)
+			s.failed(username, ip)
 		}
 		return Session{}, err
 	}
@@ -501,6 +503,7 @@ func (s *Service) Run(ctx context.Context) error {
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() { s.watchShared(ctx) })
+		wg.Go(func() { s.tellFailures(ctx) })
 	}
 	t := time.NewTicker(s.sweepEvery)
 	defer t.Stop()

@@ -28,9 +28,13 @@ type SharedSessions interface {
 	// WatchSessions calls ready once it listens (what changed before may
 	// have been missed; an error from ready ends the watch with it), then
 	// changed for every session written (gone false) or deleted (gone
-	// true) by any node, in order, until ctx ends or the link fails: it
-	// returns why.
-	WatchSessions(ctx context.Context, ready func() error, changed func(id string, gone bool)) error
+	// true) by any node, in order, and failed for every failed login
+	// another node announced with NoteFailures (from names that node),
+	// until ctx ends or the link fails: it returns why.
+	WatchSessions(ctx context.Context, ready func() error, changed func(id string, gone bool), failed func(from, username string)) error
+	// NoteFailures tells every node's WatchSessions that logins for
+	// usernames failed on node from (sharedfail.go).
+	NoteFailures(ctx context.Context, from string, usernames []string) error
 }
 
 // SharedStats is how a Service stands with the shared session table.
@@ -40,6 +44,9 @@ type SharedStats struct {
 	Found     uint64 // tokens of other nodes found in the table
 	Revoked   uint64 // sessions revoked here because another node deleted them
 	Resyncs   uint64 // whole-table reads after (re)connecting
+	// Failed logins told to the other nodes, heard from them, and not
+	// told because the queue to the table was full (sharedfail.go).
+	FailuresSent, FailuresHeard, FailuresDropped uint64
 }
 
 // sharedLookups bounds the table lookups of unknown tokens in flight: a
@@ -162,7 +169,7 @@ func (s *Service) watchShared(ctx context.Context) {
 				down = false
 			}
 			return nil
-		}, s.sharedChanged)
+		}, s.sharedChanged, s.failedElsewhere)
 		s.listening.Store(false)
 		if ctx.Err() != nil {
 			return
@@ -233,7 +240,8 @@ func (s *Service) resyncShared(ctx context.Context) error {
 // SharedStats reports how the service stands with Config.Shared (zero
 // without one).
 func (s *Service) SharedStats() SharedStats {
-	return SharedStats{Enabled: s.shared != nil, Listening: s.listening.Load(), Found: s.sharedFound.Load(), Revoked: s.sharedRevoked.Load(), Resyncs: s.sharedResyncs.Load()}
+	return SharedStats{Enabled: s.shared != nil, Listening: s.listening.Load(), Found: s.sharedFound.Load(), Revoked: s.sharedRevoked.Load(), Resyncs: s.sharedResyncs.Load(),
+		FailuresSent: s.fails.sent.Load(), FailuresHeard: s.fails.heard.Load(), FailuresDropped: s.fails.dropped.Load()}
 }
 
 // upsert holds rec: added when new, its record replaced (watchers kept)

@@ -21,6 +21,10 @@ var _ auth.SharedSessions = (*Store)(nil)
 // (migration 002).
 const notifyChannel = "ctibridge_sessions"
 
+// failChannel is where nodes announce failed logins (auth's
+// NoteFailures): "<schema> <node> <user name>".
+const failChannel = "ctibridge_login_failures"
+
 // ListenerName is the application_name of the listening connection (in
 // pg_stat_activity).
 const ListenerName = "ctibridge sessions listener"
@@ -92,11 +96,24 @@ func (s *Store) SpendRefresh(ctx context.Context, id string, h [32]byte) (bool, 
 	return n == 1, nil
 }
 
+// NoteFailures implements auth.SharedSessions: one NOTIFY per name, in
+// one statement.
+func (s *Store) NoteFailures(ctx context.Context, from string, usernames []string) error {
+	if len(usernames) == 0 {
+		return nil
+	}
+	_, err := s.c.Exec(ctx, `SELECT pg_notify($1, current_schema() || ' ' || $2 || ' ' || u) FROM unnest($3::text[]) AS u`, failChannel, from, usernames)
+	if err != nil {
+		return fmt.Errorf("authdb: note failures: %w", err)
+	}
+	return nil
+}
+
 // WatchSessions implements auth.SharedSessions with LISTEN on a
 // connection of its own (PostgreSQL only), checked with a query after
 // every pingEvery of silence. Changes of other schemas on the same
 // database (other deployments, tests) are ignored.
-func (s *Store) WatchSessions(ctx context.Context, ready func() error, changed func(id string, gone bool)) error {
+func (s *Store) WatchSessions(ctx context.Context, ready func() error, changed func(id string, gone bool), failed func(from, username string)) error {
 	pool := sqldb.Pool(s.c)
 	if pool == nil {
 		return errors.New("authdb: sessions are shared only on PostgreSQL")
@@ -114,7 +131,7 @@ func (s *Store) WatchSessions(ctx context.Context, ready func() error, changed f
 	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return fmt.Errorf("authdb: listen: %w", err)
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel+`; LISTEN `+failChannel); err != nil {
 		return fmt.Errorf("authdb: listen: %w", err)
 	}
 	if err := ready(); err != nil {
@@ -129,9 +146,13 @@ func (s *Store) WatchSessions(ctx context.Context, ready func() error, changed f
 			return ctx.Err()
 		case err == nil:
 			sch, rest, ok1 := strings.Cut(n.Payload, " ")
-			op, id, ok2 := strings.Cut(rest, " ")
-			if ok1 && ok2 && sch == schema && (op == "+" || op == "-") {
-				changed(id, op == "-")
+			a, b, ok2 := strings.Cut(rest, " ")
+			switch {
+			case !ok1 || !ok2 || sch != schema:
+			case n.Channel == failChannel:
+				failed(a, b)
+			case a == "+" || a == "-":
+				changed(b, a == "-")
 			}
 		case errors.Is(err, context.DeadlineExceeded) || wctx.Err() != nil:
 			pctx, cancel := context.WithTimeout(ctx, pingTimeout)

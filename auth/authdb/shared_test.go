@@ -17,6 +17,13 @@ import (
 // test ends.
 func sharedNodes(t *testing.T) (a, b *auth.Service, stA *Store) {
 	t.Helper()
+	return sharedNodesWith(t, auth.Config{})
+}
+
+// sharedNodesWith is sharedNodes with cfg's limits (its stores are set
+// here).
+func sharedNodesWith(t *testing.T, cfg auth.Config) (a, b *auth.Service, stA *Store) {
+	t.Helper()
 	dsn := dbtest.Postgres(t)
 	node := func() (*auth.Service, *Store) {
 		pool, err := pgxpool.New(context.Background(), dsn)
@@ -28,7 +35,9 @@ func sharedNodes(t *testing.T) (a, b *auth.Service, stA *Store) {
 			t.Fatal(err)
 		}
 		st := NewPostgres(pool)
-		s := auth.NewService(users(t), auth.Config{Store: st, Shared: st})
+		c := cfg
+		c.Store, c.Shared = st, st
+		s := auth.NewService(users(t), c)
 		if _, err := s.LoadSessions(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -20,10 +20,11 @@ var (
 	descSharedFound     = prometheus.NewDesc("ctibridge_sessions_shared_found_total", "Tokens issued by another node found in the shared table (one query each, then held in memory).", nil, nil)
 	descSharedRevoked   = prometheus.NewDesc("ctibridge_sessions_shared_revoked_total", "Sessions ended here because another node deleted them (a logout or revocation there): their WebSockets closed.", nil, nil)
 	descSharedResyncs   = prometheus.NewDesc("ctibridge_sessions_shared_resyncs_total", "Whole reads of the shared table, each time the listening link is (re)established.", nil, nil)
+	descSharedFailures  = prometheus.NewDesc("ctibridge_login_failures_shared_total", "Failed logins told to the other nodes (sent), heard from them and counted against the name's budget here (heard), or not told because the table was slow (dropped).", []string{"way"}, nil)
 )
 
 func (c authCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUnderAttack, descOverBudget, descNameRefused, descSharedListening, descSharedFound, descSharedRevoked, descSharedResyncs} {
+	for _, d := range []*prometheus.Desc{descUnderAttack, descOverBudget, descNameRefused, descSharedListening, descSharedFound, descSharedRevoked, descSharedResyncs, descSharedFailures} {
 		ch <- d
 	}
 }
@@ -45,4 +46,7 @@ func (c authCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSharedFound, prometheus.CounterValue, float64(sh.Found))
 	ch <- prometheus.MustNewConstMetric(descSharedRevoked, prometheus.CounterValue, float64(sh.Revoked))
 	ch <- prometheus.MustNewConstMetric(descSharedResyncs, prometheus.CounterValue, float64(sh.Resyncs))
+	ch <- prometheus.MustNewConstMetric(descSharedFailures, prometheus.CounterValue, float64(sh.FailuresSent), "sent")
+	ch <- prometheus.MustNewConstMetric(descSharedFailures, prometheus.CounterValue, float64(sh.FailuresHeard), "heard")
+	ch <- prometheus.MustNewConstMetric(descSharedFailures, prometheus.CounterValue, float64(sh.FailuresDropped), "dropped")
 }
