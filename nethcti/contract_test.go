@@ -43,6 +43,14 @@ func convOf(t *testing.T, f *fixture, user, exten string) string {
 	return ""
 }
 
+// emptyObject checks an answer is {}: nothing of the kind configured,
+// as nethcti-server answers it.
+func emptyObject(t *testing.T, _ *fixture, r response) {
+	if m, ok := r.json(t).(map[string]any); !ok || len(m) != 0 {
+		t.Errorf("got %s, want {}", r.body)
+	}
+}
+
 // userRows are the contract's logins, users and reads.
 func userRows() []contractRow {
 	return []contractRow{
@@ -53,8 +61,10 @@ func userRows() []contractRow {
 					t.Errorf("claims %v: want a boolean 2fa and id alice", claims)
 				}
 			}},
-		{client: "nethvoice-cti services/user.ts getParamUrl (not served: the app logs it)", method: "GET", path: "/user/paramurl",
-			user: "alice", status: 404, fields: []string{"error.code"}},
+		{client: "phone-island src/App.tsx initParamUrl (url, only_queues), nethvoice-cti services/user.ts getParamUrl", method: "GET",
+			path: "/user/paramurl", user: "alice", status: 200, check: emptyObject},
+		{client: "phone-island src/components/RestAPI.tsx initVideoSources (a failure is an uncaught rejection)", method: "GET",
+			path: "/streaming/sources", user: "alice", status: 200, check: emptyObject},
 		{client: "nethvoice-cti pages/login.tsx (401 shows Wrong username or password)", method: "POST", path: "/login",
 			body: `{"username":"alice","password":"wrong"}`, status: 401},
 		{client: "phone-island src/components/RestAPI.tsx (probe of the new API), nethvoice-cti services/user.ts", method: "GET",
@@ -219,7 +229,8 @@ func TestContractLegacy(t *testing.T) {
 	m.Write([]byte("bob:secret:" + nonce))
 	tok := hex.EncodeToString(m.Sum(nil))
 	auth := []string{"Authorization", "bob:" + tok}
-	for _, p := range []string{"/user/me", "/astproxy/extensions", "/astproxy/opgroups", "/astproxy/queues", "/user/endpoints/all", "/user/all_avatars"} {
+	for _, p := range []string{"/user/me", "/astproxy/extensions", "/astproxy/opgroups", "/astproxy/queues", "/user/endpoints/all", "/user/all_avatars",
+		"/user/paramurl", "/streaming/sources"} {
 		if g := f.do("GET", "/webrest"+p, "", auth...); g.status != 200 {
 			t.Errorf("GET /webrest%s: %d %s", p, g.status, g.body)
 		}

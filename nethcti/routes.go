@@ -24,6 +24,12 @@ func (f *Front) register() {
 	f.handle(onBoth, "DELETE /user/setting/{prop}", false, f.settingDelete)
 	f.handle(onBoth, "POST /user/default_device", false, f.defaultDevice)
 	f.handle(onBoth, "POST /user/presence", false, f.presence)
+	// What ctibridge has none of, said as nethcti-server says it: no
+	// parameterized URL for the profile, no video sources (door
+	// intercoms). phone-island reads both at start and does not catch a
+	// failure of the sources' read.
+	f.handle(onBoth, "GET /user/paramurl", false, none)
+	f.handle(onBoth, "GET /streaming/sources", false, none)
 
 	f.handle(onBoth, "GET /astproxy/extensions", false, func(w http.ResponseWriter, r *http.Request, id Identity, _ bool) int {
 		return f.withUsernames(w, r, id, "/astproxy/extensions", false)
@@ -63,6 +69,11 @@ func (f *Front) register() {
 // JSON (404), so the clients log it as they would any refusal.
 func notServed(w http.ResponseWriter, r *http.Request) {
 	writeErr(w, r, apiError(http.StatusNotFound, "not_found", "not served by ctibridge's NethCTI front: "+r.Method+" "+r.URL.Path))
+}
+
+// none answers an empty object: nothing of the kind is configured.
+func none(w http.ResponseWriter, _ *http.Request, _ Identity, _ bool) int {
+	return writeJSON(w, http.StatusOK, struct{}{})
 }
 
 // passThrough serves a route by the native API at the same path.
