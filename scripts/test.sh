@@ -34,14 +34,30 @@ need_pkg ldapsearch ldap-utils
 need_pkg /usr/sbin/mariadbd mariadb-server
 need_pkg /usr/sbin/nats-server nats-server   # the bus tests (bus/natstest) start their own servers
 # The socket.io tests (nethcti/sio) drive the official socket.io client in
-# Node; the npm package goes to a cache directory the tests are told of.
+# Node; the phone-island browser test (cmd/ctibridge) bundles the published
+# @nethesis/phone-island with react and react-dom (esbuild; buffer for a
+# Node import in its dist/). The npm packages go to a cache directory the
+# tests are told of. phone-island is unpacked with npm pack: its dist/
+# bundles its dependencies, and one of them is a GitHub repository that
+# npm install would fetch with git. It comes after npm install, which
+# removes what its package.json does not list.
 need_pkg node nodejs
 need_pkg npm npm
 export CTIBRIDGE_NODE_DIR="${CTIBRIDGE_NODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ctibridge/node}"
-if [ ! -f "$CTIBRIDGE_NODE_DIR/node_modules/socket.io-client/package.json" ]; then
-  echo "== installing socket.io-client (npm) into $CTIBRIDGE_NODE_DIR"
+npm_missing=""
+for p in socket.io-client react react-dom esbuild buffer @nethesis/phone-island; do
+  [ -f "$CTIBRIDGE_NODE_DIR/node_modules/$p/package.json" ] || npm_missing=1
+done
+if [ -n "$npm_missing" ]; then
+  echo "== installing the npm packages the tests run into $CTIBRIDGE_NODE_DIR"
   mkdir -p "$CTIBRIDGE_NODE_DIR"
-  npm install --prefix "$CTIBRIDGE_NODE_DIR" --no-audit --no-fund --silent socket.io-client@4 >/dev/null
+  npm install --prefix "$CTIBRIDGE_NODE_DIR" --no-audit --no-fund --silent \
+    socket.io-client@4 react@18.3.1 react-dom@18.3.1 esbuild@0.28.2 buffer@6.0.3 >/dev/null
+  island="$CTIBRIDGE_NODE_DIR/node_modules/@nethesis/phone-island"
+  tgz=$(npm pack --silent --pack-destination "$CTIBRIDGE_NODE_DIR" @nethesis/phone-island@1.0.9 | tail -1)
+  rm -rf "$island" && mkdir -p "$island"
+  tar -xzf "$CTIBRIDGE_NODE_DIR/$tgz" -C "$island" --strip-components=1
+  rm -f "$CTIBRIDGE_NODE_DIR/$tgz"
 fi
 # Store tests run against a real PostgreSQL: $CTIBRIDGE_TEST_DATABASE if set,
 # else a server on 127.0.0.1:5432 if one answers, else a throwaway cluster

@@ -96,7 +96,8 @@ func (b *browser) allow(path string) {
 	b.allowed = append(b.allowed, path)
 }
 
-func newBrowser(t *testing.T, width, height int) *browser {
+// newBrowser starts Chromium with the flags the machine needs, and extra.
+func newBrowser(t *testing.T, width, height int, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
@@ -113,6 +114,7 @@ func newBrowser(t *testing.T, width, height int) *browser {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(width, height),
 	)
+	opts = append(opts, extra...)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); acancel() })
