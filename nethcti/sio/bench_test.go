@@ -69,7 +69,7 @@ func BenchmarkFanoutSockets(b *testing.B) {
 
 // dialSio opens a socket.io client logged in as root: it returns when
 // authe_ok is in.
-func (e *env) dialSio(b *testing.B) *websocket.Conn {
+func (e *env) dialSio(b testing.TB) *websocket.Conn {
 	u := "ws" + strings.TrimPrefix(e.http.URL, "http") + "/api/ws/?EIO=4&transport=websocket"
 	conn, _, err := websocket.DefaultDialer.Dial(u, nil)
 	if err != nil {
@@ -93,7 +93,7 @@ func (e *env) dialSio(b *testing.B) *websocket.Conn {
 // wsDialer serves the native hub on the env's engine and returns a dialer
 // of clients subscribed to extensions: each returns when its snapshot is
 // in.
-func (e *env) wsDialer(b *testing.B) func(*testing.B) *websocket.Conn {
+func (e *env) wsDialer(b *testing.B) func(testing.TB) *websocket.Conn {
 	h, err := ws.NewHub(e.eng, e.auth, ws.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -109,7 +109,7 @@ func (e *env) wsDialer(b *testing.B) func(*testing.B) *websocket.Conn {
 		srv.Close()
 	})
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
-	return func(b *testing.B) *websocket.Conn {
+	return func(b testing.TB) *websocket.Conn {
 		conn, _, err := websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer " + e.token("root")}})
 		if err != nil {
 			b.Fatal(err)

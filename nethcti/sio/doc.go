@@ -59,7 +59,10 @@
 // is the library's but for its writes (transport.go): the library's
 // makes a frame of a pre-encoded message for each socket it writes it
 // to; ours writes the shared one, each connection's writes in order on
-// its own queue as the library's are. Run is one goroutine reading the
+// its own queue as the library's are. An event skips the engine socket
+// (its packet, buffer, flush and events) and goes straight to that queue
+// when the socket has nothing waiting (the transport writable); else it
+// takes the socket's path, behind what waits there. Run is one goroutine reading the
 // feed; it never blocks on a client (the writes are queued), but neither
 // does it bound what a client that reads slowly has queued: engine.io's
 // ping timeout is what drops a client that stopped reading.

@@ -52,15 +52,25 @@ func newEventPacket(name string, args ...any) *packet {
 	return newPacket(name, data)
 }
 
-// write queues p on c's engine socket. The socket.io packet is not
-// cloned per socket (the library's WriteToEngine would): the transport
-// writes the shared frame and never reads it (wsTransport).
+// write queues p for c. The socket.io packet is not cloned per socket
+// (the library's WriteToEngine would): the transport writes the shared
+// frame and never reads it (wsTransport). When the connection is open
+// and its transport has nothing of the engine socket's waiting, the
+// frame goes straight to the transport's write queue (wsTransport.direct):
+// the engine socket's path (its packet, buffer, flush and events, then
+// the transport's drain and ready events) cost as much CPU per recipient
+// as the write itself. Otherwise it takes the engine socket's path,
+// behind what waits there.
 func (c *client) write(p *packet) {
 	if c.sink != nil {
 		c.sink(p)
 		return
 	}
-	c.sock.Conn().Write(p.sio, &p.opts.Options, nil)
+	conn := c.sock.Conn()
+	if t, ok := conn.Transport().(*wsTransport); ok && conn.ReadyState() == "open" && t.direct(p.opts.WsPreEncodedFrame.(*sharedFrame)) {
+		return
+	}
+	conn.Write(p.sio, &p.opts.Options, nil)
 }
 
 // JSON shapes of the events made here rather than taken from the engine.

@@ -42,6 +42,7 @@ type wsTransport struct {
 	transports.Websocket
 	conn *types.WebSocketConn
 	q    *queue.Queue
+	mu   sync.Mutex // held by release while the transport turns writable and the socket flushes; by direct
 }
 
 // wsBuilder makes wsTransports: the server's only transport.
@@ -64,12 +65,46 @@ func (w *wsTransport) Send(packets []*eio.Packet) {
 	w.q.Enqueue(func() { w.send(packets) })
 }
 
+// release ends a Send as the library's transport does: "drain", then
+// writable again and "ready", on which the engine socket hands what it
+// buffered meanwhile to Send. direct waits out the last two steps (mu):
+// between them the socket's buffer may hold packets.
+func (w *wsTransport) release() {
+	w.Emit("drain")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.SetWritable(true)
+	w.Emit("ready")
+}
+
+// direct queues an event's shared frame for writing, behind what the
+// queue holds, if the transport is writable, and says whether it did.
+// Outside release, a writable transport has nothing of the engine
+// socket's waiting (the socket hands its buffer to Send as soon as the
+// transport is writable, and Send makes it unwritable until written), so
+// the frame is not written ahead of a packet the socket took before it.
+// It leaves the writable state alone and emits nothing: the engine socket
+// did not see the frame.
+func (w *wsTransport) direct(f *sharedFrame) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.Writable() {
+		return false
+	}
+	w.q.Enqueue(func() {
+		pm, err := f.prepared()
+		if err == nil {
+			err = w.conn.WritePreparedMessage(pm)
+		}
+		if err != nil {
+			w.fail(err)
+		}
+	})
+	return true
+}
+
 func (w *wsTransport) send(packets []*eio.Packet) {
-	defer func() {
-		w.Emit("drain")
-		w.SetWritable(true)
-		w.Emit("ready")
-	}()
+	defer w.release()
 	for _, p := range packets {
 		if err := w.write(p); err != nil {
 			w.fail(err)
