@@ -29,7 +29,8 @@
 // /astproxy/opgroups and the profile's macro_permissions in NethCTI's
 // shape (user.go, profile.go: the only map between ctibridge's
 // capabilities and NethCTI's permissions); settings and the default
-// device in the Store; "username" on every extension of the extension
+// device in the Store; /user/paramurl and /streaming/sources answered
+// {} (ctibridge has no parameterized URL and no video source); "username" on every extension of the extension
 // reads and chSource/chDest on their conversations, NethCTI's names in
 // the queue and parking reads (reads.go, shapes.go over package
 // nethcti/shape, which the socket shares: made once per state
