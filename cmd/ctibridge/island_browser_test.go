@@ -121,10 +121,13 @@ func islandBrowser(t *testing.T, front, user, login string) *browser {
 		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.Flag("autoplay-policy", "no-user-gesture-required"))
 	// Refusals the island expects: the feature codes are not served (it
-	// then dials *41 for its audio test); the nonce login's first answer
-	// is a 401, and so is the island's probe of /api/user/me with a
-	// legacy token, which makes it fall back to /webrest.
+	// then dials *41 for its audio test), nor are call summaries (it
+	// checks for one after an answered call's hang-up, and only logs
+	// the failure); the nonce login's first answer is a 401, and so is
+	// the island's probe of /api/user/me with a legacy token, which
+	// makes it fall back to /webrest.
 	b.allow("/astproxy/feature_codes")
+	b.allow("/summary/")
 	if login == "legacy" {
 		b.allow("/webrest/authentication/login")
 		b.allow("/api/user/me")
@@ -149,6 +152,23 @@ func islandSeenSince(n int, name, cond string) string {
 	return fmt.Sprintf(`__events.slice(%d).some(e => { const d = e.detail || {}; return e.name === '%s' && (%s) })`, n, name, cond)
 }
 
+// extWait waits until cond holds of exten as GET /astproxy/extension
+// answers it.
+func extWait(t *testing.T, base, token, exten, what string, timeout time.Duration, cond func(restExt) bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		x := extOf(t, base, token, exten)
+		if cond(x) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s %s; last: %+v", timeout, exten, what, x)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestBrowserPhoneIsland: @nethesis/phone-island, as published on npm,
 // mounted in a host page behind one TLS origin, against the demo with
 // --nethcti: the operator logs in through POST /api/login (the island
@@ -157,8 +177,8 @@ func islandSeenSince(n int, name, cond string) string {
 // no "Connection error"); a call from alice's phone to the operator's
 // pops the operator's incoming call view, and hanging up there ends the
 // call on the simulated PBX; an answered call shows the call view, and
-// its hang-up ends the call too; the operator's presence change reaches
-// alice's island.
+// its hang-up ends the call too, as it does a call the island started;
+// the operator's presence change reaches alice's island.
 func TestBrowserPhoneIsland(t *testing.T) {
 	if chromiumPath() == "" {
 		t.Skip("Chromium is not installed (Debian package: chromium)")
@@ -187,11 +207,33 @@ func TestBrowserPhoneIsland(t *testing.T) {
 		}
 	}
 	op.shot("island-idle")
-	ctx := context.Background()
-	wait := 10 * time.Second
+	r := islandRun{d: d, native: native, op: op, al: al, ring: ring}
+	r.callsIn()
+	r.callOut()
+	r.presence()
+	for _, b := range []*browser{op, al} {
+		if eval[bool](b, `document.body.innerText.includes('Connection error')`) {
+			t.Error("an island shows a connection error")
+		}
+	}
+}
 
+// islandRun is the islands of TestBrowserPhoneIsland and what they run
+// against: the operator's (op, logged in with the JWT) and alice's (al,
+// with the legacy token).
+type islandRun struct {
+	d      demoInfo
+	native string // the operator's native token, for REST checks
+	op, al *browser
+	ring   time.Duration // how long the demo's phones ring before answering
+}
+
+// callsIn: calls from alice's phone to the operator's, hung up from the
+// operator's island, ringing and answered.
+func (r islandRun) callsIn() {
+	ctx, op, al, wait := context.Background(), r.op, r.al, 10*time.Second
 	op.run("incoming call, hung up from the island", func(t *testing.T) {
-		pending := placeCall(ctx, d.Phones["201"], "203")
+		pending := placeCall(ctx, r.d.Phones["201"], "203")
 		op.waitFor("the incoming call view", `document.querySelector('[data-tooltip-content="Answer"]') && document.body.innerText.includes('Alice Rossi')`, wait)
 		op.shot("island-incoming")
 		al.waitFor("alice's outgoing call view", `document.body.innerText.includes('Carol Bianchi') && document.querySelector('[data-tooltip-content="Hangup"]')`, wait)
@@ -203,10 +245,10 @@ func TestBrowserPhoneIsland(t *testing.T) {
 				t.Fatal("the call was answered: the island's hang-up did not end it")
 			}
 			t.Logf("201's call ended before the answer: %v", r.err)
-		case <-time.After(ring):
+		case <-time.After(r.ring):
 			t.Fatal("the call still rings on the simulated PBX after the island's hang-up")
 		}
-		pollREST(t, d.URL, native, "/astproxy/extension/203", "203 free", func(x restExt) bool {
+		pollREST(t, r.d.URL, r.native, "/astproxy/extension/203", "203 free", func(x restExt) bool {
 			return x.Status == "online" && len(x.Conversations) == 0
 		})
 		op.waitFor("the call view closed", `!document.querySelector('[data-tooltip-content="Answer"]') && !document.querySelector('[data-tooltip-content="Hangup"]')`, wait)
@@ -214,7 +256,7 @@ func TestBrowserPhoneIsland(t *testing.T) {
 	})
 
 	op.run("answered call, hung up from the island", func(t *testing.T) {
-		pending := placeCall(ctx, d.Phones["201"], "203")
+		pending := placeCall(ctx, r.d.Phones["201"], "203")
 		op.waitFor("the incoming call view", `document.querySelector('[data-tooltip-content="Answer"]')`, wait)
 		call := waitCall(t, pending) // 203's phone answers after the ring
 		op.waitFor("the call view, answered", islandSeen("phone-island-call-answered", "true")+
@@ -226,12 +268,47 @@ func TestBrowserPhoneIsland(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("201's phone still has the call after the island's hang-up")
 		}
-		pollREST(t, d.URL, native, "/astproxy/extension/203", "203 free", func(x restExt) bool {
+		pollREST(t, r.d.URL, r.native, "/astproxy/extension/203", "203 free", func(x restExt) bool {
 			return x.Status == "online" && len(x.Conversations) == 0
 		})
 		op.waitFor("the call view closed", `!document.querySelector('[data-tooltip-content="Hangup"]')`, wait)
 	})
 
+}
+
+// callOut: a call the operator's island starts, hung up there.
+func (r islandRun) callOut() {
+	op, wait := r.op, 10*time.Second
+	op.run("call started from the island, hung up there", func(t *testing.T) {
+		// The host app's click to call (POST /astproxy/call with the
+		// island's endpointTpe): the PBX rings the operator's phone,
+		// which answers after the ring and calls 202, which answers too.
+		eval[bool](op, `window.dispatchEvent(new CustomEvent('phone-island-call-start', {detail: {number: '202'}}))`)
+		extWait(t, r.d.URL, r.native, "202", "talking with 203", 3*r.ring, func(x restExt) bool {
+			for _, c := range x.Conversations {
+				if c.Connected && c.CounterpartNum == "203" {
+					return true
+				}
+			}
+			return false
+		})
+		op.waitFor("the call view with 202", `!document.querySelector('[data-tooltip-content="Answer"]') && document.querySelector('[data-tooltip-content="Hangup"]') && document.body.innerText.includes('Bob Verdi')`, wait)
+		op.shot("island-call-out")
+		op.do(chromedp.Click(chromedp.CSS(`[data-tooltip-content="Hangup"]`)))
+		for _, x := range []string{"202", "203"} {
+			extWait(t, r.d.URL, r.native, x, "free", wait, func(x restExt) bool {
+				return x.Status == "online" && len(x.Conversations) == 0
+			})
+		}
+		op.waitFor("the call view closed", `!document.querySelector('[data-tooltip-content="Hangup"]')`, wait)
+	})
+
+}
+
+// presence: a presence change asked of the operator's island reaches
+// alice's.
+func (r islandRun) presence() {
+	op, al, wait := r.op, r.al, 10*time.Second
 	op.run("presence change seen by another island", func(t *testing.T) {
 		// The host app asks the operator's island to change the presence
 		// (it POSTs /user/presence); alice's island tells its app.
@@ -242,9 +319,4 @@ func TestBrowserPhoneIsland(t *testing.T) {
 				islandSeenSince(n, "phone-island-main-presence", `d.operator && d.operator.mainPresence === '`+status+`'`), wait)
 		}
 	})
-	for _, b := range []*browser{op, al} {
-		if eval[bool](b, `document.body.innerText.includes('Connection error')`) {
-			t.Error("an island shows a connection error")
-		}
-	}
 }
