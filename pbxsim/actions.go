@@ -136,8 +136,12 @@ func (p *PBX) sortedExts() []*ext {
 }
 
 func (p *PBX) extStatusKV(e *ext) []string {
-	st, txt := e.dev.extStatus()
-	return []string{"Exten", e.num, "Context", p.cfg.Context, "Hint", "PJSIP/" + e.num, "Status", strconv.Itoa(st), "StatusText", txt}
+	st, txt := e.hint.extStatus()
+	hint := "PJSIP/" + e.num
+	for _, n := range e.devices {
+		hint += "&PJSIP/" + n
+	}
+	return []string{"Exten", e.num, "Context", p.cfg.Context, "Hint", hint, "Status", strconv.Itoa(st), "StatusText", txt}
 }
 
 func (p *PBX) actExtensionStateList(_ context.Context, _ *ami.Session, req ami.Message) []ami.Message {
@@ -145,6 +149,9 @@ func (p *PBX) actExtensionStateList(_ context.Context, _ *ami.Session, req ami.M
 	defer p.mu.Unlock()
 	var items []ami.Message
 	for _, e := range p.sortedExts() {
+		if e.user != "" {
+			continue // a device has no hint of its own
+		}
 		items = append(items, item(ami.EventExtensionStatus, p.extStatusKV(e)...))
 	}
 	return list(req, "Extension Statuses will follow", ami.EventExtensionStateListComplete, items)
@@ -359,6 +366,10 @@ func (p *PBX) actPark(_ context.Context, _ *ami.Session, req ami.Message) []ami.
 	if ch == nil {
 		p.mu.Unlock()
 		return errResp("Channel does not exist: " + req.Get("Channel"))
+	}
+	if throughLocal(ch) {
+		p.mu.Unlock()
+		return errResp("Park of a call through a Local channel is not simulated")
 	}
 	c := ch.call
 	p.mu.Unlock()

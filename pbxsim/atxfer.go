@@ -50,7 +50,7 @@ func (p *PBX) actAtxfer(_ context.Context, _ *ami.Session, req ami.Message) []am
 		p.mu.Unlock()
 		return errResp("Channel specified does not exist")
 	}
-	if t.bridge == nil || len(t.bridge.chans) != 2 {
+	if t.bridge == nil || len(t.bridge.chans) != 2 || throughLocal(t) {
 		p.mu.Unlock()
 		return errResp("Atxfer failed")
 	}

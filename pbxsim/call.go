@@ -159,12 +159,18 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 	if ext, ok := strings.CutPrefix(target, "**"); ok && ext != "" {
 		return c.pickup(a, ext, "") // _**20X: Pickup(20X@from-internal)
 	}
+	if next, tgt, routed := c.freepbxRoute(a, target); routed {
+		return next, tgt
+	}
 	switch {
 	case target == p.cfg.QueueNumber:
 		return c.queueCall(a, target)
 	case e != nil && !p.auto[target]:
 		if next, tgt, routed := c.routeExten(a, target, registered); routed {
 			return next, tgt
+		}
+		if devs := p.userDevices(target); len(devs) > 1 {
+			return c.fork(a, target, devs, false)
 		}
 		if registered {
 			return c.dial(a, target)

@@ -52,6 +52,7 @@ type channel struct {
 	dialplan          bool       // runs a dialplan (an inbound caller, an originated channel), unlike a dialled one
 	partyA            bool       // owns the Cdr of its bridge with another dialplan channel (a retrieved parked call)
 	dialled, dialData string     // what its last Dial dialled and the Dial's data, for its Cdrs
+	did               string     // the number a trunk caller dialled (freepbx plan)
 	dialler           *channel   // the channel whose Dial created this one (pickup)
 	cdrStart          time.Time  // when its current CDR began (zero: created), after a transfer
 	cdrParts          []cdrPart  // CDRs of its calls before a transfer, emitted with its last one

@@ -119,6 +119,25 @@ type Config struct {
 	// DefaultExpiry, MinExpiry and MaxExpiry bound REGISTER expiry.
 	// Defaults 3600 s, 60 s and 7200 s (Asterisk's aor defaults).
 	DefaultExpiry, MinExpiry, MaxExpiry time.Duration
+	// Plan is the dialplan: "default" (or "") the recordings' plain one,
+	// "freepbx" FreePBX/NethVoice's topologies (plan_freepbx.go): a ring
+	// group and a queue whose members ring through Local channels, users
+	// with a second device, an outbound route. Default "default".
+	Plan string
+	// RingGroup is the freepbx plan's ring group (ringall through
+	// Local/<member>@from-internal/n), RingGroupMembers its members.
+	// Default 610 with 202, 203, 204.
+	RingGroup        string
+	RingGroupMembers []string
+	// Devices maps a user's second device to the user (NethVoice's
+	// 9X<exten> endpoints), in the freepbx plan: a call to the user rings
+	// every registered device, a call from a device is the user's.
+	// Default {"91201": "201"}.
+	Devices map[string]string
+	// DIDPrefix is the freepbx plan's DID block: a trunk call to
+	// <prefix><n> goes to n, and an outbound call shows
+	// <prefix><exten> as its caller ID. Default "0612340".
+	DIDPrefix string
 	// Mailboxes are the extensions with a voicemail box (default@<ext>):
 	// their unanswered or busy calls go to voicemail. Default none.
 	Mailboxes []string
@@ -156,6 +175,9 @@ func (c *Config) setDefaults() error {
 			return err
 		}
 		c.AutoAnswer = nums
+	}
+	if err := c.planDefaults(); err != nil {
+		return err
 	}
 	if c.Realm == "" {
 		c.Realm = "asterisk"

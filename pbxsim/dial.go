@@ -53,7 +53,11 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 	b.conNum, b.conName = a.cidNum, a.cidName
 	p.setAccountCode(b, a.accountCode) // app_dial's ast_channel_req_accountcodes
 	p.emit(chanEvent(ami.EventNewConnectedLine, b))
-	p.emit(dialEvent(ami.EventDialBegin, a, b, "DialString", endpoint))
+	ds := endpoint
+	if p.freepbx() {
+		ds += "/" + ct.uri.String() // macro-dial-one dials the contact
+	}
+	p.emit(dialEvent(ami.EventDialBegin, a, b, "DialString", ds))
 	a.conNum, a.conName = b.cidNum, b.cidName
 	p.emit(chanEvent(ami.EventNewConnectedLine, a))
 	offer := a.sdp // the caller's media; one already up is re-INVITEd at the answer (mediaTo)

@@ -66,7 +66,8 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 		a = p.newChannel(c, caller)
 	} else {
 		a = p.newChannel(c, p.cfg.Trunk)
-		a.context = "from-trunk"
+		a.context = p.trunkContext()
+		a.did = target
 		a.cidNum, a.cidName = caller, from.DisplayName
 	}
 	a.linkedid = a.uniqueid
@@ -82,6 +83,9 @@ func (p *PBX) handleInvite(req *sip.Request, tx sip.ServerTransaction) {
 
 	if !tx.OnCancel(func(*sip.Request) { c.post(callEvent{kind: evCancel, ch: a}) }) {
 		c.post(callEvent{kind: evCancel, ch: a})
+	}
+	if !isExt {
+		target = p.didTarget(target)
 	}
 	c.run(a, target)
 	c.finish()

@@ -23,7 +23,10 @@ type ext struct {
 	num, name string
 	contact   *contact // nil when not registered
 	chans     map[*channel]struct{}
-	dev       devState // last state announced
+	dev       devState // last device state announced
+	hint      devState // last state of its hint announced (a device's is its user's)
+	user      string   // a device's user (freepbx plan's Devices); "" for a user
+	devices   []string // a user's devices, sorted
 }
 
 // contact is a registered binding.
@@ -103,7 +106,7 @@ func New(cfg Config) (*PBX, error) {
 		auto: map[string]bool{}, names: map[string]string{},
 		exts: map[string]*ext{}, channels: map[string]*channel{},
 		dialogs: map[string]*channel{}, parked: map[int]*channel{},
-		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers, cfg.Now()),
+		started: cfg.Now(), queue: newQueueState(cfg.QueueMembers, cfg.Now(), cfg.Plan == PlanFreePBX),
 	}
 	p.sipCtx, p.sipCancel = context.WithCancel(context.Background())
 	rand32(p.nonceKey[:])
@@ -116,7 +119,7 @@ func New(cfg Config) (*PBX, error) {
 		p.mailboxes[n] = &mailbox{num: n}
 	}
 	for _, e := range cfg.Extensions {
-		p.exts[e.Number] = &ext{num: e.Number, name: e.Name, chans: map[*channel]struct{}{}, dev: devUnavailable}
+		p.exts[e.Number] = &ext{num: e.Number, name: e.Name, chans: map[*channel]struct{}{}, dev: devUnavailable, hint: devUnavailable}
 		p.names[e.Number] = e.Name
 	}
 	if err := p.listen(); err != nil {
@@ -145,6 +148,7 @@ func New(cfg Config) (*PBX, error) {
 	p.registerSIP()
 	p.registerAMI()
 	p.registerFeatures()
+	p.addDevices()
 	p.registerConfBridge()
 	return p, nil
 }
@@ -349,6 +353,9 @@ func (p *PBX) newChannel(c *call, endpoint string) *channel {
 		context:  p.cfg.Context, priority: 1, created: now,
 	}
 	ch.cidNum, ch.cidName = endpoint, p.names[endpoint]
+	if e := p.exts[endpoint]; e != nil && e.user != "" {
+		ch.cidNum = e.user // a device calls and is called as its user
+	}
 	p.channels[ch.name] = ch
 	if e := p.exts[endpoint]; e != nil {
 		e.chans[ch] = struct{}{}
@@ -367,13 +374,54 @@ func (p *PBX) dropChannel(ch *channel) {
 	}
 }
 
-// updateDevice recomputes an endpoint's device state and announces a
-// change with ExtensionStatus and DeviceStateChange. p.mu held.
+// updateDevice recomputes an endpoint's device state and its hint's (a
+// user's hint covers its devices, as FreePBX's hint 201 =
+// PJSIP/201&PJSIP/91201) and announces a change with ExtensionStatus and
+// DeviceStateChange, and QueueMemberStatus for a member. p.mu held.
 func (p *PBX) updateDevice(endpoint string) {
 	e := p.exts[endpoint]
 	if e == nil {
 		return
 	}
+	d := p.deviceState(e)
+	u := e
+	if e.user != "" {
+		if u = p.exts[e.user]; u == nil {
+			u = e
+		}
+	}
+	devChanged := d != e.dev
+	e.dev = d
+	h := u.dev
+	for _, n := range u.devices {
+		if x := p.exts[n]; x != nil {
+			h = aggregate(h, x.dev)
+		}
+	}
+	hintChanged := h != u.hint
+	u.hint = h
+	if hintChanged {
+		st, txt := h.extStatus()
+		hint := "PJSIP/" + u.num
+		for _, n := range u.devices {
+			hint += "&PJSIP/" + n
+		}
+		p.emit(ami.NewMessage(append(amievent.Head(ami.EventExtensionStatus, "call,all", 7),
+			ami.Header{Key: "Exten", Value: u.num}, ami.Header{Key: "Context", Value: p.cfg.Context},
+			ami.Header{Key: "Hint", Value: hint},
+			ami.Header{Key: "Status", Value: strconv.Itoa(st)}, ami.Header{Key: "StatusText", Value: txt})...))
+	}
+	if devChanged {
+		p.emit(ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
+			ami.Header{Key: "Device", Value: "PJSIP/" + e.num}, ami.Header{Key: "State", Value: d.device()})...))
+	}
+	if m := p.queue.byNum[u.num]; m != nil && (hintChanged || devChanged && e == u) {
+		p.emit(p.queueMemberEvent(m)) // app_queue follows its members' devices
+	}
+}
+
+// deviceState is e's own device state from its channels. p.mu held.
+func (p *PBX) deviceState(e *ext) devState {
 	var inuse, ringing, hold bool
 	for ch := range e.chans {
 		switch {
@@ -386,33 +434,41 @@ func (p *PBX) updateDevice(endpoint string) {
 			ringing = true
 		}
 	}
-	d := devNotInUse
 	switch {
 	case hold:
-		d = devOnHold
+		return devOnHold
 	case inuse && ringing:
-		d = devRingInUse
+		return devRingInUse
 	case inuse:
-		d = devInUse
+		return devInUse
 	case ringing:
-		d = devRinging
+		return devRinging
 	case e.contact == nil:
-		d = devUnavailable
+		return devUnavailable
 	}
-	if d == e.dev {
-		return
+	return devNotInUse
+}
+
+// aggregate joins two devices' states into their hint's, as
+// ast_devstate_aggregate: an unavailable device counts for nothing,
+// ringing and in use together are RINGINUSE.
+func aggregate(x, y devState) devState {
+	switch {
+	case x == devUnavailable:
+		return y
+	case y == devUnavailable || x == y:
+		return x
 	}
-	e.dev = d
-	st, txt := d.extStatus()
-	p.emit(ami.NewMessage(append(amievent.Head(ami.EventExtensionStatus, "call,all", 7),
-		ami.Header{Key: "Exten", Value: e.num}, ami.Header{Key: "Context", Value: p.cfg.Context},
-		ami.Header{Key: "Hint", Value: "PJSIP/" + e.num},
-		ami.Header{Key: "Status", Value: strconv.Itoa(st)}, ami.Header{Key: "StatusText", Value: txt})...),
-		ami.NewMessage(append(amievent.Head(ami.EventDeviceStateChange, "call,all", 4),
-			ami.Header{Key: "Device", Value: "PJSIP/" + e.num}, ami.Header{Key: "State", Value: d.device()})...))
-	if m := p.queue.byNum[e.num]; m != nil {
-		p.emit(p.queueMemberEvent(m)) // app_queue follows its members' devices
+	rank := func(d devState) int {
+		return [...]int{devNotInUse: 0, devInUse: 3, devUnavailable: -1, devRinging: 2, devRingInUse: 5, devOnHold: 4}[d]
 	}
+	if (x == devRinging && (y == devInUse || y == devOnHold)) || (y == devRinging && (x == devInUse || x == devOnHold)) {
+		return devRingInUse
+	}
+	if rank(x) >= rank(y) {
+		return x
+	}
+	return y
 }
 
 // waitServing waits until sipgo's transport layer holds the UDP listener,

@@ -46,6 +46,7 @@ type queueEntry struct {
 
 // qleg is one member channel rung for a queue caller.
 type qleg struct {
+	lg    *forkLeg // a Local member's leg (b is its ;1); nil for PJSIP/<m>
 	b     *channel
 	m     *queueMember
 	rang  time.Time
@@ -61,10 +62,15 @@ type queueConn struct {
 	completed         bool    // AgentComplete sent
 }
 
-func newQueueState(members []string, started time.Time) *queueState {
+// newQueueState is the queue with its static members: PJSIP/<m>, or
+// FreePBX's Local/<m>@from-queue/n (local).
+func newQueueState(members []string, started time.Time, local bool) *queueState {
 	q := &queueState{byNum: map[string]*queueMember{}}
 	for _, m := range members {
 		qm := &queueMember{num: m, iface: "PJSIP/" + m, loginTime: started.Unix()}
+		if local {
+			qm.iface = "Local/" + m + "@" + contextFromQueue + "/n"
+		}
 		q.members = append(q.members, qm)
 		q.byNum[m] = qm
 	}
@@ -110,7 +116,7 @@ func (p *PBX) memberEvent(event string, m *queueMember) ami.Message {
 	}
 	return ami.NewMessage(append(amievent.Head(event, "agent,all", 18),
 		ami.Header{Key: "Queue", Value: p.cfg.Queue}, ami.Header{Key: "MemberName", Value: name},
-		ami.Header{Key: "Interface", Value: m.iface}, ami.Header{Key: "StateInterface", Value: "PJSIP/" + m.num},
+		ami.Header{Key: "Interface", Value: m.iface}, ami.Header{Key: "StateInterface", Value: m.stateIface()},
 		ami.Header{Key: "Membership", Value: membership}, ami.Header{Key: "Penalty", Value: "0"},
 		ami.Header{Key: "CallsTaken", Value: strconv.Itoa(m.callsTaken)},
 		ami.Header{Key: "LastCall", Value: strconv.FormatInt(m.lastCall, 10)},
@@ -126,7 +132,7 @@ func (p *PBX) memberEvent(event string, m *queueMember) ami.Message {
 func (p *PBX) memberNameStatus(m *queueMember) (name, status string) {
 	name, status = m.num, "5"
 	if e := p.exts[m.num]; e != nil {
-		name, status = e.name, queueMemberStatus(e.dev)
+		name, status = e.name, queueMemberStatus(e.hint)
 	}
 	if m.name != "" {
 		name = m.name
@@ -173,7 +179,7 @@ func (p *PBX) freeMembers() []*queueMember {
 			m = q.members[(q.rrNext+i)%n]
 		}
 		e := p.exts[m.num]
-		if m.ringing != nil || m.paused || e == nil || e.contact == nil || e.dev != devNotInUse {
+		if m.ringing != nil || m.paused || e == nil || e.contact == nil || e.hint != devNotInUse {
 			continue
 		}
 		out = append(out, m)
@@ -231,6 +237,9 @@ func (c *call) queueCall(a *channel, target string) (*channel, string) {
 // ringMember creates member m's channel and INVITEs it for caller a, with
 // the events of app_queue's ring_entry. p.mu held.
 func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
+	if m.local() {
+		return c.ringLocalMember(a, m, target)
+	}
 	p := c.p
 	b, ct := c.newLeg(a, m.num)
 	// AgentCalled shows the member's channel as it will be once dialled,
@@ -255,6 +264,9 @@ func (c *call) ringMember(a *channel, m *queueMember, target string) *qleg {
 // (cause 26, answered elsewhere), the caller leaves the queue and is
 // bridged with the member, in the order of the queue_answered recording.
 func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target string, answer []byte) (*channel, string) {
+	if l.lg != nil {
+		return c.queueConnectLocal(a, l, legs, ended, target, answer)
+	}
 	p := c.p
 	q := p.queue
 	p.mu.Lock()
@@ -286,8 +298,7 @@ func (c *call) queueConnect(a *channel, l *qleg, legs, ended []*qleg, target str
 	l.m.ringing = nil
 	p.updateDevice(b.endpoint)
 	for _, o := range others {
-		o.b.cancelCli()
-		c.hangupChannel(o.b, 26, 0)
+		c.endQLeg(a, o, 26, 0, "")
 		o.ended = now
 		o.m.ringing = nil
 		ended = append(ended, o)

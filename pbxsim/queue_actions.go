@@ -46,7 +46,7 @@ func (p *PBX) actQueueStatus(_ context.Context, _ *ami.Session, req ami.Message)
 			membership = "dynamic"
 		}
 		items = append(items, withTrailingID(item(ami.EventQueueMember, "Queue", p.cfg.Queue, "Name", name, "Location", m.iface,
-			"StateInterface", "PJSIP/"+m.num, "Membership", membership, "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
+			"StateInterface", m.stateIface(), "Membership", membership, "Penalty", "0", "CallsTaken", strconv.Itoa(m.callsTaken),
 			"LastCall", strconv.FormatInt(m.lastCall, 10), "LastPause", strconv.FormatInt(m.lastPause, 10), "LoginTime", strconv.FormatInt(m.loginTime, 10),
 			"InCall", boolNum(m.inCall), "Status", status, "Paused", boolNum(m.paused), "PausedReason", m.reason, "Wrapuptime", "0"), req))
 	}

@@ -28,6 +28,9 @@ func (c *call) queueJoin(a *channel, target string) *queueWait {
 	if a.context == "from-trunk" {
 		a.context = p.cfg.Context // Goto(from-internal,${EXTEN},1)
 	}
+	if p.freepbx() {
+		a.context, a.exten = contextExtQueues, target
+	}
 	a.priority = 2
 	a.progressed = true
 	c.answer(a, p.sdp(p.chanSeq, false))
@@ -49,7 +52,7 @@ func (c *call) queueJoin(a *channel, target string) *queueWait {
 
 func (w *queueWait) legOf(ch *channel) *qleg {
 	for _, l := range w.legs {
-		if l.b == ch {
+		if l.b == ch || l.lg != nil && (l.lg.phone == ch || l.lg.l2 == ch) {
 			return l
 		}
 	}
@@ -78,8 +81,7 @@ func (w *queueWait) ring() {
 // cancelLegs ends every ringing leg, as when the caller leaves. p.mu held.
 func (w *queueWait) cancelLegs(cause int) {
 	for _, l := range append([]*qleg(nil), w.legs...) {
-		l.b.cancelCli()
-		w.c.hangupChannel(l.b, cause, 0)
+		w.c.endQLeg(w.a, l, cause, 0, "")
 		w.dropLeg(l)
 	}
 }
@@ -114,6 +116,10 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 	c, p, a := w.c, w.c.p, w.a
 	l := w.legOf(e.ch)
 	switch {
+	case e.kind == evResponse && l != nil && l.lg != nil && e.res.IsProvisional():
+		p.mu.Lock()
+		c.legRinging(a, l.lg, true)
+		p.mu.Unlock()
 	case e.kind == evResponse && l != nil && e.res.IsProvisional():
 		p.mu.Lock()
 		b := l.b
@@ -141,12 +147,14 @@ func (w *queueWait) event(e callEvent, retry *time.Timer) (next *channel, target
 			tech = e.res.StatusCode
 			cause = sipToCause(tech)
 		}
-		if e.kind != evFail {
-			l.b.cancelCli()
-			cause, tech = 16, 0
+		switch {
+		case e.kind == evFail && l.lg != nil:
+			c.legFailed(a, l.lg, cause, tech)
+		case e.kind != evFail:
+			c.endQLeg(a, l, 16, 0, "CANCEL")
+		default:
+			c.endQLeg(a, l, cause, tech, dialStatus(cause))
 		}
-		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", dialStatus(cause)))
-		c.hangupChannel(l.b, cause, tech)
 		w.dropLeg(l)
 		if len(w.legs) == 0 {
 			retry.Reset(p.cfg.QueueRetry)
@@ -208,9 +216,7 @@ func (w *queueWait) ringTimeout() {
 	for _, l := range append([]*qleg(nil), w.legs...) {
 		ringMs := strconv.FormatInt(p.cfg.Now().Sub(l.rang).Milliseconds(), 10)
 		p.emit(p.agentEvent(ami.EventAgentRingNoAnswer, a, l.b, l.m, "RingTime", ringMs))
-		p.emit(dialEvent(ami.EventDialEnd, a, l.b, "DialStatus", "NOANSWER"))
-		l.b.cancelCli()
-		c.hangupChannel(l.b, 0, 0)
+		c.endQLeg(a, l, 0, 0, "NOANSWER")
 		w.dropLeg(l)
 	}
 }
@@ -253,8 +259,7 @@ func (w *queueWait) pickedUp(l *qleg, e callEvent) (*channel, string) {
 	e.reply <- true
 	p.emit(pickupEvent(d, l.b))
 	p.emit(chanEvent(ami.EventSoftHangupRequest, l.b, "Cause", "16"))
-	l.b.cancelCli()
-	c.hangupChannel(l.b, 26, 0)
+	c.endQLeg(a, l, 26, 0, "")
 	w.dropLeg(l)
 	p.mu.Unlock()
 	return c.queueConnect(a, &qleg{b: d, m: l.m, rang: l.rang}, w.legs, w.ended, w.target, d.sdp)
