@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ type demoConfig struct {
 	dataDir               string
 	logLevel              string
 	webhooks              string
+	plan                  string
 }
 
 func demoSettings(c *demoConfig) *settings {
@@ -40,6 +42,7 @@ func demoSettings(c *demoConfig) *settings {
 	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "embedded database and spool directory")
 	s.str(&c.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): the simulated calls' events POSTed to your receiver")
+	s.str(&c.plan, "pbx-plan", pbxsim.PlanDefault, "dialplan of the simulated PBX: default (queue 600), or freepbx (FreePBX/NethVoice topologies: ring group 610 and queue 620 through Local channels, 201's second device 91201, outbound route for numbers of 5+ digits; see docs/pbxsim.md)")
 	return s
 }
 
@@ -108,9 +111,17 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	// The demo's queue has FreePBX's default service level (60 s), so
 	// the panel shows one.
 	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: c.sip, AMIAddr: c.ami, Extensions: exts, Mailboxes: boxes,
-		QueueServiceLevel: 60 * time.Second, Log: log.With("component", "pbxsim")})
+		QueueServiceLevel: 60 * time.Second, Plan: c.plan, Log: log.With("component", "pbxsim")})
 	if err != nil {
 		return err
+	}
+	// What the simulated callers dial besides the phones: the queue (and,
+	// on the freepbx plan, the ring group and an outside number).
+	special := []string{pbxsim.DefaultQueueNumber}
+	endpoints := append([]pbxsim.Extension(nil), exts...)
+	if c.plan == pbxsim.PlanFreePBX {
+		special = []string{pbxsim.DefaultFreePBXQueue, pbxsim.DefaultRingGroup, "0612345678"}
+		endpoints = append(endpoints, pbxsim.Extension{Number: "91201"}) // 201's second device
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -123,7 +134,7 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	})
 
 	phones := map[string]*pbxsim.Phone{}
-	for _, x := range exts {
+	for _, x := range endpoints {
 		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: x.Number, Server: pbx.SIPAddr(), RingTime: c.ring, Log: log.With("component", "phone", "exten", x.Number)})
 		if err != nil {
 			return err
@@ -151,7 +162,9 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
 	bc.webhooks = c.webhooks
 	bc.accessLogEvery = -1
-	bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
+	if c.plan != pbxsim.PlanFreePBX {
+		bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
+	}
 	// Italy, NethCTI's installed base: 0721405516 and +39 0721 405516 are
 	// one number in the demo's phonebook.
 	bc.phoneCountry = "39"
@@ -172,7 +185,7 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 		}
 	})
 	if c.callEvery > 0 {
-		wg.Go(func() { demoTraffic(ctx, phones, c.callEvery, c.talk, log) })
+		wg.Go(func() { demoTraffic(ctx, phones, special, c.callEvery, c.talk, log) })
 	}
 	select {
 	case <-ctx.Done():
@@ -206,8 +219,9 @@ func demoUsers(exts []pbxsim.Extension) (*auth.Users, []demoUser, error) {
 }
 
 // demoTraffic makes idle phones call each other at random, about one call
-// every `every`, each lasting about `talk`.
-func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, every, talk time.Duration, log *slog.Logger) {
+// every `every`, each lasting about `talk`; one call in four goes to one
+// of special (a queue, a ring group, an outside number).
+func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, special []string, every, talk time.Duration, log *slog.Logger) {
 	exts := make([]string, 0, len(phones))
 	for x := range phones {
 		exts = append(exts, x)
@@ -223,16 +237,17 @@ func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, every, ta
 		case <-time.After(jitter(every)):
 		}
 		from, to := exts[rand.N(len(exts))], exts[rand.N(len(exts))]
-		if rand.N(4) == 0 && from != "203" && from != "204" {
-			to = pbxsim.DefaultQueueNumber // one call in four: the queue (members 203, 204)
+		if rand.N(4) == 0 && from != "202" && from != "203" && from != "204" {
+			to = special[rand.N(len(special))] // members of the queue and ring group call elsewhere
 		}
+		isSpecial := slices.Contains(special, to)
 		if from == to {
 			continue
 		}
 		if _, taken := busy.LoadOrStore(from, true); taken {
 			continue
 		}
-		if _, taken := busy.LoadOrStore(to, true); taken && to != pbxsim.DefaultQueueNumber {
+		if _, taken := busy.LoadOrStore(to, true); taken && !isSpecial {
 			busy.Delete(from)
 			continue
 		}

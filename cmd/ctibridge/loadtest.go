@@ -350,6 +350,8 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	var attach, sipAddr, callers, callees, logLevel, bin string
 	var pairs int
 	var inProcess bool
+	plan := pbxsim.PlanDefault
+	fs.StringVar(&plan, "pbx-plan", plan, "dialplan of the simulated PBX: default or freepbx (docs/pbxsim.md)")
 	fs.StringVar(&attach, "attach", "", "REST root of a running bridge (http://127.0.0.1:8080); default: start pbxsim and a bridge in a child process")
 	fs.BoolVar(&inProcess, "in-process", false, "start pbxsim and the bridge in this process, beside the screens (before: the screens' CPU and GC were the bridge's)")
 	fs.StringVar(&bin, "bin", "", "ctibridge binary to run as the child bridge process (default: this one)")
@@ -402,9 +404,9 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 		pairs = int(cfg.Rate*(cfg.Ring+cfg.Talk+300*time.Millisecond).Seconds()*1.5) + 5
 	}
 	if !inProcess {
-		return e2eWithChild(ctx, &c, cfg, bin, pairs, logLevel, stdout, stderr)
+		return e2eWithChild(ctx, &c, cfg, bin, pairs, plan, logLevel, stdout, stderr)
 	}
-	return withTestBridge(ctx, pairs, log, func(b testBridge) error {
+	return withTestBridge(ctx, pairs, plan, log, func(b testBridge) error {
 		cfg.SIPAddr, cfg.HTTP, cfg.Token = b.sip, b.http, b.token
 		cfg.Callers, cfg.Callees = b.exts[:pairs], b.exts[pairs:]
 		cfg.PBXChannels = b.channels
@@ -439,9 +441,9 @@ type testBridge struct {
 	channels                func() []string // pbxsim's live channels
 }
 
-// withTestBridge starts pbxsim with 2*pairs extensions and a bridge on
-// it (withBridge), runs f, then stops both.
-func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(testBridge) error) error {
+// withTestBridge starts pbxsim (its dialplan plan) with 2*pairs
+// extensions and a bridge on it (withBridge), runs f, then stops both.
+func withTestBridge(ctx context.Context, pairs int, plan string, log *slog.Logger, f func(testBridge) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var exts []pbxsim.Extension
@@ -451,7 +453,7 @@ func withTestBridge(ctx context.Context, pairs int, log *slog.Logger, f func(tes
 		exts = append(exts, pbxsim.Extension{Number: n})
 		names = append(names, n)
 	}
-	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts, Log: log.With("component", "pbxsim")})
+	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts, Plan: plan, Log: log.With("component", "pbxsim")})
 	if err != nil {
 		return err
 	}

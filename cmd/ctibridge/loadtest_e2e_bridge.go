@@ -21,6 +21,7 @@ func loadtestE2EBridge(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.SetOutput(stderr)
 	pairs := fs.Int("pairs", 0, "caller/callee pairs")
 	logLevel := fs.String("log-level", "error", "log level of the bridge and pbxsim")
+	plan := fs.String("pbx-plan", "default", "dialplan of pbxsim: default or freepbx")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
@@ -31,7 +32,7 @@ func loadtestE2EBridge(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	return withTestBridge(ctx, *pairs, log, func(b testBridge) error {
+	return withTestBridge(ctx, *pairs, *plan, log, func(b testBridge) error {
 		return loadtest.ServeE2EBridge(ctx, loadtest.E2EBridge{SIP: b.sip, HTTP: b.http, Admin: b.admin, Token: b.token, Exts: b.exts},
 			b.channels, os.Stdin, stdout)
 	})
@@ -40,7 +41,7 @@ func loadtestE2EBridge(ctx context.Context, args []string, stdout, stderr io.Wri
 // e2eWithChild runs an e2e run against pbxsim and a bridge started as a
 // child process of bin (this binary by default), so that the screens and
 // the calls' driver take none of the bridge's CPU or GC.
-func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, bin string, pairs int, logLevel string, stdout, stderr io.Writer) error {
+func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, bin string, pairs int, plan, logLevel string, stdout, stderr io.Writer) error {
 	if bin == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -54,7 +55,7 @@ func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, b
 	if !ok {
 		childErr = os.Stderr
 	}
-	child, err := loadtest.StartE2EChild(ctx, bin, []string{"loadtest", "e2e-bridge", "--pairs", strconv.Itoa(pairs), "--log-level", logLevel}, childErr)
+	child, err := loadtest.StartE2EChild(ctx, bin, []string{"loadtest", "e2e-bridge", "--pairs", strconv.Itoa(pairs), "--pbx-plan", plan, "--log-level", logLevel}, childErr)
 	if err != nil {
 		return err
 	}
