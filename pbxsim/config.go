@@ -129,6 +129,10 @@ type Config struct {
 	// Default 610 with 202, 203, 204.
 	RingGroup        string
 	RingGroupMembers []string
+	// RingGroupOptimize dials the ring group's members without /n: the
+	// answered member's Local pair optimises itself away (Asterisk's
+	// default; FreePBX writes /n, as the recordings show). Default false.
+	RingGroupOptimize bool
 	// Devices maps a user's second device to the user (NethVoice's
 	// 9X<exten> endpoints), in the freepbx plan: a call to the user rings
 	// every registered device, a call from a device is the user's.

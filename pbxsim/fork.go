@@ -24,11 +24,11 @@ func (c *call) fork(a *channel, target string, members []string, local bool) (*c
 	if local {
 		a.context, a.exten, a.priority = contextMacroDial, "s", 17
 		for _, m := range members {
-			dests = append(dests, "Local/"+m+"@"+p.cfg.Context+"/n")
+			dests = append(dests, "Local/"+m+"@"+p.cfg.Context+p.localOpts())
 		}
 		a.app, a.appData = "Dial", strings.Join(dests, "&")+","+timeout+",Ttr"
 		for _, m := range members {
-			legs = append(legs, c.newLocalLeg(a, m, p.cfg.Context, "s", m+"@"+p.cfg.Context+"/n", nil))
+			legs = append(legs, c.newLocalLeg(a, m, p.cfg.Context, "s", m+"@"+p.cfg.Context+p.localOpts(), nil))
 		}
 		for _, l := range legs {
 			c.localDial(a, l)
@@ -192,6 +192,14 @@ func (c *call) forkAnswered(a *channel, target string, w *forkLeg, legs, ended [
 		}
 		p.mu.Unlock()
 		return c.talk(a, b, target)
+	}
+	if w.optimize {
+		c.optimiseLeg(a, w, br)
+		for _, o := range sortLegs(ended) {
+			a.cdrParts = append(a.cdrParts, cdrPart{destCh: o.front.name, data: a.appData, start: cdrStartOf(a), end: o.ended, disposition: "NO ANSWER"})
+		}
+		p.mu.Unlock()
+		return c.talk(a, w.phone, target)
 	}
 	p.mu.Unlock()
 	return c.talkLocal(a, w, target, ended)

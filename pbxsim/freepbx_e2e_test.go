@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/calls"
@@ -188,4 +189,55 @@ func TestFreePBXOutboundRoute(t *testing.T) {
 			t.Errorf("Cdr Destination %q Disposition %q, want 0612345678 ANSWERED", m.Get("Destination"), m.Get("Disposition"))
 		}
 	}
+}
+
+// TestRingGroupOptimized: without /n (RingGroupOptimize) the answered
+// member's Local pair optimises itself away as core_unreal does by
+// default: LocalOptimizationBegin with the caller as source, the caller
+// swapped into the phone's bridge in ;2's place (SwapUniqueid), End, the
+// pair hung up; Alice and Carol then talk in one bridge, an ordinary
+// two-party call.
+func TestRingGroupOptimized(t *testing.T) {
+	p := startPBX(t, Config{Plan: PlanFreePBX, RingGroupOptimize: true, RingTimeout: 5 * time.Second})
+	alice := startPhone(t, p, PhoneConfig{Exten: "201"})
+	startPhone(t, p, PhoneConfig{Exten: "202", NoAnswer: true})
+	startPhone(t, p, PhoneConfig{Exten: "203", RingTime: 200 * time.Millisecond})
+	startPhone(t, p, PhoneConfig{Exten: "204", NoAnswer: true})
+	capt := startCapture(t, p.AMIAddr())
+	call, err := alice.Call(ctx5(t), "610")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := capt.waitFor(t, "optimised", func(m []ami.Message) bool { return count(m, "LocalOptimizationEnd") == 1 && count(m, "Hangup") == 8 })
+	var l2uid, swap, source string
+	for _, m := range msgs {
+		switch m.Event() {
+		case "Newchannel":
+			if strings.HasPrefix(m.Get("Channel"), "Local/203@") && strings.HasSuffix(m.Get("Channel"), ";2") {
+				l2uid = m.Get("Uniqueid")
+			}
+		case "LocalBridge":
+			if m.Get("LocalOptimization") != "Yes" {
+				t.Errorf("LocalBridge LocalOptimization %q, want Yes", m.Get("LocalOptimization"))
+			}
+		case "LocalOptimizationBegin":
+			source = m.Get("SourceChannel")
+		case "BridgeEnter":
+			if s := m.Get("SwapUniqueid"); s != "" {
+				swap = s
+			}
+		}
+	}
+	if swap == "" || swap != l2uid || !strings.HasPrefix(source, "PJSIP/201-") {
+		t.Errorf("swap %q (want ;2's %q), source %q (want PJSIP/201-...)", swap, l2uid, source)
+	}
+	chans := p.Channels()
+	if len(chans) != 2 || !strings.HasPrefix(chans[0], "PJSIP/201-") || !strings.HasPrefix(chans[1], "PJSIP/203-") {
+		t.Errorf("channels after the optimisation %v, want PJSIP/201 and PJSIP/203", chans)
+	}
+	if v := engineView(t, msgs, nil, []string{"201", "203"}); !reflect.DeepEqual(v, fpView{"201": {"out:203:true"}, "203": {"in:201:true"}}) {
+		t.Errorf("engine: %v, want 201 out to 203 and 203 in from 201, connected", v)
+	}
+	call.Hangup(ctx5(t))
+	waitNoChannels(t, p)
 }

@@ -3,6 +3,7 @@ package pbxsim
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -23,6 +24,9 @@ type forkLeg struct {
 	member string   // the extension rung
 	br     *bridge  // the phone's bridge with ;2, once answered
 	ended  time.Time
+	// optimize: dialled without /n, the pair optimises itself away once
+	// both its halves are bridged (core_unreal's default).
+	optimize bool
 }
 
 // local reports whether the leg goes through a Local pair.
@@ -32,8 +36,8 @@ func (l *forkLeg) local() bool { return l.l2 != nil }
 // events core_local.c reports: both Newchannels, ;1's caller ID (frontCID:
 // "s" for a ring group, the number the caller dialled for a queue), ;2
 // taking the caller's, LocalBridge, then before's events (AgentCalled
-// for a queue; before may be nil) and DialBegin a -> ;1 with dialString.
-// p.mu held.
+// for a queue; before may be nil) and DialBegin a -> ;1 with dialString
+// (ending "/n": the pair is never optimised away). p.mu held.
 func (c *call) newLocalLeg(a *channel, member, ctx, frontCID, dialString string, before func(l1 *channel)) *forkLeg {
 	p := c.p
 	l1, l2 := p.newLocalPair(c, member, ctx)
@@ -54,12 +58,41 @@ func (c *call) newLocalLeg(a *channel, member, ctx, frontCID, dialString string,
 	l2.cidNum, l2.cidName = a.cidNum, a.cidName
 	l2.conNum = l1.cidNum
 	p.emit(chanEvent(ami.EventNewCallerid, l2, pres...), chanEvent(ami.EventNewConnectedLine, l2))
-	p.emit(localEvent(ami.EventLocalBridge, l1, l2, "Context", ctx, "Exten", member, "LocalOptimization", "No"))
+	optimize := !strings.HasSuffix(dialString, "/n")
+	p.emit(localEvent(ami.EventLocalBridge, l1, l2, "Context", ctx, "Exten", member, "LocalOptimization", yesNo(optimize)))
 	if before != nil {
 		before(l1)
 	}
 	p.emit(dialEvent(ami.EventDialBegin, a, l1, "DialString", dialString))
-	return &forkLeg{front: l1, l2: l2, member: member}
+	return &forkLeg{front: l1, l2: l2, member: member, optimize: optimize}
+}
+
+// optimiseLeg: the answered leg w was dialled without /n, so once the
+// caller a is bridged with ;1 (bridge br) and the phone with ;2, the pair
+// optimises itself out as core_unreal does: LocalOptimizationBegin (the
+// caller, which runs a dialplan, is the source and swaps into the phone's
+// bridge in ;2's place), LocalOptimizationEnd, the pair hangs up and
+// a's bridge with ;1 is destroyed. The call goes on as a plain two-party
+// bridge (transfers and parking work on it). p.mu held.
+func (c *call) optimiseLeg(a *channel, w *forkLeg, br *bridge) {
+	p := c.p
+	l1, l2, b := w.front, w.l2, w.phone
+	p.emit(localEvent(ami.EventLocalOptimizationBegin, l1, l2, append(chanKV("Source", a), "DestUniqueId", l2.uniqueid, "Id", "0")...))
+	c.leave(a)
+	c.leave(l2)
+	c.enterSwap(w.br, a, l2)
+	p.emit(localEvent(ami.EventLocalOptimizationEnd, l1, l2, "Success", "Yes", "Id", "0"))
+	c.leave(l1)
+	p.emit(bridgeEvent(ami.EventBridgeDestroy, br, nil))
+	p.hangupRequest(l2, 16)
+	c.hangupChannel(l1, 16, 0)
+	now := p.cfg.Now()
+	p.cdrRecord(l2, w.member, b.name, "Dial", l2.dialData, l2.created, b.answered, now, "ANSWERED")
+	p.emit(chanEvent(ami.EventSoftHangupRequest, l2, "Cause", "16"))
+	c.hangupChannel(l2, 16, 0)
+	a.conNum, a.conName = b.cidNum, b.cidName
+	b.conNum, b.conName = a.cidNum, a.cidName
+	p.emit(chanEvent(ami.EventNewConnectedLine, b))
 }
 
 // localDial is the member's dialplan on ;2 (macro-dial-one): Dial of

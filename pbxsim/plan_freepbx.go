@@ -170,6 +170,15 @@ func (c *call) ringGroup(a *channel, target string) (*channel, string) {
 	return c.fork(a, target, members, true)
 }
 
+// localOpts is the ring group's Local dial options: "/n" (never
+// optimised), or none with RingGroupOptimize.
+func (p *PBX) localOpts() string {
+	if p.cfg.RingGroupOptimize {
+		return ""
+	}
+	return "/n"
+}
+
 // isOutsideNumber reports whether n looks like a number an outbound
 // route takes: digits only (a leading + allowed), long enough.
 func isOutsideNumber(n string) bool {
