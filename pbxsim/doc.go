@@ -21,7 +21,12 @@
 // (MessageWaiting, MailboxCount, ...); ConfBridge room 1000 on 800 and its
 // actions; parking 701-720; the queue with static
 // and dynamic members; the status actions (CoreShowChannels, QueueStatus,
-// QueueSummary, PJSIPShowEndpoint, ...). Phone is a small sipgo user agent
+// QueueSummary, PJSIPShowEndpoint, ...). Config.Plan "freepbx" adds
+// FreePBX/NethVoice's topologies (plan_freepbx.go): a ring group and a
+// queue whose members ring through Local channel pairs (local.go,
+// fork.go, queue_local.go; kept up to the end as /n asks, or optimised
+// away), a user's second device, an outbound route to a simulated
+// carrier (outbound.go). Phone is a small sipgo user agent
 // that registers, calls, answers and transfers, for tests and demos.
 //
 // What it deliberately does not do: send, mix or relay RTP; conference

@@ -30,6 +30,7 @@ func runPBXSim(ctx context.Context, args []string, getenv func(string) string, s
 	auto := fs.String("auto-answer", env("AUTO_ANSWER", pbxsim.DefaultAutoAnswer), "numbers the simulator answers itself")
 	secret := fs.String("sip-secret", env("SIP_SECRET", ""), "digest password of every extension (default: none)")
 	boxes := fs.String("mailboxes", env("MAILBOXES", ""), "extension `range`s with a voicemail box: their unanswered calls go to voicemail (default: none)")
+	plan := fs.String("plan", env("PLAN", pbxsim.PlanDefault), "dialplan: default, or freepbx (ring group 610 and queue 620 through Local channels, 201's second device 91201, outbound route; docs/pbxsim.md)")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,7 +60,7 @@ func runPBXSim(ctx context.Context, args []string, getenv func(string) string, s
 	p, err := pbxsim.New(pbxsim.Config{
 		SIPAddr: *sipAddr, AMIAddr: *amiAddr,
 		AMIUsers:   map[string]string{*amiUser: *amiSecret},
-		Extensions: extensions, AutoAnswer: autoAnswer, SIPSecret: *secret, Mailboxes: mailboxes, Log: log,
+		Extensions: extensions, AutoAnswer: autoAnswer, SIPSecret: *secret, Mailboxes: mailboxes, Plan: *plan, Log: log,
 	})
 	if err != nil {
 		return err
