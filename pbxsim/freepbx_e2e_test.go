@@ -241,3 +241,41 @@ func TestRingGroupOptimized(t *testing.T) {
 	call.Hangup(ctx5(t))
 	waitNoChannels(t, p)
 }
+
+// TestPickupQueueLocalMember: a queue call ringing a Local member's
+// phone is picked up (**203): Pickup names the phone's channel, the
+// member's pair and phone hang up (26), the caller leaves the queue and
+// talks with the picker.
+func TestPickupQueueLocalMember(t *testing.T) {
+	p := startPBX(t, Config{Plan: PlanFreePBX, QueueMembers: []string{"203"}})
+	startPhone(t, p, PhoneConfig{Exten: "203", NoAnswer: true})
+	picker := startPhone(t, p, PhoneConfig{Exten: "205"})
+	capt := startCapture(t, p.AMIAddr())
+	trunk := startPhoneNoReg(t, p, PhoneConfig{Exten: "0612345678"})
+	call, err := trunk.Call(ctx5(t), "0612340620")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := capt.waitFor(t, "member ringing", func(m []ami.Message) bool { return count(m, "Newstate", "ChannelState", "5") == 2 })
+	var phone string
+	for _, m := range msgs {
+		if m.Event() == "Newchannel" && strings.HasPrefix(m.Get("Channel"), "PJSIP/203-") {
+			phone = m.Get("Channel")
+		}
+	}
+	pc, err := picker.Call(ctx5(t), "**203")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs = capt.waitFor(t, "picked up", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	if count(msgs, "Pickup", "TargetChannel", phone) != 1 || count(msgs, "Hangup", "Channel", phone, "Cause", "26") != 1 ||
+		count(msgs, "QueueCallerLeave") != 1 || count(msgs, "BridgeEnter", "CallerIDNum", "205") != 1 {
+		t.Errorf("want Pickup of %s, it hung up (26), the caller out of the queue and bridged with 205", phone)
+	}
+	if got := p.Channels(); len(got) != 2 {
+		t.Errorf("channels after the pickup %v, want the caller and the picker", got)
+	}
+	pc.Hangup(ctx5(t))
+	<-call.Done()
+	waitNoChannels(t, p)
+}

@@ -113,7 +113,8 @@ func (c *call) localDial(a *channel, l *forkLeg) {
 	p.setAccountCode(b, a.accountCode)
 	p.emit(chanEvent(ami.EventNewConnectedLine, b))
 	p.emit(dialEvent(ami.EventDialBegin, l2, b, "DialString", l.member+"/"+ct.uri.String()))
-	c.invite(b, ct, a.cidNum, a.cidName, c.offerOf(a))
+	l2.sdp = c.offerOf(a) // ;2 carries the caller's media (a pickup answers with it)
+	c.invite(b, ct, a.cidNum, a.cidName, l2.sdp)
 }
 
 // offerOf is the media offer for a leg a dials: a's own (the phones talk

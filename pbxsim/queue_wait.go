@@ -257,8 +257,14 @@ func (w *queueWait) pickedUp(l *qleg, e callEvent) (*channel, string) {
 	}
 	d.call = c
 	e.reply <- true
-	p.emit(pickupEvent(d, l.b))
-	p.emit(chanEvent(ami.EventSoftHangupRequest, l.b, "Cause", "16"))
+	picked := l.b
+	if l.lg != nil {
+		picked = l.lg.phone // a Local member's phone, behind its pair
+	}
+	p.emit(pickupEvent(d, picked))
+	if l.lg == nil {
+		p.emit(chanEvent(ami.EventSoftHangupRequest, l.b, "Cause", "16"))
+	}
 	c.endQLeg(a, l, 26, 0, "")
 	w.dropLeg(l)
 	p.mu.Unlock()
