@@ -112,14 +112,14 @@ func checkEngine(t *testing.T, name string, rec, got []ami.Message, devices map[
 }
 
 // TestFreePBXEngineRingGroup: the ring group call rings 202, 203, 204 for
-// Alice; answered by Carol it is one conversation 201 <-> 203 (the Local
+// Alice, whose call names the group she called (610); answered by Carol it is one conversation 201 <-> 203 (the Local
 // pair followed through), ringgroup_local.md moments 2 and 3.
 func TestFreePBXEngineRingGroup(t *testing.T) {
 	got, capt := runRingGroup(t)
 	rec := readAMI3(t, "ringgroup_local")
 	devs := pbxDevices(t, capt)
 	checkEngine(t, "ringgroup_local", rec, got, devs, []fpMoment{
-		{"DialEnd", 1, fpView{"202": {"in:201:false"}, "203": {"in:201:false"}, "204": {"in:201:false"}}},
+		{"DialEnd", 1, fpView{"201": {"out:610:false"}, "202": {"in:201:false"}, "203": {"in:201:false"}, "204": {"in:201:false"}}},
 		{"HangupRequest", 3, fpView{"201": {"out:203:true"}, "203": {"in:201:true"}, "202": nil, "204": nil}},
 	})
 }
