@@ -115,14 +115,7 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	if err != nil {
 		return err
 	}
-	// What the simulated callers dial besides the phones: the queue (and,
-	// on the freepbx plan, the ring group and an outside number).
-	special := []string{pbxsim.DefaultQueueNumber}
-	endpoints := append([]pbxsim.Extension(nil), exts...)
-	if c.plan == pbxsim.PlanFreePBX {
-		special = []string{pbxsim.DefaultFreePBXQueue, pbxsim.DefaultRingGroup, "0612345678"}
-		endpoints = append(endpoints, pbxsim.Extension{Number: "91201"}) // 201's second device
-	}
+	special, endpoints := demoPlan(c.plan, exts)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -193,6 +186,19 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	case err := <-errc:
 		return err
 	}
+}
+
+// demoPlan is what the simulated callers dial besides the phones (the
+// queue; on the freepbx plan also the ring group and an outside number)
+// and the endpoints that get a phone (on the freepbx plan also 201's
+// second device).
+func demoPlan(plan string, exts []pbxsim.Extension) (special []string, endpoints []pbxsim.Extension) {
+	endpoints = append(endpoints, exts...)
+	if plan != pbxsim.PlanFreePBX {
+		return []string{pbxsim.DefaultQueueNumber}, endpoints
+	}
+	return []string{pbxsim.DefaultFreePBXQueue, pbxsim.DefaultRingGroup, "0612345678"},
+		append(endpoints, pbxsim.Extension{Number: "91201"})
 }
 
 // demoUsers makes the demo's logins: an admin, an operator on the third
