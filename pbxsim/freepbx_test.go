@@ -37,7 +37,7 @@ var (
 // topo is msgs' topology: for each channel role (PJSIP/201,
 // Local/203@from-internal;1; a role's second channel gets "#2"), its
 // events in order; under "LocalBridge" the pairs bridged; under
-// "Queue" the queue's member events.
+// "Bridges" who entered which bridge, in order.
 type topo map[string][]string
 
 func shapesOf(msgs []ami.Message) topo {
@@ -95,6 +95,9 @@ func shapesOf(msgs []ami.Message) topo {
 			continue
 		case "BridgeEnter", "BridgeLeave":
 			s = ev + " " + bridge(m.Get("BridgeUniqueid"))
+			if ev == "BridgeEnter" && ch != "" {
+				out["Bridges"] = append(out["Bridges"], bridge(m.Get("BridgeUniqueid"))+"+"+norm(ch))
+			}
 		case "Hangup":
 			s = ev + " " + m.Get("Cause")
 		case "AgentCalled", "AgentConnect":
@@ -151,6 +154,7 @@ var ringgroupShapes = topo{
 	"Local/203@from-internal;2": {"Newchannel", "DialBegin>PJSIP/203 203/sip:", "DialEnd>PJSIP/203 ANSWER", "Newstate 6",
 		"BridgeEnter b1", "BridgeLeave b1", "Hangup 16"},
 	"PJSIP/203": {"Newchannel", "Newstate 5", "Newstate 6", "BridgeEnter b1", "BridgeLeave b1", "Hangup 16"},
+	"Bridges":   {"b1+PJSIP/203", "b1+Local/203@from-internal;2", "b2+Local/203@from-internal;1", "b2+PJSIP/201"},
 	"LocalBridge": {"Local/202@from-internal;1 Local/202@from-internal;2 No",
 		"Local/203@from-internal;1 Local/203@from-internal;2 No",
 		"Local/204@from-internal;1 Local/204@from-internal;2 No"},
@@ -172,6 +176,7 @@ var queueLocalShapes = topo{
 	"Local/203@from-queue;2": {"Newchannel", "DialBegin>PJSIP/203 203/sip:", "DialEnd>PJSIP/203 ANSWER", "Newstate 6",
 		"BridgeEnter b1", "BridgeLeave b1", "Hangup 16"},
 	"PJSIP/203": {"Newchannel", "Newstate 5", "Newstate 6", "BridgeEnter b1", "BridgeLeave b1", "Hangup 16"},
+	"Bridges":   {"b1+PJSIP/203", "b1+Local/203@from-queue;2", "b2+Local/203@from-queue;1", "b2+PJSIP/trunk"},
 	"LocalBridge": {"Local/202@from-queue;1 Local/202@from-queue;2 No",
 		"Local/203@from-queue;1 Local/203@from-queue;2 No"},
 }
@@ -185,6 +190,7 @@ var multiDeviceShapes = topo{
 	"PJSIP/91201#2": {"Newchannel", "DialBegin>PJSIP/203 203/sip:", "DialEnd>PJSIP/203 ANSWER", "Newstate 6",
 		"BridgeEnter b2", "BridgeLeave b2", "Hangup 16"},
 	"PJSIP/203": {"Newchannel", "Newstate 5", "Newstate 6", "BridgeEnter b2", "BridgeLeave b2", "Hangup 16"},
+	"Bridges":   {"b1+PJSIP/91201", "b1+PJSIP/202", "b2+PJSIP/203", "b2+PJSIP/91201#2"},
 }
 
 // callerIDs is each channel role's caller number at its Newchannel.
