@@ -169,8 +169,11 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 		if next, tgt, routed := c.routeExten(a, target, registered); routed {
 			return next, tgt
 		}
-		if devs := p.userDevices(target); len(devs) > 1 {
+		switch devs := p.userDevices(target); {
+		case len(devs) > 1:
 			return c.fork(a, target, devs, false)
+		case len(devs) == 1 && devs[0] != target:
+			return c.dialTo(a, devs[0], target) // only a device is registered
 		}
 		if registered {
 			return c.dial(a, target)

@@ -279,3 +279,26 @@ func TestPickupQueueLocalMember(t *testing.T) {
 	<-call.Done()
 	waitNoChannels(t, p)
 }
+
+// TestDeviceOnlyRegistered: a user whose own phone is not registered is
+// reached on its registered device alone (Dial of PJSIP/91201), and the
+// call is the user's.
+func TestDeviceOnlyRegistered(t *testing.T) {
+	p := freepbxPBX(t)
+	startPhone(t, p, PhoneConfig{Exten: "91201"})
+	bob := startPhone(t, p, PhoneConfig{Exten: "202"})
+	capt := startCapture(t, p.AMIAddr())
+	call, err := bob.Call(ctx5(t), "201")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := capt.waitFor(t, "bridged", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 2 })
+	if count(msgs, "Newchannel", "CallerIDNum", "201") != 1 || count(msgs, "DialEnd", "DialStatus", "ANSWER") != 1 {
+		t.Error("want one device channel (caller ID 201) dialled and answered")
+	}
+	if v := engineView(t, msgs, map[string]string{"91201": "201"}, []string{"201", "202"}); !reflect.DeepEqual(v, fpView{"201": {"in:202:true"}, "202": {"out:201:true"}}) {
+		t.Errorf("engine: %v, want 201 in from 202 and 202 out to 201, connected", v)
+	}
+	call.Hangup(ctx5(t))
+	waitNoChannels(t, p)
+}
