@@ -18,8 +18,7 @@ const (
 	DefaultRingGroup     = "610"
 	DefaultFreePBXQueue  = "620"
 	DefaultDIDPrefix     = "0612340"
-	freepbxQueueTimeout  = 300 // FreePBX's Queue() timeout argument
-	outboundMinDigits    = 5   // a shorter unknown number is no outside number
+	outboundMinDigits    = 5 // a shorter unknown number is no outside number
 	contextFromQueue     = "from-queue"
 	contextFromPSTN      = "from-pstn"
 	contextExtQueues     = "ext-queues"

@@ -98,7 +98,11 @@ func (q *queueState) remove(ch *channel) {
 // queueData is Queue()'s argument string, the channel's appData and the
 // CDR's LastData.
 func (p *PBX) queueData() string {
-	return p.cfg.Queue + ",tT,,," + strconv.Itoa(int(p.cfg.QueueTimeout/time.Second))
+	opts := ",tT,,,"
+	if p.freepbx() {
+		opts = ",t,,," // ext-queues (queue_local_members)
+	}
+	return p.cfg.Queue + opts + strconv.Itoa(int(p.cfg.QueueTimeout/time.Second))
 }
 
 // queueMemberEvent is QueueMemberStatus for m. p.mu held.
