@@ -144,16 +144,23 @@ func (c *Change) StatusFor(sees func(pbx string) bool) ([]byte, bool) {
 }
 
 // AsUnheard is s as a node that cannot hear the source of its state
-// says it on its own (package bus: its op stream's consumer is silent):
-// stalled and stale since ms since, Unheard, the same Seq, Version and
-// entities. It is no state of the source: no change of the feed says
-// it, so every node keeps the same seq for the same state (readers
-// showing it must not let a client resume from it: ws names it with an
-// epoch of its own). A copy sharing s's encoded pieces; one engine's
-// snapshot only (a Multi's merges its sources' Link instead).
+// says it on its own (package bus: its op stream's consumer is silent,
+// or its leader's heartbeat is late): stale, Unheard, the same Seq,
+// Version and entities; a live link is shown stalled since ms since, a
+// link that is not live (down, resyncing, stalled) as it is, since that
+// is no claim that the state is current (a new leader's down and
+// resyncing are told as they come). It is no state of the source: no
+// change of the feed says it, so every node keeps the same seq for the
+// same state (readers showing it must not let a client resume from it:
+// ws names it with an epoch of its own). A copy sharing s's encoded
+// pieces; one engine's snapshot only (a Multi's merges its sources'
+// Link instead).
 func (s *Snapshot) AsUnheard(since int64) *Snapshot {
 	c := *s
-	c.Link, c.Stale, c.Since, c.Unheard = LinkStalled, true, since, true
-	c.status = appendStatus(nil, LinkStalled, s.Version, since)
+	c.Stale, c.Unheard = true, true
+	if s.Link == LinkLive {
+		c.Link, c.Since = LinkStalled, since
+	}
+	c.status = appendStatus(nil, c.Link, s.Version, c.Since)
 	return &c
 }
