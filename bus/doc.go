@@ -35,7 +35,12 @@
 // ahead) says so on its own, outside the feed: its State is stalled and
 // stale at the same seq until it has caught up, and it restarts its
 // consumer as soon as it finds it silent or its connection reconnects
-// (unheard.go). No running node gives up on NATS: its consumer is asked
+// (unheard.go). The leader beats on core NATS every LeaseTTL/12 with
+// the last seq it stored (beat.go; held up while a publish is retried):
+// a node that hears no beat for LeaseTTL/4, or has not applied a beat's
+// seq that long after it came, says its state is stale on the same
+// unheard say, on a timer, and live again only once a beat came and
+// its seq is applied. No running node gives up on NATS: its consumer is asked
 // for again, with backoff, for as long as Run lives (an outage of any
 // length leaves it unheard, then it resumes after the last seq it
 // applied; a message after a hole in the seqs that is not a genesis,

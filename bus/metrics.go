@@ -22,6 +22,8 @@ type counters struct {
 	stallsApplied  atomic.Uint64
 	dropped        atomic.Uint64 // ops too large for a message, dropped
 	unheard        atomic.Uint64 // times the node said it cannot hear its stream (unheard.go)
+	late           atomic.Uint64 // times the leader's heartbeat was found late (beat.go)
+	beatsSent      atomic.Uint64 // heartbeats this node sent as leader
 	handovers      atomic.Uint64 // leads handed over: to a preferred node, or yielded (yield.go)
 	leaderChecks   atomic.Uint64 // stream-info requests for the lease bucket's leader (lease.go)
 	fenceRefused   atomic.Uint64 // actions refused with ErrStaleLease (fence.go)
@@ -53,6 +55,8 @@ type Stats struct {
 	Dropped         uint64 // ops larger than the servers' max_payload, dropped as leader
 	Unheard         bool   // the node says it cannot hear its stream (unheard.go)
 	UnheardTimes    uint64 // times it went so
+	LeaderLate      uint64 // times the leader's heartbeat was found late (beat.go)
+	BeatsSent       uint64 // heartbeats sent as leader
 	Handovers       uint64 // leads handed over: to a preferred node, or yielded (yield.go)
 	LeaderChecks    uint64 // stream-info requests for the lease bucket's JetStream leader
 	LeaseExpired    bool   // the node stepped down when its lease ran out unrenewed (fence.go)
@@ -75,7 +79,8 @@ func (n *Node) Stats() Stats {
 		Retries: c.retries.Load(), ConsumerRetries: c.consRetries.Load(), Adopted: c.adopted.Load(), Takeovers: c.takeovers.Load(),
 		StallsWritten: c.stallsWritten.Load(), StallsApplied: c.stallsApplied.Load(),
 		Generation: g.Gen, GenerationSeq: seq, GenerationMsgs: c.streamMsgs.Load(), GenerationBytes: c.streamBytes.Load(),
-		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load(), Unheard: n.Unheard(), UnheardTimes: c.unheard.Load(), Handovers: c.handovers.Load(), LeaderChecks: c.leaderChecks.Load(),
+		Rollovers: n.gen.rolls.Load(), Dropped: c.dropped.Load(), Unheard: n.Unheard(), UnheardTimes: c.unheard.Load(),
+		LeaderLate: c.late.Load(), BeatsSent: c.beatsSent.Load(), Handovers: c.handovers.Load(), LeaderChecks: c.leaderChecks.Load(),
 		LeaseExpired: n.fenced.Load(), StaleRefused: c.fenceRefused.Load()}
 }
 
@@ -102,8 +107,10 @@ var (
 	descGenMsgs   = prometheus.NewDesc("ctibridge_bus_stream_messages", "Messages in the op stream (the current generation's once the old one is purged).", nil, nil)
 	descGenBytes  = prometheus.NewDesc("ctibridge_bus_stream_bytes", "Bytes in the op stream (the current generation's once the old one is purged).", nil, nil)
 	descRollovers = prometheus.NewDesc("ctibridge_bus_rollovers_total", "New generations of the op log this node started as leader.", nil, nil)
-	descUnheard   = prometheus.NewDesc("ctibridge_bus_unheard", "1 while this node cannot hear its op stream (its NATS connection down, the stream's info unreadable, or its consumer silent with the stream ahead): its clients are told the state is stale.", nil, nil)
+	descUnheard   = prometheus.NewDesc("ctibridge_bus_unheard", "1 while this node cannot hear its op stream (its NATS connection down, the stream's info unreadable, or its consumer silent with the stream ahead) or the leader's heartbeat is late: its clients are told the state is stale.", nil, nil)
 	descUnheardT  = prometheus.NewDesc("ctibridge_bus_unheard_total", "Times this node went unable to hear its op stream.", nil, nil)
+	descLate      = prometheus.NewDesc("ctibridge_bus_leader_late_total", "Times this node found the leader's heartbeat late (none for a quarter of the lease TTL, or a seq it announced not applied that long after): its clients are told the state is stale until a beat's seq is applied.", nil, nil)
+	descBeats     = prometheus.NewDesc("ctibridge_bus_heartbeats_sent_total", "Heartbeats this node sent as leader (every twelfth of the lease TTL while its publishes go through).", nil, nil)
 	descHandovers = prometheus.NewDesc("ctibridge_bus_handovers_total", "Leads this node handed over to a preferred node (--bus-prefer) or yielded to a standby that logs in while its own link was down.", nil, nil)
 	descChecks    = prometheus.NewDesc("ctibridge_bus_lease_leader_checks_total", "Stream-info requests for the lease bucket's JetStream leader, made by a standby when the lease stood still for half its TTL.", nil, nil)
 	descExpired   = prometheus.NewDesc("ctibridge_bus_lease_expired", "1 once this bridge's candidate stepped down because its lease ran out unrenewed (cut off from NATS): it acts on the PBX no more, a new one stands by.", nil, nil)
@@ -114,7 +121,7 @@ var (
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRole, descPublished, descPubBytes, descApplied, descAppBytes, descLagMsgs, descRetries, descConsRetry,
 		descAdopted, descTakeovers, descStallsW, descStallsA, descGen, descGenMsgs, descGenBytes, descRollovers, descDropped,
-		descUnheard, descUnheardT, descHandovers, descChecks, descExpired, descStaleRef} {
+		descUnheard, descUnheardT, descLate, descBeats, descHandovers, descChecks, descExpired, descStaleRef} {
 		ch <- d
 	}
 }
@@ -156,6 +163,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descUnheard, unheard)
 	counter(descUnheardT, s.UnheardTimes)
+	counter(descLate, s.LeaderLate)
+	counter(descBeats, s.BeatsSent)
 	counter(descHandovers, s.Handovers)
 	counter(descChecks, s.LeaderChecks)
 	expired := uint64(0)

@@ -87,6 +87,10 @@ type Config struct {
 	// Dialer, when set, makes the node's NATS connections (tests cut a
 	// node off from NATS with it). Default: nats.go's own.
 	Dialer nats.CustomDialer
+
+	// beforeApply, set by tests, is called with each stream message's
+	// seq before it is applied (a slow node, held back).
+	beforeApply func(seq uint64)
 }
 
 // Doer sends an AMI action and waits for its response; *ami.Client
@@ -129,6 +133,7 @@ type Node struct {
 	ready    atomic.Bool
 	cutOff   atomic.Bool // neither the lease nor the stream heard for LeaseTTL
 	unheard  unheard     // the node says it cannot hear its stream (unheard.go)
+	pulse    pulse       // what it heard of the leader's heartbeat (beat.go)
 	// reconnected: the NATS connection came back, restart the consumer.
 	reconnected chan struct{}
 	consumer    atomic.Pointer[jetstream.Consumer] // the current one (tests: where it is)

@@ -46,6 +46,9 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	wg.Go(func() { n.watchLeader(ctx, kv) })
+	if err := n.listen(ctx, &wg); err != nil {
+		return err
+	}
 	if n.cfg.Primary != nil {
 		l = n.newLease(kv)
 		if err := n.serveYield(); err != nil {
@@ -77,6 +80,9 @@ func (n *Node) Run(ctx context.Context) error {
 			target = max(info.State.LastSeq, 1)
 			n.log.Info("lease won: catching up before leading", "stream_seq", target, "applied", n.applied.Load())
 		case m := <-msgs:
+			if n.cfg.beforeApply != nil {
+				n.cfg.beforeApply(m.seq)
+			}
 			if err := n.apply(m, !n.leading.Load()); err != nil {
 				return err
 			}
@@ -304,6 +310,7 @@ func (n *Node) apply(m stored, primary bool) error {
 	n.m.applied.Add(1)
 	n.m.appliedBytes.Add(uint64(len(m.data)))
 	n.ready.Store(true)
+	n.caughtUp(m.seq)
 	return nil
 }
 
@@ -342,6 +349,7 @@ func (n *Node) lead(ctx context.Context, wg *sync.WaitGroup, last uint64) error 
 	}
 	n.log.Info("leading: starting the PBX link", "stream_seq", n.pubSeq)
 	wg.Go(func() { n.restoring(ctx) })
+	wg.Go(func() { n.beating(ctx) })
 	wg.Go(func() { n.rolling(ctx) })
 	wg.Go(func() { n.yielding(ctx) })
 	wg.Go(func() {

@@ -35,9 +35,13 @@ import (
 // restarted too as soon as the connection reconnects. The checks (run.go,
 // watch) read the stream's info every LeaseTTL/6, with that timeout.
 //
+// The same say is made when the leader's heartbeat is late (beat.go):
+// the node is unheard while either reason holds.
+//
 // Unheard is outside the engine and its feed: clients read State, whose
-// Snapshot is then the engine's AsUnheard (stalled, stale, the same seq
-// and version; REST says stale, ws sends every client a snapshot under
+// Snapshot is then the engine's AsUnheard (stale, the same seq and
+// version, a live link shown stalled, one that is not live as it is;
+// REST says stale, ws sends every client a snapshot under
 // an epoch of its own so that nobody resumes from it, and another when
 // it is lifted), and Ready is false. The seqs stay the stream's: every
 // node still shows the same seq for the same state.
@@ -45,26 +49,45 @@ import (
 // errNoLeader: the stream's info names no JetStream leader (above).
 var errNoLeader = errors.New("the stream has no JetStream leader")
 
-// unheard is a node's own say that it cannot hear its stream.
+// unheard is a node's own say that it cannot hear its stream, or that
+// its leader's heartbeat is late (beat.go): on while either reason is.
 type unheard struct {
 	on    atomic.Bool
 	since atomic.Int64 // ms since the epoch it went on
 	mu    sync.Mutex
-	wake  chan struct{}                      // closed and replaced at each change
-	cache atomic.Pointer[[2]*calls.Snapshot] // an engine snapshot and its AsUnheard
+	why   uint8                        // the reasons on (sayDeaf, sayLate)
+	wake  chan struct{}                // closed and replaced at each change
+	cache atomic.Pointer[unheardCache] // an engine snapshot and its AsUnheard
 }
 
-// set turns it on or off; it reports whether that changed it.
-func (u *unheard) set(on bool) bool {
+// The reasons of the unheard say.
+const (
+	sayDeaf uint8 = 1 << iota // the stream is not heard (above)
+	sayLate                   // the leader's heartbeat is late (beat.go)
+)
+
+type unheardCache struct {
+	s, v  *calls.Snapshot
+	since int64
+}
+
+// set turns reason r on or off; it reports whether that changed the say.
+func (u *unheard) set(r uint8, on bool) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.on.Load() == on {
+	was := u.why != 0
+	if on {
+		u.why |= r
+	} else {
+		u.why &^= r
+	}
+	if was == (u.why != 0) {
 		return false
 	}
-	if on {
+	if !was {
 		u.since.Store(time.Now().UnixMilli())
 	}
-	u.on.Store(on)
+	u.on.Store(!was)
 	if u.wake != nil {
 		close(u.wake)
 		u.wake = nil
@@ -87,17 +110,18 @@ func (u *unheard) view(s *calls.Snapshot) *calls.Snapshot {
 	if !u.on.Load() {
 		return s
 	}
-	if c := u.cache.Load(); c != nil && c[0] == s && c[1].Since == u.since.Load() {
-		return c[1]
+	since := u.since.Load()
+	if c := u.cache.Load(); c != nil && c.s == s && c.since == since {
+		return c.v
 	}
-	v := s.AsUnheard(u.since.Load())
-	u.cache.Store(&[2]*calls.Snapshot{s, v})
+	v := s.AsUnheard(since)
+	u.cache.Store(&unheardCache{s, v, since})
 	return v
 }
 
 // setUnheard says whether the node can hear its stream, and why not.
 func (n *Node) setUnheard(on bool, why string) {
-	if !n.unheard.set(on) {
+	if !n.unheard.set(sayDeaf, on) {
 		return
 	}
 	if on {
@@ -108,8 +132,26 @@ func (n *Node) setUnheard(on bool, why string) {
 	}
 }
 
+// sayLate says whether the leader's heartbeat is late (beat.go): the
+// state is stale until a beat came and its seq (from node, when known)
+// is applied.
+func (n *Node) sayLate(on bool, why, node string, seq uint64) {
+	if on {
+		n.m.late.Add(1)
+	}
+	if !n.unheard.set(sayLate, on) {
+		return
+	}
+	if on {
+		n.m.unheard.Add(1)
+		n.log.Warn("the leader's heartbeat is late: clients are told the state is stale", "why", why, "applied", n.applied.Load(), "beat_seq", seq)
+	} else {
+		n.log.Info("the leader's heartbeat says the state is caught up: live as the stream says", "leader", node, "beat_seq", seq, "applied", n.applied.Load())
+	}
+}
+
 // Unheard reports whether the node says on its own that it cannot hear
-// its stream (above).
+// its stream, or that its leader's heartbeat is late (above).
 func (n *Node) Unheard() bool { return n.unheard.on.Load() }
 
 // State is what clients read of the node: its Served engine, whose

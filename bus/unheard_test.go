@@ -196,7 +196,7 @@ func TestUnheardView(t *testing.T) {
 		t.Fatal("a heard node's snapshot is not the engine's")
 	}
 	changed := st.LocalChanged()
-	n.unheard.set(true)
+	n.unheard.set(sayDeaf, true)
 	select {
 	case <-changed:
 	default:
@@ -216,7 +216,7 @@ func TestUnheardView(t *testing.T) {
 		t.Error("going unheard changed the feed")
 	}
 	changed = st.LocalChanged()
-	n.unheard.set(false)
+	n.unheard.set(sayDeaf, false)
 	<-changed
 	if st.Snapshot() != base {
 		t.Error("heard again, the snapshot is not the engine's")
