@@ -423,17 +423,25 @@ func (ss *sites) goLinks(ctx context.Context, wg *sync.WaitGroup, errc chan<- er
 const mergeEvery = 250 * time.Millisecond
 
 // follow merges engine i's state into the combined one after each of its
-// publishes, and every mergeEvery.
+// publishes, when its node's own say changes (a bus node that cannot
+// hear its stream or whose leader's heartbeat is late: bus.State), and
+// every mergeEvery.
 func (ss *sites) follow(ctx context.Context, i int, src calls.Source) {
 	t := time.NewTicker(mergeEvery)
 	defer t.Stop()
+	local, _ := src.(interface{ LocalChanged() <-chan struct{} })
 	for {
 		wake := src.Feed().Wait()
+		var said <-chan struct{}
+		if local != nil {
+			said = local.LocalChanged()
+		}
 		ss.multi.Sync(i)
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
+		case <-said:
 		case <-t.C:
 		}
 	}
