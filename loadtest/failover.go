@@ -218,6 +218,7 @@ type failRun struct {
 	kills   []FailoverKill
 	natsK   []FailoverNATSKill
 	edgeK   []FailoverEdgeKill
+	firm    firmWatch // the live clients sampled against pbxsim (failover_firm.go)
 
 	callsMu  sync.Mutex
 	calls    sipp.Result
@@ -281,7 +282,12 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	}
 	callsDone := make(chan struct{})
 	go func() { defer close(callsDone); r.placeCalls(ctx) }()
+	fctx, stopFirm := context.WithCancel(ctx)
+	firmDone := make(chan struct{})
+	go func() { defer close(firmDone); r.watchFirm(fctx) }()
 	r.killLoop(ctx)
+	stopFirm()
+	<-firmDone
 	r.stopCall.Store(true)
 	<-callsDone
 	r.finish(ctx, rep)

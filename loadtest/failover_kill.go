@@ -123,6 +123,7 @@ func (r *failRun) killLoop(ctx context.Context) {
 			}
 			return
 		}
+		r.firm.mark(kind, map[string]int{killNATS: len(r.natsK), killEdge: len(r.edgeK), killBridge: len(r.kills)}[kind]+1)
 		switch kind {
 		case killNATS:
 			k := r.killNATS(ctx, len(r.natsK)+1)

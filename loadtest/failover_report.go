@@ -25,6 +25,8 @@ type FailoverReport struct {
 	EdgeKills []FailoverEdgeKill `json:"edge_kills"`
 	// Limited is what the limited users' clients were shown over the run.
 	Limited FailoverLimited `json:"limited"`
+	// Firm: the clients sampled against pbxsim while they said live.
+	Firm FailoverFirm `json:"firm"`
 }
 
 // FailoverLimited adds up what the limited users' WebSocket clients were
@@ -124,6 +126,7 @@ func (r *failRun) finish(ctx context.Context, rep *FailoverReport) {
 			rep.note("%s was disconnected: %v", c.name(), err)
 		}
 	}
+	r.firmChecks(rep)
 	r.natsChecks(rep)
 	r.edgeChecks(rep)
 	r.limitedChecks(rep)
