@@ -93,7 +93,8 @@ func (n *Node) beating(ctx context.Context) {
 type pulse struct {
 	mu   sync.Mutex
 	last time.Time // when the last beat came (Run's start before any)
-	seq  uint64    // the highest seq a beat announced
+	node string    // the leader whose beats came last
+	seq  uint64    // the highest seq its beats announced
 	due  time.Time // when a beat came whose seq is not applied yet; zero none
 	late bool      // the node says its state is stale for the heartbeat
 	// watch: due set or late (apply takes the lock only then).
@@ -118,7 +119,8 @@ func (n *Node) listen(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
-// onBeat is the heartbeat subscription's callback.
+// onBeat is the heartbeat subscription's callback. The say is changed
+// under the pulse's lock, so that a lift and a mark cannot cross.
 func (n *Node) onBeat(m *nats.Msg) {
 	node, seq, err := decodeBeat(m.Data)
 	if err != nil {
@@ -128,6 +130,12 @@ func (n *Node) onBeat(m *nats.Msg) {
 	p := &n.pulse
 	now := time.Now()
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if node != p.node {
+		// Another leader: its seq, even below the last one's (a stream
+		// made again by hand).
+		p.node, p.seq = node, seq
+	}
 	p.last, p.seq = now, max(p.seq, seq)
 	applied := n.applied.Load()
 	switch {
@@ -136,15 +144,11 @@ func (n *Node) onBeat(m *nats.Msg) {
 	case p.due.IsZero():
 		p.due = now
 	}
-	lift := p.late && applied >= p.seq
-	if lift {
+	if p.late && applied >= p.seq {
 		p.late = false
-	}
-	p.watch.Store(p.late || !p.due.IsZero())
-	p.mu.Unlock()
-	if lift {
 		n.sayLate(false, "", node, seq)
 	}
+	p.watch.Store(p.late || !p.due.IsZero())
 }
 
 // caughtUp is apply's part (Run's goroutine, after each message): the
@@ -156,20 +160,16 @@ func (n *Node) caughtUp(seq uint64) {
 		return
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if seq < p.seq {
-		p.mu.Unlock()
 		return
 	}
 	p.due = time.Time{}
-	lift := p.late && time.Since(p.last) < beatLate(n.cfg.LeaseTTL)
-	if lift {
+	if p.late && time.Since(p.last) < beatLate(n.cfg.LeaseTTL) {
 		p.late = false
+		n.sayLate(false, "", p.node, seq)
 	}
 	p.watch.Store(p.late)
-	p.mu.Unlock()
-	if lift {
-		n.sayLate(false, "", "", seq)
-	}
 }
 
 // judgePulse says the state is stale when the heartbeat is late or its
@@ -193,16 +193,12 @@ func (n *Node) judgePulse(ctx context.Context) {
 			deadline = p.due.Add(late)
 			why = "the leader's last heartbeat announced a seq not applied in time"
 		}
-		mark := !p.late && !now.Before(deadline)
-		if mark {
+		if !p.late && !now.Before(deadline) {
 			p.late = true
 			p.watch.Store(true)
+			n.sayLate(true, why+" (last beat "+now.Sub(p.last).Round(time.Millisecond).String()+" ago)", p.node, p.seq)
 		}
-		seq, last := p.seq, p.last
 		p.mu.Unlock()
-		if mark {
-			n.sayLate(true, why+" (last beat "+now.Sub(last).Round(time.Millisecond).String()+" ago)", "", seq)
-		}
 		// A beat only moves the deadline later: the timer, set to the
 		// deadline as it stood, finds the new one when it fires. While
 		// late, beats and applies lift it; the timer looks again later.

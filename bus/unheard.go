@@ -144,7 +144,7 @@ func (n *Node) sayLate(on bool, why, node string, seq uint64) {
 	}
 	if on {
 		n.m.unheard.Add(1)
-		n.log.Warn("the leader's heartbeat is late: clients are told the state is stale", "why", why, "applied", n.applied.Load(), "beat_seq", seq)
+		n.log.Warn("the leader's heartbeat is late: clients are told the state is stale", "why", why, "leader", node, "applied", n.applied.Load(), "beat_seq", seq)
 	} else {
 		n.log.Info("the leader's heartbeat says the state is caught up: live as the stream says", "leader", node, "beat_seq", seq, "applied", n.applied.Load())
 	}
