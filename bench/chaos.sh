@@ -14,8 +14,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p bench/out
 go build -o "$tmp/ctibridge" ./cmd/ctibridge
+go build -o "$tmp/ctibridge-lab" ./cmd/ctibridge-lab # runs the ctibridge beside it
 set +e
-"$tmp/ctibridge" loadtest chaos --ami-d 150s --db-d 5m --ws-clients 1000 --ws-d 20s --json "$@" >bench/out/chaos.json
+"$tmp/ctibridge-lab" loadtest chaos --ami-d 150s --db-d 5m --ws-clients 1000 --ws-d 20s --json "$@" >bench/out/chaos.json
 rc=$?
 set -e
 jq -r '.checks[] | [.scenario, .name, .value, .target, (if .pass then "PASS" elif .invariant then "FAIL" else "FAIL (target)" end)] | @tsv' bench/out/chaos.json

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale-out on NATS, measured: a synthetic PBX (`ctibridge
+# Scale-out on NATS, measured: a synthetic PBX (`ctibridge-lab
 # loadtest synth --serve-ami`) followed by a `serve --bus` bridge, EDGES
 # `ctibridge edge` processes and, on the same PBX at the same time, a
 # plain `serve` (the single process, no bus); one nats-server with
@@ -62,7 +62,7 @@ up() { # rate: nats-server, the synthetic PBX, the bridge, the edges and the sin
   /usr/sbin/nats-server -a 127.0.0.1 -p "$np" -js -sd "$tmp/nats" -n edges 2>"$tmp/nats.log" &
   pids+=($!)
   waitport "$np"
-  "$cb" loadtest synth --serve-ami "127.0.0.1:$ap" --stamps "$tmp/stamps" --exts "$EXTS" --calls "$CALLS" -r "$1" --ring 1s -d 0 \
+  "$lab" loadtest synth --serve-ami "127.0.0.1:$ap" --stamps "$tmp/stamps" --exts "$EXTS" --calls "$CALLS" -r "$1" --ring 1s -d 0 \
     >"$tmp/synth.out" 2>"$tmp/synth.log" &
   pids+=($!)
   waitport "$ap"

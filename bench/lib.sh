@@ -1,6 +1,7 @@
 # bench/lib.sh: what the bench scripts share, sourced from the repository's
 # root: a temporary directory (tmp) removed at exit with every process the
-# script started (pids, killed newest first), ctibridge built there (cb),
+# script started (pids, killed newest first), ctibridge built there (cb)
+# and the lab beside it (lab: it finds that ctibridge),
 # a users file with admin/admin ($tmp/users.yaml), and the helpers below.
 
 stop_all() { # the processes this script started, newest first
@@ -48,6 +49,8 @@ tmp=$(mktemp -d)
 pids=()
 trap 'stop_all; rm -rf "$tmp"' EXIT
 go build -o "$tmp/ctibridge" ./cmd/ctibridge
+go build -o "$tmp/ctibridge-lab" ./cmd/ctibridge-lab
 cb=$tmp/ctibridge
+lab=$tmp/ctibridge-lab
 hash=$(echo admin | "$cb" passwd)
 printf 'users:\n  - username: admin\n    password_hash: "%s"\n    role: admin\n' "$hash" >"$tmp/users.yaml"

@@ -44,7 +44,7 @@ for k in $PBXS; do
   aps=()
   for i in $(seq "$k"); do
     ap=$(freeport)
-    "$cb" loadtest synth --serve-ami "127.0.0.1:$ap" --exts "$EXTS" --calls "$CALLS" -r "$RATE" --ring 1s -d 0 \
+    "$lab" loadtest synth --serve-ami "127.0.0.1:$ap" --exts "$EXTS" --calls "$CALLS" -r "$RATE" --ring 1s -d 0 \
       >"$tmp/synth$i.out" 2>"$tmp/synth$i.log" &
     pids+=($!)
     waitport "$ap"

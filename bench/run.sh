@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The standard load suite: REST reads against ctibridge and against a bare
-# net/http handler serving the same bytes (both with `ctibridge loadtest
-# http` and with wrk, in this sitting, so the ratios hold on a noisy
+# net/http handler serving the same bytes (both with `ctibridge-lab
+# loadtest http` and with wrk, in this sitting, so the ratios hold on a noisy
 # machine), WebSocket fan-out during calls, and end-to-end SIP-to-screen
 # runs at 10, 50 and 100 calls/s. Writes bench/results.json (not
 # committed). See docs/loadtest.md.
@@ -28,8 +28,9 @@ out=bench/results.json
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/ctibridge" ./cmd/ctibridge
+go build -o "$tmp/ctibridge-lab" ./cmd/ctibridge-lab # runs the ctibridge beside it
 go build -o "$tmp/bench" ./rest/internal/bench
-lt="$tmp/ctibridge loadtest"
+lt="$tmp/ctibridge-lab loadtest"
 have_wrk=$(command -v wrk || true)
 
 server() { # command...: start a server pinned to CPU 0 with one P
@@ -92,12 +93,13 @@ if [ -n "${SCALE:-}" ]; then
   ext5k_0=$(ext5k "$tmp/bench" 0)
   ext5k_200=$(ext5k "$tmp/bench" 200)
   base_ext5k_200=$(ext5k "$tmp/base-bench" 200)
-  e2e_at() { # binary rate clients [duration]: the report, or null when the run could not start
-    # This tree's e2e runs pbxsim and the bridge in a child process, apart
-    # from the screens (BASE's may run them all in one); the report's
-    # bridge_cpu_ms and ws_* counters are the bridge's.
+  e2e_at() { # ctibridge rate clients [duration]: the report, or null when the run could not start
+    # This tree's lab drives both bridges: pbxsim in a child process, the
+    # bridge (this tree's or BASE's ctibridge serve) in a process of its
+    # own, apart from the screens; the report's bridge_cpu_ms and ws_*
+    # counters are the bridge's.
     local r
-    r=$("$1" loadtest e2e -r "$2" -c "$3" -d "${4:-$E2E_D}" -rest-rate -1 --json --max-missing -1 --max-ghosts -1) || true
+    r=$($lt e2e --bin "$1" -r "$2" -c "$3" -d "${4:-$E2E_D}" -rest-rate -1 --json --max-missing -1 --max-ghosts -1) || true
     echo "${r:-null}"
   }
   echo "scale: e2e 50 and 500 calls/s with 1,000 and 100 screens, 2 calls/s with 10,000..." >&2
@@ -148,9 +150,9 @@ if [ -n "${SCALE:-}" ]; then
   eng=$(echo $eng | jq -s .) base_eng=$(echo $base_eng | jq -s .) mix=$(echo $mix | jq -s .) base_mix=$(echo $base_mix | jq -s .)
   mix_gogc400=$(echo $mix_gogc400 | jq -s .)
   echo "scale: loadtest synth, 5,000 extensions, 2,000 calls up, 50 calls/s, plain and the mix..." >&2
-  synth=$("$tmp/ctibridge" loadtest synth --exts 5000 --calls 2000 -r 50 -d "$E2E_D" --json --max-missing -1 --max-ghosts -1) || true
+  synth=$($lt synth --exts 5000 --calls 2000 -r 50 -d "$E2E_D" --json --max-missing -1 --max-ghosts -1) || true
   synth=${synth:-null}
-  synth_mix=$("$tmp/ctibridge" loadtest synth --exts 5000 --queues 25 --members 40 --calls 2000 -r 50 -d "$E2E_D" \
+  synth_mix=$($lt synth --exts 5000 --queues 25 --members 40 --calls 2000 -r 50 -d "$E2E_D" \
     --queue-share 0.3 --trunk-share 0.3 --transfer-share 0.1 --json --max-missing -1 --max-ghosts -1) || true
   synth_mix=${synth_mix:-null}
   scale=$(jq -n --arg base "$base" --argjson bare5k "$bare5k" --argjson ext5k_0 "$ext5k_0" --argjson ext5k_200 "$ext5k_200" \

@@ -68,9 +68,9 @@ type E2EConfig struct {
 	// ws_bytes_sent, ws_coalesced, from /metrics) and that per call and
 	// screen.
 	Admin string
-	// BridgePID, when set, is the bridge's (and PBX's) process, a child
-	// or an --attach target on this machine: the report gives its CPU
-	// while the calls were placed.
+	// BridgePID, when set, is the bridge's process, a child or an
+	// --attach target on this machine: the report gives its CPU while the
+	// calls were placed.
 	BridgePID int
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
@@ -173,12 +173,12 @@ func RunE2E(ctx context.Context, cfg E2EConfig) (*Report, error) {
 	if mach0 != nil && mach1 != nil {
 		rep.MachineCPU = mach1.busySince(mach0)
 	}
-	where := "this process used %.2f CPUs, including an in-process bridge and PBX"
+	where := "this process used %.2f CPUs"
 	if cfg.BridgePID > 0 && bridge0 >= 0 && bridge1 >= 0 {
 		cores := (bridge1 - bridge0).Seconds() / elapsed.Seconds()
 		rep.Counters["bridge_cpu_ms"] = uint64((bridge1 - bridge0).Milliseconds())
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the bridge and PBX process (pid %d) used %.2f CPUs while the calls were placed; the screens' and caller's process %.2f", cfg.BridgePID, cores, rep.ClientCPU))
-		where = "the screens' process used %.2f CPUs, the bridge and PBX theirs"
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the bridge process (pid %d) used %.2f CPUs while the calls were placed; the screens' and caller's process %.2f", cfg.BridgePID, cores, rep.ClientCPU))
+		where = "the screens' process used %.2f CPUs, the bridge its own"
 	}
 	if rep.MachineCPU >= 0.9 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the PBX, the bridge, the phones and the clients competed for them ("+where+")", rep.MachineCPU*100, rep.ClientCPU))

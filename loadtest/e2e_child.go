@@ -15,11 +15,11 @@ import (
 	"time"
 )
 
-// An e2e run measures the bridge best with the bridge and its PBX in a
-// process of their own, apart from the screens and the calls' driver
+// An e2e run measures the bridge best with the bridge and its PBX in
+// processes of their own, apart from the screens and the calls' driver
 // (whose CPU and GC would otherwise be the bridge's): the parent starts
-// this binary as a child (`ctibridge loadtest e2e-bridge`), which starts
-// pbxsim and a bridge, writes an E2EBridge as one JSON line on its
+// its own binary as a child (`ctibridge-lab loadtest e2e-bridge`), which
+// starts pbxsim and a `ctibridge serve` process (StartBridge), writes an E2EBridge as one JSON line on its
 // standard output, then answers each "channels" line read on its
 // standard input with pbxsim's live channels (a JSON array on one line),
 // the truth the ghost count needs, until its input ends.
@@ -31,6 +31,9 @@ type E2EBridge struct {
 	Admin string   `json:"admin"` // its admin listener (for --profile)
 	Token string   `json:"token"` // an admin's token
 	Exts  []string `json:"exts"`  // the PBX's extensions, callers then callees
+	// BridgePID is the bridge's process (a ctibridge serve the child
+	// started), for its CPU.
+	BridgePID int `json:"bridge_pid"`
 }
 
 // ServeE2EBridge is the child's side: it writes b, then answers
@@ -74,7 +77,7 @@ func ServeE2EBridge(ctx context.Context, b E2EBridge, channels func() []string, 
 	}
 }
 
-// E2EChild is a bridge and PBX running as a child process.
+// E2EChild is a PBX running as a child process, with its bridge process.
 type E2EChild struct {
 	E2EBridge
 	PID int
@@ -87,7 +90,7 @@ type E2EChild struct {
 	err     error // how it exited, once stopped
 }
 
-// StartE2EChild runs bin with args (a `ctibridge loadtest e2e-bridge`,
+// StartE2EChild runs bin with args (a `ctibridge-lab loadtest e2e-bridge`,
 // its standard error going to stderr) and waits up to 60 s for what it
 // started.
 func StartE2EChild(ctx context.Context, bin string, args []string, stderr io.Writer) (*E2EChild, error) {

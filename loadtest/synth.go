@@ -23,6 +23,9 @@ type SynthConfig struct {
 	HTTP  string // the bridge's REST root
 	Admin string // the bridge's admin root, for /metrics
 	Token string
+	// BridgePID, when set, is the bridge's process: the report gives its
+	// peak RSS (else this process's, a bridge in it).
+	BridgePID int
 	SynthTraffic
 
 	Clients  int           // WebSocket screens
@@ -131,10 +134,13 @@ func RunSynth(ctx context.Context, cfg SynthConfig) (*Report, error) {
 	restRep := stopREST()
 	stopLag()
 	rep.Counters["batch_lag_max_sampled_us"] = uint64(<-lagDone * 1e6)
-	// The bridge, the synthetic PBX and the screens share this process:
-	// its peak, at one collector setting against another (GOGC), is what
-	// the setting costs in memory.
-	rep.Counters["process_peak_rss_kb"] = procStatusBytes("self", "VmHWM:") >> 10
+	// The bridge's peak, at one collector setting against another (GOGC,
+	// which its process inherits), is what the setting costs in memory.
+	proc := "self"
+	if cfg.BridgePID > 0 {
+		proc = strconv.Itoa(cfg.BridgePID)
+	}
+	rep.Counters["process_peak_rss_kb"] = procStatusBytes(proc, "VmHWM:") >> 10
 	rep.Counters["events_per_s_offered"] = uint64(float64(cfg.AMI.Events()-ev1) / steady.Seconds())
 	engineCounters(rep, "", m1, m2, steady)
 	g.counters(rep)

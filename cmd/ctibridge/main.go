@@ -38,7 +38,6 @@ Usage:
   ctibridge edge   --bus URL [flags]  serve a PBX's state from the bus, without an AMI link (docs/scale-out.md)
   ctibridge replay FILE.ami [--at N]  print the state a recorded AMI stream leads to
   ctibridge pbxsim [flags]            run the simulated PBX alone (SIP + AMI), for SIPp
-  ctibridge loadtest http|ws|e2e ...  load the bridge and report latency percentiles (docs/loadtest.md)
   ctibridge migrate [--db DSN]        apply the database migrations (serve does it at start too)
   ctibridge check-config [flags]      check serve's configuration and the files it names; report every problem
   ctibridge passwd                    print a bcrypt hash for the users file (reads the password from stdin)
@@ -63,8 +62,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runCheckConfig(args[1:], getenv, stdout, stderr)
 	case "replay":
 		return replay(args[1:], stdout, stderr)
-	case "loadtest":
-		return runLoadtest(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, args[1:], getenv, stderr)
 	case "passwd":

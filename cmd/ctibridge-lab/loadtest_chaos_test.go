@@ -32,7 +32,7 @@ func TestLoadtestChaosShort(t *testing.T) {
 		t.Log("no PostgreSQL binaries: the db scenario is skipped")
 		scenarios = "ami,ws"
 	}
-	dir, bin := buildSelf(t)
+	dir, bin := t.TempDir(), testBin
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args := []string{"chaos", "--bin", bin, "--scenarios", scenarios, "--json", "--dir", filepath.Join(dir, "work"),
@@ -45,7 +45,7 @@ func TestLoadtestChaosShort(t *testing.T) {
 		"--ws-clients", "10", "--ws-d", "1s", "--flood-rss-cap", "100"}
 	var out, errb bytes.Buffer
 	start := time.Now()
-	err := runLoadtest(ctx, args, func(string) string { return "" }, &out, &errb)
+	err := runLoadtest(ctx, args, testEnv, &out, &errb)
 	t.Logf("took %v", time.Since(start))
 	if err != nil {
 		t.Fatalf("%v\nreport: %s\nstderr: %s", err, out.String(), errb.String())
@@ -75,20 +75,4 @@ func TestLoadtestChaosShort(t *testing.T) {
 	if strings.Contains(scenarios, "db") && (c["db.cdr_emitted"] == 0 || c["db.kill9"] == 0) {
 		t.Errorf("the db scenario did not run: %s", out.String())
 	}
-}
-
-// buildSelf builds this package's binary (with -race under go test
-// -race) into a temporary directory, for the runs that start it as child
-// processes.
-func buildSelf(t *testing.T) (dir, bin string) {
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "ctibridge")
-	build := []string{"build", "-o", bin}
-	if chaosRace {
-		build = append(build, "-race") // reuses the test's race-built packages
-	}
-	if out, err := exec.Command("go", append(build, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir, bin
 }

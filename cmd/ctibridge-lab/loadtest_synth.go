@@ -11,9 +11,9 @@ import (
 	"github.com/ctibridge/ctibridge/loadtest"
 )
 
-// loadtestSynth is `ctibridge loadtest synth`: a synthetic AMI
+// loadtestSynth is `ctibridge-lab loadtest synth`: a synthetic AMI
 // (loadtest.SynthAMI) with --exts extensions holding --calls calls up,
-// a bridge in this process following it, and loadtest.RunSynth.
+// a bridge process following it, and loadtest.RunSynth.
 func loadtestSynth(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -21,7 +21,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	c.register(fs, getenv)
 	var cfg loadtest.SynthConfig
 	var size loadtest.SynthPBX
-	var logLevel, serveAMI, stamps string
+	var logLevel, serveAMI, stamps, bin string
 	fs.IntVar(&size.Extensions, "exts", 5000, "extensions of the synthetic PBX (2000 and up)")
 	fs.IntVar(&size.Queues, "queues", 0, "queues (q1 dialled 601, q2 602, ...), ringall, of --members static members each: the first extensions")
 	fs.IntVar(&size.Members, "members", 20, "static members of each queue (they take only queue calls)")
@@ -36,6 +36,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	fs.IntVar(&cfg.Clients, "c", 5, "WebSocket screens watching every extension")
 	fs.Float64Var(&cfg.RESTRate, "rest-rate", 5, "REST reads of every extension (GET /astproxy/extensions) per second (negative: none)")
 	fs.StringVar(&logLevel, "log-level", "error", "log level of the bridge")
+	fs.StringVar(&bin, "bin", "", binHelp)
 	fs.StringVar(&serveAMI, "serve-ami", "", "serve only the synthetic AMI on this address (user ctibridge, secret synth) for bridges started elsewhere, with -d 0 until interrupted; nothing measured (docs/scale-out.md)")
 	fs.StringVar(&stamps, "stamps", "", "with --serve-ami: append a line per call, \"<callee> <Unix ns>\", when it starts (loadtest/wsbench -stamps)")
 	c.screenLimits(fs)
@@ -48,7 +49,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	if err := loadtest.CheckSynth(size, cfg.SynthTraffic); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, "text", logLevel)
+	log, err := newLogger(stderr, logLevel)
 	if err != nil {
 		return err
 	}
@@ -59,6 +60,9 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	if stamps != "" {
 		return errors.New("loadtest synth: --stamps needs --serve-ami")
 	}
+	if bin, err = bridgeBinary(ctx, bin, getenv, stderr); err != nil {
+		return fmt.Errorf("loadtest synth: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pbx, err := loadtest.NewSynthAMI(ctx, "127.0.0.1:0", size, synthUser, synthSecret, log.With("component", "synth-ami"))
@@ -66,8 +70,8 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer pbx.Close()
-	return withBridge(ctx, pbx.Addr(), synthUser, synthSecret, nil, log, func(b testBridge) error {
-		cfg.AMI, cfg.HTTP, cfg.Admin, cfg.Token = pbx, b.http, b.admin, b.token
+	return withBridge(ctx, bridgeRun{bin, logLevel, stderr}, pbx.Addr(), synthUser, synthSecret, nil, func(b testBridge) error {
+		cfg.AMI, cfg.HTTP, cfg.Admin, cfg.Token, cfg.BridgePID = pbx, b.http, b.admin, b.token, b.pid
 		if c.admin == "" {
 			c.admin = b.admin
 		}

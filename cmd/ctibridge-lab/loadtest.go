@@ -7,28 +7,26 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/loadtest"
 	"github.com/ctibridge/ctibridge/pbxsim"
 )
 
 const loadtestUsage = `Usage:
-  ctibridge loadtest http URL [flags]   HTTP/1.1 load (closed loop, or open loop with -R)
-  ctibridge loadtest ws URL [flags]     WebSocket clients subscribed to the live state
-  ctibridge loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
-  ctibridge loadtest chaos [flags]      the fault suite: AMI faults, DB outage and kill -9, WebSocket flood
-  ctibridge loadtest failover [flags]   scale-out: the leading bridge killed (SIGKILL) again and again, takeover times, ghosts, CDRs, resumes
-  ctibridge loadtest synth [flags]      a synthetic AMI with thousands of extensions and calls up, the bridge's engine measured
+  ctibridge-lab loadtest http URL [flags]   HTTP/1.1 load (closed loop, or open loop with -R)
+  ctibridge-lab loadtest ws URL [flags]     WebSocket clients subscribed to the live state
+  ctibridge-lab loadtest e2e [flags]        SIP calls through pbxsim, timed until they show on WebSocket clients
+  ctibridge-lab loadtest chaos [flags]      the fault suite: AMI faults, DB outage and kill -9, WebSocket flood
+  ctibridge-lab loadtest failover [flags]   scale-out: the leading bridge killed (SIGKILL) again and again, takeover times, ghosts, CDRs, resumes
+  ctibridge-lab loadtest synth [flags]      a synthetic AMI with thousands of extensions and calls up, the bridge's engine measured
 
 Common flags: --json, --html FILE, --profile DIR (with --admin URL), --max-p99 DUR, ...
-Run 'ctibridge loadtest MODE -h' for a mode's flags. See docs/loadtest.md.
+Run 'ctibridge-lab loadtest MODE -h' for a mode's flags. See docs/loadtest.md.
 `
 
 // listFlag is a repeatable string flag (-H).
@@ -98,10 +96,10 @@ func (c *commonFlags) targets() loadtest.Targets {
 }
 
 // parseNoArgs parses the flags of a mode that takes no argument
-// ("ctibridge loadtest NAME [flags]").
+// ("ctibridge-lab loadtest NAME [flags]").
 func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ctibridge loadtest %s [flags]\n", fs.Name())
+		fmt.Fprintf(stderr, "Usage: ctibridge-lab loadtest %s [flags]\n", fs.Name())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -132,7 +130,7 @@ func parseWithURL(fs *flag.FlagSet, args []string) (string, error) {
 	return pos[0], nil
 }
 
-// runLoadtest is `ctibridge loadtest http|ws|e2e|chaos|failover|synth ...`.
+// runLoadtest is `ctibridge-lab loadtest http|ws|e2e|chaos|failover|synth ...`.
 func runLoadtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, loadtestUsage)
@@ -148,9 +146,9 @@ func runLoadtest(ctx context.Context, args []string, getenv func(string) string,
 	case "e2e-bridge": // the child of e2e (loadtest_e2e_bridge.go)
 		return loadtestE2EBridge(ctx, args[1:], stdout, stderr)
 	case "chaos":
-		return loadtestChaos(ctx, args[1:], stdout, stderr)
+		return loadtestChaos(ctx, args[1:], getenv, stdout, stderr)
 	case "failover":
-		return loadtestFailover(ctx, args[1:], stdout, stderr)
+		return loadtestFailover(ctx, args[1:], getenv, stdout, stderr)
 	case "synth":
 		return loadtestSynth(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
@@ -254,7 +252,7 @@ func loadtestHTTP(ctx context.Context, args []string, getenv func(string) string
 	fs.Var(&headers, "H", "header \"Name: value\" (repeatable)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "per-response timeout")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ctibridge loadtest http URL [flags]\n")
+		fmt.Fprintf(stderr, "Usage: ctibridge-lab loadtest http URL [flags]\n")
 		fs.PrintDefaults()
 	}
 	url, err := parseWithURL(fs, args)
@@ -313,7 +311,7 @@ func loadtestWS(ctx context.Context, args []string, getenv func(string) string, 
 	maxDropped := fs.Int64("max-dropped", -1, "fail when more clients were dropped (-1: no limit)")
 	fs.BoolVar(&cfg.Epoll, "epoll", false, "read the clients with epoll readers, a few goroutines for all (Linux, ws://; else gorilla's client, a goroutine each), as e2e's screens: thousands of clients leave the CPU to the server")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ctibridge loadtest ws ws://HOST:PORT/ws [flags]\n")
+		fmt.Fprintf(stderr, "Usage: ctibridge-lab loadtest ws ws://HOST:PORT/ws [flags]\n")
 		fs.PrintDefaults()
 	}
 	url, err := parseWithURL(fs, args)
@@ -352,14 +350,14 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	var inProcess bool
 	plan := pbxsim.PlanDefault
 	fs.StringVar(&plan, "pbx-plan", plan, "dialplan of the simulated PBX: default or freepbx (docs/pbxsim.md)")
-	fs.StringVar(&attach, "attach", "", "REST root of a running bridge (http://127.0.0.1:8080); default: start pbxsim and a bridge in a child process")
-	fs.BoolVar(&inProcess, "in-process", false, "start pbxsim and the bridge in this process, beside the screens (before: the screens' CPU and GC were the bridge's)")
-	fs.StringVar(&bin, "bin", "", "ctibridge binary to run as the child bridge process (default: this one)")
+	fs.StringVar(&attach, "attach", "", "REST root of a running bridge (http://127.0.0.1:8080); default: start pbxsim in a child process and a ctibridge serve process")
+	fs.BoolVar(&inProcess, "in-process", false, "start pbxsim in this process, beside the screens (the bridge is a ctibridge process of its own either way)")
+	fs.StringVar(&bin, "bin", "", binHelp)
 	fs.StringVar(&sipAddr, "sip", "", "with --attach: the PBX's SIP address host:port")
 	fs.StringVar(&callers, "callers", "", "with --attach: caller extensions, a range like 200-249")
 	fs.StringVar(&callees, "callees", "", "with --attach: callee extensions, as many as callers")
 	fs.StringVar(&cfg.Secret, "sip-secret", "", "SIP digest password of the phones, if the PBX asks for one")
-	fs.IntVar(&pairs, "pairs", 0, "in-process: caller/callee pairs (default: enough for the rate)")
+	fs.IntVar(&pairs, "pairs", 0, "without --attach: caller/callee pairs (default: enough for the rate)")
 	fs.Float64Var(&cfg.Rate, "r", 10, "calls placed per second")
 	fs.DurationVar(&cfg.Duration, "d", 10*time.Second, "how long calls are placed")
 	fs.DurationVar(&cfg.Ring, "ring", 100*time.Millisecond, "how long a callee rings before it answers")
@@ -367,14 +365,14 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	fs.IntVar(&cfg.Clients, "c", 5, "WebSocket clients watching")
 	fs.Float64Var(&cfg.RESTRate, "rest-rate", 20, "REST reads (GET /astproxy/extensions) per second during the run (negative: none)")
 	fs.StringVar(&cfg.Generator, "generator", "", "sipp or phones (default: sipp when installed)")
-	fs.StringVar(&logLevel, "log-level", "error", "in-process: log level of the bridge and pbxsim")
+	fs.StringVar(&logLevel, "log-level", "error", "without --attach: log level of the bridge and pbxsim")
 	c.screenLimits(fs)
 	maxFailed := fs.Int64("max-failed", -1, "fail when more calls were not answered (-1: no limit)")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	c.counterLimit["calls_failed"] = maxFailed
-	log, err := newLogger(stderr, "text", logLevel)
+	log, err := newLogger(stderr, logLevel)
 	if err != nil {
 		return err
 	}
@@ -403,13 +401,16 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	if pairs <= 0 {
 		pairs = int(cfg.Rate*(cfg.Ring+cfg.Talk+300*time.Millisecond).Seconds()*1.5) + 5
 	}
+	if bin, err = bridgeBinary(ctx, bin, getenv, stderr); err != nil {
+		return fmt.Errorf("loadtest e2e: %w", err)
+	}
 	if !inProcess {
 		return e2eWithChild(ctx, &c, cfg, bin, pairs, plan, logLevel, stdout, stderr)
 	}
-	return withTestBridge(ctx, pairs, plan, log, func(b testBridge) error {
+	return withTestBridge(ctx, bridgeRun{bin, logLevel, stderr}, pairs, plan, log, func(b testBridge) error {
 		cfg.SIPAddr, cfg.HTTP, cfg.Token = b.sip, b.http, b.token
 		cfg.Callers, cfg.Callees = b.exts[:pairs], b.exts[pairs:]
-		cfg.PBXChannels = b.channels
+		cfg.PBXChannels, cfg.BridgePID = b.channels, b.pid
 		if c.admin == "" {
 			c.admin = b.admin
 		}
@@ -434,16 +435,28 @@ func runE2E(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, stdout,
 	return c.finish(rep, wait(), stdout, stderr)
 }
 
-// testBridge is a pbxsim and a bridge started in this process.
+// testBridge is a bridge process on a PBX: pbxsim in this process
+// (withTestBridge) or a synthetic one.
 type testBridge struct {
 	sip, http, admin, token string
+	pid                     int             // the bridge's process
 	exts                    []string        // 2*pairs extensions, 3000 and up
 	channels                func() []string // pbxsim's live channels
 }
 
+// bridgeRun says how a run starts its bridge: the ctibridge binary and
+// serve's log level; serve's standard error is stderr when that is a
+// file (only a file may take a child's writes beside this process's),
+// else this process's.
+type bridgeRun struct {
+	bin, logLevel string
+	stderr        io.Writer
+}
+
 // withTestBridge starts pbxsim (its dialplan plan) with 2*pairs
-// extensions and a bridge on it (withBridge), runs f, then stops both.
-func withTestBridge(ctx context.Context, pairs int, plan string, log *slog.Logger, f func(testBridge) error) error {
+// extensions in this process and a bridge process on it (withBridge),
+// runs f, then stops both.
+func withTestBridge(ctx context.Context, br bridgeRun, pairs int, plan string, log *slog.Logger, f func(testBridge) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var exts []pbxsim.Extension
@@ -466,92 +479,51 @@ func withTestBridge(ctx context.Context, pairs int, plan string, log *slog.Logge
 			errc <- fmt.Errorf("pbxsim: %w", err)
 		}
 	})
-	return withBridge(ctx, pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret, errc, log, func(b testBridge) error {
+	return withBridge(ctx, br, pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret, errc, func(b testBridge) error {
 		b.sip, b.exts, b.channels = pbx.SIPAddr(), names, pbx.Channels
 		return f(b)
 	})
 }
 
-// withBridge starts a bridge in this process on the manager at amiAddr
-// (serve's defaults, loopback, a temporary data directory, one admin
-// login), waits until it is ready, runs f, then stops it. An error on
-// pbxErr (the PBX's) ends the wait.
-func withBridge(ctx context.Context, amiAddr, amiUser, amiSecret string, pbxErr <-chan error, log *slog.Logger, f func(testBridge) error) error {
-	ctx, cancel := context.WithCancel(ctx)
+// withBridge starts `ctibridge serve` as a process of its own on the
+// manager at amiAddr (loadtest.StartBridge: serve's defaults, loopback,
+// a temporary data directory, one admin logged in), runs f, then stops
+// it. An error on pbxErr (the PBX's) while the bridge starts ends the
+// wait.
+func withBridge(ctx context.Context, br bridgeRun, amiAddr, amiUser, amiSecret string, pbxErr <-chan error, f func(testBridge) error) error {
+	stderr, ok := br.stderr.(*os.File)
+	if !ok {
+		stderr = os.Stderr
+	}
+	startCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var b testBridge
-	dir, err := os.MkdirTemp("", "ctibridge-loadtest-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	hash, err := auth.HashPassword("admin", 4)
-	if err != nil {
-		return err
-	}
-	users, err := auth.NewUsers([]auth.User{{Username: "admin", Name: "admin", PasswordHash: hash, Role: auth.RoleAdmin}})
-	if err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	errc := make(chan error, 2) // the PBX's, the bridge's
+	pbxDied := make(chan error, 1)
 	go func() {
 		select {
 		case err := <-pbxErr:
-			errc <- err
-		case <-ctx.Done():
+			pbxDied <- err
+			cancel()
+		case <-startCtx.Done():
 		}
 	}()
-	var bc serveConfig
-	serveSettings(&bc)
-	bc.ami, bc.amiUser, bc.amiSecret = amiAddr, amiUser, amiSecret
-	bc.http, bc.admin, bc.dataDir = "127.0.0.1:0", "127.0.0.1:0", dir
-	bc.accessLogEvery = -1
-	bc.recordCDR = false
-	up := make(chan bridgeAddrs, 1)
-	wg.Go(func() {
-		if err := runBridge(ctx, bc, users, nil, log, func(a bridgeAddrs) { up <- a }); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("bridge: %w", err)
-		}
-	})
-	select {
-	case a := <-up:
-		b.http, b.admin = "http://"+a.HTTP, "http://"+a.Admin
-	case err := <-errc:
-		return err
-	case <-time.After(30 * time.Second):
-		return errors.New("loadtest e2e: the bridge did not start in 30 s")
-	}
-	// Ready: the link is up and resynchronised.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		res, err := http.Get(b.admin + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			return errors.New("loadtest e2e: the bridge was not ready (/readyz) in 15 s")
-		}
+	b, err := loadtest.StartBridge(startCtx, loadtest.BridgeConfig{Binary: br.bin, AMI: amiAddr, AMIUser: amiUser, AMISecret: amiSecret,
+		LogLevel: br.logLevel, Stderr: stderr})
+	if err != nil {
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-errc:
+		case perr := <-pbxDied:
+			return perr
+		default:
 			return err
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if b.token, err = loadtest.Login(ctx, b.http, "admin", "admin", false); err != nil {
-		return err
+	err = f(testBridge{http: b.HTTP, admin: b.Admin, token: b.Token, pid: b.PID})
+	if serr := b.Stop(); err == nil {
+		err = serr
 	}
-	return f(b)
+	return err
 }
 
-// suiteFlags are the flags of the runs that start this binary as child
+// suiteFlags are the flags of the runs that start ctibridge as child
 // processes (chaos, failover).
 type suiteFlags struct {
 	bin, dir, logLevel string
@@ -562,7 +534,7 @@ type suiteFlags struct {
 // register adds --bin, --serve-arg, --dir, --keep, --json, --strict
 // (strictUsage) and --log-level; runs names the children.
 func (s *suiteFlags) register(fs *flag.FlagSet, runs, strictUsage string) {
-	fs.StringVar(&s.bin, "bin", "", "ctibridge binary to run as "+runs+" (default: this one)")
+	fs.StringVar(&s.bin, "bin", "", binHelp+", run as "+runs)
 	fs.Var(&s.serveArgs, "serve-arg", "extra argument for every "+runs+" (repeatable: --serve-arg=--ws-slow-timeout --serve-arg=5s)")
 	fs.StringVar(&s.dir, "dir", "", "work directory (the logs and data of "+runs+"); default a temporary one, removed unless --keep")
 	fs.BoolVar(&s.keep, "keep", false, "keep the work directory")
@@ -571,16 +543,15 @@ func (s *suiteFlags) register(fs *flag.FlagSet, runs, strictUsage string) {
 	fs.StringVar(&s.logLevel, "log-level", "warn", "log level of the run's progress")
 }
 
-// setup defaults --bin to this binary and makes the progress logger.
-func (s *suiteFlags) setup(mode string, stderr io.Writer) (*slog.Logger, error) {
-	if s.bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("loadtest %s: --bin: %w", mode, err)
-		}
-		s.bin = self
+// setup finds the ctibridge binary (bridgeBinary) and makes the
+// progress logger.
+func (s *suiteFlags) setup(ctx context.Context, mode string, getenv func(string) string, stderr io.Writer) (*slog.Logger, error) {
+	bin, err := bridgeBinary(ctx, s.bin, getenv, stderr)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest %s: %w", mode, err)
 	}
-	return newLogger(stderr, "text", s.logLevel)
+	s.bin = bin
+	return newLogger(stderr, s.logLevel)
 }
 
 // print writes the report as JSON or text.

@@ -28,7 +28,7 @@ func TestLoadtestWSEpoll(t *testing.T) {
 	}
 	defer pbx.Close()
 	var out, errb bytes.Buffer
-	err = withBridge(ctx, pbx.Addr(), synthUser, synthSecret, nil, log, func(b testBridge) error {
+	err = withBridge(ctx, testBridgeRun, pbx.Addr(), synthUser, synthSecret, nil, func(b testBridge) error {
 		calls := make(chan error, 1)
 		go func() {
 			_, err := loadtest.ServeSynth(ctx, loadtest.SynthServeConfig{AMI: pbx,
@@ -36,7 +36,7 @@ func TestLoadtestWSEpoll(t *testing.T) {
 			calls <- err
 		}()
 		args := []string{"ws", loadtest.WSURL(b.http), "--token", b.token, "--epoll", "-c", "30", "-d", "2500ms", "--json"}
-		err := runLoadtest(ctx, args, func(string) string { return "" }, &out, &errb)
+		err := runLoadtest(ctx, args, testEnv, &out, &errb)
 		if cerr := <-calls; err == nil {
 			err = cerr
 		}

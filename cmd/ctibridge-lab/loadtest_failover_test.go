@@ -40,14 +40,14 @@ func TestLoadtestFailoverShort(t *testing.T) {
 	if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl"); len(m) == 0 {
 		t.Skip("no PostgreSQL binaries")
 	}
-	dir, bin := buildSelf(t)
+	dir, bin := t.TempDir(), testBin
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	args := []string{"failover", "--bin", bin, "--kills", "2", "--nats-kills", "1", "--nats-down", "3s", "--edge-kills", "1", "--settle", "1s",
 		"--json", "--max-live", "10s", "--dir", filepath.Join(dir, "work"), "--keep"}
 	var out, errb bytes.Buffer
 	start := time.Now()
-	err := runLoadtest(ctx, args, func(string) string { return "" }, &out, &errb)
+	err := runLoadtest(ctx, args, testEnv, &out, &errb)
 	t.Logf("took %v", time.Since(start))
 	type judged struct {
 		GhostsStuck  int `json:"ghosts_stuck"`

@@ -12,42 +12,42 @@ import (
 	"github.com/ctibridge/ctibridge/loadtest"
 )
 
-// loadtestE2EBridge is `ctibridge loadtest e2e-bridge --pairs N`, the
-// child process of `loadtest e2e`: pbxsim with 2*N extensions and a bridge
-// on it, announced on stdout and serving the PBX's channels on request
-// until stdin ends (loadtest.ServeE2EBridge).
+// loadtestE2EBridge is `ctibridge-lab loadtest e2e-bridge --pairs N --bin
+// BIN`, the child process of `loadtest e2e`: pbxsim with 2*N extensions
+// and a bridge process (BIN serve) on it, announced on stdout and serving
+// the PBX's channels on request until stdin ends
+// (loadtest.ServeE2EBridge).
 func loadtestE2EBridge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("e2e-bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pairs := fs.Int("pairs", 0, "caller/callee pairs")
 	logLevel := fs.String("log-level", "error", "log level of the bridge and pbxsim")
 	plan := fs.String("pbx-plan", "default", "dialplan of pbxsim: default or freepbx")
+	bin := fs.String("bin", "", "the ctibridge binary")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if *pairs <= 0 {
-		return errors.New("loadtest e2e-bridge: --pairs must be positive")
+	if *pairs <= 0 || *bin == "" {
+		return errors.New("loadtest e2e-bridge: --pairs must be positive, --bin given")
 	}
-	log, err := newLogger(stderr, "text", *logLevel)
+	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
 	}
-	return withTestBridge(ctx, *pairs, *plan, log, func(b testBridge) error {
-		return loadtest.ServeE2EBridge(ctx, loadtest.E2EBridge{SIP: b.sip, HTTP: b.http, Admin: b.admin, Token: b.token, Exts: b.exts},
-			b.channels, os.Stdin, stdout)
+	return withTestBridge(ctx, bridgeRun{*bin, *logLevel, stderr}, *pairs, *plan, log, func(b testBridge) error {
+		return loadtest.ServeE2EBridge(ctx, loadtest.E2EBridge{SIP: b.sip, HTTP: b.http, Admin: b.admin, Token: b.token, Exts: b.exts,
+			BridgePID: b.pid}, b.channels, os.Stdin, stdout)
 	})
 }
 
-// e2eWithChild runs an e2e run against pbxsim and a bridge started as a
-// child process of bin (this binary by default), so that the screens and
-// the calls' driver take none of the bridge's CPU or GC.
+// e2eWithChild runs an e2e run against pbxsim (its dialplan plan) in a
+// child process of this binary and a bridge process (bin serve) that
+// child starts, so that the screens and the calls' driver take none of
+// the bridge's CPU or GC.
 func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, bin string, pairs int, plan, logLevel string, stdout, stderr io.Writer) error {
-	if bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("loadtest e2e: --bin: %w", err)
-		}
-		bin = self
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("loadtest e2e: %w", err)
 	}
 	// The child's standard error is copied from a goroutine of its own:
 	// only a file may take that beside this process's writes.
@@ -55,7 +55,8 @@ func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, b
 	if !ok {
 		childErr = os.Stderr
 	}
-	child, err := loadtest.StartE2EChild(ctx, bin, []string{"loadtest", "e2e-bridge", "--pairs", strconv.Itoa(pairs), "--pbx-plan", plan, "--log-level", logLevel}, childErr)
+	child, err := loadtest.StartE2EChild(ctx, self, []string{"loadtest", "e2e-bridge", "--pairs", strconv.Itoa(pairs), "--pbx-plan", plan,
+		"--log-level", logLevel, "--bin", bin}, childErr)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, b
 	}
 	cfg.SIPAddr, cfg.HTTP, cfg.Token = child.SIP, child.HTTP, child.Token
 	cfg.Callers, cfg.Callees = child.Exts[:pairs], child.Exts[pairs:]
-	cfg.PBXChannels, cfg.BridgePID = child.Channels, child.PID
+	cfg.PBXChannels, cfg.BridgePID = child.Channels, child.BridgePID
 	if c.admin == "" {
 		c.admin = child.Admin
 	}

@@ -13,11 +13,11 @@ import (
 	"github.com/ctibridge/ctibridge/loadtest"
 )
 
-// loadtestFailover is `ctibridge loadtest failover`: the scale-out
-// topology (3 nats-servers, two bridges and the edges as child processes
-// of this binary, pbxsim, SIPp, PostgreSQL) with the leading bridge
-// killed with SIGKILL again and again (docs/loadtest.md).
-func loadtestFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// loadtestFailover is `ctibridge-lab loadtest failover`: the scale-out
+// topology (3 nats-servers, two bridges and the edges as ctibridge child
+// processes, pbxsim, SIPp, PostgreSQL) with the leading bridge killed
+// with SIGKILL again and again (docs/loadtest.md).
+func loadtestFailover(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("failover", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg loadtest.FailoverConfig
@@ -38,7 +38,7 @@ func loadtestFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	log, err := sf.setup("failover", stderr)
+	log, err := sf.setup(ctx, "failover", getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,7 +32,7 @@ func TestLoadtestSynthServeAMI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		args := []string{"synth", "--serve-ami", "127.0.0.1:0", "--stamps", stamps, "--exts", "40", "--calls", "6", "-r", "4", "--ring", "600ms", "-d", "4s"}
-		err := runLoadtest(ctx, args, func(string) string { return "" }, pw, &errb)
+		err := runLoadtest(ctx, args, testEnv, pw, &errb)
 		pw.CloseWithError(err)
 		done <- err
 	}()
@@ -53,7 +52,7 @@ func TestLoadtestSynthServeAMI(t *testing.T) {
 
 	seen := map[string]time.Time{} // callee -> first seen ringing
 	var watched time.Time          // from when the bridge is ready and polled
-	err = withBridge(ctx, addr, synthUser, synthSecret, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), func(b testBridge) error {
+	err = withBridge(ctx, testBridgeRun, addr, synthUser, synthSecret, nil, func(b testBridge) error {
 		watched = time.Now()
 		for {
 			select {

@@ -12,9 +12,9 @@ import (
 	"github.com/ctibridge/ctibridge/loadtest"
 )
 
-// loadtestChaos is `ctibridge loadtest chaos`: the fault suite
-// against pbxsim, SIPp and this binary run as `serve` (docs/loadtest.md).
-func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// loadtestChaos is `ctibridge-lab loadtest chaos`: the fault suite
+// against pbxsim, SIPp and ctibridge run as `serve` (docs/loadtest.md).
+func loadtestChaos(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg loadtest.ChaosConfig
@@ -45,7 +45,7 @@ func loadtestChaos(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	log, err := sf.setup("chaos", stderr)
+	log, err := sf.setup(ctx, "chaos", getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func synthReport(t *testing.T, args ...string) (rep struct {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	args = append(append([]string{"synth"}, args...), "--json")
-	if err := runLoadtest(ctx, args, func(string) string { return "" }, &stdout, &errb); err != nil {
+	if err := runLoadtest(ctx, args, testEnv, &stdout, &errb); err != nil {
 		t.Fatalf("%v\nstdout: %s\nstderr: %s", err, stdout.String(), errb.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
