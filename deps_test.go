@@ -60,8 +60,8 @@ var rules = []rule{
 	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amievent"}, banned: []string{"testing"}},
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
 	{pkg: "loadtest/synthpbx", allowed: []string{"ami", "ami/amievent"}, banned: []string{"testing"}},
-	// A program measuring the hub in-process: the one load program that
-	// imports ws, and never rest.
+	// The lab's wsbench, measuring the hub in-process: the one load
+	// package that imports ws, and never rest.
 	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amiproxy", "ami/amievent", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp"}},
 }
 

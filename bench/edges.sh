@@ -50,7 +50,6 @@ if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -le "$((CLIENTS + 200))
   exit 1
 fi
 . bench/lib.sh
-go build -o "$tmp/wsbench" ./loadtest/wsbench
 out=bench/out/edges.json
 : >"$out"
 
@@ -80,7 +79,7 @@ clients() {
   shift 3
   rm -f "$tmp"/ready.* "$tmp/go" "$tmp"/res.*
   for name in "$@"; do
-    "$tmp/wsbench" -url "ws://127.0.0.1:${http[$name]}/ws" -login admin:admin -pid "${pid[$name]}" \
+    "$lab" wsbench -url "ws://127.0.0.1:${http[$name]}/ws" -login admin:admin -pid "${pid[$name]}" \
       -admin "http://127.0.0.1:${admin[$name]}" -clients "$n" -stamps "$tmp/stamps" -idle-cpu 5s \
       -duration "$( [ "$phase" = latency ] && echo "$LAT_D" || echo "$D")" \
       -ready "$tmp/ready.$name" -go "$tmp/go" -out "$tmp/res.$name" -label "$name" -calls-out "$tmp/calls.$name" \

@@ -11,7 +11,7 @@
 #   SCALE=1 bench/run.sh    # also the call-centre scale runs:
 #                           # REST reads of 5,000 extensions while the state
 #                           # changes, e2e with 1,000 and 10,000 screens, and
-#                           # loadtest/wsbench (10,000 screens, the floor,
+#                           # ctibridge-lab wsbench (10,000 screens, the floor,
 #                           # 19,000 idle clients),
 #                           # each also against BASE (a git revision,
 #                           # default main) built in this sitting; the
@@ -113,19 +113,25 @@ if [ -n "${SCALE:-}" ]; then
   base_s500_100=$(e2e_at "$tmp/base-ctibridge" 500 100 10s)
   s10k=$(e2e_at "$tmp/ctibridge" 2 10000)
   # The hub alone in a server process of its own, the clients read through
-  # epoll (loadtest/wsbench): this tree, BASE's hub driven by this load,
+  # epoll (ctibridge-lab wsbench): this tree, BASE's hub driven by this load,
   # and the floor (a bare loop writing each change to every socket).
-  go build -o "$tmp/wsbench" ./loadtest/wsbench
-  (cd "$tmp/base" && go build -o "$tmp/base-wsbench" ./loadtest/wsbench)
+  # BASE's hub: its lab's wsbench, or its standalone one before the lab.
+  if [ -d "$tmp/base/cmd/ctibridge-lab" ]; then
+    (cd "$tmp/base" && go build -o "$tmp/base-lab" ./cmd/ctibridge-lab)
+    base_wsbench="$tmp/base-lab wsbench"
+  else
+    (cd "$tmp/base" && go build -o "$tmp/base-wsbench" ./loadtest/wsbench)
+    base_wsbench=$tmp/base-wsbench
+  fi
   wsb() { # args...: wsbench's summary lines, as a JSON string
-    "$tmp/wsbench" "$@" 2>/dev/null | grep -E 'connected|memstats|latency|CPU|wrote|closed' | jq -Rs . || echo null
+    "$tmp/ctibridge-lab" wsbench "$@" 2>/dev/null | grep -E 'connected|memstats|latency|CPU|wrote|closed' | jq -Rs . || echo null
   }
   echo "scale: wsbench, 10,000 screens at 2 changes/s (this tree, BASE's hub, the floor) and 19,000 idle..." >&2
   ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s)
-  base_ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s -server "$tmp/base-wsbench")
+  base_ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s -server "$base_wsbench")
   floor_ws10k=$(wsb -clients 10000 -rate 2 -exts 5000 -duration 15s -floor)
   idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s)
-  base_idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s -server "$tmp/base-wsbench")
+  base_idle19k=$(wsb -clients 19000 -rate 0 -exts 5000 -duration 3s -server "$base_wsbench")
   echo "scale: engine benchmark, 5,000 extensions, 2,000 calls up (plain calls, and the call centre's mix), this tree and BASE interleaved..." >&2
   # BASE runs this tree's benchmark file and traffic generator, so both
   # engines see the same events (BASE may predate the mix).

@@ -17,6 +17,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/ctibridge/ctibridge/loadtest/wsbench"
 )
 
 func main() {
@@ -50,6 +52,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "loadtest":
 		return runLoadtest(ctx, args[1:], getenv, stdout, stderr)
+	case "wsbench":
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		return wsbench.Run([]string{self, "wsbench"}, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,4 +1,4 @@
-package main
+package wsbench
 
 import (
 	"bytes"
@@ -90,14 +90,11 @@ func runFlooder(url, token, op string) error {
 // flooders are the running flooding processes.
 type flooders []*exec.Cmd
 
-func startFlooders(n int, url, token, op string) (flooders, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+func startFlooders(self []string, n int, url, token, op string) (flooders, error) {
 	var fs flooders
 	for range n {
-		cmd := exec.Command(self, "-flood-url", url, "-flood-token", token, "-flood-op", op)
+		args := append(self[1:len(self):len(self)], "-flood-url", url, "-flood-token", token, "-flood-op", op)
+		cmd := exec.Command(self[0], args...)
 		cmd.Stderr = os.Stderr
 		cmd.Stdout = new(bytes.Buffer)
 		if err := cmd.Start(); err != nil {

@@ -1,6 +1,6 @@
-// Command wsbench measures the WebSocket hub over loopback: it starts a
-// server (itself, as a child process, so the server's memory is measured
-// alone) with an engine that changes one extension at -rate changes per
+// Package wsbench is the lab's `ctibridge-lab wsbench` (Run): it measures
+// the WebSocket hub over loopback. It starts a server (the lab itself, as
+// a child process, so the server's memory is measured alone) with an engine that changes one extension at -rate changes per
 // second, connects -clients clients that subscribe to the extensions, and
 // reports change-to-client latency (engine publish to client read), the
 // messages delivered per second, the server's resident memory and the CPU
@@ -10,11 +10,11 @@
 // hub by a bare loop writing each change to every socket (floor.go): the
 // least any server can do, measured by the same clients.
 //
-//	go run ./loadtest/wsbench -clients 1000 -rate 500 -duration 20s
-//	go run ./loadtest/wsbench -clients 10000 -rate 2 -duration 20s
-//	go run ./loadtest/wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
-//	go run ./loadtest/wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
-//	go run ./loadtest/wsbench -clients 10000 -rate 2 -exts 5000 -floor # the floor
+//	go run ./cmd/ctibridge-lab wsbench -clients 1000 -rate 500 -duration 20s
+//	go run ./cmd/ctibridge-lab wsbench -clients 10000 -rate 2 -duration 20s
+//	go run ./cmd/ctibridge-lab wsbench -clients 10000 -rate 0 -duration 5s    # idle clients: memory per client
+//	go run ./cmd/ctibridge-lab wsbench -clients 5000 -rate 2 -flood 1         # one client loops {"op":"subscribe"}
+//	go run ./cmd/ctibridge-lab wsbench -clients 10000 -rate 2 -exts 5000 -floor # the floor
 //
 // With -flood N, N more clients of the same user, each in a process of
 // its own (so that its sending takes no CPU from the measuring clients),
@@ -24,22 +24,23 @@
 // reports how the flood ended (the close code) and how much the server's
 // memory grew. -flood-max-rss stops a flood that the server does not stop
 // before it takes the machine's memory. -server runs another build's
-// wsbench as the server (a baseline built from an older commit), so both
-// are driven by the same load.
+// wsbench as the server (a baseline built from an older commit: its
+// ctibridge-lab with the argument wsbench, or an older standalone
+// wsbench), so both are driven by the same load.
 //
 // With -url the clients attach to a server this run did not start (a
 // `ctibridge serve` or `ctibridge edge`; attach.go): with -pid its RSS per
 // client and its CPU per delivered event are read from /proc, with
-// -stamps (`ctibridge loadtest synth --serve-ami --stamps`) each screen's
+// -stamps (`ctibridge-lab loadtest synth --serve-ami --stamps`) each screen's
 // ringing is timed from the moment the call was placed on the synthetic
 // PBX (ringing.go), and -ready/-go let several wsbench processes, one per
 // server, measure the same window. bench/edges.sh drives it.
 //
-//	go run ./loadtest/wsbench -url ws://127.0.0.1:8080/ws -login admin:admin -pid 1234 -clients 10000 -stamps /tmp/stamps -duration 20s -out edge1.json
+//	go run ./cmd/ctibridge-lab wsbench -url ws://127.0.0.1:8080/ws -login admin:admin -pid 1234 -clients 10000 -stamps /tmp/stamps -duration 20s -out edge1.json
 //
 // Raise `ulimit -n` above the client count first (Go raises the soft limit
 // to the hard one by itself).
-package main
+package wsbench
 
 import (
 	"bufio"
@@ -77,6 +78,7 @@ import (
 
 // loadConfig is the load side's flags.
 type loadConfig struct {
+	self          []string // the command that runs wsbench (Run's self)
 	server        string
 	clients       int
 	rate          float64
@@ -94,39 +96,46 @@ type loadConfig struct {
 	attach        attachConfig
 }
 
-func main() {
-	serve := flag.Bool("serve", false, "run the server side (used by the parent)")
+// Run is `ctibridge-lab wsbench args...`; self is the command that runs
+// wsbench again (the lab binary and "wsbench"), for the server and the
+// flooders' processes.
+func Run(self, args []string) error {
+	fs := flag.NewFlagSet("wsbench", flag.ContinueOnError)
+	serve := fs.Bool("serve", false, "run the server side (used by the parent)")
 	var cfg loadConfig
-	flag.StringVar(&cfg.server, "server", "", "wsbench binary to run as the server (default: this one)")
-	flag.IntVar(&cfg.clients, "clients", 1000, "clients to connect")
-	flag.Float64Var(&cfg.rate, "rate", 500, "changes per second the engine makes")
-	flag.IntVar(&cfg.burst, "burst", 1, "the changes come in groups of this many, back to back (a call's start changes several entities at once)")
-	flag.IntVar(&cfg.exts, "exts", 1000, "extensions in the PBX")
-	flag.DurationVar(&cfg.duration, "duration", 20*time.Second, "measuring time, after every client has its snapshot")
-	flag.DurationVar(&cfg.writeInterval, "write-interval", 0, "server: WriteInterval of a -server build that has it (before WriteRate; 0: its default)")
-	flag.Float64Var(&cfg.writeRate, "write-rate", 0, "server: ws.Config.WriteRate (0: the default; negative: no limit)")
-	flag.StringVar(&cfg.view, "view", "panel", "what the clients may see: panel (everything) or user (redacted: one own extension)")
-	flag.IntVar(&cfg.flood, "flood", 0, "flooding clients started with the measurement")
-	flag.StringVar(&cfg.floodOp, "flood-op", "subscribe", "what they send in a loop: subscribe, resume, ping or garbage")
-	flag.Int64Var(&cfg.floodMaxRSS, "flood-max-rss", 2<<20, "kB: stop the flood when the server's RSS passes it")
-	floodURL := flag.String("flood-url", "", "run one flooding client against this URL (used by the parent)")
-	floodToken := flag.String("flood-token", "", "its token (used by the parent)")
-	flag.IntVar(&cfg.readers, "readers", runtime.GOMAXPROCS(0), "goroutines reading the clients' sockets (epoll)")
-	flag.BoolVar(&cfg.floor, "floor", false, "server: instead of the hub, a bare loop writing each change's frame to every client (the floor)")
+	fs.StringVar(&cfg.server, "server", "", "the command to run as the server: another build's wsbench (a baseline), its arguments split on spaces (\"/tmp/base-lab wsbench\"; default: this one)")
+	fs.IntVar(&cfg.clients, "clients", 1000, "clients to connect")
+	fs.Float64Var(&cfg.rate, "rate", 500, "changes per second the engine makes")
+	fs.IntVar(&cfg.burst, "burst", 1, "the changes come in groups of this many, back to back (a call's start changes several entities at once)")
+	fs.IntVar(&cfg.exts, "exts", 1000, "extensions in the PBX")
+	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "measuring time, after every client has its snapshot")
+	fs.DurationVar(&cfg.writeInterval, "write-interval", 0, "server: WriteInterval of a -server build that has it (before WriteRate; 0: its default)")
+	fs.Float64Var(&cfg.writeRate, "write-rate", 0, "server: ws.Config.WriteRate (0: the default; negative: no limit)")
+	fs.StringVar(&cfg.view, "view", "panel", "what the clients may see: panel (everything) or user (redacted: one own extension)")
+	fs.IntVar(&cfg.flood, "flood", 0, "flooding clients started with the measurement")
+	fs.StringVar(&cfg.floodOp, "flood-op", "subscribe", "what they send in a loop: subscribe, resume, ping or garbage")
+	fs.Int64Var(&cfg.floodMaxRSS, "flood-max-rss", 2<<20, "kB: stop the flood when the server's RSS passes it")
+	floodURL := fs.String("flood-url", "", "run one flooding client against this URL (used by the parent)")
+	floodToken := fs.String("flood-token", "", "its token (used by the parent)")
+	fs.IntVar(&cfg.readers, "readers", runtime.GOMAXPROCS(0), "goroutines reading the clients' sockets (epoll)")
+	fs.BoolVar(&cfg.floor, "floor", false, "server: instead of the hub, a bare loop writing each change's frame to every client (the floor)")
 	a := &cfg.attach
-	flag.StringVar(&a.url, "url", "", "attach to this running server (ws://host:port/ws: a ctibridge serve or edge) instead of starting one (bench/edges.sh)")
-	flag.StringVar(&a.login, "login", "", "with -url: log in as user:password")
-	flag.StringVar(&a.token, "token", "", "with -url: the clients' token (instead of -login)")
-	flag.IntVar(&a.pid, "pid", 0, "with -url: the server's process id, for its RSS and CPU")
-	flag.StringVar(&a.admin, "admin", "", "with -url: the server's admin listener (http://host:port), for the hub's counters")
-	flag.StringVar(&a.stamps, "stamps", "", "with -url: the calls' start times (ctibridge loadtest synth --serve-ami --stamps): time each screen's ringing from them")
-	flag.StringVar(&a.callsOut, "calls-out", "", "with -stamps: write each call's screens' median and max latency to this file, a line per call (to pair two servers' files)")
-	flag.DurationVar(&a.idleCPU, "idle-cpu", 0, "with -url and -pid: first measure the server's CPU without the clients for this long")
-	flag.StringVar(&a.ready, "ready", "", "with -url: write this file when every client has its snapshot")
-	flag.StringVar(&a.goFile, "go", "", "with -url: then wait for this file to exist before measuring")
-	flag.StringVar(&a.out, "out", "", "with -url: write the result as JSON to this file")
-	flag.StringVar(&a.label, "label", "server", "with -url: the server's name in the output")
-	flag.Parse()
+	fs.StringVar(&a.url, "url", "", "attach to this running server (ws://host:port/ws: a ctibridge serve or edge) instead of starting one (bench/edges.sh)")
+	fs.StringVar(&a.login, "login", "", "with -url: log in as user:password")
+	fs.StringVar(&a.token, "token", "", "with -url: the clients' token (instead of -login)")
+	fs.IntVar(&a.pid, "pid", 0, "with -url: the server's process id, for its RSS and CPU")
+	fs.StringVar(&a.admin, "admin", "", "with -url: the server's admin listener (http://host:port), for the hub's counters")
+	fs.StringVar(&a.stamps, "stamps", "", "with -url: the calls' start times (ctibridge-lab loadtest synth --serve-ami --stamps): time each screen's ringing from them")
+	fs.StringVar(&a.callsOut, "calls-out", "", "with -stamps: write each call's screens' median and max latency to this file, a line per call (to pair two servers' files)")
+	fs.DurationVar(&a.idleCPU, "idle-cpu", 0, "with -url and -pid: first measure the server's CPU without the clients for this long")
+	fs.StringVar(&a.ready, "ready", "", "with -url: write this file when every client has its snapshot")
+	fs.StringVar(&a.goFile, "go", "", "with -url: then wait for this file to exist before measuring")
+	fs.StringVar(&a.out, "out", "", "with -url: write the result as JSON to this file")
+	fs.StringVar(&a.label, "label", "server", "with -url: the server's name in the output")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.self = self
 	var err error
 	if a.url != "" {
 		err = runAttach(cfg)
@@ -143,10 +152,7 @@ func main() {
 	} else {
 		err = runLoad(cfg)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wsbench:", err)
-		os.Exit(1)
-	}
+	return err
 }
 
 func runServer(rate float64, burst, exts int, view string, writeRate float64) error {
@@ -336,13 +342,9 @@ type server struct {
 }
 
 func startServer(cfg loadConfig) (*server, error) {
-	bin := cfg.server
-	if bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		bin = self
+	cmdline := cfg.self
+	if cfg.server != "" {
+		cmdline = strings.Fields(cfg.server)
 	}
 	args := []string{"-serve", "-rate", fmt.Sprint(cfg.rate), "-exts", fmt.Sprint(cfg.exts), "-view", cfg.view}
 	if cfg.burst > 1 {
@@ -357,7 +359,7 @@ func startServer(cfg loadConfig) (*server, error) {
 	if cfg.writeRate != 0 {
 		args = append(args, "-write-rate", fmt.Sprint(cfg.writeRate))
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(cmdline[0], append(cmdline[1:len(cmdline):len(cmdline)], args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -457,7 +459,7 @@ func runLoad(cfg loadConfig) error {
 	l.measuring.Store(true)
 	t0, cpu0, self0 := time.Now(), procCPU(srv.pid), loadtest.CPUTime()
 	m0, w0, p0, _, hasCounters := srv.counters()
-	fs, err := startFlooders(cfg.flood, srv.url, srv.token, cfg.floodOp)
+	fs, err := startFlooders(cfg.self, cfg.flood, srv.url, srv.token, cfg.floodOp)
 	if err != nil {
 		return err
 	}

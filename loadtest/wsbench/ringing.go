@@ -1,4 +1,4 @@
-package main
+package wsbench
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 // showing one ringing (an extenUpdate whose status is ringing or
 // busy_ringing after one that was not): with -stamps, each such moment
 // is matched afterwards to the time the call was placed on the PBX
-// (`ctibridge loadtest synth --serve-ami --stamps`), so the latency is
+// (`ctibridge-lab loadtest synth --serve-ami --stamps`), so the latency is
 // the call's first AMI event to the screen, through every hop between,
 // with the clock of this machine at both ends. Only the worker that owns
 // the clients touches it.
