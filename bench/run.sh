@@ -29,7 +29,6 @@ tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/ctibridge" ./cmd/ctibridge
 go build -o "$tmp/ctibridge-lab" ./cmd/ctibridge-lab # runs the ctibridge beside it
-go build -o "$tmp/bench" ./rest/internal/bench
 lt="$tmp/ctibridge-lab loadtest"
 have_wrk=$(command -v wrk || true)
 
@@ -45,9 +44,10 @@ wrk_rps() { # wrk args...: requests/s, or null without wrk
 }
 ltj() { taskset -c 1 $lt "$@" --json; } # the load tool pinned to CPU 1, like wrk
 
-lua=rest/internal/bench/pipeline.lua
+rb="$tmp/ctibridge-lab restbench" # the REST read's server: split into words where used
+lua=bench/pipeline.lua
 echo "bare net/http (status body)..." >&2
-server "$tmp/bench" -mode bare -body status -addr 127.0.0.1:18082
+server $rb -mode bare -body status -addr 127.0.0.1:18082
 bare=$(ltj http http://127.0.0.1:18082/ -c 100 -d "$D")
 bare_p10=$(ltj http http://127.0.0.1:18082/ -c 100 -p 10 -d "$D")
 bare_wrk=$(wrk_rps http://127.0.0.1:18082/)
@@ -55,7 +55,7 @@ bare_wrk_p10=$(wrk_rps -s $lua http://127.0.0.1:18082/ -- 10)
 stop
 
 echo "ctibridge REST reads (100 extensions)..." >&2
-server "$tmp/bench" -mode ctibridge -ext 100 -addr 127.0.0.1:18081 -token-out "$tmp/tok"
+server $rb -mode ctibridge -ext 100 -addr 127.0.0.1:18081 -token-out "$tmp/tok"
 tok=$(cat "$tmp/tok")
 rest_status=$(ltj http http://127.0.0.1:18081/astproxy/status --token "$tok" -c 100 -d "$D")
 rest_ext=$(ltj http http://127.0.0.1:18081/astproxy/extensions --token "$tok" -c 100 -d "$D")
@@ -80,19 +80,28 @@ if [ -n "${SCALE:-}" ]; then
   base=${BASE:-main}
   mkdir "$tmp/base"
   git archive "$base" | tar -x -C "$tmp/base"
-  (cd "$tmp/base" && go build -o "$tmp/base-ctibridge" ./cmd/ctibridge && go build -o "$tmp/base-bench" ./rest/internal/bench)
-  ext5k() { # bench-binary churn: GET /astproxy/extensions of 5,000 extensions, 2,000 calls up
-    server "$1" -mode ctibridge -ext 5000 -incall 4000 -churn "$2" -addr 127.0.0.1:18083 -token-out "$tmp/tok5k"
+  (cd "$tmp/base" && go build -o "$tmp/base-ctibridge" ./cmd/ctibridge)
+  # BASE's REST bench server and hub bench: its lab's, or its standalone
+  # programs before the lab.
+  if [ -d "$tmp/base/cmd/ctibridge-lab" ]; then
+    (cd "$tmp/base" && go build -o "$tmp/base-lab" ./cmd/ctibridge-lab)
+    base_rb="$tmp/base-lab restbench" base_wsbench="$tmp/base-lab wsbench"
+  else
+    (cd "$tmp/base" && go build -o "$tmp/base-bench" ./rest/internal/bench && go build -o "$tmp/base-wsbench" ./loadtest/wsbench)
+    base_rb=$tmp/base-bench base_wsbench=$tmp/base-wsbench
+  fi
+  ext5k() { # "server command" churn: GET /astproxy/extensions of 5,000 extensions, 2,000 calls up
+    server $1 -mode ctibridge -ext 5000 -incall 4000 -churn "$2" -addr 127.0.0.1:18083 -token-out "$tmp/tok5k"
     ltj http http://127.0.0.1:18083/astproxy/extensions --token "$(cat "$tmp/tok5k")" -c 20 -d "$D"
     stop
   }
   echo "scale: REST reads of 5,000 extensions, bare and at 0 and 200 changes/s..." >&2
-  server "$tmp/bench" -mode bare -body extensions -ext 5000 -incall 4000 -addr 127.0.0.1:18084
+  server $rb -mode bare -body extensions -ext 5000 -incall 4000 -addr 127.0.0.1:18084
   bare5k=$(ltj http http://127.0.0.1:18084/ -c 20 -d "$D")
   stop
-  ext5k_0=$(ext5k "$tmp/bench" 0)
-  ext5k_200=$(ext5k "$tmp/bench" 200)
-  base_ext5k_200=$(ext5k "$tmp/base-bench" 200)
+  ext5k_0=$(ext5k "$rb" 0)
+  ext5k_200=$(ext5k "$rb" 200)
+  base_ext5k_200=$(ext5k "$base_rb" 200)
   e2e_at() { # ctibridge rate clients [duration]: the report, or null when the run could not start
     # This tree's lab drives both bridges: pbxsim in a child process, the
     # bridge (this tree's or BASE's ctibridge serve) in a process of its
@@ -115,14 +124,6 @@ if [ -n "${SCALE:-}" ]; then
   # The hub alone in a server process of its own, the clients read through
   # epoll (ctibridge-lab wsbench): this tree, BASE's hub driven by this load,
   # and the floor (a bare loop writing each change to every socket).
-  # BASE's hub: its lab's wsbench, or its standalone one before the lab.
-  if [ -d "$tmp/base/cmd/ctibridge-lab" ]; then
-    (cd "$tmp/base" && go build -o "$tmp/base-lab" ./cmd/ctibridge-lab)
-    base_wsbench="$tmp/base-lab wsbench"
-  else
-    (cd "$tmp/base" && go build -o "$tmp/base-wsbench" ./loadtest/wsbench)
-    base_wsbench=$tmp/base-wsbench
-  fi
   wsb() { # args...: wsbench's summary lines, as a JSON string
     "$tmp/ctibridge-lab" wsbench "$@" 2>/dev/null | grep -E 'connected|memstats|latency|CPU|wrote|closed' | jq -Rs . || echo null
   }

@@ -12,11 +12,11 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
 // conv2000 is extension 2000's conversation with 2001 (2000 called).
-var conv2000 = synth.Chan(0) + ">" + synth.Chan(1)
+var conv2000 = resttest.Chan(0) + ">" + resttest.Chan(1)
 
 // TestActionsSendExactAMI checks each action's AMI headers, as root.
 func TestActionsSendExactAMI(t *testing.T) {
@@ -27,24 +27,24 @@ func TestActionsSendExactAMI(t *testing.T) {
 		{"call", `{"number":"2005","endpointId":"2000"}`,
 			[]string{"Action: Originate\nChannel: PJSIP/2000\nContext: from-internal\nExten: 2005\nPriority: 1\nCallerID: 2000\nAccount: 2005\nTimeout: 30000\nAsync: true\n"}},
 		{"hangup", `{"convid":"` + conv2000 + `","endpointId":"2001"}`,
-			[]string{"Action: Hangup\nChannel: " + synth.Chan(1) + "\nCause: 16\n"}},
+			[]string{"Action: Hangup\nChannel: " + resttest.Chan(1) + "\nCause: 16\n"}},
 		// The id as a filtered view shows it is accepted back.
 		{"hangup", `{"convid":"` + auth.OpaqueConvID(conv2000) + `","endpointId":"2001"}`,
-			[]string{"Action: Hangup\nChannel: " + synth.Chan(1) + "\nCause: 16\n"}},
+			[]string{"Action: Hangup\nChannel: " + resttest.Chan(1) + "\nCause: 16\n"}},
 		{"blindtransfer", `{"convid":"` + conv2000 + `","endpointId":"2001","to":"2009"}`,
-			[]string{"Action: Redirect\nChannel: " + synth.Chan(0) + "\nContext: from-internal\nExten: 2009\nPriority: 1\n"}},
+			[]string{"Action: Redirect\nChannel: " + resttest.Chan(0) + "\nContext: from-internal\nExten: 2009\nPriority: 1\n"}},
 		{"atxfer", `{"convid":"` + conv2000 + `","endpointId":"2001","to":"2009"}`,
-			[]string{"Action: Atxfer\nChannel: " + synth.Chan(1) + "\nExten: 2009\nContext: from-internal\n"}},
+			[]string{"Action: Atxfer\nChannel: " + resttest.Chan(1) + "\nExten: 2009\nContext: from-internal\n"}},
 		{"park", `{"convid":"` + conv2000 + `","endpointId":"2001"}`,
-			[]string{"Action: Park\nChannel: " + synth.Chan(0) + "\nTimeoutChannel: " + synth.Chan(1) + "\n"}},
+			[]string{"Action: Park\nChannel: " + resttest.Chan(0) + "\nTimeoutChannel: " + resttest.Chan(1) + "\n"}},
 		{"pickup_parking", `{"parking":"701","destId":"2007"}`,
 			[]string{"Action: Originate\nChannel: PJSIP/2007\nContext: from-internal\nExten: 701\nPriority: 1\nCallerID: 2007\nAccount: 701\nTimeout: 30000\nAsync: true\n"}},
 		{"start_record", `{"convid":"` + conv2000 + `","endpointId":"2000"}`,
-			[]string{"Action: MixMonitor\nChannel: " + synth.Chan(0) + "\nFile: ctibridge-20260304-101112-2000-1796028439.0.wav\n"}},
+			[]string{"Action: MixMonitor\nChannel: " + resttest.Chan(0) + "\nFile: ctibridge-20260304-101112-2000-1796028439.0.wav\n"}},
 		{"start_spy", `{"convid":"` + conv2000 + `","endpointId":"2000","destId":"2008"}`,
-			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + synth.Chan(0) + ",qE\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
+			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + resttest.Chan(0) + ",qE\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
 		{"intrude", `{"convid":"` + conv2000 + `","endpointId":"2000","destId":"2008"}`,
-			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + synth.Chan(0) + ",qEB\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
+			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + resttest.Chan(0) + ",qEB\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
 		{"dnd", `{"endpointId":"2007","activate":true}`, []string{"Action: DBPut\nFamily: DND\nKey: 2007\nVal: YES\n",
 			"Action: Setvar\nVariable: DEVICE_STATE(Custom:DND2007)\nValue: BUSY\n"}},
 		{"dnd", `{"endpointId":"2007","activate":false}`, []string{"Action: DBDel\nFamily: DND\nKey: 2007\n",
@@ -91,12 +91,12 @@ func TestActionsDependingOnCallState(t *testing.T) {
 	if r := f.do("POST", "/astproxy/stop_record", "root", `{"convid":"`+conv2000+`","endpointId":"2000"}`); r.status != 409 {
 		t.Errorf("stop without recording: %d %s", r.status, r.body)
 	}
-	f.eng.Apply(amitest.Event("MixMonitorStart", "Channel", synth.Chan(0), "Uniqueid", "1796028439.0"))
+	f.eng.Apply(amitest.Event("MixMonitorStart", "Channel", resttest.Chan(0), "Uniqueid", "1796028439.0"))
 	f.eng.Publish()
 	for route, want := range map[string]string{
-		"stop_record":   "Action: StopMixMonitor\nChannel: " + synth.Chan(0) + "\n",
-		"mute_record":   "Action: MixMonitorMute\nChannel: " + synth.Chan(0) + "\nDirection: both\nState: 1\n",
-		"unmute_record": "Action: MixMonitorMute\nChannel: " + synth.Chan(0) + "\nDirection: both\nState: 0\n",
+		"stop_record":   "Action: StopMixMonitor\nChannel: " + resttest.Chan(0) + "\n",
+		"mute_record":   "Action: MixMonitorMute\nChannel: " + resttest.Chan(0) + "\nDirection: both\nState: 1\n",
+		"unmute_record": "Action: MixMonitorMute\nChannel: " + resttest.Chan(0) + "\nDirection: both\nState: 0\n",
 	} {
 		before := len(f.sent())
 		r := f.do("POST", "/astproxy/"+route, "root", `{"convid":"`+conv2000+`","endpointId":"2000"}`)
@@ -313,9 +313,9 @@ func TestPermissionTable(t *testing.T) {
 func actionBodies() map[string]func(ep, dest string) string {
 	convOf := func(x string) string {
 		for i := 0; i < 6; i++ {
-			if synth.Exten(i) == x {
+			if resttest.Exten(i) == x {
 				a, b := i&^1, i|1
-				return synth.Chan(a) + ">" + synth.Chan(b)
+				return resttest.Chan(a) + ">" + resttest.Chan(b)
 			}
 		}
 		return "PJSIP/" + x + "-1>PJSIP/2999-2"
@@ -373,7 +373,7 @@ func TestStartRecordNotesFile(t *testing.T) {
 	if r := f.do("POST", "/astproxy/start_record", "root", body); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	want := synth.Chan(0) + " ctibridge-20260304-101112-2000-1796028439.0.wav"
+	want := resttest.Chan(0) + " ctibridge-20260304-101112-2000-1796028439.0.wav"
 	if len(n.notes) != 1 || n.notes[0] != want {
 		t.Errorf("noted %q, want [%q]", n.notes, want)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ctibridge/ctibridge/auth"
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
 // nopWriter is the cheapest ResponseWriter, so that a benchmark measures
@@ -24,7 +24,7 @@ func (w *nopWriter) WriteHeader(s int)           { w.status = s }
 // readOnce sets up a handler and returns a function serving one request
 // into a reused writer, and the writer.
 func readOnce(tb testing.TB, exts int, user, path string, hdr ...string) (func(), *nopWriter) {
-	eng := synth.Engine(synth.Options{Extensions: exts, InCall: 30})
+	eng := resttest.Engine(resttest.Options{Extensions: exts, InCall: 30})
 	svc := auth.NewService(testUsers(tb), auth.Config{})
 	tok, _, _ := svc.Tokens().Issue(user)
 	h, err := newHandler(Config{Auth: svc, State: eng, Metrics: NewMetrics(), AccessLogEvery: -1})

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
 // A read while calls are up carries the duration of the engine's last
@@ -20,7 +20,7 @@ import (
 func TestReadDurationsFresh(t *testing.T) {
 	var mu sync.Mutex
 	now := time.UnixMilli(1796028600000)
-	eng := synth.Engine(synth.Options{Extensions: 4, InCall: 2, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	eng := resttest.Engine(resttest.Options{Extensions: 4, InCall: 2, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
 	f := newFixture(t, false, func(c *Config) { c.State = eng })
 	r1 := f.do("GET", "/astproxy/extension/2000", "root", "")
 	if r1.status != 200 || !bytes.Contains(r1.body, []byte(`"answeredAt":`)) {
@@ -49,7 +49,7 @@ func BenchmarkFirstReadAfterRefresh(b *testing.B) {
 	for _, users := range [][]string{{"root"}, {"alice"}, {"alice", "bob", "olga"}} {
 		b.Run(strings.Join(users, "+"), func(b *testing.B) {
 			now := time.UnixMilli(1796028600000)
-			eng := synth.Engine(synth.Options{Extensions: 1000, InCall: 1000, Now: func() time.Time { return now }})
+			eng := resttest.Engine(resttest.Options{Extensions: 1000, InCall: 1000, Now: func() time.Time { return now }})
 			svc := auth.NewService(testUsers(b), auth.Config{})
 			h, err := newHandler(Config{Auth: svc, State: eng, Metrics: NewMetrics(), AccessLogEvery: -1})
 			if err != nil {

@@ -17,10 +17,10 @@ import (
 	"github.com/ctibridge/ctibridge/ami/amitest"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
-// The test PBX (synth, 10 extensions, 6 in calls):
+// The test PBX (resttest, 10 extensions, 6 in calls):
 //
 //	2000 <-> 2001, 2002 <-> 2003, 2004 <-> 2005 talking; 2006..2009 idle.
 //	queues 401 and 402 with members 2000..2003; a caller waits in 401.
@@ -75,7 +75,7 @@ type fixture struct {
 func newFixture(t testing.TB, pbx bool, mod func(*Config)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, tokens: map[string]string{}}
-	f.eng = synth.Engine(synth.Options{Extensions: 10, InCall: 6})
+	f.eng = resttest.Engine(resttest.Options{Extensions: 10, InCall: 6})
 	f.svc = auth.NewService(testUsers(t), auth.Config{})
 	f.m = NewMetrics()
 	cfg := Config{Auth: f.svc, State: engineState{f.eng}, Metrics: f.m, AccessLogEvery: -1,

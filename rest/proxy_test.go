@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/auth"
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
 func TestParseTrustedProxies(t *testing.T) {
@@ -76,7 +76,7 @@ func TestClientAddr(t *testing.T) {
 func TestLoginRateLimitBehindProxy(t *testing.T) {
 	for _, trust := range []bool{false, true} {
 		cfg := Config{Auth: auth.NewService(testUsers(t), auth.Config{TokenTTL: time.Hour, UserBurst: 100, IPBurst: 2, IPEvery: time.Hour}),
-			State: engineState{synth.Engine(synth.Options{Extensions: 2})}, AccessLogEvery: -1}
+			State: engineState{resttest.Engine(resttest.Options{Extensions: 2})}, AccessLogEvery: -1}
 		if trust {
 			cfg.TrustedProxies, _ = ParseTrustedProxies("127.0.0.1")
 		}
@@ -114,7 +114,7 @@ func TestLoginRateLimitBehindProxy(t *testing.T) {
 func TestLoginGuessingFromTwentyAddresses(t *testing.T) {
 	m := NewMetrics()
 	cfg := Config{Auth: auth.NewService(testUsers(t), auth.Config{}), Metrics: m,
-		State: engineState{synth.Engine(synth.Options{Extensions: 2})}, AccessLogEvery: -1}
+		State: engineState{resttest.Engine(resttest.Options{Extensions: 2})}, AccessLogEvery: -1}
 	cfg.TrustedProxies, _ = ParseTrustedProxies("127.0.0.1")
 	h, err := newHandler(cfg)
 	if err != nil {

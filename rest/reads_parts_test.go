@@ -11,15 +11,15 @@ import (
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
 // churnHandler is a handler over a synthetic engine of exts extensions
 // (inCall of them in calls) and a function applying and publishing the
 // next change.
 func churnHandler(tb testing.TB, exts, inCall int) (http.Handler, string, func() *calls.Snapshot) {
-	o := synth.Options{Extensions: exts, InCall: inCall}
-	eng := synth.Engine(o)
+	o := resttest.Options{Extensions: exts, InCall: inCall}
+	eng := resttest.Engine(o)
 	svc := auth.NewService(testUsers(tb), auth.Config{})
 	tok, _, _ := svc.Tokens().Issue("root")
 	h, err := newHandler(Config{Auth: svc, State: eng, Metrics: NewMetrics(), AccessLogEvery: -1})
@@ -28,7 +28,7 @@ func churnHandler(tb testing.TB, exts, inCall int) (http.Handler, string, func()
 	}
 	i := 0
 	return h, tok, func() *calls.Snapshot {
-		eng.Apply(synth.Churn(o, i))
+		eng.Apply(resttest.Churn(o, i))
 		i++
 		return eng.Publish()
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/calls"
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
 func TestReadsServeSnapshotBytes(t *testing.T) {
@@ -91,7 +91,7 @@ func TestReadsGzipOncePerVersion(t *testing.T) {
 		t.Errorf("%v gzip encodings, want 1", got)
 	}
 	// A new version gets a new copy.
-	f.eng.Apply(synth.Churn(synth.Options{Extensions: 10, InCall: 6}, 0))
+	f.eng.Apply(resttest.Churn(resttest.Options{Extensions: 10, InCall: 6}, 0))
 	f.eng.Publish()
 	f.do("GET", "/astproxy/extensions", "root", "", "Accept-Encoding", "gzip")
 	if got := counterValue(t, f.m, "ctibridge_http_cache_encodings_total", "gzip"); got != 2 {
@@ -175,15 +175,15 @@ func TestReadsFilteredByPermission(t *testing.T) {
 				t.Errorf("single extension 2002: counterpart visible %v: %s", got, one.body)
 			}
 			q := f.do("GET", "/astproxy/queues", c.user, "").body
-			if got := bytes.Contains(q, []byte(synth.QueueNum)); got != c.seeOutside {
+			if got := bytes.Contains(q, []byte(resttest.QueueNum)); got != c.seeOutside {
 				t.Errorf("queue caller visible = %v", got)
 			}
 			q1 := f.do("GET", "/astproxy/queue/401", c.user, "").body
-			if got := bytes.Contains(q1, []byte(synth.QueueNum)); got != c.seeOutside {
+			if got := bytes.Contains(q1, []byte(resttest.QueueNum)); got != c.seeOutside {
 				t.Errorf("queue 401 caller visible = %v", got)
 			}
 			p := f.do("GET", "/astproxy/parkings", c.user, "").body
-			if got := bytes.Contains(p, []byte(synth.ParkedNum)); got != c.seeOutside {
+			if got := bytes.Contains(p, []byte(resttest.ParkedNum)); got != c.seeOutside {
 				t.Errorf("parked caller visible = %v", got)
 			}
 			var anyJSON any
@@ -215,7 +215,7 @@ func TestReadsOwnConversations(t *testing.T) {
 		t.Fatalf("%s", r.body)
 	}
 	for id, c := range got["2000"] {
-		if id != synth.Chan(0)+">"+synth.Chan(1) || c["counterpartNum"] != "2001" {
+		if id != resttest.Chan(0)+">"+resttest.Chan(1) || c["counterpartNum"] != "2001" {
 			t.Errorf("%s: %v", id, c)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
-	"github.com/ctibridge/ctibridge/rest/internal/synth"
+	"github.com/ctibridge/ctibridge/rest/resttest"
 )
 
 // BenchmarkExtensionsPBXs reads all extensions, 5,000 with 30 calls, from
@@ -19,8 +19,8 @@ import (
 // site2's as alice, who may not see its calls (the hidden class's bytes
 // picked, cached per version like the others).
 func BenchmarkExtensionsPBXs(b *testing.B) {
-	one := synth.Engine(synth.Options{Extensions: 5000, InCall: 30})
-	a, s2 := synth.Engine(synth.Options{Extensions: 2500, InCall: 15}), synth.Engine(synth.Options{Extensions: 2500, InCall: 15})
+	one := resttest.Engine(resttest.Options{Extensions: 5000, InCall: 30})
+	a, s2 := resttest.Engine(resttest.Options{Extensions: 2500, InCall: 15}), resttest.Engine(resttest.Options{Extensions: 2500, InCall: 15})
 	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{a, s2})
 	for _, c := range []struct {
 		name, path, user string
@@ -56,7 +56,7 @@ func TestPBXReadsAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	a, s2 := synth.Engine(synth.Options{Extensions: 50, InCall: 5}), synth.Engine(synth.Options{Extensions: 50, InCall: 5})
+	a, s2 := resttest.Engine(resttest.Options{Extensions: 50, InCall: 5}), resttest.Engine(resttest.Options{Extensions: 50, InCall: 5})
 	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{a, s2})
 	svc := auth.NewService(testUsers(t), auth.Config{})
 	h, err := newHandler(Config{Auth: svc, State: multi, Sites: []Site{{Name: "site2", State: s2, PBX: nopPBX{}}}, Metrics: NewMetrics(), AccessLogEvery: -1})
@@ -95,7 +95,7 @@ func TestPBXReadsAlloc(t *testing.T) {
 // (cached per version like the collections), and the status of a user
 // limited to both PBXs.
 func BenchmarkPBXReads(b *testing.B) {
-	a, s2 := synth.Engine(synth.Options{Extensions: 2500, InCall: 15}), synth.Engine(synth.Options{Extensions: 2500, InCall: 15})
+	a, s2 := resttest.Engine(resttest.Options{Extensions: 2500, InCall: 15}), resttest.Engine(resttest.Options{Extensions: 2500, InCall: 15})
 	multi := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{a, s2})
 	var list []auth.User
 	for _, u := range testUsers(b).All() {

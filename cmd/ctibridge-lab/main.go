@@ -52,6 +52,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "loadtest":
 		return runLoadtest(ctx, args[1:], getenv, stdout, stderr)
+	case "restbench":
+		return restBench(ctx, args[1:], stderr)
 	case "wsbench":
 		self, err := os.Executable()
 		if err != nil {

@@ -3,7 +3,7 @@
 // ctibridge's HTTP stack with. A module of its own, so that the product
 // never depends on fasthttp.
 //
-//	cd rest/internal/bench/fasthttp && go run . -addr 127.0.0.1:8083 -body /tmp/ext100.json
+//	cd bench/fasthttp && go run . -addr 127.0.0.1:8083 -body /tmp/ext100.json
 package main
 
 import (

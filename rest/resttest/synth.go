@@ -1,9 +1,10 @@
-// Package synth builds a calls.Engine holding a synthetic PBX state by
-// feeding it AMI events, for rest's tests, benchmarks and load driver: n
+// Package resttest builds a calls.Engine holding a synthetic PBX state
+// by feeding it AMI events, for rest's tests and benchmarks and the lab's
+// REST read bench (`ctibridge-lab restbench`): n
 // extensions ("2000", "2001", ...), some of them in two-party calls, two
 // queues with members and a waiting caller, a parking lot with one parked
 // caller and a trunk with an inbound call.
-package synth
+package resttest
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-module github.com/ctibridge/ctibridge/rest/internal/bench/fasthttp
+module github.com/ctibridge/ctibridge/bench/fasthttp
 
 go 1.26.0
 
