@@ -1,6 +1,7 @@
 // Package ctibridge_test holds repository-wide checks: the direction of
 // imports between packages (docs/design.md, "Dependency direction"),
-// that every package documents itself, and (docs_test.go) that no file
+// that the shipped binary links none of the load lab's packages, that
+// every package documents itself, and (docs_test.go) that no file
 // points outside the repository or to a page that does not exist.
 package ctibridge_test
 
@@ -126,6 +127,49 @@ func TestDependencyDirection(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// labPackages are the load lab's packages and the test harnesses (they
+// start initdb, nats-server, fault proxies): the lab binary
+// (cmd/ctibridge-lab) holds them, the shipped ctibridge none. A path
+// ending in "/" bans the package and everything under it.
+var labPackages = []string{"loadtest/", "dbtest/", "bus/natstest/", "ami/amiproxy", "ami/amitest", "rest/resttest", "cmd/ctibridge-lab"}
+
+// labDeps is what of deps belongs to the lab (labPackages).
+func labDeps(deps []listed) []string {
+	var lab []string
+	for _, d := range deps {
+		own, ok := strings.CutPrefix(d.path, module)
+		if !ok {
+			continue
+		}
+		for _, p := range labPackages {
+			if own == strings.TrimSuffix(p, "/") || strings.HasSuffix(p, "/") && strings.HasPrefix(own, p) {
+				lab = append(lab, own)
+				break
+			}
+		}
+	}
+	return lab
+}
+
+// TestProductHoldsNoLab: the shipped binary (packaging/ builds
+// cmd/ctibridge) links none of the lab's packages.
+func TestProductHoldsNoLab(t *testing.T) {
+	deps, ok := goListDeps(t, "cmd/ctibridge")
+	if !ok {
+		t.Fatal("no cmd/ctibridge")
+	}
+	if lab := labDeps(deps); len(lab) > 0 {
+		t.Errorf("cmd/ctibridge depends on the lab's %v: move what it needs out of the lab, or the code into cmd/ctibridge-lab", lab)
+	}
+	// The check itself: it sees a lab package among the deps, at any depth
+	// under a banned directory, and nothing else.
+	fake := []listed{{module + "bus", false}, {module + "loadtest/synthpbx", false}, {module + "dbtest/pgcluster", false},
+		{module + "ami/amiproxy", false}, {module + "ami/amievent", false}, {module + "loadtestx", false}, {"net/http", true}}
+	if got := strings.Join(labDeps(fake), " "); got != "loadtest/synthpbx dbtest/pgcluster ami/amiproxy" {
+		t.Errorf("labDeps(fake) = %q", got)
 	}
 }
 
