@@ -15,7 +15,7 @@ import (
 // JetStream leader (nats-server's election takes 4 to 9 s) nobody can
 // write the lease, the leader's renewals fail, while a standby still
 // reads the revision standing still (the replicas answer reads). The
-// standby must not count that time (found by `ctibridge loadtest
+// standby must not count that time (found by `ctibridge-lab loadtest
 // failover`, which killed NATS servers: a live leader was deposed in 2 of
 // 6 such kills), and the leader, which cannot tell an election from a
 // partition, steps down when its grant runs out (fence.go): at no moment

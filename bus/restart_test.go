@@ -15,7 +15,7 @@ import (
 // live again and the bridge is not fenced off. Its former self's message
 // ids are still in JetStream's duplicate window (2 minutes), so ids that
 // were only node/count answered its lead record and first batches as
-// duplicates of old messages (found by `ctibridge loadtest failover`).
+// duplicates of old messages (found by `ctibridge-lab loadtest failover`).
 func TestLeadAgainUnderSameName(t *testing.T) {
 	srv := natstest.Start(t)
 	sim := startSim(t)

@@ -1,13 +1,16 @@
 // Package loadtest drives ctibridge (or any HTTP server) with load and
-// reports what it measured: an HTTP/1.1 load generator with pipelining and
+// reports what it measured, for the lab binary cmd/ctibridge-lab (the
+// shipped ctibridge links none of it): an HTTP/1.1 load generator with pipelining and
 // an open-loop mode free of coordinated omission, a WebSocket fan-out
 // client swarm, and an end-to-end run that places SIP calls through pbxsim
 // (with SIPp or built-in sipgo phones) and times how long each call takes
-// to show on the WebSocket clients' screens. The e2e run's pbxsim and
-// bridge run in a child process (StartE2EChild, the command's `loadtest
-// e2e-bridge`, ServeE2EBridge on the child's side), so that the screens
-// and the calls' driver take none of the bridge's CPU, and the report
-// reads the bridge's CPU from /proc and its hub's writes from /metrics.
+// to show on the WebSocket clients' screens. A bridge a run needs is a
+// `ctibridge serve` process (StartBridge). The e2e run's pbxsim runs in a
+// child process (StartE2EChild, the lab's `loadtest e2e-bridge`,
+// ServeE2EBridge on the child's side) that starts the bridge, so that the
+// screens and the calls' driver take none of the bridge's CPU, and the
+// report reads the bridge's CPU from /proc and its hub's writes from
+// /metrics.
 //
 // RunSynth is the same measure at call-centre scale without SIP: a
 // SynthAMI (an ami.Server on loopback in front of loadtest/synthpbx, the
@@ -22,7 +25,7 @@
 // runs the same synthetic PBX and calls for bridges started elsewhere
 // (several at once: bench/edges.sh has a bus bridge and a plain serve
 // follow it) and writes each call's start time per callee, from which
-// loadtest/wsbench -stamps times the screens in other processes. The AMI
+// the lab's wsbench -stamps times the screens in other processes. The AMI
 // fault proxy of RunChaos is ami/amiproxy.
 //
 // RunChaos is the fault suite: it runs a real `ctibridge serve` child
@@ -60,11 +63,11 @@
 // autocannon-like table, as JSON (the shape in docs/loadtest.md, "Common
 // flags") and as a self-contained HTML page with inline SVG plots.
 //
-// The programs beside it: loadtest/wsbench measures the WebSocket hub
+// Beside it in the lab: loadtest/wsbench measures the WebSocket hub
 // alone (it runs ws in a server process of its own, so it imports ws; this
 // package does not), or with -url the clients of a running serve or edge,
-// and bench/run.sh runs the standard suite with
-// rest/internal/bench as its REST server. loadtest/internal/wsframe reads
+// and bench/run.sh runs the standard suite with the lab's restbench as
+// its REST server. loadtest/internal/wsframe reads
 // frame header fields for both, and its epoll Readers read wsbench's
 // clients, RunWS's with WSConfig.Epoll (each message handed to the same
 // per-message code as gorilla's client) and RunE2E's and RunSynth's
@@ -77,4 +80,6 @@
 // have stopped, at the latest a grace period after their configured
 // duration (RunChaos: after each of its phases, all bounded). A Histogram
 // is not safe for concurrent use; a Report is immutable once returned.
+// A Bridge from StartBridge owns its serve process (a goroutine waits for
+// it) until Stop, which the caller must call.
 package loadtest

@@ -15,7 +15,7 @@ import (
 func (r *Report) HTML() []byte {
 	var b bytes.Buffer
 	esc := html.EscapeString
-	fmt.Fprintf(&b, `<!doctype html><html><head><meta charset="utf-8"><title>ctibridge loadtest %s</title>
+	fmt.Fprintf(&b, `<!doctype html><html><head><meta charset="utf-8"><title>ctibridge-lab loadtest %s</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}.note{color:#a40}</style></head><body>
 <h1>loadtest %s</h1><p>%s<br>started %s, ran %.2f s, %d connections/clients, pipelining %d`,
 		esc(r.Mode), esc(r.Mode), esc(r.Target), r.Started.Format(time.RFC3339), r.Elapsed.Seconds(), r.Connections, r.Pipelining)

@@ -23,7 +23,7 @@ type SynthServeConfig struct {
 	// phase, "<callee> <Unix ns>\n", the time taken just before the call's
 	// first event is queued to the bridges (the callee rings with the
 	// call's eighth event, microseconds later): what a screen's ringing is
-	// timed from (loadtest/wsbench -stamps). A line is written once per
+	// timed from (ctibridge-lab wsbench -stamps). A line is written once per
 	// call, as the call starts, so a reader finds the stamp of every
 	// ringing it saw.
 	Stamps io.Writer

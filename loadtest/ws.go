@@ -183,7 +183,7 @@ func RunWS(ctx context.Context, cfg WSConfig) (*Report, error) {
 	}
 	rep.Notes = append(rep.Notes, bottleneckNotes(rep, u.Host)...)
 	if r.events.Load() == 0 {
-		rep.Notes = append(rep.Notes, "no events arrived during the run: nothing changed on the PBX, so there is no latency to measure (run calls, e.g. ctibridge loadtest e2e, or the demo)")
+		rep.Notes = append(rep.Notes, "no events arrived during the run: nothing changed on the PBX, so there is no latency to measure (run calls, e.g. ctibridge-lab loadtest e2e, or the demo)")
 	}
 	return rep, nil
 }

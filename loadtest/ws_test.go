@@ -98,7 +98,7 @@ func testWSAgainstHub(t *testing.T, epoll bool) {
 	if c["events"] < 20*50 || rep.Latency.Count() != c["events"] || rep.Requests != c["events"] {
 		t.Errorf("%d events, %d latencies, %d messages", c["events"], rep.Latency.Count(), rep.Requests)
 	}
-	// The figure belongs to `ctibridge loadtest ws` (docs/loadtest.md); here
+	// The figure belongs to `ctibridge-lab loadtest ws` (docs/loadtest.md); here
 	// only a delivery that has stalled fails.
 	if p := rep.Latency.Quantile(0.5); p > 2*time.Second {
 		t.Errorf("median change-to-client latency %v", p)

@@ -38,7 +38,7 @@ func loadtestSynth(ctx context.Context, args []string, getenv func(string) strin
 	fs.StringVar(&logLevel, "log-level", "error", "log level of the bridge")
 	fs.StringVar(&bin, "bin", "", binHelp)
 	fs.StringVar(&serveAMI, "serve-ami", "", "serve only the synthetic AMI on this address (user ctibridge, secret synth) for bridges started elsewhere, with -d 0 until interrupted; nothing measured (docs/scale-out.md)")
-	fs.StringVar(&stamps, "stamps", "", "with --serve-ami: append a line per call, \"<callee> <Unix ns>\", when it starts (loadtest/wsbench -stamps)")
+	fs.StringVar(&stamps, "stamps", "", "with --serve-ami: append a line per call, \"<callee> <Unix ns>\", when it starts (ctibridge-lab wsbench -stamps)")
 	c.screenLimits(fs)
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err

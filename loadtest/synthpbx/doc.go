@@ -1,5 +1,5 @@
-// Package synthpbx is the synthetic Asterisk 22 of `ctibridge loadtest
-// synth` and of the engine's benchmarks at call-centre scale: the AMI
+// Package synthpbx is the synthetic Asterisk 22 of `ctibridge-lab
+// loadtest synth` and of the engine's benchmarks at call-centre scale: the AMI
 // events of a PBX with thousands of extensions (2000, 2001, ...) and a
 // mix of calls, without SIP, sockets or goroutines. A PBX emits each
 // event to a function as its methods place, answer, transfer and end

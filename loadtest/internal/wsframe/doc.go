@@ -6,8 +6,8 @@
 // each, keeping only the head of each message (what a load tool that
 // counts and times needs) or, from NewWholeReaders, handing over each
 // whole message (what a screen that decodes what it shows needs). It is
-// shared by package loadtest's WebSocket clients and the loadtest/wsbench
-// program, and by nothing outside loadtest.
+// shared by package loadtest's WebSocket clients and loadtest/wsbench,
+// and by nothing outside loadtest.
 //
 // Concurrency: UintField and StringField keep no state. A Readers may be
 // dialled from any goroutine; its Handler is called under the lock of the
