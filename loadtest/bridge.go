@@ -1,10 +1,13 @@
 package loadtest
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // BridgeConfig is a `ctibridge serve` that StartBridge runs as a child
@@ -22,7 +27,7 @@ type BridgeConfig struct {
 	AMIUser, AMISecret string
 	LogLevel           string        // serve's --log-level (default error)
 	Args               []string      // more serve arguments, last
-	Stderr             io.Writer     // serve's standard error (default: discarded)
+	Stderr             io.Writer     // serve's log at LogLevel and above, JSON lines, from a goroutine (default: discarded)
 	StartTimeout       time.Duration // until it is ready (default 60 s)
 }
 
@@ -40,12 +45,15 @@ type Bridge struct {
 	err  error         // how it exited, once done is closed
 
 	stopOnce sync.Once
+	mu       sync.Mutex // guards last
+	last     string     // the last line of its log shown, for errors
 }
 
-// StartBridge starts cfg.Binary serve with a users file holding one admin
-// (user and password "admin"), a temporary data directory, no access log
-// and no CDR recording (the lab measures the live state), waits until it is ready
-// (cfg.StartTimeout, default 60 s), then logs in. Stop ends it.
+// StartBridge starts cfg.Binary serve on loopback ports the kernel picks
+// (read back from its log) with a users file holding one admin (user
+// and password "admin"), a temporary data directory, no access log and
+// no CDR recording (the lab measures the live state), waits until it is
+// ready (cfg.StartTimeout, default 60 s), then logs in. Stop ends it.
 func StartBridge(ctx context.Context, cfg BridgeConfig) (*Bridge, error) {
 	if cfg.Binary == "" {
 		return nil, errors.New("loadtest: bridge: no ctibridge binary")
@@ -77,34 +85,93 @@ func StartBridge(ctx context.Context, cfg BridgeConfig) (*Bridge, error) {
 }
 
 func (b *Bridge) start(cfg BridgeConfig) error {
-	httpAddr, err := freeTCPAddr()
+	// The admin's hash at bcrypt's least cost: `ctibridge passwd`'s (cost
+	// 10) takes seconds in a race build on a busy machine, as would each
+	// login.
+	hash, err := bcrypt.GenerateFromPassword([]byte("admin"), bcrypt.MinCost)
 	if err != nil {
 		return err
 	}
-	adminAddr, err := freeTCPAddr()
-	if err != nil {
+	users := filepath.Join(b.dir, "users.yaml")
+	if err := os.WriteFile(users, fmt.Appendf(nil, "users:\n  - username: admin\n    password_hash: %q\n    role: admin\n", hash), 0o600); err != nil {
 		return err
 	}
-	users, err := writeUsersFile(cfg.Binary, b.dir)
-	if err != nil {
-		return err
-	}
+	// Ports chosen by the kernel, read back from serve's "ctibridge
+	// serving" line: a port picked free beforehand may be taken by then.
 	args := []string{"serve", "--ami", cfg.AMI, "--ami-user", cfg.AMIUser, "--ami-secret", cfg.AMISecret,
-		"--http", httpAddr, "--admin", adminAddr, "--users", users, "--data-dir", filepath.Join(b.dir, "data"),
-		"--access-log-every", "-1", "--record-cdr=false", "--log-level", cfg.LogLevel}
+		"--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--users", users, "--data-dir", filepath.Join(b.dir, "data"),
+		"--access-log-every", "-1", "--record-cdr=false", "--log-format", "json", "--log-level", "info"}
 	b.cmd = exec.Command(cfg.Binary, append(args, cfg.Args...)...)
-	b.cmd.Stderr = cfg.Stderr
+	pipe, err := b.cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
 	dieWithParent(b.cmd)
 	if err := b.cmd.Start(); err != nil {
 		return fmt.Errorf("loadtest: start the bridge (%s): %w", cfg.Binary, err)
 	}
 	b.PID = b.cmd.Process.Pid
-	b.HTTP, b.Admin = "http://"+httpAddr, "http://"+adminAddr
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelError
+	}
+	addrs := make(chan [2]string, 1)
 	go func() {
-		b.err = b.cmd.Wait()
+		b.readLog(pipe, level, cfg.Stderr, addrs)
+		b.err = b.cmd.Wait() // after the last read of its pipe
 		close(b.done)
 	}()
-	return nil
+	select {
+	case a := <-addrs:
+		b.HTTP, b.Admin = "http://"+a[0], "http://"+a[1]
+		return nil
+	case <-b.done:
+		return fmt.Errorf("loadtest: the bridge exited before it listened: %v: %s", b.err, b.lastLine())
+	case <-time.After(cfg.StartTimeout):
+		b.cmd.Process.Kill()
+		<-b.done
+		return fmt.Errorf("loadtest: the bridge did not listen in %v: %s", cfg.StartTimeout, b.lastLine())
+	}
+}
+
+// readLog reads serve's JSON log until it ends: the listeners' addresses
+// go to addrs, the lines at level or above (and any that is not JSON, a
+// panic's) to w, the last one kept for the errors.
+func (b *Bridge) readLog(r io.Reader, level slog.Level, w io.Writer, addrs chan<- [2]string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var rec struct {
+			Level slog.Level
+			Msg   string
+		}
+		isJSON := json.Unmarshal(line, &rec) == nil
+		var at struct{ HTTP, Admin string }
+		if isJSON && rec.Msg == "ctibridge serving" && json.Unmarshal(line, &at) == nil && at.HTTP != "" && at.Admin != "" {
+			select {
+			case addrs <- [2]string{at.HTTP, at.Admin}:
+			default:
+			}
+		}
+		if !isJSON || rec.Level >= level {
+			b.mu.Lock()
+			b.last = string(line)
+			b.mu.Unlock()
+			if w != nil {
+				w.Write(append(line, '\n'))
+			}
+		}
+	}
+}
+
+func (b *Bridge) lastLine() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == "" {
+		return "(nothing logged)"
+	}
+	return b.last
 }
 
 // ready waits until the bridge's /readyz answers 200 (its link up and
@@ -127,7 +194,7 @@ func (b *Bridge) ready(ctx context.Context, timeout time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-b.done:
-			return fmt.Errorf("loadtest: the bridge exited before it was ready: %v", b.err)
+			return fmt.Errorf("loadtest: the bridge exited before it was ready: %v: %s", b.err, b.lastLine())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

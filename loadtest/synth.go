@@ -447,6 +447,14 @@ func sampleLag(ctx context.Context, admin string) float64 {
 	}
 }
 
+// rssOf says whose peak RSS process_peak_rss_kb is.
+func rssOf(cfg SynthConfig) string {
+	if cfg.BridgePID > 0 {
+		return "the bridge process's"
+	}
+	return "this process's (bridge, PBX and screens)"
+}
+
 func synthNotes(rep *Report, cfg SynthConfig, hold time.Duration) []string {
 	c := rep.Counters
 	notes := []string{
@@ -458,8 +466,9 @@ func synthNotes(rep *Report, cfg SynthConfig, hold time.Duration) []string {
 			c["calls_placed_blind_transfer"], c["calls_placed_attended_transfer"], c["calls_placed_forward"], c["calls_skipped_no_free_extension"]),
 		fmt.Sprintf("fill: %d events (%d calls) applied at %d events/s end to end; engine %d ns/event, %d events/batch",
 			c["fill_events"], c["fill_calls"], c["fill_events_per_s"], c["fill_engine_ns_per_event"], c["fill_events_per_batch"]),
-		fmt.Sprintf("steady: apply %d ns/event, publish %d µs/batch of %d events, %.1f%% of a core; largest batch lag sampled %d µs; this process's peak RSS %d MB (bridge, PBX and screens)",
-			c["apply_ns_per_event"], c["publish_us_per_batch"], c["events_per_batch"], float64(c["engine_core_permille"])/10, c["batch_lag_max_sampled_us"], c["process_peak_rss_kb"]>>10),
+		fmt.Sprintf("steady: apply %d ns/event, publish %d µs/batch of %d events, %.1f%% of a core; largest batch lag sampled %d µs; %s peak RSS %d MB",
+			c["apply_ns_per_event"], c["publish_us_per_batch"], c["events_per_batch"], float64(c["engine_core_permille"])/10, c["batch_lag_max_sampled_us"],
+			rssOf(cfg), c["process_peak_rss_kb"]>>10),
 	}
 	if rep.MachineCPU >= 0.9 {
 		notes = append(notes, fmt.Sprintf("the machine's CPUs were %.0f%% busy: the synthetic PBX, the bridge and the clients competed for them", rep.MachineCPU*100))
