@@ -86,7 +86,11 @@ func Profile(ctx context.Context, admin, dir string, d time.Duration) *ProfileRe
 	}
 	out, err := exec.CommandContext(ctx, goBin, "tool", "pprof", "-traces", cpu).Output()
 	if err != nil {
-		res.Errors = append(res.Errors, fmt.Sprintf("go tool pprof -traces: %v", err))
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = bytes.TrimSpace(ee.Stderr)
+		}
+		res.Errors = append(res.Errors, fmt.Sprintf("go tool pprof -traces: %v: %s", err, trunc(stderr)))
 	} else {
 		p := filepath.Join(dir, "cpu-flame.svg")
 		if err := os.WriteFile(p, FlameGraph(parseTraces(out), "CPU "+admin), 0o644); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -68,14 +70,17 @@ func moduleRoot() string {
 	}
 }
 
-// buildBridge builds root's cmd/ctibridge into the user's cache directory
-// (go build's cache makes a rebuild of an unchanged tree quick).
+// buildBridge builds root's cmd/ctibridge into the user's cache
+// directory, one per source tree (two worktrees' runs must not swap
+// binaries under each other); go build's cache makes a rebuild of an
+// unchanged tree quick.
 func buildBridge(ctx context.Context, root string, stderr io.Writer) (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "ctibridge-lab")
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(cache, "ctibridge-lab", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
