@@ -76,7 +76,7 @@ func TestFailover(t *testing.T) {
 	}
 	var states []string
 	for _, c := range changes {
-		if c.Type == "pbxStatus" {
+		if c.Type == calls.PBXStatus {
 			states = append(states, string(c.Data))
 		}
 	}

@@ -28,7 +28,7 @@ func pbxStatuses(r *Replica, since uint64) []string {
 	changes, _ := r.Engine().Feed().Since(since)
 	var out []string
 	for _, c := range changes {
-		if c.Type == "pbxStatus" {
+		if c.Type == calls.PBXStatus {
 			s := string(c.Data)
 			for _, st := range []string{"down", "resyncing", "live", "stalled"} {
 				if strings.Contains(s, `"`+st+`"`) {

@@ -36,7 +36,7 @@ func TestStallMarkerLiveLeader(t *testing.T) {
 	changes, ok := edge.served.Engine().Feed().Since(before)
 	var states []string
 	for _, c := range changes {
-		if c.Type == "pbxStatus" {
+		if c.Type == calls.PBXStatus {
 			states = append(states, string(c.Data))
 		}
 	}

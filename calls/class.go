@@ -137,7 +137,13 @@ func newLazyEnt[V any](v V, at int64, op Opaquer, encode encoder[V]) *ent[V] {
 // full bytes: retaining them cost every Publish garbage-collector work.
 // A reader finding it cut skips the change for a filtered client: a newer
 // change of the same entity follows in the feed.
-type feedRef[V any] struct{ p atomic.Pointer[ent[V]] }
+type feedRef[V any] struct {
+	p atomic.Pointer[ent[V]]
+	// keep, when not nil, is the value as the Change announced it, never
+	// cut (announceKeeping): an extension's, for readers that follow
+	// every state of it (Change.Extension).
+	keep *V
+}
 
 func (r *feedRef[V]) json(c Class) []byte { return r.p.Load().json(c) }
 
@@ -150,6 +156,15 @@ func (x *ent[V]) announce(old *ent[V]) classed {
 	x.feed = &feedRef[V]{}
 	x.feed.p.Store(x)
 	return x.feed
+}
+
+// announceKeeping is announce, the handle also keeping x's value for the
+// Change's readers whatever follows (Change.Extension): an extension's
+// value is small, unlike a trunk's or a queue's.
+func (x *ent[V]) announceKeeping(old *ent[V]) classed {
+	h := x.announce(old).(*feedRef[V])
+	h.keep = &x.v
+	return h
 }
 
 // refreshed is x, re-encoded by a duration refresh as y: y inherits x's

@@ -98,7 +98,7 @@ func TestHiddenClassIsLazy(t *testing.T) {
 	cs, _ := e.Feed().Since(0)
 	var ch *Change
 	for i := range cs {
-		if cs[i].Type == "extenUpdate" && cs[i].Key == "201" {
+		if cs[i].Type == ExtenUpdate && cs[i].Key == "201" {
 			ch = &cs[i]
 		}
 	}
@@ -141,7 +141,7 @@ func TestSupersededChangeLetsGo(t *testing.T) {
 	last := func() Change {
 		cs, _ := e.Feed().Since(0)
 		for i := len(cs) - 1; i >= 0; i-- {
-			if cs[i].Type == "extenUpdate" {
+			if cs[i].Type == ExtenUpdate {
 				return cs[i]
 			}
 		}

@@ -345,7 +345,7 @@ func (e *Engine) publishConfs(ch []Change, now int64) []Change {
 			}
 			p.setConf(k, nil)
 			x := newEnt(Conference{ID: k}, now, e.cfg.Opaque, appendConference, 32)
-			ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: x.full, At: now, ent: x})
+			ch = append(ch, Change{Type: ConferenceUpdate, Key: k, Data: x.full, At: now, ent: x})
 			continue
 		}
 		v := c.view()
@@ -354,7 +354,7 @@ func (e *Engine) publishConfs(ch []Change, now int64) []Change {
 		}
 		x := newEnt(v, now, e.cfg.Opaque, appendConference, p.conf.ents[k].size())
 		p.setConf(k, x)
-		ch = append(ch, Change{Type: "conferenceUpdate", Key: k, Data: x.full, At: now, ent: x})
+		ch = append(ch, Change{Type: ConferenceUpdate, Key: k, Data: x.full, At: now, ent: x})
 	}
 	resetSet(&e.dirtyConf)
 	return ch

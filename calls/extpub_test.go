@@ -235,7 +235,7 @@ func TestPresenceChangeAnnounced(t *testing.T) {
 		seq = s.Seq
 		var got []string
 		for _, c := range ch {
-			if c.Type == "userPresenceUpdate" {
+			if c.Type == UserPresenceUpdate {
 				got = append(got, string(c.Data))
 			}
 		}

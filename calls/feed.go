@@ -5,12 +5,16 @@ import "sync"
 // Change is one feed entry: the new JSON of an entity, or an event.
 type Change struct {
 	Seq  uint64
-	Type string // extenUpdate | queueMembers | queueMemberUpdate | parkingUpdate | trunkConversations | extenRinging | userPresenceUpdate | pbxStatus | conferenceUpdate
+	Type ChangeType
 	Key  string // extension number, queue name, "queue/member", space, trunk name, or "pbx"
 	Data []byte // JSON in class Full; the same bytes as in the snapshot, never modified
 	At   int64  // ms since the epoch of the Publish that produced it
 
-	ent classed // the entity's JSON by class; nil: Data in every class
+	// ent is the entity's JSON by class (nil: Data in every class) and,
+	// for the types whose readers take values (the accessors below), the
+	// value Data encodes. Change stays 80 bytes: the feed's ring and every
+	// Feed.Since copy are of them.
+	ent classed
 }
 
 // JSON is the change's JSON in class c: Data, or the same entity with
@@ -42,18 +46,67 @@ func (c *Change) Whole(cl Class) []byte {
 	return d.wholeJSON(cl)
 }
 
-// WholeType is the type of the change that carries a delta change's
-// entity whole (trunkUpdate for trunkConversations, queueUpdate for
-// queueMembers): what a reader that takes no deltas gets instead; "" for
-// a type that is no delta's.
-func WholeType(typ string) string {
-	switch typ {
-	case TrunkConversations:
-		return "trunkUpdate"
-	case QueueMembers:
-		return "queueUpdate"
+// Extension is an extenUpdate's extension as Data encodes it. It stays
+// reachable from the change whatever follows (a reader following calls
+// sees every state), so the feed keeps up to its size of them alive.
+func (c *Change) Extension() (*Extension, bool) {
+	r, ok := c.ent.(*feedRef[Extension])
+	if !ok || r.keep == nil {
+		return nil, false
 	}
-	return ""
+	return r.keep, true
+}
+
+// ExtensionChange is the extenUpdate of x at at (ms), numbered seq, as
+// the engine makes it: for readers' tests and for feeds built by hand.
+func ExtensionChange(seq uint64, x *Extension, at int64) Change {
+	e := newEnt(*x, at, nil, appendExtension, 256)
+	return Change{Seq: seq, Type: ExtenUpdate, Key: x.Exten, Data: e.full, At: at, ent: e.announceKeeping(nil)}
+}
+
+// Ringing is what an extenRinging says: the rung extension's channel,
+// its caller and the call's queue and conversation.
+type Ringing struct {
+	Exten, CallerNum, CallerName, Queue, Convid, PhonebookName string
+}
+
+// Ringing is an extenRinging's value.
+func (c *Change) Ringing() (*Ringing, bool) {
+	x, ok := c.ent.(*valued[Ringing])
+	if !ok {
+		return nil, false
+	}
+	return &x.v, true
+}
+
+// Presence is what a userPresenceUpdate says: the extension's presence
+// (PresenceOf).
+type Presence struct{ Exten, Status string }
+
+// Presence is a userPresenceUpdate's value.
+func (c *Change) Presence() (*Presence, bool) {
+	x, ok := c.ent.(*valued[Presence])
+	if !ok {
+		return nil, false
+	}
+	return &x.v, true
+}
+
+// valued is a notification's value and its JSON, the same in every class
+// (ringing, presence): what its Change's ent holds.
+type valued[V any] struct {
+	v    V
+	full []byte
+}
+
+func (x *valued[V]) json(Class) []byte { return x.full }
+
+// valueChange is the change of type typ of v, encoded by encode (for PBX
+// pbx: "" the default), keyed key.
+func valueChange[V any](typ ChangeType, key string, v V, at int64, pbx string, encode func([]byte, *V, string) []byte) Change {
+	x := &valued[V]{v: v}
+	x.full = encode(nil, &x.v, pbx)
+	return Change{Type: typ, Key: key, Data: x.full, At: at, ent: x}
 }
 
 // Conference is the room of a conferenceUpdate (no users when it ended).

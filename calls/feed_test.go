@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestFeedSince(t *testing.T) {
@@ -19,7 +20,7 @@ func TestFeedSince(t *testing.T) {
 		t.Fatal("Since ahead of the feed must fail")
 	}
 	for i := range 6 {
-		f.append([]Change{{Type: "extenUpdate", Key: string(rune('a' + i))}})
+		f.append([]Change{{Type: ExtenUpdate, Key: string(rune('a' + i))}})
 	}
 	if f.LastSeq() != 6 {
 		t.Fatalf("LastSeq %d", f.LastSeq())
@@ -60,7 +61,7 @@ func TestFeedWaitWakes(t *testing.T) {
 		<-w
 		got <- f.LastSeq()
 	}()
-	f.append([]Change{{Type: "pbxStatus"}})
+	f.append([]Change{{Type: PBXStatus}})
 	wg.Wait()
 	if s := <-got; s != 1 {
 		t.Errorf("woken reader saw seq %d", s)
@@ -136,12 +137,12 @@ func TestPublishCoalescesAndSeqGrows(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, c := range cs {
-		k := c.Type + "/" + c.Key
-		if seen[k] && c.Type != "extenRinging" {
+		k := c.Type.String() + "/" + c.Key
+		if seen[k] && c.Type != ExtenRinging {
 			t.Errorf("two %s changes in one Publish", k)
 		}
 		seen[k] = true
-		if c.Type == "extenUpdate" && string(c.Data) != string(s1.ExtensionJSON(c.Key)) {
+		if c.Type == ExtenUpdate && string(c.Data) != string(s1.ExtensionJSON(c.Key)) {
 			t.Errorf("feed data of %s differs from the snapshot bytes", c.Key)
 		}
 	}
@@ -180,7 +181,7 @@ func TestExtenRingingOnce(t *testing.T) {
 		cs, _ := e.Feed().Since(last)
 		last = s.Seq
 		for _, c := range cs {
-			if c.Type == "extenRinging" {
+			if c.Type == ExtenRinging {
 				var v map[string]string
 				if err := json.Unmarshal(c.Data, &v); err != nil {
 					t.Fatal(err)
@@ -329,5 +330,58 @@ func TestStateJSONDeterministic(t *testing.T) {
 	}
 	if got := keysOf(t, []byte(a)); !slices.Equal(got, []string{"conferences", "extensions", "parkings", "pbx", "queues", "trunks"}) {
 		t.Errorf("state keys %v", got)
+	}
+}
+
+// TestChangeValues: an extenUpdate carries the extension its Data encodes
+// and an extenRinging its Ringing, still after newer changes of the same
+// extension (a reader following every state reads them late), so no
+// reader parses the engine's JSON back.
+func TestChangeValues(t *testing.T) {
+	rec := loadRecording(t, "basic_call_caller_hangup")
+	clk := &fakeClock{t: time.Unix(1796028440, 0)}
+	e := New(testConfig(clk.Now))
+	e.Publish()
+	for _, m := range rec.msgs {
+		e.Apply(m)
+		e.Publish()
+	}
+	cs, ok := e.Feed().Since(0)
+	if !ok {
+		t.Fatal("Since failed")
+	}
+	exts, rings := 0, 0
+	for _, c := range cs {
+		switch c.Type {
+		case ExtenUpdate:
+			x, ok := c.Extension()
+			if !ok {
+				t.Fatalf("extenUpdate %d of %s without its extension", c.Seq, c.Key)
+			}
+			if b := appendExtension(nil, x, c.At, enc{}); string(b) != string(c.Data) {
+				t.Errorf("extenUpdate %d: the value encodes\n%s\nData\n%s", c.Seq, b, c.Data)
+			}
+			exts++
+		case ExtenRinging:
+			r, ok := c.Ringing()
+			if !ok || string(appendRinging(nil, r, "")) != string(c.Data) {
+				t.Errorf("extenRinging %d: value %+v, Data %s", c.Seq, r, c.Data)
+			}
+			rings++
+		}
+		if _, ok := c.Extension(); ok != (c.Type == ExtenUpdate) {
+			t.Errorf("a %s with an extension: %v", c.Type, ok)
+		}
+	}
+	if exts < 4 || rings == 0 {
+		t.Fatalf("%d extension changes, %d ringing", exts, rings)
+	}
+}
+
+// TestChangeSize: a Change stays 80 bytes (the feed's ring of 10,000 and
+// every Feed.Since copy): the values ride its ent.
+func TestChangeSize(t *testing.T) {
+	if n := unsafe.Sizeof(Change{}); n > 80 {
+		t.Errorf("Change is %d bytes, want at most 80", n)
 	}
 }

@@ -217,7 +217,7 @@ func TestQueueLocalMemberRinging(t *testing.T) {
 		cs, _ := e.Feed().Since(last)
 		last = s.Seq
 		for _, c := range cs {
-			if c.Type == "extenRinging" {
+			if c.Type == ExtenRinging {
 				rang[c.Key] = string(c.Data)
 			}
 		}

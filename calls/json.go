@@ -474,6 +474,39 @@ func appendParking(b []byte, p *Parking, _ int64, e enc) []byte {
 	return append(appendPBX(b, p.PBX), '}')
 }
 
+// appendRinging is the extenRinging payload of r, of PBX pbx ("" the
+// default); at its size unless a string needs escaping.
+func appendRinging(b []byte, r *Ringing, pbx string) []byte {
+	if b == nil {
+		b = make([]byte, 0, 92+len(r.Exten)+len(r.CallerNum)+len(r.CallerName)+len(r.Queue)+len(r.Convid)+len(r.PhonebookName)+len(pbx))
+	}
+	b = append(b, `{"exten":`...)
+	b = appendString(b, r.Exten)
+	b = append(b, `,"callerNum":`...)
+	b = appendString(b, r.CallerNum)
+	b = append(b, `,"callerName":`...)
+	b = appendString(b, r.CallerName)
+	b = append(b, `,"queue":`...)
+	b = appendString(b, r.Queue)
+	b = append(b, `,"convid":`...)
+	b = appendString(b, r.Convid)
+	b = append(b, `,"phonebookName":`...)
+	b = appendString(b, r.PhonebookName)
+	return append(appendPBX(b, pbx), '}')
+}
+
+// appendPresence is the userPresenceUpdate payload of p, of PBX pbx.
+func appendPresence(b []byte, p *Presence, pbx string) []byte {
+	if b == nil {
+		b = make([]byte, 0, 32+len(p.Exten)+len(p.Status)+len(pbx))
+	}
+	b = append(b, `{"exten":`...)
+	b = appendString(b, p.Exten)
+	b = append(b, `,"status":`...)
+	b = appendString(b, p.Status)
+	return append(appendPBX(b, pbx), '}')
+}
+
 // appendPBX writes ,"pbx":"site2" last in an object of a named PBX, and
 // nothing for the default PBX: its JSON stays as it was.
 func appendPBX(b []byte, pbx string) []byte {

@@ -23,7 +23,7 @@ func (qc queueClient) apply(t *testing.T, c Change) {
 		Removed []string                   `json:"removed"`
 	}
 	switch c.Type {
-	case QueueMembers, "queueMemberUpdate":
+	case QueueMembers, QueueMemberUpdate:
 		if err := json.Unmarshal(c.Data, &d); err != nil {
 			t.Fatalf("%s: %v\n%s", c.Type, err, c.Data)
 		}
@@ -33,7 +33,7 @@ func (qc queueClient) apply(t *testing.T, c Change) {
 	if qc[d.Queue] == nil {
 		qc[d.Queue] = map[string]bool{}
 	}
-	if c.Type == "queueMemberUpdate" {
+	if c.Type == QueueMemberUpdate {
 		qc[d.Queue][d.Member] = true
 		return
 	}
@@ -108,10 +108,10 @@ func TestMemberRemovedOnce(t *testing.T) {
 			var types []string
 			for _, c := range ca {
 				if strings.Contains(string(c.Data), `"201"`) {
-					types = append(types, c.Type)
+					types = append(types, c.Type.String())
 				}
 			}
-			if !slices.Equal(types, []string{QueueMembers}) {
+			if !slices.Equal(types, []string{QueueMembers.String()}) {
 				t.Errorf("after #%d QueueMemberRemoved: changes naming 201 %v, want one queueMembers", i, types)
 			}
 		}

@@ -164,9 +164,9 @@ func (m *Multi) Sync(i int) *Snapshot {
 	p.exts.begin()
 	p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false
 	ch := m.changes[:0]
-	ch = src.events(ch, events, cur, "userPresenceUpdate")
+	ch = src.events(ch, events, cur, UserPresenceUpdate)
 	ch = m.mergeExts(ch, src, old, cur)
-	ch = src.events(ch, events, cur, "extenRinging")
+	ch = src.events(ch, events, cur, ExtenRinging)
 	ch = m.mergeColls(ch, src, events, old, cur)
 	statusChanged := old.Link != cur.Link || old.Since != cur.Since
 	if len(ch) == 0 && !statusChanged && !p.exts.changed() && !p.trunkCopied {
@@ -176,7 +176,7 @@ func (m *Multi) Sync(i int) *Snapshot {
 	m.version++
 	s := m.snapshot(0, cur.At)
 	if statusChanged {
-		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: cur.At,
+		ch = append(ch, Change{Type: PBXStatus, Key: "pbx", Data: s.status, At: cur.At,
 			ent: &multiStatus{full: s.status, version: s.Version, pbxs: s.PBXs, changed: src.name}})
 	}
 	s.Seq = m.feed.append(ch)
@@ -249,7 +249,7 @@ func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Chan
 			continue
 		}
 		p.setExt(qk, x, was)
-		ch = append(ch, Change{Type: "extenUpdate", Key: qk, Data: x.full, At: cur.At, ent: x.announce(was)})
+		ch = append(ch, Change{Type: ExtenUpdate, Key: qk, Data: x.full, At: cur.At, ent: x.announceKeeping(was)})
 	}
 	return ch
 }
@@ -280,7 +280,7 @@ func durationOnly(old, cur *Snapshot, k string) bool {
 
 // collMerge is how Sync merges one collection of type V.
 type collMerge[V any] struct {
-	typ     string
+	typ     ChangeType
 	of      func(*Snapshot) *coll[V]
 	mine    func() *coll[V]           // the Multi's, as being published
 	set     func(k string, x *ent[V]) // x nil: removed (conferences)
@@ -367,8 +367,8 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 			d := newQueueDelta(before, &x.v, nil, true, x.op, h)
 			return Change{Type: QueueMembers, Key: qk, Data: d.full, At: at, ent: d}
 		}})
-	ch = src.events(ch, events, cur, "queueMemberUpdate")
-	ch = mergeColl(ch, src, old, cur, collMerge[Parking]{typ: "parkingUpdate",
+	ch = src.events(ch, events, cur, QueueMemberUpdate)
+	ch = mergeColl(ch, src, old, cur, collMerge[Parking]{typ: ParkingUpdate,
 		of: func(s *Snapshot) *coll[Parking] { return s.park }, mine: func() *coll[Parking] { return p.park },
 		set: p.setPark, qualify: src.qualifyParking, encode: appendParking})
 	ch = mergeColl(ch, src, old, cur, collMerge[Trunk]{typ: TrunkConversations,
@@ -394,7 +394,7 @@ func (m *Multi) mergeColls(ch []Change, src *multiSrc, events []Change, old, cur
 			d := newTrunkDelta(before, &x.v, at, x.op, h)
 			return Change{Type: TrunkConversations, Key: qk, Data: d.full, At: at, ent: d}
 		}})
-	return mergeColl(ch, src, old, cur, collMerge[Conference]{typ: "conferenceUpdate",
+	return mergeColl(ch, src, old, cur, collMerge[Conference]{typ: ConferenceUpdate,
 		of: func(s *Snapshot) *coll[Conference] { return s.conf }, mine: func() *coll[Conference] { return p.conf },
 		set:     p.setConf,
 		qualify: func(v Conference) Conference { return src.qualifyConf(v, cur) },

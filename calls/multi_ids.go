@@ -1,7 +1,6 @@
 package calls
 
 import (
-	"encoding/json"
 	"maps"
 	"strings"
 )
@@ -114,7 +113,7 @@ func (src *multiSrc) qualifyConf(v Conference, cur *Snapshot) Conference {
 
 // events appends the engine's notifications of type typ, qualified for a
 // named PBX.
-func (src *multiSrc) events(ch, events []Change, cur *Snapshot, typ string) []Change {
+func (src *multiSrc) events(ch, events []Change, cur *Snapshot, typ ChangeType) []Change {
 	for _, e := range events {
 		if e.Type != typ {
 			continue
@@ -124,7 +123,7 @@ func (src *multiSrc) events(ch, events []Change, cur *Snapshot, typ string) []Ch
 			if e, ok = src.qualifyEvent(e, cur); !ok {
 				continue
 			}
-		} else if typ == "queueMemberUpdate" && memberOf(cur, e.Key) == nil {
+		} else if typ == QueueMemberUpdate && memberOf(cur, e.Key) == nil {
 			continue // removed since: the queue's change says so
 		}
 		e.Seq = 0
@@ -143,49 +142,28 @@ func memberOf(s *Snapshot, key string) *QueueMember {
 	return s.Queues.Get(key[:i]).Members[key[i+1:]]
 }
 
-// ringing is the extenRinging payload (publishRinging).
-type ringing struct {
-	Exten         string `json:"exten"`
-	CallerNum     string `json:"callerNum"`
-	CallerName    string `json:"callerName"`
-	Queue         string `json:"queue"`
-	Convid        string `json:"convid"`
-	PhonebookName string `json:"phonebookName"`
-}
-
+// qualifyEvent is notification e qualified for a named PBX, read from its
+// value (a queue member from cur); false when it has none to read (a
+// member removed since: its queue's change says so).
 func (src *multiSrc) qualifyEvent(e Change, cur *Snapshot) (Change, bool) {
 	switch e.Type {
-	case "userPresenceUpdate":
-		var v struct{ Exten, Status string }
-		if json.Unmarshal(e.Data, &v) != nil {
+	case UserPresenceUpdate:
+		v, ok := e.Presence()
+		if !ok {
 			return e, false
 		}
-		e.Key = src.q(v.Exten)
-		b := append([]byte(nil), `{"exten":`...)
-		b = appendString(b, e.Key)
-		b = append(b, `,"status":`...)
-		b = appendString(b, v.Status)
-		e.Data = append(appendPBX(b, src.name), '}')
-	case "extenRinging":
-		var v ringing
-		if json.Unmarshal(e.Data, &v) != nil {
+		q := valueChange(UserPresenceUpdate, src.q(v.Exten), Presence{Exten: src.q(v.Exten), Status: v.Status}, e.At, src.name, appendPresence)
+		e.Key, e.Data, e.ent = q.Key, q.Data, q.ent
+	case ExtenRinging:
+		v, ok := e.Ringing()
+		if !ok {
 			return e, false
 		}
-		e.Key = src.q(v.Exten)
-		b := append([]byte(nil), `{"exten":`...)
-		b = appendString(b, e.Key)
-		b = append(b, `,"callerNum":`...)
-		b = appendString(b, v.CallerNum)
-		b = append(b, `,"callerName":`...)
-		b = appendString(b, v.CallerName)
-		b = append(b, `,"queue":`...)
-		b = appendString(b, src.q(v.Queue))
-		b = append(b, `,"convid":`...)
-		b = appendString(b, src.q(v.Convid))
-		b = append(b, `,"phonebookName":`...)
-		b = appendString(b, v.PhonebookName)
-		e.Data = append(appendPBX(b, src.name), '}')
-	case "queueMemberUpdate":
+		r := *v
+		r.Exten, r.Queue, r.Convid = src.q(v.Exten), src.q(v.Queue), src.q(v.Convid)
+		q := valueChange(ExtenRinging, r.Exten, r, e.At, src.name, appendRinging)
+		e.Key, e.Data, e.ent = q.Key, q.Data, q.ent
+	case QueueMemberUpdate:
 		p := memberOf(cur, e.Key)
 		if p == nil {
 			return e, false // removed since: the queue's change says so

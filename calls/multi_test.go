@@ -154,7 +154,7 @@ func changeSet(cs []Change, keep func(Change) bool) []change {
 	var out []change
 	for _, c := range cs {
 		if keep(c) {
-			out = append(out, change{c.Type, c.Key})
+			out = append(out, change{c.Type.String(), c.Key})
 		}
 	}
 	slices.SortFunc(out, func(x, y change) int { return strings.Compare(x.typ+" "+x.key, y.typ+" "+y.key) })
@@ -222,7 +222,7 @@ func TestMultiMatchesEngines(t *testing.T) {
 							Removed []string
 						}
 						json.Unmarshal(c.Data, &d)
-						sizes[change{c.Type, c.Key}] = fmt.Sprint(len(d.Set), len(d.Removed))
+						sizes[change{c.Type.String(), c.Key}] = fmt.Sprint(len(d.Set), len(d.Removed))
 					}
 				}
 				for k, n := range sizes {
@@ -232,11 +232,11 @@ func TestMultiMatchesEngines(t *testing.T) {
 					}
 				}
 				for _, c := range cm {
-					if c.Type != "pbxStatus" && strings.HasPrefix(c.Key, "site2:") && !bytes.Contains(c.Data, []byte(`"pbx":"site2"`)) && c.Type != "queueMemberUpdate" {
+					if c.Type != PBXStatus && strings.HasPrefix(c.Key, "site2:") && !bytes.Contains(c.Data, []byte(`"pbx":"site2"`)) && c.Type != QueueMemberUpdate {
 						t.Fatalf("after #%d: %s %s has no pbx: %s", i, c.Type, c.Key, c.Data)
 					}
 					// A change still current leads to the snapshot's hidden bytes.
-					if s := p.m.Snapshot(); c.Type == "extenUpdate" && bytes.Equal(c.Data, s.ExtensionJSON(c.Key)) {
+					if s := p.m.Snapshot(); c.Type == ExtenUpdate && bytes.Equal(c.Data, s.ExtensionJSON(c.Key)) {
 						if got, want := c.JSON(NumbersHidden), s.ExtensionJSONAs(c.Key, NumbersHidden); !bytes.Equal(got, want) {
 							t.Fatalf("after #%d: %s's hidden change %s, the snapshot's %s", i, c.Key, got, want)
 						}
@@ -271,7 +271,7 @@ func TestMultiLinkPerPBX(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	cs, _ := p.m.Feed().Since(seq)
-	if len(cs) != 1 || cs[0].Type != "pbxStatus" || !bytes.Equal(cs[0].Data, s.StatusJSON()) {
+	if len(cs) != 1 || cs[0].Type != PBXStatus || !bytes.Equal(cs[0].Data, s.StatusJSON()) {
 		t.Fatalf("feed after site2 went down: %+v", cs)
 	}
 	// A reader of the default PBX only: its link, live, not stale; of
@@ -331,8 +331,8 @@ func TestMultiFeedAheadOfSnapshot(t *testing.T) {
 	seq := p.m.Feed().LastSeq()
 	p.b.SetLink(LinkDown)
 	p.b.Publish()
-	ring := `{"exten":"201","callerNum":"202","callerName":"","queue":"","convid":"PJSIP/202-1>PJSIP/201-2","phonebookName":""}`
-	p.b.feed.append([]Change{{Type: "extenRinging", Key: "201", Data: []byte(ring), At: now.UnixMilli()}})
+	ring := Ringing{Exten: "201", CallerNum: "202", Convid: "PJSIP/202-1>PJSIP/201-2"}
+	p.b.feed.append([]Change{valueChange(ExtenRinging, "201", ring, now.UnixMilli(), "", appendRinging)})
 	p.m.Sync(1) // sees the down snapshot; the ringing is past it
 	p.b.SetLink(LinkLive)
 	p.b.Publish()
@@ -340,7 +340,7 @@ func TestMultiFeedAheadOfSnapshot(t *testing.T) {
 	cs, _ := p.m.Feed().Since(seq)
 	n := 0
 	for _, c := range cs {
-		if c.Type == "extenRinging" {
+		if c.Type == ExtenRinging {
 			n++
 			if c.Key != "site2:201" || !strings.Contains(string(c.Data), `"convid":"site2:PJSIP/202-1>PJSIP/201-2"`) || !strings.HasSuffix(string(c.Data), `,"pbx":"site2"}`) {
 				t.Errorf("ringing %s %s", c.Key, c.Data)

@@ -88,10 +88,5 @@ func (e *Engine) presenceChange(ch []Change, was, x *Extension, now int64) []Cha
 		return ch
 	}
 	e.presence[x.Exten] = p
-	b := append([]byte(nil), `{"exten":`...)
-	b = appendString(b, x.Exten)
-	b = append(b, `,"status":`...)
-	b = appendString(b, p)
-	b = append(b, '}')
-	return append(ch, Change{Type: "userPresenceUpdate", Key: x.Exten, Data: b, At: now})
+	return append(ch, valueChange(UserPresenceUpdate, x.Exten, Presence{Exten: x.Exten, Status: p}, now, "", appendPresence))
 }

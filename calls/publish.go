@@ -26,7 +26,7 @@ func (e *Engine) publish() *Snapshot {
 	e.version++
 	s := p.snapshot(e, 0, now)
 	if e.linkDirty {
-		ch = append(ch, Change{Type: "pbxStatus", Key: "pbx", Data: s.status, At: now})
+		ch = append(ch, Change{Type: PBXStatus, Key: "pbx", Data: s.status, At: now})
 		e.linkDirty = false
 	}
 	s.Seq = e.feed.append(ch)
@@ -69,7 +69,7 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 			was = &old.v
 		}
 		ch = e.presenceChange(ch, was, &xe.v, now)
-		ch = append(ch, Change{Type: "extenUpdate", Key: k, Data: xe.full, At: now, ent: xe.announce(old)})
+		ch = append(ch, Change{Type: ExtenUpdate, Key: k, Data: xe.full, At: now, ent: xe.announceKeeping(old)})
 	}
 	resetSet(&e.dirtyExt)
 	clear(e.extKeys) // keep no key alive
@@ -83,23 +83,9 @@ func (e *Engine) publishRinging(ch []Change, now int64) []Change {
 			continue
 		}
 		cv := e.convFor(c)
-		pb := e.phonebookName(c.owner, cv.CounterpartNum)
-		// At its size unless a string needs escaping: one allocation.
-		n := 80 + len(c.owner) + len(cv.CounterpartNum) + len(cv.CounterpartName) + len(c.queue) + len(cv.ID) + len(pb) + 12
-		b := append(make([]byte, 0, n), `{"exten":`...)
-		b = appendString(b, c.owner)
-		b = append(b, `,"callerNum":`...)
-		b = appendString(b, cv.CounterpartNum)
-		b = append(b, `,"callerName":`...)
-		b = appendString(b, cv.CounterpartName)
-		b = append(b, `,"queue":`...)
-		b = appendString(b, c.queue)
-		b = append(b, `,"convid":`...)
-		b = appendString(b, cv.ID)
-		b = append(b, `,"phonebookName":`...)
-		b = appendString(b, pb)
-		b = append(b, '}')
-		ch = append(ch, Change{Type: "extenRinging", Key: c.owner, Data: b, At: now})
+		r := Ringing{Exten: c.owner, CallerNum: cv.CounterpartNum, CallerName: cv.CounterpartName,
+			Queue: c.queue, Convid: cv.ID, PhonebookName: e.phonebookName(c.owner, cv.CounterpartNum)}
+		ch = append(ch, valueChange(ExtenRinging, c.owner, r, now, "", appendRinging))
 	}
 	clear(e.ringing)
 	e.ringing = e.ringing[:0]
@@ -161,7 +147,7 @@ func (e *Engine) publishQueues(ch []Change, prev *Snapshot, now int64) []Change 
 			continue
 		}
 		b := make([]byte, 0, 176+len(mb.Queue)+len(mb.Member)+len(mb.Name)+len(mb.Type)+len(mb.PausedReason)) // its size unless escaped
-		ch = append(ch, Change{Type: "queueMemberUpdate", Key: k.queue + "/" + k.member, Data: appendMemberUpdate(b, &mb), At: now})
+		ch = append(ch, Change{Type: QueueMemberUpdate, Key: k.queue + "/" + k.member, Data: appendMemberUpdate(b, &mb), At: now})
 	}
 	resetSet(&e.dirtyMember)
 	clear(p.members)
@@ -190,7 +176,7 @@ func (e *Engine) publishParks(ch []Change, now int64) []Change {
 		old := p.park.ents[k]
 		x := newEnt(v, now, e.cfg.Opaque, appendParking, old.size())
 		p.setPark(k, x)
-		ch = append(ch, Change{Type: "parkingUpdate", Key: k, Data: x.full, At: now, ent: x.announce(old)})
+		ch = append(ch, Change{Type: ParkingUpdate, Key: k, Data: x.full, At: now, ent: x.announce(old)})
 	}
 	resetSet(&e.dirtyPark)
 	return ch

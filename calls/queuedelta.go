@@ -27,9 +27,6 @@ import (
 // come whole: a caller leaving moves the position of every caller behind
 // it.
 
-// QueueMembers is the feed type of a queue's change.
-const QueueMembers = "queueMembers"
-
 // queueDelta is a queueMembers change's entity. Like a trunkDelta it is
 // never cut: a reader that skipped one would miss what it changed.
 type queueDelta struct {

@@ -83,7 +83,7 @@ func TestResyncDropsGhostKeepsRealCall(t *testing.T) {
 	if !s.Stale || pbxStatus(t, s) != "down" {
 		t.Fatalf("link down: stale %v status %s", s.Stale, s.StatusJSON())
 	}
-	if cs, _ := e.Feed().Since(s.Seq - 1); len(cs) != 1 || cs[0].Type != "pbxStatus" || string(cs[0].Data) != string(s.StatusJSON()) {
+	if cs, _ := e.Feed().Since(s.Seq - 1); len(cs) != 1 || cs[0].Type != PBXStatus || string(cs[0].Data) != string(s.StatusJSON()) {
 		t.Errorf("pbxStatus change: %+v", cs)
 	}
 

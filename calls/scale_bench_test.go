@@ -363,7 +363,7 @@ func TestMixPublishDerivesWhatChanged(t *testing.T) {
 		}
 		for _, c := range cs {
 			seq = c.Seq
-			if c.Type == "trunkUpdate" || c.Type == "queueUpdate" {
+			if c.Type == TrunkUpdate || c.Type == QueueUpdate {
 				t.Fatalf("%s: a %s in the feed", where, c.Type)
 			}
 			if c.Type == QueueMembers {

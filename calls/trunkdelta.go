@@ -18,9 +18,6 @@ import "sync"
 // the change (Change.Whole) while it is the trunk's latest, for readers
 // that take a trunk whole (the WebSocket's trunkUpdate).
 
-// TrunkConversations is the feed type of a trunk's change.
-const TrunkConversations = "trunkConversations"
-
 // trunkDelta is a trunkConversations change's entity. Unlike an entity's
 // handle it is never cut: a reader that skipped one would miss what it
 // changed.

@@ -55,7 +55,7 @@ func TestAsUnheard(t *testing.T) {
 		t.Fatalf("merged: default stale %v, site2 stale %v, link %v", s.PBXStale(""), s.PBXStale("site2"), s.Link)
 	}
 	cs, _ := m.Feed().Since(last)
-	if len(cs) != 1 || cs[0].Type != "pbxStatus" || !strings.Contains(string(cs[0].Data), `"site2":{"pbx":"stalled"`) {
+	if len(cs) != 1 || cs[0].Type != PBXStatus || !strings.Contains(string(cs[0].Data), `"site2":{"pbx":"stalled"`) {
 		t.Fatalf("merged changes: %+v", cs)
 	}
 	if m.Sync(1) != s {

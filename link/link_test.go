@@ -169,7 +169,7 @@ func TestReconnectMidCallConverges(t *testing.T) {
 	// again between two looks at the snapshot (a reconnect is 300 ms; a
 	// test goroutine under -race on a busy machine can sleep longer).
 	waitFeed(t, h.eng, since, "pbx down", func(c calls.Change) bool {
-		return c.Type == "pbxStatus" && !bytes.Contains(c.Data, []byte(`"pbx":"live"`))
+		return c.Type == calls.PBXStatus && !bytes.Contains(c.Data, []byte(`"pbx":"live"`))
 	})
 	st := waitFor(t, h.eng, "live again after resync", func(s state) bool { return s.PBX.PBX == "live" && h.link.Ready() })
 	for ext, e := range st.Extensions {

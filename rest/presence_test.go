@@ -219,7 +219,7 @@ func TestPresenceOfMatchesEngine(t *testing.T) {
 	cs, _ := e.Feed().Since(0)
 	var last string
 	for _, c := range cs {
-		if c.Type == "userPresenceUpdate" && c.Key == "201" {
+		if c.Type == calls.UserPresenceUpdate && c.Key == "201" {
 			last = string(c.Data)
 		}
 	}

@@ -32,7 +32,7 @@ func BenchmarkChange(b *testing.B) {
 	var busy, other, idle []calls.Change
 	for _, c := range all {
 		switch {
-		case c.Type != "extenUpdate":
+		case c.Type != calls.ExtenUpdate:
 			other = append(other, c)
 		case len(c.Data) > 0 && c.Data[len(c.Data)-3] == '{':
 			idle = append(idle, c)

@@ -1,32 +1,15 @@
 package webhook
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/ctibridge/ctibridge/calls"
 )
 
-// conv is what the tracker reads of a conversation: the fields of
-// calls.Conversation that events carry, with the JSON names of the feed.
-type conv struct {
-	LinkedID        string `json:"linkedId"`
-	UniqueID        string `json:"uniqueId"`
-	Connected       bool   `json:"connected"`
-	Direction       string `json:"direction"`
-	CounterpartNum  string `json:"counterpartNum"`
-	CounterpartName string `json:"counterpartName"`
-	AnsweredAt      int64  `json:"answeredAt"`
-	QueueID         string `json:"queueId"`
-	ThroughTrunk    bool   `json:"throughTrunk"`
-}
-
-// extUpdate is what the tracker decodes of an extenUpdate's JSON.
-type extUpdate struct {
-	Conversations map[string]conv `json:"conversations"`
-}
+// conv is a conversation as the engine publishes it: the tracker reads
+// its ids, direction, counterpart, answer time, queue and trunk.
+type conv = calls.Conversation
 
 // leg is a call of an extension the tracker follows: one channel
 // (uniqueid) of that extension, with the events already raised for it.
@@ -54,23 +37,19 @@ func newTracker(pbx string, lookup func(string) string, scope func(string) bool)
 	return &tracker{pbx: pbx, legs: map[string]map[string]*leg{}, lookup: lookup, scope: scope, seen: map[string]bool{}}
 }
 
-// emptyConvs is how an extension without calls ends in the feed.
-var emptyConvs = []byte(`"conversations":{}}`)
-
 // change applies one feed change, calling emit for each event. Changes
 // other than extenUpdate, and those of extensions out of scope, cost a
-// comparison; an extension without calls before or after, a suffix
-// check.
+// comparison; an extension without calls before or after, two.
 func (t *tracker) change(c *calls.Change, emit func(*Event)) error {
-	if c.Type != "extenUpdate" || !t.scope(c.Key) {
+	if c.Type != calls.ExtenUpdate || !t.scope(c.Key) {
 		return nil
 	}
-	if len(t.legs[c.Key]) == 0 && bytes.HasSuffix(c.Data, emptyConvs) {
-		return nil
+	x, ok := c.Extension()
+	if !ok {
+		return fmt.Errorf("webhook: extension %s at seq %d: a change without its extension", c.Key, c.Seq)
 	}
-	var x extUpdate
-	if err := json.Unmarshal(c.Data, &x); err != nil {
-		return fmt.Errorf("webhook: extension %s at seq %d: %w", c.Key, c.Seq, err)
+	if len(t.legs[c.Key]) == 0 && len(x.Conversations) == 0 {
+		return nil
 	}
 	t.apply(c.Key, x.Conversations, c.At, emit)
 	return nil
@@ -81,7 +60,7 @@ func (t *tracker) change(c *calls.Change, emit func(*Event)) error {
 func (t *tracker) seed(snap *calls.Snapshot) {
 	for k, x := range snap.Extensions.All() {
 		if t.scope(k) {
-			t.apply(k, fromModel(x.Conversations), snap.At, nil)
+			t.apply(k, x.Conversations, snap.At, nil)
 		}
 	}
 }
@@ -93,7 +72,7 @@ func (t *tracker) resync(snap *calls.Snapshot, emit func(*Event)) {
 	t.dropMissing(snap, emit)
 	for k, x := range snap.Extensions.All() {
 		if t.scope(k) {
-			t.apply(k, fromModel(x.Conversations), snap.At, emit)
+			t.apply(k, x.Conversations, snap.At, emit)
 		}
 	}
 }
@@ -105,16 +84,6 @@ func (t *tracker) dropMissing(snap *calls.Snapshot, emit func(*Event)) {
 			t.apply(k, nil, snap.At, emit)
 		}
 	}
-}
-
-func fromModel(m map[string]calls.Conversation) map[string]conv {
-	out := make(map[string]conv, len(m))
-	for id, c := range m {
-		out[id] = conv{LinkedID: c.LinkedID, UniqueID: c.UniqueID, Connected: c.Connected, Direction: c.Direction,
-			CounterpartNum: c.CounterpartNum, CounterpartName: c.CounterpartName, AnsweredAt: c.AnsweredAt,
-			QueueID: c.QueueID, ThroughTrunk: c.ThroughTrunk}
-	}
-	return out
 }
 
 // apply compares exten's conversations now (at ms) with the legs

@@ -167,16 +167,15 @@ func TestReplayHoldsGoneLegs(t *testing.T) {
 	up := map[string]conv{"a": {LinkedID: "L1", UniqueID: "U1", Connected: true, Direction: "out", AnsweredAt: 1000}}
 	tr.apply("201", up, 1000, nil)
 	tr.apply("203", map[string]conv{"c": {LinkedID: "L3", UniqueID: "U3", Connected: true, Direction: "in", AnsweredAt: 1000}}, 1000, nil)
-	ext := func(seq uint64, key, convs string) calls.Change {
-		return calls.Change{Seq: seq, Type: "extenUpdate", Key: key, At: int64(seq) * 1000,
-			Data: []byte(`{"id":"` + key + `","conversations":` + convs + `}`)}
+	ext := func(seq uint64, key string, convs map[string]conv) calls.Change {
+		return calls.ExtensionChange(seq, &calls.Extension{Exten: key, Conversations: convs}, int64(seq)*1000)
 	}
 	cs := []calls.Change{
-		ext(11, "201", `{}`),
-		ext(12, "202", `{"b":{"linkedId":"L2","uniqueId":"U2","direction":"in","counterpartNum":"0612345678"}}`),
-		ext(13, "201", `{"a":{"linkedId":"L1","uniqueId":"U1","connected":true,"direction":"out","answeredAt":1000}}`),
-		ext(14, "202", `{}`),
-		ext(15, "204", `{"d":{"linkedId":"L4","uniqueId":"U4","direction":"in","counterpartNum":"0698765432"}}`),
+		ext(11, "201", nil),
+		ext(12, "202", map[string]conv{"b": {LinkedID: "L2", UniqueID: "U2", Direction: "in", CounterpartNum: "0612345678"}}),
+		ext(13, "201", map[string]conv{"a": {LinkedID: "L1", UniqueID: "U1", Connected: true, Direction: "out", AnsweredAt: 1000}}),
+		ext(14, "202", nil),
+		ext(15, "204", map[string]conv{"d": {LinkedID: "L4", UniqueID: "U4", Direction: "in", CounterpartNum: "0698765432"}}),
 	}
 	var got []string
 	snap := calls.New(calls.Config{}).Snapshot()

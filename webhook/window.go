@@ -61,7 +61,7 @@ func (t *tracker) replay(cs []calls.Change, snap *calls.Snapshot, emit func(*Eve
 	t.win = w
 	for i := range cs {
 		w.seq = cs[i].Seq
-		if cs[i].Type == "extenUpdate" {
+		if cs[i].Type == calls.ExtenUpdate {
 			w.touched[cs[i].Key] = true
 		}
 		if err := t.change(&cs[i], w.emit); err != nil {
@@ -75,7 +75,7 @@ func (t *tracker) replay(cs []calls.Change, snap *calls.Snapshot, emit func(*Eve
 		}
 		var convs map[string]conv
 		if x, ok := snap.Extensions.Lookup(k); ok {
-			convs = fromModel(x.Conversations)
+			convs = x.Conversations
 		}
 		t.apply(k, convs, snap.At, w.emit)
 	}

@@ -25,7 +25,7 @@ func BenchmarkFanout(b *testing.B) {
 			for range n {
 				h.addFake(u, topicExtensions)
 			}
-			cs := []calls.Change{{Type: "extenUpdate", Key: "201", Data: data}}
+			cs := []calls.Change{{Type: calls.ExtenUpdate, Key: "201", Data: data}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {

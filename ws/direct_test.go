@@ -194,7 +194,7 @@ func BenchmarkFanoutSockets(b *testing.B) {
 						c.raw = nil
 					}
 				}
-				cs := []calls.Change{{Type: "extenUpdate", Key: "201", Data: data}}
+				cs := []calls.Change{{Type: calls.ExtenUpdate, Key: "201", Data: data}}
 				fb := eventFrame(&cs[0], data)
 				b.ReportAllocs()
 				b.ResetTimer()

@@ -26,46 +26,6 @@ func (h *Hub) pump(feed *calls.Feed) {
 	h.last = cs[len(cs)-1].Seq
 }
 
-// kind classifies a change type for routing and filtering.
-type kind uint8
-
-const (
-	kindOther kind = iota
-	kindExt
-	kindRing
-	kindQueue
-	kindMember
-	kindPark
-	kindTrunk
-	kindStatus
-	kindPresence
-	kindConf
-)
-
-func kindOf(typ string) kind {
-	switch typ {
-	case "extenUpdate":
-		return kindExt
-	case "extenRinging":
-		return kindRing
-	case calls.QueueMembers, "queueUpdate":
-		return kindQueue
-	case "queueMemberUpdate":
-		return kindMember
-	case "parkingUpdate":
-		return kindPark
-	case calls.TrunkConversations, "trunkUpdate":
-		return kindTrunk
-	case "pbxStatus":
-		return kindStatus
-	case "userPresenceUpdate":
-		return kindPresence
-	case "conferenceUpdate":
-		return kindConf
-	}
-	return kindOther
-}
-
 // The topics whose changes a client may take as what changed in them
 // ("deltas" in its subscribe): a bit each.
 const (
@@ -75,9 +35,9 @@ const (
 )
 
 // deltaOf is the delta bit of a change of type typ that says what changed
-// (a client not taking it gets the entity whole, calls.WholeType), 0 for
+// (a client not taking it gets the entity whole, ChangeType.Whole), 0 for
 // any other.
-func deltaOf(typ string) uint8 {
+func deltaOf(typ calls.ChangeType) uint8 {
 	switch typ {
 	case calls.TrunkConversations:
 		return deltaTrunks
@@ -89,14 +49,14 @@ func deltaOf(typ string) uint8 {
 
 // entKey names an entity for coalescing.
 type entKey struct {
-	k   kind
+	k   calls.ChangeType // the entity's (ChangeType.Entity)
 	key string
 }
 
 // prep is one change being fanned out, with its frames made at most once.
 type prep struct {
 	ch   *calls.Change
-	kind kind
+	kind calls.ChangeType // ch's entity (ChangeType.Entity)
 	// delta is the change's delta bit (deltaOf), read once here rather
 	// than per client.
 	delta uint8
@@ -125,14 +85,14 @@ type prep struct {
 // made with the state's snapshot s (whose Unheard decides what becomes
 // of a pbxStatus).
 func (h *Hub) prepare(p *prep, ch *calls.Change, at int64, s *calls.Snapshot) {
-	p.ch, p.kind, p.red, p.pbxOK, p.unheard = ch, kindOf(ch.Type), nil, false, s.Unheard
+	p.ch, p.kind, p.red, p.pbxOK, p.unheard = ch, ch.Type.Entity(), nil, false, s.Unheard
 	p.unheardStatus, p.unheardF = nil, nil
 	if s.Unheard {
 		p.unheardStatus = s.StatusJSON()
 	}
 	p.whole, p.wholeRed, p.wholeOK = nil, nil, [2]bool{}
 	p.ent = 0
-	if p.kind != kindRing && p.kind != kindOther {
+	if p.kind != calls.ExtenRinging && p.kind != calls.ChangeNone {
 		p.ent = h.entID(entKey{p.kind, ch.Key})
 	}
 	ent := p.ent
@@ -171,7 +131,7 @@ func (p *prep) wholeFrame(cl calls.Class) *frame {
 		case other != nil && sameBytes(other.more[0], data):
 			*f = other
 		default:
-			b, more := eventPieces(p.ch, calls.WholeType(p.ch.Type), data)
+			b, more := eventPieces(p.ch, p.ch.Type.Whole(), data)
 			*f = &frame{b: b, more: more, seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
 		}
 	}
@@ -200,19 +160,19 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 	}
 	var sees bool
 	switch p.kind {
-	case kindExt:
+	case calls.ExtenUpdate:
 		if c.topics&topicExtensions == 0 && (c.topics&topicMe == 0 || !u.Owns(p.ch.Key)) {
 			return nil
 		}
 		sees = c.full || auth.Allowed(u, auth.SeeCalls, p.ch.Key)
-	case kindRing:
+	case calls.ExtenRinging:
 		// To the owners of the rung extension only; never redacted, as
 		// an owner sees its own calls.
 		if c.topics&(topicExtensions|topicMe) == 0 || !u.Owns(p.ch.Key) {
 			return nil
 		}
 		return p.full
-	case kindQueue, kindMember:
+	case calls.QueueUpdate, calls.QueueMemberUpdate:
 		if c.topics&topicQueues == 0 {
 			return nil
 		}
@@ -220,12 +180,12 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		if p.delta != 0 && c.deltas&p.delta == 0 {
 			return p.wholeFor(sees)
 		}
-	case kindPark:
+	case calls.ParkingUpdate:
 		if c.topics&topicParkings == 0 {
 			return nil
 		}
 		sees = c.seesUnowned
-	case kindTrunk:
+	case calls.TrunkUpdate:
 		if c.topics&topicTrunks == 0 {
 			return nil
 		}
@@ -233,7 +193,7 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		if p.delta != 0 && c.deltas&p.delta == 0 {
 			return p.wholeFor(sees)
 		}
-	case kindStatus:
+	case calls.PBXStatus:
 		if p.unheard {
 			// The feed may move while the node cannot hear its stream
 			// (a catch-up), and a link it gives as live is not: the
@@ -252,13 +212,13 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 			return statusFrame(c, p)
 		}
 		return p.full
-	case kindPresence:
+	case calls.UserPresenceUpdate:
 		// Opt-in (topic "presence"); presence is never hidden (auth.View).
 		if c.topics&topicPresence == 0 {
 			return nil
 		}
 		return p.full
-	case kindConf:
+	case calls.ConferenceUpdate:
 		if c.topics&(topicExtensions|topicMe) == 0 || !(c.seesUnowned || confMember(u, p.ch)) {
 			return nil
 		}

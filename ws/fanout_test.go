@@ -63,7 +63,7 @@ func TestFilterMatchesView(t *testing.T) {
 								t.Fatalf("%s: a %s", name, ev.Type)
 							}
 							want = ch.Whole(v.Class(""))
-						case calls.TrunkConversations, calls.QueueMembers:
+						case calls.TrunkConversations.String(), calls.QueueMembers.String():
 							if c.deltas == 0 {
 								t.Fatalf("%s: a %s", name, ev.Type)
 							}
@@ -307,8 +307,11 @@ func TestStalledClient(t *testing.T) {
 func TestDeltasNotCoalesced(t *testing.T) {
 	users := testUsers(t)
 	for _, tc := range []struct {
-		rec, typ, coll, key string
-		topic, delta        uint8
+		rec       string
+		typ       calls.ChangeType
+		coll, key string
+		topic     uint8
+		delta     uint8
 	}{
 		{"inbound_trunk_did", calls.TrunkConversations, "trunks", "trunk", topicTrunks, deltaTrunks},
 		{"queue_answered", calls.QueueMembers, "queues", "support", topicQueues, deltaQueues},
@@ -343,7 +346,7 @@ func TestDeltasNotCoalesced(t *testing.T) {
 					if err := json.Unmarshal(payload(f), &ev); err != nil {
 						t.Fatal(err)
 					}
-					if ev.Type == tc.typ && strings.Contains(string(ev.Data), `"`+tc.key+`"`) {
+					if ev.Type == tc.typ.String() && strings.Contains(string(ev.Data), `"`+tc.key+`"`) {
 						got++
 					}
 					m.apply(t, ev)
@@ -365,10 +368,10 @@ func TestDeltasNotCoalesced(t *testing.T) {
 					if err := json.Unmarshal(payload(f), &ev); err != nil {
 						t.Fatal(err)
 					}
-					if ev.Type == tc.typ {
+					if ev.Type == tc.typ.String() {
 						t.Fatalf("a %s for the client taking them whole", ev.Type)
 					}
-					if ev.Type == calls.WholeType(tc.typ) && strings.Contains(string(ev.Data), `"`+tc.key+`"`) {
+					if ev.Type == tc.typ.Whole().String() && strings.Contains(string(ev.Data), `"`+tc.key+`"`) {
 						whole++
 						if g, w := normTrunk(t, string(ev.Data)), normTrunk(t, string(want)); g != w {
 							t.Errorf("the whole %s\n%s\nthe snapshot's\n%s", ev.Type, g, w)
@@ -376,7 +379,7 @@ func TestDeltasNotCoalesced(t *testing.T) {
 					}
 				}
 				if whole != 1 {
-					t.Errorf("%d %ss of %s queued for the client taking them whole, want the latest only", whole, calls.WholeType(tc.typ), tc.key)
+					t.Errorf("%d %ss of %s queued for the client taking them whole, want the latest only", whole, tc.typ.Whole().String(), tc.key)
 				}
 			})
 		}

@@ -135,8 +135,8 @@ func pongFrame(data []byte) []byte {
 func eventFrame(c *calls.Change, data []byte) []byte { return eventFrameAs(c, c.Type, data) }
 
 // eventFrameAs is eventFrame with the event type typ.
-func eventFrameAs(c *calls.Change, typ string, data []byte) []byte {
-	b := appendEventHead(newPayload(64+len(typ)+len(data)), c, typ)
+func eventFrameAs(c *calls.Change, typ calls.ChangeType, data []byte) []byte {
+	b := appendEventHead(newPayload(64+len(data)), c, typ)
 	b = append(b, data...)
 	b = append(b, '}')
 	return finish(b, opText)
@@ -145,8 +145,8 @@ func eventFrameAs(c *calls.Change, typ string, data []byte) []byte {
 // eventPieces is eventFrameAs for data too large to copy (a trunk whole,
 // hundreds of KB): the frame's first piece is its header and the event's
 // head, then data itself, shared with the engine, then the closing brace.
-func eventPieces(c *calls.Change, typ string, data []byte) (b []byte, more [][]byte) {
-	b = appendEventHead(newPayload(64+len(typ)), c, typ)
+func eventPieces(c *calls.Change, typ calls.ChangeType, data []byte) (b []byte, more [][]byte) {
+	b = appendEventHead(newPayload(64), c, typ)
 	n := len(b) - maxHeader + len(data) + 1
 	start := maxHeader - headerLen(n)
 	putHeader(b[start:], opText, n)
@@ -156,11 +156,11 @@ func eventPieces(c *calls.Change, typ string, data []byte) (b []byte, more [][]b
 var closeBrace = []byte{'}'}
 
 // appendEventHead appends {"op":"event","seq":N,"type":T,"at":MS,"data":
-func appendEventHead(b []byte, c *calls.Change, typ string) []byte {
+func appendEventHead(b []byte, c *calls.Change, typ calls.ChangeType) []byte {
 	b = append(b, `{"op":"event","seq":`...)
 	b = strconv.AppendUint(b, c.Seq, 10)
 	b = append(b, `,"type":"`...)
-	b = append(b, typ...) // calls' type names need no escaping
+	b = append(b, typ.String()...) // calls' type names need no escaping
 	b = append(b, `","at":`...)
 	b = strconv.AppendInt(b, c.At, 10)
 	return append(b, `,"data":`...)

@@ -278,8 +278,8 @@ func (m *mirror) apply(t testing.TB, msg Message) {
 // deltaOfType names what a delta event changes: its collection, the field
 // of its key and the field of what "set" and "removed" change.
 var deltaOfType = map[string][3]string{
-	calls.TrunkConversations: {"trunks", "name", "conversations"},
-	calls.QueueMembers:       {"queues", "queue", "members"},
+	calls.TrunkConversations.String(): {"trunks", "name", "conversations"},
+	calls.QueueMembers.String():       {"queues", "queue", "members"},
 }
 
 // delta applies a trunkConversations or queueMembers event as

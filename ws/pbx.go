@@ -70,7 +70,7 @@ const maxStatusSets = 16
 
 // seesPBX reports whether c gets change p as far as PBXs go.
 func seesPBX(c *conn, p *prep) bool {
-	if p.kind == kindStatus {
+	if p.kind == calls.PBXStatus {
 		return true
 	}
 	if !p.pbxOK {
@@ -102,20 +102,20 @@ func checkPBXs(pbxs []string) error {
 // owns), the engine's bytes picked (calls.Snapshot.CollectionWhere). Made
 // per client and snapshot: limited users are few and snapshots rare
 // (connect, resync).
-func pbxColl(c *conn, s *calls.Snapshot, k kind) []byte {
+func pbxColl(c *conn, s *calls.Snapshot, k calls.ChangeType) []byte {
 	v := auth.ViewOf(c.user)
 	unowned := func(string) calls.Class { return v.Class("") }
 	switch k {
-	case kindExt:
+	case calls.ExtenUpdate:
 		return s.CollectionWhere(calls.CollExtensions, c.seesID, v.Class)
-	case kindQueue:
+	case calls.QueueUpdate:
 		return s.CollectionWhere(calls.CollQueues, c.seesID, unowned)
-	case kindPark:
+	case calls.ParkingUpdate:
 		return s.CollectionWhere(calls.CollParkings, c.seesID, unowned)
-	case kindTrunk:
+	case calls.TrunkUpdate:
 		return s.CollectionWhere(calls.CollTrunks, c.seesID, unowned)
 	}
-	return s.PresenceJSONWhere(c.seesID) // kindPresence: never hidden
+	return s.PresenceJSONWhere(c.seesID) // calls.UserPresenceUpdate: never hidden
 }
 
 // LocalState is a State whose node may say on its own that the state it

@@ -189,14 +189,14 @@ func TestPBXPresenceCellphone(t *testing.T) {
 	cf(b)
 	s := calls.NewMulti(0, []string{"", "site2"}, []calls.Source{def, b}).Snapshot()
 	c := &conn{user: &auth.User{Username: "root", Role: auth.RoleAdmin}, pbxs: []string{"site2"}}
-	if got, want := string(pbxColl(c, s, kindPresence)), `{"site2:201":"cellphone"}`; got != want {
+	if got, want := string(pbxColl(c, s, calls.UserPresenceUpdate)), `{"site2:201":"cellphone"}`; got != want {
 		t.Errorf("site2's presence %s, want %s", got, want)
 	}
 	if got, want := string(s.PresenceJSON()), `{"201":"callforward","site2:201":"cellphone"}`; got != want {
 		t.Errorf("every PBX's presence %s, want %s", got, want)
 	}
 	dora := &conn{user: &auth.User{Username: "dora", PBXs: []string{"default"}}}
-	if got, want := string(pbxColl(dora, s, kindPresence)), `{"201":"callforward"}`; got != want {
+	if got, want := string(pbxColl(dora, s, calls.UserPresenceUpdate)), `{"201":"callforward"}`; got != want {
 		t.Errorf("presence of a user limited to the default PBX %s, want %s", got, want)
 	}
 }
@@ -210,7 +210,7 @@ func BenchmarkStatusFrame(b *testing.B) {
 	s2.Publish()
 	multi.Sync(1)
 	cs, _ := multi.Feed().Since(last)
-	i := slices.IndexFunc(cs, func(c calls.Change) bool { return c.Type == "pbxStatus" })
+	i := slices.IndexFunc(cs, func(c calls.Change) bool { return c.Type == calls.PBXStatus })
 	if i < 0 {
 		b.Fatal("no pbxStatus change")
 	}
@@ -229,7 +229,7 @@ func BenchmarkStatusFrame(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p := prep{ch: &cs[i], kind: kindStatus, full: &frame{seq: cs[i].Seq}}
+		p := prep{ch: &cs[i], kind: calls.PBXStatus, full: &frame{seq: cs[i].Seq}}
 		for _, c := range conns {
 			if statusFrame(c, &p) == nil {
 				b.Fatal("no news")

@@ -75,7 +75,7 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	if t&topicExtensions != 0 {
 		p.str(`,"extensions":`)
 		if c.pbxLimited() {
-			p.big(pbxColl(c, s, kindExt))
+			p.big(pbxColl(c, s, calls.ExtenUpdate))
 		} else if c.full {
 			p.big(s.ExtensionsJSON())
 		} else {
@@ -88,7 +88,7 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 	if c.seesUnowned {
 		cls = calls.Full
 	}
-	coll := func(bit uint8, name string, k kind, all func(calls.Class) []byte) {
+	coll := func(bit uint8, name string, k calls.ChangeType, all func(calls.Class) []byte) {
 		if t&bit == 0 {
 			return
 		}
@@ -99,13 +99,13 @@ func (h *Hub) snapshotFrame(c *conn, s *calls.Snapshot, at int64) *frame {
 			p.big(all(cls))
 		}
 	}
-	coll(topicQueues, `,"queues":`, kindQueue, s.QueuesJSONAs)
-	coll(topicParkings, `,"parkings":`, kindPark, s.ParkingsJSONAs)
-	coll(topicTrunks, `,"trunks":`, kindTrunk, s.TrunksJSONAs)
+	coll(topicQueues, `,"queues":`, calls.QueueUpdate, s.QueuesJSONAs)
+	coll(topicParkings, `,"parkings":`, calls.ParkingUpdate, s.ParkingsJSONAs)
+	coll(topicTrunks, `,"trunks":`, calls.TrunkUpdate, s.TrunksJSONAs)
 	if t&topicPresence != 0 {
 		p.str(`,"presence":`)
 		if c.pbxLimited() {
-			p.big(pbxColl(c, s, kindPresence))
+			p.big(pbxColl(c, s, calls.UserPresenceUpdate))
 		} else {
 			p.big(s.PresenceJSON())
 		}

@@ -92,7 +92,7 @@ func (h *Hub) resume(c *conn, since uint64) bool {
 func (h *Hub) latestOnly(cs []calls.Change, deltas uint8) {
 	h.latest = h.latest[:0]
 	for i := len(cs) - 1; i >= 0; i-- {
-		if k := kindOf(cs[i].Type); k != kindRing && k != kindOther && deltas&deltaOf(cs[i].Type) == 0 {
+		if k := cs[i].Type.Entity(); k != calls.ExtenRinging && k != calls.ChangeNone && deltas&deltaOf(cs[i].Type) == 0 {
 			e := entKey{k, cs[i].Key}
 			if _, dup := h.seen[e]; dup {
 				continue

@@ -117,7 +117,7 @@ func drain(h *Hub) (n int64) {
 // benchChanges times op b.N times, each on the call centre's changes
 // since the hub's last up to one of type typ (stepped and published
 // outside the timer), and reports what op queued a client.
-func benchChanges(b *testing.B, cc *callCentre, h *Hub, typ string, op func(cs []calls.Change, since uint64)) {
+func benchChanges(b *testing.B, cc *callCentre, h *Hub, typ calls.ChangeType, op func(cs []calls.Change, since uint64)) {
 	var wire int64
 	b.ReportAllocs()
 	for b.Loop() {
@@ -139,7 +139,7 @@ func benchChanges(b *testing.B, cc *callCentre, h *Hub, typ string, op func(cs [
 }
 
 // hasType reports whether cs holds a change of type typ.
-func hasType(cs []calls.Change, typ string) bool {
+func hasType(cs []calls.Change, typ calls.ChangeType) bool {
 	for i := range cs {
 		if cs[i].Type == typ {
 			return true

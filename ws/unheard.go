@@ -71,6 +71,6 @@ func (h *Hub) statusFrameAt(c *conn, s *calls.Snapshot, seq uint64) *frame {
 	if c.pbxLimited() {
 		data = s.StatusFor(c.seesPBXName)
 	}
-	ch := calls.Change{Seq: seq, Type: "pbxStatus", Key: "pbx", At: time.Now().UnixMilli()}
-	return &frame{b: eventFrame(&ch, data), seq: seq, ent: h.entID(entKey{kindStatus, ch.Key}), at: h.now(), msgs: 1}
+	ch := calls.Change{Seq: seq, Type: calls.PBXStatus, Key: "pbx", At: time.Now().UnixMilli()}
+	return &frame{b: eventFrame(&ch, data), seq: seq, ent: h.entID(entKey{calls.PBXStatus, ch.Key}), at: h.now(), msgs: 1}
 }

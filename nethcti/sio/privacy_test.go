@@ -70,7 +70,7 @@ func TestFilterMatchesView(t *testing.T) {
 				h.s.pump(h.eng.Feed())
 				exts := 0
 				for _, ch := range cs {
-					if ch.Type == "extenUpdate" {
+					if ch.Type == calls.ExtenUpdate {
 						exts++
 					}
 				}
@@ -151,7 +151,7 @@ func expected(t testing.TB, h *harness, v *view, cs []calls.Change, p *packet) (
 		ch := &cs[i]
 		var w, f []byte
 		switch {
-		case p.name == "extenUpdate" && ch.Type == "extenUpdate":
+		case p.name == "extenUpdate" && ch.Type == calls.ExtenUpdate:
 			username := ""
 			if u, ok := h.s.dir.UserOf(ch.Key); ok {
 				username = u.Username
@@ -161,21 +161,21 @@ func expected(t testing.TB, h *harness, v *view, cs []calls.Change, p *packet) (
 			f, _ = nethctiExtension(ch.Data, username)
 		case p.name == "queueUpdate" && ch.Type == calls.QueueMembers:
 			w, f = reshaped(t, ch.Whole(auth.ViewOf(v.user).Class("")), shape.Queue), reshaped(t, ch.Whole(calls.Full), shape.Queue)
-		case p.name == ch.Type && ch.Type == "queueUpdate":
+		case p.name == ch.Type.String() && ch.Type == calls.QueueUpdate:
 			w, f = reshaped(t, ch.JSON(auth.ViewOf(v.user).Class("")), shape.Queue), reshaped(t, ch.Data, shape.Queue)
-		case p.name == ch.Type && ch.Type == "queueMemberUpdate":
+		case p.name == ch.Type.String() && ch.Type == calls.QueueMemberUpdate:
 			m := func(m map[string]any) { shape.Member(m, "") }
 			w, f = reshaped(t, ch.JSON(auth.ViewOf(v.user).Class("")), m), reshaped(t, ch.Data, m)
-		case p.name == ch.Type && ch.Type == "parkingUpdate":
+		case p.name == ch.Type.String() && ch.Type == calls.ParkingUpdate:
 			pk := func(p map[string]any) { shape.Parking(p, h.s.now().Unix()) }
 			w, f = reshaped(t, ch.JSON(auth.ViewOf(v.user).Class("")), pk), reshaped(t, ch.Data, pk)
-		case p.name == "confBridgeUpdate" && ch.Type == "conferenceUpdate":
+		case p.name == "confBridgeUpdate" && ch.Type == calls.ConferenceUpdate:
 			room, _ := ch.Conference()
 			if !auth.SeesConference(v.user, ch.Key, room.ExtenIDs) && !auth.Allowed(v.user, auth.SeeCalls, "") {
 				continue
 			}
 			w, f = ch.ConferenceJSONFor(auth.ViewOf(v.user).SeesMember), ch.Data
-		case (p.name == "extenHangup" || p.name == "extenConnected") && ch.Type == "extenUpdate":
+		case (p.name == "extenHangup" || p.name == "extenConnected") && ch.Type == calls.ExtenUpdate:
 			if !v.user.Owns(ch.Key) {
 				continue
 			}

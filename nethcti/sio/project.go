@@ -1,8 +1,6 @@
 package sio
 
 import (
-	"encoding/json"
-
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/nethcti/shape"
@@ -95,19 +93,19 @@ func (s *Server) pump(feed *calls.Feed) {
 func (s *Server) change(ch *calls.Change) {
 	cl := *s.list.Load()
 	switch ch.Type {
-	case "extenUpdate":
+	case calls.ExtenUpdate:
 		s.extension(ch, cl)
 	case calls.QueueMembers:
 		// NethCTI's clients take a queue whole.
-		s.unowned(ch, cl, "queueUpdate", s.shaped(ch, ch.Whole, shape.Queue))
-	case "queueUpdate":
+		s.unowned(ch, cl, calls.QueueUpdate, s.shaped(ch, ch.Whole, shape.Queue))
+	case calls.QueueUpdate:
 		s.unowned(ch, cl, ch.Type, s.shaped(ch, ch.JSON, shape.Queue))
-	case "queueMemberUpdate":
+	case calls.QueueMemberUpdate:
 		s.unowned(ch, cl, ch.Type, s.shaped(ch, ch.JSON, func(m map[string]any) { shape.Member(m, "") }))
-	case "parkingUpdate":
+	case calls.ParkingUpdate:
 		now := s.now().Unix()
 		s.unowned(ch, cl, ch.Type, s.shaped(ch, ch.JSON, func(p map[string]any) { shape.Parking(p, now) }))
-	case "conferenceUpdate":
+	case calls.ConferenceUpdate:
 		s.conference(ch, cl)
 	}
 }
@@ -170,8 +168,8 @@ func (k *classed) get(cl calls.Class) *packet {
 // unowned sends a queue's, a member's or a parking's change: the calls in
 // it are no extension's, so a client sees them in full when it sees
 // unowned calls (as /ws decides it).
-func (s *Server) unowned(ch *calls.Change, cl []*client, name string, data func(calls.Class) []byte) {
-	k := classed{name: name, data: data}
+func (s *Server) unowned(ch *calls.Change, cl []*client, typ calls.ChangeType, data func(calls.Class) []byte) {
+	k := classed{name: typ.String(), data: data}
 	for _, c := range cl {
 		v := c.view.Load()
 		if v == nil || !v.gets(ch.Key) {
@@ -197,9 +195,9 @@ func (s *Server) unowned(ch *calls.Change, cl []*client, name string, data func(
 // and the mailbox's new count when that changed.
 func (s *Server) extension(ch *calls.Change, cl []*client) {
 	p := &s.proj
-	x, err := parseExt(ch.Data)
-	if err != nil {
-		s.log.Warn("sio: an extension's JSON", "exten", ch.Key, "err", err)
+	x, ok := ch.Extension()
+	if !ok {
+		s.log.Warn("sio: an extension's change without its extension", "exten", ch.Key)
 		return
 	}
 	was, known := p.exts[ch.Key]
@@ -222,7 +220,7 @@ func (s *Server) extension(ch *calls.Change, cl []*client) {
 			s.toOwners(cl, ch.Key, newPacket("extenHangup", hangupJSON(ch.Key)))
 		}
 	}
-	k := classed{name: "extenUpdate", data: func(cls calls.Class) []byte {
+	k := classed{name: calls.ExtenUpdate.String(), data: func(cls calls.Class) []byte {
 		d := ch.JSON(cls)
 		if d == nil {
 			return nil
@@ -253,7 +251,7 @@ func (s *Server) extension(ch *calls.Change, cl []*client) {
 		}
 	}
 	if u != nil && mainOf(u) == ch.Key {
-		st := calls.MainPresenceOf(&calls.Extension{Exten: x.Exten, Status: x.Status, DND: x.DND, CF: x.CF}, u.Cellphone)
+		st := calls.MainPresenceOf(x, u.Cellphone)
 		if p.pres[username] != st {
 			p.pres[username] = st
 			s.toAll(cl, ch.Key, newPacket("userMainPresenceUpdate", mainPresenceJSON(username, st)))
@@ -328,31 +326,10 @@ func (s *Server) conference(ch *calls.Change, cl []*client) {
 	}
 }
 
-// extIn is what the projection reads of an extension's JSON.
-type extIn struct {
-	Exten     string `json:"exten"`
-	Status    string `json:"status"`
-	DND       bool   `json:"dnd"`
-	CF        string `json:"cf"`
-	Voicemail *struct {
-		New int `json:"new"`
-	} `json:"voicemail"`
-	Conversations map[string]struct {
-		UniqueID  string `json:"uniqueId"`
-		Connected bool   `json:"connected"`
-	} `json:"conversations"`
-}
-
 // convKey names a conversation across its changes: its owner's channel.
 func convKey(id, uniqueID string) string {
 	if uniqueID != "" {
 		return uniqueID
 	}
 	return id
-}
-
-func parseExt(data []byte) (extIn, error) {
-	var x extIn
-	err := json.Unmarshal(data, &x)
-	return x, err
 }
