@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 )
@@ -50,17 +49,13 @@ import (
 // when it really reads or writes (or at once, when a read is blocked on
 // the socket and must see it).
 //
-// The background read itself never touches the socket: with no read
-// deadline it answers (0, nil), with one in the past it answers a timeout,
-// as the socket would. net/http then needs no goroutine parked on the
-// socket per request. It starts that read right after clearing the read
-// deadline, which is how it is recognised: a 1-byte read while no read
-// deadline is set. (A server behind this listener must therefore have a
-// ReadTimeout or ReadHeaderTimeout, as New always does, so that
-// reads of request headers and bodies always run under a deadline.) What is
-// given up is net/http cancelling a request's context when the client
-// hangs up while the handler runs; REST handlers are short, and an action
-// in flight is completed anyway.
+// net/http's background read (one byte, started as a handler runs, to see
+// a client hang up) goes to the socket as it would without this conn: a
+// client that closes its connection cancels the request's context. While
+// it waits, a deadline set (net/http's abortPendingRead, in the past, once
+// the handler is done) reaches the socket at once; writes are still held
+// meanwhile, and flushed when net/http, that read ended, reads the socket
+// for the next request.
 
 const (
 	// coalesceSize is the most a connection holds back. The buffer is taken
@@ -123,6 +118,7 @@ type coalescingConn struct {
 	off      bool       // write through: hijacked or HTTP/2
 	sniffed  int        // bytes of the HTTP/2 preface matched so far; -1 once decided
 	reading  bool       // a read of more than one byte is blocked on the socket
+	bgRead   bool       // net/http's 1-byte background read is blocked on the socket
 	timer    *time.Timer
 	armed    bool
 	iov      [2][]byte // scratch for writev, so it does not allocate
@@ -138,7 +134,7 @@ func (c *coalescingConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rdl = t
-	if c.reading || c.off {
+	if c.reading || c.bgRead || c.off {
 		return c.applyReadDeadline()
 	}
 	return nil
@@ -182,17 +178,6 @@ func (c *coalescingConn) applyWriteDeadline() error {
 // server has answered everything it had buffered and waits for the client.
 func (c *coalescingConn) Read(p []byte) (int, error) {
 	c.mu.Lock()
-	if len(p) == 1 && !c.off {
-		// net/http's background read (see above).
-		if c.rdl.IsZero() {
-			c.mu.Unlock()
-			return 0, nil
-		}
-		if c.rdl.Before(time.Now()) {
-			c.mu.Unlock()
-			return 0, os.ErrDeadlineExceeded
-		}
-	}
 	if len(p) > 1 && c.buf != nil {
 		if err := c.flushLocked(); err != nil {
 			c.mu.Unlock()
@@ -205,21 +190,17 @@ func (c *coalescingConn) Read(p []byte) (int, error) {
 	}
 	if len(p) > 1 {
 		c.reading = true
+	} else {
+		c.bgRead = true
 	}
 	c.mu.Unlock()
 	n, err := c.Conn.Read(p)
-	if len(p) > 1 {
-		c.mu.Lock()
-		c.reading = false
-		if c.sniffed >= 0 && n > 0 {
-			c.sniff(p[:n])
-		}
-		c.mu.Unlock()
-	} else if n > 0 && c.sniffed >= 0 {
-		c.mu.Lock()
+	c.mu.Lock()
+	c.reading, c.bgRead = false, false
+	if c.sniffed >= 0 && n > 0 {
 		c.sniff(p[:n])
-		c.mu.Unlock()
 	}
+	c.mu.Unlock()
 	return n, err
 }
 

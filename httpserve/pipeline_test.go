@@ -249,3 +249,32 @@ func TestServerConfig(t *testing.T) {
 		t.Errorf("defaults: %+v", hs)
 	}
 }
+
+// TestHangupCancelsContext: a client that closes its connection while
+// its request is served cancels the request's context, as with net/http
+// alone, through the coalescing listener too.
+func TestHangupCancelsContext(t *testing.T) {
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	addr, _ := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	c.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the request's context was not cancelled when the client hung up")
+	}
+}
