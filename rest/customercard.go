@@ -56,6 +56,7 @@ func (h *handler) customerCard(w http.ResponseWriter, r *http.Request, u *auth.U
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		w.Header().Set("Content-Type", ct)
 	}
+	DocumentHeaders(w.Header()) // a CRM's page, maybe
 	w.WriteHeader(http.StatusOK)
 	io.Copy(w, io.LimitReader(resp.Body, maxCustomerCard))
 	return http.StatusOK

@@ -45,6 +45,9 @@ func TestCustomerCard(t *testing.T) {
 	if r.status != 200 || string(r.body) != "<h1>ACME</h1>" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
 		t.Errorf("card: %d %q %q", r.status, r.header.Get("Content-Type"), r.body)
 	}
+	if r.header.Get("Content-Security-Policy") != "default-src 'none'; frame-ancestors 'none'" || r.header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("a relayed page without the document headers: %v", r.header)
+	}
 	if gotUser != "alice" {
 		t.Errorf("the service saw user %q", gotUser)
 	}

@@ -7,37 +7,46 @@ import (
 	"strings"
 )
 
-// Security headers of every answer (SecureHeaders). The API answers JSON
-// and YAML, never a page: its Content-Security-Policy allows nothing, and
-// the panel's handler replaces it with its own (strict, same-origin only).
+// Security headers. Every answer says nosniff (a browser must not read
+// JSON as a script or a page) and, over TLS, HSTS (SecureHeaders). The
+// headers that only a document rendered by a browser heeds (a policy of
+// what it may load, framing, the referrer it sends) go on the answers that
+// can be one: the panel sets its own, the relayed customer card these
+// (DocumentHeaders). A JSON answer carries neither: each header costs every
+// request its clone, sort and write in net/http.
 var (
 	hdrNoSniff     = []string{"nosniff"}
 	hdrNoReferrer  = []string{"no-referrer"}
 	hdrFrameDeny   = []string{"DENY"}
-	hdrAPICSP      = []string{"default-src 'none'; frame-ancestors 'none'"}
+	hdrDocCSP      = []string{"default-src 'none'; frame-ancestors 'none'"}
 	hdrHSTS        = []string{"max-age=31536000"}
 	allowAnyOrigin = "*"
 )
 
 // SecureHeaders wraps h (the whole listener: panel, /ws and the API) so
-// every answer carries X-Content-Type-Options: nosniff, Referrer-Policy:
-// no-referrer, X-Frame-Options: DENY and a Content-Security-Policy that
-// forbids everything including framing (frame-ancestors 'none'), which a
-// handler may replace with its own (the panel does). Over TLS it adds
-// Strict-Transport-Security (one year); behind a TLS-terminating proxy the
-// proxy is the one to send it. It does not allocate.
+// every answer carries X-Content-Type-Options: nosniff and, over TLS,
+// Strict-Transport-Security (one year); behind a TLS-terminating proxy
+// the proxy is the one to send it. It does not allocate.
 func SecureHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd["X-Content-Type-Options"] = hdrNoSniff
-		hd["Referrer-Policy"] = hdrNoReferrer
-		hd["X-Frame-Options"] = hdrFrameDeny
-		hd["Content-Security-Policy"] = hdrAPICSP
 		if r.TLS != nil {
 			hd["Strict-Transport-Security"] = hdrHSTS
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// DocumentHeaders sets on hd what an answer a browser may render as a
+// document carries: a Content-Security-Policy that forbids everything
+// including framing, X-Frame-Options: DENY (older browsers) and
+// Referrer-Policy: no-referrer. A handler with its own policy (the panel)
+// sets its own instead.
+func DocumentHeaders(hd http.Header) {
+	hd["Content-Security-Policy"] = hdrDocCSP
+	hd["X-Frame-Options"] = hdrFrameDeny
+	hd["Referrer-Policy"] = hdrNoReferrer
 }
 
 // CheckOrigin returns the WebSocket upgrade's Origin check (ws.Config's

@@ -58,19 +58,19 @@ func TestCheckOrigin(t *testing.T) {
 func TestSecureHeaders(t *testing.T) {
 	h := SecureHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/page" {
-			w.Header().Set("Content-Security-Policy", "default-src 'self'") // a handler's own policy wins
+			DocumentHeaders(w.Header())
 		}
 		w.WriteHeader(http.StatusOK)
 	}))
 	for _, c := range []struct {
 		path    string
 		tls     bool
-		csp     string
+		doc     bool // the headers only a document needs
 		wantTSS bool
 	}{
-		{"/api", false, "default-src 'none'; frame-ancestors 'none'", false},
-		{"/api", true, "default-src 'none'; frame-ancestors 'none'", true},
-		{"/page", false, "default-src 'self'", false},
+		{"/api", false, false, false},
+		{"/api", true, false, true},
+		{"/page", false, true, false},
 	} {
 		r := httptest.NewRequest("GET", c.path, nil)
 		if c.tls {
@@ -79,8 +79,10 @@ func TestSecureHeaders(t *testing.T) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		hd := w.Result().Header
-		if hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("Referrer-Policy") != "no-referrer" ||
-			hd.Get("X-Frame-Options") != "DENY" || hd.Get("Content-Security-Policy") != c.csp ||
+		doc := hd.Get("Referrer-Policy") == "no-referrer" && hd.Get("X-Frame-Options") == "DENY" &&
+			hd.Get("Content-Security-Policy") == "default-src 'none'; frame-ancestors 'none'"
+		none := hd.Get("Referrer-Policy") == "" && hd.Get("X-Frame-Options") == "" && hd.Get("Content-Security-Policy") == ""
+		if hd.Get("X-Content-Type-Options") != "nosniff" || (c.doc && !doc) || (!c.doc && !none) ||
 			(hd.Get("Strict-Transport-Security") != "") != c.wantTSS {
 			t.Errorf("%s tls=%v: headers %v", c.path, c.tls, hd)
 		}
