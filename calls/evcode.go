@@ -2,11 +2,10 @@ package calls
 
 import "github.com/ctibridge/ctibridge/ami"
 
-// An event's name is turned into an evCode once, by a perfect hash of a
-// few of its bytes and one string compare: apply dispatches on the code
-// (a jump table, where a switch on the name is a search of string
-// compares), and Stats.ByType's counter of a named event is found by it
-// without a map lookup (Engine.count).
+// An event's name is turned into an evCode once, by a map lookup: apply
+// dispatches on the code (a jump table, where a switch on the name is a
+// search of string compares), and Stats.ByType's counter of a named event
+// is found by it without a second lookup (Engine.count).
 
 // evCode numbers the events apply handles, and the frequent ones it
 // ignores; evOther is any other name.
@@ -191,57 +190,15 @@ var evNames = [nEvCodes]string{
 	evCdr:                    ami.EventCdr,
 }
 
-// evBits is the size of the hash's table: 2^evBits slots for some 85
-// names, sparse enough that a seed without collisions comes quickly.
-const evBits = 11
-
-// evTable and evSeed are the perfect hash: evTable[evHash(name, evSeed)]
-// is name's code if name is one of evNames.
-var (
-	evSeed  uint32
-	evTable [1 << evBits]evCode
-)
-
-func init() { evSeed = buildEvTable(&evTable) }
-
-// evHash mixes a name's length and five of its bytes (n >= 2).
-func evHash(s string, seed uint32) uint32 {
-	n := len(s)
-	x := uint32(n) | uint32(s[n-1])<<8 | uint32(s[n-2])<<16 | uint32(s[n/2])<<24
-	y := uint32(s[1]) | uint32(s[n/3])<<8 | uint32(s[2*n/3])<<16
-	v := (x ^ y*0x9E3779B1) * seed
-	v ^= v >> 15
-	v *= 0x2C1B3C6D
-	return v >> (32 - evBits)
-}
-
-// buildEvTable finds the first seed under which evNames' hashes are
-// distinct, fills t with it and returns it. It panics if none is found
-// (two names the sampled bytes cannot tell apart): TestEvCodes runs it.
-func buildEvTable(t *[1 << evBits]evCode) uint32 {
-	for seed := uint32(1); seed < 1<<20; seed += 2 {
-		clear(t[:])
-		ok := true
-		for c := evOther + 1; c < nEvCodes && ok; c++ {
-			h := evHash(evNames[c], seed)
-			ok = t[h] == evOther
-			t[h] = c
-		}
-		if ok {
-			return seed
-		}
+// evByName is evNames inverted.
+var evByName = func() map[string]evCode {
+	m := make(map[string]evCode, nEvCodes)
+	for c := evOther + 1; c < nEvCodes; c++ {
+		m[evNames[c]] = c
 	}
-	panic("calls: no seed hashes the event names apart")
-}
+	return m
+}()
 
 // evCodeOf is the code of an event's name, evOther for names not in
-// evNames (compared in full: the hash only picks the candidate).
-func evCodeOf(name string) evCode {
-	if len(name) < 2 {
-		return evOther
-	}
-	if c := evTable[evHash(name, evSeed)]; evNames[c] == name {
-		return c
-	}
-	return evOther
-}
+// evNames.
+func evCodeOf(name string) evCode { return evByName[name] }

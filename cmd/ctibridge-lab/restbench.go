@@ -9,6 +9,7 @@
 //
 //	go run ./cmd/ctibridge-lab restbench -mode ctibridge -ext 100 -addr 127.0.0.1:8081 -token-out /tmp/tok
 //	go run ./cmd/ctibridge-lab restbench -mode bare -ext 100 -addr 127.0.0.1:8082 -body-out /tmp/ext100.json
+//	go run ./cmd/ctibridge-lab restbench -mode bare -addr 127.0.0.1:8082 -body-file /tmp/served.json
 //
 // Modes: ctibridge (rest.NewHandler behind httpserve.New, coalescing on
 // unless -coalesce=false), bare (a handler writing the bytes with
@@ -40,9 +41,9 @@ import (
 
 // restBenchConfig is restbench's flags.
 type restBenchConfig struct {
-	mode, addr, what, bodyOut, tokenOut, user, cpuProfile string
-	exts, inCall, churn                                   int
-	coalesce, explicitCoalesce                            bool
+	mode, addr, what, bodyOut, bodyFile, tokenOut, user, cpuProfile string
+	exts, inCall, churn                                             int
+	coalesce, explicitCoalesce                                      bool
 }
 
 func restBench(ctx context.Context, args []string, stderr io.Writer) error {
@@ -56,6 +57,7 @@ func restBench(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&c.what, "body", "extensions", "bare mode: extensions or status")
 	fs.BoolVar(&c.coalesce, "coalesce", true, "coalesce pipelined responses (ctibridge mode; bare mode only when set explicitly)")
 	fs.StringVar(&c.bodyOut, "body-out", "", "write the body served in bare mode to this file")
+	fs.StringVar(&c.bodyFile, "body-file", "", "bare mode: serve this file's bytes (what a real serve answered) instead of the synthetic state's")
 	fs.StringVar(&c.tokenOut, "token-out", "", "write an admin token (ctibridge mode) to this file")
 	fs.StringVar(&c.user, "user", "root", "ctibridge mode: user of the token: root (admin) or alice (filtered view)")
 	fs.IntVar(&c.churn, "churn", 0, "ctibridge mode: AMI events applied per second while serving")
@@ -111,6 +113,12 @@ func benchBare(c restBenchConfig, s *calls.Snapshot, ln net.Listener, stderr io.
 	body := s.ExtensionsJSON()
 	if c.what == "status" {
 		body = s.StatusJSON()
+	}
+	if c.bodyFile != "" {
+		var err error
+		if body, err = os.ReadFile(c.bodyFile); err != nil {
+			return nil, ln, err
+		}
 	}
 	if c.bodyOut != "" {
 		if err := os.WriteFile(c.bodyOut, body, 0o644); err != nil {
