@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The standard load suite: REST reads against ctibridge and against a bare
-# net/http handler serving the same bytes (both with `ctibridge-lab
-# loadtest http` and with wrk, in this sitting, so the ratios hold on a noisy
-# machine), WebSocket fan-out during calls, and end-to-end SIP-to-screen
+# The standard load suite: REST reads through the real `ctibridge serve`
+# against a bare net/http handler serving the same bytes, 100 and 500
+# extensions, three alternated rounds (bench/serve.sh); the REST handler
+# alone against bare (both with `ctibridge-lab loadtest http` and with wrk,
+# in this sitting, so the ratios hold on a noisy machine), WebSocket
+# fan-out during calls, and end-to-end SIP-to-screen
 # runs at 10, 50 and 100 calls/s. Writes bench/results.json (not
 # committed). See docs/loadtest.md.
 #
@@ -62,6 +64,9 @@ rest_ext=$(ltj http http://127.0.0.1:18081/astproxy/extensions --token "$tok" -c
 rest_ext_p10=$(ltj http http://127.0.0.1:18081/astproxy/extensions --token "$tok" -c 100 -p 10 -d "$D")
 rest_status_wrk=$(wrk_rps -H "Authorization: Bearer $tok" http://127.0.0.1:18081/astproxy/status)
 stop
+
+echo "REST reads through serve against bare (bench/serve.sh)..." >&2
+rest_serve=$(ROUNDS=${ROUNDS:-3} D="$D" bench/serve.sh | jq -Rs .)
 
 e2e() { # rate clients: pbxsim + bridge in a child process, SIPp when installed
   $lt e2e -r "$1" -c "$2" -d "$E2E_D" --json --max-missing -1 --max-ghosts -1 || true
@@ -188,12 +193,13 @@ fi
 jq -n --arg when "$(date -u +%FT%TZ)" --arg host "$(uname -n) $(nproc) CPUs" --arg commit "$(git rev-parse --short HEAD)" \
   --argjson bare "$bare" --argjson bare_p10 "$bare_p10" --argjson bare_wrk "${bare_wrk:-null}" --argjson bare_wrk_p10 "${bare_wrk_p10:-null}" \
   --argjson rest_status "$rest_status" --argjson rest_ext "$rest_ext" --argjson rest_ext_p10 "$rest_ext_p10" \
-  --argjson rest_status_wrk "${rest_status_wrk:-null}" \
+  --argjson rest_status_wrk "${rest_status_wrk:-null}" --argjson rest_serve "$rest_serve" \
   --argjson ws "$ws" --argjson e10 "$e10" --argjson e50 "$e50" --argjson e100 "$e100" --argjson scale "$scale" '
   {when: $when, host: $host, commit: $commit,
    baseline: {bare_nethttp: $bare, bare_nethttp_pipelined10: $bare_p10,
               wrk_bare_nethttp_rps: $bare_wrk, wrk_bare_nethttp_pipelined10_rps: $bare_wrk_p10},
    rest: {status: $rest_status, extensions: $rest_ext, extensions_pipelined10: $rest_ext_p10, wrk_status_rps: $rest_status_wrk},
+   rest_through_serve: $rest_serve,
    ratios: {rest_status_to_bare: ($rest_status.requests.per_second / $bare.requests.per_second),
             loadtest_to_wrk_bare: (if $bare_wrk == null then null else $bare.requests.per_second / $bare_wrk end),
             loadtest_to_wrk_bare_pipelined10: (if $bare_wrk_p10 == null then null else $bare_p10.requests.per_second / $bare_wrk_p10 end)},
