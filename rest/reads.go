@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/ctibridge/ctibridge/auth"
@@ -273,12 +274,12 @@ func etagMatch(values []string, tag string) bool {
 	for _, v := range values {
 		for len(v) > 0 {
 			var item string
-			if i := indexByte(v, ','); i >= 0 {
+			if i := strings.IndexByte(v, ','); i >= 0 {
 				item, v = v[:i], v[i+1:]
 			} else {
 				item, v = v, ""
 			}
-			item = trimSpace(item)
+			item = strings.TrimSpace(item)
 			if item == "*" {
 				return true
 			}
@@ -299,16 +300,16 @@ func acceptsGzip(values []string) bool {
 	for _, v := range values {
 		for len(v) > 0 {
 			var item string
-			if i := indexByte(v, ','); i >= 0 {
+			if i := strings.IndexByte(v, ','); i >= 0 {
 				item, v = v[:i], v[i+1:]
 			} else {
 				item, v = v, ""
 			}
 			name, params := item, ""
-			if i := indexByte(item, ';'); i >= 0 {
+			if i := strings.IndexByte(item, ';'); i >= 0 {
 				name, params = item[:i], item[i+1:]
 			}
-			name = trimSpace(name)
+			name = strings.TrimSpace(name)
 			if len(name) != 4 || (name[0]|0x20) != 'g' || (name[1]|0x20) != 'z' || (name[2]|0x20) != 'i' || (name[3]|0x20) != 'p' {
 				continue
 			}
@@ -320,7 +321,7 @@ func acceptsGzip(values []string) bool {
 
 // qZero reports a "q=0" (or 0.0, 0.00, 0.000) parameter.
 func qZero(params string) bool {
-	p := trimSpace(params)
+	p := strings.TrimSpace(params)
 	if len(p) < 3 || (p[0]|0x20) != 'q' || p[1] != '=' {
 		return false
 	}
@@ -330,25 +331,6 @@ func qZero(params string) bool {
 		}
 	}
 	return true
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 func (h *handler) getStatus(w http.ResponseWriter, r *http.Request, u *auth.User) int {

@@ -1,6 +1,8 @@
 package ws
 
 import (
+	"bytes"
+
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/calls"
 )
@@ -128,7 +130,7 @@ func (p *prep) wholeFrame(cl calls.Class) *frame {
 		p.wholeOK[cl] = true
 		switch data := p.ch.Whole(cl); {
 		case data == nil:
-		case other != nil && sameBytes(other.more[0], data):
+		case other != nil && bytes.Equal(other.more[0], data):
 			*f = other
 		default:
 			b, more := eventPieces(p.ch, p.ch.Type.Whole(), data)
@@ -227,7 +229,7 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		}
 		// Members this user may not see are blanked per user (rooms are
 		// few and change seldom).
-		if data := p.ch.ConferenceJSONFor(auth.ViewOf(u).SeesMember); !sameBytes(data, p.ch.Data) {
+		if data := p.ch.ConferenceJSONFor(auth.ViewOf(u).SeesMember); !bytes.Equal(data, p.ch.Data) {
 			return &frame{b: eventFrame(p.ch, data), seq: p.full.seq, ent: p.ent, at: p.full.at, msgs: 1}
 		}
 		return p.full
@@ -247,25 +249,13 @@ func (h *Hub) frameFor(c *conn, p *prep) *frame {
 		if hid == nil {
 			return nil // superseded: the entity's newer change follows
 		}
-		if sameBytes(hid, p.ch.Data) {
+		if bytes.Equal(hid, p.ch.Data) {
 			p.red = p.full
 		} else {
 			p.red = &frame{b: eventFrame(p.ch, hid), seq: p.full.seq, ent: p.full.ent, at: p.full.at, msgs: 1} // a delta's ent is 0: never replaced
 		}
 	}
 	return p.red
-}
-
-func sameBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // fanout queues a batch of changes to every subscribed client: one lock
