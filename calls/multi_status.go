@@ -117,7 +117,7 @@ func appendMultiStatus(b []byte, version uint64, pbxs []PBXState, sees func(stri
 // multiStatus is a combined pbxStatus change's states, for readers of
 // some PBXs (Change.StatusFor). It rides Change.ent, its JSON Data (full)
 // in every class, rather than a field of its own: that field would make
-// every Change 8 bytes bigger (88 to 96: the feed's ring, and every
+// every Change 8 bytes bigger (80 to 88: the feed's ring, and every
 // Feed.Since copy) for the rare pbxStatus.
 type multiStatus struct {
 	full    []byte
