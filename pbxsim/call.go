@@ -159,6 +159,9 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 	if ext, ok := strings.CutPrefix(target, "**"); ok && ext != "" {
 		return c.pickup(a, ext, "") // _**20X: Pickup(20X@from-internal)
 	}
+	if box, ok := p.directMailbox(target); ok {
+		return c.voicemailDirect(a, box) // vmu<ext>, *<ext>: vmdirect.go
+	}
 	if next, tgt, routed := c.freepbxRoute(a, target); routed {
 		return next, tgt
 	}

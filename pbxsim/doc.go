@@ -17,7 +17,8 @@
 // Redirect, BlindTransfer or a phone's REFER; attended transfer by Atxfer
 // through a Local channel pair; directed pickup (**<exten>, PickupChan);
 // ChanSpy's events; call forwarding (CF, CFB, CFU) and DND from AstDB as
-// FreePBX's dialplan honours them; voicemail for Config.Mailboxes
+// FreePBX's dialplan honours them; voicemail for Config.Mailboxes, also
+// dialled directly (vmu<ext>, *<ext>)
 // (MessageWaiting, MailboxCount, ...); ConfBridge room 1000 on 800 and its
 // actions; parking 701-720; the queue with static
 // and dynamic members; the status actions (CoreShowChannels, QueueStatus,
