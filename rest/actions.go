@@ -105,6 +105,7 @@ var actions = []action{
 	act("unmute_record", planRecord("unmute")),
 	act("start_spy", planSpy(auth.Spy, "qE")),
 	act("intrude", planSpy(auth.Intrude, "qEB")),
+	act("whisper", planSpy(auth.Intrude, "qEw")), // heard by the spied phone only
 	act("dnd", planDND),
 	act("cfcall", planCF),
 	act("queuemember_add", planQueueMember("add")),
@@ -448,7 +449,8 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 			return nil, err
 		}
 		// ChanSpy(<channel>,<options>): q quiet, E leave when the spied
-		// channel hangs up, B barge (talk to both parties).
+		// channel hangs up, B barge (talk to both parties), w whisper
+		// (talk to the spied channel only).
 		return []ami.Message{ami.NewAction(ami.ActionOriginate,
 			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own+","+opts,
 			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil

@@ -45,6 +45,8 @@ func TestActionsSendExactAMI(t *testing.T) {
 			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + resttest.Chan(0) + ",qE\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
 		{"intrude", `{"convid":"` + conv2000 + `","endpointId":"2000","destId":"2008"}`,
 			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + resttest.Chan(0) + ",qEB\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
+		{"whisper", `{"convid":"` + conv2000 + `","endpointId":"2000","destId":"2008"}`,
+			[]string{"Action: Originate\nChannel: PJSIP/2008\nApplication: ChanSpy\nData: " + resttest.Chan(0) + ",qEw\nCallerID: 2008\nAccount: 2000\nTimeout: 30000\nAsync: true\n"}},
 		{"dnd", `{"endpointId":"2007","activate":true}`, []string{"Action: DBPut\nFamily: DND\nKey: 2007\nVal: YES\n",
 			"Action: Setvar\nVariable: DEVICE_STATE(Custom:DND2007)\nValue: BUSY\n"}},
 		{"dnd", `{"endpointId":"2007","activate":false}`, []string{"Action: DBDel\nFamily: DND\nKey: 2007\n",
@@ -340,6 +342,9 @@ func actionBodies() map[string]func(ep, dest string) string {
 			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","destId":"` + dest + `"}`
 		},
 		"intrude": func(ep, dest string) string {
+			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","destId":"` + dest + `"}`
+		},
+		"whisper": func(ep, dest string) string {
 			return `{"convid":"` + convOf(ep) + `","endpointId":"` + ep + `","destId":"` + dest + `"}`
 		},
 		"dnd":                 func(ep, _ string) string { return `{"endpointId":"` + ep + `","activate":true}` },

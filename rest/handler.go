@@ -69,6 +69,16 @@ type Config struct {
 	// friends, with {tech} and {exten} replaced. Default "{tech}/{exten}";
 	// FreePBX uses "Local/{exten}@from-queue/n".
 	QueueInterface string
+	// VoicemailExten is the extension, in Context, that drops a call into
+	// a mailbox ({exten} replaced): transfer_voicemail. Default
+	// DefaultVoicemailExten (FreePBX); "*{exten}" is FreePBX's direct
+	// dial to voicemail.
+	VoicemailExten string
+	// PopupLink, when set, is the URL template of the customer card the
+	// panel's incoming call pop-up links to, {number} and {name} replaced
+	// by the caller's, URL-escaped (NethCTI's paramurl); only http and
+	// https (CheckPopupLink). GET /user/me hands it to the panel.
+	PopupLink string
 	// ActionTimeout bounds the wait for Asterisk's answer to an action.
 	// Default 5 s.
 	ActionTimeout time.Duration
@@ -168,6 +178,17 @@ func newHandler(cfg Config) (*handler, error) {
 	for _, v := range []string{cfg.Context, cfg.ChanTech, cfg.QueueInterface} {
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return nil, errors.New("rest: CR, LF or NUL in the context, channel technology or queue interface")
+		}
+	}
+	if cfg.VoicemailExten == "" {
+		cfg.VoicemailExten = DefaultVoicemailExten
+	}
+	if err := CheckVoicemailExten(cfg.VoicemailExten); err != nil {
+		return nil, errors.New("rest: " + err.Error())
+	}
+	if cfg.PopupLink != "" {
+		if err := CheckPopupLink(cfg.PopupLink); err != nil {
+			return nil, errors.New("rest: " + err.Error())
 		}
 	}
 	if cfg.ActionTimeout <= 0 {
@@ -313,7 +334,7 @@ func (h *handler) register() {
 	h.handle("GET /astproxy/conferences", false, h.byPBX(resConferences, h.getConferences))
 	h.handle("GET /astproxy/conference/{endpoint}", false, h.seenID("endpoint", h.getConference))
 
-	for _, a := range slices.Concat(actions, callActions, confActions) {
+	for _, a := range slices.Concat(actions, callActions, confActions, transferActions) {
 		h.handle("POST /astproxy/"+a.name, false, h.action(a))
 	}
 

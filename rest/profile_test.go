@@ -35,7 +35,7 @@ func routeNeeds(route string, own bool) []auth.Capability {
 		return ownAny(auth.CapRecordOwn, auth.CapRecordAny)
 	case "start_spy":
 		return scoped(auth.CapSpy)
-	case "intrude":
+	case "intrude", "whisper":
 		return scoped(auth.CapIntrude)
 	case "dnd":
 		return ownAny(auth.CapDNDOwn, auth.CapDNDAny)

@@ -32,6 +32,11 @@ type meJSON struct {
 	// (with what extra permissions add).
 	Profile      string   `json:"profile"`
 	Capabilities []string `json:"capabilities"`
+	// PopupLink is the customer card's URL template (Config.PopupLink);
+	// Mobiles the extensions transfer_cellphone can reach. GET /user/me
+	// only.
+	PopupLink string   `json:"popupLink,omitempty"`
+	Mobiles   []string `json:"mobiles,omitempty"`
 }
 
 func meOf(u *auth.User) meJSON {
@@ -229,8 +234,4 @@ func (h *handler) logout(w http.ResponseWriter, r *http.Request, _ *auth.User) i
 	tok, _ := bearer(r)
 	h.auth.Logout(tok)
 	return writeJSON(w, http.StatusOK, struct{}{})
-}
-
-func (h *handler) me(w http.ResponseWriter, r *http.Request, u *auth.User) int {
-	return writeJSON(w, http.StatusOK, meOf(u))
 }
