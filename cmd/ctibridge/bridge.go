@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,7 +123,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	rcfg := rest.Config{
 		Auth: b.auth, State: state, PBX: b.client, Sites: b.sites.restSites(), Refresh: b.link, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
-		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout,
+		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout, VoicemailExten: c.voicemailExten, PopupLink: c.popupLink,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
 		AccessLogEvery: int(c.accessLogEvery), Log: log.With("component", "rest"),
 	}
@@ -288,14 +289,23 @@ func (b *bridge) listen(c serveConfig, api, adminHandler http.Handler) (err erro
 		return err
 	}
 	if b.apiLn, err = b.api.Listen(); err != nil {
-		return err
+		return listenError("http", c.http, err)
 	}
 	if b.adminLn, err = net.Listen("tcp", c.admin); err != nil {
 		b.apiLn.Close()
-		return fmt.Errorf("admin listener: %w", err)
+		return listenError("admin", c.admin, err)
 	}
 	b.admin = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 5 * time.Second}
 	return nil
+}
+
+// listenError names the flag that moves a listener whose address could
+// not be opened: a port another program holds is the usual reason.
+func listenError(flag, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s is in use by another program: choose another address with --%s (port 0: any free port)", addr, flag)
+	}
+	return fmt.Errorf("--%s %s: %w", flag, addr, err)
 }
 
 // addrs tells where the bridge listens.

@@ -215,6 +215,25 @@ func editDistance(a, b string) int {
 // calls it before starting anything, so that the service never starts
 // half-configured; check-config prints all it returns. users is the loaded
 // users file (an empty set when none is configured or it has errors).
+// checkTemplates checks the dialplan names and the templates the REST
+// API fills in: context, channel technology, queue interface, voicemail
+// extension, the pop-up's link.
+func checkTemplates(c *serveConfig, add func(name string, warn bool, hint, format string, args ...any)) {
+	for _, v := range []struct{ name, val string }{{"context", c.context}, {"chan-tech", c.chanTech}, {"queue-interface", c.queueIface}} {
+		if strings.ContainsAny(v.val, "\r\n\x00") {
+			add(v.name, false, "", "contains CR, LF or NUL")
+		}
+	}
+	if err := rest.CheckVoicemailExten(c.voicemailExten); err != nil {
+		add("voicemail-exten", false, "vmu{exten} (FreePBX) or *{exten}", "%v", err)
+	}
+	if c.popupLink != "" {
+		if err := rest.CheckPopupLink(c.popupLink); err != nil {
+			add("popup-link", false, "https://crm.example.com/card?phone={number}&name={name}", "%v", err)
+		}
+	}
+}
+
 func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []problem) {
 	add := func(name string, warn bool, hint, format string, args ...any) {
 		where, key := locate(st, name)
@@ -247,11 +266,7 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	if _, err := rest.CheckOrigin(splitList(c.wsOrigins)); err != nil {
 		add("ws-origins", false, "https://host[:port], comma-separated, or *", "%v", err)
 	}
-	for _, v := range []struct{ name, val string }{{"context", c.context}, {"chan-tech", c.chanTech}, {"queue-interface", c.queueIface}} {
-		if strings.ContainsAny(v.val, "\r\n\x00") {
-			add(v.name, false, "", "contains CR, LF or NUL")
-		}
-	}
+	checkTemplates(c, add)
 	if _, err := parseEndpointTypes(c.nethcti.endpointTypes); err != nil {
 		add("nethcti-endpoint-types", false, "prefix=type,... like 92=webrtc,93=nethlink", "%v", err)
 	}

@@ -100,6 +100,7 @@ tls-cert: `+dir+`/missing.pem
 tls-key: `+dir+`
 http: 8080
 queue-numbers: support:600
+popup-link: javascript:alert({number})
 `), 0o640)
 	out, err := checkConfig(t, map[string]string{"CTIBRIDGE_AMI_TLS": "maybe"}, "--config", cfg)
 	if err == nil {
@@ -114,6 +115,7 @@ queue-numbers: support:600
 		`error: ` + cfg + `:7: key "http": "8080": address 8080: missing port in address (hint: host:port`,
 		`error: ` + cfg + `:3: key "log-level": unknown level "loud" (hint: debug, info, warn or error)`,
 		`error: ` + cfg + `:8: key "queue-numbers": queue-numbers: "support:600" is not name=number (support=600)`,
+		`error: ` + cfg + `:9: key "popup-link": the pop-up link must be an absolute http:// or https:// URL (hint: https://`,
 		`error: ` + cfg + `:5: key "tls-cert": cannot read: open ` + dir + `/missing.pem: no such file or directory (hint: check the path)`,
 		`error: ` + cfg + `:6: key "tls-key": cannot read: read ` + dir + `: is a directory`,
 		`error: ` + users + `:4: user "alice": key "role": unknown role "boss" (want user, operator or admin) (hint: user, operator or admin)`,
@@ -132,7 +134,7 @@ queue-numbers: support:600
 	if len(lines) != len(want) {
 		t.Errorf("got %d lines, want %d:\n%s", len(lines), len(want), out)
 	}
-	if !strings.Contains(err.Error(), "12 error(s)") {
+	if !strings.Contains(err.Error(), "13 error(s)") {
 		t.Errorf("err = %v", err)
 	}
 }

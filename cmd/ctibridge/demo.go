@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ctibridge/ctibridge/auth"
@@ -27,7 +28,16 @@ type demoConfig struct {
 	logLevel              string
 	webhooks              string
 	plan                  string
+	popupLink             string
 }
+
+// demoMaxPhones: the demo's phones are 201 and up, and 600 is its queue
+// (then 6xx answer by themselves, 701-720 park, 800 is a conference).
+const demoMaxPhones = 399
+
+// demoMobile is the cellphone the demo gives the user of extension x: a
+// number the simulated PBX answers itself, as a mobile network would.
+func demoMobile(x string) string { return "34700" + x }
 
 func demoSettings(c *demoConfig) *settings {
 	s := &settings{}
@@ -35,7 +45,7 @@ func demoSettings(c *demoConfig) *settings {
 	s.str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")
 	s.str(&c.sip, "sip", "127.0.0.1:0", "SIP address of the simulated PBX (port 0: any free port)")
 	s.str(&c.ami, "ami", "127.0.0.1:0", "AMI address of the simulated PBX (port 0: any free port)")
-	s.integer(&c.phones, "phones", 8, "simulated phones, extensions 201 and up")
+	s.integer(&c.phones, "phones", 8, "simulated phones, extensions 201 and up (3 to 399)")
 	s.dur(&c.callEvery, "call-every", 4*time.Second, "mean interval between calls the phones place (0: none)")
 	s.dur(&c.talk, "talk", 20*time.Second, "mean talk time of a simulated call")
 	s.dur(&c.ring, "ring", 3*time.Second, "how long a simulated phone rings before it answers")
@@ -43,6 +53,7 @@ func demoSettings(c *demoConfig) *settings {
 	s.str(&c.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): the simulated calls' events POSTed to your receiver")
 	s.str(&c.plan, "pbx-plan", pbxsim.PlanDefault, "dialplan of the simulated PBX: default (queue 600), or freepbx (FreePBX/NethVoice topologies: ring group 610 and queue 620 through Local channels, 201's second device 91201, outbound route for numbers of 5+ digits; see docs/pbxsim.md)")
+	s.str(&c.popupLink, "popup-link", "", "customer card the incoming call pop-up links to (an http(s) URL template with {number} and {name})")
 	return s
 }
 
@@ -85,15 +96,16 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 		}
 		fmt.Fprintf(stdout, "\n  simulated PBX: SIP %s (register 201-%d, no password), AMI %s (ctibridge/ctibridge)\n",
 			d.PBX.SIPAddr(), 200+len(d.Phones), d.PBX.AMIAddr())
-		fmt.Fprintf(stdout, "  metrics: http://%s/metrics\n\n  Ctrl-C stops it.\n", d.Bridge.Admin)
+		fmt.Fprintf(stdout, "  metrics: http://%s/metrics\n", d.Bridge.Admin)
+		fmt.Fprintf(stdout, "  ports: the panel on %s (--http), metrics on %s (--admin); either flag moves it\n\n  Ctrl-C stops it.\n", d.Bridge.HTTP, d.Bridge.Admin)
 	})
 }
 
 // runDemo is demo without the flags and the printing; started receives
 // what runs once everything is up.
 func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(demoInfo)) error {
-	if c.phones < 3 || c.phones > 99 {
-		return fmt.Errorf("demo: --phones must be between 3 and 99, got %d", c.phones)
+	if c.phones < 3 || c.phones > demoMaxPhones {
+		return fmt.Errorf("demo: --phones must be between 3 and %d (extensions 201-%d, below the queue's 600), got %d", demoMaxPhones, 200+demoMaxPhones, c.phones)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -109,11 +121,12 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 		boxes = append(boxes, strconv.Itoa(201+i))
 	}
 	// The demo's queue has FreePBX's default service level (60 s), so
-	// the panel shows one.
+	// the panel shows one. The first two users' mobiles answer by
+	// themselves, beside pbxsim's own 6xx.
 	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: c.sip, AMIAddr: c.ami, Extensions: exts, Mailboxes: boxes,
-		QueueServiceLevel: 60 * time.Second, Plan: c.plan, Log: log.With("component", "pbxsim")})
+		AutoAnswer: demoAutoAnswer(exts), QueueServiceLevel: 60 * time.Second, Plan: c.plan, Log: log.With("component", "pbxsim")})
 	if err != nil {
-		return err
+		return demoListenError(c, err)
 	}
 	special, endpoints := demoPlan(c.plan, exts)
 	var wg sync.WaitGroup
@@ -154,6 +167,7 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
 	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
 	bc.webhooks = c.webhooks
+	bc.popupLink = c.popupLink
 	bc.accessLogEvery = -1
 	if c.plan != pbxsim.PlanFreePBX {
 		bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
@@ -201,6 +215,22 @@ func demoPlan(plan string, exts []pbxsim.Extension) (special []string, endpoints
 		append(endpoints, pbxsim.Extension{Number: "91201"})
 }
 
+// demoAutoAnswer is the numbers the simulated PBX answers itself:
+// pbxsim's 6xx and the mobiles of the first two users.
+func demoAutoAnswer(exts []pbxsim.Extension) []string {
+	auto, _ := pbxsim.ParseRange(pbxsim.DefaultAutoAnswer) // a constant range
+	return append(auto, demoMobile(exts[0].Number), demoMobile(exts[1].Number))
+}
+
+// demoListenError names the flag that moves the simulated PBX's SIP or
+// AMI listener when its address is taken.
+func demoListenError(c demoConfig, err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	return fmt.Errorf("demo: the simulated PBX's address is in use by another program (--sip %s, --ami %s): choose others with --sip and --ami (port 0: any free port): %w", c.sip, c.ami, err)
+}
+
 // demoUsers makes the demo's logins: an admin, an operator on the third
 // phone acting for the group, and users owning the first two phones.
 func demoUsers(exts []pbxsim.Extension) (*auth.Users, []demoUser, error) {
@@ -218,7 +248,11 @@ func demoUsers(exts []pbxsim.Extension) (*auth.Users, []demoUser, error) {
 			return nil, nil, err
 		}
 		role := map[string]auth.Role{"admin": auth.RoleAdmin, "operator": auth.RoleOperator, "user": auth.RoleUser}[l.Role]
-		list = append(list, auth.User{Username: l.Username, Name: l.Username, PasswordHash: hash, Role: role, Endpoints: l.Endpoints, Groups: []string{"demo"}})
+		u := auth.User{Username: l.Username, Name: l.Username, PasswordHash: hash, Role: role, Endpoints: l.Endpoints, Groups: []string{"demo"}}
+		if l.Role == "user" {
+			u.Cellphone = demoMobile(l.Endpoints[0])
+		}
+		list = append(list, u)
 	}
 	users, err := auth.NewUsers(list)
 	return users, logins, err

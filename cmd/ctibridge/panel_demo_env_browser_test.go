@@ -18,6 +18,12 @@ import (
 // each answering after ring, no random traffic) until the test ends.
 func startDemo(t *testing.T, phones int64, ring time.Duration) demoInfo {
 	t.Helper()
+	return startDemoWith(t, phones, ring, nil)
+}
+
+// startDemoWith is startDemo with more of the demo's settings (mod).
+func startDemoWith(t *testing.T, phones int64, ring time.Duration, mod func(*demoConfig)) demoInfo {
+	t.Helper()
 	if chromiumPath() == "" {
 		t.Skip("Chromium is not installed (Debian package: chromium)")
 	}
@@ -26,6 +32,9 @@ func startDemo(t *testing.T, phones int64, ring time.Duration) demoInfo {
 	done := make(chan error, 1)
 	c := demoConfig{http: "127.0.0.1:0", admin: "127.0.0.1:0", sip: "127.0.0.1:0", ami: "127.0.0.1:0",
 		phones: phones, ring: ring, dataDir: t.TempDir()}
+	if mod != nil {
+		mod(&c)
+	}
 	go func() { done <- runDemo(ctx, c, slog.New(slog.DiscardHandler), func(d demoInfo) { info <- d }) }()
 	t.Cleanup(func() {
 		cancel()

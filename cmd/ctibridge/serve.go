@@ -37,6 +37,8 @@ type serveConfig struct {
 	context                 string
 	chanTech                string
 	queueIface              string
+	voicemailExten          string
+	popupLink               string
 	actionTimeout           time.Duration
 	accessLogEvery          int64
 	dataDir                 string
@@ -91,6 +93,8 @@ func serveSettings(c *serveConfig) *settings {
 	s.str(&c.context, "context", rest.DefaultContext, "dialplan context of originated calls, transfers and pickups")
 	s.str(&c.chanTech, "chan-tech", rest.DefaultChanTech, "channel technology of the phones (PJSIP, SIP, IAX2)")
 	s.str(&c.queueIface, "queue-interface", rest.DefaultQueueIface, "queue member interface for queuemember_* ({tech}, {exten} replaced)")
+	s.str(&c.voicemailExten, "voicemail-exten", rest.DefaultVoicemailExten, "extension in --context that drops a call into a mailbox ({exten} replaced; FreePBX: vmu{exten}, or *{exten}), for the panel's transfer to voicemail")
+	s.str(&c.popupLink, "popup-link", "", "customer card the panel's incoming call pop-up links to: an http(s) URL template with {number} and {name}, like https://crm.example.com/card?phone={number}")
 	s.integer(&c.wsReplay, "ws-replay", ws.DefaultReplayMax, "WebSocket resume buffer: changes kept for clients that reconnect")
 	s.dur(&c.wsReplayAge, "ws-replay-age", ws.DefaultReplayMaxAge, "WebSocket resume buffer: the oldest change kept")
 	s.dur(&c.wsSlowTimeout, "ws-slow-timeout", ws.DefaultSlowTimeout, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
