@@ -30,6 +30,9 @@ func TestBrowserPopupAnswered(t *testing.T) {
 	fb.raw <- fakeRaw{"extenUpdate", fakeExt(0, "ringing")}
 	fb.raw <- ring("1250")
 	b.waitFor("the pop-up for 1250", `!document.querySelector('#popup').hidden && document.querySelector('#popup-caller').textContent.includes('1250')`, wait)
+	if !eval[bool](b, `document.querySelector('#popup-card').hidden`) {
+		t.Error("a customer card link with no --popup-link")
+	}
 	fb.raw <- fakeRaw{"extenUpdate", fakeExt(0, "busy")}
 	b.waitFor("the pop-up gone once answered", `document.querySelector('#popup').hidden`, wait)
 

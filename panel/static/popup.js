@@ -1,5 +1,6 @@
 // Incoming call pop-up (extenRinging): who is calling, the phonebook
-// match, and a link to the recent calls with that number, with the ring
+// match, the customer card when the deployment has one, and a link to
+// the recent calls with that number, with the ring
 // alerts of ring.js. It goes away when the call is answered or ends, or
 // when dismissed.
 
@@ -36,6 +37,10 @@ export class Popup {
     const contact = d.contact || d.phonebook || null;
     if (contact) this.showMatch(contact);
     else if (num && state.phonebook !== false) this.lookup(num, d);
+    const card = $('#popup-card', this.root);
+    const href = cardLink(state.me?.popupLink, num, d.callerName && d.callerName !== num ? d.callerName : '');
+    card.hidden = !href;
+    if (href) card.href = href; else card.removeAttribute('href');
     const hist = $('#popup-history', this.root);
     hist.hidden = !num;
     hist.onclick = () => { this.onHistory(num); this.hide(); };
@@ -70,6 +75,20 @@ export class Popup {
     if (this.cur) stopRing();
     this.root.hidden = true;
     this.cur = null;
+  }
+}
+
+// cardLink fills the deployment's customer-card URL template (GET
+// /user/me popupLink, NethCTI's paramurl) with the caller's number and
+// name, each URL-escaped; only an http or https result is a link.
+export function cardLink(tmpl, number, name) {
+  if (!tmpl || !number) return '';
+  const s = tmpl.replaceAll('{number}', encodeURIComponent(number)).replaceAll('{name}', encodeURIComponent(name));
+  try {
+    const u = new URL(s);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : '';
+  } catch {
+    return '';
   }
 }
 
