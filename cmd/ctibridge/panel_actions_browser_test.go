@@ -173,7 +173,7 @@ func TestBrowserActions(t *testing.T) {
 	b := e.b
 	b.run("pickup a ringing colleague", func(t *testing.T) { actPickup(t, e) })
 	b.run("hang up a colleague", func(t *testing.T) { actHangup(t, e) })
-	for _, role := range []string{"spy", "intrude"} {
+	for _, role := range []string{"spy", "intrude", "whisper"} {
 		b.run(role+" on a colleague", func(t *testing.T) { actSpy(t, e, role) })
 	}
 	b.run("park a colleague's call and pick it up", func(t *testing.T) { actPark(t, e) })
@@ -215,12 +215,13 @@ func actHangup(t *testing.T, e *demoEnv) {
 	e.idle(t, "201", "202")
 }
 
-// actSpy: the operator listens to (spy) or intrudes on 201's call with 202.
+// actSpy: the operator listens to (spy), intrudes on or whispers into
+// 201's call with 202.
 func actSpy(t *testing.T, e *demoEnv, role string) {
 	b, wait := e.b, 10*time.Second
 	e.connect(t, "201", "202")
 	b.menuAction("201", role)
-	if !b.refused(t, "/astproxy/"+map[string]string{"spy": "start_spy", "intrude": "intrude"}[role]) {
+	if !b.refused(t, "/astproxy/"+map[string]string{"spy": "start_spy", "intrude": "intrude", "whisper": "whisper"}[role]) {
 		// The operator's phone is called for the session; its
 		// conversation names 201, never the phone itself (pbxsim
 		// answers the ChanSpy leg itself, so no "spy" field yet).
@@ -228,6 +229,9 @@ func actSpy(t *testing.T, e *demoEnv, role string) {
 		for _, c := range x.Conversations {
 			if c.CounterpartNum != "201" || (c.Spy != nil && c.Spy.Exten != "201") {
 				t.Errorf("203's %s conversation: %+v (spy %+v), want 201 as the other party", role, c, c.Spy)
+			}
+			if want := map[string]string{"spy": "listen", "intrude": "barge", "whisper": "whisper"}[role]; c.Spy != nil && c.Spy.Mode != want {
+				t.Errorf("203's %s conversation has spy mode %q, want %q", role, c.Spy.Mode, want)
 			}
 		}
 		b.waitFor("203 busy", `(`+cardJS("203")+`).status !== 'online'`, wait)

@@ -67,12 +67,13 @@ func TestBrowserStateTruth(t *testing.T) {
 		t.Errorf("Alice's menu on 203's call offers %q, want nothing", got)
 	}
 	// The operator is in that call himself: he may transfer it onto any
-	// card; nothing else on 204 (outside his groups); DND and forward on
-	// idle 201 (in his groups).
-	if got := menuRoles(op, "204"); got != "xferhere,close" {
-		t.Errorf("the operator's menu on 204 offers %q, want only the transfer of his call", got)
+	// card, or to its voicemail box (every demo phone has one) and to its
+	// user's mobile (Alice's, not 204's); nothing else on 204 (outside his
+	// groups); DND and forward on idle 201 (in his groups).
+	if got := menuRoles(op, "204"); got != "xferhere,xfervm,close" {
+		t.Errorf("the operator's menu on 204 offers %q, want only the transfers of his call", got)
 	}
-	if got := menuRoles(op, "201"); got != "xferhere,dndon,cfon,close" {
+	if got := menuRoles(op, "201"); got != "xferhere,xfervm,xfermobile,dndon,cfon,close" {
 		t.Errorf("the operator's menu on idle 201 offers %q, want the transfer of his call, DND and forward", got)
 	}
 	call.hangup(t)

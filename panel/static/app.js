@@ -20,6 +20,7 @@ import {History} from './history.js';
 import {Popup} from './popup.js';
 import {banner} from './banner.js';
 import {GroupTabs} from './gtabs.js';
+import {refuseTarget, pickupUpdate} from './safety.js';
 
 const views = ['ext', 'queues', 'trunks', 'confs', 'phonebook', 'history'];
 // A directory this large opens in compact mode unless the user chose.
@@ -106,6 +107,7 @@ function onExtension(d) {
   if (hidden(before) !== hidden(d)) grid.refresh();
   if (myEndpoints().includes(d.exten)) { bar.render(); mine.render(); }
   popup.update();
+  pickupUpdate(d.exten);
   dirty(queues);
 }
 
@@ -241,6 +243,8 @@ async function call(number) {
 }
 
 async function transfer({convid, endpointId}, to) {
+  const why = refuseTarget(to);
+  if (why) { toast(why, 'error'); return; }
   try {
     await api.post('/astproxy/blindtransfer', {convid, endpointId, to});
     toast(t('msg.transferring', {to}));

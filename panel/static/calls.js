@@ -7,6 +7,7 @@ import {api} from './api.js';
 import {t} from './i18n.js';
 import {state, can, myEndpoints} from './state.js';
 import {peerText, talkSeconds, convNote} from './describe.js';
+import {refuseTarget} from './safety.js';
 
 export class CallsBar {
   constructor(root) {
@@ -73,6 +74,8 @@ export class CallsBar {
     const xfer = (path) => async () => {
       const n = to.value.trim();
       if (!n) { to.focus(); toast(t('msg.typeNumber'), 'error'); return; }
+      const why = path === 'blindtransfer' && refuseTarget(n);
+      if (why) { toast(why, 'error'); return; }
       await act(path, {to: n}, t(path === 'atxfer' ? 'msg.atxferTo' : 'msg.xferTo', {to: n}))();
     };
     const dir = conv.direction === 'in' ? 'in' : 'out';

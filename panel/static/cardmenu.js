@@ -10,6 +10,7 @@ import {api} from './api.js';
 import {t} from './i18n.js';
 import {state, can, inScope, myEndpoints, nameOf} from './state.js';
 import {currentCall, peerNumber} from './describe.js';
+import {watchPickup} from './safety.js';
 
 // cardActions lists [label, role, run] for extension exten, given the
 // user's active call (for "transfer my call here") and how to place a
@@ -21,10 +22,11 @@ export function cardActions(exten, active, transfer, call) {
   const mine = myEndpoints().includes(exten);
   const dest = myEndpoints()[0];
   const scope = inScope(exten);
-  const post = (path, body, done) => async () => {
+  const post = (path, body, done, then) => async () => {
     try {
       await api.post('/astproxy/' + path, body);
       toast(t('msg.done', {what: done}));
+      then?.();
     } catch (e) {
       toast(t('msg.failed', {what: done, why: e.message}), 'error');
     }
@@ -34,11 +36,15 @@ export function cardActions(exten, active, transfer, call) {
   const add = (ok, key, role, run) => { if (ok) out.push([t(key), role, run]); };
   const ringing = c && !c.connected && c.direction === 'in';
   add(ringing && !mine && dest && can('pickup') && scope, 'act.pickup', 'pickup',
-    post('pickup_conv', {endpointId: exten, destId: dest}, t('act.pickup')));
+    post('pickup_conv', {endpointId: exten, destId: dest}, t('act.pickup'), () => watchPickup(exten, dest)));
   add(c && can('hangup') && scope, 'act.hangup', 'hangup', post('hangup', conv, t('act.hangup')));
   const talking = c && c.connected && !c.parked?.parking;
   add(talking && !mine && dest && can('spy') && scope, 'act.spy', 'spy',
     post('start_spy', {...conv, destId: dest}, t('act.spy')));
+  // Whisper (ChanSpy's w: heard by the colleague only) with intrude's
+  // permission, as the server checks it.
+  add(talking && !mine && dest && can('intrude') && scope, 'act.whisper', 'whisper',
+    post('whisper', {...conv, destId: dest}, t('act.whisper')));
   add(talking && !mine && dest && can('intrude') && scope, 'act.intrude', 'intrude',
     post('intrude', {...conv, destId: dest}, t('act.intrude')));
   add(talking && can('park') && scope, 'act.park', 'park', post('park', conv, t('act.park')));
@@ -50,6 +56,12 @@ export function cardActions(exten, active, transfer, call) {
     if (rec || muted) add(true, 'act.stoprec', 'stoprec', post('stop_record', conv, t('act.stoprec')));
   }
   add(active && !mine && can('transfer'), 'act.xferHere', 'xferhere', () => transfer(active, exten));
+  // Or to the colleague's voicemail box, or mobile (the server knows the
+  // number; /user/me lists who has one).
+  add(active && !mine && can('transfer') && !!x.voicemail, 'act.xferVm', 'xfervm',
+    post('transfer_voicemail', {...active, to: exten}, t('act.xferVm')));
+  add(active && !mine && can('transfer') && !!state.me?.mobiles?.includes(exten), 'act.xferMobile', 'xfermobile',
+    post('transfer_cellphone', {...active, to: exten}, t('act.xferMobile')));
   // DND for a colleague one may act for (one's own is in the top bar).
   add(!mine && can('dnd') && scope && x.status !== 'offline', x.dnd ? 'act.dndOff' : 'act.dndOn', x.dnd ? 'dndoff' : 'dndon',
     post('dnd', {endpointId: exten, activate: !x.dnd}, t(x.dnd ? 'act.dndOff' : 'act.dndOn')));

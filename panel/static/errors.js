@@ -31,6 +31,9 @@ export function plainError(e) {
     case status === 403: return t('err.mayNot');
     case status === 404 && /^no such route/.test(msg): return t('err.unavailable');
     case status === 404: return t('err.notFound');
+    case status === 409 && /no cellphone/.test(msg): return t('err.noMobile');
+    case status === 409 && /no voicemail box/.test(msg): return t('err.noVoicemail');
+    case status === 409 && /no ringing call/.test(msg): return t('err.noRinging');
     case status === 409: return t('err.gone');
     case status === 413: return t('err.tooBig');
     case status === 429: return t('err.slow');
