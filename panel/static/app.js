@@ -21,8 +21,9 @@ import {Popup} from './popup.js';
 import {banner} from './banner.js';
 import {GroupTabs} from './gtabs.js';
 import {refuseTarget, pickupUpdate} from './safety.js';
+import {Wallboard} from './wallboard.js';
 
-const views = ['ext', 'queues', 'trunks', 'confs', 'phonebook', 'history'];
+const views = ['ext', 'queues', 'wall', 'trunks', 'confs', 'phonebook', 'history'];
 // A directory this large opens in compact mode unless the user chose.
 const COMPACT_FROM = 60;
 
@@ -45,6 +46,8 @@ const mine = new MyControls();
 const queues = new QueuesView($('#queues'), $('#parkings'), (n) => call(n));
 const trunks = new TrunksView($('#trunks'), (n) => call(n));
 const confs = new ConfsView($('#confs'));
+const wall = new Wallboard($('#wallboard'));
+wall.name = 'wall';
 queues.name = 'queues';
 trunks.name = 'trunks';
 confs.name = 'confs';
@@ -60,7 +63,7 @@ function activeCall() {
 // dirty re-renders a view at most once per frame, and only while it is
 // shown (showView renders it when it is opened).
 const pending = new Set();
-const shown = {queues: () => !$('#view-queues').hidden, trunks: () => !$('#view-trunks').hidden, confs: () => !$('#view-confs').hidden};
+const shown = {wall: () => !$('#view-wall').hidden, queues: () => !$('#view-queues').hidden, trunks: () => !$('#view-trunks').hidden, confs: () => !$('#view-confs').hidden};
 function dirty(view) {
   if (!shown[view.name]()) return;
   if (!pending.size) {
@@ -93,6 +96,7 @@ function snapshot(m) {
   bar.render();
   mine.render();
   queues.render();
+  if (shown.wall()) wall.render();
   trunks.render();
   popup.update();
   banner();
@@ -109,6 +113,7 @@ function onExtension(d) {
   popup.update();
   pickupUpdate(d.exten);
   dirty(queues);
+  dirty(wall);
 }
 
 const hidden = (x) => Object.values(x?.conversations || {}).some((c) => !c.counterpartNum && !c.counterpartName);
@@ -125,11 +130,13 @@ function event(m) {
     case 'queueUpdate':
       state.queues[d.queue] = d;
       dirty(queues);
+      dirty(wall);
       refreshGroups();
       break;
     case 'queueMembers':
       applyQueueDelta(state.queues, d);
       dirty(queues);
+      dirty(wall);
       refreshGroups();
       break;
     case 'queueMemberUpdate': {
@@ -138,6 +145,7 @@ function event(m) {
       q.members = q.members || {};
       q.members[d.member] = {...q.members[d.member], ...d};
       dirty(queues);
+      dirty(wall);
       break;
     }
     case 'parkingUpdate': state.parkings[d.parking] = d; dirty(queues); grid.refresh(); break;
@@ -263,6 +271,7 @@ function showView(name) {
   }
   if (name === 'history' && !history.loaded) { history.loaded = true; history.scopeFor(); history.load(true); }
   if (name === 'queues') queues.render();
+  if (name === 'wall') wall.render();
   if (name === 'trunks') trunks.render();
   if (name === 'confs') confs.load().then(() => confs.render());
 }
@@ -353,7 +362,7 @@ function relabel() {
   bar.key = '';
   bar.render();
   mine.render();
-  for (const v of [queues, trunks, confs]) v.render();
+  for (const v of [queues, trunks, confs, wall]) v.render();
   banner();
 }
 
@@ -421,7 +430,7 @@ document.addEventListener('keydown', (e) => {
 translatePage();
 setupPrefs();
 setupTabs();
-setInterval(() => { grid.tick(); bar.tick(); queues.tick(); trunks.tick(); confs.tick(); }, 1000);
+setInterval(() => { grid.tick(); bar.tick(); queues.tick(); trunks.tick(); confs.tick(); wall.tick(); }, 1000);
 
 // A tab reloaded logged in asks for notifications at a click (once per
 // browser: askNotify remembers).

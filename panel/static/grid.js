@@ -64,6 +64,7 @@ export class Grid {
       el('div', {class: 'card-call'},
         el('span', {class: 'dir'}), el('span', {class: 'peer'}), el('span', {class: 'dur'})),
       el('div', {class: 'card-note'}),
+      el('div', {class: 'card-more', hidden: true}),
       el('span', {class: 'card-btns'},
         el('button', {class: 'call-btn', type: 'button', tabindex: '-1'}),
         el('button', {class: 'menu-btn', type: 'button', tabindex: '-1', 'aria-haspopup': 'menu'}, '⋯')));
@@ -115,7 +116,7 @@ export class Grid {
     const q = (s) => li.querySelector(s);
     return {li, x: null, status: '', sig: '', parts: {
       name: q('.name'), num: q('.num'), state: q('.card-state'), inds: q('.inds'), call: q('.card-call'),
-      dir: q('.dir'), peer: q('.peer'), dur: q('.dur'), note: q('.card-note'), btn: q('.call-btn'), menu: q('.menu-btn'),
+      dir: q('.dir'), peer: q('.peer'), dur: q('.dur'), note: q('.card-note'), more: q('.card-more'), btn: q('.call-btn'), menu: q('.menu-btn'),
     }};
   }
 
@@ -182,14 +183,17 @@ export class Grid {
       if (c.connected || c.parked?.parking) this.ticking.add(card);
       else this.ticking.delete(card);
       p.dur.textContent = c.connected ? fmtDuration(talkSeconds(c)) : '';
+      this.more(x, c, p);
     } else {
       p.call.hidden = true;
       p.note.hidden = true;
+      p.more.hidden = true;
       this.ticking.delete(card);
       p.peer.textContent = '';
       p.dur.textContent = '';
     }
-    const sig = name + '|' + peer + '|' + st + '|' + p.inds.textContent;
+    const more = p.more.hidden ? '' : p.more.textContent;
+    const sig = name + '|' + peer + '|' + st + '|' + p.inds.textContent + '|' + more;
     if (card.sig !== sig) {
       card.sig = sig;
       p.btn.textContent = t('card.call');
@@ -197,8 +201,25 @@ export class Grid {
       p.menu.setAttribute('aria-label', t('card.actionsLabel', {name, exten: x.exten}));
       p.menu.title = t('card.actions');
       const inds = [...p.inds.children].map((i) => i.title).join(', ');
-      card.li.setAttribute('aria-label', [name, x.exten, statusText(st), inds, peer].filter(Boolean).join(', '));
+      card.li.setAttribute('aria-label', [name, x.exten, statusText(st), inds, peer, more].filter(Boolean).join(', '));
     }
+  }
+
+  // more says, under the call a card shows, that the extension has more
+  // (a call waiting, a second line): how many, and the latest of the
+  // others. Compact cards show the count only ("+1", style.css).
+  more(x, c, p) {
+    const others = Object.values(x.conversations || {}).filter((o) => o !== c);
+    if (!others.length) {
+      p.more.hidden = true;
+      delete p.call.dataset.more;
+      return;
+    }
+    const latest = others.reduce((a, o) => ((o.startTime || 0) > (a.startTime || 0) ? o : a));
+    const text = t('card.more', {n: others.length + 1, who: peerText(latest, x.exten)});
+    if (p.more.textContent !== text) p.more.textContent = text;
+    p.more.hidden = false;
+    p.call.dataset.more = '+' + others.length;
   }
 
   updateInds(x, card) {
