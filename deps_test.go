@@ -53,6 +53,8 @@ var rules = []rule{
 	{pkg: "webhook", allowed: []string{"ami", "calls", "history", "sqldb", "upstream", "wal"}},
 	{pkg: "pbxsim", allowed: []string{"ami", "ami/amievent"}},
 	{pkg: "bus", allowed: []string{"ami", "calls", "link"}},
+	// The PBXs one bridge follows: above bus and link, below cmd.
+	{pkg: "site", allowed: []string{"ami", "calls", "link", "bus"}},
 	{pkg: "bus/natstest", allowed: []string{"bus/natstest/natscluster"}},
 	{pkg: "bus/natstest/natscluster", stdOnly: true},
 	{pkg: "sipp", stdOnly: true},

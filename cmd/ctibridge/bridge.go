@@ -27,6 +27,7 @@ import (
 	"github.com/ctibridge/ctibridge/nethcti/sio"
 	"github.com/ctibridge/ctibridge/panel"
 	"github.com/ctibridge/ctibridge/rest"
+	"github.com/ctibridge/ctibridge/site"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -44,8 +45,8 @@ type bridge struct {
 	client    *ami.Client   // nil on an edge (--bus-edge)
 	eng       *calls.Engine // the default PBX's; on the bus, the served replica's
 	link      *link.Link    // nil on an edge
-	bus       *busPBX       // --bus: the default PBX's node (bus.go); nil without it
-	sites     *sites        // --pbx; nil without it
+	bus       *site.BusPBX  // --bus: the default PBX's node (bus.go); nil without it
+	sites     *site.Set     // --pbx; nil without it
 	auth      *auth.Service
 	authNow   atomic.Pointer[auth.Service] // auth, for the stores' goroutines once it exists
 	dirs      *directory.Set               // --dir-* directories; nil without any
@@ -95,10 +96,10 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		ws.State
 	} = b.eng
 	if b.bus != nil {
-		state = b.bus.node.State() // stale while the node cannot hear its stream
+		state = b.bus.Node().State() // stale while the node cannot hear its stream
 	}
 	if b.sites != nil {
-		state = b.sites.multi
+		state = b.sites.Multi()
 	}
 	if err := b.openAuth(ctx, c, users); err != nil {
 		return nil, err
@@ -107,10 +108,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(storeCollector{st}, authCollector{b.auth})
-	if err := b.sites.register(reg, b.link, b.client); err != nil {
-		return nil, err
-	}
-	if err := b.registerBus(reg); err != nil {
+	if err := b.register(reg); err != nil {
 		return nil, err
 	}
 	if err := b.webhooks.open(c, b.webhookPBXs(c), st.Lookup, reg, log); err != nil {
@@ -121,7 +119,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		return nil, err
 	}
 	rcfg := rest.Config{
-		Auth: b.auth, State: state, PBX: b.client, Sites: b.sites.restSites(), Refresh: b.link, Metrics: restMetrics,
+		Auth: b.auth, State: state, PBX: b.client, Sites: restSites(b.sites), Refresh: b.link, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout, VoicemailExten: c.voicemailExten, PopupLink: c.popupLink,
 		Phonebook: st.phonebook, History: st.history, CustomerCard: st.card, TrustedProxies: c.trustedProxies,
@@ -161,7 +159,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 	if err := b.openNethCTI(c, api, state, mux); err != nil {
 		return nil, err
 	}
-	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, func() bool { return b.ready() && b.sites.ready() }, st.status)); err != nil {
+	if err := b.listen(c, rest.SecureHeaders(mux), admin.NewHandler(reg, func() bool { return b.ready() && b.sites.Ready() }, st.status)); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -187,20 +185,21 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 	if err != nil {
 		return fmt.Errorf("--pbx: %w", err)
 	}
+	pc := pbxConfigs{specs: specs, eng: ecfg, link: lcfg, ami: acfg, log: log}
 	if c.bus.url != "" {
-		if err := b.openBus(ctx, c, specs, ecfg, lcfg, acfg, rec); err != nil {
+		if err := b.openBus(ctx, c, pc); err != nil {
 			return err
 		}
 	} else {
-		b.eng = calls.New(defaultPBXConfig(specs, ecfg))
+		b.eng = calls.New(pc.defaultConfig())
 		b.link = link.New(b.client, b.eng, lcfg)
-		if b.sites, err = newSites(c, specs, b.eng, ecfg, lcfg, log, nil); err != nil {
+		if b.sites, err = openSites(c, pc, b.eng, nil); err != nil {
 			return fmt.Errorf("--pbx: %w", err)
 		}
 	}
 	ns := &namesState{b.eng}
 	if b.sites != nil {
-		ns.State = b.sites.multi
+		ns.State = b.sites.Multi()
 	}
 	st.names.state.Store(ns)
 	return nil
@@ -339,7 +338,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup // the goroutines that live as long as ctx
-	errc := make(chan error, 4+b.sites.len())
+	errc := make(chan error, 4+b.sites.Len())
 	// The client has its own lifetime: it must outlive the link so that it
 	// can log off after everything else has stopped.
 	// On the bus (--bus), the node runs instead: it follows the PBX's op
@@ -347,7 +346,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	// the link (bridge.lead); a bridge's CDR session has its own lifetime.
 	stopClient := func() {}
 	if b.bus != nil {
-		stopClient = b.bus.run(ctx, &wg, errc)
+		stopClient = b.bus.Run(ctx, &wg, errc)
 	} else {
 		stopClient = goOwn(func(ctx context.Context) { b.client.Run(ctx) }).stop
 		wg.Go(func() {
@@ -356,7 +355,7 @@ func (b *bridge) Run(ctx context.Context) error {
 			}
 		})
 	}
-	stopSites := b.sites.goLinks(ctx, &wg, errc)
+	stopSites := b.sites.Run(ctx, &wg, errc)
 	wg.Go(func() { b.auth.Run(ctx) })
 	if b.dirs != nil {
 		wg.Go(func() { b.dirs.Run(ctx) })

@@ -2,24 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/bus"
 	"github.com/ctibridge/ctibridge/calls"
-	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/link"
+	"github.com/ctibridge/ctibridge/site"
 	"github.com/ctibridge/ctibridge/webhook"
 )
 
@@ -154,63 +150,25 @@ func followed(c busConfig, specs []pbxSpec, name string) bool {
 // edgeArgs are the arguments of `ctibridge edge`: serve's, as an edge.
 func edgeArgs(args []string) []string { return append([]string{"--bus-edge=true"}, args...) }
 
-// busPBX is one PBX's part of a bus node: the bus.Node that follows the
-// PBX's op log into the replica clients read (eng), and, on a bridge,
-// the candidate that contends for the PBX's lead and leads it (its own
-// bus.Node, AMI client and link) and (with a CDR recorder) an AMI
-// session of its own that feeds the recorder whoever leads, so no Cdr
-// event is missed during a takeover (the writes are idempotent: two
-// bridges record each CDR once). A candidate deposed (bus.ErrDeposed)
-// is replaced by a fresh one, standing by: the PBX's lead alone is
-// lost, the replica clients read goes on following, the process and its
-// other PBXs are untouched (docs/scale-out.md, "Deposed").
-type busPBX struct {
-	name      string    // on the bus: its stream's and lease's
-	node      *bus.Node // follows; never leads
-	eng       *calls.Engine
-	candidate func(ctx context.Context) (*candidate, error) // nil on an edge
-	cur       atomic.Pointer[candidate]                     // the one contending or leading
-	cdrClient *ami.Client                                   // nil on an edge or without a recorder
-	observe   func(ami.Message)
-	log       *slog.Logger
-}
-
-// candidate is what a bridge contends for a PBX's lead with, and leads
-// it with: a bus.Node whose primary replica the link drives while it
-// leads, over an AMI client of its own. Each is built fresh and used
-// once: a deposed one's primary engine may hold ops the stream lacks,
-// and an AMI client runs once.
-type candidate struct {
-	node   *bus.Node
-	client *ami.Client
-	link   *link.Link
-	done   atomic.Bool // its node's Run returned
-}
-
 // openBus builds the default PBX's bus node instead of a lone engine and
-// link, and, with --pbx, each named PBX's (newSites); clients are served
+// link, and, with --pbx, each named PBX's (openSites); clients are served
 // by replicas of the bus's op logs.
-func (b *bridge) openBus(ctx context.Context, c serveConfig, specs []pbxSpec, ecfg calls.Config, lcfg link.Config, acfg ami.Config, rec *history.Recorder) (err error) {
-	var observe func(ami.Message)
-	if rec != nil {
-		observe = rec.Observe
-	}
-	b.client = nil // each candidate has its own (busPBX.candidate)
-	b.bus, err = openBusPBX(ctx, c, c.bus.pbx, defaultPBXConfig(specs, ecfg), lcfg, acfg, observe, b.log)
-	if err != nil {
+func (b *bridge) openBus(ctx context.Context, c serveConfig, pc pbxConfigs) (err error) {
+	b.client = nil // each candidate has its own (bus.Contender)
+	def := site.Config{Name: c.bus.pbx, Engine: pc.defaultConfig(), Link: pc.link, AMI: pc.ami}
+	if b.bus, err = site.OpenBus(ctx, busPBXConfig(c, b.log, def)); err != nil {
 		return err
 	}
-	b.eng = b.bus.eng
-	auth.SetOpaqueKey(b.bus.node.OpaqueKey())
-	b.sites, err = newSites(c, specs, b.bus.node.State(), ecfg, lcfg, b.log, func(sp pbxSpec, sc siteConfig) (*site, error) {
-		p, err := openBusPBX(ctx, c, sp.name, sc.eng, sc.link, sc.ami, observe, b.log)
+	b.eng = b.bus.Engine()
+	auth.SetOpaqueKey(b.bus.Node().OpaqueKey())
+	b.sites, err = openSites(c, pc, b.bus.Node().State(), func(sc site.Config) (*site.Site, error) {
+		bc := busPBXConfig(c, b.log, sc)
+		bc.Named = true
+		p, err := site.OpenBus(ctx, bc)
 		if err != nil {
 			return nil, err
 		}
-		if p.observe != nil {
-			p.observe = qualifyCDRs(sp.name, p.eng, p.observe)
-		}
-		return &site{spec: sp, eng: p.eng, bus: p}, nil
+		return &site.Site{Name: sc.Name, Engine: p.Engine(), Bus: p}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("--pbx: %w", err)
@@ -218,221 +176,26 @@ func (b *bridge) openBus(ctx context.Context, c serveConfig, specs []pbxSpec, ec
 	return nil
 }
 
-// openBusPBX opens the bus node of PBX pbx (its name on the bus) with
-// the engine configuration ecfg and, on a bridge, its first candidate;
-// a candidate's AMI client and its CDR session (when observe is set) log
-// in with acfg.
-func openBusPBX(ctx context.Context, c serveConfig, pbx string, ecfg calls.Config, lcfg link.Config, acfg ami.Config, observe func(ami.Message), log *slog.Logger) (_ *busPBX, err error) {
-	served := bus.NewReplica(ecfg)
-	p := &busPBX{name: pbx, eng: served.Engine(), log: log}
-	cfg := bus.Config{URL: c.bus.url, PBX: pbx, Node: c.bus.node, Served: served,
-		Fingerprint: bus.EngineFingerprint(ecfg), Prefer: c.bus.prefers(pbx), YieldAfter: c.bus.yieldSetting(), Log: log}
-	if p.node, err = bus.Open(ctx, cfg); err != nil {
-		return nil, err
-	}
-	if c.bus.edge {
-		return p, nil
-	}
-	lcfg.OnMessage = nil
-	p.candidate = func(ctx context.Context) (*candidate, error) {
-		client := ami.NewClient(acfg)
-		pcfg := ecfg
-		pcfg.FeedSize = 16 // their feeds are read by nobody
-		primary := bus.NewReplica(pcfg)
-		cfg := cfg
-		cfg.Served = bus.NewReplica(pcfg)
-		cfg.LinkPBX = bus.NewLinkPBX(client) // lets the leader roll the op log over
-		l := link.New(cfg.LinkPBX, primary, lcfg)
-		cfg.Primary, cfg.Actions, cfg.Refresh = primary, client, l.Refresh
-		cfg.Reachable = reachable(acfg)
-		c.bus.rollSettings(&cfg)
-		cfg.Lead = func(ctx context.Context) error {
-			// The client outlives the link so that it logs off.
-			client := goOwn(func(ctx context.Context) { client.Run(ctx) })
-			defer client.stop()
-			return l.Run(ctx)
-		}
-		node, err := bus.Open(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &candidate{node: node, client: client, link: l}, nil
-	}
-	cand, err := p.candidate(ctx)
-	if err != nil {
-		p.node.Close()
-		return nil, err
-	}
-	p.cur.Store(cand)
-	if observe != nil {
-		p.cdrClient, p.observe = ami.NewClient(acfg), observe
-	}
-	return p, nil
-}
-
-// reachable is a bridge candidate's check that it could lead
-// (bus.Config.Reachable): before a preferred one asks for the lead, and
-// when a leader whose link is down asks it to take over. It logs in to
-// the PBX's manager with acfg and logs off (ami.Probe): a wrong secret
-// fails it as a dead address does.
-func reachable(acfg ami.Config) func(ctx context.Context) error {
-	return func(ctx context.Context) error { return ami.Probe(ctx, acfg) }
-}
-
-// contend runs candidates until ctx ends: one deposed is closed and
-// replaced by a fresh one (standBy), which follows the stream and
-// contends again a second later (two bridges fencing each other off do
-// not spin).
-// Another error of a candidate's is the bridge's.
-func (p *busPBX) contend(ctx context.Context) error {
-	for {
-		cand := p.cur.Load()
-		err := cand.node.Run(ctx)
-		cand.done.Store(true)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if !errors.Is(err, bus.ErrDeposed) {
-			return err
-		}
-		if errors.Is(err, bus.ErrHandedOver) {
-			p.log.Info("handed over: a bridge that prefers this PBX leads it; standing by again with a fresh engine", "pbx", p.name)
-		} else {
-			p.log.Warn("deposed: this PBX's lead is lost, standing by again with a fresh engine; the state clients read goes on following",
-				"pbx", p.name, "err", err)
-		}
-		next := p.standBy(ctx)
-		if next == nil {
-			return nil // ctx ended
-		}
-		p.cur.Store(next)
-		cand.node.Close()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// standBy makes the candidate that stands by after a deposal, trying
-// again with backoff (1 s, doubling up to 30 s) for as long as ctx lives:
-// NATS out of reach then (bus.Open gives up after some 15 s) must not
-// stop the process, whose served state goes on following (unheard
-// meanwhile). Nil once ctx ended.
-func (p *busPBX) standBy(ctx context.Context) *candidate {
-	wait := time.Second
-	for {
-		next, err := p.candidate(ctx)
-		if err == nil {
-			return next
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		p.log.Warn("cannot stand by again after a deposal: trying again", "pbx", p.name, "in", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 30*time.Second)
-	}
-}
-
-// state is what clients read of the PBX: the served engine, said stale
-// while this node cannot hear the PBX's stream (bus.Node.State).
-func (s *site) state() calls.Source {
-	if s.bus != nil {
-		return s.bus.node.State()
-	}
-	return s.eng
-}
-
-// leading reports whether this node leads the PBX.
-func (p *busPBX) leading() bool { return p.leader() != nil }
-
-// leader is the candidate that leads the PBX, or nil.
-func (p *busPBX) leader() *candidate {
-	if cand := p.cur.Load(); cand != nil && !cand.done.Load() && cand.node.Leading() {
-		return cand
-	}
-	return nil
-}
-
-// Do sends an action to the PBX (rest.PBX): through the candidate while
-// it leads (its own AMI client), else to the leader over NATS. A
-// candidate that stepped down when its lease ran out (cut off from NATS)
-// refuses it, bus.ErrStaleLease (503 lease_stale), until a fresh one
-// stands by.
-func (p *busPBX) Do(ctx context.Context, a ami.Message) (ami.Response, error) {
-	if cand := p.leader(); cand != nil {
-		return cand.node.Do(ctx, a)
-	}
-	if cand := p.cur.Load(); cand != nil && cand.node.Fenced() {
-		return cand.node.Do(ctx, a)
-	}
-	return p.node.Do(ctx, a)
-}
-
-// Refresh asks the leader's link to re-read what actions changed in
-// AstDB (rest.Refresher), as Do goes.
-func (p *busPBX) Refresh(actions ...ami.Message) bool {
-	if cand := p.leader(); cand != nil {
-		return cand.node.Refresh(actions...)
-	}
-	return p.node.Refresh(actions...)
-}
-
-// observeCDRs feeds the history recorder from the PBX's own AMI session
-// until ctx ends.
-func (p *busPBX) observeCDRs(ctx context.Context) {
-	client := goOwn(func(ctx context.Context) { p.cdrClient.Run(ctx) })
-	defer client.stop()
-	for {
-		evs, err := p.cdrClient.Next(ctx)
-		if err != nil {
-			return
-		}
-		for _, ev := range evs {
-			if ev.Link == ami.LinkNone {
-				p.observe(ev.Msg)
-			}
-		}
-	}
+// busPBXConfig is the bus configuration of the PBX sc names (its name on
+// the bus), logging to log; with a CDR recorder (sc.Link.OnMessage) the
+// PBX's CDR session feeds it.
+func busPBXConfig(c serveConfig, log *slog.Logger, sc site.Config) site.BusConfig {
+	bc := site.BusConfig{Edge: c.bus.edge, Engine: sc.Engine, Link: sc.Link, AMI: sc.AMI, Observe: sc.Link.OnMessage,
+		Node: bus.Config{URL: c.bus.url, PBX: sc.Name, Node: c.bus.node, Prefer: c.bus.prefers(sc.Name), YieldAfter: c.bus.yieldSetting(), Log: log}}
+	var rc bus.Config
+	c.bus.rollSettings(&rc)
+	bc.RollBytes, bc.RollAge = rc.RollBytes, rc.RollAge
+	return bc
 }
 
 // ready is what /readyz and systemd's READY say: the link is up and
 // resynchronised, or, on the bus, the node follows and the state is live
-// (each named PBX's too: sites.ready).
+// (each named PBX's too: site.Set.Ready).
 func (b *bridge) ready() bool {
 	if b.bus != nil {
-		return b.bus.node.Ready()
+		return b.bus.Node().Ready()
 	}
 	return b.link.Ready()
-}
-
-// run starts the node and the candidates (and the CDR session) on wg
-// with ctx; it returns what stops the CDR session, after ctx's
-// goroutines have stopped. An error is sent on errc unless ctx ends
-// first (Run reads one).
-func (p *busPBX) run(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (stop func()) {
-	fail := func(err error) {
-		if err != nil && ctx.Err() == nil {
-			select {
-			case errc <- fmt.Errorf("bus %s: %w", p.name, err):
-			case <-ctx.Done():
-			}
-		}
-	}
-	wg.Go(func() { fail(p.node.Run(ctx)) })
-	if p.candidate != nil {
-		wg.Go(func() { fail(p.contend(ctx)) })
-	}
-	if p.cdrClient == nil {
-		return func() {}
-	}
-	return goOwn(p.observeCDRs).stop
 }
 
 // busEpoch is the WebSocket epoch: on the bus with one PBX the stream
@@ -443,7 +206,7 @@ func (b *bridge) busEpoch() string {
 	if b.bus == nil || b.sites != nil {
 		return ""
 	}
-	return b.bus.node.Epoch()
+	return b.bus.Node().Epoch()
 }
 
 // webhookPBXs are every PBX's engine for the webhooks, the default PBX's
@@ -453,80 +216,49 @@ func (b *bridge) busEpoch() string {
 func (b *bridge) webhookPBXs(c serveConfig) []webhook.PBX {
 	out := []webhook.PBX{{State: b.eng}}
 	if b.bus != nil {
-		out[0].Sending = b.bus.leading
+		out[0].Sending = b.bus.Leading
 		if c.bus.edge && c.webhooks != "" {
 			b.log.Warn("webhooks on an edge send nothing: only the leading bridge sends them")
 		}
 	}
-	for _, s := range b.sites.all() {
-		p := webhook.PBX{Name: s.spec.name, State: s.eng}
-		if s.bus != nil {
-			p.Sending = s.bus.leading
+	for _, s := range b.sites.All() {
+		p := webhook.PBX{Name: s.Name, State: s.Engine}
+		if s.Bus != nil {
+			p.Sending = s.Bus.Leading
 		}
 		out = append(out, p)
 	}
 	return out
 }
 
-// registerBus adds the bus PBXs' figures to /metrics (pbxCollector):
-// with named PBXs each PBX's series labelled pbx="default" or
+// register adds the default PBX's figures to /metrics: its link's
+// (ctibridge_ami_*, ctibridge_ready, the engine's) or on the bus its
+// node's and candidate's (site.BusPBX.Collector), and each named PBX's
+// (site.Set.Register), every series then labelled pbx="default" or
 // pbx="<name>".
-func (b *bridge) registerBus(reg prometheus.Registerer) error {
-	if b.bus == nil {
+func (b *bridge) register(reg prometheus.Registerer) error {
+	var c prometheus.Collector
+	switch {
+	case b.bus != nil:
+		c = b.bus.Collector()
+	case b.link != nil:
+		c = link.NewCollector(b.link, b.client)
+	default:
 		return nil
 	}
 	if b.sites == nil {
-		return reg.Register(pbxCollector{b.bus})
+		return reg.Register(c)
 	}
-	if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": calls.DefaultPBXName}, reg).Register(pbxCollector{b.bus}); err != nil {
+	if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": calls.DefaultPBXName}, reg).Register(c); err != nil {
 		return err
 	}
-	for _, s := range b.sites.list {
-		if err := prometheus.WrapRegistererWith(prometheus.Labels{"pbx": s.spec.name}, reg).Register(pbxCollector{s.bus}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pbxCollector is a bus PBX's figures: on an edge its node's, on a
-// bridge its current candidate's (its node, which follows too and
-// leads, its link and AMI client: ctibridge_ami_*, ctibridge_ready).
-type pbxCollector struct{ p *busPBX }
-
-func (c pbxCollector) collectors() []prometheus.Collector {
-	cand := c.p.cur.Load()
-	if cand == nil {
-		return []prometheus.Collector{bus.NewCollector(c.p.node)}
-	}
-	return []prometheus.Collector{bus.NewCollector(cand.node), link.NewCollector(cand.link, cand.client)}
-}
-
-func (c pbxCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, col := range c.collectors() {
-		col.Describe(ch)
-	}
-}
-
-func (c pbxCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, col := range c.collectors() {
-		col.Collect(ch)
-	}
+	return b.sites.Register(reg)
 }
 
 // closeBus closes the NATS connections (bridge.close).
 func (b *bridge) closeBus() {
 	if b.bus != nil {
-		b.bus.close()
+		b.bus.Close()
 	}
-	b.sites.close()
-}
-
-// close closes the PBX's NATS connections. Call it after run's
-// goroutines have stopped.
-func (p *busPBX) close() {
-	p.node.Close()
-	if cand := p.cur.Load(); cand != nil {
-		cand.node.Close()
-	}
+	b.sites.Close()
 }

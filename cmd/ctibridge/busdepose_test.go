@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
 	"net/http"
 	"slices"
 	"testing"
@@ -171,26 +169,4 @@ func callOnEach(ctx context.Context, t *testing.T, def, s2 *simSite) (dcall, sca
 		t.Fatal(err)
 	}
 	return dcall, scall
-}
-
-// TestBusStandByRetries: a candidate that cannot be made after a
-// deposal (bus.Open failing: NATS out of reach) is tried again until it
-// is, rather than stopping the bridge; once ctx ends, standBy gives up.
-func TestBusStandByRetries(t *testing.T) {
-	tries := 0
-	p := &busPBX{name: "pbx1", log: slog.New(slog.DiscardHandler), candidate: func(ctx context.Context) (*candidate, error) {
-		if tries++; tries < 3 {
-			return nil, errors.New("bus: connect: no servers available for connection")
-		}
-		return &candidate{}, nil
-	}}
-	if c := p.standBy(context.Background()); c == nil || tries != 3 {
-		t.Fatalf("standBy: %v after %d tries, want a candidate after 3", c, tries)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	tries = -100
-	if c := p.standBy(ctx); c != nil {
-		t.Fatalf("standBy with ctx ended: %v, want nil", c)
-	}
 }

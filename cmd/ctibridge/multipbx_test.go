@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
-	"github.com/ctibridge/ctibridge/calls"
 	"github.com/ctibridge/ctibridge/pbxsim"
 	"github.com/ctibridge/ctibridge/sipp"
+	"github.com/ctibridge/ctibridge/site"
 	"github.com/ctibridge/ctibridge/ws"
 )
 
@@ -601,30 +600,6 @@ func TestCheckConfigPBXs(t *testing.T) {
 	}
 }
 
-// TestQualifyCDRs: a named PBX's CDRs reach the recorder with their ids
-// and its extensions qualified, outside numbers as they are.
-func TestQualifyCDRs(t *testing.T) {
-	eng := calls.New(calls.Config{Names: map[string]string{"201": "Alice"}})
-	eng.Publish()
-	var got []ami.Message
-	observe := qualifyCDRs("site2", eng, func(m ami.Message) { got = append(got, m) })
-	observe(ami.NewMessage(ami.Header{Key: "Event", Value: "Cdr"}, ami.Header{Key: "Source", Value: "201"},
-		ami.Header{Key: "Destination", Value: "0721405516"}, ami.Header{Key: "UniqueID", Value: "1796028439.12"},
-		ami.Header{Key: "LinkedID", Value: "1796028439.11"}))
-	observe(ami.NewMessage(ami.Header{Key: "Event", Value: "Newchannel"}, ami.Header{Key: "Uniqueid", Value: "1796028439.13"},
-		ami.Header{Key: "Linkedid", Value: "1796028439.11"}, ami.Header{Key: "CallerIDNum", Value: "201"}))
-	if len(got) != 2 {
-		t.Fatalf("%d messages", len(got))
-	}
-	c, n := got[0], got[1]
-	if c.Get("Source") != "site2:201" || c.Get("Destination") != "0721405516" || c.Get("UniqueID") != "site2:1796028439.12" || c.Get("LinkedID") != "site2:1796028439.11" {
-		t.Errorf("Cdr: %s", c)
-	}
-	if n.Get("Uniqueid") != "site2:1796028439.13" || n.Get("Linkedid") != "site2:1796028439.11" || n.Get("CallerIDNum") != "201" {
-		t.Errorf("Newchannel: %s", n)
-	}
-}
-
 // TestPBXConfig: each PBX's engine gets the names and cellphones of the
 // users file's endpoints on it, by its own ids (the default PBX none of
 // site2's, which would make it an offline extension "site2:201"), and
@@ -647,8 +622,8 @@ func TestPBXConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := defaultPBXConfig(specs, ecfg)
-	site2 := pbxConfig(ecfg, "site2", func(n string) bool { return n == "site2" })
+	def := pbxConfigs{specs: specs, eng: ecfg}.defaultConfig()
+	site2 := site.PBXConfig(ecfg, "site2", func(n string) bool { return n == "site2" })
 	if !maps.Equal(def.Names, map[string]string{"201": "Ada Lovelace", "202": "Bob"}) || !maps.Equal(def.Cellphones, map[string]string{"201": "3330000001"}) {
 		t.Errorf("default PBX: names %v, cellphones %v", def.Names, def.Cellphones)
 	}
@@ -660,7 +635,7 @@ func TestPBXConfig(t *testing.T) {
 	if !slices.Equal(rung, []string{"201", "site2:201"}) {
 		t.Errorf("ring lookups for %v", rung)
 	}
-	if one := defaultPBXConfig(nil, ecfg); !maps.Equal(one.Names, ecfg.Names) {
+	if one := (pbxConfigs{eng: ecfg}).defaultConfig(); !maps.Equal(one.Names, ecfg.Names) {
 		t.Errorf("one PBX: names %v, want %v", one.Names, ecfg.Names)
 	}
 }
