@@ -61,11 +61,24 @@ type bridge struct {
 	adminLn   net.Listener
 }
 
-// newBridge builds the bridge c describes. names gives extensions' display
-// names by number (the PBX does not list them); users' display names fill
-// in for the endpoints they own. On error nothing is left open.
-func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, hooks *bridgeHooks) (_ *bridge, err error) {
-	b := &bridge{log: log, hooks: hooks}
+// bridgeIn is what a bridge is built from beside its settings.
+type bridgeIn struct {
+	users *auth.Users // the users file's
+	// names gives extensions' display names by number (the PBX does not
+	// list them); users' display names fill in for the endpoints they own.
+	names map[string]string
+	log   *slog.Logger
+	// started, when not nil, receives the listen addresses once every
+	// listener is open.
+	started func(bridgeAddrs)
+	hooks   *bridgeHooks // serve's; nil for demo and tests
+}
+
+// newBridge builds the bridge c describes from in. On error nothing is
+// left open.
+func newBridge(ctx context.Context, c *serveConfig, in bridgeIn) (_ *bridge, err error) {
+	users, log := in.users, in.log
+	b := &bridge{log: log, hooks: in.hooks}
 	defer func() {
 		if err != nil {
 			b.close()
@@ -79,16 +92,15 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 		}
 		acfg.Record = b.amiRec
 	}
-	if b.webhooks, err = loadWebhooks(&c); err != nil {
+	if b.webhooks, err = loadWebhooks(c); err != nil {
 		return nil, err
 	}
 	if err := b.openStores(ctx, c, users); err != nil {
 		return nil, err
 	}
-	st := b.stores
-	rec := st.recorder
+	st, rec := b.stores, b.stores.recorder
 
-	if err := b.openEngine(ctx, c, users, names, acfg); err != nil {
+	if err := b.openEngine(ctx, c, in, acfg); err != nil {
 		return nil, err
 	}
 	var state interface {
@@ -167,7 +179,7 @@ func newBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[
 
 // openEngine builds the AMI client (none on an edge), the engine and the
 // link, or, on the bus, the node and its replicas (bus.go).
-func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, acfg ami.Config) error {
+func (b *bridge) openEngine(ctx context.Context, c *serveConfig, in bridgeIn, acfg ami.Config) error {
 	st, rec, log := b.stores, b.stores.recorder, b.log
 	if !c.bus.edge {
 		b.client = ami.NewClient(acfg)
@@ -176,7 +188,7 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 	if err != nil {
 		return err
 	}
-	ecfg := engineConfig(c, users, names, queueNumbers, st, log)
+	ecfg := engineConfig(c, in, queueNumbers, st)
 	lcfg := link.Config{ReconcileEvery: reconcileSetting(c.reconcile), Log: log.With("component", "link")}
 	if rec != nil {
 		lcfg.OnMessage = rec.Observe
@@ -209,7 +221,7 @@ func (b *bridge) openEngine(ctx context.Context, c serveConfig, users *auth.User
 // call history, closed last of all. The users whose own contacts name
 // their callers are the users file's until the auth service exists, then
 // the service's (replaced on reload, directories included).
-func (b *bridge) openStores(ctx context.Context, c serveConfig, users *auth.Users) (err error) {
+func (b *bridge) openStores(ctx context.Context, c *serveConfig, users *auth.Users) (err error) {
 	usersNow := func() *auth.Users {
 		if a := b.authNow.Load(); a != nil {
 			return a.Users()
@@ -227,7 +239,7 @@ func (b *bridge) openStores(ctx context.Context, c serveConfig, users *auth.User
 // directories (--dir-*) that add users to it, and the way a reload sets
 // the users file; it reads the stored sessions back now and each time the
 // database becomes ready.
-func (b *bridge) openAuth(ctx context.Context, c serveConfig, users *auth.Users) error {
+func (b *bridge) openAuth(ctx context.Context, c *serveConfig, users *auth.Users) error {
 	log, st := b.log, b.stores
 	b.auth = auth.NewService(users, auth.Config{TokenTTL: c.tokenTTL, Store: st.sessions, Shared: st.shared, Log: log})
 	b.authNow.Store(b.auth)
@@ -263,7 +275,7 @@ func (b *bridge) openAuth(ctx context.Context, c serveConfig, users *auth.Users)
 }
 
 // amiConfig is the AMI client's configuration from the settings.
-func amiConfig(c serveConfig, log *slog.Logger) ami.Config {
+func amiConfig(c *serveConfig, log *slog.Logger) ami.Config {
 	acfg := ami.Config{
 		Addr:     c.ami,
 		Username: c.amiUser,
@@ -283,7 +295,7 @@ func amiConfig(c serveConfig, log *slog.Logger) ami.Config {
 // listen builds the two HTTP servers, for the API (REST, /ws, the panel)
 // and the admin handler, and opens their listeners. Nothing is served
 // until Run. On error no listener is left open.
-func (b *bridge) listen(c serveConfig, api, adminHandler http.Handler) (err error) {
+func (b *bridge) listen(c *serveConfig, api, adminHandler http.Handler) (err error) {
 	if b.api, err = httpserve.New(httpserve.Config{Addr: c.http, TLSCert: c.tlsCert, TLSKey: c.tlsKey, Log: b.log}, api); err != nil {
 		return err
 	}
@@ -450,9 +462,9 @@ func (l *ownLifetime) stop() {
 // engineConfig is the calls engine's configuration: the PBX's names, the
 // stores' name lookups, and auth's opaque channel names for the users
 // who may not see numbers (calls.Class NumbersHidden).
-func engineConfig(c serveConfig, users *auth.Users, names, queueNumbers map[string]string, st *stores, log *slog.Logger) calls.Config {
-	cfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(users, names),
-		Cellphones: mainCellphones(users), FeedSize: int(c.wsReplay), Opaque: auth.Opaquer{}, Log: log.With("component", "calls")}
+func engineConfig(c *serveConfig, in bridgeIn, queueNumbers map[string]string, st *stores) calls.Config {
+	cfg := calls.Config{Trunks: splitList(c.trunks), QueueNumbers: queueNumbers, Names: endpointNames(in.users, in.names),
+		Cellphones: mainCellphones(in.users), FeedSize: int(c.wsReplay), Opaque: auth.Opaquer{}, Log: in.log.With("component", "calls")}
 	if st != nil {
 		cfg.NameLookup, cfg.RingLookup = st.Lookup, st.names.ring
 	}

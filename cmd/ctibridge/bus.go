@@ -153,7 +153,7 @@ func edgeArgs(args []string) []string { return append([]string{"--bus-edge=true"
 // openBus builds the default PBX's bus node instead of a lone engine and
 // link, and, with --pbx, each named PBX's (openSites); clients are served
 // by replicas of the bus's op logs.
-func (b *bridge) openBus(ctx context.Context, c serveConfig, pc pbxConfigs) (err error) {
+func (b *bridge) openBus(ctx context.Context, c *serveConfig, pc pbxConfigs) (err error) {
 	b.client = nil // each candidate has its own (bus.Contender)
 	def := site.Config{Name: c.bus.pbx, Engine: pc.defaultConfig(), Link: pc.link, AMI: pc.ami}
 	if b.bus, err = site.OpenBus(ctx, busPBXConfig(c, b.log, def)); err != nil {
@@ -179,7 +179,7 @@ func (b *bridge) openBus(ctx context.Context, c serveConfig, pc pbxConfigs) (err
 // busPBXConfig is the bus configuration of the PBX sc names (its name on
 // the bus), logging to log; with a CDR recorder (sc.Link.OnMessage) the
 // PBX's CDR session feeds it.
-func busPBXConfig(c serveConfig, log *slog.Logger, sc site.Config) site.BusConfig {
+func busPBXConfig(c *serveConfig, log *slog.Logger, sc site.Config) site.BusConfig {
 	bc := site.BusConfig{Edge: c.bus.edge, Engine: sc.Engine, Link: sc.Link, AMI: sc.AMI, Observe: sc.Link.OnMessage,
 		Node: bus.Config{URL: c.bus.url, PBX: sc.Name, Node: c.bus.node, Prefer: c.bus.prefers(sc.Name), YieldAfter: c.bus.yieldSetting(), Log: log}}
 	var rc bus.Config
@@ -213,7 +213,7 @@ func (b *bridge) busEpoch() string {
 // first; on the bus each says whether this node leads it (only the
 // leading bridge of a PBX sends its events: every node follows the same
 // calls, and every bridge's recorder takes every CDR).
-func (b *bridge) webhookPBXs(c serveConfig) []webhook.PBX {
+func (b *bridge) webhookPBXs(c *serveConfig) []webhook.PBX {
 	out := []webhook.PBX{{State: b.eng}}
 	if b.bus != nil {
 		out[0].Sending = b.bus.Leading

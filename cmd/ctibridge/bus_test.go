@@ -40,7 +40,9 @@ func startBusNode(t *testing.T, args []string, env map[string]string) *busNode {
 	n := &busNode{logs: &syncBuffer{}, done: make(chan error, 1)}
 	args = append(args, "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--data-dir", t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { n.done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, n.logs) }()
+	go func() {
+		n.done <- run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, n.logs})
+	}()
 	n.stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-n.done; err != nil {

@@ -321,7 +321,7 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	}
 	users, more := checkUsersAndDirs(c, add)
 	probs = append(probs, more...)
-	if specs, err := parsePBXs(*c); err != nil {
+	if specs, err := parsePBXs(c); err != nil {
 		add("pbx", false, "NAME=host:port, repeatable; NAME in a-z 0-9 - _ (docs/operations.md \"Several PBXs\")", "%v", err)
 	} else if checkBusPBXs(c.bus, specs, add); users != nil {
 		checkUserPBXs(specs, users, func(u, key, pbx string) {

@@ -182,17 +182,17 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 		for _, x := range exts {
 			names[x.Number] = x.Name
 		}
-		err := runBridge(ctx, bc, users, names, log, func(a bridgeAddrs) {
+		err := runBridge(ctx, &bc, bridgeIn{users: users, names: names, log: log, started: func(a bridgeAddrs) {
 			if started != nil {
 				started(demoInfo{URL: "http://" + a.HTTP + "/", Bridge: a, PBX: pbx, Phones: phones, Users: logins})
 			}
-		})
+		}})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			errc <- fmt.Errorf("bridge: %w", err)
 		}
 	})
 	if c.callEvery > 0 {
-		wg.Go(func() { demoTraffic(ctx, phones, special, c.callEvery, c.talk, log) })
+		wg.Go(func() { demoTraffic(ctx, phones, special, &c, log) })
 	}
 	select {
 	case <-ctx.Done():
@@ -259,9 +259,9 @@ func demoUsers(exts []pbxsim.Extension) (*auth.Users, []demoUser, error) {
 }
 
 // demoTraffic makes idle phones call each other at random, about one call
-// every `every`, each lasting about `talk`; one call in four goes to one
+// every c.callEvery, each lasting about c.talk; one call in four goes to one
 // of special (a queue, a ring group, an outside number).
-func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, special []string, every, talk time.Duration, log *slog.Logger) {
+func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, special []string, c *demoConfig, log *slog.Logger) {
 	exts := make([]string, 0, len(phones))
 	for x := range phones {
 		exts = append(exts, x)
@@ -274,7 +274,7 @@ func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, special [
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(jitter(every)):
+		case <-time.After(jitter(c.callEvery)):
 		}
 		from, to := exts[rand.N(len(exts))], exts[rand.N(len(exts))]
 		if rand.N(4) == 0 && from != "202" && from != "203" && from != "204" {
@@ -305,7 +305,7 @@ func demoTraffic(ctx context.Context, phones map[string]*pbxsim.Phone, special [
 			case <-ctx.Done():
 			case <-call.Done():
 				return
-			case <-time.After(jitter(talk)):
+			case <-time.After(jitter(c.talk)):
 			}
 			hctx, hcancel := context.WithTimeout(context.Background(), 2*time.Second)
 			call.Hangup(hctx)

@@ -15,7 +15,7 @@ import (
 // auth.OpaqueConvID). Without Config.Opaque the class would leave them
 // empty and no filtered client could match a conversation.
 func TestEngineConfigOpaqueNames(t *testing.T) {
-	cfg := engineConfig(serveConfig{}, nil, map[string]string{"201": "Alice"}, nil, nil, slog.New(slog.DiscardHandler))
+	cfg := engineConfig(&serveConfig{}, bridgeIn{names: map[string]string{"201": "Alice"}, log: slog.New(slog.DiscardHandler)}, nil, nil)
 	if cfg.Opaque == nil {
 		t.Fatal("no Opaque in the engine's configuration")
 	}

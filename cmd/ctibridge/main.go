@@ -19,7 +19,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], sysIO{os.Getenv, os.Stdin, os.Stdout, os.Stderr})
 	stop()
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "ctibridge:", err)
@@ -45,8 +45,17 @@ Usage:
   ctibridge version                   print the version
 `
 
+// sysIO is what a command reads and writes of the process: its
+// environment and standard streams.
+type sysIO struct {
+	getenv         func(string) string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
 // run is main without the process: tests call it.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, sys sysIO) error {
+	getenv, stdin, stdout, stderr := sys.getenv, sys.stdin, sys.stdout, sys.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")

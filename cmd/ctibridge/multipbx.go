@@ -113,7 +113,7 @@ type pbxSpec struct {
 // a bad or duplicate name, a bad address, credentials for a PBX --pbx
 // does not name. A bus edge (--bus-edge) takes a name alone: it has no
 // AMI link (an address given is checked, and not used, as --ami is not).
-func parsePBXs(c serveConfig) ([]pbxSpec, error) {
+func parsePBXs(c *serveConfig) ([]pbxSpec, error) {
 	var out []pbxSpec
 	seen := map[string]bool{}
 	for _, item := range splitList(c.pbx) {
@@ -182,7 +182,7 @@ func (pc pbxConfigs) defaultConfig() calls.Config {
 // nil when there are none, each with open (nil: the PBX's own client,
 // engine and link, site.Open; on the bus a node, bus.go). On error, the
 // sites opened are closed.
-func openSites(c serveConfig, pc pbxConfigs, def calls.Source, open func(site.Config) (*site.Site, error)) (*site.Set, error) {
+func openSites(c *serveConfig, pc pbxConfigs, def calls.Source, open func(site.Config) (*site.Site, error)) (*site.Set, error) {
 	var list []*site.Site
 	for _, sp := range pc.specs {
 		s, err := openNamed(c, pc, sp, open)
@@ -201,7 +201,7 @@ func openSites(c serveConfig, pc pbxConfigs, def calls.Source, open func(site.Co
 
 // openNamed opens the named PBX sp with open (nil: site.Open), each of
 // its components logging pbx=NAME.
-func openNamed(c serveConfig, pc pbxConfigs, sp pbxSpec, open func(site.Config) (*site.Site, error)) (*site.Site, error) {
+func openNamed(c *serveConfig, pc pbxConfigs, sp pbxSpec, open func(site.Config) (*site.Site, error)) (*site.Site, error) {
 	l := pc.log.With("pbx", sp.name)
 	sc := site.Config{Name: sp.name, AMI: amiConfig(c, l), Engine: site.PBXConfig(pc.eng, sp.name, pc.known), Link: pc.link}
 	sc.AMI.Addr, sc.AMI.Username, sc.AMI.Secret, sc.AMI.MD5, sc.AMI.TLS = sp.addr, sp.user, sp.secret, sp.md5, nil

@@ -190,7 +190,9 @@ func serveTwoPBXs(t *testing.T, users string, extra ...string) *twoPBXServe {
 		"--admin", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", t.TempDir(), "--access-log-every", "-1"}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, s.logs) }()
+	go func() {
+		done <- run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, s.logs})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -614,8 +616,8 @@ func TestPBXConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := serveConfig{pbx: "site2=127.0.0.1:5039"}
-	ecfg := engineConfig(c, users, map[string]string{"202": "Bob"}, nil, nil, slog.New(slog.DiscardHandler))
+	c := &serveConfig{pbx: "site2=127.0.0.1:5039"}
+	ecfg := engineConfig(c, bridgeIn{users: users, names: map[string]string{"202": "Bob"}, log: slog.New(slog.DiscardHandler)}, nil, nil)
 	var rung []string
 	ecfg.RingLookup = func(exten, number string) string { rung = append(rung, exten); return "" }
 	specs, err := parsePBXs(c)

@@ -114,7 +114,7 @@ func nethctiSecret(path string) ([]byte, error) {
 // nothing without --nethcti. The front's persistent tokens are read back
 // with the stores' background work; the socket.io server runs with the
 // hub (Run).
-func (b *bridge) openNethCTI(c serveConfig, api http.Handler, state sio.State, mux *http.ServeMux) error {
+func (b *bridge) openNethCTI(c *serveConfig, api http.Handler, state sio.State, mux *http.ServeMux) error {
 	nc := c.nethcti
 	if !nc.on {
 		return nil

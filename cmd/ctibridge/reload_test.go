@@ -51,7 +51,7 @@ func TestServeNotifyAndReload(t *testing.T) {
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
+	go func() { done <- run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, &logs}) }()
 	defer func() { cancel(); <-done }()
 
 	if got := next(); !strings.HasPrefix(got, "STATUS=connecting") {

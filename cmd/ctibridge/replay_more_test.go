@@ -15,7 +15,7 @@ func TestReplayConferences(t *testing.T) {
 		Users map[string]struct{ ExtenID string }
 	} {
 		var out, errb bytes.Buffer
-		if err := run(context.Background(), append([]string{"replay"}, args...), func(string) string { return "" }, nil, &out, &errb); err != nil {
+		if err := run(context.Background(), append([]string{"replay"}, args...), sysIO{func(string) string { return "" }, nil, &out, &errb}); err != nil {
 			t.Fatalf("replay %v: %v\n%s", args, err, errb.String())
 		}
 		var st struct {
@@ -42,8 +42,7 @@ func TestReplayConferences(t *testing.T) {
 // Publish). Bob keeps his held call with Alice and calls Carol (out).
 func TestReplayAtxferConsult(t *testing.T) {
 	var out, errb bytes.Buffer
-	if err := run(context.Background(), []string{"replay", "../../ami/testdata/attended_transfer_atxfer.ami", "--at", "131"},
-		func(string) string { return "" }, nil, &out, &errb); err != nil {
+	if err := run(context.Background(), []string{"replay", "../../ami/testdata/attended_transfer_atxfer.ami", "--at", "131"}, sysIO{func(string) string { return "" }, nil, &out, &errb}); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	var st struct {

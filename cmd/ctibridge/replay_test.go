@@ -27,7 +27,7 @@ type replayState struct {
 func runReplay(t *testing.T, args ...string) (replayState, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if err := run(context.Background(), append([]string{"replay"}, args...), func(string) string { return "" }, nil, &out, &errb); err != nil {
+	if err := run(context.Background(), append([]string{"replay"}, args...), sysIO{func(string) string { return "" }, nil, &out, &errb}); err != nil {
 		t.Fatalf("replay %v: %v\n%s", args, err, errb.String())
 	}
 	var st replayState
@@ -63,8 +63,8 @@ func TestReplayRecordings(t *testing.T) {
 				}
 			}
 			var a, b bytes.Buffer
-			run(context.Background(), []string{"replay", f}, func(string) string { return "" }, nil, &a, &bytes.Buffer{})
-			run(context.Background(), []string{"replay", f}, func(string) string { return "" }, nil, &b, &bytes.Buffer{})
+			run(context.Background(), []string{"replay", f}, sysIO{func(string) string { return "" }, nil, &a, &bytes.Buffer{}})
+			run(context.Background(), []string{"replay", f}, sysIO{func(string) string { return "" }, nil, &b, &bytes.Buffer{}})
 			if !bytes.Equal(a.Bytes(), b.Bytes()) {
 				t.Error("two replays of the same file differ")
 			}
@@ -104,7 +104,7 @@ func TestReplayTruncated(t *testing.T) {
 
 func TestReplayErrors(t *testing.T) {
 	for _, args := range [][]string{{}, {"/nonexistent.ami"}, {"a.ami", "b.ami"}} {
-		err := run(context.Background(), append([]string{"replay"}, args...), func(string) string { return "" }, nil, &bytes.Buffer{}, &bytes.Buffer{})
+		err := run(context.Background(), append([]string{"replay"}, args...), sysIO{func(string) string { return "" }, nil, &bytes.Buffer{}, &bytes.Buffer{}})
 		if err == nil {
 			t.Errorf("replay %v: no error", args)
 		}

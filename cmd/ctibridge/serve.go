@@ -231,7 +231,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		level: level,
 	}
 	notify.Status("connecting to the PBX at " + c.ami)
-	return runBridgeHooks(ctx, c, users, nil, log, nil, hooks)
+	return runBridge(ctx, &c, bridgeIn{users: users, log: log, hooks: hooks})
 }
 
 // bridgeHooks tie serve to systemd and SIGHUP; demo and tests pass nil.
@@ -250,29 +250,20 @@ type bridgeAddrs struct {
 }
 
 // runBridge builds the bridge (newBridge, bridge.go: AMI client, engine,
-// link, REST, WebSocket, admin, phonebook and history stores) and runs it
-// (bridge.Run). started, when not nil, receives the listen addresses once
-// every listener is open. On ctx done it shuts down in order: REST
+// link, REST, WebSocket, admin, phonebook and history stores) from c and
+// in and runs it (bridge.Run). On ctx done it shuts down in order: REST
 // listener, WebSocket clients (going away), admin listener, link (engine),
 // AMI client (which logs off), history recorder (flushes), database.
-//
-// names gives extensions' display names by number (the PBX does not list
-// them); users' display names fill in for the endpoints they own.
-func runBridge(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, started func(bridgeAddrs)) error {
-	return runBridgeHooks(ctx, c, users, names, log, started, nil)
-}
-
-// runBridgeHooks is runBridge tied to systemd and SIGHUP through hooks.
-func runBridgeHooks(ctx context.Context, c serveConfig, users *auth.Users, names map[string]string, log *slog.Logger, started func(bridgeAddrs), hooks *bridgeHooks) error {
-	b, err := newBridge(ctx, c, users, names, log, hooks)
+func runBridge(ctx context.Context, c *serveConfig, in bridgeIn) error {
+	b, err := newBridge(ctx, c, in)
 	if err != nil {
 		return err
 	}
 	defer b.close()
 	a := b.addrs()
-	log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", a.HTTP, "admin", a.Admin)
-	if started != nil {
-		started(a)
+	in.log.Info("ctibridge serving", "version", version, "ami", c.ami, "http", a.HTTP, "admin", a.Admin)
+	if in.started != nil {
+		in.started(a)
 	}
 	return b.Run(ctx)
 }

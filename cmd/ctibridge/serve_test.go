@@ -94,7 +94,7 @@ func TestServe(t *testing.T) {
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
+	go func() { done <- run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, &logs}) }()
 
 	addrs, err := serveReady(&logs, done, 10*time.Second)
 	if err != nil {
@@ -222,7 +222,7 @@ func TestServeNeedsCredentials(t *testing.T) {
 	// Port 0: serve refuses the configuration before it listens; were that
 	// broken, it would listen on a port of its own, not one found free that
 	// another test process may have taken since.
-	err := run(context.Background(), []string{"serve", "--admin", "127.0.0.1:0", "--data-dir", t.TempDir()}, func(string) string { return "" }, nil, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"serve", "--admin", "127.0.0.1:0", "--data-dir", t.TempDir()}, sysIO{func(string) string { return "" }, nil, io.Discard, io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "--ami-user") {
 		t.Fatalf("err = %v", err)
 	}

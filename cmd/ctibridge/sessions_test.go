@@ -29,7 +29,7 @@ func startServe(t *testing.T, users, dataDir string, extra ...string) (api strin
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, &logs) }()
+	go func() { done <- run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, &logs}) }()
 	a, err := serveReady(&logs, done, 10*time.Second)
 	if err != nil {
 		cancel()
@@ -213,7 +213,7 @@ func TestServeTakenPort(t *testing.T) {
 	args := []string{"serve", "--ami", srv.Addr(), "--ami-user", amitest.User, "--admin", "127.0.0.1:0", "--http", taken.Addr().String(), "--data-dir", t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, io.Discard)
+	err = run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, io.Discard})
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("serve on a taken port: %v, want EADDRINUSE", err)
 	}

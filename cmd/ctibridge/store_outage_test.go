@@ -69,7 +69,7 @@ func TestServeWithDatabaseDown(t *testing.T) {
 		out := logs
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, out) }()
+		go func() { done <- run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, out}) }()
 		a, err := serveReady(out, done, 60*time.Second)
 		if err != nil {
 			cancel()

@@ -75,7 +75,7 @@ func (s *stores) status() string {
 // users gives the users file in force: users owning an extension have
 // their own contacts indexed, so their calls' pop-ups (extenRinging) name
 // callers as they know them.
-func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, log *slog.Logger) (_ *stores, err error) {
+func openStores(ctx context.Context, c *serveConfig, users func() *auth.Users, log *slog.Logger) (_ *stores, err error) {
 	s := &stores{names: &numberNames{users: users}}
 	defer func() {
 		if err != nil {
@@ -166,7 +166,7 @@ func openStores(ctx context.Context, c serveConfig, users func() *auth.Users, lo
 
 // upstreamCredentials are what the remote services are called with: an
 // OAuth2 client's tokens, a static bearer token, or none.
-func upstreamCredentials(c serveConfig) (upstream.Credentials, error) {
+func upstreamCredentials(c *serveConfig) (upstream.Credentials, error) {
 	switch {
 	case c.upstreamOAuthURL != "":
 		return upstream.NewOAuth2(upstream.OAuth2Config{TokenURL: c.upstreamOAuthURL, ClientID: c.upstreamOAuthID,
@@ -180,7 +180,7 @@ func upstreamCredentials(c serveConfig) (upstream.Credentials, error) {
 // openDB opens the local database and its gate, which connects and
 // migrates it in the background; once it is ready the phonebook is read
 // and s.dbReady runs.
-func (s *stores) openDB(ctx context.Context, c serveConfig, log *slog.Logger) error {
+func (s *stores) openDB(ctx context.Context, c *serveConfig, log *slog.Logger) error {
 	db, err := openDB(ctx, c.db, c.dataDir)
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ func TestUsersImportAndList(t *testing.T) {
 		"beppe,\"Verdi, Beppe\",beppe-pw,,202,\n"), 0o600)
 	run1 := func(args ...string) (string, error) {
 		var out, errb bytes.Buffer
-		err := run(context.Background(), args, func(string) string { return "" }, nil, &out, &errb)
+		err := run(context.Background(), args, sysIO{func(string) string { return "" }, nil, &out, &errb})
 		return out.String() + errb.String(), err
 	}
 	if out, err := run1("users", "import", csvPath, "--users", usersPath); err != nil || !strings.Contains(out, "imported 2 users") {

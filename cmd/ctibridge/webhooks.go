@@ -42,7 +42,7 @@ func loadWebhooks(c *serveConfig) (*webhooks, error) {
 // queues in <data-dir>/webhooks/<name>. The version before had, on the
 // bus, a service a named PBX, its queues in <data-dir>/webhooks-<pbx>:
 // what they hold is moved into the queues (webhook.Options.Drain).
-func (w *webhooks) open(c serveConfig, pbxs []webhook.PBX, lookup func(string) string, reg prometheus.Registerer, log *slog.Logger) error {
+func (w *webhooks) open(c *serveConfig, pbxs []webhook.PBX, lookup func(string) string, reg prometheus.Registerer, log *slog.Logger) error {
 	if w == nil {
 		return nil
 	}

@@ -66,7 +66,7 @@ func TestServeWebhooks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	logs := &syncBuffer{}
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, io.Discard, logs) }()
+	go func() { done <- run(ctx, args, sysIO{func(k string) string { return env[k] }, nil, io.Discard, logs}) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -268,7 +268,7 @@ func TestWebhooksDrainOldDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := calls.New(calls.Config{})
-	if err := w.open(c, []webhook.PBX{{State: def}, {Name: "site2", State: site2}}, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler)); err != nil {
+	if err := w.open(&c, []webhook.PBX{{State: def}, {Name: "site2", State: site2}}, nil, prometheus.NewRegistry(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(data, "webhooks-site2")); !os.IsNotExist(err) {
