@@ -1,7 +1,8 @@
 // Package auth holds who may use ctibridge and what each one may see and do:
 // the users file (YAML, bcrypt password hashes, roles or profiles of
 // capabilities, owned endpoints, groups, extra permissions: users.go,
-// profile.go), sessions (256-bit random access and refresh tokens kept
+// profile.go; users added from a CSV, the file checked as it would load:
+// usersimport.go), sessions (256-bit random access and refresh tokens kept
 // only as SHA-256 hashes, expiring, revoked on logout, by an admin or when
 // a reload changes or removes the user; kept across restarts through a
 // SessionStore: token.go, sessions.go, the SQL one in auth/authdb; shared
