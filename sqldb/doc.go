@@ -1,7 +1,9 @@
 // Package sqldb lets the stores (phonebook, history) write each query once
 // for both of their databases: PostgreSQL through a pgxpool.Pool (statements
 // cached per connection) and SQLite through database/sql. Both take $1
-// placeholders. It also applies embedded, versioned migrations.
+// placeholders. It also applies embedded, versioned migrations, and
+// opens either database from a DSN, "postgres://..." or "sqlite:PATH",
+// with the pool and pragmas the stores are tuned for (Open: open.go).
 //
 // Errors that mean the database is out of reach (connection refused or
 // lost, server shutting down or starting, class 08 errors) match

@@ -181,16 +181,16 @@ func upstreamCredentials(c *serveConfig) (upstream.Credentials, error) {
 // migrates it in the background; once it is ready the phonebook is read
 // and s.dbReady runs.
 func (s *stores) openDB(ctx context.Context, c *serveConfig, log *slog.Logger) error {
-	db, err := openDB(ctx, c.db, c.dataDir)
+	db, err := sqldb.Open(ctx, c.db, c.dataDir)
 	if err != nil {
 		return err
 	}
 	s.closers = append(s.closers, db.Close)
-	s.gate = sqldb.NewGate(db.conn(), sqldb.GateConfig{
+	s.gate = sqldb.NewGate(db.Conn(), sqldb.GateConfig{
 		Prepare: func(ctx context.Context) error {
-			applied, err := db.migrate(ctx)
+			applied, err := migrate(ctx, db)
 			if err == nil {
-				log.Info("database ready", "db", db.desc, "migrations", applied)
+				log.Info("database ready", "db", db.Desc, "migrations", applied)
 			}
 			return err
 		},
@@ -202,7 +202,7 @@ func (s *stores) openDB(ctx context.Context, c *serveConfig, log *slog.Logger) e
 				s.dbReady(ctx)
 			}
 		},
-		Log: log.With("component", "store", "db", db.desc),
+		Log: log.With("component", "store", "db", db.Desc),
 	})
 	s.runs = append(s.runs, s.gate.Run)
 	return nil
