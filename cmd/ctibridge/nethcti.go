@@ -1,14 +1,10 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -57,56 +53,14 @@ func nethctiSettings(s *settings, c *nethctiConfig) {
 	}
 }
 
-// parseEndpointTypes reads --nethcti-endpoint-types into a function of
-// an extension (the longest prefix wins).
+// parseEndpointTypes reads --nethcti-endpoint-types
+// (nethcti.ParseEndpointTypes).
 func parseEndpointTypes(s string) (func(string) string, error) {
-	rules := map[string]string{}
-	for _, f := range splitList(s) {
-		prefix, typ, ok := strings.Cut(f, "=")
-		prefix, typ = strings.TrimSpace(prefix), strings.TrimSpace(typ)
-		if !ok || prefix == "" || (typ != "webrtc" && typ != "nethlink" && typ != "mobile" && typ != "physical") {
-			return nil, configError{fmt.Errorf("nethcti-endpoint-types: %q is not prefix=webrtc|nethlink|mobile|physical", f)}
-		}
-		rules[prefix] = typ
-	}
-	if len(rules) == 0 {
-		return nil, nil
-	}
-	return func(exten string) string {
-		best, typ := -1, ""
-		for p, t := range rules {
-			if strings.HasPrefix(exten, p) && len(p) > best {
-				best, typ = len(p), t
-			}
-		}
-		return typ
-	}, nil
-}
-
-// nethctiSecret reads the token secret, making it (32 random bytes, hex,
-// mode 0600) when the file does not exist, so tokens survive restarts.
-func nethctiSecret(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		var k [32]byte
-		rand.Read(k[:])
-		b = []byte(hex.EncodeToString(k[:]))
-		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
+	f, err := nethcti.ParseEndpointTypes(splitList(s))
 	if err != nil {
-		return nil, err
+		return nil, configError{fmt.Errorf("nethcti-endpoint-types: %w", err)}
 	}
-	b = []byte(strings.TrimSpace(string(b)))
-	if len(b) < 16 {
-		return nil, fmt.Errorf("%s: the secret must be at least 16 bytes", path)
-	}
-	return b, nil
+	return f, nil
 }
 
 // openNethCTI builds the front over the native API and mounts it at
@@ -123,7 +77,7 @@ func (b *bridge) openNethCTI(c *serveConfig, api http.Handler, state sio.State, 
 	if path == "" {
 		path = filepath.Join(c.dataDir, "nethcti-secret")
 	}
-	secret, err := nethctiSecret(path)
+	secret, err := nethcti.LoadSecret(path)
 	if err != nil {
 		return fmt.Errorf("--nethcti-secret-file: %w", err)
 	}

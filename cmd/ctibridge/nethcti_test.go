@@ -134,9 +134,6 @@ nethcti-phones:
 			t.Errorf("no %q in\n%s", w, out)
 		}
 	}
-	if ty, err := parseEndpointTypes("9=mobile,92=webrtc"); err != nil || ty("92201") != "webrtc" || ty("93201") != "mobile" || ty("201") != "" {
-		t.Errorf("longest prefix: %v", err)
-	}
 }
 
 // TestDemoNethCTISocket: the demo serves NethCTI's socket.io at
