@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/ctibridge/ctibridge/admin"
 	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/auth"
@@ -117,10 +114,8 @@ func newBridge(ctx context.Context, c *serveConfig, in bridgeIn) (_ *bridge, err
 		return nil, err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(storeCollector{st}, authCollector{b.auth})
-	if err := b.register(reg); err != nil {
+	reg, err := b.registry()
+	if err != nil {
 		return nil, err
 	}
 	if err := b.webhooks.open(c, b.webhookPBXs(c), st.Lookup, reg, log); err != nil {

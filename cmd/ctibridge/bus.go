@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ctibridge/ctibridge/auth"
 	"github.com/ctibridge/ctibridge/bus"
 	"github.com/ctibridge/ctibridge/calls"
+	"github.com/ctibridge/ctibridge/history"
 	"github.com/ctibridge/ctibridge/link"
 	"github.com/ctibridge/ctibridge/site"
 	"github.com/ctibridge/ctibridge/webhook"
@@ -229,6 +231,18 @@ func (b *bridge) webhookPBXs(c *serveConfig) []webhook.PBX {
 		out = append(out, p)
 	}
 	return out
+}
+
+// registry is /metrics: the process's, the stores', auth's, the CDR
+// recorder's and every PBX's figures (register).
+func (b *bridge) registry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(storeCollector{b.stores}, authCollector{b.auth})
+	if rec := b.stores.recorder; rec != nil {
+		reg.MustRegister(history.NewCollector(rec))
+	}
+	return reg, b.register(reg)
 }
 
 // register adds the default PBX's figures to /metrics: its link's
