@@ -43,6 +43,7 @@ var rules = []rule{
 	{pkg: "nethcti/shape", stdOnly: true},
 	{pkg: "nethcti/sio", allowed: []string{"ami", "calls", "auth", "nethcti/shape"}},
 	{pkg: "httpserve", stdOnly: true},
+	{pkg: "config", allowed: []string{}},
 	{pkg: "rest", allowed: []string{"ami", "calls", "auth", "history", "phonebook", "sqldb", "upstream", "wal"}},
 	{pkg: "nethcti", allowed: []string{"ami", "calls", "auth", "rest", "history", "phonebook", "sqldb", "upstream", "wal", "nethcti/shape"}},
 	{pkg: "sqldb", allowed: []string{}},

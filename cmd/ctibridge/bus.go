@@ -39,15 +39,15 @@ type busConfig struct {
 }
 
 func busSettings(s *settings, c *busConfig) {
-	s.str(&c.url, "bus", "", "NATS JetStream servers (nats://host:4222,...): share the PBX's state with other nodes (docs/scale-out.md)")
-	s.str(&c.pbx, "bus-pbx", "default", "name of the PBX on the bus (letters, digits, - and _): its stream and subjects")
-	s.boolean(&c.edge, "bus-edge", false, "edge node: no AMI link, the state comes from the bus (ctibridge edge sets it)")
-	s.str(&c.node, "bus-node", "", "this node's name on the bus, unique per node (default host-pid)")
-	s.str(&c.prefer, "bus-prefer", "", "PBXs this bridge leads whenever it is up, by their names on the bus (--bus-pbx's for the PBX of --ami, --pbx names), comma-separated: a bridge leading one of them that does not prefer it hands it over (docs/operations.md)")
-	s.list[len(s.list)-1].repeat = true
-	s.integer(&c.rollMiB, "bus-roll-mib", bus.DefaultRollBytes>>20, "the leader starts a new generation of the op log (a fresh resync; the old one purged) past this many MiB (0: never)")
-	s.dur(&c.rollAge, "bus-roll-age", bus.DefaultRollAge, "the leader starts a new generation of the op log when the current one is this old (0: never)")
-	s.dur(&c.yieldAfter, "bus-yield-after", bus.DefaultYieldAfter, "a leading bridge whose AMI link has been down this long hands the lead to a standby bridge that logs in to the PBX (0: never)")
+	s.Str(&c.url, "bus", "", "NATS JetStream servers (nats://host:4222,...): share the PBX's state with other nodes (docs/scale-out.md)")
+	s.Str(&c.pbx, "bus-pbx", "default", "name of the PBX on the bus (letters, digits, - and _): its stream and subjects")
+	s.Bool(&c.edge, "bus-edge", false, "edge node: no AMI link, the state comes from the bus (ctibridge edge sets it)")
+	s.Str(&c.node, "bus-node", "", "this node's name on the bus, unique per node (default host-pid)")
+	s.Str(&c.prefer, "bus-prefer", "", "PBXs this bridge leads whenever it is up, by their names on the bus (--bus-pbx's for the PBX of --ami, --pbx names), comma-separated: a bridge leading one of them that does not prefer it hands it over (docs/operations.md)")
+	s.List[len(s.List)-1].Repeat = true
+	s.Int(&c.rollMiB, "bus-roll-mib", bus.DefaultRollBytes>>20, "the leader starts a new generation of the op log (a fresh resync; the old one purged) past this many MiB (0: never)")
+	s.Dur(&c.rollAge, "bus-roll-age", bus.DefaultRollAge, "the leader starts a new generation of the op log when the current one is this old (0: never)")
+	s.Dur(&c.yieldAfter, "bus-yield-after", bus.DefaultYieldAfter, "a leading bridge whose AMI link has been down this long hands the lead to a standby bridge that logs in to the PBX (0: never)")
 }
 
 // prefers reports whether --bus-prefer names pbx.

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctibridge/ctibridge/auth"
+	"github.com/ctibridge/ctibridge/config"
 	"github.com/ctibridge/ctibridge/nethcti"
 	"github.com/ctibridge/ctibridge/rest"
 	"github.com/ctibridge/ctibridge/webhook"
@@ -73,7 +74,7 @@ func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io
 	var c serveConfig
 	st := serveSettings(&c)
 	var probs []problem
-	parseErrs := st.parseAll("check-config", args, getenv, stderr)
+	parseErrs := st.ParseAll("check-config", args, getenv, stderr)
 	for _, err := range parseErrs {
 		probs = append(probs, parseProblem(st, err))
 	}
@@ -84,11 +85,11 @@ func runCheckConfig(args []string, getenv func(string) string, stdout, stderr io
 	}
 	users, more := checkServe(&c, st)
 	probs = append(probs, more...)
-	return report(stdout, probs, st.file, users)
+	return report(stdout, probs, st.File, users)
 }
 
 func isSettingError(err error) bool {
-	var se *settingError
+	var se *config.Error
 	return errors.As(err, &se)
 }
 
@@ -125,53 +126,53 @@ func report(w io.Writer, probs []problem, config string, users *auth.Users) erro
 // there: a file line and its key, or the environment variable, or the flag;
 // for a default, the config file (where it would go) or the flag.
 func locate(st *settings, name string) (where, key string) {
-	switch src := st.source(name); {
+	switch src := st.Source(name); {
 	case strings.HasPrefix(src, "CTIBRIDGE_"), strings.HasPrefix(src, "--"):
 		return src, ""
 	case src != "":
 		return src, fmt.Sprintf("key %q", name)
-	case st.file != "":
-		return st.file, fmt.Sprintf("key %q", name)
+	case st.File != "":
+		return st.File, fmt.Sprintf("key %q", name)
 	}
 	return "", "--" + name
 }
 
 // parseProblem turns one parse error into a problem with a hint.
 func parseProblem(st *settings, err error) problem {
-	var se *settingError
+	var se *config.Error
 	if !errors.As(err, &se) {
 		return problem{msg: err.Error(), hint: "see `ctibridge serve --help`"}
 	}
-	p := problem{key: fmt.Sprintf("key %q", se.key)}
+	p := problem{key: fmt.Sprintf("key %q", se.Key)}
 	switch {
-	case se.file != "":
-		p.where = fmt.Sprintf("%s:%d", se.file, se.line)
-	case se.env != "":
-		p.where, p.key = se.env, ""
-	case se.flag:
-		p.where, p.key = "--"+se.key, ""
+	case se.File != "":
+		p.where = fmt.Sprintf("%s:%d", se.File, se.Line)
+	case se.Env != "":
+		p.where, p.key = se.Env, ""
+	case se.Flag:
+		p.where, p.key = "--"+se.Key, ""
 	}
-	if se.unknown {
+	if se.Unknown {
 		p.msg = "unknown key"
-		if near := nearestSetting(st, se.key); near != "" {
+		if near := nearestSetting(st, se.Key); near != "" {
 			p.hint = fmt.Sprintf("did you mean %q?", near)
 		} else {
 			p.hint = "the keys are serve's flag names without the dashes: see `ctibridge serve --help`"
 		}
 		return p
 	}
-	if se.err != nil {
-		p.msg = se.err.Error()
+	if se.Err != nil {
+		p.msg = se.Err.Error()
 	} else {
-		p.msg = strings.TrimPrefix(se.text, fmt.Sprintf("config %s:%d: key %q: ", se.file, se.line, se.key))
+		p.msg = strings.TrimPrefix(se.Text, fmt.Sprintf("config %s:%d: key %q: ", se.File, se.Line, se.Key))
 	}
-	for _, s := range st.list {
-		if s.name == strings.ReplaceAll(se.key, "_", "-") {
-			def := s.def
+	for _, s := range st.List {
+		if s.Name == strings.ReplaceAll(se.Key, "_", "-") {
+			def := s.Def
 			if def == "" {
 				def = "none"
 			}
-			p.hint = fmt.Sprintf("%s; default %s", s.usage, def)
+			p.hint = fmt.Sprintf("%s; default %s", s.Usage, def)
 		}
 	}
 	return p
@@ -180,9 +181,9 @@ func parseProblem(st *settings, err error) problem {
 // nearestSetting is the setting name closest to key (a typo), or "".
 func nearestSetting(st *settings, key string) string {
 	best, bestD := "", 4 // more than 3 edits away is not a typo
-	for _, s := range st.list {
-		if d := editDistance(strings.ReplaceAll(strings.ToLower(key), "_", "-"), s.name); d < bestD {
-			best, bestD = s.name, d
+	for _, s := range st.List {
+		if d := editDistance(strings.ReplaceAll(strings.ToLower(key), "_", "-"), s.Name); d < bestD {
+			best, bestD = s.Name, d
 		}
 	}
 	return best
@@ -245,8 +246,8 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	}
 	if c.amiSecret == "" && !c.bus.edge {
 		add("ami-secret", false, "its secret in manager.conf; set ami-secret in the config file or CTIBRIDGE_AMI_SECRET", "required")
-	} else if st.file != "" && strings.HasPrefix(st.source("ami-secret"), st.file+":") && worldReadable(st.file) {
-		add("ami-secret", true, "chmod 0640 "+st.file+"; chgrp ctibridge "+st.file, "in a file readable by everyone")
+	} else if st.File != "" && strings.HasPrefix(st.Source("ami-secret"), st.File+":") && worldReadable(st.File) {
+		add("ami-secret", true, "chmod 0640 "+st.File+"; chgrp ctibridge "+st.File, "in a file readable by everyone")
 	}
 	for _, a := range []struct{ name, val string }{{"ami", c.ami}, {"http", c.http}, {"admin", c.admin}} {
 		if err := checkHostPort(a.val); err != nil {

@@ -179,7 +179,7 @@ func TestCheckConfigServeLine(t *testing.T) {
 	os.WriteFile(cfg, []byte("ami-user: u\nami-secret: s\nusers: /nonexistent/users.yaml\n"), 0o600)
 	var c serveConfig
 	st := serveSettings(&c)
-	if err := st.parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{}); err != nil {
+	if err := st.Parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	_, probs := checkServe(&c, st)
@@ -208,16 +208,16 @@ func TestCheckConfigUnusableFile(t *testing.T) {
 func TestCheckConfigPrefixes(t *testing.T) {
 	var got []netip.Prefix
 	st := &settings{}
-	st.prefixes(&got, "trusted-proxies", "", "reverse proxies")
+	prefixes(st, &got, "trusted-proxies", "", "reverse proxies")
 	cfg := writeFile(t, "c.yaml", "trusted-proxies: 127.0.0.1, 10.0.0.0/8\n")
-	if err := st.parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{}); err != nil {
+	if err := st.Parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[1] != netip.MustParsePrefix("10.0.0.0/8") {
 		t.Errorf("got %v", got)
 	}
 	cfg = writeFile(t, "c.yaml", "trusted-proxies: nginx.local\n")
-	err := st.parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{})
+	err := st.Parse("serve", []string{"--config", cfg}, func(string) string { return "" }, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `:1: key "trusted-proxies": rest: trusted proxies: "nginx.local"`) {
 		t.Errorf("err = %v", err)
 	}

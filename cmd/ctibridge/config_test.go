@@ -22,7 +22,7 @@ func TestConfigPrecedence(t *testing.T) {
 	file := writeFile(t, "c.yaml", "ami: file:1\nami-user: fileuser\nami_secret: filesecret\nreconcile-every: 2m\nlog-level: debug\n")
 	env := map[string]string{"CTIBRIDGE_AMI_USER": "envuser", "CTIBRIDGE_AMI": "env:2"}
 	var c serveConfig
-	err := serveSettings(&c).parse("serve", []string{"--config", file, "--ami", "flag:3"}, func(k string) string { return env[k] }, io.Discard)
+	err := serveSettings(&c).Parse("serve", []string{"--config", file, "--ami", "flag:3"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestConfigErrorsNameTheirSource(t *testing.T) {
 				args = append([]string{"--config", writeFile(t, "c.yaml", tc.file)}, args...)
 			}
 			var c serveConfig
-			err := serveSettings(&c).parse("serve", args, func(k string) string { return tc.env[k] }, io.Discard)
+			err := serveSettings(&c).Parse("serve", args, func(k string) string { return tc.env[k] }, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
@@ -72,7 +72,7 @@ func TestReadmeConfigTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c serveConfig
-	for _, row := range strings.Split(strings.TrimSpace(serveSettings(&c).markdownTable()), "\n")[2:] {
+	for _, row := range strings.Split(strings.TrimSpace(serveSettings(&c).MarkdownTable()), "\n")[2:] {
 		if !strings.Contains(string(readme), row) {
 			t.Errorf("README lacks the row:\n%s", row)
 		}

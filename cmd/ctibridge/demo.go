@@ -41,19 +41,19 @@ func demoMobile(x string) string { return "34700" + x }
 
 func demoSettings(c *demoConfig) *settings {
 	s := &settings{}
-	s.str(&c.http, "http", "127.0.0.1:8080", "REST, WebSocket and web panel listener")
-	s.str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")
-	s.str(&c.sip, "sip", "127.0.0.1:0", "SIP address of the simulated PBX (port 0: any free port)")
-	s.str(&c.ami, "ami", "127.0.0.1:0", "AMI address of the simulated PBX (port 0: any free port)")
-	s.integer(&c.phones, "phones", 8, "simulated phones, extensions 201 and up (3 to 399)")
-	s.dur(&c.callEvery, "call-every", 4*time.Second, "mean interval between calls the phones place (0: none)")
-	s.dur(&c.talk, "talk", 20*time.Second, "mean talk time of a simulated call")
-	s.dur(&c.ring, "ring", 3*time.Second, "how long a simulated phone rings before it answers")
-	s.str(&c.dataDir, "data-dir", "./ctibridge-data", "embedded database and spool directory")
-	s.str(&c.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
-	s.str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): the simulated calls' events POSTed to your receiver")
-	s.str(&c.plan, "pbx-plan", pbxsim.PlanDefault, "dialplan of the simulated PBX: default (queue 600), or freepbx (FreePBX/NethVoice topologies: ring group 610 and queue 620 through Local channels, 201's second device 91201, outbound route for numbers of 5+ digits; see docs/pbxsim.md)")
-	s.str(&c.popupLink, "popup-link", "", "customer card the incoming call pop-up links to (an http(s) URL template with {number} and {name})")
+	s.Str(&c.http, "http", "127.0.0.1:8080", "REST, WebSocket and web panel listener")
+	s.Str(&c.admin, "admin", "127.0.0.1:9090", "listener for /healthz, /readyz, /metrics, /debug/pprof")
+	s.Str(&c.sip, "sip", "127.0.0.1:0", "SIP address of the simulated PBX (port 0: any free port)")
+	s.Str(&c.ami, "ami", "127.0.0.1:0", "AMI address of the simulated PBX (port 0: any free port)")
+	s.Int(&c.phones, "phones", 8, "simulated phones, extensions 201 and up (3 to 399)")
+	s.Dur(&c.callEvery, "call-every", 4*time.Second, "mean interval between calls the phones place (0: none)")
+	s.Dur(&c.talk, "talk", 20*time.Second, "mean talk time of a simulated call")
+	s.Dur(&c.ring, "ring", 3*time.Second, "how long a simulated phone rings before it answers")
+	s.Str(&c.dataDir, "data-dir", "./ctibridge-data", "embedded database and spool directory")
+	s.Str(&c.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	s.Str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): the simulated calls' events POSTed to your receiver")
+	s.Str(&c.plan, "pbx-plan", pbxsim.PlanDefault, "dialplan of the simulated PBX: default (queue 600), or freepbx (FreePBX/NethVoice topologies: ring group 610 and queue 620 through Local channels, 201's second device 91201, outbound route for numbers of 5+ digits; see docs/pbxsim.md)")
+	s.Str(&c.popupLink, "popup-link", "", "customer card the incoming call pop-up links to (an http(s) URL template with {number} and {name})")
 	return s
 }
 
@@ -81,7 +81,7 @@ var demoPhoneNames = []string{"Alice Rossi", "Bob Verdi", "Carol Bianchi", "Dave
 // real AMI. It prints the URL and the logins and runs until ctx is done.
 func demo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c demoConfig
-	if err := demoSettings(&c).parse("demo", args, getenv, stderr); err != nil {
+	if err := demoSettings(&c).Parse("demo", args, getenv, stderr); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, "text", c.logLevel)

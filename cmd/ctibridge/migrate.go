@@ -51,9 +51,9 @@ func migrate(ctx context.Context, d *sqldb.DB) ([]string, error) {
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	var dsn, dataDir string
 	s := &settings{}
-	s.str(&dataDir, "data-dir", "./ctibridge-data", "data directory (for the default embedded database)")
-	s.str(&dsn, "db", "", "database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
-	if err := s.parse("migrate", args, getenv, stderr); err != nil {
+	s.Str(&dataDir, "data-dir", "./ctibridge-data", "data directory (for the default embedded database)")
+	s.Str(&dsn, "db", "", "database: postgres://... or sqlite:PATH (default sqlite:<data-dir>/ctibridge.db)")
+	if err := s.Parse("migrate", args, getenv, stderr); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)

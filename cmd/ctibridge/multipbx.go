@@ -38,12 +38,12 @@ type pbxCreds struct {
 
 // pbxSettings adds --pbx and the file's pbxs section to s.
 func pbxSettings(s *settings, c *serveConfig) {
-	s.str(&c.pbx, "pbx", "", "another PBX followed by the same bridge, NAME=host:port (repeatable, or comma-separated; on a bus edge NAME alone); its ids are NAME:<id>; credentials and TLS in the config file's pbxs section (docs/operations.md)")
-	s.list[len(s.list)-1].repeat = true
-	if s.sections == nil {
-		s.sections = map[string]func(*yaml.Node) error{}
+	s.Str(&c.pbx, "pbx", "", "another PBX followed by the same bridge, NAME=host:port (repeatable, or comma-separated; on a bus edge NAME alone); its ids are NAME:<id>; credentials and TLS in the config file's pbxs section (docs/operations.md)")
+	s.List[len(s.List)-1].Repeat = true
+	if s.Sections == nil {
+		s.Sections = map[string]func(*yaml.Node) error{}
 	}
-	s.sections["pbxs"] = func(n *yaml.Node) error {
+	s.Sections["pbxs"] = func(n *yaml.Node) error {
 		if n.Kind != yaml.MappingNode {
 			return errors.New("want a mapping of PBX names to {ami-user, ami-secret, ami-tls, ami-md5}")
 		}

@@ -26,15 +26,15 @@ type nethctiConfig struct {
 // nethctiSettings adds the front's settings, and the file's
 // nethcti-phones section, to s.
 func nethctiSettings(s *settings, c *nethctiConfig) {
-	s.boolean(&c.on, "nethcti", false, "serve NethVoice's clients (CTI web app, phone-island, NethLink) at /api/..., /webrest/... and their socket.io at /api/ws and /socket.io (docs/nethcti-compat.md)")
-	s.str(&c.secretFile, "nethcti-secret-file", "", "file holding the secret that signs the NethCTI tokens (default <data-dir>/nethcti-secret, made at first start)")
-	s.str(&c.endpointTypes, "nethcti-endpoint-types", "", "NethCTI device types by extension prefix, prefix=type,... with type webrtc, nethlink or mobile (92=webrtc,93=nethlink); others are physical")
-	s.str(&c.phoneUser, "nethcti-phone-user", "", "web user of the desk phones, for their action URLs (answer, hold, mute)")
-	s.str(&c.phonePassword, "nethcti-phone-password", "", "web password of the desk phones (prefer the env var or the file to a flag)")
-	if s.sections == nil {
-		s.sections = map[string]func(*yaml.Node) error{}
+	s.Bool(&c.on, "nethcti", false, "serve NethVoice's clients (CTI web app, phone-island, NethLink) at /api/..., /webrest/... and their socket.io at /api/ws and /socket.io (docs/nethcti-compat.md)")
+	s.Str(&c.secretFile, "nethcti-secret-file", "", "file holding the secret that signs the NethCTI tokens (default <data-dir>/nethcti-secret, made at first start)")
+	s.Str(&c.endpointTypes, "nethcti-endpoint-types", "", "NethCTI device types by extension prefix, prefix=type,... with type webrtc, nethlink or mobile (92=webrtc,93=nethlink); others are physical")
+	s.Str(&c.phoneUser, "nethcti-phone-user", "", "web user of the desk phones, for their action URLs (answer, hold, mute)")
+	s.Str(&c.phonePassword, "nethcti-phone-password", "", "web password of the desk phones (prefer the env var or the file to a flag)")
+	if s.Sections == nil {
+		s.Sections = map[string]func(*yaml.Node) error{}
 	}
-	s.sections["nethcti-phones"] = func(n *yaml.Node) error {
+	s.Sections["nethcti-phones"] = func(n *yaml.Node) error {
 		if n.Kind != yaml.SequenceNode {
 			return errors.New("want a list of {vendor, match, answer, hold, mute}")
 		}

@@ -83,7 +83,7 @@ func runUsersImport(args []string, stdout, stderr io.Writer) error {
 func runUsersList(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c serveConfig
 	st := serveSettings(&c)
-	if err := st.parse("users list", args, getenv, stderr); err != nil {
+	if err := st.Parse("users list", args, getenv, stderr); err != nil {
 		return err
 	}
 	users, err := auth.NewUsers(nil)
