@@ -309,7 +309,7 @@ func (b *bridge) listen(c *serveConfig, api, adminHandler http.Handler) (err err
 // not be opened: a port another program holds is the usual reason.
 func listenError(flag, addr string, err error) error {
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%s is in use by another program: choose another address with --%s (port 0: any free port)", addr, flag)
+		return fmt.Errorf("%s is in use by another program: choose another address with --%s (port 0: any free port): %w", addr, flag, err)
 	}
 	return fmt.Errorf("--%s %s: %w", flag, addr, err)
 }
