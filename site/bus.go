@@ -107,8 +107,8 @@ func newCandidate(ctx context.Context, cfg BusConfig) (*bus.Candidate, error) {
 	ncfg.RollBytes, ncfg.RollAge = cfg.RollBytes, cfg.RollAge
 	ncfg.Lead = func(ctx context.Context) error {
 		// The client outlives the link so that it logs off.
-		client := goOwn(func(ctx context.Context) { client.Run(ctx) })
-		defer client.stop()
+		client := GoOwn(func(ctx context.Context) { client.Run(ctx) })
+		defer client.Stop()
 		return l.Run(ctx)
 	}
 	node, err := bus.Open(ctx, ncfg)
@@ -173,8 +173,8 @@ func (p *BusPBX) Refresh(actions ...ami.Message) bool {
 // observeCDRs feeds the history recorder from the PBX's own AMI session
 // until ctx ends.
 func (p *BusPBX) observeCDRs(ctx context.Context) {
-	client := goOwn(func(ctx context.Context) { p.cdrClient.Run(ctx) })
-	defer client.stop()
+	client := GoOwn(func(ctx context.Context) { p.cdrClient.Run(ctx) })
+	defer client.Stop()
 	for {
 		evs, err := p.cdrClient.Next(ctx)
 		if err != nil {
@@ -208,7 +208,7 @@ func (p *BusPBX) Run(ctx context.Context, wg *sync.WaitGroup, errc chan<- error)
 	if p.cdrClient == nil {
 		return func() {}
 	}
-	return goOwn(p.observeCDRs).stop
+	return GoOwn(p.observeCDRs).Stop
 }
 
 // Close closes the PBX's NATS connections. Call it after Run's

@@ -2,17 +2,18 @@ package site
 
 import "context"
 
-// ownLifetime is a goroutine with a context of its own, for a component
-// that must outlive its owner's context (an AMI client logs off last).
-type ownLifetime struct {
+// Lifetime is a goroutine with a context of its own, for a component
+// that must outlive its owner's context (an AMI client logs off last;
+// the bridge's hub and recorders stop after its sites).
+type Lifetime struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// goOwn starts run on a goroutine with a fresh context.
-func goOwn(run func(ctx context.Context)) *ownLifetime {
+// GoOwn starts run on a goroutine with a fresh context.
+func GoOwn(run func(ctx context.Context)) *Lifetime {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &ownLifetime{cancel: cancel, done: make(chan struct{})}
+	l := &Lifetime{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		run(ctx)
@@ -20,8 +21,8 @@ func goOwn(run func(ctx context.Context)) *ownLifetime {
 	return l
 }
 
-// stop cancels the goroutine's context and waits for it to return.
-func (l *ownLifetime) stop() {
+// Stop cancels the goroutine's context and waits for it to return.
+func (l *Lifetime) Stop() {
 	l.cancel()
 	<-l.done
 }

@@ -144,14 +144,14 @@ func (ss *Set) Run(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (
 	if ss == nil {
 		return func() {}
 	}
-	var clients []*ownLifetime
+	var clients []*Lifetime
 	var stops []func()
 	for _, s := range ss.list {
 		if s.Bus != nil {
 			stops = append(stops, s.Bus.Run(ctx, wg, errc))
 			continue
 		}
-		clients = append(clients, goOwn(func(ctx context.Context) { s.Client.Run(ctx) }))
+		clients = append(clients, GoOwn(func(ctx context.Context) { s.Client.Run(ctx) }))
 		wg.Go(func() {
 			if err := s.Link.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("link %s: %w", s.Name, err)
@@ -163,7 +163,7 @@ func (ss *Set) Run(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (
 	}
 	return func() {
 		for _, c := range clients {
-			c.stop()
+			c.Stop()
 		}
 		for _, stop := range stops {
 			stop()

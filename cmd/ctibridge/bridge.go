@@ -355,7 +355,7 @@ func (b *bridge) Run(ctx context.Context) error {
 	if b.bus != nil {
 		stopClient = b.bus.Run(ctx, &wg, errc)
 	} else {
-		stopClient = goOwn(func(ctx context.Context) { b.client.Run(ctx) }).stop
+		stopClient = site.GoOwn(func(ctx context.Context) { b.client.Run(ctx) }).Stop
 		wg.Go(func() {
 			if err := b.link.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("link: %w", err)
@@ -369,8 +369,8 @@ func (b *bridge) Run(ctx context.Context) error {
 	}
 	// The hub has its own lifetime: it must be running before the first
 	// upgrade and stop only after it has said going-away to its clients.
-	hub := goOwn(func(ctx context.Context) { b.hub.Run(ctx) })
-	sioRun := goOwn(func(ctx context.Context) {
+	hub := site.GoOwn(func(ctx context.Context) { b.hub.Run(ctx) })
+	sioRun := site.GoOwn(func(ctx context.Context) {
 		if b.sio != nil {
 			b.sio.Run(ctx)
 		}
@@ -378,13 +378,13 @@ func (b *bridge) Run(ctx context.Context) error {
 	wg.Go(func() { b.stores.run(ctx) })
 	// The recorder outlives the link so that the last CDRs it saw are
 	// written (or spooled) before the database closes.
-	rec := goOwn(func(ctx context.Context) {
+	rec := site.GoOwn(func(ctx context.Context) {
 		if b.stores.recorder != nil {
 			b.stores.recorder.Run(ctx)
 		}
 	})
 	// The webhooks outlive the recorder so that its last CDRs are queued.
-	whs := goOwn(b.webhooks.run)
+	whs := site.GoOwn(b.webhooks.run)
 	wg.Go(func() {
 		if err := b.api.Serve(b.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("http: %w", err)
@@ -415,43 +415,19 @@ func (b *bridge) Run(ctx context.Context) error {
 	// Shutdown does not touch hijacked connections: the hub tells its
 	// WebSocket clients itself that the server is going away.
 	b.hub.Close()
-	hub.stop()
+	hub.Stop()
 	if b.sio != nil {
 		b.sio.Close()
 	}
-	sioRun.stop()
+	sioRun.Stop()
 	b.admin.Shutdown(sctx)
 	cancel()
 	wg.Wait()
 	stopSites()
 	stopClient()
-	rec.stop()
-	whs.stop()
+	rec.Stop()
+	whs.Stop()
 	return runErr
-}
-
-// ownLifetime is a goroutine with a context of its own, for a component
-// that must outlive Run's context (see Run).
-type ownLifetime struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// goOwn starts run on a goroutine with a fresh context.
-func goOwn(run func(ctx context.Context)) *ownLifetime {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &ownLifetime{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		run(ctx)
-	}()
-	return l
-}
-
-// stop cancels the goroutine's context and waits for it to return.
-func (l *ownLifetime) stop() {
-	l.cancel()
-	<-l.done
 }
 
 // engineConfig is the calls engine's configuration: the PBX's names, the
