@@ -58,15 +58,16 @@ var rules = []rule{
 	{pkg: "site", allowed: []string{"ami", "calls", "link", "bus"}},
 	{pkg: "bus/natstest", allowed: []string{"bus/natstest/natscluster"}},
 	{pkg: "bus/natstest/natscluster", stdOnly: true},
+	{pkg: "bus/natstest/netns"},
 	{pkg: "sipp", stdOnly: true},
 	{pkg: "sdnotify", stdOnly: true},
 	{pkg: "upstream", stdOnly: true},
-	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amievent"}, banned: []string{"testing"}},
+	{pkg: "loadtest", allowed: []string{"ami", "ami/amiproxy", "dbtest/pgcluster", "bus/natstest/natscluster", "bus/natstest/netns", "pbxsim", "sipp", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amievent"}, banned: []string{"testing"}},
 	{pkg: "loadtest/internal/wsframe", stdOnly: true},
 	{pkg: "loadtest/synthpbx", allowed: []string{"ami", "ami/amievent"}, banned: []string{"testing"}},
 	// The lab's wsbench, measuring the hub in-process: the one load
 	// package that imports ws, and never rest.
-	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amiproxy", "ami/amievent", "dbtest/pgcluster", "bus/natstest/natscluster", "pbxsim", "sipp"}},
+	{pkg: "loadtest/wsbench", allowed: []string{"ami", "calls", "auth", "ws", "loadtest", "loadtest/internal/wsframe", "loadtest/synthpbx", "ami/amiproxy", "ami/amievent", "dbtest/pgcluster", "bus/natstest/natscluster", "bus/natstest/netns", "pbxsim", "sipp"}},
 }
 
 type listed struct {
