@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctibridge/ctibridge/ami"
 	"github.com/ctibridge/ctibridge/pbxsim"
 	"github.com/ctibridge/ctibridge/sipp"
 )
@@ -99,6 +100,12 @@ type ChaosConfig struct {
 	Seed uint64
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
+
+	// amiUsers are pbxsim's manager users besides its default one, and
+	// amiTrace sees every frame it gets (the failover run's partitions
+	// tell the bridges' actions apart by user).
+	amiUsers []string
+	amiTrace func(*ami.Session, ami.Message)
 }
 
 func (c *ChaosConfig) setDefaults() error {
@@ -333,8 +340,12 @@ func startChaosPBX(ctx context.Context, cfg ChaosConfig, wg *sync.WaitGroup) (_ 
 			c.callees = append(c.callees, n)
 		}
 	}
+	users := map[string]string{pbxsim.DefaultAMIUser: pbxsim.DefaultAMISecret}
+	for _, u := range cfg.amiUsers {
+		users[u] = pbxsim.DefaultAMISecret
+	}
 	c.pbx, err = pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts,
-		Log: cfg.Log.With("component", "pbxsim")})
+		AMIUsers: users, AMITrace: cfg.amiTrace, Log: cfg.Log.With("component", "pbxsim")})
 	if err != nil {
 		return nil, err
 	}

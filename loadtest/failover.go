@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctibridge/ctibridge/bus/natstest/natscluster"
+	"github.com/ctibridge/ctibridge/bus/natstest/netns"
 	"github.com/ctibridge/ctibridge/dbtest/pgcluster"
 	"github.com/ctibridge/ctibridge/sipp"
 )
@@ -69,6 +70,12 @@ type FailoverConfig struct {
 	// turn, started again RestartDelay later); its WebSocket clients resume
 	// on another edge. Default 2 with 2 edges or more; negative: none.
 	EdgeKills int
+	// Partitions is how many times the leading bridge is cut off from
+	// NATS by a network namespace (failover_partition.go) between the
+	// leader's kills. Default 5; negative: none. Without root no
+	// namespace can be made: the partitions are skipped, the report says
+	// why.
+	Partitions int
 	// LeaseTTL and LeaseBucket are the bus's lease TTL and KV bucket
 	// (bus.DefaultLeaseTTL, bus.LeaseBucket; serve has no setting for
 	// either). Required: loadtest knows ctibridge over the network only.
@@ -117,6 +124,10 @@ func (c *FailoverConfig) setDefaults() error {
 		return errors.New("loadtest: failover: an edge's clients need another edge to resume on (--edges 2 or more)")
 	}
 	c.EdgeKills = max(c.EdgeKills, 0)
+	if c.Partitions == 0 {
+		c.Partitions = 5
+	}
+	c.Partitions = max(c.Partitions, 0)
 	def(&c.NATSDown, 10*time.Second)
 	if c.Rate <= 0 {
 		c.Rate = 5
@@ -139,7 +150,7 @@ func (c *FailoverConfig) setDefaults() error {
 // take.
 func (c *FailoverConfig) chaos() ChaosConfig {
 	return ChaosConfig{Binary: c.Binary, ServeArgs: c.ServeArgs, Rate: c.Rate, Talk: c.Talk, Pairs: c.Pairs,
-		SIPpBinary: c.SIPpBinary, RestartDelay: c.RestartDelay, Log: c.Log}
+		SIPpBinary: c.SIPpBinary, RestartDelay: c.RestartDelay, Log: c.Log, amiUsers: []string{"bridge-a", "bridge-b"}}
 }
 
 // failNode is one bridge or edge process and what the run reads of it.
@@ -219,6 +230,12 @@ type failRun struct {
 	natsK   []FailoverNATSKill
 	edgeK   []FailoverEdgeKill
 	firm    firmWatch // the live clients sampled against pbxsim (failover_firm.go)
+	// The partitions (failover_partition.go): each bridge's namespace,
+	// why there are none, what pbxsim got, each round.
+	nets     map[string]*netns.NS
+	partSkip string
+	pbxLog   pbxActions
+	parts    []FailoverPartition
 
 	callsMu  sync.Mutex
 	calls    sipp.Result
@@ -265,13 +282,16 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	}
 	defer pg.Remove()
 	defer pg.Stop()
-	ctx, sc, err := newChaosScene(ctx, cfg.chaos())
+	r := &failRun{cfg: cfg, nats: nats, urls: natscluster.URLs(nats), dsn: pg.DSN(), wit: newCDRWitness()}
+	defer r.closeNets() // once the nodes have stopped (sc.close)
+	ccfg := cfg.chaos()
+	ccfg.amiTrace = r.pbxLog.trace
+	ctx, sc, err := newChaosScene(ctx, ccfg)
 	if err != nil {
 		return nil, err
 	}
 	defer sc.close()
-	r := &failRun{cfg: cfg, sc: sc, nats: nats, urls: natscluster.URLs(nats), dsn: pg.DSN(), truth: newTruth(sc.pbx.busy), wit: newCDRWitness(),
-		users: limitedUsers(sc.pbx.callers)}
+	r.sc, r.truth, r.users = sc, newTruth(sc.pbx.busy), limitedUsers(sc.pbx.callers)
 	sc.wg.Go(func() { r.truth.run(ctx) })
 	if err := r.wit.start(ctx, &sc.wg, sc.pbx.pbx.AMIAddr()); err != nil {
 		return nil, err
@@ -303,6 +323,10 @@ func (r *failRun) startNodes(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
+	bridgeURLs, err := r.cutOffNATS()
+	if err != nil {
+		return err
+	}
 	for i := range 2 + r.cfg.Edges {
 		n := &failNode{}
 		var err error
@@ -316,7 +340,12 @@ func (r *failRun) startNodes(ctx context.Context, dir string) error {
 			return err
 		}
 		if i < 2 {
-			n.proc, err = newServeProc(ccfg, ndir, r.sc.pbx.pbx.AMIAddr(), "--bus", r.urls, "--bus-node", n.name, "--db", r.dsn)
+			urls := r.urls
+			if u, ok := bridgeURLs[n.name]; ok {
+				urls = u // through its namespace: a partition can cut it off
+			}
+			// Its own AMI user: pbxsim's log tells the bridges' actions apart.
+			n.proc, err = newServeProc(ccfg, ndir, r.sc.pbx.pbx.AMIAddr(), "--bus", urls, "--bus-node", n.name, "--db", r.dsn, "--ami-user", n.name)
 		} else {
 			n.proc, err = newNodeProc(ccfg, ndir, "edge", "--bus", r.urls, "--bus-node", n.name)
 		}

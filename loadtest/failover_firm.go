@@ -20,7 +20,7 @@ type FailoverFirm struct {
 	Samples    int `json:"samples"`    // client samples taken while live
 	Mismatches int `json:"mismatches"` // distinct firm mismatches while live
 	// After counts them by the kind of the kill they came after (bridge,
-	// nats, edge; "" before the first).
+	// nats, edge, partition; "" before the first).
 	After map[string]int `json:"after"`
 	First []string       `json:"first,omitempty"`
 }
@@ -113,9 +113,9 @@ func (r *failRun) firmChecks(rep *FailoverReport) {
 	defer f.mu.Unlock()
 	rep.Firm = f.rep
 	rep.check("failover", "firm mismatches while live (every client, sampled every 50 ms)",
-		fmt.Sprintf("%d in %d samples (after leader kills %d, NATS kills %d, edge kills %d)", f.rep.Mismatches, f.rep.Samples,
-			f.rep.After[killBridge], f.rep.After[killNATS], f.rep.After[killEdge]),
-		"0", f.rep.Mismatches == 0 && f.rep.Samples > 0, false)
+		fmt.Sprintf("%d in %d samples (after leader kills %d, NATS kills %d, edge kills %d, partitions %d)", f.rep.Mismatches, f.rep.Samples,
+			f.rep.After[killBridge], f.rep.After[killNATS], f.rep.After[killEdge], f.rep.After[killCut]),
+		"0", f.rep.Mismatches == 0 && f.rep.Samples > 0, true)
 	for _, s := range f.rep.First {
 		rep.note("firm mismatch while live: %s", s)
 	}

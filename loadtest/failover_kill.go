@@ -77,18 +77,22 @@ const (
 	killBridge = "bridge"
 	killNATS   = "nats"
 	killEdge   = "edge"
+	killCut    = "partition" // the leader cut off from NATS
 )
 
 // plan is the order of the run's kills: the leader's, with the NATS
 // servers' and the edges' (alternating) spread evenly between them.
 func (c *FailoverConfig) plan() []string {
 	var extras []string
-	for i := range max(c.NATSKills, c.EdgeKills) {
+	for i := range max(c.NATSKills, c.EdgeKills, c.Partitions) {
 		if i < c.NATSKills {
 			extras = append(extras, killNATS)
 		}
 		if i < c.EdgeKills {
 			extras = append(extras, killEdge)
+		}
+		if i < c.Partitions {
+			extras = append(extras, killCut)
 		}
 	}
 	var out []string
@@ -111,6 +115,9 @@ func (r *failRun) killLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if kind == killCut && r.nets == nil {
+			continue // no namespace (the report says why)
+		}
 		if err := r.steady(ctx); err != nil {
 			r.cfg.Log.Error("failover: no steady state before a kill", "kind", kind, "err", err)
 			switch kind {
@@ -120,11 +127,20 @@ func (r *failRun) killLoop(ctx context.Context) {
 				r.natsK = append(r.natsK, FailoverNATSKill{N: len(r.natsK) + 1, Shown: -1, Error: "not killed: " + err.Error()})
 			case killEdge:
 				r.edgeK = append(r.edgeK, FailoverEdgeKill{N: len(r.edgeK) + 1, Back: -1, Error: "not killed: " + err.Error()})
+			case killCut:
+				r.parts = append(r.parts, FailoverPartition{N: len(r.parts) + 1, StepDown: -1, Lease: -1, Opened: -1, Live: -1, Rejoined: -1,
+					Error: "not cut: " + err.Error()})
 			}
 			return
 		}
-		r.firm.mark(kind, map[string]int{killNATS: len(r.natsK), killEdge: len(r.edgeK), killBridge: len(r.kills)}[kind]+1)
+		r.firm.mark(kind, map[string]int{killNATS: len(r.natsK), killEdge: len(r.edgeK), killBridge: len(r.kills), killCut: len(r.parts)}[kind]+1)
 		switch kind {
+		case killCut:
+			p := r.partitionOnce(ctx, len(r.parts)+1)
+			r.cfg.Log.Info("failover: leader cut off from NATS", "n", p.N, "cut", p.Cut, "leader", p.Leader, "step_down", fmtDur(p.StepDown),
+				"lease", fmtDur(p.Lease), "opened", fmtDur(p.Opened), "live", fmtDur(p.Live), "asked", p.Asked, "accepted", p.Accepted,
+				"refused", p.Refused, "not_leader", p.NotLeader, "rejoined", fmtDur(p.Rejoined), "err", p.Error)
+			r.parts = append(r.parts, p)
 		case killNATS:
 			k := r.killNATS(ctx, len(r.natsK)+1)
 			r.cfg.Log.Info("failover: NATS server killed", "n", k.N, "server", k.Server, "shown", fmtDur(k.Shown), "not_live", k.NotLive,

@@ -25,6 +25,8 @@ type FailoverReport struct {
 	EdgeKills []FailoverEdgeKill `json:"edge_kills"`
 	// Limited is what the limited users' clients were shown over the run.
 	Limited FailoverLimited `json:"limited"`
+	// Partitions: the leader cut off from NATS (failover_partition.go).
+	Partitions []FailoverPartition `json:"partitions"`
 	// Firm: the clients sampled against pbxsim while they said live.
 	Firm FailoverFirm `json:"firm"`
 }
@@ -126,6 +128,7 @@ func (r *failRun) finish(ctx context.Context, rep *FailoverReport) {
 			rep.note("%s was disconnected: %v", c.name(), err)
 		}
 	}
+	r.partitionChecks(rep)
 	r.firmChecks(rep)
 	r.natsChecks(rep)
 	r.edgeChecks(rep)
@@ -369,8 +372,8 @@ func (r *FailoverReport) JSON() []byte {
 
 // WriteText prints the kills, the spread of their times, then the checks.
 func (r *FailoverReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "failover run of %v: %d kills of the leading bridge (SIGKILL), %d of a NATS server, %d of an edge; lease TTL %v, %d edges, %.0f calls/s\n\n",
-		r.Elapsed.Round(time.Second), len(r.Kills), len(r.NATSKills), len(r.EdgeKills), r.LeaseTTL, r.Edges, r.Rate)
+	fmt.Fprintf(w, "failover run of %v: %d kills of the leading bridge (SIGKILL), %d of a NATS server, %d of an edge, %d partitions; lease TTL %v, %d edges, %.0f calls/s\n\n",
+		r.Elapsed.Round(time.Second), len(r.Kills), len(r.NATSKills), len(r.EdgeKills), len(r.Partitions), r.LeaseTTL, r.Edges, r.Rate)
 	fmt.Fprintf(w, "%-4s %-9s %-10s %-5s %-6s %-6s %-6s %-6s %-7s %-6s %-11s %-17s %-8s %s\n", "kill", "killed", "new leader", "calls",
 		"lease", "won", "lead", "resync", "stalled", "live", "edges led", "first stale", "ghosts/s", "resume")
 	durs := func(ds []time.Duration) string {
@@ -411,19 +414,20 @@ func (r *FailoverReport) WriteText(w io.Writer) {
 			}
 		}
 	}
+	r.writePartitions(w)
 	l := r.Limited
 	fmt.Fprintf(w, "\nlimited users: %d, %d clients; own conversations with the number %d, without %d; others' hidden %d, leaked %d\n",
 		l.Users, l.Clients, l.OwnFull, l.OwnBlank, l.Hidden, l.Leaked)
 	for _, x := range l.Leaks {
 		fmt.Fprintf(w, "     %s\n", x)
 	}
-	fmt.Fprintf(w, "\n%-10s %-4s %-7s %-7s %-7s %s\n", "from kill", "n", "p50", "p90", "p99", "max")
-	for _, name := range []string{"lease", "won", "leading", "resynced", "stalled", "live", "nats_shown"} {
+	fmt.Fprintf(w, "\n%-13s %-4s %-7s %-7s %-7s %s\n", "from kill/cut", "n", "p50", "p90", "p99", "max")
+	for _, name := range []string{"lease", "won", "leading", "resynced", "stalled", "live", "nats_shown", "cut_unready", "cut_step_down", "cut_lease", "cut_live", "cut_rejoined"} {
 		s, ok := r.Spread[name]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "%-10s %-4d %-7s %-7s %-7s %s\n", name, s.N, fmtDur(s.P50), fmtDur(s.P90), fmtDur(s.P99), fmtDur(s.Max))
+		fmt.Fprintf(w, "%-13s %-4d %-7s %-7s %-7s %s\n", name, s.N, fmtDur(s.P50), fmtDur(s.P90), fmtDur(s.P99), fmtDur(s.Max))
 	}
 	fmt.Fprintln(w)
 	r.writeChecks(w)

@@ -34,6 +34,7 @@ func loadtestFailover(ctx context.Context, args []string, getenv func(string) st
 	fs.IntVar(&cfg.NATSKills, "nats-kills", 0, "how many times one of the 3 nats-servers is killed (each in turn; 0: 3, -1: none)")
 	fs.DurationVar(&cfg.NATSDown, "nats-down", 10*time.Second, "how long a killed nats-server stays dead while calls run")
 	fs.IntVar(&cfg.EdgeKills, "edge-kills", 0, "how many times an edge is killed (each in turn; its clients resume on another; 0: 2 with 2 edges or more, -1: none)")
+	fs.IntVar(&cfg.Partitions, "partitions", 0, "how many times the leading bridge is cut off from NATS by a network namespace while REST actions are asked of it (needs root: skipped, with the reason, otherwise; 0: 5, -1: none)")
 	fs.DurationVar(&cfg.MaxLive, "max-live", 0, "fail (an invariant) when the edges are live again later than this after a kill (0: no bound)")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err

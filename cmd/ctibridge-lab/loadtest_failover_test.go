@@ -44,7 +44,7 @@ func TestLoadtestFailoverShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	args := []string{"failover", "--bin", bin, "--kills", "2", "--nats-kills", "1", "--nats-down", "3s", "--edge-kills", "1", "--settle", "1s",
-		"--json", "--max-live", "10s", "--dir", filepath.Join(dir, "work"), "--keep"}
+		"--partitions", "-1", "--json", "--max-live", "10s", "--dir", filepath.Join(dir, "work"), "--keep"}
 	var out, errb bytes.Buffer
 	start := time.Now()
 	err := runLoadtest(ctx, args, testEnv, &out, &errb)
