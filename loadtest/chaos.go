@@ -47,7 +47,10 @@ type ChaosConfig struct {
 	AMIDuration time.Duration
 	// Faults cycle in order: "kill" (close the link), "halfopen" (swallow
 	// bytes both ways, keep the sockets), "longline" (send a line that
-	// never ends instead of pbxsim's events). Default all three.
+	// never ends instead of pbxsim's events), "partition" (the link goes
+	// through a network namespace whose veth link is taken down until
+	// the bridge noticed: needs root, skipped with a note otherwise).
+	// Default all four.
 	Faults []string
 	// FaultMax ends a fault the bridge has not noticed by cutting the
 	// link. Default 30 s.
@@ -129,11 +132,11 @@ func (c *ChaosConfig) setDefaults() error {
 		}
 	}
 	if len(c.Faults) == 0 {
-		c.Faults = []string{faultKill, faultHalfOpen, faultLongLine}
+		c.Faults = []string{faultKill, faultHalfOpen, faultLongLine, faultPartition}
 	}
 	for _, f := range c.Faults {
-		if f != faultKill && f != faultHalfOpen && f != faultLongLine {
-			return fmt.Errorf("loadtest: chaos: unknown fault %q (kill, halfopen, longline)", f)
+		if f != faultKill && f != faultHalfOpen && f != faultLongLine && f != faultPartition {
+			return fmt.Errorf("loadtest: chaos: unknown fault %q (kill, halfopen, longline, partition)", f)
 		}
 	}
 	if c.Rate <= 0 {

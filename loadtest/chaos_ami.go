@@ -2,12 +2,15 @@ package loadtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ctibridge/ctibridge/bus/natstest/netns"
 	"github.com/ctibridge/ctibridge/sipp"
 )
 
@@ -33,6 +36,7 @@ type amiRun struct {
 	pbx   *chaosPBX
 	proxy *amiProxy
 	serve *serveProc
+	ns    *netns.NS // the partition fault's, between the proxy and pbxsim
 	truth *truth
 	token string
 	fast  atomic.Bool // sample every 20 ms (during a fault)
@@ -60,7 +64,18 @@ func runChaosAMI(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRep
 	}
 	defer sc.close()
 	pbx := sc.pbx
-	proxy, err := newAMIProxy(pbx.pbx.AMIAddr())
+	upstream := pbx.pbx.AMIAddr()
+	ns, err := partitionable(&cfg, rep)
+	if err != nil {
+		return err
+	}
+	if ns != nil {
+		defer ns.Close()
+		if upstream, err = ns.Through(upstream); err != nil {
+			return err
+		}
+	}
+	proxy, err := newAMIProxy(upstream)
 	if err != nil {
 		return err
 	}
@@ -69,7 +84,7 @@ func runChaosAMI(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRep
 	if err != nil {
 		return err
 	}
-	r := &amiRun{cfg: cfg, pbx: pbx, proxy: proxy, serve: srv, truth: newTruth(pbx.busy)}
+	r := &amiRun{cfg: cfg, pbx: pbx, proxy: proxy, serve: srv, ns: ns, truth: newTruth(pbx.busy)}
 	if r.token, err = srv.login(ctx); err != nil {
 		return err
 	}
@@ -151,24 +166,43 @@ func (r *amiRun) inject(ctx context.Context, kind string) faultResult {
 	defer r.fast.Store(false)
 	f := faultResult{kind: kind, stale: -1, live: -1}
 	f.t0 = time.Now()
-	if r.proxy.Fault(kind) == 0 {
+	cut := kind == faultPartition
+	if cut {
+		if err := r.ns.Down(); err != nil {
+			r.cfg.Log.Error("chaos fault: cannot take the namespace's link down", "err", err)
+			cut = false
+		}
+	} else if r.proxy.Fault(kind) == 0 {
 		r.cfg.Log.Warn("chaos fault: no live AMI connection to inject into", "kind", kind)
 	}
-	var staleAt, closedAt, liveAt time.Time
+	var staleAt, closedAt, liveAt, healedAt time.Time
 	for ctx.Err() == nil && liveAt.IsZero() && time.Since(f.t0) < r.cfg.FaultMax+time.Minute {
 		sleepCtx(ctx, 20*time.Millisecond)
+		if cut && (!staleAt.IsZero() || !closedAt.IsZero() || time.Since(f.t0) > r.cfg.FaultMax) {
+			// Noticed (or given up on): the partition heals, and the
+			// bridge's next login gets through.
+			f.cut = staleAt.IsZero() && closedAt.IsZero()
+			if err := r.ns.Up(); err != nil {
+				r.cfg.Log.Error("chaos fault: cannot bring the namespace's link up", "err", err)
+			}
+			cut, healedAt = false, time.Now()
+		}
 		if staleAt.IsZero() {
 			staleAt = r.firstAfter(f.t0, func(s chaosSample) bool { return s.ok && s.stale })
 		}
 		if closedAt.IsZero() {
 			closedAt = r.proxy.FirstClose(f.t0)
 		}
-		if staleAt.IsZero() && closedAt.IsZero() && !f.cut && time.Since(f.t0) > r.cfg.FaultMax {
+		if staleAt.IsZero() && closedAt.IsZero() && !f.cut && kind != faultPartition && time.Since(f.t0) > r.cfg.FaultMax {
 			f.cut = true
 			r.proxy.Cut()
 		}
 		if reopened := r.proxy.FirstAccept(f.t0); !reopened.IsZero() {
 			liveAt = r.firstAfter(reopened, func(s chaosSample) bool { return s.ok && !s.stale })
+		} else if !healedAt.IsZero() {
+			// A link the bridge kept across the partition comes back by
+			// itself (TCP retransmits what was dropped).
+			liveAt = r.firstAfter(healedAt, func(s chaosSample) bool { return s.ok && !s.stale })
 		}
 	}
 	if staleAt.IsZero() || (!closedAt.IsZero() && closedAt.Before(staleAt)) {
@@ -331,4 +365,20 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// partitionable makes the partition fault's namespace when cfg.Faults
+// has it; where none can be made (not root) it drops the fault from
+// cfg.Faults with a note in rep.
+func partitionable(cfg *ChaosConfig, rep *ChaosReport) (*netns.NS, error) {
+	if !slices.Contains(cfg.Faults, faultPartition) {
+		return nil, nil
+	}
+	ns, err := netns.New()
+	if errors.Is(err, netns.ErrUnavailable) {
+		rep.note("ami: the partition fault is skipped: %v", err)
+		cfg.Faults = slices.DeleteFunc(slices.Clone(cfg.Faults), func(f string) bool { return f == faultPartition })
+		return nil, nil
+	}
+	return ns, err
 }

@@ -13,6 +13,8 @@ const (
 	faultKill     = amiproxy.Kill
 	faultHalfOpen = amiproxy.HalfOpen
 	faultLongLine = amiproxy.LongLine
+	// faultPartition is the kernel's: not the proxy's (chaos_ami.go).
+	faultPartition = "partition"
 )
 
 // amiProxy sits between the bridge and pbxsim's manager port

@@ -27,7 +27,7 @@ func loadtestChaos(ctx context.Context, args []string, getenv func(string) strin
 	fs.Float64Var(&cfg.Rate, "r", 10, "SIPp calls per second")
 	fs.DurationVar(&cfg.Talk, "talk", 2*time.Second, "how long each call lasts")
 	fs.DurationVar(&cfg.AMIDuration, "ami-d", time.Minute, "ami: how long faults are injected")
-	fs.StringVar(&faults, "faults", "kill,halfopen,longline", "ami: faults injected in turn")
+	fs.StringVar(&faults, "faults", "kill,halfopen,longline,partition", "ami: faults injected in turn (partition: a network namespace's link taken down, as root)")
 	fs.DurationVar(&cfg.FaultMax, "fault-max", 30*time.Second, "ami: a fault not noticed after this is ended by cutting the link")
 	fs.DurationVar(&cfg.Settle, "settle", 3*time.Second, "ami: sampling after the bridge is live again, before the next fault")
 	fs.DurationVar(&cfg.SampleEvery, "sample-every", 100*time.Millisecond, "ami: period of the truth samples (20 ms during a fault)")
