@@ -122,7 +122,7 @@ func (r *amiRun) sample(ctx context.Context) {
 	client := httpClient(false)
 	for ctx.Err() == nil {
 		at := time.Now()
-		v, err := sampleBridge(ctx, client, r.serve.http, r.token)
+		v, err := sampleBridge(ctx, client, r.serve.httpURL(), r.token)
 		s := chaosSample{at: at, ok: err == nil, stale: v.stale}
 		if err == nil && !v.stale {
 			s.ghosts, s.missing = r.truth.judge(v.busy, at, r.cfg.Grace)
@@ -226,7 +226,7 @@ func (r *amiRun) finish(ctx context.Context, rep *ChaosReport, faults []faultRes
 	liveWait := time.Now()
 	for time.Since(liveWait) < 30*time.Second && ctx.Err() == nil {
 		sleepCtx(ctx, r.cfg.Grace+r.cfg.SampleEvery)
-		v, err := sampleBridge(ctx, httpClient(false), r.serve.http, r.token)
+		v, err := sampleBridge(ctx, httpClient(false), r.serve.httpURL(), r.token)
 		if err == nil && !v.stale {
 			final = len(v.busy)
 			if final == 0 {

@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,17 +20,23 @@ import (
 // serveProc runs `ctibridge serve` as a child process the way systemd
 // would (Restart=on-failure): when it exits, it is started again after
 // RestartDelay, until the context ends. Its standard error goes to
-// serve.log in the work directory, every start appended.
+// serve.log in the work directory, every start appended. Its first run
+// listens on ports the kernel picks, as StartBridge's, read back from its
+// log; the restarts listen on the same ones (its clients come back to
+// them).
 type serveProc struct {
 	// Immutable after newServeProc.
-	bin     string
-	args    []string
-	http    string // REST root, http://127.0.0.1:port
-	admin   string // admin root
-	logPath string
-	delay   time.Duration
+	bin       string
+	logPath   string
+	delay     time.Duration
+	listening chan struct{} // closed once http and admin are known
+
+	// Set once before listening is closed.
+	http  string // REST root, http://127.0.0.1:port
+	admin string // admin root
 
 	mu     sync.Mutex // guards the fields below
+	args   []string   // the ports the first run took, for the others
 	cmd    *exec.Cmd  // the running child, nil between runs
 	killed *exec.Cmd  // the child the suite last sent kill -9
 	starts int
@@ -48,27 +54,89 @@ func newServeProc(cfg ChaosConfig, dir, ami string, extra ...string) (*serveProc
 	return newNodeProc(cfg, dir, append(args, extra...)...)
 }
 
-// newNodeProc prepares `ctibridge args...` (serve or edge) on free
-// loopback ports, with the users file, data directory and log of
-// newServeProc and cfg.ServeArgs last.
+// newNodeProc prepares `ctibridge args...` (serve or edge) on loopback
+// ports the kernel picks, with the users file, data directory and log
+// of newServeProc and cfg.ServeArgs last.
 func newNodeProc(cfg ChaosConfig, dir string, args ...string) (*serveProc, error) {
-	httpAddr, err := freeTCPAddr()
+	users, err := writeUsersFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	adminAddr, err := freeTCPAddr()
-	if err != nil {
-		return nil, err
-	}
-	users, err := writeUsersFile(cfg.Binary, dir)
-	if err != nil {
-		return nil, err
-	}
-	args = append(args, "--http", httpAddr, "--admin", adminAddr, "--users", users, "--data-dir", filepath.Join(dir, "data"),
+	args = append(args, "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--users", users, "--data-dir", filepath.Join(dir, "data"),
 		"--access-log-every", "-1", "--log-level", "info")
 	args = append(args, cfg.ServeArgs...)
-	return &serveProc{bin: cfg.Binary, args: args, http: "http://" + httpAddr, admin: "http://" + adminAddr,
-		logPath: filepath.Join(dir, "serve.log"), delay: cfg.RestartDelay}, nil
+	return &serveProc{bin: cfg.Binary, args: args, logPath: filepath.Join(dir, "serve.log"), delay: cfg.RestartDelay,
+		listening: make(chan struct{})}, nil
+}
+
+// httpURL is the REST root, http://127.0.0.1:port; adminURL the admin
+// listener's. Before the first run listens (or if it never did) they
+// are an address nothing answers on.
+func (s *serveProc) httpURL() string  { return s.addr(&s.http) }
+func (s *serveProc) adminURL() string { return s.addr(&s.admin) }
+
+func (s *serveProc) addr(a *string) string {
+	select {
+	case <-s.listening:
+		return *a
+	default:
+		return "http://127.0.0.1:0"
+	}
+}
+
+// listened reads the listeners' addresses from the log serve writes from
+// offset on (its "ctibridge serving" line), waiting until it is written,
+// the process exits (exited) or 60 s pass; found, they become the
+// addresses of every later run.
+func (s *serveProc) listened(offset int64, exited <-chan struct{}) {
+	deadline := time.After(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(s.logPath)
+		if int64(len(b)) > offset {
+			for line := range strings.Lines(string(b[offset:])) {
+				if !strings.Contains(line, `msg="ctibridge serving"`) {
+					continue
+				}
+				httpAddr, adminAddr := logField(line, "http"), logField(line, "admin")
+				if httpAddr == "" || adminAddr == "" {
+					continue
+				}
+				s.http, s.admin = "http://"+httpAddr, "http://"+adminAddr
+				s.mu.Lock()
+				for i := 0; i+1 < len(s.args); i++ {
+					switch s.args[i] {
+					case "--http":
+						s.args[i+1] = httpAddr
+					case "--admin":
+						s.args[i+1] = adminAddr
+					}
+				}
+				s.mu.Unlock()
+				close(s.listening)
+				return
+			}
+		}
+		select {
+		case <-exited:
+			return
+		case <-deadline:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// logField is key's value in a text log line (key=value, unquoted).
+func logField(line, key string) string {
+	i := strings.Index(line, " "+key+"=")
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(key)+2:]
+	if j := strings.IndexAny(v, " \n"); j >= 0 {
+		v = v[:j]
+	}
+	return v
 }
 
 // serveHasFlag reports whether `bin serve -h` lists --name, so that the
@@ -79,11 +147,11 @@ func serveHasFlag(bin, name string) bool {
 }
 
 // writeUsersFile writes users.yaml with an admin whose password is
-// "admin", hashed by `bin passwd`, and a user "flooder" (same password,
-// an admin too, so it sees as much as the screens it competes with): the
-// ws scenario's attacker is a user of its own, as a real one would be.
-func writeUsersFile(bin, dir string) (string, error) {
-	hash, err := passwdHash(bin)
+// "admin" (adminHash) and a user "flooder" (same password, an admin too,
+// so it sees as much as the screens it competes with): the ws
+// scenario's attacker is a user of its own, as a real one would be.
+func writeUsersFile(dir string) (string, error) {
+	hash, err := adminHash()
 	if err != nil {
 		return "", err
 	}
@@ -91,26 +159,6 @@ func writeUsersFile(bin, dir string) (string, error) {
 	body := fmt.Sprintf("users:\n  - username: admin\n    password_hash: %q\n    role: admin\n"+
 		"  - username: flooder\n    password_hash: %q\n    role: admin\n", hash, hash)
 	return path, os.WriteFile(path, []byte(body), 0o600)
-}
-
-// passwdHash is the hash of the password "admin", by `bin passwd`.
-func passwdHash(bin string) (string, error) {
-	cmd := exec.Command(bin, "passwd")
-	cmd.Stdin = strings.NewReader("admin\n")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s passwd: %w", bin, err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-func freeTCPAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // run starts serve and restarts it whenever it exits, until ctx ends;
@@ -123,7 +171,10 @@ func (s *serveProc) run(ctx context.Context) {
 			s.exit("cannot open its log: " + err.Error())
 			return
 		}
+		offset, _ := logf.Seek(0, io.SeekEnd)
+		s.mu.Lock()
 		cmd := exec.Command(s.bin, s.args...)
+		s.mu.Unlock()
 		cmd.Stdout, cmd.Stderr = logf, logf
 		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
@@ -134,12 +185,19 @@ func (s *serveProc) run(ctx context.Context) {
 		s.mu.Lock()
 		s.cmd = cmd
 		s.starts++
+		first := s.starts == 1
 		s.mu.Unlock()
 		stop := context.AfterFunc(ctx, func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
 		})
-		err = cmd.Wait()
+		waited := make(chan error, 1)
+		exited := make(chan struct{})
+		go func() { waited <- cmd.Wait(); close(exited) }()
+		if first {
+			s.listened(offset, exited)
+		}
+		err = <-waited
 		stop()
 		logf.Close()
 		s.mu.Lock()
@@ -229,7 +287,7 @@ func procStatusBytes(pid, field string) uint64 {
 func (s *serveProc) ready(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", s.admin+"/readyz", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.adminURL()+"/readyz", nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
@@ -241,6 +299,13 @@ func (s *serveProc) ready(ctx context.Context) bool {
 // waitReady polls /readyz until it answers 200, for at most d.
 func (s *serveProc) waitReady(ctx context.Context, d time.Duration) (time.Duration, error) {
 	start := time.Now()
+	select {
+	case <-s.listening:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(d):
+		return time.Since(start), fmt.Errorf("serve not listening after %v; its log: %s", d, s.logTail())
+	}
 	for {
 		if s.ready(ctx) {
 			return time.Since(start), nil
@@ -258,12 +323,12 @@ func (s *serveProc) waitReady(ctx context.Context, d time.Duration) (time.Durati
 
 // login logs in as the users file's admin.
 func (s *serveProc) login(ctx context.Context) (string, error) {
-	return Login(ctx, s.http, "admin", "admin", false)
+	return Login(ctx, s.httpURL(), "admin", "admin", false)
 }
 
 // loginFlooder logs in as the ws scenario's attacker.
 func (s *serveProc) loginFlooder(ctx context.Context) (string, error) {
-	return Login(ctx, s.http, "flooder", "admin", false)
+	return Login(ctx, s.httpURL(), "flooder", "admin", false)
 }
 
 // crashes counts the Go runtime's crash reports in serve's log: panics,

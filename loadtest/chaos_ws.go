@@ -46,7 +46,7 @@ func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRepo
 
 	var peak atomic.Uint64
 	sc.wg.Go(func() { sampleRSS(ctx, srv, &peak) })
-	wsCfg := WSConfig{URL: WSURL(srv.http), Token: token, Clients: cfg.WSClients, Duration: cfg.WSDuration}
+	wsCfg := WSConfig{URL: WSURL(srv.httpURL()), Token: token, Clients: cfg.WSClients, Duration: cfg.WSDuration}
 	base, err := RunWS(ctx, wsCfg)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func runChaosWS(ctx context.Context, cfg ChaosConfig, dir string, rep *ChaosRepo
 	var fl flooder
 	var capped atomic.Bool
 	var fwg sync.WaitGroup
-	fwg.Go(func() { fl.run(floodCtx, WSURL(srv.http), flToken) })
+	fwg.Go(func() { fl.run(floodCtx, WSURL(srv.httpURL()), flToken) })
 	fwg.Go(func() {
 		for floodCtx.Err() == nil {
 			if peak.Load() > baseRSS+cfg.FloodRSSCap {

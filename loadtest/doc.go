@@ -31,12 +31,16 @@
 // RunChaos is the fault suite: it runs a real `ctibridge serve` child
 // process against pbxsim with SIPp traffic and breaks things. The AMI link
 // goes through a TCP proxy that kills it, goes half-open or sends a line
-// that never ends, while the bridge's REST state is judged against
+// that never ends, and through a network namespace (bus/natstest/netns,
+// as root) whose link is taken down, while the bridge's REST state is
+// judged against
 // pbxsim's channels; a throwaway PostgreSQL is down when serve starts and
 // serve is killed with -9, then the CDRs stored are counted against the
 // Cdr events the proxy handed to a bridge; one WebSocket client floods
 // subscribe while others measure their latency and serve's RSS is
-// sampled. Each figure is reported against its target; invariants
+// sampled. Its serve processes, as a supervisor's, listen on ports the
+// kernel picks at the first start (read back from the log), kept for the
+// restarts. Each figure is reported against its target; invariants
 // (no crash, no ghost call once converged, no CDR stored twice) are told
 // apart from targets, which hold only once the fixes have landed.
 //
@@ -52,8 +56,13 @@
 // against pbxsim's channels, resumes a WebSocket client on the other edge
 // with its seq and epoch. Between those kills it kills a nats-server
 // (calls must keep reaching the edges) and an edge (its clients resume on
-// another and miss no change), and at the end counts the CDR rows against
-// the calls completed.
+// another and miss no change), cuts the leader off from NATS (each
+// bridge's NATS connections go through a network namespace of its own:
+// the leader's link is taken down while actions are asked of it over
+// REST and pbxsim logs every action with the bridge that sent it), and
+// at the end counts the CDR rows against the calls completed; every
+// WebSocket client is sampled against pbxsim all along (firm mismatches
+// while live).
 //
 // It talks to ctibridge only over the network: it never imports rest or
 // ws, so what it measures is what a client sees (the fault suite also

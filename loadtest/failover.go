@@ -267,7 +267,11 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	nats, err := natscluster.Start(filepath.Join(dir, "nats"), 3)
+	// The servers do not tell clients of the others' addresses: a bridge
+	// cut off by its namespace (its URLs are relays through it) would
+	// otherwise reconnect straight to one after a NATS server's kill and
+	// be partitioned no more.
+	nats, err := natscluster.StartConf(filepath.Join(dir, "nats"), 3, "cluster { no_advertise: true }")
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +323,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 // are ready.
 func (r *failRun) startNodes(ctx context.Context, dir string) error {
 	ccfg := r.cfg.chaos()
-	hash, err := passwdHash(r.cfg.Binary)
+	hash, err := adminHash()
 	if err != nil {
 		return err
 	}
@@ -371,7 +375,7 @@ func (r *failRun) startNodes(ctx context.Context, dir string) error {
 			if u.own != nil {
 				c.view = newUserView(u.own)
 			}
-			if err := c.view.connect(ctx, n.proc.http, n.tokens[u.name], false); err != nil {
+			if err := c.view.connect(ctx, n.proc.httpURL(), n.tokens[u.name], false); err != nil {
 				return err
 			}
 			r.clients = append(r.clients, c)
@@ -383,14 +387,14 @@ func (r *failRun) startNodes(ctx context.Context, dir string) error {
 		return err
 	}
 	r.resume = newWSView()
-	return r.resume.connect(ctx, r.edges[0].proc.http, r.edges[0].token(), false)
+	return r.resume.connect(ctx, r.edges[0].proc.httpURL(), r.edges[0].token(), false)
 }
 
 // login logs the admin and the limited users in on edge n.
 func (r *failRun) login(ctx context.Context, n *failNode) error {
 	n.tokens = map[string]string{}
 	for _, u := range append([]string{"admin"}, r.userNames()...) {
-		t, err := Login(ctx, n.proc.http, u, "admin", false)
+		t, err := Login(ctx, n.proc.httpURL(), u, "admin", false)
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}

@@ -79,7 +79,7 @@ func (r *failRun) killEdge(ctx context.Context, n int) FailoverEdgeKill {
 			m.view.close() // the kernel closes a killed process's sockets: not seen
 		}
 		m.view.close()
-		if err := m.view.connect(ctx, to.proc.http, to.tokens[m.user], true); err != nil {
+		if err := m.view.connect(ctx, to.proc.httpURL(), to.tokens[m.user], true); err != nil {
 			k.Answers = append(k.Answers, err.Error())
 			continue
 		}
@@ -127,7 +127,7 @@ func (r *failRun) killEdge(ctx context.Context, n int) FailoverEdgeKill {
 		}
 		c.view.close()
 		k.BackMoved++
-		if err := c.view.connect(ctx, e.proc.http, e.tokens[c.user], true); err != nil {
+		if err := c.view.connect(ctx, e.proc.httpURL(), e.tokens[c.user], true); err != nil {
 			k.Error = err.Error()
 			continue
 		}

@@ -289,7 +289,7 @@ func (r *failRun) moveResume(ctx context.Context, k *FailoverKill) {
 	r.onEdge = (r.onEdge + 1) % len(r.edges)
 	e := r.edges[r.onEdge]
 	k.ResumeOn = e.name
-	if err := r.resume.connect(ctx, e.proc.http, e.token(), true); err != nil {
+	if err := r.resume.connect(ctx, e.proc.httpURL(), e.token(), true); err != nil {
 		k.Resume = err.Error()
 		return
 	}
@@ -320,7 +320,7 @@ func (r *failRun) judge(ctx context.Context, down *failNode) judged {
 			continue
 		}
 		srcs = append(srcs, source{e.name + " REST", false, func() (map[string]bool, bool, error) {
-			v, err := sampleBridge(ctx, client, e.proc.http, e.token())
+			v, err := sampleBridge(ctx, client, e.proc.httpURL(), e.token())
 			return v.busy, !v.stale, err
 		}})
 	}

@@ -162,7 +162,7 @@ func (r *failRun) partitionOnce(ctx context.Context, n int) FailoverPartition {
 	if other == cut {
 		other = r.bridges[1]
 	}
-	token, err := Login(ctx, cut.proc.http, "admin", "admin", false)
+	token, err := Login(ctx, cut.proc.httpURL(), "admin", "admin", false)
 	if err != nil {
 		p.Error = err.Error()
 		return p
@@ -227,7 +227,7 @@ func (r *failRun) watchPartition(ctx context.Context, cut *failNode, t0 time.Tim
 		if p.Unready < 0 && !cut.proc.ready(ctx) {
 			p.Unready = time.Since(t0)
 		}
-		if leads, err := leadsByMetrics(ctx, cut.proc.admin); p.StepDown < 0 && err == nil && !leads {
+		if leads, err := leadsByMetrics(ctx, cut.proc.adminURL()); p.StepDown < 0 && err == nil && !leads {
 			p.StepDown = time.Since(t0)
 		}
 		if got := r.lease.takenAfter(t0, p.Cut, time.Time{}); p.Lease < 0 && got.holder != "" {
@@ -293,7 +293,7 @@ func (r *failRun) askActions(ctx context.Context, cut *failNode, token string, t
 	for ctx.Err() == nil {
 		at := time.Now()
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
-		req, _ := http.NewRequestWithContext(c, "POST", cut.proc.http+"/astproxy/call", bytes.NewReader(body))
+		req, _ := http.NewRequestWithContext(c, "POST", cut.proc.httpURL()+"/astproxy/call", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
 		res, err := client.Do(req)

@@ -323,7 +323,7 @@ func (r *failRun) finalGhosts(ctx context.Context, rep *FailoverReport) {
 		views = append(views, c.view)
 	}
 	for _, e := range r.edges {
-		g, _, err := restGhosts(ctx, E2EConfig{HTTP: e.proc.http, Token: e.token()}, busy)
+		g, _, err := restGhosts(ctx, E2EConfig{HTTP: e.proc.httpURL(), Token: e.token()}, busy)
 		if err != nil {
 			rep.note("%s: %v", e.name, err)
 		}
