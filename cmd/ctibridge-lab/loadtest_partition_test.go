@@ -43,7 +43,8 @@ func TestLoadtestFailoverPartition(t *testing.T) {
 	t.Logf("took %v", time.Since(start))
 	var rep struct {
 		Partitions []struct {
-			Cut, Leader              string
+			Cut                      string
+			Leader                   string        `json:"new_leader"`
 			StepDown                 time.Duration `json:"step_down_ns"`
 			Lease                    time.Duration `json:"lease_ns"`
 			Opened                   time.Duration `json:"opened_ns"`
