@@ -235,13 +235,13 @@ func (e *Engine) convFor(c *channel) Conversation {
 			}
 		}
 	}
-	ex.Parked = e.parkedOf(c)
+	ex.Parked, ex.PresentedNum = e.parkedOf(c), presentedNum(c, p, out)
 	if more.spyee != nil {
 		e.spyConv(&cv, &ex, c)
 	}
 	// ex is compared whole only when a part may be set: most
 	// conversations have none, and the comparison is not cheap.
-	if (x != nil || more.spyee != nil || ex.Parked != Parked{}) && ex != (ConvExtra{}) {
+	if (x != nil || more.spyee != nil || ex.Parked != Parked{} || ex.PresentedNum != "") && ex != (ConvExtra{}) {
 		cv.Extra = new(ConvExtra) // only then: ex itself stays on the stack
 		*cv.Extra = ex
 	}
@@ -264,6 +264,21 @@ func (e *Engine) convFor(c *channel) Conversation {
 	}
 	e.counterpart(&cv, c, p, out)
 	return cv
+}
+
+// presentedNum is the number c's owner presents on a call out through a
+// trunk, when it is not the owner's own: FreePBX's outbound route sets
+// the caller's caller ID (macro-outbound-callerid: NewCallerid on the
+// caller's channel, the route's or the user's outbound CID) before it
+// dials the trunk, so the far end sees that number, not the extension.
+func presentedNum(c, p *channel, out bool) string {
+	if !out || c.kind != ownerExt || p == nil || p.kind != ownerTrunk {
+		return ""
+	}
+	if known(c.callerNum) && c.callerNum != c.owner {
+		return c.callerNum
+	}
+	return ""
 }
 
 // recordingOf is whether c's call is recorded: a MixMonitor records both

@@ -149,6 +149,34 @@ func TestOutboundRouteCounterpart(t *testing.T) {
 	if !ok || tcv.CounterpartNum != "201" || tcv.CounterpartName != "Alice Rossi" {
 		t.Errorf("the trunk's call %+v, want its counterpart 201 Alice Rossi", tcv)
 	}
+	// The route's caller ID is Alice's own number on this call; the
+	// trunk's conversation presents nothing of its own.
+	if got := cv.Extras().PresentedNum; got != "0612340201" {
+		t.Errorf("201's presented number %q, want the route's caller ID 0612340201", got)
+	}
+	if got := tcv.Extras().PresentedNum; got != "" {
+		t.Errorf("the trunk's presented number %q, want none", got)
+	}
+	if js := string(s.StateJSON()); !strings.Contains(js, `"throughTrunk":true,"presentedNum":"0612340201"`) || strings.Count(js, "presentedNum") != 1 {
+		t.Errorf("state JSON %s: want presentedNum once, on Alice's call", js)
+	}
+}
+
+// TestPresentedNumInternal: a call between extensions presents each
+// party's own number, so neither conversation has a presentedNum, even
+// when the caller's caller ID is a device's user (91201 calls as 201).
+func TestPresentedNumInternal(t *testing.T) {
+	s := replayUntil(t, "multi_device_user", "BridgeEnter Channel=PJSIP/91201-00000003")
+	for _, x := range []string{"201", "203"} {
+		for id, cv := range s.Extensions.Get(x).Conversations {
+			if cv.Extras().PresentedNum != "" {
+				t.Errorf("%s's call %s presents %q, want nothing", x, id, cv.Extras().PresentedNum)
+			}
+		}
+	}
+	if strings.Contains(string(s.StateJSON()), "presentedNum") {
+		t.Errorf("internal call: presentedNum in the state JSON")
+	}
 }
 
 // replayUntil replays a recording of the third set up to and including

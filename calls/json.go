@@ -185,12 +185,16 @@ func appendConvTail(b []byte, c *Conversation, e enc) []byte {
 	return append(appendPBX(appendConvExtras(b, c, e), c.PBX), '}')
 }
 
-// appendConvExtras writes the optional objects of a conversation, each
-// only when it applies: "transfer", "parked", "spy".
+// appendConvExtras writes the optional parts of a conversation, each
+// only when it applies: "presentedNum", "transfer", "parked", "spy".
 func appendConvExtras(b []byte, c *Conversation, e enc) []byte {
 	x := c.Extra
 	if x == nil {
 		return b
+	}
+	if x.PresentedNum != "" {
+		b = append(b, ',')
+		b = appendStrField(b, "presentedNum", x.PresentedNum)
 	}
 	if t := &x.Transfer; t.ID != "" {
 		b = append(b, `,"transfer":{`...)

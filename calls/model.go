@@ -47,7 +47,8 @@ type Conversation struct {
 	// counterpart the mailbox's number.
 	Voicemail bool
 	// Extra is nil unless the conversation takes part in an attended
-	// transfer, is parked or is a spy session: rare, so kept out of line.
+	// transfer, is parked, is a spy session or presents a caller ID of
+	// its own (an outbound route's): rare, so kept out of line.
 	Extra *ConvExtra
 	// PBX names the PBX of a named site (Multi); "" for the default PBX,
 	// whose JSON has no "pbx" key.
@@ -57,9 +58,14 @@ type Conversation struct {
 // ConvExtra holds what only some conversations carry; each part is zero
 // when it does not apply.
 type ConvExtra struct {
-	Transfer Transfer
-	Parked   Parked
-	Spy      Spy
+	// PresentedNum is the owner's number as the other side sees it on
+	// this call, when the PBX presents another than the owner's: the
+	// caller ID an outbound route gives a call out (FreePBX's outbound
+	// CID, a company DID), JSON "presentedNum".
+	PresentedNum string
+	Transfer     Transfer
+	Parked       Parked
+	Spy          Spy
 }
 
 // Extras returns c's extra parts, all zero when it has none.

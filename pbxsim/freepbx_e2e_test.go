@@ -167,6 +167,16 @@ func TestFreePBXOutboundRoute(t *testing.T) {
 	if v := engineView(t, msgs, nil, []string{"201"}); !reflect.DeepEqual(v["201"], []string{"out:0612345678:true"}) {
 		t.Errorf("201's conversations %v, want out to 0612345678, connected", v["201"])
 	}
+	eng := calls.New(calls.Config{Trunks: []string{"trunk"}})
+	eng.SetLink(calls.LinkLive)
+	for _, m := range msgs {
+		eng.Apply(m)
+	}
+	for id, cv := range eng.Publish().Extensions.Get("201").Conversations {
+		if got := cv.Extras().PresentedNum; got != "0612340201" {
+			t.Errorf("201's call %s presents %q, want the route's caller ID 0612340201", id, got)
+		}
+	}
 	var trunkCID, dialString, ownCID string
 	for _, m := range msgs {
 		switch {
