@@ -133,6 +133,11 @@ type Config struct {
 	// answered member's Local pair optimises itself away (Asterisk's
 	// default; FreePBX writes /n, as the recordings show). Default false.
 	RingGroupOptimize bool
+	// RingGroupVoicemail is the mailbox an unanswered ring group call
+	// goes to (FreePBX's destination if no answer, a user's voicemail),
+	// when it is one of Mailboxes; else the caller is hung up. Default
+	// the first of RingGroupMembers.
+	RingGroupVoicemail string
 	// Devices maps a user's second device to the user (NethVoice's
 	// 9X<exten> endpoints), in the freepbx plan: a call to the user rings
 	// every registered device, a call from a device is the user's.

@@ -104,8 +104,7 @@ func (c *call) forkWait(a *channel, target string, legs []*forkLeg) (*channel, s
 				legs = removeLeg(legs, l)
 				ended = append(ended, l)
 				if len(legs) == 0 {
-					c.forkFailed(a, target, nil, ended, cause)
-					return nil, ""
+					return c.forkEnd(a, target, nil, ended, cause)
 				}
 			case (e.kind == evHangup || e.kind == evNoAck) && l != nil:
 				p.mu.Lock()
@@ -118,8 +117,7 @@ func (c *call) forkWait(a *channel, target string, legs []*forkLeg) (*channel, s
 				return nil, ""
 			}
 		case <-ring.C:
-			c.forkFailed(a, target, legs, ended, 19)
-			return nil, ""
+			return c.forkEnd(a, target, legs, ended, 19)
 		case <-c.ctx.Done():
 			c.forkCallerGone(a, target, legs, ended, evHangup)
 			return nil, ""
@@ -206,8 +204,9 @@ func (c *call) forkAnswered(a *channel, target string, w *forkLeg, legs, ended [
 }
 
 // forkFailed: no leg answered within the ring timeout, or every leg
-// failed: the rest are cancelled and the caller hung up (the dialplan's
-// Hangup()), with a Cdr per leg.
+// failed, and no mailbox takes the call (forkEnd): the rest are
+// cancelled and the caller hung up (the dialplan's Hangup()), with a Cdr
+// per leg.
 func (c *call) forkFailed(a *channel, target string, legs, ended []*forkLeg, cause int) {
 	p := c.p
 	p.mu.Lock()

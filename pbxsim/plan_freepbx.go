@@ -26,6 +26,7 @@ const (
 	contextMacroDialOne  = "macro-dial-one"
 	contextMacroDialout  = "macro-dialout-trunk"
 	contextOutboundCIDFn = "macro-outbound-callerid"
+	contextMacroVM       = "macro-vm"
 )
 
 // planDefaults validates Plan and fills the freepbx plan's defaults,
@@ -44,6 +45,9 @@ func (c *Config) planDefaults() error {
 	}
 	if c.RingGroupMembers == nil {
 		c.RingGroupMembers = []string{"202", "203", "204"}
+	}
+	if c.RingGroupVoicemail == "" && len(c.RingGroupMembers) > 0 {
+		c.RingGroupVoicemail = c.RingGroupMembers[0]
 	}
 	if c.Devices == nil {
 		c.Devices = map[string]string{"91201": "201"}

@@ -58,19 +58,56 @@ func (c *call) toVoicemail(a, b *channel, target string, cause, tech int) (*chan
 	now := p.cfg.Now()
 	a.cdrParts = append(a.cdrParts, cdrPart{destCh: b.name, data: a.appData, start: a.created, end: now, disposition: disp})
 	a.cdrStart = now
-	a.priority = 15
-	a.app, a.appData = "VoiceMail", target+"@default,u"
 	if a.context == "from-trunk" {
 		a.context = p.cfg.Context
 	}
+	c.enterVoicemail(a, target)
+	c.hangupChannel(b, cause, tech)
+	p.mu.Unlock()
+	return c.voicemail(a, target)
+}
+
+// enterVoicemail runs VoiceMail(<box>@default,u) on a and answers it.
+// p.mu held.
+func (c *call) enterVoicemail(a *channel, box string) {
+	p := c.p
+	a.priority = 15
+	a.app, a.appData = "VoiceMail", box+"@default,u"
 	a.progressed = true
 	// The dialplan's Newexten of VoiceMail (the only Newexten pbxsim
 	// sends): what tells a client the caller now talks to the mailbox.
 	p.emit(chanEvent(ami.EventNewexten, a, "Extension", a.exten, "Application", a.app, "AppData", a.appData))
 	c.answer(a, p.sdp(p.chanSeq, false))
-	c.hangupChannel(b, cause, tech)
+}
+
+// forkEnd: nobody answered a's Dial of several devices or members
+// (ring timeout, every leg failed). As FreePBX does, a user's call goes
+// on to the user's voicemail (macro-exten-vm after the Dial of its
+// devices), a ring group's to its destination if no answer
+// (Config.RingGroupVoicemail); without a mailbox the caller is hung up.
+func (c *call) forkEnd(a *channel, target string, legs, ended []*forkLeg, cause int) (*channel, string) {
+	p := c.p
+	box := target
+	if target == p.cfg.RingGroup {
+		box = p.cfg.RingGroupVoicemail
+	}
+	if box == "" || !p.hasMailbox(box) {
+		c.forkFailed(a, target, legs, ended, cause)
+		return nil, ""
+	}
+	p.mu.Lock()
+	for _, l := range legs {
+		c.dropLeg(a, l, 16, "NOANSWER")
+		ended = append(ended, l)
+	}
+	for _, l := range sortLegs(ended) {
+		a.cdrParts = append(a.cdrParts, cdrPart{destCh: l.front.name, data: a.appData, start: cdrStartOf(a), end: l.ended, disposition: "NO ANSWER"})
+	}
+	a.cdrStart = p.cfg.Now()
+	a.context, a.exten = contextMacroVM, "s"
+	c.enterVoicemail(a, box)
 	p.mu.Unlock()
-	return c.voicemail(a, target)
+	return c.voicemail(a, box)
 }
 
 // voicemail records a's message for target until a hangs up.
