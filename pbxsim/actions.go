@@ -367,9 +367,9 @@ func (p *PBX) actPark(_ context.Context, _ *ami.Session, req ami.Message) []ami.
 		p.mu.Unlock()
 		return errResp("Channel does not exist: " + req.Get("Channel"))
 	}
-	if throughLocal(ch) {
+	if strings.HasPrefix(ch.name, "Local/") {
 		p.mu.Unlock()
-		return errResp("Park of a call through a Local channel is not simulated")
+		return errResp("Park of a Local channel is not simulated")
 	}
 	c := ch.call
 	p.mu.Unlock()

@@ -13,9 +13,8 @@ import (
 // ;2 with its phone (a ring group's or a queue's answered member). ended
 // are the legs that rang in vain, for a's Cdrs. A hangup on either side
 // ends all four channels; a Redirect of a or of the phone moves it on
-// and ends the others; hold plays music to the holder's bridge peer.
-// (Attended transfer and Park of a call through a Local pair are not
-// simulated: they are refused, see actions.)
+// and ends the others; hold plays music to the holder's bridge peer;
+// Park of a or the phone parks it (local_park.go).
 func (c *call) talkLocal(a *channel, w *forkLeg, target string, ended []*forkLeg) (*channel, string) {
 	p := c.p
 	max := time.NewTimer(p.cfg.MaxCallDuration)
@@ -56,7 +55,11 @@ func (c *call) talkLocal(a *channel, w *forkLeg, target string, ended []*forkLeg
 				return c.redirectLocal(a, w, e, target, ended)
 			case evHold, evUnhold:
 				c.holdLocal(a, w, e.ch, e.kind == evHold)
-			case evPickup, evUnpark, evAtxfer, evPark:
+			case evPark:
+				if e.ch == a || e.ch == w.phone {
+					return c.parkLocal(a, w, e.ch, target, ended)
+				}
+			case evPickup, evUnpark, evAtxfer:
 				if e.reply != nil {
 					e.reply <- false
 				}

@@ -41,6 +41,17 @@ func (p *PBX) parkedEvent(name string, x *channel, retriever *channel) ami.Messa
 // or the parking timeout (which, unlike Asterisk's call-back to the
 // parker, simply hangs it up).
 func (c *call) park(x, y *channel) (*channel, string) {
+	parker := ""
+	if y != nil {
+		parker = "PJSIP/" + y.endpoint
+	}
+	return c.parkThen(x, y, parker, nil)
+}
+
+// parkThen is park with the parker's dial string (ParkerDialString) and
+// then, run with p.mu held once y hung up (or both, the lot full): what
+// else ends with y (a Local pair's other half and the party behind it).
+func (c *call) parkThen(x, y *channel, parker string, then func()) (*channel, string) {
 	p := c.p
 	p.mu.Lock()
 	space := 0
@@ -52,6 +63,9 @@ func (c *call) park(x, y *channel) (*channel, string) {
 	}
 	if space == 0 {
 		c.lotFull(x, y)
+		if then != nil {
+			then()
+		}
 		p.mu.Unlock()
 		return nil, ""
 	}
@@ -60,10 +74,7 @@ func (c *call) park(x, y *channel) (*channel, string) {
 	old := x.bridge
 	c.leave(x)
 	x.parkSpace, x.parkedAt = space, p.cfg.Now()
-	x.parker = ""
-	if y != nil {
-		x.parker = "PJSIP/" + y.endpoint
-	}
+	x.parker = parker
 	if x.dialplan && y != nil {
 		x.splitCdr(y, x.appData, x.parkedAt) // the call with y ends here (park_retrieve)
 	}
@@ -81,6 +92,9 @@ func (c *call) park(x, y *channel) (*channel, string) {
 		}
 		c.sendBye(y, true)
 		c.hangupChannel(y, 16, 0)
+	}
+	if then != nil {
+		then()
 	}
 	p.mu.Unlock()
 
