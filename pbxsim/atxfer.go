@@ -3,6 +3,7 @@ package pbxsim
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
@@ -50,7 +51,7 @@ func (p *PBX) actAtxfer(_ context.Context, _ *ami.Session, req ami.Message) []am
 		p.mu.Unlock()
 		return errResp("Channel specified does not exist")
 	}
-	if t.bridge == nil || len(t.bridge.chans) != 2 || throughLocal(t) {
+	if t.bridge == nil || len(t.bridge.chans) != 2 || strings.HasPrefix(t.name, "Local/") {
 		p.mu.Unlock()
 		return errResp("Atxfer failed")
 	}
@@ -190,11 +191,10 @@ func (c *call) consultLoop(a, b *channel, x *consult, target, lastData string) (
 				// The transferer left while the target rings: a blonde
 				// transfer (blond.go).
 				c.blondMerge(x, e.kind != evBye)
-			case (e.ch == x.t || e.ch == x.y) && (e.kind == evBye || e.kind == evHangup || e.kind == evNoAck):
+			case (e.ch == x.t || e.ch == x.y || (c.lx != nil && c.lx.far(e.ch, x.t))) && (e.kind == evBye || e.kind == evHangup || e.kind == evNoAck):
 				// The transferee left, or the transferer's dialog failed:
 				// the consultation ends with the call.
-				c.consultDrop(x)
-				c.hangupBridged(a, b, e.ch, 16, e.kind != evBye, target, lastData)
+				c.consultGone(a, b, x, e.ch, e.kind != evBye, target, lastData)
 				return nil, ""
 			}
 		case <-ring.C:
@@ -209,8 +209,7 @@ func (c *call) consultLoop(a, b *channel, x *consult, target, lastData string) (
 			if x.blond {
 				return c.blondFailed(x, x.d)
 			}
-			c.consultDrop(x)
-			c.hangupBridged(a, b, a, 16, true, target, lastData)
+			c.consultGone(a, b, x, x.t, true, target, lastData)
 			return nil, ""
 		}
 	}
@@ -267,7 +266,7 @@ func (c *call) completeAtxfer(x *consult, bye bool) (*channel, string) {
 	c.optimiseAtxfer(x)
 	p.mu.Unlock()
 	// The transferee and the target talk; the target is the dialled side.
-	return c.talk(x.y, x.d, x.y.exten)
+	return c.resume(x.y, x.d, x.y.exten)
 }
 
 // mergeAtxfer ends the transferer's part (it hung up): the consult bridge
@@ -453,6 +452,12 @@ func (c *call) consultDrop(x *consult) {
 // consultFailed: the target did not answer or hung up; t is back with y,
 // off hold, and the call goes on.
 func (c *call) consultFailed(a, b *channel, x *consult, target, lastData string) (*channel, string) {
+	c.consultBack(x)
+	return c.resume(a, b, target)
+}
+
+// consultBack ends the consultation: t is back with y, off hold.
+func (c *call) consultBack(x *consult) {
 	p := c.p
 	br2 := x.br2
 	x.br2 = nil
@@ -474,5 +479,4 @@ func (c *call) consultFailed(a, b *channel, x *consult, target, lastData string)
 	p.emit(chanEvent(ami.EventMusicOnHoldStop, y))
 	p.updateDevice(y.endpoint)
 	p.mu.Unlock()
-	return c.talk(a, b, target)
 }

@@ -30,7 +30,7 @@ func (c *call) blondAnswered(x *consult) (*channel, string) {
 	p.mu.Lock()
 	c.optimiseAtxfer(x)
 	p.mu.Unlock()
-	return c.talk(x.y, x.d, x.y.exten)
+	return c.resume(x.y, x.d, x.y.exten)
 }
 
 // blondEnd sorts an event while a blonde transfer waits for its target:
@@ -53,6 +53,7 @@ func blondEnd(x *consult, e callEvent) *channel {
 // the transferee is hung up.
 func (c *call) blondFailed(x *consult, ch *channel) (*channel, string) {
 	c.consultDrop(x)
+	defer c.blondGone() // after the unlock: the rest of a Local pair's call
 	p := c.p
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -25,6 +25,7 @@ type call struct {
 	cancel context.CancelFunc
 	sipWG  sync.WaitGroup // SIP helper goroutines (outgoing INVITEs, BYEs)
 	q      *queueConn     // a queue caller bridged with a member; guarded by PBX.mu
+	lx     *localXfer     // an attended transfer through a Local pair; the actor's own
 }
 
 type evKind int

@@ -14,7 +14,8 @@ import (
 // are the legs that rang in vain, for a's Cdrs. A hangup on either side
 // ends all four channels; a Redirect of a or of the phone moves it on
 // and ends the others; hold plays music to the holder's bridge peer;
-// Park of a or the phone parks it (local_park.go).
+// Park of a or the phone parks it (local_park.go), Atxfer by either
+// transfers (local_xfer.go).
 func (c *call) talkLocal(a *channel, w *forkLeg, target string, ended []*forkLeg) (*channel, string) {
 	p := c.p
 	max := time.NewTimer(p.cfg.MaxCallDuration)
@@ -59,7 +60,11 @@ func (c *call) talkLocal(a *channel, w *forkLeg, target string, ended []*forkLeg
 				if e.ch == a || e.ch == w.phone {
 					return c.parkLocal(a, w, e.ch, target, ended)
 				}
-			case evPickup, evUnpark, evAtxfer:
+			case evAtxfer:
+				if e.ch == a || e.ch == w.phone {
+					return c.atxferLocal(a, w, e, target, ended)
+				}
+			case evPickup, evUnpark:
 				if e.reply != nil {
 					e.reply <- false
 				}
