@@ -173,6 +173,9 @@ func (c *call) execute(a *channel, target string) (*channel, string) {
 		if next, tgt, routed := c.routeExten(a, target, registered); routed {
 			return next, tgt
 		}
+		p.mu.Lock()
+		c.recordCheck(a, "internal", target) // macro-exten-vm's checkrecord
+		p.mu.Unlock()
 		switch devs := p.userDevices(target); {
 		case len(devs) > 1:
 			return c.fork(a, target, devs, false)

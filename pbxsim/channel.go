@@ -32,6 +32,7 @@ type channel struct {
 	cidNum, cidName string
 	conNum, conName string
 	accountCode     string
+	recFile         string // CDR(recordingfile), set by the dialplan's MixMonitor
 	context, exten  string
 	priority        int
 	app, appData    string

@@ -268,7 +268,7 @@ func (p *PBX) cdrRecord(a *channel, dst, destCh, app, data string, start, at, no
 		answer = at.Format(layout)
 		billsec = int(now.Sub(at) / time.Second)
 	}
-	p.emit(ami.NewMessage(append(amievent.Head(ami.EventCdr, "cdr,all", 21),
+	hs := append(amievent.Head(ami.EventCdr, "cdr,all", 22),
 		ami.Header{Key: "AccountCode", Value: a.accountCode},
 		ami.Header{Key: "Source", Value: a.cidNum},
 		ami.Header{Key: "Destination", Value: dst},
@@ -286,7 +286,13 @@ func (p *PBX) cdrRecord(a *channel, dst, destCh, app, data string, start, at, no
 		ami.Header{Key: "Disposition", Value: disposition},
 		ami.Header{Key: "AMAFlags", Value: "DOCUMENTATION"},
 		ami.Header{Key: "UniqueID", Value: a.uniqueid},
-		ami.Header{Key: "UserField", Value: ""})...))
+		ami.Header{Key: "UserField", Value: ""})
+	if p.freepbx() {
+		// cdr_manager's mapping recordingfile => RecordingFile (the third
+		// set's PBX): every Cdr has it, empty unless the call is recorded.
+		hs = append(hs, ami.Header{Key: "RecordingFile", Value: a.recFile})
+	}
+	p.emit(ami.NewMessage(hs...))
 }
 
 // emitBlindTransfer reports the BlindTransfer action. p.mu held.

@@ -28,6 +28,7 @@ func (c *call) dialOut(a *channel, number string) (*channel, string) {
 		a.cidNum = p.cfg.DIDPrefix + a.cidNum
 		p.emit(chanEvent(ami.EventNewCallerid, a, "CID-CallingPres", "0 (Presentation Allowed, Not Screened)"))
 	}
+	c.recordCheck(a, "out", number)
 	a.context, a.priority = contextMacroDialout, 20
 	a.app, a.appData = "Dial", "PJSIP/"+number+"@"+p.cfg.Trunk+",300,T"
 	a.dialled, a.dialData = number, a.appData
