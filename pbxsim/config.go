@@ -129,6 +129,10 @@ type Config struct {
 	// Default 610 with 202, 203, 204.
 	RingGroup        string
 	RingGroupMembers []string
+	// RingGroups are more ring groups of the freepbx plan, by number:
+	// their members, rung as RingGroup's (their unanswered calls are
+	// hung up). Default none.
+	RingGroups map[string][]string
 	// RingGroupOptimize dials the ring group's members without /n: the
 	// answered member's Local pair optimises itself away (Asterisk's
 	// default; FreePBX writes /n, as the recordings show). Default false.

@@ -130,3 +130,23 @@ func TestForkVoicemailRingGroup(t *testing.T) {
 	}
 	checkVoicemailConv(t, state, "201", "202")
 }
+
+// TestRingGroups: a group of RingGroups rings its members through their
+// /n Local pairs as RingGroup does: Alice's call to 611 (member 203)
+// is answered by Carol through Local/203@from-internal/n.
+func TestRingGroups(t *testing.T) {
+	p := startPBX(t, Config{Plan: PlanFreePBX, RingTimeout: 5 * time.Second, RingGroups: map[string][]string{"611": {"203"}}})
+	alice := startPhone(t, p, PhoneConfig{Exten: "201"})
+	startPhone(t, p, PhoneConfig{Exten: "203"})
+	capt := startCapture(t, p.AMIAddr())
+	call, err := alice.Call(ctx5(t), "611")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := capt.waitFor(t, "bridged", func(m []ami.Message) bool { return count(m, "BridgeEnter") == 4 })
+	if n := count(got, "DialBegin", "DialString", "203@from-internal/n"); n != 1 {
+		t.Errorf("%d DialBegin of Local/203@from-internal/n, want 1", n)
+	}
+	call.Hangup(ctx5(t))
+	waitNoChannels(t, p)
+}

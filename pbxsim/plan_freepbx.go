@@ -126,7 +126,7 @@ func (c *call) freepbxRoute(a *channel, target string) (next *channel, to string
 	outside := p.exts[target] == nil && !p.auto[target] && target != p.cfg.QueueNumber && isOutsideNumber(target)
 	p.mu.Unlock()
 	switch {
-	case target == p.cfg.RingGroup:
+	case p.ringGroupMembers(target) != nil:
 		next, to = c.ringGroup(a, target)
 		return next, to, true
 	case outside:
@@ -161,7 +161,7 @@ func (c *call) ringGroup(a *channel, target string) (*channel, string) {
 	p := c.p
 	p.mu.Lock()
 	var members []string
-	for _, m := range p.cfg.RingGroupMembers {
+	for _, m := range p.ringGroupMembers(target) {
 		if e := p.exts[m]; e != nil && e.contact != nil && m != a.cidNum {
 			members = append(members, m)
 		}
@@ -171,6 +171,15 @@ func (c *call) ringGroup(a *channel, target string) (*channel, string) {
 		return c.answerLocal(a, target)
 	}
 	return c.fork(a, target, members, true)
+}
+
+// ringGroupMembers is the members of ring group n (RingGroup or one of
+// RingGroups), nil when n is none.
+func (p *PBX) ringGroupMembers(n string) []string {
+	if n == p.cfg.RingGroup {
+		return p.cfg.RingGroupMembers
+	}
+	return p.cfg.RingGroups[n]
 }
 
 // localOpts is the ring group's Local dial options: "/n" (never
@@ -209,7 +218,7 @@ func (p *PBX) didTarget(did string) string {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.exts[n] != nil || n == p.cfg.QueueNumber || n == p.cfg.RingGroup || p.auto[n] {
+	if p.exts[n] != nil || n == p.cfg.QueueNumber || p.ringGroupMembers(n) != nil || p.auto[n] {
 		return n
 	}
 	return did
