@@ -30,6 +30,15 @@ type E2EConfig struct {
 	// register without a password (pbxsim's default) or with Secret.
 	Callers, Callees []string
 	Secret           string
+	// Dial is, by callee, the number its caller dials when it is not
+	// the callee's own: a ring group or a queue whose only member it is
+	// (pbxsim's freepbx plan rings it through a Local pair). The callee
+	// is still the extension watched ringing and connected.
+	Dial map[string]string
+	// Devices are more phones to register (a callee's second device,
+	// NethVoice's 9X<exten>): they ring with their user and never
+	// answer.
+	Devices []string
 	// Rate is calls placed per second. Default 10.
 	Rate float64
 	// Duration is how long calls are placed. Default 10 s.
@@ -250,7 +259,7 @@ func placeWithPhones(ctx context.Context, cfg E2EConfig, callers map[string]*pbx
 			}()
 			rec := callRecord{caller: cfg.Callers[pair], callee: cfg.Callees[pair], invite: time.Now()}
 			cctx, cc := context.WithTimeout(ctx, cfg.Ring+10*time.Second)
-			call, err := callers[rec.caller].Call(cctx, rec.callee)
+			call, err := callers[rec.caller].Call(cctx, cfg.dialOf(rec.callee))
 			cc()
 			if err != nil {
 				rec.err, rec.end = err, time.Now()
@@ -276,6 +285,24 @@ func placeWithPhones(ctx context.Context, cfg E2EConfig, callers map[string]*pbx
 	}
 	wg.Wait()
 	return recs
+}
+
+// dialOf is the number dialled to reach callee (Dial).
+func (cfg *E2EConfig) dialOf(callee string) string {
+	if n, ok := cfg.Dial[callee]; ok {
+		return n
+	}
+	return callee
+}
+
+// calleeOf is the callee reached by dialling n: the inverse of dialOf.
+func (cfg *E2EConfig) calleeOf(n string) string {
+	for callee, d := range cfg.Dial {
+		if d == n {
+			return callee
+		}
+	}
+	return n
 }
 
 // earlySlack is how much earlier than the generator's INVITE stamp a

@@ -31,6 +31,10 @@ type E2EBridge struct {
 	Admin string   `json:"admin"` // its admin listener (for --profile)
 	Token string   `json:"token"` // an admin's token
 	Exts  []string `json:"exts"`  // the PBX's extensions, callers then callees
+	// Dial and Devices are E2EConfig's: the numbers that reach some
+	// callees (a ring group, a queue) and the callees' second devices.
+	Dial    map[string]string `json:"dial,omitempty"`
+	Devices []string          `json:"devices,omitempty"`
 	// BridgePID is the bridge's process (a ctibridge serve the child
 	// started), for its CPU.
 	BridgePID int `json:"bridge_pid"`

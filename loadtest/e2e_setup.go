@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -87,7 +88,8 @@ func startE2EPhones(ctx context.Context, cfg E2EConfig, withCallers bool) (*e2eP
 	phoneCtx, cancel := context.WithCancel(context.Background())
 	p := &e2ePhones{callees: map[string]*pbxsim.Phone{}, callers: map[string]*pbxsim.Phone{}, cancel: cancel}
 	add := func(into map[string]*pbxsim.Phone, exten string) error {
-		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: exten, Server: cfg.SIPAddr, Secret: cfg.Secret, RingTime: cfg.Ring})
+		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: exten, Server: cfg.SIPAddr, Secret: cfg.Secret, RingTime: cfg.Ring,
+			NoAnswer: slices.Contains(cfg.Devices, exten)})
 		if err != nil {
 			return err
 		}
@@ -96,6 +98,12 @@ func startE2EPhones(ctx context.Context, cfg E2EConfig, withCallers bool) (*e2eP
 		return nil
 	}
 	for _, x := range cfg.Callees {
+		if err := add(p.callees, x); err != nil {
+			p.stop()
+			return nil, err
+		}
+	}
+	for _, x := range cfg.Devices {
 		if err := add(p.callees, x); err != nil {
 			p.stop()
 			return nil, err

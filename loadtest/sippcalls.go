@@ -34,7 +34,7 @@ func placeWithSIPp(ctx context.Context, cfg E2EConfig) ([]callRecord, sipp.Resul
 		if cfg.Secret != "" {
 			auth = fmt.Sprintf("[authentication username=%s password=%s]", cfg.Callers[i], cfg.Secret)
 		}
-		fmt.Fprintf(&csv, "%s;%s;%s\n", cfg.Callers[i], cfg.Callees[i], auth)
+		fmt.Fprintf(&csv, "%s;%s;%s\n", cfg.Callers[i], cfg.dialOf(cfg.Callees[i]), auth)
 	}
 	inf := filepath.Join(dir, "calls.csv")
 	if err := os.WriteFile(inf, []byte(csv.String()), 0o644); err != nil {
@@ -60,6 +60,9 @@ func placeWithSIPp(ctx context.Context, cfg E2EConfig) ([]callRecord, sipp.Resul
 	}
 	defer f.Close()
 	recs, err := parseSIPpTrace(f, time.Local)
+	for i := range recs {
+		recs[i].callee = cfg.calleeOf(recs[i].callee) // a ring group's, a queue's number
+	}
 	return recs, res, err
 }
 

@@ -410,6 +410,7 @@ func loadtestE2E(ctx context.Context, args []string, getenv func(string) string,
 	return withTestBridge(ctx, bridgeRun{bin, logLevel, stderr}, pairs, plan, log, func(b testBridge) error {
 		cfg.SIPAddr, cfg.HTTP, cfg.Token = b.sip, b.http, b.token
 		cfg.Callers, cfg.Callees = b.exts[:pairs], b.exts[pairs:]
+		cfg.Dial, cfg.Devices = b.dial, b.devices
 		cfg.PBXChannels, cfg.BridgePID = b.channels, b.pid
 		if c.admin == "" {
 			c.admin = b.admin
@@ -439,8 +440,10 @@ func runE2E(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, stdout,
 // (withTestBridge) or a synthetic one.
 type testBridge struct {
 	sip, http, admin, token string
-	pid                     int             // the bridge's process
-	exts                    []string        // 2*pairs extensions, 3000 and up
+	pid                     int               // the bridge's process
+	exts                    []string          // 2*pairs extensions, 3000 and up
+	dial                    map[string]string // E2EConfig.Dial, E2EConfig.Devices (freepbxLoad)
+	devices                 []string
 	channels                func() []string // pbxsim's live channels
 }
 
@@ -466,7 +469,13 @@ func withTestBridge(ctx context.Context, br bridgeRun, pairs int, plan string, l
 		exts = append(exts, pbxsim.Extension{Number: n})
 		names = append(names, n)
 	}
-	pbx, err := pbxsim.New(pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts, Plan: plan, Log: log.With("component", "pbxsim")})
+	pcfg := pbxsim.Config{SIPAddr: "127.0.0.1:0", AMIAddr: "127.0.0.1:0", Extensions: exts, Plan: plan, Log: log.With("component", "pbxsim")}
+	var dial map[string]string
+	var devices []string
+	if plan == pbxsim.PlanFreePBX {
+		dial, devices = freepbxLoad(&pcfg, names[pairs:])
+	}
+	pbx, err := pbxsim.New(pcfg)
 	if err != nil {
 		return err
 	}
@@ -481,8 +490,35 @@ func withTestBridge(ctx context.Context, br bridgeRun, pairs int, plan string, l
 	})
 	return withBridge(ctx, br, pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret, errc, func(b testBridge) error {
 		b.sip, b.exts, b.channels = pbx.SIPAddr(), names, pbx.Channels
+		b.dial, b.devices = dial, devices
 		return f(b)
 	})
+}
+
+// freepbxLoad puts the freepbx plan's Local-channel topologies into an
+// e2e load on callees, each rung by its own pair: the first is the only
+// member of the queue (Local/<m>@from-queue/n), every third from the
+// second the only member of a ring group of its own (6<callee>,
+// Local/<m>@from-internal/n), every third from the third a user with a
+// second device (9<callee>, registered, never answering, rung with it);
+// the rest are called directly. It gives E2EConfig's Dial and Devices.
+func freepbxLoad(cfg *pbxsim.Config, callees []string) (dial map[string]string, devices []string) {
+	dial = map[string]string{}
+	cfg.RingGroups, cfg.Devices = map[string][]string{}, map[string]string{}
+	for i, c := range callees {
+		switch {
+		case i == 0:
+			cfg.Queue, cfg.QueueNumber, cfg.QueueMembers = pbxsim.DefaultFreePBXQueue, pbxsim.DefaultFreePBXQueue, []string{c}
+			dial[c] = pbxsim.DefaultFreePBXQueue
+		case i%3 == 1:
+			cfg.RingGroups["6"+c] = []string{c}
+			dial[c] = "6" + c
+		case i%3 == 2:
+			cfg.Devices["9"+c] = c
+			devices = append(devices, "9"+c)
+		}
+	}
+	return dial, devices
 }
 
 // withBridge starts `ctibridge serve` as a process of its own on the

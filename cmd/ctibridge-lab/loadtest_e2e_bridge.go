@@ -36,7 +36,7 @@ func loadtestE2EBridge(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	return withTestBridge(ctx, bridgeRun{*bin, *logLevel, stderr}, *pairs, *plan, log, func(b testBridge) error {
 		return loadtest.ServeE2EBridge(ctx, loadtest.E2EBridge{SIP: b.sip, HTTP: b.http, Admin: b.admin, Token: b.token, Exts: b.exts,
-			BridgePID: b.pid}, b.channels, os.Stdin, stdout)
+			Dial: b.dial, Devices: b.devices, BridgePID: b.pid}, b.channels, os.Stdin, stdout)
 	})
 }
 
@@ -66,6 +66,7 @@ func e2eWithChild(ctx context.Context, c *commonFlags, cfg loadtest.E2EConfig, b
 	}
 	cfg.SIPAddr, cfg.HTTP, cfg.Token = child.SIP, child.HTTP, child.Token
 	cfg.Callers, cfg.Callees = child.Exts[:pairs], child.Exts[pairs:]
+	cfg.Dial, cfg.Devices = child.Dial, child.Devices
 	cfg.PBXChannels, cfg.BridgePID = child.Channels, child.BridgePID
 	if c.admin == "" {
 		c.admin = child.Admin
