@@ -23,11 +23,14 @@
 // actions; parking 701-720; the queue with static
 // and dynamic members; the status actions (CoreShowChannels, QueueStatus,
 // QueueSummary, PJSIPShowEndpoint, ...). Config.Plan "freepbx" adds
-// FreePBX/NethVoice's topologies (plan_freepbx.go): a ring group and a
+// FreePBX/NethVoice's topologies (plan_freepbx.go): ring groups and a
 // queue whose members ring through Local channel pairs (local.go,
 // fork.go, queue_local.go; kept up to the end as /n asks, or optimised
-// away), a user's second device, an outbound route to a simulated
-// carrier (outbound.go). Phone is a small sipgo user agent
+// away), with Park and Atxfer of a call through such a pair
+// (local_park.go, local_xfer.go), a user's second device, voicemail
+// when none of them answers, an outbound route to a simulated carrier
+// (outbound.go), and dialplan recording by the AstDB's policies
+// (record_freepbx.go). Phone is a small sipgo user agent
 // that registers, calls, answers and transfers, for tests and demos.
 //
 // What it deliberately does not do: send, mix or relay RTP; conference
