@@ -35,6 +35,8 @@ type fakeBridge struct {
 	// before it closes; subs, when not nil, gets each subscribe's deltas.
 	reject string
 	subs   chan []string
+	// ringIn, when true, has 1000 rung by 1250 in every snapshot.
+	ringIn bool
 }
 
 type fakeRaw struct {
@@ -128,6 +130,13 @@ func (f *fakeBridge) handler() http.Handler {
 		statuses := []string{"busy", "online", "ringing", "offline", "busy", "online", "busy", "dnd", "ringing", "online"}
 		for i := range f.n {
 			exts[fmt.Sprint(1000+i)] = fakeExt(i, statuses[i%len(statuses)])
+		}
+		if f.ringIn {
+			x := fakeExt(0, "ringing")
+			for _, c := range x["conversations"].(map[string]any) {
+				c.(map[string]any)["direction"] = "in"
+			}
+			exts["1000"] = x
 		}
 		c.WriteJSON(map[string]any{"op": "snapshot", "seq": 1, "version": 1, "epoch": "fake", "stale": false,
 			"pbx":        map[string]any{"pbx": "live", "version": 1, "since": time.Now().UnixMilli()},

@@ -99,6 +99,7 @@ function snapshot(m) {
   if (shown.wall()) wall.render();
   trunks.render();
   popup.update();
+  popup.fromSnapshot(myEndpoints());
   banner();
   markPainted('ctib:grid');
 }

@@ -27,7 +27,11 @@ export class Popup {
     // answered (the PBX's ring and answer in one batch of events): the
     // pop-up is for a phone that rings now, never for a call in progress.
     if (!rings(d.exten)) return;
+    // The same ring told twice (a snapshot, then its extenRinging) keeps
+    // the alerts going as they are.
+    const again = this.cur && this.cur.exten === d.exten && this.cur.convid === d.convid;
     this.cur = d;
+    this.told = d.convid;
     const num = d.callerNum || '';
     $('#popup-title', this.root).textContent = t('pop.title', {exten: d.exten});
     $('#popup-caller', this.root).textContent = d.callerName && d.callerName !== num ? `${d.callerName} (${num})` : (num || d.callerName || t('pop.unknown'));
@@ -47,7 +51,7 @@ export class Popup {
     // Shown without taking the focus: the operator may be typing. The
     // live region announces it; Escape dismisses it from anywhere.
     this.root.hidden = false;
-    startRing($('#popup-caller', this.root).textContent, $('#popup-title', this.root).textContent);
+    if (!again) startRing($('#popup-caller', this.root).textContent, $('#popup-title', this.root).textContent);
   }
 
   async lookup(num, d) {
@@ -61,6 +65,22 @@ export class Popup {
   showMatch(c) {
     const m = $('#popup-match', this.root);
     m.replaceChildren(el('span', {class: 'muted'}, t('pop.pb')), [c.name, c.company].filter(Boolean).join(' · ') || t('pop.contact'));
+  }
+
+  // fromSnapshot shows a ring the snapshot has and no extenRinging told:
+  // a call that rang before the page's socket subscribed, or while it
+  // was resynchronising. The pop-up already up, or the ring it showed
+  // (even dismissed), is not told again.
+  fromSnapshot(mine) {
+    if (this.cur) return;
+    for (const e of mine) {
+      if (!rings(e)) continue;
+      const c = Object.values(state.exts[e].conversations || {}).find((c) => !c.connected && c.direction === 'in');
+      // Not the first leg of the user's own click-to-call.
+      if (!c || c.id === this.told || mine.includes(c.counterpartNum)) continue;
+      this.show({exten: e, callerNum: c.counterpartNum || '', callerName: c.counterpartName || '', queue: c.queueId || '', convid: c.id});
+      return;
+    }
   }
 
   // update hides the pop-up when the rung extension no longer rings that call.
