@@ -36,6 +36,7 @@ type channel struct {
 	context, exten  string
 	priority        int
 	app, appData    string
+	sipHeaders      extraHeaders // added to its INVITE (an Originate's PJSIP_HEADER)
 
 	created, answered time.Time
 	bridge            *bridge

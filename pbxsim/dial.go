@@ -156,6 +156,9 @@ func (c *call) invite(b *channel, ct contact, cidNum, cidName string, offer []by
 	req.AppendHeader(to)
 	req.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
 	req.AppendHeader(sip.HeaderClone(&dua.ContactHDR))
+	for _, h := range b.sipHeaders {
+		req.AppendHeader(h)
+	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	b.cancelCli = cancel
 	c.sipWG.Add(1)

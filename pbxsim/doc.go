@@ -31,7 +31,9 @@
 // when none of them answers, an outbound route to a simulated carrier
 // (outbound.go), and dialplan recording by the AstDB's policies
 // (record_freepbx.go). Phone is a small sipgo user agent
-// that registers, calls, answers and transfers, for tests and demos.
+// that registers, calls, answers and transfers, for tests and demos; it
+// answers at once, without ringing, an INVITE that asks it to
+// auto-answer (an Originate's PJSIP_HEADER: autoanswer.go).
 //
 // What it deliberately does not do: send, mix or relay RTP; conference
 // rooms other than 1000; voicemail menus; queue announcements and penalties; VarSet/RTCP

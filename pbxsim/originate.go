@@ -18,8 +18,9 @@ type originateReq struct {
 	app, data       string
 	cidNum, cidName string
 	account         string
-	channelID       string // ChannelId: the Uniqueid asked for
-	async           bool   // the outcome goes out as OriginateResponse
+	channelID       string       // ChannelId: the Uniqueid asked for
+	headers         extraHeaders // PJSIP_HEADER(add,...) of its Variable lines
+	async           bool         // the outcome goes out as OriginateResponse
 	timeout         time.Duration
 }
 
@@ -56,7 +57,7 @@ func (p *PBX) actOriginate(_ context.Context, s *ami.Session, req ami.Message) [
 	}
 	o := originateReq{actionID: req.Get("ActionID"), endpoint: ep, context: req.Get("Context"), exten: req.Get("Exten"),
 		app: req.Get("Application"), data: req.Get("Data"), account: req.Get("Account"), timeout: 30 * time.Second,
-		channelID: req.Get("ChannelId"), async: astTrue(req.Get("Async"))}
+		channelID: req.Get("ChannelId"), async: astTrue(req.Get("Async")), headers: originateHeaders(req)}
 	if o.context == "" {
 		o.context = p.cfg.Context
 	}
@@ -137,6 +138,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 		p.mu.Unlock()
 		return
 	}
+	ch.sipHeaders = o.headers
 	c.invite(ch, *e.contact, num, o.cidName, p.sdp(p.chanSeq, false))
 	p.mu.Unlock()
 

@@ -269,15 +269,18 @@ func (ph *Phone) onInvite(req *sip.Request, tx sip.ServerTransaction) {
 		s.Respond(486, "Busy Here", nil)
 		return
 	}
-	s.Respond(180, "Ringing", nil)
-	if ph.cfg.NoAnswer {
-		<-s.Context().Done()
-		return
-	}
-	select {
-	case <-time.After(ph.cfg.RingTime):
-	case <-s.Context().Done():
-		return
+	// Told to auto-answer (autoanswer.go): no ring, the answer at once.
+	if !autoAnswer(req) {
+		s.Respond(180, "Ringing", nil)
+		if ph.cfg.NoAnswer {
+			<-s.Context().Done()
+			return
+		}
+		select {
+		case <-time.After(ph.cfg.RingTime):
+		case <-s.Context().Done():
+			return
+		}
 	}
 	ph.mu.Lock()
 	ph.incoming[s.ID] = s
