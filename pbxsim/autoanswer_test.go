@@ -2,10 +2,12 @@ package pbxsim
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctibridge/ctibridge/ami"
+	"github.com/ctibridge/ctibridge/rest"
 )
 
 // TestOriginateAutoAnswer: an Originate whose Variable adds Call-Info
@@ -16,7 +18,7 @@ import (
 func TestOriginateAutoAnswer(t *testing.T) {
 	const ring = 2 * time.Second
 	p := startPBX(t, Config{})
-	startPhone(t, p, PhoneConfig{Exten: "201", RingTime: ring})
+	startPhone(t, p, PhoneConfig{Exten: "201", RingTime: ring, UserAgent: "pbxsim-phone 201"})
 	startPhone(t, p, PhoneConfig{Exten: "202", RingTime: 100 * time.Millisecond})
 	capt := startCapture(t, p.AMIAddr())
 	for _, tc := range []struct {
@@ -54,5 +56,74 @@ func TestOriginateAutoAnswer(t *testing.T) {
 			capt.cli.Do(context.Background(), ami.NewAction("Hangup", "Channel", c))
 		}
 		waitNoChannels(t, p)
+	}
+}
+
+// TestRESTAutoAnswer: with the default table, click-to-call and a pickup
+// through the REST API have the user's phone (a pbxsim phone, which the
+// table tells with Call-Info) answer at once, never ringing; a user whose
+// auto-answer is off has the phone ring for its RingTime first.
+func TestRESTAutoAnswer(t *testing.T) {
+	const ring = 2 * time.Second
+	for _, off := range []bool{false, true} {
+		p := startPBX(t, Config{})
+		rules, err := rest.ParseAutoAnswerRules("default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := startBridgeWith(t, p, func(c *rest.Config) {
+			c.AutoAnswer = &rest.AutoAnswer{Rules: rules, Off: map[string]bool{"root": off}}
+		})
+		startPhone(t, p, PhoneConfig{Exten: "201", RingTime: ring, UserAgent: "pbxsim-phone 201"})
+		startPhone(t, p, PhoneConfig{Exten: "202", RingTime: 100 * time.Millisecond})
+		caller := startPhone(t, p, PhoneConfig{Exten: "203"})
+		startPhone(t, p, PhoneConfig{Exten: "204", NoAnswer: true})
+
+		start := time.Now()
+		b.post("call", `{"number":"202","endpointId":"201"}`)
+		b.waitState("201 talking with 202", func(x map[string]panelExt) bool { return talking(x, "201", "202") })
+		checkAutoAnswer(t, b, off, "click-to-call", time.Since(start), ring)
+		for _, c := range p.Channels() {
+			b.capt.cli.Do(context.Background(), ami.NewAction("Hangup", "Channel", c))
+		}
+		waitNoChannels(t, p)
+
+		n := len(b.capt.all())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		go caller.Call(ctx, "204")
+		b.waitState("204 ringing", func(x map[string]panelExt) bool { return x["204"].Status == "ringing" })
+		start = time.Now()
+		b.post("pickup_conv", `{"endpointId":"204","destId":"201"}`)
+		b.waitState("201 talking with 203", func(x map[string]panelExt) bool { return talking(x, "201", "203") })
+		checkAutoAnswer(t, b, off, "pickup", time.Since(start), ring, n)
+		cancel()
+		for _, c := range p.Channels() {
+			b.capt.cli.Do(context.Background(), ami.NewAction("Hangup", "Channel", c))
+		}
+		waitNoChannels(t, p)
+	}
+}
+
+// checkAutoAnswer checks that 201 answered at once without ringing (or,
+// with auto-answer off, rang first), looking at the events after the
+// first from.
+func checkAutoAnswer(t *testing.T, b *restBridge, off bool, what string, took, ring time.Duration, from ...int) {
+	t.Helper()
+	msgs := b.capt.all()
+	if len(from) > 0 {
+		msgs = msgs[from[0]:]
+	}
+	rang := false
+	for _, m := range msgs {
+		if m.Event() == "Newstate" && strings.HasPrefix(m.Get("Channel"), "PJSIP/201-") && m.Get("ChannelStateDesc") == "Ringing" {
+			rang = true
+		}
+	}
+	t.Logf("%s (auto-answer off %v): 201 rang %v, talking after %v", what, off, rang, took.Round(time.Millisecond))
+	if !off && (rang || took >= ring) {
+		t.Errorf("%s: 201 rang (%v) or answered after %v, want at once", what, rang, took)
+	}
+	if off && (!rang || took < ring) {
+		t.Errorf("%s with auto-answer off: 201 rang %v, answered after %v, want a ring of %v", what, rang, took, ring)
 	}
 }

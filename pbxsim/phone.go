@@ -39,6 +39,10 @@ type PhoneConfig struct {
 	// desk phones do. It sends the BYE before answering the NOTIFY, the
 	// hardest order for the PBX.
 	HangupOnTransfer bool
+	// UserAgent, when set, is the User-Agent of its REGISTER: the device
+	// type the PBX reports (ContactStatus), which picks the auto-answer
+	// header. Default none.
+	UserAgent string
 	// Log receives debug logs. Default: discard.
 	Log *slog.Logger
 }
@@ -180,6 +184,9 @@ func (ph *Phone) Register(ctx context.Context, expires time.Duration) error {
 	req.AppendHeader(from)
 	req.AppendHeader(&ph.dua.ContactHDR)
 	req.AppendHeader(sip.NewHeader("Expires", strconv.Itoa(int(expires/time.Second))))
+	if ph.cfg.UserAgent != "" {
+		req.AppendHeader(sip.NewHeader("User-Agent", ph.cfg.UserAgent))
+	}
 	res, err := ph.dua.Client.Do(ctx, req)
 	if err == nil && res.StatusCode == sip.StatusUnauthorized && ph.cfg.Secret != "" {
 		res, err = ph.dua.Client.DoDigestAuth(ctx, req, res, sipgo.DigestAuth{Username: ph.cfg.Exten, Password: ph.cfg.Secret})

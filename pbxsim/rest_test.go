@@ -45,6 +45,12 @@ func (s liveState) Snapshot() *calls.Snapshot {
 
 func startBridge(t *testing.T, p *PBX) *restBridge {
 	t.Helper()
+	return startBridgeWith(t, p, nil)
+}
+
+// startBridgeWith is startBridge with more of rest's settings (mod).
+func startBridgeWith(t *testing.T, p *PBX, mod func(*rest.Config)) *restBridge {
+	t.Helper()
 	h, _ := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
 	users, err := auth.NewUsers([]auth.User{{Username: "root", Name: "Root", PasswordHash: string(h), Role: auth.RoleAdmin}})
 	if err != nil {
@@ -52,7 +58,11 @@ func startBridge(t *testing.T, p *PBX) *restBridge {
 	}
 	svc := auth.NewService(users, auth.Config{})
 	capt := startCapture(t, p.AMIAddr())
-	handler, err := rest.NewHandler(rest.Config{Auth: svc, State: liveState{capt}, PBX: capt.cli, AccessLogEvery: -1})
+	cfg := rest.Config{Auth: svc, State: liveState{capt}, PBX: capt.cli, AccessLogEvery: -1}
+	if mod != nil {
+		mod(&cfg)
+	}
+	handler, err := rest.NewHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

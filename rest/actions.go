@@ -280,16 +280,17 @@ func planCall(h *handler, u *auth.User, s *calls.Snapshot, req *callReq) ([]ami.
 	if err := h.checkNumber("number", req.Number); err != nil {
 		return nil, err
 	}
-	if _, err := h.endpoint(u, s, auth.Call, "endpointId", id); err != nil {
+	x, err := h.endpoint(u, s, auth.Call, "endpointId", id)
+	if err != nil {
 		return nil, err
 	}
 	// Account (the channel's AccountCode, as NethCTI sets it) names the
 	// destination: the engine shows it on the first leg, which rings the
 	// user's own phone, instead of a call from the phone to itself. Pickup
 	// sets it to the caller picked up, spy to the extension spied on.
-	return []ami.Message{ami.NewAction(ami.ActionOriginate,
+	return []ami.Message{ami.NewAction(ami.ActionOriginate, append([]string{
 		"Channel", h.dev(id), "Context", h.cfg.Context, "Exten", req.Number, "Priority", "1",
-		"CallerID", id, "Account", req.Number, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", id, "Account", req.Number, "Timeout", "30000", "Async", "true"}, h.autoAnswer(u, x)...)...)}, nil
 }
 
 func planHangup(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
@@ -348,7 +349,8 @@ func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConv
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID); err != nil {
+	dest, err := h.endpoint(u, s, auth.Pickup, "destId", req.DestID)
+	if err != nil {
 		return nil, err
 	}
 	ringing, caller := "", ""
@@ -366,16 +368,17 @@ func planPickupConv(h *handler, u *auth.User, s *calls.Snapshot, req *pickupConv
 	if !h.dial.MatchString(caller) {
 		caller = x.Exten
 	}
-	return []ami.Message{ami.NewAction(ami.ActionOriginate,
+	return []ami.Message{ami.NewAction(ami.ActionOriginate, append([]string{
 		"Channel", h.dev(req.DestID), "Application", "PickupChan", "Data", ringing,
-		"CallerID", req.DestID, "Account", caller, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", req.DestID, "Account", caller, "Timeout", "30000", "Async", "true"}, h.autoAnswer(u, dest)...)...)}, nil
 }
 
 func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupParkingReq) ([]ami.Message, error) {
 	if err := h.checkNumber("parking", req.Parking); err != nil {
 		return nil, err
 	}
-	if _, err := h.endpoint(u, s, auth.PickupParking, "destId", req.DestID); err != nil {
+	dest, err := h.endpoint(u, s, auth.PickupParking, "destId", req.DestID)
+	if err != nil {
 		return nil, err
 	}
 	p, ok := s.Parkings[req.Parking]
@@ -389,9 +392,9 @@ func planPickupParking(h *handler, u *auth.User, s *calls.Snapshot, req *pickupP
 	// context, included in the phones' context). The account names the
 	// space, as a call's names its number: the engine shows the picker's
 	// ringing phone the parked caller waiting there.
-	return []ami.Message{ami.NewAction(ami.ActionOriginate,
+	return []ami.Message{ami.NewAction(ami.ActionOriginate, append([]string{
 		"Channel", h.dev(req.DestID), "Context", h.cfg.Context, "Exten", req.Parking, "Priority", "1",
-		"CallerID", req.DestID, "Account", req.Parking, "Timeout", "30000", "Async", "true")}, nil
+		"CallerID", req.DestID, "Account", req.Parking, "Timeout", "30000", "Async", "true"}, h.autoAnswer(u, dest)...)...)}, nil
 }
 
 func planRecord(op string) func(h *handler, u *auth.User, s *calls.Snapshot, req *convReq) ([]ami.Message, error) {
@@ -441,7 +444,8 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 		if err != nil {
 			return nil, err
 		}
-		if _, err := h.endpoint(u, s, a, "destId", req.DestID); err != nil {
+		dest, err := h.endpoint(u, s, a, "destId", req.DestID)
+		if err != nil {
 			return nil, err
 		}
 		_, own, _, err := convOf(x, req.ConvID)
@@ -451,9 +455,9 @@ func planSpy(a auth.Action, opts string) func(h *handler, u *auth.User, s *calls
 		// ChanSpy(<channel>,<options>): q quiet, E leave when the spied
 		// channel hangs up, B barge (talk to both parties), w whisper
 		// (talk to the spied channel only).
-		return []ami.Message{ami.NewAction(ami.ActionOriginate,
-			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own+","+opts,
-			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true")}, nil
+		return []ami.Message{ami.NewAction(ami.ActionOriginate, append([]string{
+			"Channel", h.dev(req.DestID), "Application", "ChanSpy", "Data", own + "," + opts,
+			"CallerID", req.DestID, "Account", x.Exten, "Timeout", "30000", "Async", "true"}, h.autoAnswer(u, dest)...)...)}, nil
 	}
 }
 

@@ -79,6 +79,10 @@ type Config struct {
 	// by the caller's, URL-escaped (NethCTI's paramurl); only http and
 	// https (CheckPopupLink). GET /user/me hands it to the panel.
 	PopupLink string
+	// AutoAnswer, when set, has the user's own phone answer the first
+	// leg of the calls ctibridge originates for the user at once
+	// (autoanswer.go).
+	AutoAnswer *AutoAnswer
 	// ActionTimeout bounds the wait for Asterisk's answer to an action.
 	// Default 5 s.
 	ActionTimeout time.Duration

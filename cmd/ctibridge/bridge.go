@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -125,7 +126,11 @@ func newBridge(ctx context.Context, c *serveConfig, in bridgeIn) (_ *bridge, err
 	if err := restMetrics.Register(reg); err != nil {
 		return nil, err
 	}
-	rcfg := rest.Config{
+	aa, err := autoAnswer(c)
+	if err != nil {
+		return nil, err
+	}
+	rcfg := rest.Config{AutoAnswer: aa,
 		Auth: b.auth, State: state, PBX: b.client, Sites: restSites(b.sites), Refresh: b.link, Metrics: restMetrics,
 		DialPattern: c.dialPattern, Context: c.context, ChanTech: c.chanTech,
 		QueueInterface: c.queueIface, ActionTimeout: c.actionTimeout, VoicemailExten: c.voicemailExten, PopupLink: c.popupLink,
@@ -440,4 +445,19 @@ func engineConfig(c *serveConfig, in bridgeIn, queueNumbers map[string]string, s
 		cfg.NameLookup, cfg.RingLookup = st.Lookup, st.names.ring
 	}
 	return cfg
+}
+
+// autoAnswer is rest's auto-answer of --auto-answer and --auto-answer-off.
+func autoAnswer(c *serveConfig) (*rest.AutoAnswer, error) {
+	rules, err := rest.ParseAutoAnswerRules(c.autoAnswer)
+	if err != nil || rules == nil {
+		return nil, err
+	}
+	off := map[string]bool{}
+	for _, u := range strings.Split(c.autoAnswerOff, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			off[u] = true
+		}
+	}
+	return &rest.AutoAnswer{Rules: rules, Off: off}, nil
 }

@@ -233,6 +233,9 @@ func checkTemplates(c *serveConfig, add func(name string, warn bool, hint, forma
 			add("popup-link", false, "https://crm.example.com/card?phone={number}&name={name}", "%v", err)
 		}
 	}
+	if _, err := rest.ParseAutoAnswerRules(c.autoAnswer); err != nil {
+		add("auto-answer", false, "default, off or yealink:call-info,polycom:alert-info", "%v", err)
+	}
 }
 
 func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []problem) {

@@ -39,6 +39,8 @@ type serveConfig struct {
 	queueIface              string
 	voicemailExten          string
 	popupLink               string
+	autoAnswer              string
+	autoAnswerOff           string
 	actionTimeout           time.Duration
 	accessLogEvery          int64
 	dataDir                 string
@@ -95,6 +97,8 @@ func serveSettings(c *serveConfig) *settings {
 	s.Str(&c.queueIface, "queue-interface", rest.DefaultQueueIface, "queue member interface for queuemember_* ({tech}, {exten} replaced)")
 	s.Str(&c.voicemailExten, "voicemail-exten", rest.DefaultVoicemailExten, "extension in --context that drops a call into a mailbox ({exten} replaced; FreePBX: vmu{exten}, or *{exten}), for the panel's transfer to voicemail")
 	s.Str(&c.popupLink, "popup-link", "", "customer card the panel's incoming call pop-up links to: an http(s) URL template with {number} and {name}, like https://crm.example.com/card?phone={number}")
+	s.Str(&c.autoAnswer, "auto-answer", "default", "phones told to answer at once the first leg of a call made for their user (click-to-call, pickup, spy): <user agent prefix>:call-info or :alert-info, comma-separated, by the phone's SIP user agent, default (Yealink, Snom, Fanvil, Grandstream, Cisco, Gigaset: call-info; Polycom: alert-info) or off")
+	s.Str(&c.autoAnswerOff, "auto-answer-off", "", "users whose phones ring for the calls made for them (comma-separated usernames)")
 	s.Int(&c.wsReplay, "ws-replay", ws.DefaultReplayMax, "WebSocket resume buffer: changes kept for clients that reconnect")
 	s.Dur(&c.wsReplayAge, "ws-replay-age", ws.DefaultReplayMaxAge, "WebSocket resume buffer: the oldest change kept")
 	s.Dur(&c.wsSlowTimeout, "ws-slow-timeout", ws.DefaultSlowTimeout, "a WebSocket client that cannot keep up for that long is resent a snapshot or closed")
