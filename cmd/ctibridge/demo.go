@@ -24,6 +24,8 @@ type demoConfig struct {
 	callEvery             time.Duration
 	talk                  time.Duration
 	ring                  time.Duration
+	ringSpread            time.Duration // phones ring from ring to ring+ringSpread
+	autoAnswer            bool          // phones register as pbxsim-phone: auto-answer
 	dataDir               string
 	logLevel              string
 	webhooks              string
@@ -49,6 +51,8 @@ func demoSettings(c *demoConfig) *settings {
 	s.Dur(&c.callEvery, "call-every", 4*time.Second, "mean interval between calls the phones place (0: none)")
 	s.Dur(&c.talk, "talk", 20*time.Second, "mean talk time of a simulated call")
 	s.Dur(&c.ring, "ring", 3*time.Second, "how long a simulated phone rings before it answers")
+	s.Dur(&c.ringSpread, "ring-spread", 6*time.Second, "the phones ring for different times, between --ring and --ring plus this, so that a ringing colleague can be picked up")
+	s.Bool(&c.autoAnswer, "auto-answer", true, "the phones answer at once the first leg of a click-to-call, pickup or spy of their user (they register with a user agent that --auto-answer's default table names)")
 	s.Str(&c.dataDir, "data-dir", "./ctibridge-data", "embedded database and spool directory")
 	s.Str(&c.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	s.Str(&c.webhooks, "webhooks", "", "webhooks file (YAML; see docs/webhooks.md): the simulated calls' events POSTed to your receiver")
@@ -140,8 +144,13 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	})
 
 	phones := map[string]*pbxsim.Phone{}
-	for _, x := range endpoints {
-		ph, err := pbxsim.NewPhone(pbxsim.PhoneConfig{Exten: x.Number, Server: pbx.SIPAddr(), RingTime: c.ring, Log: log.With("component", "phone", "exten", x.Number)})
+	for i, x := range endpoints {
+		pc := pbxsim.PhoneConfig{Exten: x.Number, Server: pbx.SIPAddr(), RingTime: c.ring + time.Duration(i%4)*c.ringSpread/3,
+			Log: log.With("component", "phone", "exten", x.Number)}
+		if c.autoAnswer {
+			pc.UserAgent = "pbxsim-phone " + x.Number
+		}
+		ph, err := pbxsim.NewPhone(pc)
 		if err != nil {
 			return err
 		}
