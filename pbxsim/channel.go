@@ -222,7 +222,7 @@ func dialStatus(cause int) string {
 	switch cause {
 	case 17:
 		return "BUSY"
-	case 18, 19:
+	case 16, 18, 19:
 		return "NOANSWER"
 	case 34:
 		return "CONGESTION"
@@ -231,23 +231,39 @@ func dialStatus(cause int) string {
 }
 
 // causeToSIP is the response sent to a caller whose call ends with cause
-// before being answered (chan_pjsip's hangup_cause2sip).
+// before being answered: chan_pjsip's hangup_cause2sip, and for a cause
+// it has no code for (16 among them: a ringing callee hung up through
+// AMI) res_pjsip_session's default when it ends a session, 603 Decline.
 func causeToSIP(cause int) (int, string) {
 	switch cause {
-	case 1:
+	case 23:
+		return 302, "Moved Temporarily"
+	case 1, 2, 3:
 		return 404, "Not Found"
-	case 17:
-		return 486, "Busy Here"
 	case 18:
 		return 408, "Request Timeout"
-	case 19, 20:
+	case 19, 20, 31:
 		return 480, "Temporarily Unavailable"
 	case 21:
 		return 403, "Forbidden"
-	case 34:
+	case 22:
+		return 410, "Gone"
+	case 28:
+		return 484, "Address Incomplete"
+	case 17:
+		return 486, "Busy Here"
+	case 58:
+		return 488, "Not Acceptable Here"
+	case 38, 127:
+		return 500, "Server Internal Error"
+	case 29:
+		return 501, "Not Implemented"
+	case 27:
+		return 502, "Bad Gateway"
+	case 34, 42, 66:
 		return 503, "Service Unavailable"
 	}
-	return 500, "Server Internal Error"
+	return 603, "Decline"
 }
 
 // Device states (DeviceStateChange State) and extension states

@@ -1,6 +1,7 @@
 package pbxsim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,9 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 
 	ring := time.NewTimer(p.cfg.RingTimeout)
 	defer ring.Stop()
+	// amiCause: the cause of an AMI Hangup of the ringing callee, which
+	// Dial passes on to the caller (app_dial's wait_for_answer).
+	amiCause := 0
 	for {
 		select {
 		case e := <-c.events:
@@ -103,6 +107,9 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 					tech = e.res.StatusCode
 					cause = sipToCause(tech)
 				}
+				if amiCause != 0 {
+					cause, tech = amiCause, 0
+				}
 				if fwd, ok := p.forwardOnFailure(target, cause); ok {
 					c.dialFailedForward(a, b, cause, tech)
 					return a, fwd
@@ -113,6 +120,9 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 				c.dialFailed(a, b, target, cause, tech)
 				return nil, ""
 			case (e.kind == evHangup || e.kind == evNoAck) && e.ch == b:
+				if e.kind == evHangup {
+					amiCause = cmp.Or(e.cause, 16)
+				}
 				p.mu.Lock()
 				b.cancelCli()
 				p.mu.Unlock()
