@@ -411,7 +411,23 @@ func (e *Engine) onHangup(m ami.Message) {
 	if c.uid != uid {
 		e.tombs.add(c.uid) // found by name
 	}
+	if c.kind == ownerExt {
+		e.keepCause(c.uid, m.Get("Cause"))
+	}
 	e.dropChannel(c)
+}
+
+// keepCause keeps an extension channel's Hangup cause until the next
+// Publish tells it (Change.Hangups).
+func (e *Engine) keepCause(uid, cause string) {
+	n, err := strconv.Atoi(cause)
+	if err != nil || n < 0 {
+		n = -1
+	}
+	if e.causes == nil {
+		e.causes = map[string]int{}
+	}
+	e.causes[uid] = n
 }
 
 func (e *Engine) onHold(m ami.Message, on bool) {

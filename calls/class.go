@@ -143,6 +143,9 @@ type feedRef[V any] struct {
 	// cut (announceKeeping): an extension's, for readers that follow
 	// every state of it (Change.Extension).
 	keep *V
+	// hangups: an extension's, the conversations its Change drops by
+	// their channel's Hangup (Change.Hangups).
+	hangups []Hangup
 }
 
 func (r *feedRef[V]) json(c Class) []byte { return r.p.Load().json(c) }

@@ -52,6 +52,9 @@
 //   - Publish ends a batch: it re-derives what the batch touched, encodes
 //     only entities whose value changed, appends one Change per changed
 //     entity to the Feed and stores a new Snapshot in an atomic pointer.
+//     An extension's change that drops conversations whose own channel
+//     hung up carries their Hangup events' causes (Change.Hangups; Multi
+//     passes them on): the one fact of a call's end its JSON has not.
 //   - Every entity is encoded once per visibility class (Class, class.go):
 //     Full at Publish, NumbersHidden (the other party's numbers and names
 //     blank, channel names and conversation ids by Config.Opaque's opaque

@@ -72,6 +72,9 @@ type engineState struct {
 	dirtyPark   map[string]struct{}
 	dirtyConf   map[string]struct{}
 	ringing     []*channel // extension channels that started ringing
+	// causes: the Hangup causes of the extensions' channels hung up
+	// since the last Publish, by Uniqueid (Change.Hangups); nil until one.
+	causes map[string]int
 
 	version uint64
 	durAt   int64 // ms of the last RefreshDurations that ran

@@ -17,6 +17,15 @@ type Change struct {
 	ent classed
 }
 
+// Hangup is a conversation that ended by its own channel's Hangup: the
+// channel's Uniqueid (the conversation's UniqueID) and the Hangup
+// event's Cause, a Q.850 cause code (16 normal clearing, 17 user busy,
+// 21 call rejected...); -1 when the event had none.
+type Hangup struct {
+	UniqueID string
+	Cause    int
+}
+
 // JSON is the change's JSON in class c: Data, or the same entity with
 // the numbers hidden (made at most once, and shared with the snapshot),
 // or nil when the entity has changed since (a newer change of it follows
@@ -44,6 +53,17 @@ func (c *Change) Whole(cl Class) []byte {
 		return nil
 	}
 	return d.wholeJSON(cl)
+}
+
+// Hangups is, on an extenUpdate, the conversations the extension had
+// when last published whose own channel hung up since (so the update
+// drops them), with Asterisk's causes; nil when none did, and for any
+// other change.
+func (c *Change) Hangups() []Hangup {
+	if r, ok := c.ent.(*feedRef[Extension]); ok {
+		return r.hangups
+	}
+	return nil
 }
 
 // Extension is an extenUpdate's extension as Data encodes it. It stays

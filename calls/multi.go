@@ -165,7 +165,9 @@ func (m *Multi) Sync(i int) *Snapshot {
 	p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false
 	ch := m.changes[:0]
 	ch = src.events(ch, events, cur, UserPresenceUpdate)
+	n := len(ch)
 	ch = m.mergeExts(ch, src, old, cur)
+	src.hangups(ch[n:], events)
 	ch = src.events(ch, events, cur, ExtenRinging)
 	ch = m.mergeColls(ch, src, events, old, cur)
 	statusChanged := old.Link != cur.Link || old.Since != cur.Since
@@ -252,6 +254,27 @@ func (m *Multi) mergeExts(ch []Change, src *multiSrc, old, cur *Snapshot) []Chan
 		ch = append(ch, Change{Type: ExtenUpdate, Key: qk, Data: x.full, At: cur.At, ent: x.announceKeeping(was)})
 	}
 	return ch
+}
+
+// hangups gives the merged extenUpdates ch the Hangups of the source's
+// changes of their extensions (events: what the source published since
+// the last Sync; nil when they fell out of its feed).
+func (src *multiSrc) hangups(ch, events []Change) {
+	var by map[string][]Hangup
+	for i := range events {
+		if hs := events[i].Hangups(); len(hs) > 0 {
+			if by == nil {
+				by = map[string][]Hangup{}
+			}
+			k := QualifyID(src.name, events[i].Key)
+			by[k] = append(by[k], hs...)
+		}
+	}
+	for i := range ch {
+		if r, ok := ch[i].ent.(*feedRef[Extension]); ok {
+			r.hangups = by[ch[i].Key]
+		}
+	}
 }
 
 // wrap is the engine's entity x as the combined state holds it: for the

@@ -3,6 +3,11 @@ package calls
 // The publish step: what changed since the last Publish, by collection,
 // encoded and appended to the feed (the state it reads is snapshot.go's).
 
+import (
+	"slices"
+	"strings"
+)
+
 // publish computes what changed since the last Publish, encodes only that,
 // appends it to the feed and stores a new snapshot.
 func (e *Engine) publish() *Snapshot {
@@ -13,6 +18,7 @@ func (e *Engine) publish() *Snapshot {
 	p.queueCopied, p.parkCopied, p.trunkCopied, p.confCopied = false, false, false, false
 	e.markDirtyOwners()
 	ch := e.publishExts(e.changes[:0], now)
+	clear(e.causes) // told, or of no conversation published
 	ch = e.publishRinging(ch, now)
 	ch = e.publishQueues(ch, prev, now)
 	ch = e.publishParks(ch, now)
@@ -69,11 +75,29 @@ func (e *Engine) publishExts(ch []Change, now int64) []Change {
 			was = &old.v
 		}
 		ch = e.presenceChange(ch, was, &xe.v, now)
-		ch = append(ch, Change{Type: ExtenUpdate, Key: k, Data: xe.full, At: now, ent: xe.announceKeeping(old)})
+		h := xe.announceKeeping(old)
+		h.(*feedRef[Extension]).hangups = e.hungUp(prev)
+		ch = append(ch, Change{Type: ExtenUpdate, Key: k, Data: xe.full, At: now, ent: h})
 	}
 	resetSet(&e.dirtyExt)
 	clear(e.extKeys) // keep no key alive
 	return ch
+}
+
+// hungUp is the conversations of prev (an extension's, as published)
+// whose own channel hung up since the last Publish, with the causes.
+func (e *Engine) hungUp(prev map[string]Conversation) []Hangup {
+	if len(e.causes) == 0 {
+		return nil
+	}
+	var out []Hangup
+	for _, c := range prev {
+		if n, ok := e.causes[c.UniqueID]; ok {
+			out = append(out, Hangup{UniqueID: c.UniqueID, Cause: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b Hangup) int { return strings.Compare(a.UniqueID, b.UniqueID) })
+	return out
 }
 
 // publishRinging announces the extension channels that started ringing.
