@@ -38,7 +38,9 @@
 //     confBridgeEnd to those told of the room when it ends;
 //   - what an extension's change implies, told by comparing it with the
 //     one before (projector): extenHangup {callerNum, channelExten,
-//     cause} to its owners for each conversation that ended, before the
+//     cause} to its owners for each conversation that ended (cause.go:
+//     NethCTI's name of the cause of its channel's Hangup, which the
+//     engine's change carries in Change.Hangups), before the
 //     update that drops it; extenConnected {extenConnected} to its owners
 //     for each conversation answered; userMainPresenceUpdate
 //     {mainPresence:{username,status}} to everyone when a user's main
@@ -46,8 +48,8 @@
 //     newVoiceMessageCounter {voicemail, counter} to everyone when a
 //     mailbox's new count changed.
 //
-// The feed carries no hangup cause: extenHangup's cause is always
-// normal_clearing. A user limited to some PBXs gets only their entities.
+// A conversation that ended without its channel's Hangup (a resync) has
+// the cause normal_clearing. A user limited to some PBXs gets only their entities.
 // Nothing is sent at login (NethCTI's clients read the state over REST
 // after authe_ok); a server that fell a whole feed behind tells every
 // client serverReloaded, on which the clients read it again.

@@ -74,12 +74,16 @@ func (c *client) write(p *packet) {
 }
 
 // JSON shapes of the events made here rather than taken from the engine.
-func hangupJSON(exten string) []byte {
-	// The feed carries no hangup cause: every end is normal_clearing.
+// hangupJSON is extenHangup's payload; cause "" leaves the field out.
+func hangupJSON(exten, cause string) []byte {
 	b := append([]byte(`{"callerNum":`), calls.AppendJSONString(nil, exten)...)
 	b = append(b, `,"channelExten":`...)
 	b = calls.AppendJSONString(b, exten)
-	return append(b, `,"cause":"normal_clearing"}`...)
+	if cause != "" {
+		b = append(b, `,"cause":`...)
+		b = calls.AppendJSONString(b, cause)
+	}
+	return append(b, '}')
 }
 
 func connectedJSON(exten string) []byte {

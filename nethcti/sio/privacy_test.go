@@ -179,9 +179,16 @@ func expected(t testing.TB, h *harness, v *view, cs []calls.Change, p *packet) (
 			if !v.user.Owns(ch.Key) {
 				continue
 			}
-			w = hangupJSON(ch.Key)
-			if p.name == "extenConnected" {
-				w = connectedJSON(ch.Key)
+			w = connectedJSON(ch.Key)
+			if p.name == "extenHangup" {
+				// The cause is the ended conversation's: any of the
+				// change's, or normal_clearing.
+				w = hangupJSON(ch.Key, "normal_clearing")
+				for _, hu := range ch.Hangups() {
+					if b := hangupJSON(ch.Key, causeOf(ch.Hangups(), hu.UniqueID)); bytes.Equal(b, p.data) {
+						w = b
+					}
+				}
 			}
 			f = w
 		case p.name == "userMainPresenceUpdate" || p.name == "newVoiceMessageCounter" || p.name == "confBridgeEnd":

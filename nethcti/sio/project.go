@@ -217,7 +217,7 @@ func (s *Server) extension(ch *calls.Change, cl []*client) {
 
 	for id := range was.convs {
 		if _, ok := now.convs[id]; !ok {
-			s.toOwners(cl, ch.Key, newPacket("extenHangup", hangupJSON(ch.Key)))
+			s.toOwners(cl, ch.Key, newPacket("extenHangup", hangupJSON(ch.Key, causeOf(ch.Hangups(), id))))
 		}
 	}
 	k := classed{name: calls.ExtenUpdate.String(), data: func(cls calls.Class) []byte {
