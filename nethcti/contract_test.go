@@ -114,6 +114,40 @@ func userRows() []contractRow {
 				"support.members.*.type", "support.waitingCallers.*.num", "support.waitingCallers.*.name",
 				"support.waitingCallers.*.position", "support.waitingCallers.*.waitingTime", "support.completedCallsCount",
 				"support.abandonedCallsCount", "support.avgHoldTime", "support.serviceLevelPercentage"}},
+		{client: "phone-island src/services/user.ts getFeatureCodes (audio_test: the warm-up call), nethvoice-cti lib/devices.tsx getFeatureCodes",
+			method: "GET", path: "/astproxy/feature_codes", user: "alice", status: 200, fields: []string{"audio_test"}},
+		{client: "nethlink src/shared/useNethVoiceAPI.ts User.heartbeat", method: "POST", path: "/user/nethlink", user: "alice",
+			body: `{"extension":"201"}`, status: 200, check: func(t *testing.T, f *fixture, _ response) {
+				r := f.apiDo("GET", "/user/nethlink", "alice", "")
+				var b struct{ Extension, Timestamp string }
+				if err := json.Unmarshal(r.body, &b); err != nil || b.Extension != "201" || b.Timestamp == "" {
+					t.Errorf("GET /user/nethlink after the heartbeat: %d %s", r.status, r.body)
+				}
+			}},
+		{client: "nethlink src/shared/useNethVoiceAPI.ts User.heartbeat (another's extension)", method: "POST", path: "/user/nethlink",
+			user: "alice", body: `{"extension":"202"}`, status: 403},
+		{client: "nethlink src/shared/useNethVoiceAPI.ts User.all", method: "GET", path: "/user/all", user: "alice", status: 200,
+			fields: []string{"alice.username", "alice.endpoints.extension[0].id", "bob.username"}},
+		{client: "nethvoice-cti lib/queuesLib.ts retrieveQueueStats (components/queues/StatisticsView.tsx)", method: "GET",
+			path: "/astproxy/queue_astats", user: "carol", status: 200, fields: []string{"support.calls_taken"},
+			check: func(t *testing.T, f *fixture, r response) {
+				var got map[string]map[string]any
+				json.Unmarshal(r.body, &got)
+				var qs map[string]struct {
+					Members map[string]struct{ CallsTaken, LastCall float64 }
+				}
+				json.Unmarshal(f.apiDo("GET", "/astproxy/queues", "carol", "").body, &qs)
+				m := qs["support"].Members["203"]
+				if len(got) != 1 || m.CallsTaken != 1 || got["support"]["calls_taken"] != m.CallsTaken || got["support"]["last_call_time"] != m.LastCall/1000 {
+					t.Errorf("carol's (203) figures %s, want support's member 203's (%+v, last call in seconds)", r.body, m)
+				}
+			}},
+		{client: "nethvoice-cti lib/queuesLib.ts retrieveQueueStats (a user in no queue)", method: "GET",
+			path: "/astproxy/queue_astats", user: "alice", status: 200, check: emptyObject},
+		{client: "nethvoice-cti lib/queueManager.tsx getQueues (the queue manager: queue_log history)", method: "GET",
+			path: "/astproxy/qmanager_queues", user: "root", status: 501},
+		{client: "nethvoice-cti lib/queuesLib.ts (recalls: queue_log history)", method: "GET",
+			path: "/astproxy/queue_recall/12/support/lost?limit=200&offset=0", user: "carol", status: 501},
 		{client: "nethvoice-cti lib/parks.ts", method: "GET", path: "/astproxy/parkings", user: "alice", status: 200,
 			fields: []string{"*.parking", "*.name", "*.parkedCaller"}},
 	}

@@ -29,7 +29,12 @@
 // /astproxy/opgroups and the profile's macro_permissions in NethCTI's
 // shape (user.go, profile.go: the only map between ctibridge's
 // capabilities and NethCTI's permissions); settings and the default
-// device in the Store; /user/paramurl and /streaming/sources answered
+// device in the Store, and NethLink's heartbeat (nethlink.go: POST and
+// GET /user/nethlink, the setting "nethlink"); /user/all as
+// /user/endpoints/all; /astproxy/feature_codes from Config.FeatureCodes
+// (DefaultFeatureCodes: audio_test *41); /astproxy/queue_astats from
+// the live queues' members (queuestats.go), the queue manager's reads of
+// queue_log history 501; /user/paramurl and /streaming/sources answered
 // {} (ctibridge has no parameterized URL and no video source); "username" on every extension of the extension
 // reads and chSource/chDest on their conversations, NethCTI's names in
 // the queue and parking reads (reads.go, shapes.go over package

@@ -49,6 +49,10 @@ type Config struct {
 	// Phone sends the phones' action URLs (NewPhoneClient); nil: answer,
 	// toggle_hold and toggle_mute answer 501.
 	Phone PhoneDoer
+	// FeatureCodes are the PBX's feature codes by name, as GET
+	// /astproxy/feature_codes answers them (the clients read
+	// audio_test); nil: DefaultFeatureCodes.
+	FeatureCodes map[string]string
 	// ActionTimeout bounds an AMI action or a phone's answer. Default
 	// rest.DefaultActionTimeout.
 	ActionTimeout time.Duration

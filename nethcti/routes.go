@@ -24,6 +24,12 @@ func (f *Front) register() {
 	f.handle(onBoth, "DELETE /user/setting/{prop}", false, f.settingDelete)
 	f.handle(onBoth, "POST /user/default_device", false, f.defaultDevice)
 	f.handle(onBoth, "POST /user/presence", false, f.presence)
+	f.handle(onBoth, "POST /user/nethlink", false, f.nethlinkPost)
+	f.handle(onBoth, "GET /user/nethlink", false, f.nethlinkGet)
+	// NethLink's client names /user/all beside /user/endpoints/all;
+	// nethcti-server has no such route: it is the same list.
+	f.handle(onBoth, "GET /user/all", false, f.endpointsAll)
+	f.handle(onBoth, "GET /astproxy/feature_codes", false, f.featureCodes)
 	// What ctibridge has none of, said as nethcti-server says it: no
 	// parameterized URL for the profile, no video sources (door
 	// intercoms). phone-island reads both at start and does not catch a
@@ -40,6 +46,12 @@ func (f *Front) register() {
 	f.handle(onBoth, "GET /astproxy/queues", false, f.queues)
 	f.handle(onBoth, "GET /astproxy/queue/{queue}", false, f.queues)
 	f.handle(onBoth, "GET /astproxy/parkings", false, f.parkings)
+	f.handle(onBoth, "GET /astproxy/queue_astats", false, f.queueAStats)
+	for _, p := range []string{"GET /astproxy/qmanager_queues", "GET /astproxy/qmanager_qcalls_hist", "GET /astproxy/qmanager_qstats/{queue}",
+		"GET /astproxy/qmanager_astats", "GET /astproxy/qalarms", "GET /astproxy/qrecall_info/{hours}/{number}/{queue}",
+		"GET /astproxy/queue_recall/{hours}/{queues}/{outcome}", "GET /astproxy/qmanager_queue_recall/{hours}/{queues}/{outcome}"} {
+		f.handle(onBoth, p, false, notQueueLog)
+	}
 	f.handle(onBoth, "POST /astproxy/{name}", false, f.action)
 	f.handle(onAPI, "GET /history/calls", false, f.historyCalls)
 	f.handle(onBoth, "GET /phonebook/search", false, f.pbSearch)

@@ -274,6 +274,9 @@ func checkServe(c *serveConfig, st *settings) (users *auth.Users, probs []proble
 	if _, err := parseEndpointTypes(c.nethcti.endpointTypes); err != nil {
 		add("nethcti-endpoint-types", false, "prefix=type,... like 92=webrtc,93=nethlink", "%v", err)
 	}
+	if _, err := parseFeatureCodes(c.nethcti.featureCodes); err != nil {
+		add("nethcti-feature-codes", false, "name=code,... like audio_test=*41", "%v", err)
+	}
 	if c.nethcti.phones != nil {
 		if err := nethcti.CheckPhones(c.nethcti.phones); err != nil {
 			add("nethcti-phones", false, "a list of {vendor, match, answer, hold, mute} with http(s)://{ip}/... URLs", "%v", err)

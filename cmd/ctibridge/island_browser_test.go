@@ -120,13 +120,11 @@ func islandBrowser(t *testing.T, front, user, login string) *browser {
 		chromedp.Flag("host-resolver-rules", "MAP "+islandHost+":443 "+front+", MAP connectivitycheck.gstatic.com:443 "+front),
 		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.Flag("autoplay-policy", "no-user-gesture-required"))
-	// Refusals the island expects: the feature codes are not served (it
-	// then dials *41 for its audio test), nor are call summaries (it
+	// Refusals the island expects: call summaries are not served (it
 	// checks for one after an answered call's hang-up, and only logs
 	// the failure); the nonce login's first answer is a 401, and so is
 	// the island's probe of /api/user/me with a legacy token, which
 	// makes it fall back to /webrest.
-	b.allow("/astproxy/feature_codes")
 	b.allow("/summary/")
 	if login == "legacy" {
 		b.allow("/webrest/authentication/login")

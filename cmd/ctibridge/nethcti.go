@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -18,6 +19,7 @@ type nethctiConfig struct {
 	on            bool
 	secretFile    string
 	endpointTypes string
+	featureCodes  string
 	phoneUser     string
 	phonePassword string
 	phones        []nethcti.PhoneRule // the file's nethcti-phones section; nil: nethcti.DefaultPhones
@@ -29,6 +31,7 @@ func nethctiSettings(s *settings, c *nethctiConfig) {
 	s.Bool(&c.on, "nethcti", false, "serve NethVoice's clients (CTI web app, phone-island, NethLink) at /api/..., /webrest/... and their socket.io at /api/ws and /socket.io (docs/nethcti-compat.md)")
 	s.Str(&c.secretFile, "nethcti-secret-file", "", "file holding the secret that signs the NethCTI tokens (default <data-dir>/nethcti-secret, made at first start)")
 	s.Str(&c.endpointTypes, "nethcti-endpoint-types", "", "NethCTI device types by extension prefix, prefix=type,... with type webrtc, nethlink or mobile (92=webrtc,93=nethlink); others are physical")
+	s.Str(&c.featureCodes, "nethcti-feature-codes", "", "the PBX's feature codes the NethCTI clients read, name=code,... (default audio_test=*41)")
 	s.Str(&c.phoneUser, "nethcti-phone-user", "", "web user of the desk phones, for their action URLs (answer, hold, mute)")
 	s.Str(&c.phonePassword, "nethcti-phone-password", "", "web password of the desk phones (prefer the env var or the file to a flag)")
 	if s.Sections == nil {
@@ -63,6 +66,24 @@ func parseEndpointTypes(s string) (func(string) string, error) {
 	return f, nil
 }
 
+// parseFeatureCodes reads --nethcti-feature-codes (name=code,...); nil
+// for none given (nethcti.DefaultFeatureCodes).
+func parseFeatureCodes(s string) (map[string]string, error) {
+	var out map[string]string
+	for _, f := range splitList(s) {
+		name, code, ok := strings.Cut(f, "=")
+		name, code = strings.TrimSpace(name), strings.TrimSpace(code)
+		if !ok || name == "" || code == "" || strings.Trim(code, "0123456789*#") != "" {
+			return nil, configError{fmt.Errorf("nethcti-feature-codes: %q is not name=code (a code of digits, * and #)", f)}
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = code
+	}
+	return out, nil
+}
+
 // openNethCTI builds the front over the native API and mounts it at
 // /api/ and /webrest/ of mux, and NethCTI's socket.io at sio.Paths;
 // nothing without --nethcti. The front's persistent tokens are read back
@@ -85,6 +106,10 @@ func (b *bridge) openNethCTI(c *serveConfig, api http.Handler, state sio.State, 
 	if err != nil {
 		return err
 	}
+	codes, err := parseFeatureCodes(nc.featureCodes)
+	if err != nil {
+		return err
+	}
 	var store nethcti.Store = nethcti.NewMemStore()
 	if b.stores.gate != nil {
 		store = nethcti.NewSQLStore(b.stores.gate.Conn())
@@ -94,7 +119,7 @@ func (b *bridge) openNethCTI(c *serveConfig, api http.Handler, state sio.State, 
 	phone := nethcti.NewPhoneClient(nc.phoneUser, nc.phonePassword)
 	b.stores.closers = append(b.stores.closers, phone.Close)
 	cfg := nethcti.Config{Auth: b.auth, API: api, State: state, Secret: secret, Store: store, EndpointTypes: types,
-		Phones: nc.phones, Phone: phone, Phonebook: b.stores.phonebook, ActionTimeout: c.actionTimeout, Log: b.log}
+		Phones: nc.phones, Phone: phone, FeatureCodes: codes, Phonebook: b.stores.phonebook, ActionTimeout: c.actionTimeout, Log: b.log}
 	if b.client != nil {
 		cfg.PBX = b.client
 	}

@@ -119,6 +119,7 @@ func TestCheckConfigNethCTI(t *testing.T) {
 ami-secret: x
 nethcti: true
 nethcti-endpoint-types: 92=webrtc,93=fax
+nethcti-feature-codes: audio_test=*41,echo=x43
 nethcti-phones:
   - vendor: Acme
     match: "^acme"
@@ -129,10 +130,14 @@ nethcti-phones:
 		t.Fatalf("no error; output:\n%s", out)
 	}
 	for _, w := range []string{`key "nethcti-endpoint-types": nethcti-endpoint-types: "93=fax" is not prefix=webrtc|nethlink|mobile|physical`,
-		`key "nethcti-phones": nethcti: phone Acme: "ftp://{ip}/answer" is not an http(s) URL on {ip}`} {
+		`key "nethcti-phones": nethcti: phone Acme: "ftp://{ip}/answer" is not an http(s) URL on {ip}`,
+		`key "nethcti-feature-codes": nethcti-feature-codes: "echo=x43" is not name=code`} {
 		if !strings.Contains(out, w) {
 			t.Errorf("no %q in\n%s", w, out)
 		}
+	}
+	if fc, err := parseFeatureCodes("audio_test=*41, echo=*43"); err != nil || fc["audio_test"] != "*41" || fc["echo"] != "*43" || len(fc) != 2 {
+		t.Errorf("feature codes %v %v", fc, err)
 	}
 }
 
