@@ -40,7 +40,8 @@
 // the queue and parking reads (reads.go, shapes.go over package
 // nethcti/shape, which the socket shares: made once per state
 // version, view and users set, and served from memory); /history/calls
-// and the phonebook's lists (history.go, phonebook.go);
+// and the phonebook's lists (history.go, phonebook.go; the web app's
+// person and company views and visibility filters: pbviews.go);
 // NethCTI's action bodies read leniently and put in the native bodies
 // (actions.go), and the actions the native API has no route for: dtmf
 // (AMI PlayDTMF), mute and unmute (AMI MuteAudio), hangup_mainexten and

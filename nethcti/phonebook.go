@@ -16,8 +16,8 @@ import (
 // with "" is that), cticontact/{id} is the native contact read, and the
 // speed dials are the user's own contacts of type speeddial. They read
 // Config.Phonebook (the native API's) as the user, with the native
-// rules of what a user sees. view=company (contacts grouped by company)
-// and a visibility other than all are not served (501), never ignored.
+// rules of what a user sees. The lists a view (person, company) or a
+// visibility (public, private, group) filters are pbviews.go's.
 
 var errNoPhonebook = apiError(http.StatusServiceUnavailable, "no_phonebook", "no phonebook is configured")
 
@@ -30,13 +30,9 @@ func pbActor(u *auth.User) phonebook.Actor {
 // with no term the list of every contact.
 func (f *Front) pbSearch(w http.ResponseWriter, r *http.Request, id Identity, legacy bool) int {
 	q := r.URL.Query()
-	if v := q.Get("view"); v == "company" {
-		return writeErr(w, r, notImplemented("view=company (contacts grouped by company) is not served"))
-	}
-	if v := q.Get("visibility"); v != "" && v != "all" {
-		return writeErr(w, r, notImplemented("visibility="+v+" is not served: only all"))
-	}
-	if term := r.PathValue("term"); term != "" {
+	view, visibility := q.Get("view"), q.Get("visibility")
+	term := r.PathValue("term")
+	if term != "" && !pbFiltered(view, visibility) {
 		return f.passThrough(w, r, id, legacy)
 	}
 	if f.cfg.Phonebook == nil {
@@ -46,6 +42,9 @@ func (f *Front) pbSearch(w http.ResponseWriter, r *http.Request, id Identity, le
 	offset, err2 := atoiDefault(q.Get("offset"), 0)
 	if err1 != nil || err2 != nil {
 		return writeErr(w, r, badRequest("limit and offset must be non-negative integers"))
+	}
+	if pbFiltered(view, visibility) {
+		return f.pbFilteredList(w, r, id, term, view, visibility, min(limit, phonebook.MaxLimit), offset)
 	}
 	p, err := f.cfg.Phonebook.Search(r.Context(), pbActor(id.User), "", limit, offset)
 	if err != nil {
@@ -133,6 +132,9 @@ func (f *Front) pbWrite(w http.ResponseWriter, r *http.Request, id Identity, leg
 	if len(dropped) > 0 {
 		slices.Sort(dropped)
 		return writeErr(w, r, badRequest("ctibridge's phonebook does not keep "+strings.Join(dropped, ", ")+": leave them empty"))
+	}
+	if t, ok := out["type"].(string); ok && strings.HasPrefix(t, "group:") {
+		return writeErr(w, r, notImplemented("sharing a contact with groups ("+t+") is not served: ctibridge's phonebook shares a contact with everyone (public) or no one (private)"))
 	}
 	if s, ok := out["id"].(string); ok {
 		n, err := strconv.ParseInt(s, 10, 64)

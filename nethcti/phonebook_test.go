@@ -84,11 +84,6 @@ func TestPhonebookLists(t *testing.T) {
 	if a, b := f.apiDo("GET", id, "alice", ""), f.apiDo("GET", id, "bob", ""); a.status != 200 || b.status != 404 {
 		t.Errorf("cticontact: alice %d, bob %d %s; want 200 and 404", a.status, b.status, b.body)
 	}
-	for _, q := range []string{"/phonebook/search/?view=company", "/phonebook/search/mario?view=company", "/phonebook/search?visibility=private"} {
-		if r := f.apiDo("GET", q, "alice", ""); r.status != 501 {
-			t.Errorf("%s: %d, want 501", q, r.status)
-		}
-	}
 	if r := f.apiDo("GET", "/phonebook/search/mario", "alice", ""); r.status != 200 || !json.Valid(r.body) {
 		t.Errorf("search with a term: %d", r.status)
 	}
@@ -121,5 +116,98 @@ func TestPhonebookWrites(t *testing.T) {
 	}
 	if r := f.apiDo("POST", "/phonebook/delete_cticontact", "alice", `{"id":"`+id+`"}`); r.status != 200 {
 		t.Errorf("delete: %d %s", r.status, r.body)
+	}
+}
+
+// TestPhonebookViews: the web app's filters (nethvoice-cti
+// lib/phonebook.ts getPhonebook: view all/person/company, visibility
+// all/public/private/group; components/phonebook/Filter.tsx), company
+// rows as nethcti-server's company view and as mapContact reads them
+// (no person's name, "contacts" a JSON string), paged over the rows.
+func TestPhonebookViews(t *testing.T) {
+	f := phonebookFixture(t)
+	for _, c := range []struct{ user, body string }{
+		{"root", `{"type":"public","name":"-","company":"Nethesis","workphone":"0721405500"}`},
+		{"alice", `{"type":"private","name":"Luca Bianchi","company":"Nethesis"}`},
+		{"root", `{"type":"public","name":"Anna Verdi","company":"Acme"}`},
+	} {
+		if r := f.apiDo("POST", "/phonebook/create", c.user, c.body); r.status != 200 {
+			t.Fatalf("create %s: %d %s", c.body, r.status, r.body)
+		}
+	}
+	list := func(q string) (int, []string, []map[string]any) {
+		r := f.apiDo("GET", "/phonebook/search/"+q, "alice", "")
+		var p struct {
+			Count int
+			Rows  []map[string]any
+		}
+		if err := json.Unmarshal(r.body, &p); err != nil || r.status != 200 {
+			t.Fatalf("%s: %d %s", q, r.status, r.body)
+		}
+		var got []string
+		for _, row := range p.Rows {
+			if n, _ := row["name"].(string); n != "" {
+				got = append(got, n)
+			} else {
+				got = append(got, "company "+row["company"].(string))
+			}
+		}
+		return p.Count, got, p.Rows
+	}
+	for _, c := range []struct {
+		q     string
+		count int
+		want  []string
+	}{
+		{"?view=person&visibility=all", 4, []string{"Alice's dentist", "Anna Verdi", "Luca Bianchi", "Mario Rossi"}},
+		{"?view=all&visibility=public", 3, []string{"-", "Anna Verdi", "Mario Rossi"}},
+		{"?view=all&visibility=private", 2, []string{"Alice's dentist", "Luca Bianchi"}},
+		{"?view=all&visibility=group", 0, nil},
+		{"nethesis?view=person&visibility=all", 2, []string{"Luca Bianchi", "Mario Rossi"}},
+		{"?view=company&visibility=all", 2, []string{"company Acme", "company Nethesis"}},
+		{"?view=company&visibility=all&offset=1&limit=1", 2, []string{"company Nethesis"}},
+		{"?view=company&visibility=private", 1, []string{"company Nethesis"}},
+		{"?view=person&visibility=all&offset=1&limit=2", 4, []string{"Anna Verdi", "Luca Bianchi"}},
+	} {
+		n, got, _ := list(c.q)
+		slices.Sort(got)
+		if n != c.count || !slices.Equal(got, c.want) {
+			t.Errorf("%s: count %d rows %q, want %d %q", c.q, n, got, c.count, c.want)
+		}
+	}
+	_, _, rows := list("?view=company")
+	for _, row := range rows {
+		var people []struct {
+			ID     int64
+			Name   string
+			Source string
+		}
+		if err := json.Unmarshal([]byte(row["contacts"].(string)), &people); err != nil {
+			t.Fatalf("contacts %v: %v", row["contacts"], err)
+		}
+		var ns []string
+		for _, p := range people {
+			ns = append(ns, p.Name)
+		}
+		switch row["company"] {
+		case "Nethesis":
+			if row["workphone"] != "0721405500" || row["id"] == nil || !slices.Equal(ns, []string{"Luca Bianchi", "Mario Rossi"}) {
+				t.Errorf("Nethesis: %v, people %q", row, ns)
+			}
+		case "Acme":
+			if row["id"] != nil || !slices.Equal(ns, []string{"Anna Verdi"}) {
+				t.Errorf("Acme (no company contact): %v, people %q", row, ns)
+			}
+		}
+	}
+	for _, q := range []string{"?view=groups", "?visibility=shared"} {
+		if r := f.apiDo("GET", "/phonebook/search/"+q, "alice", ""); r.status != 400 {
+			t.Errorf("%s: %d, want 400", q, r.status)
+		}
+	}
+	// The web app's group sharing (type "group:<groups>") is refused with
+	// its reason, never stored as something else.
+	if r := f.apiDo("POST", "/phonebook/create", "alice", `{"type":"group:sales","name":"Team"}`); r.status != 501 {
+		t.Errorf("a group-shared contact: %d %s, want 501", r.status, r.body)
 	}
 }
