@@ -49,6 +49,10 @@ type Config struct {
 	// Phone sends the phones' action URLs (NewPhoneClient); nil: answer,
 	// toggle_hold and toggle_mute answer 501.
 	Phone PhoneDoer
+	// OnDefaultDevice is told a user's new default device (POST
+	// /user/default_device), for the socket's updateDefaultDevice; nil:
+	// no one.
+	OnDefaultDevice func(username, exten string)
 	// FeatureCodes are the PBX's feature codes by name, as GET
 	// /astproxy/feature_codes answers them (the clients read
 	// audio_test); nil: DefaultFeatureCodes.

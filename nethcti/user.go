@@ -283,5 +283,8 @@ func (f *Front) defaultDevice(w http.ResponseWriter, r *http.Request, id Identit
 	if err := f.store.PutSetting(r.Context(), id.User.Username, "default_extension", v); err != nil {
 		return writeErr(w, r, err)
 	}
+	if f.cfg.OnDefaultDevice != nil {
+		f.cfg.OnDefaultDevice(id.User.Username, string(req.ID))
+	}
 	return writeJSON(w, http.StatusOK, struct{}{})
 }

@@ -126,6 +126,11 @@ func (b *bridge) openNethCTI(c *serveConfig, api http.Handler, state sio.State, 
 	if b.bus != nil {
 		cfg.PBX = b.bus
 	}
+	cfg.OnDefaultDevice = func(username, exten string) {
+		if b.sio != nil {
+			b.sio.ToUser(username, "updateDefaultDevice", exten)
+		}
+	}
 	front, err := nethcti.New(cfg)
 	if err != nil {
 		return err

@@ -222,3 +222,58 @@ func TestNethCTISocketUsername(t *testing.T) {
 		t.Errorf("UsersDirectory: 202 is %s's", u.Username)
 	}
 }
+
+// TestNethCTIDefaultDeviceEvent: a user's new default device (POST
+// /api/user/default_device, the web app's device switch) reaches her
+// sockets as updateDefaultDevice with the extension (phone-island
+// src/components/Socket.tsx on('updateDefaultDevice'): the island takes
+// it as its device), and no one else's.
+func TestNethCTIDefaultDeviceEvent(t *testing.T) {
+	h, _ := auth.HashPassword("pw", 4)
+	users := writeFile(t, "users.yaml", "users:\n  - username: alice\n    password_hash: \""+h+"\"\n    endpoints: [\"201\", \"91201\"]\n"+
+		"  - username: bob\n    password_hash: \""+h+"\"\n    endpoints: [\"202\"]\n")
+	api, stop := startServe(t, users, t.TempDir(), "--nethcti=true")
+	defer stop()
+	base := "http://" + api
+	login := func(user string) string {
+		var jwt struct{ Token string }
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if code := postJSON(t, base+"/api/login", "", `{"username":"`+user+`","password":"pw"}`, &jwt); code == 200 || time.Now().After(deadline) {
+				return jwt.Token
+			}
+		}
+	}
+	alice, bob := login("alice"), login("bob")
+	ac, bc := sioDial(t, api), sioDial(t, api)
+	if ev := sioLogin(t, ac, "alice", alice); ev != "authe_ok" {
+		t.Fatalf("alice: %s", ev)
+	}
+	if ev := sioLogin(t, bc, "bob", bob); ev != "authe_ok" {
+		t.Fatalf("bob: %s", ev)
+	}
+	if code := postJSON(t, base+"/api/user/default_device", alice, `{"id":"91201"}`, nil); code != 200 {
+		t.Fatalf("POST /api/user/default_device: %d", code)
+	}
+	for {
+		m, err := sioNext(ac)
+		if err != nil {
+			t.Fatalf("alice's socket: no updateDefaultDevice: %v", err)
+		}
+		if strings.HasPrefix(m, `42["updateDefaultDevice"`) {
+			if m != `42["updateDefaultDevice","91201"]` {
+				t.Errorf("got %s", m)
+			}
+			break
+		}
+	}
+	bc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	for {
+		_, m, err := bc.ReadMessage()
+		if err != nil {
+			break
+		}
+		if strings.Contains(string(m), "updateDefaultDevice") {
+			t.Errorf("bob's socket got %s", m)
+		}
+	}
+}

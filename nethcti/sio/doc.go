@@ -46,7 +46,10 @@
 //     {mainPresence:{username,status}} to everyone when a user's main
 //     presence (calls.MainPresenceOf of its first extension) changed;
 //     newVoiceMessageCounter {voicemail, counter} to everyone when a
-//     mailbox's new count changed.
+//     mailbox's new count changed;
+//   - what another part of the server tells one user (Server.ToUser):
+//     updateDefaultDevice, the extension the REST front's POST
+//     /user/default_device set.
 //
 // A conversation that ended without its channel's Hangup (a resync) has
 // the cause normal_clearing. A user limited to some PBXs gets only their entities.

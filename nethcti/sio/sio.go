@@ -202,6 +202,17 @@ func (s *Server) Run(ctx context.Context) error {
 // Close disconnects every client and stops serving.
 func (s *Server) Close() { s.io.Close(nil) }
 
+// ToUser sends the event name with args to every client logged in as
+// username: the per-user events another part of the server tells
+// (updateDefaultDevice, from the REST front). Safe for concurrent use.
+func (s *Server) ToUser(username, name string, args ...any) {
+	for _, c := range *s.list.Load() {
+		if v := c.view.Load(); v != nil && v.user.Username == username {
+			c.emit(name, args...)
+		}
+	}
+}
+
 // Clients is how many clients are logged in.
 func (s *Server) Clients() int { return len(*s.list.Load()) }
 
