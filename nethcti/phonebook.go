@@ -105,6 +105,16 @@ var contactFields = map[string]bool{"id": true, "type": true, "name": true, "com
 	"homephone": true, "cellphone": true, "fax": true, "workemail": true, "homeemail": true, "notes": true,
 	"speeddial_num": true, "owner_id": true, "source": true}
 
+// namesAgree reports whether a contact body's firstname and lastname
+// are its name's parts: the web app (2026) sends them beside the name
+// it makes of them ("first last"), which the native phonebook keeps.
+func namesAgree(body map[string]any) bool {
+	first, _ := body["firstname"].(string)
+	last, _ := body["lastname"].(string)
+	name, _ := body["name"].(string)
+	return (first != "" || last != "") && name == strings.TrimSpace(strings.TrimSpace(first)+" "+strings.TrimSpace(last))
+}
+
 // pbWrite serves POST /phonebook/create, modify_cticontact and
 // delete_cticontact with NethCTI's bodies: the fields the native
 // phonebook keeps go to the native route (an id given as a string is a
@@ -121,10 +131,13 @@ func (f *Front) pbWrite(w http.ResponseWriter, r *http.Request, id Identity, leg
 	}
 	out := map[string]any{}
 	var dropped []string
+	derived := namesAgree(body)
 	for k, v := range body {
 		switch {
 		case contactFields[k]:
 			out[k] = v
+		case derived && (k == "firstname" || k == "lastname"):
+			// The web app's person: its name is "first last", kept.
 		case v != nil && v != "" && v != false:
 			dropped = append(dropped, k)
 		}

@@ -205,6 +205,16 @@ func TestPhonebookViews(t *testing.T) {
 			t.Errorf("%s: %d, want 400", q, r.status)
 		}
 	}
+	// The web app's person: firstname and lastname beside the name made
+	// of them are taken (the name is kept); parts that disagree with the
+	// name are refused, never dropped.
+	if r := f.apiDo("POST", "/phonebook/create", "alice", `{"type":"private","name":"Ugo Neri","firstname":"Ugo","lastname":"Neri"}`); r.status != 200 {
+		t.Errorf("the web app's person: %d %s, want 200", r.status, r.body)
+	}
+	if r := f.apiDo("POST", "/phonebook/create", "alice", `{"type":"private","name":"Ugo","firstname":"Ugo","lastname":"Neri"}`); r.status != 400 ||
+		!strings.Contains(string(r.body), "firstname, lastname") {
+		t.Errorf("parts that disagree: %d %s, want 400 naming them", r.status, r.body)
+	}
 	// The web app's group sharing (type "group:<groups>") is refused with
 	// its reason, never stored as something else.
 	if r := f.apiDo("POST", "/phonebook/create", "alice", `{"type":"group:sales","name":"Team"}`); r.status != 501 {
