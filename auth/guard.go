@@ -203,6 +203,15 @@ func (g *guard) logAttackLocked(username, ip string, n *nameState, now time.Time
 		"failures", int(n.score), "last_address", ip, "budget", int(g.budget), "other_names_suppressed", quiet)
 }
 
+// untried gives back the (user name, address) attempt of a login whose
+// password could not be checked (the directory unavailable): a user
+// retrying through an outage is not kept out once it ends. The address's
+// own attempt stays spent, so a flood still costs the directory nothing
+// more than the address limit allows.
+func (g *guard) untried(username, ip string) {
+	g.perPair.Refund(pairKey(username, ip))
+}
+
 // succeeded records a login of username from ip: the address becomes
 // known for the name and its own attempt budget is restored.
 func (g *guard) succeeded(username, ip string) {

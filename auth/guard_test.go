@@ -212,3 +212,41 @@ func TestKnownAddressSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// flakyDirectory answers ErrDirectoryUnavailable while down is set, then
+// checks the password.
+type flakyDirectory struct{ down bool }
+
+func (d *flakyDirectory) CheckPassword(username, password string) error {
+	if d.down {
+		return ErrDirectoryUnavailable
+	}
+	if password != "pw" {
+		return ErrBadCredentials
+	}
+	return nil
+}
+
+// TestRetryThroughDirectoryOutage: a user who retries her login through
+// a directory outage (more tries than her per-address burst) logs in as
+// soon as the directory answers: tries that could not check a password
+// are given back.
+func TestRetryThroughDirectoryOutage(t *testing.T) {
+	clk := newClock()
+	dir := &flakyDirectory{down: true}
+	users, err := NewUsers([]User{{Username: "dora", Role: RoleUser, Checker: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewService(users, Config{Now: clk.Now})
+	for i := range 12 {
+		if _, err := s.Login("dora", "pw", "192.0.2.7"); !errors.Is(err, ErrDirectoryUnavailable) {
+			t.Fatalf("try %d, directory down: %v", i, err)
+		}
+		clk.Add(4 * time.Second) // a person retrying, within the address's own limit
+	}
+	dir.down = false
+	if _, err := s.Login("dora", "pw", "192.0.2.7"); err != nil {
+		t.Fatalf("the directory back after 12 tries: %v", err)
+	}
+}

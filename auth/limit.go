@@ -90,6 +90,17 @@ func (l *Limiter) Take(key string) (bool, time.Duration) {
 	return true, 0
 }
 
+// Refund gives key back one attempt (up to its burst): an attempt that
+// was taken but could not be tried.
+func (l *Limiter) Refund(key string) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.m[key]; ok {
+		b.tokens, b.at = math.Min(l.burst, l.level(b, now)+1), now
+	}
+}
+
 // Reset forgets key, giving it a full burst again.
 func (l *Limiter) Reset(key string) {
 	l.mu.Lock()

@@ -242,8 +242,11 @@ func (s *Service) Login(username, password, clientAddr string) (Session, error) 
 		return Session{}, ErrBadCredentials
 	}
 	if err := s.verify(u, password); err != nil {
-		if errors.Is(err, ErrBadCredentials) {
+		switch {
+		case errors.Is(err, ErrBadCredentials):
 			s.failed(username, ip)
+		case errors.Is(err, ErrDirectoryUnavailable):
+			s.guard.untried(username, ip)
 		}
 		return Session{}, err
 	}
