@@ -54,7 +54,9 @@
 // A conversation that ended without its channel's Hangup (a resync) has
 // the cause normal_clearing. A user limited to some PBXs gets only their entities.
 // Nothing is sent at login (NethCTI's clients read the state over REST
-// after authe_ok); a server that fell a whole feed behind tells every
+// after authe_ok). A client is filed for the events before its authe_ok
+// is sent, so every change made once it has authe_ok reaches it (one
+// made just before may come just before authe_ok); a server that fell a whole feed behind tells every
 // client serverReloaded, on which the clients read it again.
 //
 // How it fans out: each event is encoded once per class (the socket.io

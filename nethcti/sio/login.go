@@ -164,7 +164,7 @@ func (s *Server) sameLogin(c *client, user, ua string) []*client {
 	return out
 }
 
-// admit logs c in: authe_ok, then the events from the feed, until the
+// admit logs c in: the events from the feed, and authe_ok, until the
 // token expires or its session is revoked.
 func (c *client) admit(l Login, ua string) {
 	s := c.s
@@ -177,6 +177,12 @@ func (c *client) admit(l Login, ua string) {
 	old := c.stops
 	c.stops = nil
 	c.view.Store(newView(l.User, ua))
+	// Filed for the fan-out before authe_ok goes out, so that every
+	// change made once the client has it reaches it (an event may come
+	// just before authe_ok: harmless, the client reads the state after
+	// it). Under c.mu: drop, which marks c gone under it, then removes
+	// it; and before the expiry and revocation, whose end removes it.
+	s.add(c)
 	if !l.Expires.IsZero() {
 		t := time.AfterFunc(time.Until(l.Expires), func() { c.end("token expired") })
 		c.stops = append(c.stops, func() { t.Stop() })
@@ -189,7 +195,6 @@ func (c *client) admit(l Login, ua string) {
 		stop()
 	}
 	c.emit("authe_ok", map[string]any{"message": "authorized successfully"})
-	s.add(c)
 	s.log.Info("sio: logged in", "sid", c.sock.Id(), "user", l.User.Username, "uaType", ua)
 }
 

@@ -175,3 +175,32 @@ func TestLoginAtConnect(t *testing.T) {
 		c.expect("authe_ok")
 	}
 }
+
+// TestEventAfterAutheOK: a change made as soon as a client has its
+// authe_ok reaches it, login after login (phone-island reads the state
+// at authe_ok and counts on the events from then on). The client was
+// filed for the fan-out after authe_ok went out: a change pumped in
+// between was not sent to it.
+func TestEventAfterAutheOK(t *testing.T) {
+	e := newEnv(t, Config{})
+	for i := range 300 {
+		c := e.dialRaw("/api/ws")
+		c.emit("login", `{"accessKeyId":"alice","token":"`+e.token("alice")+`"}`)
+		c.expect("authe_ok")
+		e.apply(devState("201", i%2 == 0))
+		timeout := time.After(10 * time.Second)
+		for got := false; !got; {
+			select {
+			case ev, ok := <-c.events:
+				if !ok {
+					t.Fatalf("login %d: the client ended", i)
+				}
+				var x struct{ Exten string }
+				got = ev.Name == "extenUpdate" && json.Unmarshal(ev.Data, &x) == nil && x.Exten == "201"
+			case <-timeout:
+				t.Fatalf("login %d: no extenUpdate after authe_ok in 10 s", i)
+			}
+		}
+		c.conn.Close()
+	}
+}
