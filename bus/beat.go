@@ -34,7 +34,11 @@ import (
 // and says it is live again only once a beat came within beatLate and
 // the node has applied the seq of the latest beat it heard: never the
 // old state as live before it caught up with what the leader has
-// published. So a node is stale at most beatLate after the leader's last
+// published. A node starts so (stale, reason late) until its first beat
+// came and that beat's seq is applied: a node restarted while its
+// leader publishes replays the stream, and was live from the replay's
+// first live link on (a restarted edge showed calls ended since the
+// restart as up, live, for 1.2 s). So a node is stale at most beatLate after the leader's last
 // beat (plus the timer's lateness), against 1.5 to 2.5 s before.
 
 // beatSubject is where a PBX's leader beats.
@@ -91,12 +95,13 @@ func (n *Node) beating(ctx context.Context) {
 
 // pulse is what a node heard of the leader's heartbeat.
 type pulse struct {
-	mu   sync.Mutex
-	last time.Time // when the last beat came (Run's start before any)
-	node string    // the leader whose beats came last
-	seq  uint64    // the highest seq its beats announced
-	due  time.Time // when a beat came whose seq is not applied yet; zero none
-	late bool      // the node says its state is stale for the heartbeat
+	mu    sync.Mutex
+	last  time.Time // when the last beat came (Run's start before any)
+	node  string    // the leader whose beats came last
+	seq   uint64    // the highest seq its beats announced
+	due   time.Time // when a beat came whose seq is not applied yet; zero none
+	late  bool      // the node says its state is stale for the heartbeat
+	heard bool      // a beat came since Run's start
 	// watch: due set or late (apply takes the lock only then).
 	watch atomic.Bool
 }
@@ -107,7 +112,12 @@ func (n *Node) listen(ctx context.Context, wg *sync.WaitGroup) error {
 	p := &n.pulse
 	p.mu.Lock()
 	p.last = time.Now()
+	// Stale until the first beat's seq is applied (above).
+	p.late = true
+	p.watch.Store(true)
+	n.unheard.set(sayLate, true)
 	p.mu.Unlock()
+	n.log.Info("waiting for the leader's first heartbeat: clients are told the state is stale until its seq is applied")
 	sub, err := n.nc.Subscribe(beatSubject(n.cfg.PBX), n.onBeat)
 	if err != nil {
 		return fmt.Errorf("bus: the leader's heartbeat: %w", err)
@@ -136,7 +146,7 @@ func (n *Node) onBeat(m *nats.Msg) {
 		// made again by hand).
 		p.node, p.seq = node, seq
 	}
-	p.last, p.seq = now, max(p.seq, seq)
+	p.last, p.seq, p.heard = now, max(p.seq, seq), true
 	applied := n.applied.Load()
 	switch {
 	case applied >= p.seq:
@@ -165,7 +175,7 @@ func (n *Node) caughtUp(seq uint64) {
 		return
 	}
 	p.due = time.Time{}
-	if p.late && time.Since(p.last) < beatLate(n.cfg.LeaseTTL) {
+	if p.late && p.heard && time.Since(p.last) < beatLate(n.cfg.LeaseTTL) {
 		p.late = false
 		n.sayLate(false, "", p.node, seq)
 	}

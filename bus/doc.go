@@ -40,7 +40,8 @@
 // a node that hears no beat for LeaseTTL/4, or has not applied a beat's
 // seq that long after it came, says its state is stale on the same
 // unheard say, on a timer, and live again only once a beat came and
-// its seq is applied. No running node gives up on NATS: its consumer is asked
+// its seq is applied; a node starts stale until its first beat's seq
+// is applied (not live halfway through its replay). No running node gives up on NATS: its consumer is asked
 // for again, with backoff, for as long as Run lives (an outage of any
 // length leaves it unheard, then it resumes after the last seq it
 // applied; a message after a hole in the seqs that is not a genesis,
