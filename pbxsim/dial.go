@@ -78,20 +78,7 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 		case e := <-c.events:
 			switch {
 			case e.kind == evResponse && e.ch == b && e.res.IsProvisional():
-				p.mu.Lock()
-				if b.state != stateRinging && b.state != stateUp {
-					b.state = stateRinging
-					p.emit(chanEvent(ami.EventNewstate, b))
-					p.updateDevice(b.endpoint)
-					a.progressed = true
-					p.updateDevice(a.endpoint)
-					p.emit(dialEvent(ami.EventDialState, a, b, "DialStatus", "RINGING"))
-					if a.srv != nil && a.state != stateUp {
-						srv := a.srv
-						c.srvDo(a, func(context.Context) { srv.Respond(180, "Ringing", nil) })
-					}
-				}
-				p.mu.Unlock()
+				c.calleeRinging(a, b)
 			case e.kind == evResponse && e.ch == b:
 				return c.bridgeCall(a, b, target, e.res)
 			case e.kind == evPickup && e.ch == b:
@@ -140,6 +127,27 @@ func (c *call) dialTo(a *channel, endpoint, target string) (*channel, string) {
 			c.callerGone(a, b, target, evHangup)
 			return nil, ""
 		}
+	}
+}
+
+// calleeRinging: callee b's phone rings (its first provisional answer);
+// caller a hears it (180) unless it is up already.
+func (c *call) calleeRinging(a, b *channel) {
+	p := c.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b.state == stateRinging || b.state == stateUp {
+		return
+	}
+	b.state = stateRinging
+	p.emit(chanEvent(ami.EventNewstate, b))
+	p.updateDevice(b.endpoint)
+	a.progressed = true
+	p.updateDevice(a.endpoint)
+	p.emit(dialEvent(ami.EventDialState, a, b, "DialStatus", "RINGING"))
+	if a.srv != nil && a.state != stateUp {
+		srv := a.srv
+		c.srvDo(a, func(context.Context) { srv.Respond(180, "Ringing", nil) })
 	}
 }
 

@@ -169,17 +169,7 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 				c.originated(ch, o)
 				return
 			case ev.kind == evFail:
-				cause, tech, reason := 127, 0, 0
-				if ev.res != nil {
-					tech = ev.res.StatusCode
-					cause = sipToCause(tech)
-				}
-				switch cause {
-				case 17:
-					reason = 5
-				case 18, 19:
-					reason = 3
-				}
+				cause, tech, reason := originateFailure(ev)
 				p.mu.Lock()
 				fail(cause, tech, reason)
 				p.mu.Unlock()
@@ -203,6 +193,24 @@ func (c *call) originate(o originateReq, result chan<- bool) {
 			return
 		}
 	}
+}
+
+// originateFailure is a refused first leg's hangup cause, the SIP code
+// that refused it (0: none), and the Reason of OriginateResponse (5
+// busy, 3 no answer, 0 other), as pbx_outgoing_attempt reports them.
+func originateFailure(ev callEvent) (cause, tech, reason int) {
+	cause = 127
+	if ev.res != nil {
+		tech = ev.res.StatusCode
+		cause = sipToCause(tech)
+	}
+	switch cause {
+	case 17:
+		reason = 5
+	case 18, 19:
+		reason = 3
+	}
+	return cause, tech, reason
 }
 
 // originateRinging: the first party's phone rings.

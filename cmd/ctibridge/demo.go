@@ -170,28 +170,13 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	if err != nil {
 		return err
 	}
-	// The bridge runs on serve's defaults, pointed at the simulator.
-	var bc serveConfig
-	serveSettings(&bc)
-	bc.ami, bc.amiUser, bc.amiSecret = pbx.AMIAddr(), pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
-	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
-	bc.webhooks = c.webhooks
-	bc.popupLink = c.popupLink
-	bc.accessLogEvery = -1
-	if c.plan != pbxsim.PlanFreePBX {
-		bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
-	}
-	// Italy, NethCTI's installed base: 0721405516 and +39 0721 405516 are
-	// one number in the demo's phonebook.
-	bc.phoneCountry = "39"
-	// NethVoice's own clients work against the demo too (/api, /webrest).
-	bc.nethcti.on = true
+	bc := demoBridgeConfig(&c, pbx.AMIAddr())
 	wg.Go(func() {
 		names := map[string]string{}
 		for _, x := range exts {
 			names[x.Number] = x.Name
 		}
-		err := runBridge(ctx, &bc, bridgeIn{users: users, names: names, log: log, started: func(a bridgeAddrs) {
+		err := runBridge(ctx, bc, bridgeIn{users: users, names: names, log: log, started: func(a bridgeAddrs) {
 			if started != nil {
 				started(demoInfo{URL: "http://" + a.HTTP + "/", Bridge: a, PBX: pbx, Phones: phones, Users: logins})
 			}
@@ -209,6 +194,27 @@ func runDemo(ctx context.Context, c demoConfig, log *slog.Logger, started func(d
 	case err := <-errc:
 		return err
 	}
+}
+
+// demoBridgeConfig is the demo's bridge: serve's defaults, pointed at
+// the simulator's AMI at ami.
+func demoBridgeConfig(c *demoConfig, ami string) *serveConfig {
+	var bc serveConfig
+	serveSettings(&bc)
+	bc.ami, bc.amiUser, bc.amiSecret = ami, pbxsim.DefaultAMIUser, pbxsim.DefaultAMISecret
+	bc.http, bc.admin, bc.dataDir = c.http, c.admin, c.dataDir
+	bc.webhooks = c.webhooks
+	bc.popupLink = c.popupLink
+	bc.accessLogEvery = -1
+	if c.plan != pbxsim.PlanFreePBX {
+		bc.queueNumbers = pbxsim.DefaultQueue + "=" + pbxsim.DefaultQueueNumber
+	}
+	// Italy, NethCTI's installed base: 0721405516 and +39 0721 405516 are
+	// one number in the demo's phonebook.
+	bc.phoneCountry = "39"
+	// NethVoice's own clients work against the demo too (/api, /webrest).
+	bc.nethcti.on = true
+	return &bc
 }
 
 // demoPlan is what the simulated callers dial besides the phones (the
