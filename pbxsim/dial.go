@@ -291,20 +291,28 @@ func (c *call) dialFailed(a, b *channel, target string, cause, tech int) {
 	p.emitCdr(a, target, nil, "Hangup", "", disp)
 }
 
+// callerHangupRequest announces that caller a left while its call rang
+// (why: a CANCEL, a BYE, an AMI Hangup...): the hangup cause and SIP
+// code it ends with, and the HangupRequest's fields. p.mu is held.
+func (p *PBX) callerHangupRequest(a *channel, why evKind) (cause, tech int, kv []string) {
+	cause, tech = 16, 0
+	if why == evCancel {
+		cause, tech = 127, 487
+	}
+	kv = []string{"Cause", strconv.Itoa(cause)}
+	if tech != 0 {
+		kv = append(kv, "TechCause", strconv.Itoa(tech))
+	}
+	p.emit(chanEvent(ami.EventHangupRequest, a, kv...))
+	return cause, tech, kv
+}
+
 // callerGone: the calling side left while the callee was still ringing.
 func (c *call) callerGone(a, b *channel, target string, why evKind) {
 	p := c.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cause, tech := 16, 0
-	if why == evCancel {
-		cause, tech = 127, 487
-	}
-	kv := []string{"Cause", strconv.Itoa(cause)}
-	if tech != 0 {
-		kv = append(kv, "TechCause", strconv.Itoa(tech))
-	}
-	p.emit(chanEvent(ami.EventHangupRequest, a, kv...))
+	cause, tech, kv := p.callerHangupRequest(a, why)
 	p.emit(dialEvent(ami.EventDialEnd, a, b, "DialStatus", "CANCEL"))
 	kv[1] = "16"
 	p.emit(chanEvent(ami.EventSoftHangupRequest, a, kv...))

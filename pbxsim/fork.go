@@ -236,15 +236,7 @@ func (c *call) forkCallerGone(a *channel, target string, legs, ended []*forkLeg,
 	p := c.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cause, tech := 16, 0
-	if why == evCancel {
-		cause, tech = 127, 487
-	}
-	kv := []string{"Cause", strconv.Itoa(cause)}
-	if tech != 0 {
-		kv = append(kv, "TechCause", strconv.Itoa(tech))
-	}
-	p.emit(chanEvent(ami.EventHangupRequest, a, kv...))
+	cause, tech, _ := p.callerHangupRequest(a, why)
 	for _, l := range legs {
 		c.dropLeg(a, l, 16, "CANCEL")
 		ended = append(ended, l)
