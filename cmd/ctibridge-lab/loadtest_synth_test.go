@@ -55,10 +55,12 @@ func TestLoadtestSynthShort(t *testing.T) {
 // ways, transfers of both kinds and calls forwarded from the trunk to
 // the trunk through a real bridge (its resync
 // lists answered by the synthetic PBX), every kind placed, no ghost once
-// all is hung up.
+// all is hung up. The mix is drawn from the clock: each kind's share is
+// large enough that a run of ~30 calls misses one about once in a
+// thousand (a forward share of 0.1 missed about once in 25).
 func TestLoadtestSynthMix(t *testing.T) {
 	rep, out := synthReport(t, "--exts", "80", "--queues", "2", "--members", "6", "--calls", "20", "-r", "10", "--ring", "300ms", "-d", "3s",
-		"--queue-share", "0.3", "--trunk-share", "0.2", "--transfer-share", "0.3", "--forward-share", "0.1", "-c", "2", "--rest-rate", "2")
+		"--queue-share", "0.25", "--trunk-share", "0.2", "--transfer-share", "0.25", "--forward-share", "0.2", "-c", "2", "--rest-rate", "2")
 	c := rep.Counters
 	if c["ghost_calls"] != 0 || c["ghost_calls_rest"] != 0 || c["calls_missing"] != 0 {
 		t.Errorf("ghosts or missing calls: %s", out)
